@@ -1,0 +1,136 @@
+import formbody from '@fastify/formbody';
+import Fastify, { type FastifyError, type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import type { Config } from './config.js';
+import type { Db } from './db/connection.js';
+import type { ProductScope } from './scope.js';
+import type { UserRow } from './db/schema.js';
+import { deployRoutes } from './deploys/routes.js';
+import { AppError, BadRequestError, InvalidUserError } from './errors.js';
+import { requireMember, requireUser } from './http/hooks.js';
+import { itemRoutes } from './items/routes.js';
+import { emlTransport, type MailTransport } from './mail/transport.js';
+import { DEFAULT_WORKER_OPTIONS, OutboxWorker, type WorkerOptions } from './mail/worker.js';
+import { productMemberRoutes, productRoutes } from './products/routes.js';
+import { userRoutes } from './users/routes.js';
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    db: Db;
+    config: Config;
+    outbox: OutboxWorker;
+  }
+  interface FastifyRequest {
+    user: UserRow;
+    scope: ProductScope;
+  }
+}
+
+export interface AppOptions {
+  config: Config;
+  db: Db;
+  /** pino options, or false for none (tests). Defaults to the configured level. */
+  logger?: FastifyServerOptions['logger'];
+  mailTransport?: MailTransport;
+  /** Start the outbox worker's timer (the server does; tests deliver by hand). */
+  startWorker?: boolean;
+  worker?: Partial<WorkerOptions>;
+}
+
+const BODY_LIMIT = 1024 * 1024;
+
+/** Some clients send the absolute form (`GET http://host/api/... HTTP/1.1`); route on the path. */
+function pathOnly(url: string): string {
+  const match = /^[a-z][a-z0-9+.-]*:\/\/[^/?#]*/i.exec(url);
+  if (!match) return url;
+  const rest = url.slice(match[0].length);
+  return rest.startsWith('/') ? rest : `/${rest}`;
+}
+
+/** Turns anything thrown into the interface's error body; only unknown errors are 500s. */
+function errorBody(error: FastifyError | AppError | Error): { status: number; body: Record<string, unknown> } {
+  if (error instanceof AppError) {
+    return { status: error.statusCode, body: { code: error.statusCode, message: error.message, ...(error.errors ? { errors: error.errors } : {}) } };
+  }
+  const fe = error as FastifyError;
+  if (fe.validation) {
+    const errors: Record<string, string> = {};
+    for (const v of fe.validation) {
+      const name = v.instancePath.replace(/^\//, '').split('/')[0] || String((v.params as { missingProperty?: string }).missingProperty ?? 'request');
+      errors[name] ??= v.message ?? 'is invalid';
+    }
+    const [first] = Object.entries(errors);
+    return { status: 400, body: { code: 400, message: `Invalid parameter ${first[0]}: ${first[1]}.`, errors } };
+  }
+  if (fe.statusCode === 413 || fe.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
+    return { status: 413, body: { code: 413, message: 'The request body is larger than 1 MiB.' } };
+  }
+  if (fe.statusCode && fe.statusCode >= 400 && fe.statusCode < 500) {
+    const message = fe.code?.startsWith('FST_ERR_CTP')
+      ? 'The request body could not be read: send valid application/x-www-form-urlencoded or application/json.'
+      : fe.message;
+    return { status: 400, body: { code: 400, message } };
+  }
+  return { status: 500, body: { code: 500, message: 'Something went wrong on our side; it has been logged.' } };
+}
+
+/** Builds the whole service; the server and the tests both start here. It never listens. */
+export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
+  const { config, db } = options;
+  const app = Fastify({
+    logger: options.logger ?? { level: config.logLevel },
+    disableRequestLogging: true,
+    bodyLimit: BODY_LIMIT,
+    rewriteUrl: (req) => pathOnly(req.url ?? '/'),
+    return503OnClosing: true,
+  });
+
+  app.decorate('db', db);
+  app.decorate('config', config);
+  const transport = options.mailTransport ?? emlTransport({ from: config.mailFrom, dataDir: config.dataDir });
+  const outbox = new OutboxWorker(db, transport, app.log, { ...DEFAULT_WORKER_OPTIONS, ...options.worker });
+  app.decorate('outbox', outbox);
+  app.decorateRequest('user', null as unknown as UserRow);
+  app.decorateRequest('scope', null as unknown as ProductScope);
+
+  await app.register(formbody, { bodyLimit: BODY_LIMIT });
+  app.addContentTypeParser('*', (_request, _payload, done) =>
+    done(new BadRequestError('Send parameters as application/x-www-form-urlencoded or application/json.'), undefined),
+  );
+
+  // One line per request.
+  app.addHook('onResponse', async (request, reply) => {
+    request.log.info(
+      { method: request.method, url: request.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime) },
+      'request',
+    );
+  });
+
+  app.setErrorHandler((error, request, reply) => {
+    const { status, body } = errorBody(error as Error);
+    if (status >= 500) request.log.error({ err: error }, 'request failed');
+    if (error instanceof InvalidUserError && error.noCredentials) reply.header('WWW-Authenticate', 'Basic realm="shiplog"');
+    return reply.code(status).type('application/json; charset=utf-8').send(body);
+  });
+  app.setNotFoundHandler((request, reply) =>
+    reply.code(404).send({ code: 404, message: `No such endpoint: ${request.method} ${request.url.split('?')[0]}.` }),
+  );
+
+  await app.register(async (api) => {
+    api.addHook('onRequest', requireUser(db));
+    await api.register(userRoutes);
+    await api.register(productRoutes);
+    await api.register(async (member) => {
+      member.addHook('onRequest', requireMember(db));
+      await member.register(productMemberRoutes);
+      await member.register(itemRoutes);
+      await member.register(deployRoutes);
+    });
+  });
+
+  if (options.startWorker) app.addHook('onReady', async () => outbox.start());
+  app.addHook('onClose', async () => {
+    await outbox.stop();
+    transport.close();
+  });
+  return app;
+}

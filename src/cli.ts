@@ -1,0 +1,134 @@
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { ConfigError, loadConfig } from './config.js';
+import { openDatabase, type Db } from './db/connection.js';
+import { AppError } from './errors.js';
+import { addMemberByEmail, createProduct } from './products/service.js';
+import { findUserByEmail } from './users/repository.js';
+import { createUser, rotateApiKey } from './users/service.js';
+
+class UsageError extends Error {}
+
+interface Command {
+  usage: string;
+  help: string;
+  options: NonNullable<ParseArgsConfig['options']>;
+  positionals: string[];
+  run(db: Db, args: string[], values: Record<string, string | boolean | undefined>): Promise<string>;
+}
+
+const COMMANDS: Record<string, Command> = {
+  'user add': {
+    usage: 'shiplog user add EMAIL --first NAME --last NAME [--api-key KEY]',
+    help: 'Creates a user and prints its API key (32 letters and digits; generated unless --api-key is given).',
+    options: { first: { type: 'string' }, last: { type: 'string' }, 'api-key': { type: 'string' } },
+    positionals: ['EMAIL'],
+    async run(db, [email], v) {
+      if (!v.first || !v.last) throw new UsageError('--first and --last are required.');
+      const { apiKey } = await db
+        .transaction()
+        .execute((trx) => createUser(trx, { email, firstName: String(v.first), lastName: String(v.last), apiKey: v['api-key'] as string | undefined }));
+      return apiKey;
+    },
+  },
+  'user key': {
+    usage: 'shiplog user key EMAIL',
+    help: 'Issues a new API key for a user and prints it; the old key stops working.',
+    options: {},
+    positionals: ['EMAIL'],
+    async run(db, [email]) {
+      return db.transaction().execute((trx) => rotateApiKey(trx, email));
+    },
+  },
+  'product add': {
+    usage: 'shiplog product add NAME --owner EMAIL',
+    help: 'Creates a product with the owner as its admin member and prints the product id.',
+    options: { owner: { type: 'string' } },
+    positionals: ['NAME'],
+    async run(db, [name], v) {
+      if (!v.owner) throw new UsageError('--owner is required.');
+      const product = await db.transaction().execute(async (trx) => {
+        const owner = await findUserByEmail(trx, String(v.owner).trim());
+        if (!owner) throw new AppError(404, `No user with email ${String(v.owner)}; create it with "shiplog user add" first.`);
+        return createProduct(trx, owner, name);
+      });
+      return String(product.id);
+    },
+  },
+  'member add': {
+    usage: 'shiplog member add PRODUCT_ID EMAIL [--admin]',
+    help: 'Makes an existing user a member (with --admin, an admin) of a product.',
+    options: { admin: { type: 'boolean' } },
+    positionals: ['PRODUCT_ID', 'EMAIL'],
+    async run(db, [productId, email], v) {
+      if (!/^\d+$/.test(productId)) throw new UsageError(`PRODUCT_ID must be a number, got "${productId}".`);
+      const product = await db.transaction().execute((trx) => addMemberByEmail(trx, Number(productId), email, v.admin === true));
+      return `${email.trim().toLowerCase()} is now ${v.admin ? 'an admin' : 'a member'} of product ${product.id} (${product.name}).`;
+    },
+  },
+};
+
+function overview(): string {
+  return [
+    'Usage: shiplog <command> [options]',
+    '',
+    ...Object.values(COMMANDS).map((c) => `  ${c.usage}\n      ${c.help}`),
+    '',
+    'The database is the one under DATA_DIR (default ./data), the same the server uses.',
+    'Run "shiplog <command> --help" for one command.',
+  ].join('\n');
+}
+
+/** Runs the admin command line; returns the exit code (0 done, 1 refused, 2 bad usage). */
+export async function main(argv: string[], out = process.stdout, err = process.stderr): Promise<number> {
+  const name = argv.slice(0, 2).join(' ');
+  const command = COMMANDS[name];
+  if (!command) {
+    if (argv.length === 0 || argv[0] === '--help' || argv[0] === '-h' || argv[0] === 'help') {
+      out.write(overview() + '\n');
+      return 0;
+    }
+    err.write(`shiplog: unknown command "${argv.join(' ')}".\n\n${overview()}\n`);
+    return 2;
+  }
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: argv.slice(2),
+      options: { ...command.options, help: { type: 'boolean', short: 'h' } },
+      allowPositionals: true,
+      strict: true,
+    });
+  } catch (e) {
+    err.write(`shiplog: ${(e as Error).message}\nUsage: ${command.usage}\n`);
+    return 2;
+  }
+  if (parsed.values.help) {
+    out.write(`Usage: ${command.usage}\n\n${command.help}\n`);
+    return 0;
+  }
+  if (parsed.positionals.length !== command.positionals.length) {
+    err.write(`shiplog: expected ${command.positionals.join(' ')}.\nUsage: ${command.usage}\n`);
+    return 2;
+  }
+  let db: Db | undefined;
+  try {
+    const config = loadConfig();
+    db = await openDatabase({ dataDir: config.dataDir });
+    out.write((await command.run(db, parsed.positionals, parsed.values)) + '\n');
+    return 0;
+  } catch (e) {
+    if (e instanceof UsageError) {
+      err.write(`shiplog: ${e.message}\nUsage: ${command.usage}\n`);
+      return 2;
+    }
+    if (e instanceof AppError || e instanceof ConfigError) {
+      const detail = e instanceof AppError && e.errors ? ` (${Object.entries(e.errors).map(([k, v]) => `${k} ${v}`).join('; ')})` : '';
+      err.write(`shiplog: ${e.message}${detail}\n`);
+      return 1;
+    }
+    err.write(`shiplog: ${(e as Error).message}\n`);
+    return 1;
+  } finally {
+    await db?.destroy();
+  }
+}

@@ -1,0 +1,71 @@
+import path from 'node:path';
+
+export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+
+/** Everything the service reads from its environment, validated once and frozen. */
+export interface Config {
+  readonly port: number;
+  readonly host: string;
+  readonly dataDir: string;
+  readonly publicUrl: string;
+  readonly mailDomain: string;
+  readonly mailFrom: string;
+  readonly logLevel: LogLevel;
+}
+
+export class ConfigError extends Error {}
+
+const LOG_LEVELS: readonly LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+function parsePort(raw: string): number {
+  if (!/^\d+$/.test(raw) || Number(raw) < 1 || Number(raw) > 65535) {
+    throw new ConfigError(`PORT must be a whole number from 1 to 65535, got "${raw}".`);
+  }
+  return Number(raw);
+}
+
+function parseUrl(name: string, raw: string): string {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new ConfigError(`${name} must be an absolute http(s) URL, got "${raw}".`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    throw new ConfigError(`${name} must be an absolute http(s) URL, got "${raw}".`);
+  }
+  return raw.replace(/\/+$/, '');
+}
+
+function parseDomain(name: string, raw: string): string {
+  if (!/^[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*$/.test(raw)) {
+    throw new ConfigError(`${name} must be a domain name such as items.example.com, got "${raw}".`);
+  }
+  return raw.toLowerCase();
+}
+
+function parseMailFrom(raw: string): string {
+  // Either a bare address or "Name <address>".
+  if (!/^([^<>]*<[^\s<>@]+@[^\s<>@]+>|[^\s<>@]+@[^\s<>@]+)$/.test(raw.trim())) {
+    throw new ConfigError(`MAIL_FROM must be an address such as "Shiplog <shiplog@example.com>", got "${raw}".`);
+  }
+  return raw.trim();
+}
+
+/**
+ * Reads the configuration from an environment (process.env by default).
+ * Throws ConfigError with a message naming the variable when a value is unusable.
+ */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Partial<Config> = {}): Config {
+  const port = env.PORT !== undefined && env.PORT !== '' ? parsePort(env.PORT) : 3000;
+  const host = env.HOST || '127.0.0.1';
+  const dataDir = path.resolve(env.DATA_DIR || './data');
+  const publicUrl = env.PUBLIC_URL ? parseUrl('PUBLIC_URL', env.PUBLIC_URL) : `http://localhost:${port}`;
+  const mailDomain = env.MAIL_DOMAIN ? parseDomain('MAIL_DOMAIN', env.MAIL_DOMAIN) : 'items.shiplog.localhost';
+  const mailFrom = env.MAIL_FROM ? parseMailFrom(env.MAIL_FROM) : `Shiplog <shiplog@${mailDomain}>`;
+  const logLevel = (env.LOG_LEVEL || 'info').toLowerCase() as LogLevel;
+  if (!LOG_LEVELS.includes(logLevel)) {
+    throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, got "${env.LOG_LEVEL}".`);
+  }
+  return Object.freeze({ port, host, dataDir, publicUrl, mailDomain, mailFrom, logLevel, ...overrides });
+}

@@ -1,0 +1,46 @@
+import {
+  CompiledQuery,
+  SqliteAdapter,
+  SqliteDialect,
+  SqliteDriver,
+  type CreateTableBuilder,
+  type DatabaseConnection,
+  type Driver,
+  type Kysely,
+  type SqliteDialectConfig,
+} from 'kysely';
+
+export type DialectName = 'sqlite' | 'postgres';
+
+export function dialectOf(db: Kysely<any>): DialectName {
+  return db.getExecutor().adapter instanceof SqliteAdapter ? 'sqlite' : 'postgres';
+}
+
+/** Adds the auto-incremented integer primary key `id` in the form each dialect wants. */
+export function idColumn<T extends string>(db: Kysely<any>, table: CreateTableBuilder<T, never>): CreateTableBuilder<T, 'id'> {
+  return dialectOf(db) === 'sqlite'
+    ? table.addColumn('id', 'integer', (c) => c.primaryKey().autoIncrement())
+    : table.addColumn('id', 'serial', (c) => c.primaryKey());
+}
+
+/**
+ * Write transactions take SQLite's write lock at BEGIN (BEGIN IMMEDIATE), so a transaction that
+ * reads and then writes can never fail half-way with SQLITE_BUSY when another process (the
+ * command line) writes at the same time; it waits for busy_timeout instead.
+ */
+class ImmediateSqliteDriver extends SqliteDriver {
+  override async beginTransaction(connection: DatabaseConnection): Promise<void> {
+    await connection.executeQuery(CompiledQuery.raw('begin immediate'));
+  }
+}
+
+export class ImmediateSqliteDialect extends SqliteDialect {
+  readonly #config: SqliteDialectConfig;
+  constructor(config: SqliteDialectConfig) {
+    super(config);
+    this.#config = config;
+  }
+  override createDriver(): Driver {
+    return new ImmediateSqliteDriver(this.#config);
+  }
+}

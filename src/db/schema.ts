@@ -1,0 +1,134 @@
+import type { Generated, Insertable, Selectable, Updateable } from 'kysely';
+
+/**
+ * Table types. Portable column types only: integers, text, and integer 0/1 for booleans;
+ * timestamps are ISO 8601 text in UTC with second precision (they sort as text).
+ */
+export interface UsersTable {
+  id: Generated<number>;
+  email: string;
+  first_name: string;
+  last_name: string;
+  api_key_hash: string;
+  created_at: string;
+  last_login: string | null;
+}
+
+export interface ProductsTable {
+  id: Generated<number>;
+  name: string;
+  archived: number;
+  created_at: string;
+  /** The last item number handed out; bumped inside the creating transaction. */
+  last_number: number;
+}
+
+export interface MembershipsTable {
+  product_id: number;
+  user_id: number;
+  admin: number;
+  created_at: string;
+}
+
+export interface ItemsTable {
+  id: Generated<number>;
+  product_id: number;
+  number: number;
+  type: string;
+  /** Workflow rank of the status (see items/model.ts), so that priority order is an index scan. */
+  status: number;
+  title: string;
+  who: string | null;
+  what: string | null;
+  why: string | null;
+  description: string;
+  score: string;
+  archived: number;
+  created_by_id: number;
+  assigned_to_id: number | null;
+  parent_id: number | null;
+  sort: number;
+  close_reason: string | null;
+  started_at: string | null;
+  closed_at: string | null;
+  accepted_at: string | null;
+  created_at: string;
+  last_modified: string;
+  last_activity: string;
+}
+
+export interface ItemTagsTable {
+  item_id: number;
+  position: number;
+  tag: string;
+}
+
+export interface FollowersTable {
+  item_id: number;
+  user_id: number;
+  created_at: string;
+}
+
+export interface DeploysTable {
+  id: Generated<number>;
+  product_id: number;
+  user_id: number;
+  environment: string;
+  version: string;
+  notes: string;
+  created_at: string;
+  idempotency_key: string | null;
+  request_hash: string | null;
+}
+
+export interface DeployItemsTable {
+  deploy_id: number;
+  item_id: number;
+}
+
+/** The latest deploy of an item per environment: what `deployed_to` shows. */
+export interface ItemDeploymentsTable {
+  item_id: number;
+  environment: string;
+  deploy_id: number;
+  version: string;
+  deployed_at: string;
+}
+
+export interface OutboxTable {
+  id: Generated<number>;
+  deploy_id: number | null;
+  user_id: number;
+  to_address: string;
+  subject: string;
+  body_text: string;
+  message_id: string;
+  status: string;
+  attempts: number;
+  next_attempt_at: string;
+  lease_until: string | null;
+  last_error: string | null;
+  created_at: string;
+  sent_at: string | null;
+}
+
+export interface Database {
+  users: UsersTable;
+  products: ProductsTable;
+  memberships: MembershipsTable;
+  items: ItemsTable;
+  item_tags: ItemTagsTable;
+  followers: FollowersTable;
+  deploys: DeploysTable;
+  deploy_items: DeployItemsTable;
+  item_deployments: ItemDeploymentsTable;
+  outbox: OutboxTable;
+}
+
+export type UserRow = Selectable<UsersTable>;
+export type ProductRow = Selectable<ProductsTable>;
+export type ItemRow = Selectable<ItemsTable>;
+export type NewItem = Insertable<ItemsTable>;
+export type ItemUpdate = Updateable<ItemsTable>;
+export type DeployRow = Selectable<DeploysTable>;
+export type OutboxRow = Selectable<OutboxTable>;

@@ -1,0 +1,75 @@
+import type { Db } from '../db/connection.js';
+import type { DeployRow, ItemRow } from '../db/schema.js';
+
+export async function findDeployByKey(db: Db, productId: number, userId: number, key: string): Promise<DeployRow | undefined> {
+  return db
+    .selectFrom('deploys')
+    .selectAll()
+    .where('product_id', '=', productId)
+    .where('user_id', '=', userId)
+    .where('idempotency_key', '=', key)
+    .executeTakeFirst();
+}
+
+export async function insertDeploy(
+  trx: Db,
+  deploy: Omit<DeployRow, 'id'>,
+): Promise<DeployRow> {
+  return trx.insertInto('deploys').values(deploy).returningAll().executeTakeFirstOrThrow();
+}
+
+/** Links the items to the deploy and makes it their latest deploy to its environment. */
+export async function recordDeployedItems(trx: Db, deploy: DeployRow, itemIds: number[]): Promise<void> {
+  await trx
+    .insertInto('deploy_items')
+    .values(itemIds.map((item_id) => ({ deploy_id: deploy.id, item_id })))
+    .execute();
+  await trx
+    .insertInto('item_deployments')
+    .values(
+      itemIds.map((item_id) => ({
+        item_id,
+        environment: deploy.environment,
+        deploy_id: deploy.id,
+        version: deploy.version,
+        deployed_at: deploy.created_at,
+      })),
+    )
+    .onConflict((oc) =>
+      oc.columns(['item_id', 'environment']).doUpdateSet((eb) => ({
+        deploy_id: eb.ref('excluded.deploy_id'),
+        version: eb.ref('excluded.version'),
+        deployed_at: eb.ref('excluded.deployed_at'),
+      })),
+    )
+    .execute();
+}
+
+/** Deploys of a product, oldest first, optionally of one environment. */
+export async function listDeploys(
+  db: Db,
+  productId: number,
+  filter: { environment?: string; offset: number; limit?: number },
+): Promise<DeployRow[]> {
+  let q = db.selectFrom('deploys').selectAll().where('product_id', '=', productId).orderBy('id');
+  if (filter.environment !== undefined) q = q.where('environment', '=', filter.environment);
+  // OFFSET needs a LIMIT in SQLite; the largest safe integer means "all" on both databases.
+  if (filter.limit !== undefined || filter.offset) q = q.limit(filter.limit ?? Number.MAX_SAFE_INTEGER).offset(filter.offset);
+  return q.execute();
+}
+
+/** The items of each deploy, by deploy id, in ascending number order. */
+export async function itemsOfDeploys(db: Db, deployIds: number[]): Promise<Map<number, ItemRow[]>> {
+  const result = new Map<number, ItemRow[]>(deployIds.map((id) => [id, []]));
+  if (deployIds.length === 0) return result;
+  const rows = await db
+    .selectFrom('deploy_items')
+    .innerJoin('items', 'items.id', 'deploy_items.item_id')
+    .selectAll('items')
+    .select('deploy_items.deploy_id')
+    .where('deploy_items.deploy_id', 'in', deployIds)
+    .orderBy('items.number')
+    .execute();
+  for (const { deploy_id, ...item } of rows) result.get(deploy_id)!.push(item);
+  return result;
+}

@@ -1,0 +1,52 @@
+import { Type } from '@sinclair/typebox';
+import type { FastifyInstance } from 'fastify';
+import { requestParams } from '../http/hooks.js';
+import { asInteger, asText, params, Param } from '../http/params.js';
+import { ProductParams } from '../http/schemas.js';
+import { DeploySchema } from './present.js';
+import { findDeploys, parseDeploy, parseIdempotencyKey, recordDeploy, renderDeploys } from './service.js';
+
+export async function deployRoutes(app: FastifyInstance): Promise<void> {
+  const urls = app.config;
+
+  app.get(
+    '/api/products/:product_id/deploys.json',
+    {
+      schema: {
+        params: ProductParams,
+        querystring: params({ environment: Param, offset: Param, limit: Param }),
+        response: { 200: Type.Array(DeploySchema) },
+      },
+    },
+    async (request) => {
+      const p = requestParams(request);
+      const filter = {
+        environment: asText('environment', p.environment, 255) || undefined,
+        offset: asInteger('offset', p.offset) ?? 0,
+        limit: asInteger('limit', p.limit, 1),
+      };
+      const deploys = await findDeploys(app.db, request.scope, filter);
+      return renderDeploys(app.db, request.scope, deploys, urls);
+    },
+  );
+
+  app.post(
+    '/api/products/:product_id/deploys.json',
+    {
+      schema: {
+        params: ProductParams,
+        body: params({ environment: Param, numbers: Param, version: Param, notes: Param }),
+        response: { 200: DeploySchema },
+      },
+    },
+    async (request) => {
+      const input = parseDeploy(requestParams(request));
+      const key = parseIdempotencyKey(request.headers['idempotency-key']);
+      const { deploy, created } = await app.db
+        .transaction()
+        .execute((trx) => recordDeploy(trx, request.scope, input, key, urls));
+      if (created) app.outbox.nudge();
+      return (await renderDeploys(app.db, request.scope, [deploy], urls))[0];
+    },
+  );
+}

@@ -1,0 +1,132 @@
+import crypto from 'node:crypto';
+import type { Db } from '../db/connection.js';
+import type { DeployRow, ItemRow } from '../db/schema.js';
+import { BadRequestError, ForbiddenError, UnprocessableError, ValidationError } from '../errors.js';
+import { asList, asText, invalid, asInteger, type ParamValue } from '../http/params.js';
+import { findItemsByNumbers, followersOf, touchActivity } from '../items/repository.js';
+import { renderItems } from '../items/service.js';
+import { mailbox, renderDeployEmail } from '../mail/deploy-email.js';
+import { enqueueMessages } from '../mail/outbox.js';
+import type { ProductScope, Urls } from '../scope.js';
+import { nowTimestamp } from '../time.js';
+import { findUsersByIds } from '../users/repository.js';
+import { presentDeploy, type DeployJson } from './present.js';
+import { findDeployByKey, insertDeploy, itemsOfDeploys, listDeploys, recordDeployedItems } from './repository.js';
+
+export interface DeployInput {
+  environment: string;
+  numbers: number[];
+  version: string;
+  notes: string;
+}
+
+/** Parameters of a new deploy; missing environment or numbers are 403, as the original service answers. */
+export function parseDeploy(p: Record<string, ParamValue>): DeployInput {
+  const environment = asText('environment', p.environment, 255);
+  const rawNumbers = asList('numbers', p.numbers);
+  if (environment === undefined || environment.trim() === '' || !rawNumbers?.length) {
+    throw new ForbiddenError('Both environment and numbers are required to record a deploy.');
+  }
+  const numbers = rawNumbers.map((n) => (/^\d+$/.test(n) ? asInteger('numbers', n)! : invalid('numbers', `"${n}" is not an item number`)));
+  return {
+    environment,
+    numbers: [...new Set(numbers)].sort((a, b) => a - b),
+    version: asText('version', p.version, 255) ?? '',
+    notes: asText('notes', p.notes, 65535) ?? '',
+  };
+}
+
+export function parseIdempotencyKey(header: string | string[] | undefined): string | undefined {
+  const key = Array.isArray(header) ? header[0] : header;
+  if (key === undefined || key === '') return undefined;
+  if (key.length > 255) throw new ValidationError({ 'Idempotency-Key': 'must be at most 255 characters' });
+  return key;
+}
+
+function requestHash(input: DeployInput): string {
+  return crypto.createHash('sha256').update(JSON.stringify(input)).digest('hex');
+}
+
+/**
+ * Records a deploy in the caller's transaction: the deploy, its items, their latest deploy per
+ * environment, and one outbox message per following member (the deployer excluded) listing that
+ * member's items. With an idempotency key, a repeat returns the first deploy and queues nothing;
+ * the same key with other parameters is 422. Throws 400 when no number names an item.
+ */
+export async function recordDeploy(
+  trx: Db,
+  scope: ProductScope,
+  input: DeployInput,
+  key: string | undefined,
+  urls: Urls,
+): Promise<{ deploy: DeployRow; created: boolean }> {
+  const hash = key === undefined ? null : requestHash(input);
+  if (key !== undefined) {
+    const earlier = await findDeployByKey(trx, scope.product.id, scope.user.id, key);
+    if (earlier) {
+      if (earlier.request_hash !== hash) throw new UnprocessableError('This Idempotency-Key was used for a deploy with other parameters.');
+      return { deploy: earlier, created: false };
+    }
+  }
+  const items = await findItemsByNumbers(trx, scope.product.id, input.numbers);
+  if (items.length === 0) throw new BadRequestError('None of the numbers names an item of this product.');
+
+  const now = nowTimestamp();
+  const deploy = await insertDeploy(trx, {
+    product_id: scope.product.id,
+    user_id: scope.user.id,
+    environment: input.environment,
+    version: input.version,
+    notes: input.notes,
+    created_at: now,
+    idempotency_key: key ?? null,
+    request_hash: hash,
+  });
+  const itemIds = items.map((i) => i.id);
+  await recordDeployedItems(trx, deploy, itemIds);
+  await touchActivity(trx, itemIds, now);
+
+  const byId = new Map(items.map((i) => [i.id, i]));
+  const perFollower = new Map<number, ItemRow[]>();
+  for (const f of await followersOf(trx, scope.product.id, itemIds)) {
+    if (f.user_id === scope.user.id) continue;
+    (perFollower.get(f.user_id) ?? perFollower.set(f.user_id, []).get(f.user_id)!).push(byId.get(f.item_id)!);
+  }
+  const recipients = await findUsersByIds(trx, [...perFollower.keys()]);
+  await enqueueMessages(
+    trx,
+    recipients.map((user) => {
+      const mine = perFollower.get(user.id)!.sort((a, b) => a.number - b.number);
+      const mail = renderDeployEmail(scope.product, deploy, scope.user, mine, urls);
+      return {
+        deploy_id: deploy.id,
+        user_id: user.id,
+        to_address: mailbox(user),
+        subject: mail.subject,
+        body_text: mail.text,
+        message_id: `<deploy-${deploy.id}-${user.id}.${crypto.randomBytes(6).toString('hex')}@${urls.mailDomain}>`,
+      };
+    }),
+    now,
+  );
+  return { deploy, created: true };
+}
+
+/** Deploys as JSON, each with its items in their current state. */
+export async function renderDeploys(db: Db, scope: ProductScope, deploys: DeployRow[], urls: Urls): Promise<DeployJson[]> {
+  const itemsByDeploy = await itemsOfDeploys(db, deploys.map((d) => d.id));
+  const allItems = [...new Map([...itemsByDeploy.values()].flat().map((i) => [i.id, i])).values()];
+  const rendered = new Map((await renderItems(db, scope.product, allItems, urls)).map((json, i) => [allItems[i].id, json]));
+  const users = new Map((await findUsersByIds(db, deploys.map((d) => d.user_id))).map((u) => [u.id, u]));
+  return deploys.map((d) =>
+    presentDeploy(d, users.get(d.user_id)!, itemsByDeploy.get(d.id)!.map((i) => rendered.get(i.id)!)),
+  );
+}
+
+export async function findDeploys(
+  db: Db,
+  scope: ProductScope,
+  filter: { environment?: string; offset: number; limit?: number },
+): Promise<DeployRow[]> {
+  return listDeploys(db, scope.product.id, filter);
+}

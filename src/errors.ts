@@ -1,0 +1,69 @@
+/**
+ * Every error the service answers with. Services throw these; the one error handler in app.ts
+ * turns them into `{"code", "message", "errors"?}` bodies. Anything else becomes a logged 500.
+ */
+export class AppError extends Error {
+  constructor(
+    readonly statusCode: number,
+    message: string,
+    readonly errors?: Record<string, string>,
+  ) {
+    super(message);
+  }
+}
+
+/** 400: a parameter is missing or malformed; `errors` names each offending parameter. */
+export class ValidationError extends AppError {
+  constructor(errors: Record<string, string>, message?: string) {
+    const first = Object.entries(errors)[0];
+    super(400, message ?? (first ? `Invalid parameter ${first[0]}: ${first[1]}.` : 'Invalid request.'), errors);
+  }
+}
+
+export class BadRequestError extends AppError {
+  constructor(message: string) {
+    super(400, message);
+  }
+}
+
+/** 403 for bad or missing credentials: the message clients have always matched on. */
+export class InvalidUserError extends AppError {
+  constructor(readonly noCredentials = false) {
+    super(403, 'Invalid or unknown user.');
+  }
+}
+
+export class ForbiddenError extends AppError {
+  constructor(message = 'You are not a member of this product.') {
+    super(403, message);
+  }
+}
+
+export class NotFoundError extends AppError {
+  constructor(message: string) {
+    super(404, message);
+  }
+}
+
+export class ConflictError extends AppError {
+  constructor(message: string) {
+    super(409, message);
+  }
+}
+
+export class UnprocessableError extends AppError {
+  constructor(message: string) {
+    super(422, message);
+  }
+}
+
+export class PayloadTooLargeError extends AppError {
+  constructor() {
+    super(413, 'The request body is larger than 1 MiB.');
+  }
+}
+
+export const productNotFound = () => new NotFoundError('No product with that id.');
+export const itemNotFound = (n: number | string) => new NotFoundError(`No item number ${n} in this product.`);
+export const userNotFound = (param: string) =>
+  new AppError(404, `Parameter ${param} names no known user.`, { [param]: 'unknown user' });

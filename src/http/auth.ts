@@ -1,0 +1,44 @@
+import type { Db } from '../db/connection.js';
+import type { UserRow } from '../db/schema.js';
+import { InvalidUserError } from '../errors.js';
+import { formatTimestamp } from '../time.js';
+import { apiKeyMatches, API_KEY_PATTERN, hashApiKey } from '../users/keys.js';
+import { findUserByEmail, findUserByKeyHash, setLastLogin } from '../users/repository.js';
+
+// Compared against when the email is unknown, so both failures take the same time.
+const DUMMY_HASH = hashApiKey('0'.repeat(32));
+
+/**
+ * Resolves the caller from an Authorization header: HTTP Basic (email, API key) or Bearer
+ * (API key). Throws InvalidUserError (403) for anything missing, malformed or wrong.
+ */
+export async function authenticate(db: Db, header: string | undefined): Promise<UserRow> {
+  if (!header) throw new InvalidUserError(true);
+  const [scheme, credentials = ''] = header.trim().split(/\s+/, 2);
+  let user: UserRow | undefined;
+  if (/^basic$/i.test(scheme)) {
+    const decoded = Buffer.from(credentials, 'base64').toString('utf8');
+    const colon = decoded.indexOf(':');
+    if (colon < 1) throw new InvalidUserError();
+    const email = decoded.slice(0, colon).trim();
+    const key = decoded.slice(colon + 1);
+    const found = await findUserByEmail(db, email);
+    const ok = apiKeyMatches(key, found?.api_key_hash ?? DUMMY_HASH);
+    user = ok ? found : undefined;
+  } else if (/^bearer$/i.test(scheme)) {
+    if (!API_KEY_PATTERN.test(credentials)) throw new InvalidUserError();
+    user = await findUserByKeyHash(db, hashApiKey(credentials));
+  }
+  if (!user) throw new InvalidUserError();
+  await noteLogin(db, user);
+  return user;
+}
+
+/** last_login moves at most once a minute, so reads do not turn into a write each. */
+async function noteLogin(db: Db, user: UserRow): Promise<void> {
+  const now = new Date();
+  if (user.last_login && now.getTime() - Date.parse(user.last_login) < 60_000) return;
+  const at = formatTimestamp(now);
+  await setLastLogin(db, user.id, at);
+  user.last_login = at;
+}

@@ -1,0 +1,205 @@
+import { ValidationError } from '../errors.js';
+import {
+  asBoolean,
+  asEnum,
+  asEnumList,
+  asInteger,
+  asList,
+  asString,
+  asText,
+  type ParamValue,
+} from '../http/params.js';
+import {
+  CLOSE_REASONS,
+  DEFAULT_LIST_STATUSES,
+  INPUT_STATUSES,
+  ITEM_TYPES,
+  LIMITS,
+  ORDERS,
+  SCORES,
+  STATUSES,
+  type CloseReason,
+  type ItemType,
+  type Order,
+  type Status,
+} from './model.js';
+
+type Params = Record<string, ParamValue>;
+
+/**
+ * Runs each parser, collecting every parameter's problem into one ValidationError, so a client
+ * learns about all its mistakes at once.
+ */
+function collect<T>(parse: (field: <V>(fn: () => V) => V | undefined) => T): T {
+  const errors: Record<string, string> = {};
+  const field = <V>(fn: () => V): V | undefined => {
+    try {
+      return fn();
+    } catch (err) {
+      if (err instanceof ValidationError && err.errors) {
+        Object.assign(errors, err.errors);
+        return undefined;
+      }
+      throw err;
+    }
+  };
+  const result = parse(field);
+  if (Object.keys(errors).length) throw new ValidationError(errors);
+  return result;
+}
+
+/** A user reference (assigned_to, created_by): anything but a positive integer names no user. */
+export type UserRef = { id: number } | { invalid: true } | null | undefined;
+
+function userRef(name: string, value: ParamValue): UserRef {
+  if (value === undefined) return undefined;
+  if (value === null) return null;
+  const s = asString(name, value)!.trim();
+  if (s === '') return null;
+  return /^\d+$/.test(s) && Number.isSafeInteger(Number(s)) ? { id: Number(s) } : { invalid: true };
+}
+
+function tagList(value: ParamValue): string[] | undefined {
+  const list = asList('tags', value);
+  if (list === undefined) return undefined;
+  for (const tag of list) {
+    if ([...tag].length > LIMITS.tag) throw new ValidationError({ tags: `each tag must be at most ${LIMITS.tag} characters` });
+  }
+  return [...new Set(list)];
+}
+
+/** `parent`: a number, or null to detach (empty value or JSON null). */
+function parentRef(value: ParamValue): number | null | undefined {
+  if (value === null) return null;
+  const s = asString('parent', value);
+  if (s === undefined) return undefined;
+  if (s.trim() === '') return null;
+  return asInteger('parent', s, 1);
+}
+
+function required(name: string, value: string | undefined): string | undefined {
+  if (value === undefined || value.trim() === '') throw new ValidationError({ [name]: 'is required' });
+  return value;
+}
+
+export interface ListItemsInput {
+  types?: ItemType[];
+  statuses: Status[];
+  offset: number;
+  limit: number;
+  order: Order;
+  assignedTo: UserRef;
+  createdBy: UserRef;
+  tags?: string[];
+  children: boolean;
+}
+
+export function parseListItems(p: Params): ListItemsInput {
+  return collect((field) => {
+    const limit = field(() => asInteger('limit', p.limit, 1)) ?? 20;
+    const statuses = field(() => asEnumList('status', p.status, STATUSES));
+    return {
+      types: field(() => asEnumList('type', p.type, ITEM_TYPES)),
+      statuses: statuses?.length ? statuses : DEFAULT_LIST_STATUSES,
+      offset: field(() => asInteger('offset', p.offset)) ?? 0,
+      limit: Math.min(limit, 500),
+      order: field(() => asEnum('order_by', p.order_by, ORDERS)) ?? 'priority',
+      assignedTo: userRef('assigned_to', p.assigned_to),
+      createdBy: userRef('created_by', p.created_by),
+      tags: field(() => tagList(p.tags)),
+      children: field(() => asBoolean('children', p.children)) ?? false,
+    };
+  });
+}
+
+export interface CreateItemInput {
+  type: ItemType;
+  title?: string;
+  who?: string;
+  what?: string;
+  why?: string;
+  description: string;
+  score: string;
+  status: Status;
+  closeReason?: CloseReason;
+  assignedTo: UserRef;
+  createdBy: UserRef;
+  tags: string[];
+  parent?: number | null;
+}
+
+export function parseCreateItem(p: Params): CreateItemInput {
+  return collect((field) => {
+    const type = field(() => required('type', asString('type', p.type)) && asEnum('type', p.type, ITEM_TYPES));
+    const story = type === 'story';
+    const text = (name: 'title' | 'who' | 'what' | 'why', needed: boolean) =>
+      field(() => {
+        const v = asText(name, p[name], LIMITS[name]);
+        return needed ? required(name, v) : v;
+      });
+    const input: CreateItemInput = {
+      type: type as ItemType,
+      title: story ? undefined : text('title', type !== undefined),
+      who: story ? text('who', true) : undefined,
+      what: story ? text('what', true) : undefined,
+      why: story ? text('why', true) : undefined,
+      description: field(() => asText('description', p.description, LIMITS.description)) ?? '',
+      score: field(() => asEnum('score', p.score, SCORES)) ?? '~',
+      status: field(() => asEnum('status', p.status, INPUT_STATUSES)) ?? 'backlog',
+      closeReason: field(() => asEnum('close_reason', p.close_reason, CLOSE_REASONS)),
+      assignedTo: userRef('assigned_to', p.assigned_to),
+      createdBy: userRef('created_by', p.created_by),
+      tags: field(() => tagList(p.tags)) ?? [],
+      parent: field(() => parentRef(p.parent)),
+    };
+    if (story && input.parent != null) field(() => { throw new ValidationError({ parent: 'a story cannot have a parent' }); });
+    return input;
+  });
+}
+
+export interface UpdateItemInput {
+  title?: string;
+  who?: string;
+  what?: string;
+  why?: string;
+  description?: string;
+  score?: string;
+  status?: Status;
+  closeReason?: CloseReason;
+  assignedTo: UserRef;
+  tags?: string[];
+  parent?: number | null;
+}
+
+/** Format checks only; the rules that depend on the item are the service's. */
+export function parseUpdateItem(p: Params): UpdateItemInput {
+  return collect((field) => ({
+    title: field(() => asText('title', p.title, LIMITS.title)),
+    who: field(() => asText('who', p.who, LIMITS.who)),
+    what: field(() => asText('what', p.what, LIMITS.what)),
+    why: field(() => asText('why', p.why, LIMITS.why)),
+    description: field(() => asText('description', p.description, LIMITS.description)),
+    score: field(() => asEnum('score', p.score, SCORES)),
+    status: field(() => asEnum('status', p.status, INPUT_STATUSES)),
+    closeReason: field(() => asEnum('close_reason', p.close_reason, CLOSE_REASONS)),
+    assignedTo: userRef('assigned_to', p.assigned_to),
+    tags: field(() => tagList(p.tags)),
+    parent: field(() => parentRef(p.parent)),
+  }));
+}
+
+export interface ResortInput {
+  before?: number;
+  after?: number;
+}
+
+export function parseResort(p: Params): ResortInput {
+  const input = collect((field) => ({
+    before: field(() => asInteger('before', p.before, 1)),
+    after: field(() => asInteger('after', p.after, 1)),
+  }));
+  if (input.before === undefined && input.after === undefined) {
+    throw new ValidationError({ before: 'give before, after, or both' }, 'Give before or after: the item to place this one below or above.');
+  }
+  return input;
+}

@@ -1,0 +1,65 @@
+/** The vocabulary of items (INTERFACE.md §4.3, §5). */
+export const ITEM_TYPES = ['story', 'task', 'defect', 'test'] as const;
+export type ItemType = (typeof ITEM_TYPES)[number];
+
+/** In workflow order; the index is what the database stores, so priority order is index order. */
+export const STATUSES = ['someday', 'backlog', 'in-progress', 'completed', 'accepted'] as const;
+export type Status = (typeof STATUSES)[number];
+/** What a client may set: `someday` only comes from imports and the admin tool. */
+export const INPUT_STATUSES = ['backlog', 'in-progress', 'completed', 'accepted'] as const;
+export const DEFAULT_LIST_STATUSES: Status[] = ['backlog', 'in-progress'];
+
+export const statusCode = (s: Status): number => STATUSES.indexOf(s);
+export const statusName = (code: number): Status => STATUSES[code];
+
+export const SCORES = ['~', 'S', 'M', 'L', 'XL'] as const;
+export const CLOSE_REASONS = ['fixed', 'invalid', 'duplicate', 'incomplete', 'wont-fix', 'works-for-me'] as const;
+export type CloseReason = (typeof CLOSE_REASONS)[number];
+
+export const ORDERS = ['priority', 'favorites', 'oldest', 'newest', 'recent', 'stale', 'active', 'abandoned'] as const;
+export type Order = (typeof ORDERS)[number];
+
+/** Gap between neighbouring positions: halved by each resort into it, renumbered when used up. */
+export const SORT_STEP = 65536;
+
+export const LIMITS = { title: 255, who: 255, what: 255, why: 255, description: 65535, tag: 64 } as const;
+
+export const isClosed = (s: Status): boolean => s === 'completed' || s === 'accepted';
+
+/** `As a{n} {who}, I want {what} so that {why}.` */
+export function storyTitle(who: string, what: string, why: string): string {
+  const article = /^[aeiou]/i.test(who.trim()) ? 'an' : 'a';
+  return `As ${article} ${who}, I want ${what} so that ${why}.`;
+}
+
+export interface Progress {
+  started_at: string | null;
+  closed_at: string | null;
+  accepted_at: string | null;
+  close_reason: string | null;
+}
+
+/** How progress moves when an item enters `to` (INTERFACE.md §5). */
+export function progressOnEntering(to: Status, p: Progress, now: string, closeReason?: CloseReason): Progress {
+  switch (to) {
+    case 'someday':
+    case 'backlog':
+      return { ...p, closed_at: null, accepted_at: null, close_reason: null };
+    case 'in-progress':
+      return { started_at: p.started_at ?? now, closed_at: null, accepted_at: null, close_reason: null };
+    case 'completed':
+      return {
+        started_at: p.started_at ?? now,
+        closed_at: p.closed_at ?? now,
+        accepted_at: null,
+        close_reason: closeReason ?? p.close_reason ?? 'fixed',
+      };
+    case 'accepted':
+      return {
+        started_at: p.started_at ?? now,
+        closed_at: p.closed_at ?? now,
+        accepted_at: p.accepted_at ?? now,
+        close_reason: closeReason ?? p.close_reason ?? 'fixed',
+      };
+  }
+}

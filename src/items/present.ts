@@ -1,0 +1,108 @@
+import { Type, type Static, type TObject } from '@sinclair/typebox';
+import type { ItemRow } from '../db/schema.js';
+import { presentProductSummary, ProductSummarySchema } from '../products/present.js';
+import { presentUser, UserSchema } from '../users/present.js';
+import { statusName } from './model.js';
+import type { ItemRelations } from './repository.js';
+
+const Timestamp = Type.String();
+
+const itemFields = {
+  number: Type.Integer(),
+  type: Type.String(),
+  status: Type.String(),
+  title: Type.String(),
+  who: Type.Optional(Type.String()),
+  what: Type.Optional(Type.String()),
+  why: Type.Optional(Type.String()),
+  description: Type.String(),
+  score: Type.String(),
+  tags: Type.Array(Type.String()),
+  archived: Type.Boolean(),
+  product: ProductSummarySchema,
+  created_by: UserSchema,
+  assigned_to: Type.Union([UserSchema, Type.Null()]),
+  created_at: Timestamp,
+  last_modified: Timestamp,
+  last_activity: Timestamp,
+  short_url: Type.String(),
+  sort: Type.Integer(),
+  close_reason: Type.Optional(Type.String()),
+  progress: Type.Object({
+    started_at: Type.Optional(Timestamp),
+    closed_at: Type.Optional(Timestamp),
+    accepted_at: Type.Optional(Timestamp),
+  }),
+  email: Type.Object({ files: Type.String(), discussion: Type.String() }),
+  counts: Type.Object({
+    blockers: Type.Integer(),
+    blocking: Type.Integer(),
+    comments: Type.Integer(),
+    favorites: Type.Integer(),
+  }),
+  deployed_to: Type.Array(
+    Type.Object({
+      environment: Type.String(),
+      version: Type.String(),
+      deployed_at: Timestamp,
+      deploy_id: Type.Integer(),
+    }),
+  ),
+};
+
+/** The parent as embedded in a sub-item: the item without its own parent or children. */
+export const ParentItemSchema = Type.Object(itemFields);
+export const ItemSchema: TObject = Type.Object({ ...itemFields, parent: Type.Optional(ParentItemSchema) });
+export const ItemListSchema = Type.Array(ItemSchema);
+export type ItemJson = Static<typeof ParentItemSchema> & { parent?: Static<typeof ParentItemSchema> };
+
+export interface ItemUrls {
+  publicUrl: string;
+  mailDomain: string;
+}
+
+function presentOwnFields(row: ItemRow, rel: ItemRelations, urls: ItemUrls): ItemJson {
+  const status = statusName(row.status);
+  const item: ItemJson = {
+    number: row.number,
+    type: row.type,
+    status,
+    title: row.title,
+    description: row.description,
+    score: row.score,
+    tags: rel.tags.get(row.id) ?? [],
+    archived: row.archived === 1,
+    product: presentProductSummary(rel.product),
+    created_by: presentUser(rel.users.get(row.created_by_id)!),
+    assigned_to: row.assigned_to_id ? presentUser(rel.users.get(row.assigned_to_id)!) : null,
+    created_at: row.created_at,
+    last_modified: row.last_modified,
+    last_activity: row.last_activity,
+    short_url: `${urls.publicUrl}/i/${row.product_id}/${row.number}/`,
+    sort: Number(row.sort),
+    progress: {},
+    email: { files: `files-${row.id}@${urls.mailDomain}`, discussion: `discussion-${row.id}@${urls.mailDomain}` },
+    counts: { blockers: 0, blocking: 0, comments: 0, favorites: 0 },
+    deployed_to: rel.deployments.get(row.id) ?? [],
+  };
+  if (row.type === 'story') {
+    item.who = row.who ?? '';
+    item.what = row.what ?? '';
+    item.why = row.why ?? '';
+  }
+  if (row.close_reason && (status === 'completed' || status === 'accepted')) item.close_reason = row.close_reason;
+  if (row.started_at) item.progress.started_at = row.started_at;
+  if (row.closed_at) item.progress.closed_at = row.closed_at;
+  if (row.accepted_at) item.progress.accepted_at = row.accepted_at;
+  return item;
+}
+
+/** An item row and its relations -> the one item shape of INTERFACE.md §4.3. */
+export function presentItem(row: ItemRow, rel: ItemRelations, urls: ItemUrls): ItemJson {
+  const item = presentOwnFields(row, rel, urls);
+  if (row.parent_id !== null) {
+    const parent = rel.parents.get(row.parent_id);
+    if (parent) item.parent = presentOwnFields(parent, rel, urls);
+  }
+  return item;
+}

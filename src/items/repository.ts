@@ -1,0 +1,305 @@
+import { sql } from 'kysely';
+import type { Db } from '../db/connection.js';
+import type { ItemRow, ItemUpdate, NewItem, ProductRow, UserRow } from '../db/schema.js';
+import { SORT_STEP, type Order } from './model.js';
+
+export async function findItemByNumber(db: Db, productId: number, number: number): Promise<ItemRow | undefined> {
+  return db
+    .selectFrom('items')
+    .selectAll()
+    .where('product_id', '=', productId)
+    .where('number', '=', number)
+    .executeTakeFirst();
+}
+
+export async function findItemsByNumbers(db: Db, productId: number, numbers: number[]): Promise<ItemRow[]> {
+  if (numbers.length === 0) return [];
+  return db
+    .selectFrom('items')
+    .selectAll()
+    .where('product_id', '=', productId)
+    .where('number', 'in', numbers)
+    .orderBy('number')
+    .execute();
+}
+
+export async function findItemsByIds(db: Db, ids: number[]): Promise<ItemRow[]> {
+  if (ids.length === 0) return [];
+  return db.selectFrom('items').selectAll().where('id', 'in', [...new Set(ids)]).execute();
+}
+
+export async function insertItem(trx: Db, item: NewItem): Promise<ItemRow> {
+  return trx.insertInto('items').values(item).returningAll().executeTakeFirstOrThrow();
+}
+
+export async function updateItemRow(trx: Db, id: number, changes: ItemUpdate): Promise<ItemRow> {
+  return trx.updateTable('items').set(changes).where('id', '=', id).returningAll().executeTakeFirstOrThrow();
+}
+
+/** The position just below the last item of a status. */
+export async function bottomSort(trx: Db, productId: number, status: number): Promise<number> {
+  const row = await trx
+    .selectFrom('items')
+    .select((eb) => eb.fn.max('sort').as('max'))
+    .where('product_id', '=', productId)
+    .where('status', '=', status)
+    .executeTakeFirst();
+  return row?.max === null || row?.max === undefined ? SORT_STEP : Number(row.max) + SORT_STEP;
+}
+
+/** The sort of the nearest item of the status below (`after`) or above (`before`) a position, skipping one item. */
+export async function neighbourSort(
+  trx: Db,
+  productId: number,
+  status: number,
+  sort: number,
+  direction: 'below' | 'above',
+  skipId: number,
+): Promise<number | undefined> {
+  const row = await trx
+    .selectFrom('items')
+    .select('sort')
+    .where('product_id', '=', productId)
+    .where('status', '=', status)
+    .where('id', '!=', skipId)
+    .where('sort', direction === 'below' ? '>' : '<', sort)
+    .orderBy('sort', direction === 'below' ? 'asc' : 'desc')
+    .limit(1)
+    .executeTakeFirst();
+  return row ? Number(row.sort) : undefined;
+}
+
+/**
+ * Spreads a status's positions out to SORT_STEP apart, keeping their order. The new positions all
+ * lie above the current largest, so no two rows ever share one, even half-way through.
+ */
+export async function renumberStatus(trx: Db, productId: number, status: number): Promise<void> {
+  const top = await bottomSort(trx, productId, status);
+  await sql`
+    update items set sort = ${top} + ${SORT_STEP} * (
+      select count(*) from items as i2
+      where i2.product_id = items.product_id and i2.status = items.status and i2.sort < items.sort
+    )
+    where product_id = ${productId} and status = ${status}`.execute(trx);
+}
+
+export async function replaceTags(trx: Db, itemId: number, tags: string[]): Promise<void> {
+  await trx.deleteFrom('item_tags').where('item_id', '=', itemId).execute();
+  if (tags.length) {
+    await trx
+      .insertInto('item_tags')
+      .values(tags.map((tag, position) => ({ item_id: itemId, position, tag })))
+      .execute();
+  }
+}
+
+export async function addFollower(trx: Db, itemId: number, userId: number, at: string): Promise<void> {
+  await trx
+    .insertInto('followers')
+    .values({ item_id: itemId, user_id: userId, created_at: at })
+    .onConflict((oc) => oc.columns(['item_id', 'user_id']).doNothing())
+    .execute();
+}
+
+export async function removeFollower(trx: Db, itemId: number, userId: number): Promise<void> {
+  await trx.deleteFrom('followers').where('item_id', '=', itemId).where('user_id', '=', userId).execute();
+}
+
+export async function touchActivity(trx: Db, itemIds: number[], at: string): Promise<void> {
+  if (itemIds.length === 0) return;
+  await trx
+    .updateTable('items')
+    .set({ last_activity: at })
+    .where('id', 'in', itemIds)
+    .where('last_activity', '<', at)
+    .execute();
+}
+
+export interface ItemFilter {
+  productId: number;
+  statuses: number[];
+  types?: string[];
+  assignedTo?: number;
+  createdBy?: number;
+  tags?: string[];
+}
+
+type OrderKey = { column: 'status' | 'sort' | 'number' | 'created_at' | 'last_modified' | 'last_activity'; dir: 'asc' | 'desc' };
+
+/** The sort keys of each order_by; every one ends on number, so pages are stable. */
+export function orderKeys(order: Order): OrderKey[] {
+  const priority: OrderKey[] = [
+    { column: 'status', dir: 'asc' },
+    { column: 'sort', dir: 'asc' },
+    { column: 'number', dir: 'asc' },
+  ];
+  const by = (column: OrderKey['column'], dir: OrderKey['dir']): OrderKey[] => [
+    { column, dir },
+    { column: 'number', dir },
+  ];
+  switch (order) {
+    case 'priority':
+    case 'favorites': // favourites do not exist yet: every count is 0, so ties fall to priority
+      return priority;
+    case 'oldest':
+      return by('created_at', 'asc');
+    case 'newest':
+      return by('created_at', 'desc');
+    case 'recent':
+      return by('last_modified', 'desc');
+    case 'stale':
+      return by('last_modified', 'asc');
+    case 'active':
+      return by('last_activity', 'desc');
+    case 'abandoned':
+      return by('last_activity', 'asc');
+  }
+}
+
+function topLevelQuery(db: Db, f: ItemFilter) {
+  let q = db
+    .selectFrom('items')
+    .where('items.product_id', '=', f.productId)
+    .where('items.archived', '=', 0)
+    .where('items.parent_id', 'is', null)
+    .where('items.status', 'in', f.statuses);
+  if (f.types?.length) q = q.where('items.type', 'in', f.types);
+  if (f.assignedTo !== undefined) q = q.where('items.assigned_to_id', '=', f.assignedTo);
+  if (f.createdBy !== undefined) q = q.where('items.created_by_id', '=', f.createdBy);
+  for (const tag of f.tags ?? []) {
+    q = q.where((eb) =>
+      eb.exists(
+        eb
+          .selectFrom('item_tags')
+          .select(sql`1`.as('one'))
+          .whereRef('item_tags.item_id', '=', 'items.id')
+          .where('item_tags.tag', '=', tag),
+      ),
+    );
+  }
+  return q;
+}
+
+/** One page of top-level items matching the filter, and how many match in all. */
+export async function listTopLevel(
+  db: Db,
+  f: ItemFilter,
+  order: Order,
+  offset: number,
+  limit: number,
+): Promise<{ rows: ItemRow[]; total: number }> {
+  const base = topLevelQuery(db, f);
+  let page = base.selectAll('items');
+  for (const k of orderKeys(order)) page = page.orderBy(`items.${k.column}`, k.dir);
+  const [rows, count] = await Promise.all([
+    page.limit(limit).offset(offset).execute(),
+    base.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
+  ]);
+  return { rows, total: Number(count.n) };
+}
+
+/**
+ * One page of matching top-level items with each story followed by its sub-items (by priority);
+ * offset and limit count both kinds of entries.
+ */
+export async function listWithChildren(
+  db: Db,
+  f: ItemFilter,
+  order: Order,
+  offset: number,
+  limit: number,
+): Promise<{ rows: ItemRow[]; total: number }> {
+  const keys = orderKeys(order);
+  const keyCols = keys.map((k) => sql.ref(`t.${k.column}`));
+  const keyNames = keys.map((_, i) => sql.raw(`k${i}`));
+  const top = topLevelQuery(db, f).select(['items.id', 'items.status', 'items.sort', 'items.number', 'items.created_at', 'items.last_modified', 'items.last_activity']);
+  const entries = sql`
+    select t.id as id, ${sql.join(keyCols.map((c, i) => sql`${c} as ${keyNames[i]}`))}, 0 as lvl, 0 as cs, 0 as cp, 0 as cn from top as t
+    union all
+    select c.id as id, ${sql.join(keyCols.map((c, i) => sql`${c} as ${keyNames[i]}`))}, 1 as lvl, c.status as cs, c.sort as cp, c.number as cn
+      from top as t join items as c on c.parent_id = t.id and c.archived = 0`;
+  const orderBy = sql.join([...keys.map((k, i) => sql`${keyNames[i]} ${sql.raw(k.dir)}`), sql`lvl asc, cs asc, cp asc, cn asc`]);
+  const [page, count] = await Promise.all([
+    sql<{ id: number }>`with top as ${top} select id from (${entries}) as e order by ${orderBy} limit ${limit} offset ${offset}`.execute(db),
+    sql<{ n: number }>`with top as ${top} select count(*) as n from (${entries}) as e`.execute(db),
+  ]);
+  const ids = page.rows.map((r) => Number(r.id));
+  const byId = new Map((await findItemsByIds(db, ids)).map((r) => [r.id, r]));
+  return { rows: ids.map((id) => byId.get(id)!), total: Number(count.rows[0]?.n ?? 0) };
+}
+
+/** A story's sub-items by priority; archived ones are left out. */
+export async function listChildren(db: Db, parentId: number): Promise<ItemRow[]> {
+  return db
+    .selectFrom('items')
+    .selectAll()
+    .where('parent_id', '=', parentId)
+    .where('archived', '=', 0)
+    .orderBy('status')
+    .orderBy('sort')
+    .orderBy('number')
+    .execute();
+}
+
+export interface Deployment {
+  environment: string;
+  version: string;
+  deployed_at: string;
+  deploy_id: number;
+}
+
+/** Everything an item's JSON embeds, fetched for a whole page of items at once. */
+export interface ItemRelations {
+  product: ProductRow;
+  users: Map<number, UserRow>;
+  tags: Map<number, string[]>;
+  deployments: Map<number, Deployment[]>;
+  parents: Map<number, ItemRow>;
+}
+
+export async function loadRelations(db: Db, product: ProductRow, rows: ItemRow[]): Promise<ItemRelations> {
+  const parentIds = [...new Set(rows.map((r) => r.parent_id).filter((id): id is number => id !== null))];
+  const parents = await findItemsByIds(db, parentIds);
+  const all = [...rows, ...parents];
+  const ids = [...new Set(all.map((r) => r.id))];
+  const userIds = [...new Set(all.flatMap((r) => (r.assigned_to_id ? [r.created_by_id, r.assigned_to_id] : [r.created_by_id])))];
+  const [users, tags, deployments] = await Promise.all([
+    userIds.length ? db.selectFrom('users').selectAll().where('id', 'in', userIds).execute() : [],
+    ids.length
+      ? db.selectFrom('item_tags').select(['item_id', 'tag']).where('item_id', 'in', ids).orderBy('item_id').orderBy('position').execute()
+      : [],
+    ids.length
+      ? db
+          .selectFrom('item_deployments')
+          .select(['item_id', 'environment', 'version', 'deployed_at', 'deploy_id'])
+          .where('item_id', 'in', ids)
+          .orderBy('deploy_id', 'desc')
+          .execute()
+      : [],
+  ]);
+  const tagMap = new Map<number, string[]>();
+  for (const t of tags) (tagMap.get(t.item_id) ?? tagMap.set(t.item_id, []).get(t.item_id)!).push(t.tag);
+  const depMap = new Map<number, Deployment[]>();
+  for (const { item_id, ...d } of deployments) (depMap.get(item_id) ?? depMap.set(item_id, []).get(item_id)!).push(d);
+  return {
+    product,
+    users: new Map(users.map((u) => [u.id, u])),
+    tags: tagMap,
+    deployments: depMap,
+    parents: new Map(parents.map((p) => [p.id, p])),
+  };
+}
+
+/** Members of the product who follow any of the items, with the items each follows. */
+export async function followersOf(db: Db, productId: number, itemIds: number[]): Promise<{ user_id: number; item_id: number }[]> {
+  if (itemIds.length === 0) return [];
+  return db
+    .selectFrom('followers')
+    .innerJoin('memberships', (j) =>
+      j.onRef('memberships.user_id', '=', 'followers.user_id').on('memberships.product_id', '=', productId),
+    )
+    .select(['followers.user_id', 'followers.item_id'])
+    .where('followers.item_id', 'in', itemIds)
+    .execute();
+}
+

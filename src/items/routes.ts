@@ -1,0 +1,113 @@
+import type { FastifyInstance } from 'fastify';
+import { itemNumber, requestParams } from '../http/hooks.js';
+import { params, Param } from '../http/params.js';
+import { ItemParams, ProductParams } from '../http/schemas.js';
+import { parseCreateItem, parseListItems, parseResort, parseUpdateItem } from './input.js';
+import { ItemListSchema, ItemSchema } from './present.js';
+import {
+  archiveItem,
+  childrenOf,
+  createItem,
+  getItem,
+  listItems,
+  renderItems,
+  resortItem,
+  setFollowing,
+  updateItem,
+} from './service.js';
+
+const itemFields = {
+  type: Param, title: Param, who: Param, what: Param, why: Param, description: Param, score: Param,
+  status: Param, assigned_to: Param, created_by: Param, tags: Param, parent: Param, close_reason: Param,
+};
+const listFields = {
+  type: Param, status: Param, offset: Param, limit: Param, order_by: Param,
+  assigned_to: Param, created_by: Param, tags: Param, children: Param,
+};
+
+export async function itemRoutes(app: FastifyInstance): Promise<void> {
+  const urls = app.config;
+  const one = async (product: Parameters<typeof renderItems>[1], row: Parameters<typeof renderItems>[2][number]) =>
+    (await renderItems(app.db, product, [row], urls))[0];
+
+  app.get(
+    '/api/products/:product_id/items.json',
+    { schema: { params: ProductParams, querystring: params(listFields), response: { 200: ItemListSchema } } },
+    async (request, reply) => {
+      const input = parseListItems(requestParams(request));
+      const { rows, total } = await listItems(app.db, request.scope, input);
+      reply.header('X-Sprintly-Item-Count', String(total));
+      return renderItems(app.db, request.scope.product, rows, urls);
+    },
+  );
+
+  app.post(
+    '/api/products/:product_id/items.json',
+    { schema: { params: ProductParams, body: params(itemFields), response: { 200: ItemSchema } } },
+    async (request) => {
+      const input = parseCreateItem(requestParams(request));
+      const item = await app.db.transaction().execute((trx) => createItem(trx, request.scope, input));
+      return one(request.scope.product, item);
+    },
+  );
+
+  app.get(
+    '/api/products/:product_id/items/:item_number.json',
+    { schema: { params: ItemParams, response: { 200: ItemSchema } } },
+    async (request) => one(request.scope.product, await getItem(app.db, request.scope, itemNumber(request))),
+  );
+
+  app.post(
+    '/api/products/:product_id/items/:item_number.json',
+    { schema: { params: ItemParams, body: params(itemFields), response: { 200: ItemSchema } } },
+    async (request) => {
+      const input = parseUpdateItem(requestParams(request));
+      const number = itemNumber(request);
+      const item = await app.db.transaction().execute((trx) => updateItem(trx, request.scope, number, input));
+      return one(request.scope.product, item);
+    },
+  );
+
+  app.delete(
+    '/api/products/:product_id/items/:item_number.json',
+    { schema: { params: ItemParams, response: { 200: ItemSchema } } },
+    async (request) => {
+      const number = itemNumber(request);
+      const item = await app.db.transaction().execute((trx) => archiveItem(trx, request.scope, number));
+      return one(request.scope.product, item);
+    },
+  );
+
+  app.get(
+    '/api/products/:product_id/items/:item_number/children.json',
+    { schema: { params: ItemParams, response: { 200: ItemListSchema } } },
+    async (request) => {
+      const rows = await childrenOf(app.db, request.scope, itemNumber(request));
+      return renderItems(app.db, request.scope.product, rows, urls);
+    },
+  );
+
+  app.post(
+    '/api/products/:product_id/items/:item_number/resort.json',
+    { schema: { params: ItemParams, body: params({ before: Param, after: Param }), response: { 200: ItemSchema } } },
+    async (request) => {
+      const input = parseResort(requestParams(request));
+      const number = itemNumber(request);
+      const item = await app.db.transaction().execute((trx) => resortItem(trx, request.scope, number, input));
+      return one(request.scope.product, item);
+    },
+  );
+
+  for (const [method, follow] of [['POST', true], ['DELETE', false]] as const) {
+    app.route({
+      method,
+      url: '/api/products/:product_id/items/:item_number/follow.json',
+      schema: { params: ItemParams, response: { 200: ItemSchema } },
+      handler: async (request) => {
+        const number = itemNumber(request);
+        const item = await app.db.transaction().execute((trx) => setFollowing(trx, request.scope, number, follow));
+        return one(request.scope.product, item);
+      },
+    });
+  }
+}

@@ -1,0 +1,255 @@
+import type { Db } from '../db/connection.js';
+import type { ItemRow, ItemUpdate, ProductRow } from '../db/schema.js';
+import { BadRequestError, itemNotFound, NotFoundError, userNotFound, ValidationError } from '../errors.js';
+import { allocateItemNumber, filterMembers, lockProduct } from '../products/repository.js';
+import type { ProductScope, Urls } from '../scope.js';
+import { nowTimestamp } from '../time.js';
+import { findUserById } from '../users/repository.js';
+import type { CreateItemInput, ListItemsInput, ResortInput, UpdateItemInput, UserRef } from './input.js';
+import { isClosed, progressOnEntering, SORT_STEP, statusCode, statusName, storyTitle } from './model.js';
+import { presentItem, type ItemJson } from './present.js';
+import {
+  addFollower,
+  bottomSort,
+  findItemByNumber,
+  insertItem,
+  listChildren,
+  listTopLevel,
+  listWithChildren,
+  loadRelations,
+  neighbourSort,
+  removeFollower,
+  renumberStatus,
+  replaceTags,
+  touchActivity,
+  updateItemRow,
+} from './repository.js';
+
+/** Renders rows as item JSON, loading what they embed in a few queries for the whole list. */
+export async function renderItems(db: Db, product: ProductRow, rows: ItemRow[], urls: Urls): Promise<ItemJson[]> {
+  const rel = await loadRelations(db, product, rows);
+  return rows.map((row) => presentItem(row, rel, urls));
+}
+
+export async function getItem(db: Db, scope: ProductScope, number: number): Promise<ItemRow> {
+  const item = await findItemByNumber(db, scope.product.id, number);
+  if (!item) throw itemNotFound(number);
+  return item;
+}
+
+/** A user id that must name an existing user (404 otherwise). */
+async function knownUser(db: Db, param: string, ref: { id: number } | { invalid: true }): Promise<number> {
+  if ('invalid' in ref || !(await findUserById(db, ref.id))) throw userNotFound(param);
+  return ref.id;
+}
+
+/** An assignee must be a user and a member of the product (404 otherwise). */
+async function assignee(db: Db, productId: number, ref: Exclude<UserRef, null | undefined>): Promise<number> {
+  const id = await knownUser(db, 'assigned_to', ref);
+  if (!(await filterMembers(db, productId, [id])).has(id)) {
+    throw new NotFoundError('Parameter assigned_to names no member of this product.');
+  }
+  return id;
+}
+
+/** A parent must be a story of the same product. */
+async function parentStory(db: Db, productId: number, number: number): Promise<ItemRow> {
+  const parent = await findItemByNumber(db, productId, number);
+  if (!parent) throw new NotFoundError(`Parameter parent: no item number ${number} in this product.`);
+  if (parent.type !== 'story') throw new ValidationError({ parent: 'must be the number of a story' });
+  return parent;
+}
+
+/**
+ * Lists items as INTERFACE.md §7.1 describes. Throws 404 when assigned_to/created_by names no user.
+ */
+export async function listItems(db: Db, scope: ProductScope, input: ListItemsInput): Promise<{ rows: ItemRow[]; total: number }> {
+  const filter = {
+    productId: scope.product.id,
+    statuses: input.statuses.map(statusCode),
+    types: input.types,
+    tags: input.tags,
+    assignedTo: input.assignedTo ? await knownUser(db, 'assigned_to', input.assignedTo) : undefined,
+    createdBy: input.createdBy ? await knownUser(db, 'created_by', input.createdBy) : undefined,
+  };
+  const list = input.children ? listWithChildren : listTopLevel;
+  return list(db, filter, input.order, input.offset, input.limit);
+}
+
+/** A story's sub-items by priority; 400 for any other type. */
+export async function childrenOf(db: Db, scope: ProductScope, number: number): Promise<ItemRow[]> {
+  const item = await getItem(db, scope, number);
+  if (item.type !== 'story') throw new BadRequestError('Only stories have sub-items.');
+  return listChildren(db, item.id);
+}
+
+/**
+ * Creates an item at the bottom of its status with the next number of the product; the creator
+ * and the assignee follow it. Number and position are taken inside the caller's transaction.
+ */
+export async function createItem(trx: Db, scope: ProductScope, input: CreateItemInput): Promise<ItemRow> {
+  const productId = scope.product.id;
+  if (input.createdBy) await knownUser(trx, 'created_by', input.createdBy);
+  const assignedTo = input.assignedTo ? await assignee(trx, productId, input.assignedTo) : null;
+  const parent = input.parent ? await parentStory(trx, productId, input.parent) : null;
+
+  const now = nowTimestamp();
+  const number = await allocateItemNumber(trx, productId);
+  const status = statusCode(input.status);
+  const empty = { started_at: null, closed_at: null, accepted_at: null, close_reason: null };
+  const progress = input.status === 'backlog' ? empty : progressOnEntering(input.status, empty, now, input.closeReason);
+  const story = input.type === 'story';
+  const item = await insertItem(trx, {
+    product_id: productId,
+    number,
+    type: input.type,
+    status,
+    title: story ? storyTitle(input.who!, input.what!, input.why!) : input.title!,
+    who: story ? input.who! : null,
+    what: story ? input.what! : null,
+    why: story ? input.why! : null,
+    description: input.description,
+    score: input.score,
+    archived: 0,
+    created_by_id: scope.user.id,
+    assigned_to_id: assignedTo,
+    parent_id: parent?.id ?? null,
+    sort: await bottomSort(trx, productId, status),
+    ...progress,
+    created_at: now,
+    last_modified: now,
+    last_activity: now,
+  });
+  await replaceTags(trx, item.id, input.tags);
+  await addFollower(trx, item.id, scope.user.id, now);
+  if (assignedTo) await addFollower(trx, item.id, assignedTo, now);
+  return item;
+}
+
+/**
+ * Applies the given fields (INTERFACE.md §7.4). Only real changes move last_modified; a status
+ * change moves the item to the bottom of its new status and updates progress (§5).
+ */
+export async function updateItem(trx: Db, scope: ProductScope, number: number, input: UpdateItemInput): Promise<ItemRow> {
+  const item = await getItem(trx, scope, number);
+  const story = item.type === 'story';
+  const changes: ItemUpdate = {};
+  const now = nowTimestamp();
+
+  if (story) {
+    for (const part of ['who', 'what', 'why'] as const) {
+      const value = input[part];
+      if (value === undefined) continue;
+      if (value.trim() === '') throw new ValidationError({ [part]: 'must not be empty' });
+      if (value !== item[part]) changes[part] = value;
+    }
+    if (changes.who !== undefined || changes.what !== undefined || changes.why !== undefined) {
+      changes.title = storyTitle(changes.who ?? item.who!, changes.what ?? item.what!, changes.why ?? item.why!);
+    }
+  } else if (input.title !== undefined) {
+    if (input.title.trim() === '') throw new ValidationError({ title: 'must not be empty' });
+    if (input.title !== item.title) changes.title = input.title;
+  }
+  if (input.parent !== undefined) {
+    if (story) throw new ValidationError({ parent: 'a story cannot have a parent' });
+    const parentId = input.parent === null ? null : (await parentStory(trx, scope.product.id, input.parent)).id;
+    if (parentId !== item.parent_id) changes.parent_id = parentId;
+  }
+  if (input.description !== undefined && input.description !== item.description) changes.description = input.description;
+  if (input.score !== undefined && input.score !== item.score) changes.score = input.score;
+
+  if (input.assignedTo !== undefined) {
+    const assignedTo = input.assignedTo === null ? null : await assignee(trx, scope.product.id, input.assignedTo);
+    if (assignedTo !== item.assigned_to_id) changes.assigned_to_id = assignedTo;
+    if (assignedTo) await addFollower(trx, item.id, assignedTo, now);
+  }
+
+  const current = statusName(item.status);
+  if (input.status !== undefined && input.status !== current) {
+    await lockProduct(trx, scope.product.id);
+    const code = statusCode(input.status);
+    changes.status = code;
+    changes.sort = await bottomSort(trx, scope.product.id, code);
+    Object.assign(changes, progressOnEntering(input.status, item, now, input.closeReason));
+  } else if (input.closeReason !== undefined && isClosed(current) && input.closeReason !== item.close_reason) {
+    changes.close_reason = input.closeReason;
+  }
+
+  let tagsChanged = false;
+  if (input.tags !== undefined) {
+    const rel = await loadRelations(trx, scope.product, [item]);
+    const currentTags = rel.tags.get(item.id) ?? [];
+    tagsChanged = currentTags.join('\u0000') !== input.tags.join('\u0000');
+    if (tagsChanged) await replaceTags(trx, item.id, input.tags);
+  }
+
+  if (Object.keys(changes).length === 0 && !tagsChanged) return item;
+  return updateItemRow(trx, item.id, { ...changes, last_modified: now, last_activity: now });
+}
+
+/** DELETE on an item archives it; it can still be fetched and deployed. */
+export async function archiveItem(trx: Db, scope: ProductScope, number: number): Promise<ItemRow> {
+  const item = await getItem(trx, scope, number);
+  if (item.archived === 1) return item;
+  const now = nowTimestamp();
+  return updateItemRow(trx, item.id, { archived: 1, last_modified: now, last_activity: now });
+}
+
+/**
+ * Moves an item within its status (INTERFACE.md §6): below `before`, above `after`, or with both
+ * directly below the upper of the two. Only the item's sort changes unless the gap is used up,
+ * when the status is renumbered first, in the same transaction.
+ */
+export async function resortItem(trx: Db, scope: ProductScope, number: number, input: ResortInput): Promise<ItemRow> {
+  const productId = scope.product.id;
+  const item = await getItem(trx, scope, number);
+  const refs: ItemRow[] = [];
+  for (const [param, ref] of [['before', input.before], ['after', input.after]] as const) {
+    if (ref === undefined) continue;
+    const other = await findItemByNumber(trx, productId, ref);
+    if (!other) throw new NotFoundError(`Parameter ${param}: no item number ${ref} in this product.`);
+    if (other.id === item.id) throw new ValidationError({ [param]: 'must name another item than the one being moved' });
+    if (other.status !== item.status) throw new ValidationError({ [param]: 'must name an item of the same status' });
+    refs.push(other);
+  }
+  await lockProduct(trx, productId);
+
+  const place = async (): Promise<number | undefined> => {
+    // Re-read the references: a renumbering moves them.
+    const fresh = await Promise.all(refs.map((r) => findItemByNumber(trx, productId, r.number)));
+    let upper: number | undefined;
+    let lower: number | undefined;
+    if (input.before !== undefined) {
+      upper = Math.min(...fresh.map((r) => Number(r!.sort)));
+      lower = await neighbourSort(trx, productId, item.status, upper, 'below', item.id);
+    } else {
+      lower = Number(fresh[0]!.sort);
+      upper = await neighbourSort(trx, productId, item.status, lower, 'above', item.id);
+    }
+    if (upper === undefined) return lower! - SORT_STEP;
+    if (lower === undefined) return upper + SORT_STEP;
+    return lower - upper >= 2 ? Math.floor((upper + lower) / 2) : undefined;
+  };
+
+  let sort = await place();
+  if (sort === undefined) {
+    await renumberStatus(trx, productId, item.status);
+    sort = (await place())!;
+  }
+  if (sort === Number(item.sort)) return item;
+  const now = nowTimestamp();
+  return updateItemRow(trx, item.id, { sort, last_modified: now, last_activity: now });
+}
+
+/** The caller follows (or stops following) an item; following counts as activity. */
+export async function setFollowing(trx: Db, scope: ProductScope, number: number, follow: boolean): Promise<ItemRow> {
+  const item = await getItem(trx, scope, number);
+  if (!follow) {
+    await removeFollower(trx, item.id, scope.user.id);
+    return item;
+  }
+  const now = nowTimestamp();
+  await addFollower(trx, item.id, scope.user.id, now);
+  await touchActivity(trx, [item.id], now);
+  return { ...item, last_activity: now > item.last_activity ? now : item.last_activity };
+}

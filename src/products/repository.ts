@@ -1,0 +1,96 @@
+import type { Db } from '../db/connection.js';
+import type { ProductRow, UserRow } from '../db/schema.js';
+
+export async function insertProduct(trx: Db, name: string, createdAt: string): Promise<ProductRow> {
+  return trx
+    .insertInto('products')
+    .values({ name, archived: 0, created_at: createdAt, last_number: 0 })
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
+export async function findProduct(db: Db, id: number): Promise<ProductRow | undefined> {
+  return db.selectFrom('products').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
+export interface Membership {
+  admin: boolean;
+}
+
+export async function findMembership(db: Db, productId: number, userId: number): Promise<Membership | undefined> {
+  const row = await db
+    .selectFrom('memberships')
+    .select('admin')
+    .where('product_id', '=', productId)
+    .where('user_id', '=', userId)
+    .executeTakeFirst();
+  return row && { admin: row.admin === 1 };
+}
+
+export async function insertMembership(trx: Db, productId: number, userId: number, admin: boolean, at: string): Promise<void> {
+  await trx
+    .insertInto('memberships')
+    .values({ product_id: productId, user_id: userId, admin: admin ? 1 : 0, created_at: at })
+    .onConflict((oc) => oc.columns(['product_id', 'user_id']).doNothing())
+    .execute();
+}
+
+export async function listProductsOfUser(db: Db, userId: number): Promise<(ProductRow & { admin: number })[]> {
+  return db
+    .selectFrom('products')
+    .innerJoin('memberships', 'memberships.product_id', 'products.id')
+    .selectAll('products')
+    .select('memberships.admin')
+    .where('memberships.user_id', '=', userId)
+    .orderBy('products.id')
+    .execute();
+}
+
+export async function listMembers(db: Db, productId: number): Promise<(UserRow & { admin: number })[]> {
+  return db
+    .selectFrom('users')
+    .innerJoin('memberships', 'memberships.user_id', 'users.id')
+    .selectAll('users')
+    .select('memberships.admin')
+    .where('memberships.product_id', '=', productId)
+    .orderBy('users.id')
+    .execute();
+}
+
+/** Of the given users, those who are members of the product. */
+export async function filterMembers(db: Db, productId: number, userIds: number[]): Promise<Set<number>> {
+  if (userIds.length === 0) return new Set();
+  const rows = await db
+    .selectFrom('memberships')
+    .select('user_id')
+    .where('product_id', '=', productId)
+    .where('user_id', 'in', [...new Set(userIds)])
+    .execute();
+  return new Set(rows.map((r) => r.user_id));
+}
+
+/**
+ * Hands out the next item number. The UPDATE takes the product row's write lock, so concurrent
+ * creators in a product queue here and never see the same number.
+ */
+export async function allocateItemNumber(trx: Db, productId: number): Promise<number> {
+  const row = await trx
+    .updateTable('products')
+    .set((eb) => ({ last_number: eb('last_number', '+', 1) }))
+    .where('id', '=', productId)
+    .returning('last_number')
+    .executeTakeFirstOrThrow();
+  return row.last_number;
+}
+
+/**
+ * Serializes changes to a product's positions: every writer that moves items takes the product
+ * row's lock first (a no-op update), so two resorts cannot interleave.
+ */
+export async function lockProduct(trx: Db, productId: number): Promise<void> {
+  await trx
+    .updateTable('products')
+    .set((eb) => ({ last_number: eb.ref('last_number') }))
+    .where('id', '=', productId)
+    .execute();
+}

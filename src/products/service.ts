@@ -1,0 +1,97 @@
+import type { Db } from '../db/connection.js';
+import type { ProductRow, UserRow } from '../db/schema.js';
+import { ForbiddenError, NotFoundError, productNotFound, ValidationError } from '../errors.js';
+import { asBoolean, asString, asText, type ParamValue } from '../http/params.js';
+import type { ProductScope } from '../scope.js';
+import { nowTimestamp } from '../time.js';
+import { findUserByEmail } from '../users/repository.js';
+import { createUser, validEmail } from '../users/service.js';
+import { findMembership, findProduct, insertMembership, insertProduct } from './repository.js';
+
+/**
+ * Resolves the product of a `/api/products/{id}` path for a caller, in the order INTERFACE.md §2
+ * sets: an id that is not an integer or names no product is 404, a non-member is 403.
+ */
+export async function productScope(db: Db, user: UserRow, rawId: string): Promise<ProductScope> {
+  if (!/^\d+$/.test(rawId) || !Number.isSafeInteger(Number(rawId))) throw productNotFound();
+  const product = await findProduct(db, Number(rawId));
+  if (!product) throw productNotFound();
+  const membership = await findMembership(db, product.id, user.id);
+  if (!membership) throw new ForbiddenError();
+  return { user, product, admin: membership.admin };
+}
+
+/** Creates a product with its creator as admin member. */
+export async function createProduct(trx: Db, owner: UserRow, name: string): Promise<ProductRow> {
+  const trimmed = name.trim();
+  if (!trimmed) throw new ValidationError({ name: 'is required' });
+  if ([...trimmed].length > 255) throw new ValidationError({ name: 'must be at most 255 characters' });
+  const now = nowTimestamp();
+  const product = await insertProduct(trx, trimmed, now);
+  await insertMembership(trx, product.id, owner.id, true, now);
+  return product;
+}
+
+export function parseProductName(p: Record<string, ParamValue>): string {
+  const name = asText('name', p.name, 255);
+  if (name === undefined || name.trim() === '') throw new ValidationError({ name: 'is required' });
+  return name;
+}
+
+export interface AddPersonInput {
+  email: string;
+  firstName?: string;
+  lastName?: string;
+  admin: boolean;
+}
+
+export function parseAddPerson(p: Record<string, ParamValue>): AddPersonInput {
+  const email = asString('email', p.email)?.trim().toLowerCase();
+  if (!email || !validEmail(email)) throw new ValidationError({ email: 'must be an email address' });
+  return {
+    email,
+    firstName: asText('first_name', p.first_name, 255),
+    lastName: asText('last_name', p.last_name, 255),
+    admin: asBoolean('admin', p.admin) ?? false,
+  };
+}
+
+/**
+ * Adds a member to the product (admins only), creating the user when the email is new; a new
+ * user's API key is issued by the operator (`shiplog user key`). Adding a member twice is harmless.
+ */
+export async function addPerson(
+  trx: Db,
+  scope: ProductScope,
+  input: AddPersonInput,
+): Promise<{ user: UserRow; admin: boolean }> {
+  requireAdmin(scope);
+  let user = await findUserByEmail(trx, input.email);
+  if (!user) {
+    if (!input.firstName?.trim() || !input.lastName?.trim()) {
+      throw new ValidationError({
+        ...(input.firstName?.trim() ? {} : { first_name: 'is required for a new user' }),
+        ...(input.lastName?.trim() ? {} : { last_name: 'is required for a new user' }),
+      });
+    }
+    user = (await createUser(trx, { email: input.email, firstName: input.firstName, lastName: input.lastName })).user;
+  }
+  await insertMembership(trx, scope.product.id, user.id, input.admin, nowTimestamp());
+  const membership = await findMembership(trx, scope.product.id, user.id);
+  return { user, admin: membership!.admin };
+}
+
+/** The admin tool's way in: adds an existing user to a product by email. */
+export async function addMemberByEmail(trx: Db, productId: number, email: string, admin: boolean): Promise<ProductRow> {
+  const product = await findProduct(trx, productId);
+  if (!product) throw productNotFound();
+  const user = await findUserByEmail(trx, email);
+  if (!user) throw new NotFoundError(`No user with email ${email}; create it with "shiplog user add" first.`);
+  await insertMembership(trx, product.id, user.id, admin, nowTimestamp());
+  return product;
+}
+
+/** Admin-only operations check this before looking at their parameters. */
+export function requireAdmin(scope: ProductScope): void {
+  if (!scope.admin) throw new ForbiddenError('Only admins of this product can do this.');
+}

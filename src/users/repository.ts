@@ -1,0 +1,43 @@
+import type { Db } from '../db/connection.js';
+import type { UserRow } from '../db/schema.js';
+
+export async function findUserByEmail(db: Db, email: string): Promise<UserRow | undefined> {
+  return db.selectFrom('users').selectAll().where('email', '=', email.toLowerCase()).executeTakeFirst();
+}
+
+export async function findUserByKeyHash(db: Db, hash: string): Promise<UserRow | undefined> {
+  return db.selectFrom('users').selectAll().where('api_key_hash', '=', hash).executeTakeFirst();
+}
+
+export async function findUserById(db: Db, id: number): Promise<UserRow | undefined> {
+  return db.selectFrom('users').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
+export async function findUsersByIds(db: Db, ids: number[]): Promise<UserRow[]> {
+  if (ids.length === 0) return [];
+  return db.selectFrom('users').selectAll().where('id', 'in', [...new Set(ids)]).execute();
+}
+
+export async function insertUser(
+  db: Db,
+  user: { email: string; first_name: string; last_name: string; api_key_hash: string; created_at: string },
+): Promise<UserRow> {
+  return db
+    .insertInto('users')
+    .values({ ...user, email: user.email.toLowerCase() })
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
+export async function setLastLogin(db: Db, id: number, at: string): Promise<void> {
+  await db.updateTable('users').set({ last_login: at }).where('id', '=', id).execute();
+}
+
+export async function countUsers(db: Db): Promise<number> {
+  const row = await db.selectFrom('users').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
+export async function setKeyHash(db: Db, id: number, hash: string): Promise<void> {
+  await db.updateTable('users').set({ api_key_hash: hash }).where('id', '=', id).execute();
+}

@@ -1,0 +1,56 @@
+import type { Db } from '../db/connection.js';
+import type { UserRow } from '../db/schema.js';
+import { ConflictError, NotFoundError, ValidationError } from '../errors.js';
+import { nowTimestamp } from '../time.js';
+import { API_KEY_PATTERN, generateApiKey, hashApiKey } from './keys.js';
+import { findUserByEmail, findUserByKeyHash, insertUser, setKeyHash } from './repository.js';
+
+const EMAIL_PATTERN = /^[^\s@<>(),;:"\[\]]+@[^\s@<>(),;:"\[\]]+\.[^\s@<>(),;:"\[\]]+$/;
+
+export function validEmail(email: string): boolean {
+  return email.length <= 254 && EMAIL_PATTERN.test(email);
+}
+
+export interface NewUserInput {
+  email: string;
+  firstName: string;
+  lastName: string;
+  apiKey?: string;
+}
+
+/**
+ * Creates a user and returns it with its API key, the only time the key is visible.
+ * Throws ValidationError on a malformed email, name or key, ConflictError when the email or key
+ * is taken.
+ */
+export async function createUser(trx: Db, input: NewUserInput): Promise<{ user: UserRow; apiKey: string }> {
+  const errors: Record<string, string> = {};
+  const email = input.email.trim().toLowerCase();
+  if (!validEmail(email)) errors.email = 'must be an email address';
+  if (!input.firstName.trim() || input.firstName.length > 255) errors.first_name = 'must be 1 to 255 characters';
+  if (!input.lastName.trim() || input.lastName.length > 255) errors.last_name = 'must be 1 to 255 characters';
+  if (input.apiKey !== undefined && !API_KEY_PATTERN.test(input.apiKey)) errors.api_key = 'must be 32 letters and digits';
+  if (Object.keys(errors).length) throw new ValidationError(errors);
+
+  if (await findUserByEmail(trx, email)) throw new ConflictError(`A user with email ${email} already exists.`);
+  const apiKey = input.apiKey ?? generateApiKey();
+  const hash = hashApiKey(apiKey);
+  if (await findUserByKeyHash(trx, hash)) throw new ConflictError('That API key is already in use.');
+  const user = await insertUser(trx, {
+    email,
+    first_name: input.firstName.trim(),
+    last_name: input.lastName.trim(),
+    api_key_hash: hash,
+    created_at: nowTimestamp(),
+  });
+  return { user, apiKey };
+}
+
+/** Issues a new API key for a user (the old one stops working) and returns it. */
+export async function rotateApiKey(trx: Db, email: string): Promise<string> {
+  const user = await findUserByEmail(trx, email.trim());
+  if (!user) throw new NotFoundError(`No user with email ${email.trim().toLowerCase()}.`);
+  const apiKey = generateApiKey();
+  await setKeyHash(trx, user.id, hashApiKey(apiKey));
+  return apiKey;
+}
