@@ -44,7 +44,7 @@ export function progressOnEntering(to: Status, p: Progress, now: string, closeRe
   switch (to) {
     case 'someday':
     case 'backlog':
-      return { ...p, closed_at: null, accepted_at: null, close_reason: null };
+      return { started_at: p.started_at, closed_at: null, accepted_at: null, close_reason: null };
     case 'in-progress':
       return { started_at: p.started_at ?? now, closed_at: null, accepted_at: null, close_reason: null };
     case 'completed':

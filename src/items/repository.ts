@@ -71,16 +71,21 @@ export async function neighbourSort(
 
 /**
  * Spreads a status's positions out to SORT_STEP apart, keeping their order. The new positions all
- * lie above the current largest, so no two rows ever share one, even half-way through.
+ * lie above the current largest, so no two rows ever share one, even half-way through. Row by
+ * row: a single UPDATE ranking rows by their sort would see its own earlier writes on SQLite.
  */
 export async function renumberStatus(trx: Db, productId: number, status: number): Promise<void> {
   const top = await bottomSort(trx, productId, status);
-  await sql`
-    update items set sort = ${top} + ${SORT_STEP} * (
-      select count(*) from items as i2
-      where i2.product_id = items.product_id and i2.status = items.status and i2.sort < items.sort
-    )
-    where product_id = ${productId} and status = ${status}`.execute(trx);
+  const rows = await trx
+    .selectFrom('items')
+    .select('id')
+    .where('product_id', '=', productId)
+    .where('status', '=', status)
+    .orderBy('sort')
+    .execute();
+  for (const [i, row] of rows.entries()) {
+    await trx.updateTable('items').set({ sort: top + i * SORT_STEP }).where('id', '=', row.id).execute();
+  }
 }
 
 export async function replaceTags(trx: Db, itemId: number, tags: string[]): Promise<void> {

@@ -34,7 +34,7 @@ function envelope(message: OutboxRow, from: string): nodemailer.SendMailOptions 
  */
 export function emlTransport(settings: MailSettings): MailTransport {
   const dir = path.join(settings.dataDir, 'mail');
-  const composer = nodemailer.createTransport({ streamTransport: true, buffer: true, newline: 'unix' });
+  const composer = nodemailer.createTransport({ streamTransport: true, buffer: true, newline: 'windows' });
   return {
     async send(message) {
       const info = await composer.sendMail(envelope(message, settings.from));

@@ -1,0 +1,360 @@
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import net from 'node:net';
+import { fileURLToPath } from 'node:url';
+import { after, before, describe, test } from 'node:test';
+import { buildApp } from '../src/app.js';
+import { loadConfig } from '../src/config.js';
+import { openDatabase } from '../src/db/connection.js';
+import { basic, tempDir } from './helpers.js';
+
+const CLI = fileURLToPath(new URL('../bin/shiplog.js', import.meta.url));
+const SERVER = fileURLToPath(new URL('../dist/server.js', import.meta.url));
+const KEY_PATTERN = /^[A-Za-z0-9]{32}$/;
+
+/** The caller's environment without any Shiplog setting, so only what a test passes counts. */
+function cleanEnv(extra: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const env = { ...process.env };
+  for (const name of ['PORT', 'HOST', 'DATA_DIR', 'PUBLIC_URL', 'MAIL_DOMAIN', 'MAIL_FROM', 'LOG_LEVEL', 'SMTP_URL']) delete env[name];
+  return { ...env, ...extra };
+}
+
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs the admin command line on `dataDir`; a hung run is killed rather than stalling the suite. */
+function shiplog(dataDir: string, ...args: string[]): Promise<Run> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [CLI, ...args], {
+      cwd: dataDir,
+      env: cleanEnv({ DATA_DIR: dataDir }),
+      stdio: ['ignore', 'pipe', 'pipe'],
+      timeout: 20_000,
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+/** Runs a command that must succeed and returns its trimmed output. */
+async function ok(dataDir: string, ...args: string[]): Promise<string> {
+  const run = await shiplog(dataDir, ...args);
+  assert.equal(run.code, 0, `shiplog ${args.join(' ')} failed: ${run.stderr}`);
+  return run.stdout.trim();
+}
+
+/** A refusal: the given exit code (or any non-zero one), nothing on stdout, a message matching `message` on stderr. */
+function assertRefused(run: Run, code: number | 'non-zero', message: RegExp): void {
+  if (code === 'non-zero') assert.notEqual(run.code, 0, `expected failure, got exit 0 with ${JSON.stringify(run.stdout)}`);
+  else assert.equal(run.code, code, `stderr: ${run.stderr}`);
+  assert.equal(run.stdout, '');
+  assert.match(run.stderr, message);
+}
+
+/** GET as a user against the database under `dataDir`, through the same app the server builds. */
+async function apiGet(dataDir: string, email: string, key: string, url: string): Promise<{ status: number; body: any }> {
+  const db = await openDatabase({ dataDir });
+  const app = await buildApp({ config: loadConfig({ DATA_DIR: dataDir }), db, logger: false });
+  try {
+    const res = await app.inject({ method: 'GET', url, headers: { authorization: basic(email, key) } });
+    return { status: res.statusCode, body: res.json() };
+  } finally {
+    await app.close();
+    await db.destroy();
+  }
+}
+
+describe('shiplog user add', () => {
+  test('prints a generated 32-character key that authenticates the user', async () => {
+    const dir = tempDir();
+    const run = await shiplog(dir, 'user', 'add', 'ada@example.com', '--first', 'Ada', '--last', 'Lovelace');
+    assert.equal(run.code, 0, run.stderr);
+    assert.equal(run.stderr, '');
+    const key = run.stdout.trim();
+    assert.match(key, KEY_PATTERN);
+
+    const other = await ok(dir, 'user', 'add', 'bob@example.com', '--first', 'Bob', '--last', 'Babbage');
+    assert.match(other, KEY_PATTERN);
+    assert.notEqual(other, key);
+
+    const me = await apiGet(dir, 'ada@example.com', key, '/api/user/whoami.json');
+    assert.equal(me.status, 200);
+    assert.equal(me.body.email, 'ada@example.com');
+    assert.equal(me.body.first_name, 'Ada');
+    assert.equal(me.body.last_name, 'Lovelace');
+  });
+
+  test('--api-key sets the key', async () => {
+    const dir = tempDir();
+    const key = 'Abcdefghij0123456789KLMNOPqrstuv';
+    assert.equal(await ok(dir, 'user', 'add', 'ada@example.com', '--first', 'Ada', '--last', 'Lovelace', '--api-key', key), key);
+    assert.equal((await apiGet(dir, 'ada@example.com', key, '/api/user/whoami.json')).status, 200);
+  });
+
+  test('a duplicate email is refused, whatever its case', async () => {
+    const dir = tempDir();
+    await ok(dir, 'user', 'add', 'ada@example.com', '--first', 'Ada', '--last', 'Lovelace');
+    const run = await shiplog(dir, 'user', 'add', 'ADA@example.com', '--first', 'Ada', '--last', 'Again');
+    assertRefused(run, 'non-zero', /already exists/);
+    assert.match(run.stderr, /ada@example\.com/);
+  });
+
+  test('a malformed email is refused and creates nothing', async () => {
+    const dir = tempDir();
+    const run = await shiplog(dir, 'user', 'add', 'not-an-email', '--first', 'Ada', '--last', 'Lovelace');
+    assertRefused(run, 'non-zero', /email/i);
+    // The same address corrected must still be free.
+    await ok(dir, 'user', 'add', 'not-an-email@example.com', '--first', 'Ada', '--last', 'Lovelace');
+  });
+
+  test('--first and --last are required (usage error)', async () => {
+    const dir = tempDir();
+    assertRefused(await shiplog(dir, 'user', 'add', 'ada@example.com', '--last', 'Lovelace'), 2, /--first/);
+    assertRefused(await shiplog(dir, 'user', 'add', 'ada@example.com', '--first', 'Ada'), 2, /--last/);
+    // Neither attempt may have created the user.
+    await ok(dir, 'user', 'add', 'ada@example.com', '--first', 'Ada', '--last', 'Lovelace');
+  });
+
+  test('a malformed --api-key is refused', async () => {
+    const dir = tempDir();
+    for (const key of ['short', 'Abcdefghij0123456789KLMNOPqrst-v', 'Abcdefghij0123456789KLMNOPqrstuvw']) {
+      const run = await shiplog(dir, 'user', 'add', 'ada@example.com', '--first', 'Ada', '--last', 'Lovelace', '--api-key', key);
+      assertRefused(run, 'non-zero', /api.key/i);
+    }
+  });
+
+  test('an unknown option or a missing EMAIL is a usage error', async () => {
+    const dir = tempDir();
+    const unknown = await shiplog(dir, 'user', 'add', 'ada@example.com', '--first', 'Ada', '--last', 'Lovelace', '--nickname', 'al');
+    assertRefused(unknown, 2, /nickname/);
+    assert.match(unknown.stderr, /Usage: shiplog user add/);
+    assertRefused(await shiplog(dir, 'user', 'add', '--first', 'Ada', '--last', 'Lovelace'), 2, /EMAIL/);
+  });
+});
+
+describe('shiplog product add', () => {
+  test('prints the new product id; the owner is its admin', async () => {
+    const dir = tempDir();
+    const key = await ok(dir, 'user', 'add', 'ada@example.com', '--first', 'Ada', '--last', 'Lovelace');
+    const first = await ok(dir, 'product', 'add', 'Web site', '--owner', 'ada@example.com');
+    assert.match(first, /^\d+$/);
+    const second = await ok(dir, 'product', 'add', 'Mobile app', '--owner', 'ada@example.com');
+    assert.match(second, /^\d+$/);
+    assert.notEqual(second, first);
+
+    const res = await apiGet(dir, 'ada@example.com', key, `/api/products/${first}.json`);
+    assert.equal(res.status, 200);
+    assert.equal(res.body.id, Number(first));
+    assert.equal(res.body.name, 'Web site');
+    assert.equal(res.body.admin, true);
+  });
+
+  test('an unknown owner is refused with exit 1', async () => {
+    const dir = tempDir();
+    assertRefused(await shiplog(dir, 'product', 'add', 'Web site', '--owner', 'nobody@example.com'), 1, /nobody@example\.com/);
+  });
+
+  test('a missing --owner is a usage error', async () => {
+    const dir = tempDir();
+    assertRefused(await shiplog(dir, 'product', 'add', 'Web site'), 2, /--owner/);
+  });
+});
+
+describe('shiplog member add', () => {
+  test('makes a user a member, or with --admin an admin', async () => {
+    const dir = tempDir();
+    await ok(dir, 'user', 'add', 'ada@example.com', '--first', 'Ada', '--last', 'Lovelace');
+    const bobKey = await ok(dir, 'user', 'add', 'bob@example.com', '--first', 'Bob', '--last', 'Babbage');
+    const carlKey = await ok(dir, 'user', 'add', 'carl@example.com', '--first', 'Carl', '--last', 'Gauss');
+    const id = await ok(dir, 'product', 'add', 'Web site', '--owner', 'ada@example.com');
+
+    assert.equal((await apiGet(dir, 'bob@example.com', bobKey, `/api/products/${id}.json`)).status, 403);
+
+    assert.match(await ok(dir, 'member', 'add', id, 'bob@example.com'), /bob@example\.com/);
+    assert.match(await ok(dir, 'member', 'add', id, 'carl@example.com', '--admin'), /admin/);
+
+    const bob = await apiGet(dir, 'bob@example.com', bobKey, `/api/products/${id}.json`);
+    assert.equal(bob.status, 200);
+    assert.equal(bob.body.admin, false);
+    const carl = await apiGet(dir, 'carl@example.com', carlKey, `/api/products/${id}.json`);
+    assert.equal(carl.status, 200);
+    assert.equal(carl.body.admin, true);
+  });
+
+  test('an unknown product is refused', async () => {
+    const dir = tempDir();
+    await ok(dir, 'user', 'add', 'ada@example.com', '--first', 'Ada', '--last', 'Lovelace');
+    assertRefused(await shiplog(dir, 'member', 'add', '999', 'ada@example.com'), 'non-zero', /product/i);
+  });
+
+  test('an unknown user is refused', async () => {
+    const dir = tempDir();
+    await ok(dir, 'user', 'add', 'ada@example.com', '--first', 'Ada', '--last', 'Lovelace');
+    const id = await ok(dir, 'product', 'add', 'Web site', '--owner', 'ada@example.com');
+    assertRefused(await shiplog(dir, 'member', 'add', id, 'ghost@example.com'), 'non-zero', /ghost@example\.com/);
+  });
+
+  test('a non-numeric product id is a usage error', async () => {
+    const dir = tempDir();
+    assertRefused(await shiplog(dir, 'member', 'add', 'abc', 'ada@example.com'), 2, /PRODUCT_ID/);
+  });
+});
+
+describe('shiplog user key', () => {
+  test('prints a new key; the old one stops working', async () => {
+    const dir = tempDir();
+    const oldKey = await ok(dir, 'user', 'add', 'ada@example.com', '--first', 'Ada', '--last', 'Lovelace');
+    const newKey = await ok(dir, 'user', 'key', 'ada@example.com');
+    assert.match(newKey, KEY_PATTERN);
+    assert.notEqual(newKey, oldKey);
+    assert.equal((await apiGet(dir, 'ada@example.com', oldKey, '/api/user/whoami.json')).status, 403);
+    assert.equal((await apiGet(dir, 'ada@example.com', newKey, '/api/user/whoami.json')).status, 200);
+  });
+
+  test('an unknown email is refused', async () => {
+    const dir = tempDir();
+    assertRefused(await shiplog(dir, 'user', 'key', 'ghost@example.com'), 'non-zero', /ghost@example\.com/);
+  });
+});
+
+describe('shiplog help', () => {
+  const commands = ['user add', 'user key', 'product add', 'member add'];
+
+  test('--help prints the usage of every command and exits 0', async () => {
+    const run = await shiplog(tempDir(), '--help');
+    assert.equal(run.code, 0, run.stderr);
+    assert.equal(run.stderr, '');
+    assert.match(run.stdout, /Usage: shiplog/);
+    for (const command of commands) assert.ok(run.stdout.includes(`shiplog ${command}`), `overview lacks "${command}"`);
+  });
+
+  for (const command of commands) {
+    test(`${command} --help prints its usage and exits 0`, async () => {
+      const run = await shiplog(tempDir(), ...command.split(' '), '--help');
+      assert.equal(run.code, 0, run.stderr);
+      assert.equal(run.stderr, '');
+      assert.ok(run.stdout.startsWith(`Usage: shiplog ${command}`), run.stdout);
+    });
+  }
+
+  test('an unknown command is a usage error', async () => {
+    const run = await shiplog(tempDir(), 'frobnicate', 'now');
+    assertRefused(run, 2, /unknown command/);
+    assert.match(run.stderr, /frobnicate/);
+  });
+});
+
+async function freePort(): Promise<number> {
+  const probe = net.createServer();
+  probe.listen(0, '127.0.0.1');
+  await once(probe, 'listening');
+  const { port } = probe.address() as net.AddressInfo;
+  probe.close();
+  await once(probe, 'close');
+  return port;
+}
+
+function canConnect(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = net.connect({ port, host: '127.0.0.1' });
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });
+}
+
+/** Polls until the server accepts connections; fails early if it exited, late after ~10 s. */
+async function waitForPort(port: number, child: ChildProcess, stderr: () => string): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`server exited early (${child.exitCode ?? child.signalCode}): ${stderr()}`);
+    if (await canConnect(port)) return;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  throw new Error(`server not listening on ${port} after 10 s: ${stderr()}`);
+}
+
+/** SIGTERM by pid, then SIGKILL if it does not go; resolves once the process is gone. */
+async function stop(child: ChildProcess | undefined): Promise<void> {
+  if (!child?.pid || child.exitCode !== null || child.signalCode !== null) return;
+  const exited = once(child, 'exit');
+  const kill = (signal: NodeJS.Signals) => {
+    try {
+      process.kill(child.pid!, signal);
+    } catch {
+      // Already gone.
+    }
+  };
+  kill('SIGTERM');
+  const timer = setTimeout(() => kill('SIGKILL'), 5_000);
+  await exited;
+  clearTimeout(timer);
+}
+
+describe('shiplog against a running server', () => {
+  let dir: string;
+  let port: number;
+  let server: ChildProcess | undefined;
+  let serverErr = '';
+
+  before(async () => {
+    dir = tempDir();
+    port = await freePort();
+    server = spawn(process.execPath, [SERVER], {
+      cwd: dir,
+      env: cleanEnv({ PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dir, LOG_LEVEL: 'warn' }),
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    server.stderr!.setEncoding('utf8').on('data', (chunk: string) => (serverErr += chunk));
+    await waitForPort(port, server, () => serverErr);
+  });
+
+  after(() => stop(server));
+
+  async function get(email: string, key: string, path: string): Promise<{ status: number; json(): unknown }> {
+    const res = await fetch(`http://127.0.0.1:${port}${path}`, { headers: { authorization: basic(email, key) } });
+    const body: unknown = await res.json();
+    return { status: res.status, json: () => body };
+  }
+
+  test('users, products and members created by the command line are served at once', async () => {
+    const ownerKey = await ok(dir, 'user', 'add', 'owner@example.com', '--first', 'Olga', '--last', 'Owner');
+    const id = await ok(dir, 'product', 'add', 'Live product', '--owner', 'owner@example.com');
+    const memberKey = await ok(dir, 'user', 'add', 'member@example.com', '--first', 'Max', '--last', 'Member');
+
+    const notYet = await get('member@example.com', memberKey, '/api/products.json');
+    assert.equal(notYet.status, 200);
+    assert.deepEqual(await notYet.json(), []);
+
+    await ok(dir, 'member', 'add', id, 'member@example.com');
+    const res = await get('member@example.com', memberKey, '/api/products.json');
+    assert.equal(res.status, 200);
+    const products = (await res.json()) as Array<{ id: number; name: string; admin: boolean }>;
+    assert.deepEqual(
+      products.map((p) => ({ id: p.id, name: p.name, admin: p.admin })),
+      [{ id: Number(id), name: 'Live product', admin: false }],
+    );
+
+    const owner = await get('owner@example.com', ownerKey, '/api/products.json');
+    assert.equal(owner.status, 200);
+    assert.deepEqual(((await owner.json()) as Array<{ id: number }>).map((p) => p.id), [Number(id)]);
+  });
+
+  test('a key issued by the command line replaces the old one at once', async () => {
+    const oldKey = await ok(dir, 'user', 'add', 'rotate@example.com', '--first', 'Rita', '--last', 'Rotate');
+    assert.equal((await get('rotate@example.com', oldKey, '/api/user/whoami.json')).status, 200);
+    const newKey = await ok(dir, 'user', 'key', 'rotate@example.com');
+    assert.equal((await get('rotate@example.com', oldKey, '/api/user/whoami.json')).status, 403);
+    assert.equal((await get('rotate@example.com', newKey, '/api/user/whoami.json')).status, 200);
+  });
+});

@@ -1,0 +1,216 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { client, makeApp, makeItem, makeProduct, makeUser, readEml, type TestContext } from './helpers.js';
+
+let t: TestContext;
+before(async () => {
+  t = await makeApp();
+});
+after(() => t.close());
+
+async function setup() {
+  const deployer = await makeUser(t.db, { firstName: 'Dee', lastName: 'Ployer' });
+  const alice = await makeUser(t.db, { firstName: 'Alice', lastName: 'A' });
+  const bob = await makeUser(t.db, { firstName: 'Bob', lastName: 'B' });
+  const product = await makeProduct(t.db, deployer, [alice, bob], 'Rocket');
+  const base = `/api/products/${product.id}`;
+  return { deployer, alice, bob, product, base, api: client(t.app, deployer) };
+}
+
+/** The .eml files written so far for one deploy's messages, by recipient address. */
+async function deliveredFor(deployId: number): Promise<Map<string, ReturnType<typeof readEml>>> {
+  await t.app.outbox.deliverDue();
+  const rows = await t.db.selectFrom('outbox').selectAll().where('deploy_id', '=', deployId).execute();
+  const files = new Map<string, ReturnType<typeof readEml>>();
+  for (const row of rows) {
+    assert.equal(row.status, 'sent');
+    const file = path.join(t.dataDir, 'mail', `${String(row.id).padStart(8, '0')}.eml`);
+    const email = /<([^>]+)>$/.exec(row.to_address)![1];
+    files.set(email, readEml(fs.readFileSync(file, 'utf8')));
+  }
+  return files;
+}
+
+describe('create deploy: failures', () => {
+  test('missing or empty environment or numbers is 403, as the seed says', async () => {
+    const { api, base, deployer, product } = await setup();
+    await makeItem(t.app, deployer, product.id);
+    for (const params of [{ numbers: '1' }, { environment: 'prod' }, { environment: '', numbers: '1' }, { environment: 'prod', numbers: ' , ' }]) {
+      const res = await api.post(`${base}/deploys.json`, params);
+      assert.equal(res.statusCode, 403, JSON.stringify(params));
+      assert.equal(res.json().code, 403);
+    }
+  });
+
+  test('a number that is not an integer is 400; no existing item is 400; nothing written', async () => {
+    const { api, base, deployer, product } = await setup();
+    await makeItem(t.app, deployer, product.id);
+    for (const numbers of ['1,abc', '1.5', '-1']) {
+      const res = await api.post(`${base}/deploys.json`, { environment: 'prod', numbers });
+      assert.equal(res.statusCode, 400, numbers);
+      assert.ok(res.json().errors.numbers);
+    }
+    const none = await api.post(`${base}/deploys.json`, { environment: 'prod', numbers: '77,78' });
+    assert.equal(none.statusCode, 400);
+    assert.deepEqual((await api.get(`${base}/deploys.json`)).json(), []);
+    assert.equal((await t.db.selectFrom('outbox').selectAll().where('deploy_id', 'is', null).execute()).length, 0);
+  });
+
+  test('too long environment or version is 400', async () => {
+    const { api, base, deployer, product } = await setup();
+    await makeItem(t.app, deployer, product.id);
+    assert.equal((await api.post(`${base}/deploys.json`, { environment: 'e'.repeat(256), numbers: '1' })).statusCode, 400);
+    assert.equal((await api.post(`${base}/deploys.json`, { environment: 'prod', numbers: '1', version: 'v'.repeat(256) })).statusCode, 400);
+  });
+});
+
+describe('create deploy', () => {
+  test('records the deploy with its items, skipping unknown numbers and duplicates', async () => {
+    const { api, base, deployer, product } = await setup();
+    for (let i = 0; i < 3; i++) await makeItem(t.app, deployer, product.id);
+    const res = await api.post(`${base}/deploys.json`, { environment: 'production', numbers: '3, 1,1,99', version: '1.4.2', notes: 'Fixes *everything*' });
+    assert.equal(res.statusCode, 200);
+    const deploy = res.json();
+    assert.equal(typeof deploy.id, 'number');
+    assert.equal(deploy.environment, 'production');
+    assert.equal(deploy.version, '1.4.2');
+    assert.equal(deploy.notes, 'Fixes *everything*');
+    assert.match(deploy.created_at, /\+00:00$/);
+    assert.equal(deploy.user.id, deployer.user.id);
+    assert.deepEqual(deploy.items.map((i: { number: number }) => i.number), [1, 3]);
+    assert.deepEqual(deploy.items[0].deployed_to, [
+      { environment: 'production', version: '1.4.2', deployed_at: deploy.created_at, deploy_id: deploy.id },
+    ]);
+  });
+
+  test('version and notes default to empty strings; JSON bodies and arrays work', async () => {
+    const { api, base, deployer, product } = await setup();
+    await makeItem(t.app, deployer, product.id);
+    const res = await api.postJson(`${base}/deploys.json`, { environment: 'staging', numbers: [1] });
+    assert.equal(res.statusCode, 200);
+    assert.equal(res.json().version, '');
+    assert.equal(res.json().notes, '');
+  });
+
+  test('deployed_to keeps the latest deploy per environment, latest first; archived items deploy too', async () => {
+    const { api, base, deployer, product } = await setup();
+    await makeItem(t.app, deployer, product.id);
+    await api.delete(`${base}/items/1.json`);
+    await api.post(`${base}/deploys.json`, { environment: 'staging', numbers: '1', version: '1' });
+    await api.post(`${base}/deploys.json`, { environment: 'production', numbers: '1', version: '1' });
+    const last = (await api.post(`${base}/deploys.json`, { environment: 'staging', numbers: '1', version: '2' })).json();
+    const item = (await api.get(`${base}/items/1.json`)).json();
+    assert.deepEqual(
+      item.deployed_to.map((d: { environment: string; version: string }) => [d.environment, d.version]),
+      [['staging', '2'], ['production', '1']],
+    );
+    assert.equal(item.deployed_to[0].deploy_id, last.id);
+  });
+
+  test('a deploy moves last_activity, not last_modified', async () => {
+    const { api, base, deployer, product } = await setup();
+    await makeItem(t.app, deployer, product.id);
+    await t.db.updateTable('items').set({ last_modified: '2020-01-01T00:00:00+00:00', last_activity: '2020-01-01T00:00:00+00:00' }).execute();
+    await api.post(`${base}/deploys.json`, { environment: 'prod', numbers: '1' });
+    const item = (await api.get(`${base}/items/1.json`)).json();
+    assert.equal(item.last_modified, '2020-01-01T00:00:00+00:00');
+    assert.notEqual(item.last_activity, '2020-01-01T00:00:00+00:00');
+  });
+});
+
+describe('deploy email', () => {
+  test('one message per follower, listing that follower\'s items; the deployer gets none', async () => {
+    const { api, base, deployer, alice, bob, product } = await setup();
+    const carol = await makeUser(t.db);
+    await makeItem(t.app, deployer, product.id, { title: 'Login page', assigned_to: alice.user.id }); // 1: deployer, alice
+    await makeItem(t.app, alice, product.id, { title: 'Signup <form>' }); // 2: alice
+    await makeItem(t.app, deployer, product.id, { title: 'Nobody else' }); // 3: deployer only
+    await client(t.app, bob).post(`${base}/items/2/follow.json`); // 2: + bob
+    const deploy = (await api.post(`${base}/deploys.json`, { environment: 'production', numbers: '1,2,3', version: '1.4.2', notes: 'Big one' })).json();
+
+    const mails = await deliveredFor(deploy.id);
+    assert.deepEqual([...mails.keys()].sort(), [alice.email, bob.email].sort());
+    assert.ok(!mails.has(deployer.email));
+    assert.ok(!mails.has(carol.email));
+
+    const a = mails.get(alice.email)!;
+    assert.equal(a.headers.get('from'), 'Shiplog <shiplog@items.shiplog.test>');
+    assert.equal(a.headers.get('to'), `Alice A <${alice.email}>`);
+    assert.equal(a.headers.get('subject'), '[Rocket] Deployed to production: #1 Login page and 1 more');
+    assert.match(a.headers.get('message-id')!, /^<deploy-\d+-\d+\.[0-9a-f]+@items\.shiplog\.test>$/);
+    assert.ok(!Number.isNaN(Date.parse(a.headers.get('date')!)));
+    assert.doesNotMatch(a.raw, /(^|[^\r])\n/, 'CRLF line ends throughout');
+    assert.match(a.text, /#1 \[task\] Login page \(backlog\)/);
+    assert.match(a.text, /#2 \[task\] Signup <form> \(backlog\)/);
+    assert.match(a.text, /http:\/\/shiplog\.test\/i\/\d+\/1\//);
+    assert.match(a.text, /version 1\.4\.2/);
+    assert.match(a.text, /Big one/);
+    assert.match(a.text, /Dee Ployer deployed/);
+    assert.doesNotMatch(a.text, /Nobody else/);
+
+    const b = mails.get(bob.email)!;
+    assert.equal(b.headers.get('subject'), '[Rocket] Deployed to production: #2 Signup <form>');
+    assert.doesNotMatch(b.text, /Login page/);
+  });
+
+  test('a follower who is no longer a member is not emailed', async () => {
+    const { api, base, deployer, alice, product } = await setup();
+    await makeItem(t.app, deployer, product.id, { assigned_to: alice.user.id });
+    await t.db.deleteFrom('memberships').where('user_id', '=', alice.user.id).execute();
+    const deploy = (await api.post(`${base}/deploys.json`, { environment: 'prod', numbers: '1' })).json();
+    assert.equal((await deliveredFor(deploy.id)).size, 0);
+  });
+
+  test('Idempotency-Key: a repeat returns the first deploy and sends nothing again; other parameters are 422', async () => {
+    const { api, base, deployer, alice, product } = await setup();
+    await makeItem(t.app, deployer, product.id, { assigned_to: alice.user.id });
+    await makeItem(t.app, deployer, product.id, { assigned_to: alice.user.id });
+    const headers = { 'idempotency-key': 'deploy-abc-123' };
+    const first = await api.post(`${base}/deploys.json`, { environment: 'prod', numbers: '1,2', version: '7' }, headers);
+    const again = await api.post(`${base}/deploys.json`, { environment: 'prod', numbers: '2,1', version: '7' }, headers);
+    assert.equal(again.statusCode, 200);
+    assert.equal(again.json().id, first.json().id);
+    const other = await api.post(`${base}/deploys.json`, { environment: 'prod', numbers: '1', version: '7' }, headers);
+    assert.equal(other.statusCode, 422);
+    assert.equal(other.json().code, 422);
+    assert.equal((await api.get(`${base}/deploys.json`)).json().length, 1);
+    assert.equal((await deliveredFor(first.json().id)).size, 1);
+    const outbox = await t.db.selectFrom('outbox').selectAll().where('deploy_id', '=', first.json().id).execute();
+    assert.equal(outbox.length, 1);
+  });
+});
+
+describe('list deploys', () => {
+  test('oldest first, filtered by environment, with offset and limit', async () => {
+    const { api, base, deployer, product } = await setup();
+    await makeItem(t.app, deployer, product.id);
+    const ids: number[] = [];
+    for (const env of ['staging', 'production', 'staging', 'staging']) {
+      ids.push((await api.post(`${base}/deploys.json`, { environment: env, numbers: '1' })).json().id);
+    }
+    const all = (await api.get(`${base}/deploys.json`)).json();
+    assert.deepEqual(all.map((d: { id: number }) => d.id), ids);
+    assert.equal(all[0].items[0].number, 1);
+    assert.equal(all[0].user.id, deployer.user.id);
+    const staging = (await api.get(`${base}/deploys.json`, { environment: 'staging' })).json();
+    assert.deepEqual(staging.map((d: { id: number }) => d.id), [ids[0], ids[2], ids[3]]);
+    const page = (await api.get(`${base}/deploys.json`, { environment: 'staging', offset: 1, limit: 1 })).json();
+    assert.deepEqual(page.map((d: { id: number }) => d.id), [ids[2]]);
+    const skip = (await api.get(`${base}/deploys.json`, { offset: 3 })).json();
+    assert.deepEqual(skip.map((d: { id: number }) => d.id), [ids[3]]);
+    for (const q of [{ limit: '0' }, { limit: 'x' }, { offset: '-1' }]) {
+      assert.equal((await api.get(`${base}/deploys.json`, q)).statusCode, 400, JSON.stringify(q));
+    }
+  });
+
+  test('items are rendered in their current state', async () => {
+    const { api, base, deployer, product } = await setup();
+    await makeItem(t.app, deployer, product.id, { title: 'Before' });
+    await api.post(`${base}/deploys.json`, { environment: 'prod', numbers: '1' });
+    await api.post(`${base}/items/1.json`, { title: 'After' });
+    assert.equal((await api.get(`${base}/deploys.json`)).json()[0].items[0].title, 'After');
+  });
+});
+

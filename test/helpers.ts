@@ -1,0 +1,145 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
+import { buildApp, type AppOptions } from '../src/app.js';
+import { loadConfig, type Config } from '../src/config.js';
+import { openDatabase, type Db } from '../src/db/connection.js';
+import type { ProductRow, UserRow } from '../src/db/schema.js';
+import { createProduct } from '../src/products/service.js';
+import { insertMembership } from '../src/products/repository.js';
+import { createUser } from '../src/users/service.js';
+
+export interface TestContext {
+  app: FastifyInstance;
+  db: Db;
+  config: Config;
+  dataDir: string;
+  close(): Promise<void>;
+}
+
+/** A temporary directory removed when the process exits. */
+export function tempDir(prefix = 'shiplog-test-'): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  process.on('exit', () => fs.rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+/**
+ * The app as the server builds it, on a fresh database of its own (in memory unless `file`), with
+ * mail written under a temporary data directory and delivered only when a test asks.
+ */
+export async function makeApp(options: { file?: boolean; env?: NodeJS.ProcessEnv } & Partial<AppOptions> = {}): Promise<TestContext> {
+  const dataDir = tempDir();
+  const config = loadConfig({ DATA_DIR: dataDir, PUBLIC_URL: 'http://shiplog.test', MAIL_DOMAIN: 'items.shiplog.test', ...options.env });
+  const db = await openDatabase({ dataDir, filename: options.file ? undefined : ':memory:' });
+  const app = await buildApp({ config, db, logger: false, ...options });
+  await app.ready();
+  return {
+    app,
+    db,
+    config,
+    dataDir,
+    async close() {
+      await app.close();
+      await db.destroy();
+    },
+  };
+}
+
+export interface TestUser {
+  user: UserRow;
+  apiKey: string;
+  email: string;
+  /** The Authorization header for HTTP Basic. */
+  auth: string;
+}
+
+let userSeq = 0;
+
+/** A user with a fresh API key; override any field. */
+export async function makeUser(db: Db, overrides: Partial<{ email: string; firstName: string; lastName: string }> = {}): Promise<TestUser> {
+  userSeq += 1;
+  const email = overrides.email ?? `user${userSeq}-${process.pid}@example.com`;
+  const { user, apiKey } = await db.transaction().execute((trx) =>
+    createUser(trx, { email, firstName: overrides.firstName ?? `First${userSeq}`, lastName: overrides.lastName ?? `Last${userSeq}` }),
+  );
+  return { user, apiKey, email: user.email, auth: basic(user.email, apiKey) };
+}
+
+export function basic(email: string, key: string): string {
+  return `Basic ${Buffer.from(`${email}:${key}`).toString('base64')}`;
+}
+
+/** A product owned (as admin) by `owner`, with the given extra members. */
+export async function makeProduct(db: Db, owner: TestUser, members: TestUser[] = [], name = 'Test product'): Promise<ProductRow> {
+  const product = await db.transaction().execute((trx) => createProduct(trx, owner.user, name));
+  for (const m of members) await insertMembership(db, product.id, m.user.id, false, '2026-01-01T00:00:00+00:00');
+  return product;
+}
+
+type Params = Record<string, string | number | boolean | string[] | null | undefined>;
+
+function formBody(params: Params): string {
+  const form = new URLSearchParams();
+  for (const [k, v] of Object.entries(params)) {
+    if (v === undefined) continue;
+    if (Array.isArray(v)) v.forEach((x) => form.append(k, x));
+    else form.append(k, v === null ? '' : String(v));
+  }
+  return form.toString();
+}
+
+/** A small client for one user: form-encoded POSTs, as existing Sprint.ly clients send them. */
+export function client(app: FastifyInstance, user: TestUser | { auth: string }) {
+  const headers = { authorization: user.auth };
+  return {
+    get(url: string, query: Params = {}): Promise<LightMyRequestResponse> {
+      const qs = formBody(query);
+      return app.inject({ method: 'GET', url: qs ? `${url}?${qs}` : url, headers });
+    },
+    post(url: string, params: Params = {}, extraHeaders: Record<string, string> = {}): Promise<LightMyRequestResponse> {
+      return app.inject({
+        method: 'POST',
+        url,
+        headers: { ...headers, 'content-type': 'application/x-www-form-urlencoded', ...extraHeaders },
+        payload: formBody(params),
+      });
+    },
+    postJson(url: string, body: unknown, extraHeaders: Record<string, string> = {}): Promise<LightMyRequestResponse> {
+      return app.inject({ method: 'POST', url, headers: { ...headers, 'content-type': 'application/json', ...extraHeaders }, payload: JSON.stringify(body) });
+    },
+    delete(url: string): Promise<LightMyRequestResponse> {
+      return app.inject({ method: 'DELETE', url, headers });
+    },
+  };
+}
+
+/** Creates an item through the API and returns its JSON; fails the test on any other answer. */
+export async function makeItem(app: FastifyInstance, user: TestUser, productId: number, params: Params = {}): Promise<any> {
+  const res = await client(app, user).post(`/api/products/${productId}/items.json`, { type: 'task', title: 'A task', ...params });
+  if (res.statusCode !== 200) throw new Error(`item create failed: ${res.statusCode} ${res.body}`);
+  return res.json();
+}
+
+/**
+ * An .eml file as a reader sees it: unfolded headers and the decoded plain-text body
+ * (quoted-printable or 7bit, which is what the service writes for text parts).
+ */
+export function readEml(raw: string): { headers: Map<string, string>; text: string; raw: string } {
+  const split = raw.indexOf('\r\n\r\n');
+  const head = raw.slice(0, split).replace(/\r\n[ \t]+/g, ' ');
+  const headers = new Map<string, string>();
+  for (const line of head.split('\r\n')) {
+    const colon = line.indexOf(':');
+    headers.set(line.slice(0, colon).toLowerCase(), line.slice(colon + 1).trim());
+  }
+  let body = raw.slice(split + 4);
+  if (/quoted-printable/i.test(headers.get('content-transfer-encoding') ?? '')) {
+    body = Buffer.from(
+      body.replace(/=\r\n/g, '').replace(/=([0-9A-F]{2})/g, (_, h) => String.fromCharCode(parseInt(h, 16))),
+      'latin1',
+    ).toString('utf8');
+  }
+  return { headers, text: body.replace(/\r\n/g, '\n'), raw };
+}
