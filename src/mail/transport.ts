@@ -21,7 +21,7 @@ function envelope(message: OutboxRow, from: string): nodemailer.SendMailOptions 
     from,
     to: message.to_address,
     subject: message.subject,
-    text: message.body_text,
+    text: message.body_text.replace(/\r?\n/g, '\r\n'),
     messageId: message.message_id,
     date: new Date(message.created_at),
     headers: { 'Auto-Submitted': 'auto-generated' },

@@ -41,7 +41,8 @@ export class OutboxWorker {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<number> | undefined;
   private again = false;
-  private stopped = false;
+  private started = false;
+  private stopping = false;
 
   constructor(
     private readonly db: Db,
@@ -51,15 +52,15 @@ export class OutboxWorker {
   ) {}
 
   start(): void {
-    this.stopped = false;
+    this.started = true;
     this.timer = setInterval(() => this.nudge(), this.options.intervalMs);
     this.timer.unref();
     this.nudge();
   }
 
-  /** Asks for a delivery round soon; rounds never overlap. */
+  /** Asks for a delivery round soon, once started; rounds never overlap. */
   nudge(): void {
-    if (this.stopped) return;
+    if (!this.started) return;
     if (this.running) {
       this.again = true;
       return;
@@ -74,7 +75,7 @@ export class OutboxWorker {
     }
     this.running = this.round().finally(() => {
       this.running = undefined;
-      if (this.again && !this.stopped) {
+      if (this.again && this.started) {
         this.again = false;
         this.nudge();
       }
@@ -102,13 +103,14 @@ export class OutboxWorker {
           this.log.warn({ outboxId: message.id, err: reason, final: giveUp }, 'mail delivery failed');
         }
       }
-      if (this.stopped) return sent;
+      if (this.stopping) return sent;
     }
   }
 
   /** Stops the timer and waits for a round in progress to finish. */
   async stop(): Promise<void> {
-    this.stopped = true;
+    this.started = false;
+    this.stopping = true;
     if (this.timer) clearInterval(this.timer);
     await this.running?.catch(() => undefined);
   }

@@ -1,0 +1,280 @@
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import fs from 'node:fs';
+import http from 'node:http';
+import net from 'node:net';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { after, describe, test } from 'node:test';
+import { openDatabase } from '../src/db/connection.js';
+import { createUser } from '../src/users/service.js';
+import { basic, tempDir } from './helpers.js';
+
+const SERVER = fileURLToPath(new URL('../dist/server.js', import.meta.url));
+
+async function freePort(): Promise<number> {
+  const probe = net.createServer();
+  probe.listen(0, '127.0.0.1');
+  await once(probe, 'listening');
+  const { port } = probe.address() as net.AddressInfo;
+  probe.close();
+  await once(probe, 'close');
+  return port;
+}
+
+function canConnect(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = net.connect({ port, host: '127.0.0.1' });
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });
+}
+
+/** Polls `check` every 25 ms until it holds; fails with `what` after `ms`. */
+async function waitFor(what: string, check: () => boolean | Promise<boolean>, ms = 10_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (Date.now() < deadline) {
+    if (await check()) return;
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+}
+
+/** `promise`, or `fallback` if it has not settled after `ms`. */
+function within<T, F>(promise: Promise<T>, ms: number, fallback: F): Promise<T | F> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<F>((resolve) => (timer = setTimeout(resolve, ms, fallback)));
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
+}
+
+interface Server {
+  child: ChildProcess;
+  port: number;
+  dataDir: string;
+  stdout(): string;
+  stderr(): string;
+  /** Resolves with the exit code (or signal name) once the process is gone. */
+  exited: Promise<number | string>;
+}
+
+const running = new Set<ChildProcess>();
+
+/** Spawns the built server with only the given configuration (no inherited Shiplog settings). */
+function spawnServer(env: Record<string, string>, dataDir: string, port: number): Server {
+  const base = { ...process.env };
+  for (const name of ['PORT', 'HOST', 'DATA_DIR', 'PUBLIC_URL', 'MAIL_DOMAIN', 'MAIL_FROM', 'LOG_LEVEL', 'SMTP_URL']) delete base[name];
+  const child = spawn(process.execPath, [SERVER], {
+    cwd: tempDir(),
+    env: { ...base, HOST: '127.0.0.1', PORT: String(port), DATA_DIR: dataDir, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  running.add(child);
+  let out = '';
+  let err = '';
+  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (out += chunk));
+  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (err += chunk));
+  const exited = new Promise<number | string>((resolve) =>
+    child.once('exit', (code, signal) => {
+      running.delete(child);
+      resolve(code ?? signal ?? 'unknown');
+    }),
+  );
+  return { child, port, dataDir, stdout: () => out, stderr: () => err, exited };
+}
+
+function isRunning(child: ChildProcess): boolean {
+  return child.exitCode === null && child.signalCode === null;
+}
+
+/** Starts the server and waits (at most ~10 s) until it accepts connections. */
+async function startServer(env: Record<string, string> = {}, dataDir = tempDir()): Promise<Server> {
+  const server = spawnServer(env, dataDir, await freePort());
+  await waitFor(`the server to listen (stderr: ${server.stderr()})`, async () => {
+    if (!isRunning(server.child)) throw new Error(`server exited early (${server.child.exitCode}): ${server.stderr()}`);
+    return canConnect(server.port);
+  });
+  return server;
+}
+
+/** SIGTERM by pid, SIGKILL if it lingers; resolves once the process is gone. */
+async function stop(child: ChildProcess): Promise<void> {
+  if (!child.pid || !isRunning(child)) return;
+  const exited = once(child, 'exit');
+  const kill = (signal: NodeJS.Signals) => {
+    try {
+      process.kill(child.pid!, signal);
+    } catch {
+      // Already gone.
+    }
+  };
+  kill('SIGTERM');
+  const timer = setTimeout(() => kill('SIGKILL'), 5_000);
+  await exited;
+  clearTimeout(timer);
+}
+
+after(() => Promise.all([...running].map(stop)));
+
+/** Log lines are JSON; the first-run text shares stdout, so anything else is skipped. */
+function jsonLines(stdout: string): Array<Record<string, unknown>> {
+  return stdout
+    .split('\n')
+    .filter((line) => line.startsWith('{'))
+    .map((line) => JSON.parse(line) as Record<string, unknown>);
+}
+
+describe('server start-up', () => {
+  test('on an empty database it prints the first-run instructions on stdout', async () => {
+    const server = await startServer({ LOG_LEVEL: 'warn' });
+    try {
+      await waitFor('the first-run instructions', () => server.stdout().includes('npx shiplog product add'));
+      assert.ok(server.stdout().includes('npx shiplog user add'), server.stdout());
+      assert.ok(server.stdout().includes('npx shiplog product add'), server.stdout());
+    } finally {
+      await stop(server.child);
+    }
+  });
+
+  test('creates a missing DATA_DIR and keeps shiplog.db in it', async () => {
+    const dataDir = path.join(tempDir(), 'not', 'there', 'yet');
+    assert.equal(fs.existsSync(dataDir), false);
+    const server = await startServer({ LOG_LEVEL: 'warn' }, dataDir);
+    try {
+      assert.ok(fs.statSync(path.join(dataDir, 'shiplog.db')).isFile());
+    } finally {
+      await stop(server.child);
+    }
+  });
+
+  for (const [name, value] of [
+    ['PORT', 'abc'],
+    ['PUBLIC_URL', 'notaurl'],
+    ['LOG_LEVEL', 'loud'],
+  ] as const) {
+    test(`${name}=${value} stops it at once with a message naming ${name}`, async () => {
+      const started = Date.now();
+      const server = spawnServer({ [name]: value }, tempDir(), await freePort());
+      try {
+        const code = await within(server.exited, 5_000, 'still running');
+        assert.notEqual(code, 'still running', `still running 5 s after start with ${name}=${value}`);
+        assert.notEqual(code, 0);
+        assert.ok(Date.now() - started < 5_000);
+        assert.match(server.stderr(), new RegExp(name));
+      } finally {
+        await stop(server.child);
+      }
+    });
+  }
+});
+
+describe('request log', () => {
+  test('at the default level each request is one JSON line with method, url and status', async () => {
+    const server = await startServer();
+    try {
+      const base = `http://127.0.0.1:${server.port}`;
+      const requests = [
+        { url: '/api/products.json?probe=anonymous', status: 403 },
+        { url: '/api/no-such-endpoint.json?probe=missing', status: 404 },
+        { url: '/api/user/whoami.json?probe=bad-key', status: 403, auth: basic('nobody@example.com', 'x'.repeat(32)) },
+      ];
+      for (const r of requests) {
+        const res = await fetch(base + r.url, { headers: r.auth ? { authorization: r.auth } : {} });
+        await res.arrayBuffer();
+        assert.equal(res.status, r.status);
+      }
+
+      const logged = () => jsonLines(server.stdout()).filter((line) => typeof line.url === 'string' && line.url.includes('?probe='));
+      await waitFor('a log line per request', () => logged().length >= requests.length);
+      for (const r of requests) {
+        const lines = logged().filter((line) => line.url === r.url);
+        assert.equal(lines.length, 1, `log lines for ${r.url}: ${JSON.stringify(lines)}`);
+        assert.equal(lines[0].method, 'GET');
+        assert.equal(lines[0].status, r.status);
+      }
+    } finally {
+      await stop(server.child);
+    }
+  });
+});
+
+interface Reply {
+  status: number;
+  body: string;
+}
+
+/**
+ * A POST whose body is held back until the caller releases it. `Expect: 100-continue` makes the
+ * server answer "100 Continue" once it has taken the request, so `accepted` tells for certain
+ * that the request is in flight inside the server.
+ */
+function heldPost(port: number, path: string, auth: string, body: string) {
+  const req = http.request({
+    host: '127.0.0.1',
+    port,
+    method: 'POST',
+    path,
+    agent: false,
+    headers: {
+      authorization: auth,
+      'content-type': 'application/x-www-form-urlencoded',
+      'content-length': Buffer.byteLength(body),
+      expect: '100-continue',
+    },
+  });
+  const accepted = once(req, 'continue');
+  const reply = new Promise<Reply>((resolve, reject) => {
+    req.on('error', reject);
+    req.on('response', (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => (text += chunk));
+      res.on('error', reject);
+      res.on('end', () => (res.complete ? resolve({ status: res.statusCode!, body: text }) : reject(new Error('response cut short'))));
+    });
+  });
+  // Settled by the test; keeps an early failure from surfacing as an unhandled rejection.
+  reply.catch(() => {});
+  req.flushHeaders();
+  return { accepted, reply, release: () => req.end(body) };
+}
+
+describe('graceful shutdown', () => {
+  test('SIGTERM lets requests in flight complete, then exits 0', async () => {
+    const dataDir = tempDir();
+    const email = 'ada@example.com';
+    const db = await openDatabase({ dataDir });
+    const { apiKey } = await db.transaction().execute((trx) => createUser(trx, { email, firstName: 'Ada', lastName: 'Lovelace' }));
+    await db.destroy();
+
+    const server = await startServer({}, dataDir);
+    try {
+      const names = ['Alpha', 'Beta', 'Gamma'];
+      const posts = names.map((name) => heldPost(server.port, '/api/products.json', basic(email, apiKey), `name=${name}`));
+      assert.notEqual(await within(Promise.all(posts.map((p) => p.accepted)), 10_000, 'timeout'), 'timeout', 'no 100 Continue');
+
+      process.kill(server.child.pid!, 'SIGTERM');
+      // The bodies go out only once shutdown has begun, so the requests straddle it.
+      await waitFor('the shutdown log line', () => jsonLines(server.stdout()).some((line) => line.msg === 'shutting down'));
+      for (const p of posts) p.release();
+
+      const replies = await within(Promise.all(posts.map((p) => p.reply)), 10_000, 'timeout');
+      assert.notEqual(replies, 'timeout', 'requests in flight got no answer');
+      assert.ok(Array.isArray(replies));
+      replies.forEach((reply, i) => {
+        assert.equal(reply.status, 200, reply.body);
+        const product = JSON.parse(reply.body) as { id: number; name: string };
+        assert.equal(product.name, names[i]);
+        assert.ok(Number.isInteger(product.id));
+      });
+
+      const code = await within(server.exited, 10_000, 'still running');
+      assert.equal(code, 0, `exit: ${code}; stderr: ${server.stderr()}`);
+    } finally {
+      await stop(server.child);
+    }
+  });
+});
