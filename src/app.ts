@@ -115,6 +115,11 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     reply.code(404).send({ code: 404, message: `No such endpoint: ${request.method} ${request.url.split('?')[0]}.` }),
   );
 
+  // A POST may carry all its parameters in the query string and no body at all.
+  app.addHook('preValidation', async (request) => {
+    if (request.body === undefined && request.method !== 'GET' && request.method !== 'HEAD') request.body = {};
+  });
+
   await app.register(async (api) => {
     api.addHook('onRequest', requireUser(db));
     await api.register(userRoutes);

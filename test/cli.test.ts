@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
+import fs from 'node:fs';
 import net from 'node:net';
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
 import { buildApp } from '../src/app.js';
@@ -12,6 +14,10 @@ import { basic, tempDir } from './helpers.js';
 const CLI = fileURLToPath(new URL('../bin/shiplog.js', import.meta.url));
 const SERVER = fileURLToPath(new URL('../dist/server.js', import.meta.url));
 const KEY_PATTERN = /^[A-Za-z0-9]{32}$/;
+
+// One removal hook for the whole file; each test takes a fresh data directory inside it.
+const root = tempDir('shiplog-cli-test-');
+const newDataDir = (): string => fs.mkdtempSync(path.join(root, 'data-'));
 
 /** The caller's environment without any Shiplog setting, so only what a test passes counts. */
 function cleanEnv(extra: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
@@ -74,7 +80,7 @@ async function apiGet(dataDir: string, email: string, key: string, url: string):
 
 describe('shiplog user add', () => {
   test('prints a generated 32-character key that authenticates the user', async () => {
-    const dir = tempDir();
+    const dir = newDataDir();
     const run = await shiplog(dir, 'user', 'add', 'ada@example.com', '--first', 'Ada', '--last', 'Lovelace');
     assert.equal(run.code, 0, run.stderr);
     assert.equal(run.stderr, '');
@@ -93,14 +99,14 @@ describe('shiplog user add', () => {
   });
 
   test('--api-key sets the key', async () => {
-    const dir = tempDir();
+    const dir = newDataDir();
     const key = 'Abcdefghij0123456789KLMNOPqrstuv';
     assert.equal(await ok(dir, 'user', 'add', 'ada@example.com', '--first', 'Ada', '--last', 'Lovelace', '--api-key', key), key);
     assert.equal((await apiGet(dir, 'ada@example.com', key, '/api/user/whoami.json')).status, 200);
   });
 
   test('a duplicate email is refused, whatever its case', async () => {
-    const dir = tempDir();
+    const dir = newDataDir();
     await ok(dir, 'user', 'add', 'ada@example.com', '--first', 'Ada', '--last', 'Lovelace');
     const run = await shiplog(dir, 'user', 'add', 'ADA@example.com', '--first', 'Ada', '--last', 'Again');
     assertRefused(run, 'non-zero', /already exists/);
@@ -108,7 +114,7 @@ describe('shiplog user add', () => {
   });
 
   test('a malformed email is refused and creates nothing', async () => {
-    const dir = tempDir();
+    const dir = newDataDir();
     const run = await shiplog(dir, 'user', 'add', 'not-an-email', '--first', 'Ada', '--last', 'Lovelace');
     assertRefused(run, 'non-zero', /email/i);
     // The same address corrected must still be free.
@@ -116,7 +122,7 @@ describe('shiplog user add', () => {
   });
 
   test('--first and --last are required (usage error)', async () => {
-    const dir = tempDir();
+    const dir = newDataDir();
     assertRefused(await shiplog(dir, 'user', 'add', 'ada@example.com', '--last', 'Lovelace'), 2, /--first/);
     assertRefused(await shiplog(dir, 'user', 'add', 'ada@example.com', '--first', 'Ada'), 2, /--last/);
     // Neither attempt may have created the user.
@@ -124,7 +130,7 @@ describe('shiplog user add', () => {
   });
 
   test('a malformed --api-key is refused', async () => {
-    const dir = tempDir();
+    const dir = newDataDir();
     for (const key of ['short', 'Abcdefghij0123456789KLMNOPqrst-v', 'Abcdefghij0123456789KLMNOPqrstuvw']) {
       const run = await shiplog(dir, 'user', 'add', 'ada@example.com', '--first', 'Ada', '--last', 'Lovelace', '--api-key', key);
       assertRefused(run, 'non-zero', /api.key/i);
@@ -132,7 +138,7 @@ describe('shiplog user add', () => {
   });
 
   test('an unknown option or a missing EMAIL is a usage error', async () => {
-    const dir = tempDir();
+    const dir = newDataDir();
     const unknown = await shiplog(dir, 'user', 'add', 'ada@example.com', '--first', 'Ada', '--last', 'Lovelace', '--nickname', 'al');
     assertRefused(unknown, 2, /nickname/);
     assert.match(unknown.stderr, /Usage: shiplog user add/);
@@ -142,7 +148,7 @@ describe('shiplog user add', () => {
 
 describe('shiplog product add', () => {
   test('prints the new product id; the owner is its admin', async () => {
-    const dir = tempDir();
+    const dir = newDataDir();
     const key = await ok(dir, 'user', 'add', 'ada@example.com', '--first', 'Ada', '--last', 'Lovelace');
     const first = await ok(dir, 'product', 'add', 'Web site', '--owner', 'ada@example.com');
     assert.match(first, /^\d+$/);
@@ -158,19 +164,19 @@ describe('shiplog product add', () => {
   });
 
   test('an unknown owner is refused with exit 1', async () => {
-    const dir = tempDir();
+    const dir = newDataDir();
     assertRefused(await shiplog(dir, 'product', 'add', 'Web site', '--owner', 'nobody@example.com'), 1, /nobody@example\.com/);
   });
 
   test('a missing --owner is a usage error', async () => {
-    const dir = tempDir();
+    const dir = newDataDir();
     assertRefused(await shiplog(dir, 'product', 'add', 'Web site'), 2, /--owner/);
   });
 });
 
 describe('shiplog member add', () => {
   test('makes a user a member, or with --admin an admin', async () => {
-    const dir = tempDir();
+    const dir = newDataDir();
     await ok(dir, 'user', 'add', 'ada@example.com', '--first', 'Ada', '--last', 'Lovelace');
     const bobKey = await ok(dir, 'user', 'add', 'bob@example.com', '--first', 'Bob', '--last', 'Babbage');
     const carlKey = await ok(dir, 'user', 'add', 'carl@example.com', '--first', 'Carl', '--last', 'Gauss');
@@ -190,27 +196,27 @@ describe('shiplog member add', () => {
   });
 
   test('an unknown product is refused', async () => {
-    const dir = tempDir();
+    const dir = newDataDir();
     await ok(dir, 'user', 'add', 'ada@example.com', '--first', 'Ada', '--last', 'Lovelace');
     assertRefused(await shiplog(dir, 'member', 'add', '999', 'ada@example.com'), 'non-zero', /product/i);
   });
 
   test('an unknown user is refused', async () => {
-    const dir = tempDir();
+    const dir = newDataDir();
     await ok(dir, 'user', 'add', 'ada@example.com', '--first', 'Ada', '--last', 'Lovelace');
     const id = await ok(dir, 'product', 'add', 'Web site', '--owner', 'ada@example.com');
     assertRefused(await shiplog(dir, 'member', 'add', id, 'ghost@example.com'), 'non-zero', /ghost@example\.com/);
   });
 
   test('a non-numeric product id is a usage error', async () => {
-    const dir = tempDir();
+    const dir = newDataDir();
     assertRefused(await shiplog(dir, 'member', 'add', 'abc', 'ada@example.com'), 2, /PRODUCT_ID/);
   });
 });
 
 describe('shiplog user key', () => {
   test('prints a new key; the old one stops working', async () => {
-    const dir = tempDir();
+    const dir = newDataDir();
     const oldKey = await ok(dir, 'user', 'add', 'ada@example.com', '--first', 'Ada', '--last', 'Lovelace');
     const newKey = await ok(dir, 'user', 'key', 'ada@example.com');
     assert.match(newKey, KEY_PATTERN);
@@ -220,7 +226,7 @@ describe('shiplog user key', () => {
   });
 
   test('an unknown email is refused', async () => {
-    const dir = tempDir();
+    const dir = newDataDir();
     assertRefused(await shiplog(dir, 'user', 'key', 'ghost@example.com'), 'non-zero', /ghost@example\.com/);
   });
 });
@@ -229,7 +235,7 @@ describe('shiplog help', () => {
   const commands = ['user add', 'user key', 'product add', 'member add'];
 
   test('--help prints the usage of every command and exits 0', async () => {
-    const run = await shiplog(tempDir(), '--help');
+    const run = await shiplog(newDataDir(), '--help');
     assert.equal(run.code, 0, run.stderr);
     assert.equal(run.stderr, '');
     assert.match(run.stdout, /Usage: shiplog/);
@@ -238,7 +244,7 @@ describe('shiplog help', () => {
 
   for (const command of commands) {
     test(`${command} --help prints its usage and exits 0`, async () => {
-      const run = await shiplog(tempDir(), ...command.split(' '), '--help');
+      const run = await shiplog(newDataDir(), ...command.split(' '), '--help');
       assert.equal(run.code, 0, run.stderr);
       assert.equal(run.stderr, '');
       assert.ok(run.stdout.startsWith(`Usage: shiplog ${command}`), run.stdout);
@@ -246,7 +252,7 @@ describe('shiplog help', () => {
   }
 
   test('an unknown command is a usage error', async () => {
-    const run = await shiplog(tempDir(), 'frobnicate', 'now');
+    const run = await shiplog(newDataDir(), 'frobnicate', 'now');
     assertRefused(run, 2, /unknown command/);
     assert.match(run.stderr, /frobnicate/);
   });
@@ -308,7 +314,7 @@ describe('shiplog against a running server', () => {
   let serverErr = '';
 
   before(async () => {
-    dir = tempDir();
+    dir = newDataDir();
     port = await freePort();
     server = spawn(process.execPath, [SERVER], {
       cwd: dir,

@@ -265,8 +265,7 @@ describe('booleans and integers', () => {
 
   test('limit and offset must be non-negative decimal integers', async () => {
     for (const name of ['limit', 'offset']) {
-      for (const value of ['abc', '1.5', '-1', '1e2', '0x10', ' ', '10abc']) {
-        if (value === ' ') continue;
+      for (const value of ['abc', '1.5', '-1', '1e2', '0x10', '10abc']) {
         assertErrorShape(await api().get(items, { [name]: value }), 400, `items ${name}=${value}`);
         assertErrorShape(await api().get(`/api/products/${productId}/deploys.json`, { [name]: value }), 400, `deploys ${name}=${value}`);
       }

@@ -13,6 +13,10 @@ import { basic, tempDir } from './helpers.js';
 
 const SERVER = fileURLToPath(new URL('../dist/server.js', import.meta.url));
 
+// One removal hook for the whole file; each server gets a fresh data directory inside it.
+const root = tempDir('shiplog-server-test-');
+const newDataDir = (): string => fs.mkdtempSync(path.join(root, 'data-'));
+
 async function freePort(): Promise<number> {
   const probe = net.createServer();
   probe.listen(0, '127.0.0.1');
@@ -68,7 +72,7 @@ function spawnServer(env: Record<string, string>, dataDir: string, port: number)
   const base = { ...process.env };
   for (const name of ['PORT', 'HOST', 'DATA_DIR', 'PUBLIC_URL', 'MAIL_DOMAIN', 'MAIL_FROM', 'LOG_LEVEL', 'SMTP_URL']) delete base[name];
   const child = spawn(process.execPath, [SERVER], {
-    cwd: tempDir(),
+    cwd: root,
     env: { ...base, HOST: '127.0.0.1', PORT: String(port), DATA_DIR: dataDir, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -91,7 +95,7 @@ function isRunning(child: ChildProcess): boolean {
 }
 
 /** Starts the server and waits (at most ~10 s) until it accepts connections. */
-async function startServer(env: Record<string, string> = {}, dataDir = tempDir()): Promise<Server> {
+async function startServer(env: Record<string, string> = {}, dataDir = newDataDir()): Promise<Server> {
   const server = spawnServer(env, dataDir, await freePort());
   await waitFor(`the server to listen (stderr: ${server.stderr()})`, async () => {
     if (!isRunning(server.child)) throw new Error(`server exited early (${server.child.exitCode}): ${server.stderr()}`);
@@ -140,7 +144,7 @@ describe('server start-up', () => {
   });
 
   test('creates a missing DATA_DIR and keeps shiplog.db in it', async () => {
-    const dataDir = path.join(tempDir(), 'not', 'there', 'yet');
+    const dataDir = path.join(newDataDir(), 'not', 'there', 'yet');
     assert.equal(fs.existsSync(dataDir), false);
     const server = await startServer({ LOG_LEVEL: 'warn' }, dataDir);
     try {
@@ -157,7 +161,7 @@ describe('server start-up', () => {
   ] as const) {
     test(`${name}=${value} stops it at once with a message naming ${name}`, async () => {
       const started = Date.now();
-      const server = spawnServer({ [name]: value }, tempDir(), await freePort());
+      const server = spawnServer({ [name]: value }, newDataDir(), await freePort());
       try {
         const code = await within(server.exited, 5_000, 'still running');
         assert.notEqual(code, 'still running', `still running 5 s after start with ${name}=${value}`);
@@ -244,7 +248,7 @@ function heldPost(port: number, path: string, auth: string, body: string) {
 
 describe('graceful shutdown', () => {
   test('SIGTERM lets requests in flight complete, then exits 0', async () => {
-    const dataDir = tempDir();
+    const dataDir = newDataDir();
     const email = 'ada@example.com';
     const db = await openDatabase({ dataDir });
     const { apiKey } = await db.transaction().execute((trx) => createUser(trx, { email, firstName: 'Ada', lastName: 'Lovelace' }));

@@ -13,6 +13,8 @@ export const Param = Type.Union([
   Type.Boolean(),
   Type.Null(),
   Type.Array(Type.Union([Type.String(), Type.Number(), Type.Boolean(), Type.Null()])),
+  // An item posted back whole carries embedded objects (assigned_to, parent, ...).
+  Type.Object({}, { additionalProperties: true }),
 ]);
 export type ParamValue = Static<typeof Param> | undefined;
 
@@ -33,12 +35,26 @@ export function invalid(name: string, problem: string): never {
 export function asString(name: string, value: ParamValue): string | undefined {
   if (value === undefined || value === null) return undefined;
   if (Array.isArray(value)) return value.length ? asString(name, value[value.length - 1]) : '';
+  if (typeof value === 'object') return invalid(name, 'must be a string, not an object');
   return String(value);
+}
+
+/**
+ * A reference to another resource: a plain value, or the embedded object of a whole resource
+ * posted back (`{"id": 5, ...}`), from which `key` is taken.
+ */
+export function asReference(value: ParamValue, key: 'id' | 'number'): ParamValue {
+  if (value !== null && typeof value === 'object' && !Array.isArray(value)) {
+    const inner = (value as Record<string, unknown>)[key];
+    return typeof inner === 'number' || typeof inner === 'string' ? inner : undefined;
+  }
+  return value;
 }
 
 /** Comma-separated list (or JSON array): entries trimmed, empty ones dropped. */
 export function asList(name: string, value: ParamValue): string[] | undefined {
   if (value === undefined || value === null) return undefined;
+  if (typeof value === 'object' && !Array.isArray(value)) return invalid(name, 'must be a list, not an object');
   const parts = Array.isArray(value) ? value.flatMap((v) => (v === null ? [] : String(v).split(','))) : String(value).split(',');
   return parts.map((p) => p.trim()).filter((p) => p !== '');
 }

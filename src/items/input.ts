@@ -5,6 +5,7 @@ import {
   asEnumList,
   asInteger,
   asList,
+  asReference,
   asString,
   asText,
   type ParamValue,
@@ -51,7 +52,8 @@ function collect<T>(parse: (field: <V>(fn: () => V) => V | undefined) => T): T {
 /** A user reference (assigned_to, created_by): anything but a positive integer names no user. */
 export type UserRef = { id: number } | { invalid: true } | null | undefined;
 
-function userRef(name: string, value: ParamValue): UserRef {
+function userRef(name: string, raw: ParamValue): UserRef {
+  const value = asReference(raw, 'id');
   if (value === undefined) return undefined;
   if (value === null) return null;
   const s = asString(name, value)!.trim();
@@ -69,7 +71,8 @@ function tagList(value: ParamValue): string[] | undefined {
 }
 
 /** `parent`: a number, or null to detach (empty value or JSON null). */
-function parentRef(value: ParamValue): number | null | undefined {
+function parentRef(raw: ParamValue): number | null | undefined {
+  const value = asReference(raw, 'number');
   if (value === null) return null;
   const s = asString('parent', value);
   if (s === undefined) return undefined;
