@@ -1,5 +1,12 @@
 import formbody from '@fastify/formbody';
-import Fastify, { type FastifyError, type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import Fastify, {
+  LogController,
+  type FastifyError,
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+  type FastifyServerOptions,
+} from 'fastify';
 import type { Config } from './config.js';
 import type { Db } from './db/connection.js';
 import type { ProductScope } from './scope.js';
@@ -46,6 +53,18 @@ function pathOnly(url: string): string {
   return rest.startsWith('/') ? rest : `/${rest}`;
 }
 
+/** One log line per request, written when it completes. */
+class RequestLine extends LogController {
+  override incomingRequest(): void {}
+  override routeNotFound(): void {}
+  override requestCompleted(_error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
+    request.log.info(
+      { method: request.method, url: request.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime) },
+      'request',
+    );
+  }
+}
+
 /** Turns anything thrown into the interface's error body; only unknown errors are 500s. */
 function errorBody(error: FastifyError | AppError | Error): { status: number; body: Record<string, unknown> } {
   if (error instanceof AppError) {
@@ -78,7 +97,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   const { config, db } = options;
   const app = Fastify({
     logger: options.logger ?? { level: config.logLevel },
-    disableRequestLogging: true,
+    logController: new RequestLine(),
     bodyLimit: BODY_LIMIT,
     rewriteUrl: (req) => pathOnly(req.url ?? '/'),
     return503OnClosing: true,
@@ -96,14 +115,6 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   app.addContentTypeParser('*', (_request, _payload, done) =>
     done(new BadRequestError('Send parameters as application/x-www-form-urlencoded or application/json.'), undefined),
   );
-
-  // One line per request.
-  app.addHook('onResponse', async (request, reply) => {
-    request.log.info(
-      { method: request.method, url: request.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime) },
-      'request',
-    );
-  });
 
   app.setErrorHandler((error, request, reply) => {
     const { status, body } = errorBody(error as Error);
