@@ -14,7 +14,7 @@ import type { UserRow } from './db/schema.js';
 import { deployRoutes } from './deploys/routes.js';
 import { AppError, BadRequestError, InvalidUserError } from './errors.js';
 import { requireMember, requireUser } from './http/hooks.js';
-import { itemRoutes } from './items/routes.js';
+import { itemRoutes, shortUrlRoutes } from './items/routes.js';
 import { emlTransport, type MailTransport } from './mail/transport.js';
 import { DEFAULT_WORKER_OPTIONS, OutboxWorker, type WorkerOptions } from './mail/worker.js';
 import { productMemberRoutes, productRoutes } from './products/routes.js';
@@ -131,6 +131,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     if (request.body === undefined && request.method !== 'GET' && request.method !== 'HEAD') request.body = {};
   });
 
+  await app.register(shortUrlRoutes);
   await app.register(async (api) => {
     api.addHook('onRequest', requireUser(db));
     await api.register(userRoutes);

@@ -306,6 +306,7 @@ describe('update item', () => {
     const attached = (await api.post(`${base}/items/2.json`, { parent: 1 })).json();
     assert.equal(attached.parent.number, 1);
     assert.equal((await api.post(`${base}/items/3.json`, { parent: 1 })).statusCode, 400, 'story under story');
+    assert.equal((await api.post(`${base}/items/3.json`, { parent: '' })).statusCode, 200, 'a story posted back with no parent');
     assert.equal((await api.post(`${base}/items/2.json`, { parent: 2 })).statusCode, 400, 'parent not a story');
     const detached = (await api.post(`${base}/items/2.json`, { parent: '' })).json();
     assert.ok(!('parent' in detached));
@@ -360,3 +361,20 @@ describe('archive, children, follow', () => {
   });
 });
 
+
+describe('short_url', () => {
+  test('redirects (302) to the item', async () => {
+    const { owner, product, api } = await setup();
+    const item = await makeItem(t.app, owner, product.id);
+    const path = new URL(item.short_url).pathname;
+    const res = await t.app.inject({ method: 'GET', url: path });
+    assert.equal(res.statusCode, 302);
+    const location = new URL(res.headers.location as string);
+    assert.equal(location.origin, 'http://shiplog.test');
+    const followed = await api.get(location.pathname);
+    assert.equal(followed.statusCode, 200);
+    assert.equal(followed.json().number, item.number);
+    assert.equal((await t.app.inject({ method: 'GET', url: '/i/abc/1/' })).statusCode, 404);
+    assert.equal((await t.app.inject({ method: 'GET', url: '/i/1/x/' })).statusCode, 404);
+  });
+});

@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import { productNotFound } from '../errors.js';
 import { itemNumber, requestParams } from '../http/hooks.js';
 import { params, Param } from '../http/params.js';
 import { ItemParams, ProductParams } from '../http/schemas.js';
@@ -110,4 +111,21 @@ export async function itemRoutes(app: FastifyInstance): Promise<void> {
       },
     });
   }
+}
+
+/**
+ * `short_url`s (`/i/{product}/{number}/`) lead to the item: for now its API address, which asks
+ * for credentials as usual. No lookup here, so the redirect tells nothing about what exists.
+ */
+export async function shortUrlRoutes(app: FastifyInstance): Promise<void> {
+  app.get(
+    '/i/:product_id/:item_number/',
+    { schema: { params: ItemParams } },
+    async (request, reply) => {
+      const { product_id } = request.params as { product_id: string };
+      const number = itemNumber(request);
+      if (!/^\d+$/.test(product_id)) throw productNotFound();
+      return reply.redirect(`${app.config.publicUrl}/api/products/${product_id}/items/${number}.json`, 302);
+    },
+  );
 }

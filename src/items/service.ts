@@ -150,7 +150,8 @@ export async function updateItem(trx: Db, scope: ProductScope, number: number, i
     if (input.title.trim() === '') throw new ValidationError({ title: 'must not be empty' });
     if (input.title !== item.title) changes.title = input.title;
   }
-  if (input.parent !== undefined) {
+  // Clients posting a story back whole send `parent=` (none): only a real parent is refused.
+  if (input.parent !== undefined && !(story && input.parent === null)) {
     if (story) throw new ValidationError({ parent: 'a story cannot have a parent' });
     const parentId = input.parent === null ? null : (await parentStory(trx, scope.product.id, input.parent)).id;
     if (parentId !== item.parent_id) changes.parent_id = parentId;
