@@ -131,35 +131,27 @@ export interface ItemFilter {
 
 type OrderKey = { column: 'status' | 'sort' | 'number' | 'created_at' | 'last_modified' | 'last_activity'; dir: 'asc' | 'desc' };
 
+const PRIORITY: OrderKey[] = [
+  { column: 'status', dir: 'asc' },
+  { column: 'sort', dir: 'asc' },
+  { column: 'number', dir: 'asc' },
+];
+const by = (column: OrderKey['column'], dir: OrderKey['dir']): OrderKey[] => [
+  { column, dir },
+  { column: 'number', dir },
+];
+
 /** The sort keys of each order_by; every one ends on number, so pages are stable. */
-export function orderKeys(order: Order): OrderKey[] {
-  const priority: OrderKey[] = [
-    { column: 'status', dir: 'asc' },
-    { column: 'sort', dir: 'asc' },
-    { column: 'number', dir: 'asc' },
-  ];
-  const by = (column: OrderKey['column'], dir: OrderKey['dir']): OrderKey[] => [
-    { column, dir },
-    { column: 'number', dir },
-  ];
-  switch (order) {
-    case 'priority':
-    case 'favorites': // favourites do not exist yet: every count is 0, so ties fall to priority
-      return priority;
-    case 'oldest':
-      return by('created_at', 'asc');
-    case 'newest':
-      return by('created_at', 'desc');
-    case 'recent':
-      return by('last_modified', 'desc');
-    case 'stale':
-      return by('last_modified', 'asc');
-    case 'active':
-      return by('last_activity', 'desc');
-    case 'abandoned':
-      return by('last_activity', 'asc');
-  }
-}
+const ORDER_KEYS: Record<Order, OrderKey[]> = {
+  priority: PRIORITY,
+  favorites: PRIORITY, // favourites do not exist yet: every count is 0, so ties fall to priority
+  oldest: by('created_at', 'asc'),
+  newest: by('created_at', 'desc'),
+  recent: by('last_modified', 'desc'),
+  stale: by('last_modified', 'asc'),
+  active: by('last_activity', 'desc'),
+  abandoned: by('last_activity', 'asc'),
+};
 
 function topLevelQuery(db: Db, f: ItemFilter) {
   let q = db
@@ -195,7 +187,7 @@ export async function listTopLevel(
 ): Promise<{ rows: ItemRow[]; total: number }> {
   const base = topLevelQuery(db, f);
   let page = base.selectAll('items');
-  for (const k of orderKeys(order)) page = page.orderBy(`items.${k.column}`, k.dir);
+  for (const k of ORDER_KEYS[order]) page = page.orderBy(`items.${k.column}`, k.dir);
   const [rows, count] = await Promise.all([
     page.limit(limit).offset(offset).execute(),
     base.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
@@ -214,7 +206,7 @@ export async function listWithChildren(
   offset: number,
   limit: number,
 ): Promise<{ rows: ItemRow[]; total: number }> {
-  const keys = orderKeys(order);
+  const keys = ORDER_KEYS[order];
   const keyCols = keys.map((k) => sql.ref(`t.${k.column}`));
   const keyNames = keys.map((_, i) => sql.raw(`k${i}`));
   const top = topLevelQuery(db, f).select(['items.id', 'items.status', 'items.sort', 'items.number', 'items.created_at', 'items.last_modified', 'items.last_activity']);

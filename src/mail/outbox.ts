@@ -1,14 +1,7 @@
 import type { Db } from '../db/connection.js';
 import type { OutboxRow } from '../db/schema.js';
 
-export interface NewMessage {
-  deploy_id: number | null;
-  user_id: number;
-  to_address: string;
-  subject: string;
-  body_text: string;
-  message_id: string;
-}
+export type NewMessage = Pick<OutboxRow, 'deploy_id' | 'user_id' | 'to_address' | 'subject' | 'body_text' | 'message_id'>;
 
 /** Queues messages; called inside the transaction of the change that causes them. */
 export async function enqueueMessages(trx: Db, messages: NewMessage[], now: string): Promise<void> {
