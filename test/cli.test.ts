@@ -1,8 +1,6 @@
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
@@ -10,21 +8,14 @@ import { buildApp } from '../src/app.js';
 import { loadConfig } from '../src/config.js';
 import { openDatabase } from '../src/db/connection.js';
 import { basic, tempDir } from './helpers.js';
+import { cleanEnv, startServer, stopAll } from './processes.js';
 
 const CLI = fileURLToPath(new URL('../bin/shiplog.js', import.meta.url));
-const SERVER = fileURLToPath(new URL('../dist/server.js', import.meta.url));
 const KEY_PATTERN = /^[A-Za-z0-9]{32}$/;
 
 // One removal hook for the whole file; each test takes a fresh data directory inside it.
 const root = tempDir('shiplog-cli-test-');
 const newDataDir = (): string => fs.mkdtempSync(path.join(root, 'data-'));
-
-/** The caller's environment without any Shiplog setting, so only what a test passes counts. */
-function cleanEnv(extra: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
-  const env = { ...process.env };
-  for (const name of ['PORT', 'HOST', 'DATA_DIR', 'PUBLIC_URL', 'MAIL_DOMAIN', 'MAIL_FROM', 'LOG_LEVEL', 'SMTP_URL']) delete env[name];
-  return { ...env, ...extra };
-}
 
 interface Run {
   code: number | null;
@@ -258,74 +249,16 @@ describe('shiplog help', () => {
   });
 });
 
-async function freePort(): Promise<number> {
-  const probe = net.createServer();
-  probe.listen(0, '127.0.0.1');
-  await once(probe, 'listening');
-  const { port } = probe.address() as net.AddressInfo;
-  probe.close();
-  await once(probe, 'close');
-  return port;
-}
-
-function canConnect(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = net.connect({ port, host: '127.0.0.1' });
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once('error', () => resolve(false));
-  });
-}
-
-/** Polls until the server accepts connections; fails early if it exited, late after ~10 s. */
-async function waitForPort(port: number, child: ChildProcess, stderr: () => string): Promise<void> {
-  const deadline = Date.now() + 10_000;
-  while (Date.now() < deadline) {
-    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`server exited early (${child.exitCode ?? child.signalCode}): ${stderr()}`);
-    if (await canConnect(port)) return;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  throw new Error(`server not listening on ${port} after 10 s: ${stderr()}`);
-}
-
-/** SIGTERM by pid, then SIGKILL if it does not go; resolves once the process is gone. */
-async function stop(child: ChildProcess | undefined): Promise<void> {
-  if (!child?.pid || child.exitCode !== null || child.signalCode !== null) return;
-  const exited = once(child, 'exit');
-  const kill = (signal: NodeJS.Signals) => {
-    try {
-      process.kill(child.pid!, signal);
-    } catch {
-      // Already gone.
-    }
-  };
-  kill('SIGTERM');
-  const timer = setTimeout(() => kill('SIGKILL'), 5_000);
-  await exited;
-  clearTimeout(timer);
-}
-
 describe('shiplog against a running server', () => {
   let dir: string;
   let port: number;
-  let server: ChildProcess | undefined;
-  let serverErr = '';
 
   before(async () => {
     dir = newDataDir();
-    port = await freePort();
-    server = spawn(process.execPath, [SERVER], {
-      cwd: dir,
-      env: cleanEnv({ PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dir, LOG_LEVEL: 'warn' }),
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
-    server.stderr!.setEncoding('utf8').on('data', (chunk: string) => (serverErr += chunk));
-    await waitForPort(port, server, () => serverErr);
+    port = (await startServer({ env: { LOG_LEVEL: 'warn' }, dataDir: dir, cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] })).port;
   });
 
-  after(() => stop(server));
+  after(stopAll);
 
   async function get(email: string, key: string, path: string): Promise<{ status: number; json(): unknown }> {
     const res = await fetch(`http://127.0.0.1:${port}${path}`, { headers: { authorization: basic(email, key) } });

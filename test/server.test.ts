@@ -1,52 +1,17 @@
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import fs from 'node:fs';
 import http from 'node:http';
-import net from 'node:net';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { after, describe, test } from 'node:test';
 import { openDatabase } from '../src/db/connection.js';
 import { createUser } from '../src/users/service.js';
 import { basic, tempDir } from './helpers.js';
-
-const SERVER = fileURLToPath(new URL('../dist/server.js', import.meta.url));
+import { spawnServer, startServer, stopAll, stopProcess, waitFor } from './processes.js';
 
 // One removal hook for the whole file; each server gets a fresh data directory inside it.
 const root = tempDir('shiplog-server-test-');
 const newDataDir = (): string => fs.mkdtempSync(path.join(root, 'data-'));
-
-async function freePort(): Promise<number> {
-  const probe = net.createServer();
-  probe.listen(0, '127.0.0.1');
-  await once(probe, 'listening');
-  const { port } = probe.address() as net.AddressInfo;
-  probe.close();
-  await once(probe, 'close');
-  return port;
-}
-
-function canConnect(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = net.connect({ port, host: '127.0.0.1' });
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once('error', () => resolve(false));
-  });
-}
-
-/** Polls `check` every 25 ms until it holds; fails with `what` after `ms`. */
-async function waitFor(what: string, check: () => boolean | Promise<boolean>, ms = 10_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (Date.now() < deadline) {
-    if (await check()) return;
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-  throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-}
 
 /** `promise`, or `fallback` if it has not settled after `ms`. */
 function within<T, F>(promise: Promise<T>, ms: number, fallback: F): Promise<T | F> {
@@ -55,73 +20,7 @@ function within<T, F>(promise: Promise<T>, ms: number, fallback: F): Promise<T |
   return Promise.race([promise, late]).finally(() => clearTimeout(timer));
 }
 
-interface Server {
-  child: ChildProcess;
-  port: number;
-  dataDir: string;
-  stdout(): string;
-  stderr(): string;
-  /** Resolves with the exit code (or signal name) once the process is gone. */
-  exited: Promise<number | string>;
-}
-
-const running = new Set<ChildProcess>();
-
-/** Spawns the built server with only the given configuration (no inherited Shiplog settings). */
-function spawnServer(env: Record<string, string>, dataDir: string, port: number): Server {
-  const base = { ...process.env };
-  for (const name of ['PORT', 'HOST', 'DATA_DIR', 'PUBLIC_URL', 'MAIL_DOMAIN', 'MAIL_FROM', 'LOG_LEVEL', 'SMTP_URL']) delete base[name];
-  const child = spawn(process.execPath, [SERVER], {
-    cwd: root,
-    env: { ...base, HOST: '127.0.0.1', PORT: String(port), DATA_DIR: dataDir, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  running.add(child);
-  let out = '';
-  let err = '';
-  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (out += chunk));
-  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (err += chunk));
-  const exited = new Promise<number | string>((resolve) =>
-    child.once('exit', (code, signal) => {
-      running.delete(child);
-      resolve(code ?? signal ?? 'unknown');
-    }),
-  );
-  return { child, port, dataDir, stdout: () => out, stderr: () => err, exited };
-}
-
-function isRunning(child: ChildProcess): boolean {
-  return child.exitCode === null && child.signalCode === null;
-}
-
-/** Starts the server and waits (at most ~10 s) until it accepts connections. */
-async function startServer(env: Record<string, string> = {}, dataDir = newDataDir()): Promise<Server> {
-  const server = spawnServer(env, dataDir, await freePort());
-  await waitFor(`the server to listen (stderr: ${server.stderr()})`, async () => {
-    if (!isRunning(server.child)) throw new Error(`server exited early (${server.child.exitCode}): ${server.stderr()}`);
-    return canConnect(server.port);
-  });
-  return server;
-}
-
-/** SIGTERM by pid, SIGKILL if it lingers; resolves once the process is gone. */
-async function stop(child: ChildProcess): Promise<void> {
-  if (!child.pid || !isRunning(child)) return;
-  const exited = once(child, 'exit');
-  const kill = (signal: NodeJS.Signals) => {
-    try {
-      process.kill(child.pid!, signal);
-    } catch {
-      // Already gone.
-    }
-  };
-  kill('SIGTERM');
-  const timer = setTimeout(() => kill('SIGKILL'), 5_000);
-  await exited;
-  clearTimeout(timer);
-}
-
-after(() => Promise.all([...running].map(stop)));
+after(stopAll);
 
 /** Log lines are JSON; the first-run text shares stdout, so anything else is skipped. */
 function jsonLines(stdout: string): Array<Record<string, unknown>> {
@@ -133,24 +32,24 @@ function jsonLines(stdout: string): Array<Record<string, unknown>> {
 
 describe('server start-up', () => {
   test('on an empty database it prints the first-run instructions on stdout', async () => {
-    const server = await startServer({ LOG_LEVEL: 'warn' });
+    const server = await startServer({ env: { LOG_LEVEL: 'warn' }, dataDir: newDataDir(), cwd: root });
     try {
       await waitFor('the first-run instructions', () => server.stdout().includes('npx shiplog product add'));
       assert.ok(server.stdout().includes('npx shiplog user add'), server.stdout());
       assert.ok(server.stdout().includes('npx shiplog product add'), server.stdout());
     } finally {
-      await stop(server.child);
+      await stopProcess(server.child);
     }
   });
 
   test('creates a missing DATA_DIR and keeps shiplog.db in it', async () => {
     const dataDir = path.join(newDataDir(), 'not', 'there', 'yet');
     assert.equal(fs.existsSync(dataDir), false);
-    const server = await startServer({ LOG_LEVEL: 'warn' }, dataDir);
+    const server = await startServer({ env: { LOG_LEVEL: 'warn' }, dataDir, cwd: root });
     try {
       assert.ok(fs.statSync(path.join(dataDir, 'shiplog.db')).isFile());
     } finally {
-      await stop(server.child);
+      await stopProcess(server.child);
     }
   });
 
@@ -161,7 +60,7 @@ describe('server start-up', () => {
   ] as const) {
     test(`${name}=${value} stops it at once with a message naming ${name}`, async () => {
       const started = Date.now();
-      const server = spawnServer({ [name]: value }, newDataDir(), await freePort());
+      const server = await spawnServer({ env: { [name]: value }, dataDir: newDataDir(), cwd: root });
       try {
         const code = await within(server.exited, 5_000, 'still running');
         assert.notEqual(code, 'still running', `still running 5 s after start with ${name}=${value}`);
@@ -169,7 +68,7 @@ describe('server start-up', () => {
         assert.ok(Date.now() - started < 5_000);
         assert.match(server.stderr(), new RegExp(name));
       } finally {
-        await stop(server.child);
+        await stopProcess(server.child);
       }
     });
   }
@@ -177,7 +76,7 @@ describe('server start-up', () => {
 
 describe('request log', () => {
   test('at the default level each request is one JSON line with method, url and status', async () => {
-    const server = await startServer();
+    const server = await startServer({ dataDir: newDataDir(), cwd: root });
     try {
       const base = `http://127.0.0.1:${server.port}`;
       const requests = [
@@ -200,7 +99,7 @@ describe('request log', () => {
         assert.equal(lines[0].status, r.status);
       }
     } finally {
-      await stop(server.child);
+      await stopProcess(server.child);
     }
   });
 });
@@ -254,7 +153,7 @@ describe('graceful shutdown', () => {
     const { apiKey } = await db.transaction().execute((trx) => createUser(trx, { email, firstName: 'Ada', lastName: 'Lovelace' }));
     await db.destroy();
 
-    const server = await startServer({}, dataDir);
+    const server = await startServer({ dataDir, cwd: root });
     try {
       const names = ['Alpha', 'Beta', 'Gamma'];
       const posts = names.map((name) => heldPost(server.port, '/api/products.json', basic(email, apiKey), `name=${name}`));
@@ -278,7 +177,7 @@ describe('graceful shutdown', () => {
       const code = await within(server.exited, 10_000, 'still running');
       assert.equal(code, 0, `exit: ${code}; stderr: ${server.stderr()}`);
     } finally {
-      await stop(server.child);
+      await stopProcess(server.child);
     }
   });
 });

@@ -1,0 +1,134 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import net from 'node:net';
+import os from 'node:os';
+import { fileURLToPath } from 'node:url';
+
+const SERVER = fileURLToPath(new URL('../dist/server.js', import.meta.url));
+
+/** Every setting Shiplog reads from its environment. */
+const SHIPLOG_SETTINGS = ['PORT', 'HOST', 'DATA_DIR', 'PUBLIC_URL', 'MAIL_DOMAIN', 'MAIL_FROM', 'LOG_LEVEL', 'SMTP_URL'];
+
+/** The caller's environment without any Shiplog setting, so only what a test passes counts. */
+export function cleanEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
+  const env = { ...process.env };
+  for (const name of SHIPLOG_SETTINGS) delete env[name];
+  return { ...env, ...extra };
+}
+
+/** A port nothing listens on at the moment of asking. */
+export async function freePort(): Promise<number> {
+  const probe = net.createServer();
+  probe.listen(0, '127.0.0.1');
+  await once(probe, 'listening');
+  const { port } = probe.address() as net.AddressInfo;
+  probe.close();
+  await once(probe, 'close');
+  return port;
+}
+
+export function canConnect(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = net.connect({ port, host: '127.0.0.1' });
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });
+}
+
+/** Polls `check` every 25 ms until it holds; fails with `what` after `ms`. */
+export async function waitFor(what: string, check: () => boolean | Promise<boolean>, ms = 10_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (Date.now() < deadline) {
+    if (await check()) return;
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+}
+
+export interface ServerOptions {
+  /** Shiplog settings on top of HOST, PORT and DATA_DIR; nothing is inherited from the caller. */
+  env?: Record<string, string>;
+  dataDir: string;
+  /** Defaults to the system temporary directory, so nothing the server resolves lands in the checkout. */
+  cwd?: string;
+  /** stdin is never used; an ignored stream reads back as ''. */
+  stdio?: ['ignore', 'pipe' | 'ignore', 'pipe' | 'ignore'];
+}
+
+export interface Server {
+  child: ChildProcess;
+  port: number;
+  dataDir: string;
+  stdout(): string;
+  stderr(): string;
+  /** Resolves with the exit code (or signal name) once the process is gone. */
+  exited: Promise<number | string>;
+}
+
+const running = new Set<ChildProcess>();
+
+function isRunning(child: ChildProcess): boolean {
+  return child.exitCode === null && child.signalCode === null;
+}
+
+/** Spawns the built server on a free port without waiting for it, for tests of a start that must fail. */
+export async function spawnServer({ env = {}, dataDir, cwd = os.tmpdir(), stdio = ['ignore', 'pipe', 'pipe'] }: ServerOptions): Promise<Server> {
+  const port = await freePort();
+  const child = spawn(process.execPath, [SERVER], {
+    cwd,
+    env: cleanEnv({ HOST: '127.0.0.1', PORT: String(port), DATA_DIR: dataDir, ...env }),
+    stdio,
+  });
+  running.add(child);
+  let out = '';
+  let err = '';
+  child.stdout?.setEncoding('utf8').on('data', (chunk: string) => (out += chunk));
+  child.stderr?.setEncoding('utf8').on('data', (chunk: string) => (err += chunk));
+  const exited = new Promise<number | string>((resolve) =>
+    child.once('exit', (code, signal) => {
+      running.delete(child);
+      resolve(code ?? signal ?? 'unknown');
+    }),
+  );
+  return { child, port, dataDir, stdout: () => out, stderr: () => err, exited };
+}
+
+/** Starts the server and waits (at most ~10 s) until it accepts connections; fails early if it exits. */
+export async function startServer(options: ServerOptions): Promise<Server> {
+  const server = await spawnServer(options);
+  const { child, port } = server;
+  try {
+    await waitFor(`the server to listen on ${port}`, async () => {
+      if (!isRunning(child)) throw new Error(`server exited early (${child.exitCode ?? child.signalCode})`);
+      return canConnect(port);
+    });
+  } catch (error) {
+    throw new Error(`${(error as Error).message}; stderr: ${server.stderr()}`);
+  }
+  return server;
+}
+
+/** SIGTERM by pid, SIGKILL if it lingers; resolves once the process is gone. */
+export async function stopProcess(child: ChildProcess): Promise<void> {
+  if (!child.pid || !isRunning(child)) return;
+  const exited = once(child, 'exit');
+  const kill = (signal: NodeJS.Signals) => {
+    try {
+      process.kill(child.pid!, signal);
+    } catch {
+      // Already gone.
+    }
+  };
+  kill('SIGTERM');
+  const timer = setTimeout(() => kill('SIGKILL'), 5_000);
+  await exited;
+  clearTimeout(timer);
+}
+
+/** Stops every server started here that is still running, including one whose start failed. */
+export async function stopAll(): Promise<void> {
+  await Promise.all([...running].map(stopProcess));
+}
