@@ -15,8 +15,12 @@ import { deployRoutes } from './deploys/routes.js';
 import { AppError, BadRequestError, InvalidUserError } from './errors.js';
 import { requireMember, requireUser } from './http/hooks.js';
 import { itemRoutes, shortUrlRoutes } from './items/routes.js';
-import { emlTransport, type MailTransport } from './mail/transport.js';
+import { healthRoutes } from './health.js';
+import { unsubscribeRoutes } from './mail/routes.js';
+import { emlTransport, smtpTransport, type MailTransport } from './mail/transport.js';
+import { UnsubscribeLinks } from './mail/unsubscribe.js';
 import { DEFAULT_WORKER_OPTIONS, OutboxWorker, type WorkerOptions } from './mail/worker.js';
+import { sharedSecret } from './settings.js';
 import { productMemberRoutes, productRoutes } from './products/routes.js';
 import { userRoutes } from './users/routes.js';
 
@@ -25,6 +29,7 @@ declare module 'fastify' {
     db: Db;
     config: Config;
     outbox: OutboxWorker;
+    unsubscribeLinks: UnsubscribeLinks;
   }
   interface FastifyRequest {
     user: UserRow;
@@ -105,9 +110,15 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
 
   app.decorate('db', db);
   app.decorate('config', config);
-  const transport = options.mailTransport ?? emlTransport({ from: config.mailFrom, dataDir: config.dataDir });
-  const outbox = new OutboxWorker(db, transport, app.log, { ...DEFAULT_WORKER_OPTIONS, ...options.worker });
+  const transport = options.mailTransport ?? (config.smtpUrl ? smtpTransport(config.smtpUrl) : emlTransport(config.dataDir));
+  const links = new UnsubscribeLinks(config.publicUrl, await sharedSecret(db, 'unsubscribe_key'));
+  const outbox = new OutboxWorker(db, transport, config.mailFrom, links, app.log, {
+    ...DEFAULT_WORKER_OPTIONS,
+    leaseMs: config.mailLeaseSeconds * 1000,
+    ...options.worker,
+  });
   app.decorate('outbox', outbox);
+  app.decorate('unsubscribeLinks', links);
   app.decorateRequest('user', null as unknown as UserRow);
   app.decorateRequest('scope', null as unknown as ProductScope);
 
@@ -131,7 +142,9 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     if (request.body === undefined && request.method !== 'GET' && request.method !== 'HEAD') request.body = {};
   });
 
+  await app.register(healthRoutes);
   await app.register(shortUrlRoutes);
+  await app.register(unsubscribeRoutes);
   await app.register(async (api) => {
     api.addHook('onRequest', requireUser(db));
     await api.register(userRoutes);

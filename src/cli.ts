@@ -5,6 +5,7 @@ import { AppError } from './errors.js';
 import { addMemberByEmail, createProduct } from './products/service.js';
 import { findUserByEmail } from './users/repository.js';
 import { createUser, rotateApiKey } from './users/service.js';
+import { mailStatus, retryMail, type MailStatus } from './mail/service.js';
 
 class UsageError extends Error {}
 
@@ -14,6 +15,19 @@ interface Command {
   options: NonNullable<ParseArgsConfig['options']>;
   positionals: string[];
   run(db: Db, args: string[], values: Record<string, string | boolean | undefined>): Promise<string>;
+}
+
+function formatStatus(status: MailStatus): string {
+  const lines = (['pending', 'sending', 'sent', 'failed'] as const).map((s) => `${s.padEnd(8)} ${status.counts[s]}`);
+  lines.push(`oldest pending: ${status.oldestPendingAt ?? 'none'}`);
+  if (status.recentErrors.length) {
+    lines.push('last errors:');
+    for (const e of status.recentErrors) {
+      const state = e.status === 'failed' ? 'given up' : `retry at ${e.next_attempt_at}`;
+      lines.push(`  #${e.id} to ${e.to} after ${e.attempts} attempt(s), ${state}: ${e.error}`);
+    }
+  }
+  return lines.join('\n');
 }
 
 const COMMANDS: Record<string, Command> = {
@@ -63,6 +77,26 @@ const COMMANDS: Record<string, Command> = {
       if (!/^\d+$/.test(productId)) throw new UsageError(`PRODUCT_ID must be a number, got "${productId}".`);
       const product = await db.transaction().execute((trx) => addMemberByEmail(trx, Number(productId), email, v.admin === true));
       return `${email.trim().toLowerCase()} is now ${v.admin ? 'an admin' : 'a member'} of product ${product.id} (${product.name}).`;
+    },
+  },
+  'mail status': {
+    usage: 'shiplog mail status [--json]',
+    help: 'Shows the outbox: messages by state, the oldest one not yet delivered, and the last errors.',
+    options: { json: { type: 'boolean' } },
+    positionals: [],
+    async run(db, _args, v) {
+      const status = await mailStatus(db);
+      return v.json ? JSON.stringify(status, null, 2) : formatStatus(status);
+    },
+  },
+  'mail retry': {
+    usage: 'shiplog mail retry [--failed]',
+    help: 'Makes every waiting message due now; with --failed, given-up messages are tried again too. A running server sends them within a second.',
+    options: { failed: { type: 'boolean' } },
+    positionals: [],
+    async run(db, _args, v) {
+      const n = await retryMail(db, v.failed === true);
+      return `${n} message(s) queued for delivery.`;
     },
   },
 };

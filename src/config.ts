@@ -11,6 +11,10 @@ export interface Config {
   readonly mailDomain: string;
   readonly mailFrom: string;
   readonly logLevel: LogLevel;
+  /** smtp:// or smtps:// URL of the mail server; without it mail is written as .eml files. */
+  readonly smtpUrl: string | undefined;
+  /** How long a delivery worker holds a claimed message before another may take it over. */
+  readonly mailLeaseSeconds: number;
 }
 
 export class ConfigError extends Error {}
@@ -44,6 +48,24 @@ function parseDomain(name: string, raw: string): string {
   return raw.toLowerCase();
 }
 
+function parseSmtpUrl(raw: string): string {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new ConfigError(`SMTP_URL must be a URL such as smtp://user:password@mail.example.com:587, got "${raw}".`);
+  }
+  if (url.protocol !== 'smtp:' && url.protocol !== 'smtps:') {
+    throw new ConfigError(`SMTP_URL must start with smtp:// or smtps://, got "${url.protocol}//".`);
+  }
+  return raw;
+}
+
+function parsePositive(name: string, raw: string): number {
+  if (!/^\d+$/.test(raw) || Number(raw) < 1) throw new ConfigError(`${name} must be a whole number of at least 1, got "${raw}".`);
+  return Number(raw);
+}
+
 function parseMailFrom(raw: string): string {
   // Either a bare address or "Name <address>".
   if (!/^([^<>]*<[^\s<>@]+@[^\s<>@]+>|[^\s<>@]+@[^\s<>@]+)$/.test(raw.trim())) {
@@ -67,5 +89,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
   if (!LOG_LEVELS.includes(logLevel)) {
     throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, got "${env.LOG_LEVEL}".`);
   }
-  return Object.freeze({ port, host, dataDir, publicUrl, mailDomain, mailFrom, logLevel, ...overrides });
+  const smtpUrl = env.SMTP_URL ? parseSmtpUrl(env.SMTP_URL) : undefined;
+  const mailLeaseSeconds = env.MAIL_LEASE_SECONDS ? parsePositive('MAIL_LEASE_SECONDS', env.MAIL_LEASE_SECONDS) : 60;
+  return Object.freeze({ port, host, dataDir, publicUrl, mailDomain, mailFrom, logLevel, smtpUrl, mailLeaseSeconds, ...overrides });
 }

@@ -57,6 +57,18 @@ export class UnprocessableError extends AppError {
   }
 }
 
+export class GoneError extends AppError {
+  constructor(message: string) {
+    super(410, message);
+  }
+}
+
+export class ServiceUnavailableError extends AppError {
+  constructor(message: string) {
+    super(503, message);
+  }
+}
+
 export class PayloadTooLargeError extends AppError {
   constructor() {
     super(413, 'The request body is larger than 1 MiB.');

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { client, makeApp, makeItem, makeProduct, makeUser, readEml, type TestContext } from './helpers.js';
+import { client, makeApp, makeItem, makeProduct, makeUser, readEml, type ParsedMail, type TestContext } from './helpers.js';
 
 let t: TestContext;
 before(async () => {
@@ -20,15 +20,15 @@ async function setup() {
 }
 
 /** The .eml files written so far for one deploy's messages, by recipient address. */
-async function deliveredFor(deployId: number): Promise<Map<string, ReturnType<typeof readEml>>> {
+async function deliveredFor(deployId: number): Promise<Map<string, ParsedMail>> {
   await t.app.outbox.deliverDue();
   const rows = await t.db.selectFrom('outbox').selectAll().where('deploy_id', '=', deployId).execute();
-  const files = new Map<string, ReturnType<typeof readEml>>();
+  const files = new Map<string, ParsedMail>();
   for (const row of rows) {
     assert.equal(row.status, 'sent');
     const file = path.join(t.dataDir, 'mail', `${String(row.id).padStart(8, '0')}.eml`);
     const email = /<([^>]+)>$/.exec(row.to_address)![1];
-    files.set(email, readEml(fs.readFileSync(file, 'utf8')));
+    files.set(email, await readEml(fs.readFileSync(file)));
   }
   return files;
 }

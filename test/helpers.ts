@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
+import { simpleParser } from 'mailparser';
 import { buildApp, type AppOptions } from '../src/app.js';
 import { loadConfig, type Config } from '../src/config.js';
 import { openDatabase, type Db } from '../src/db/connection.js';
@@ -123,23 +124,22 @@ export async function makeItem(app: FastifyInstance, user: TestUser, productId: 
 }
 
 /**
- * An .eml file as a reader sees it: unfolded headers and the decoded plain-text body
- * (quoted-printable or 7bit, which is what the service writes for text parts).
+ * A message as a reader sees it: raw header values (unfolded; the subject decoded), the plain-text
+ * and HTML parts, and the raw source.
  */
-export function readEml(raw: string): { headers: Map<string, string>; text: string; raw: string } {
-  const split = raw.indexOf('\r\n\r\n');
-  const head = raw.slice(0, split).replace(/\r\n[ \t]+/g, ' ');
+export async function readEml(raw: string | Buffer): Promise<ParsedMail> {
+  const parsed = await simpleParser(raw);
   const headers = new Map<string, string>();
-  for (const line of head.split('\r\n')) {
-    const colon = line.indexOf(':');
-    headers.set(line.slice(0, colon).toLowerCase(), line.slice(colon + 1).trim());
+  for (const { key, line } of parsed.headerLines) {
+    headers.set(key, line.slice(line.indexOf(':') + 1).replace(/\r?\n[ \t]+/g, ' ').trim());
   }
-  let body = raw.slice(split + 4);
-  if (/quoted-printable/i.test(headers.get('content-transfer-encoding') ?? '')) {
-    body = Buffer.from(
-      body.replace(/=\r\n/g, '').replace(/=([0-9A-F]{2})/g, (_, h) => String.fromCharCode(parseInt(h, 16))),
-      'latin1',
-    ).toString('utf8');
-  }
-  return { headers, text: body.replace(/\r\n/g, '\n'), raw };
+  if (parsed.subject !== undefined) headers.set('subject', parsed.subject);
+  return { headers, text: parsed.text ?? '', html: typeof parsed.html === 'string' ? parsed.html : '', raw: raw.toString() };
+}
+
+export interface ParsedMail {
+  headers: Map<string, string>;
+  text: string;
+  html: string;
+  raw: string;
 }

@@ -1,17 +1,16 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import type { OutboxRow } from '../src/db/schema.js';
 import type { MailTransport } from '../src/mail/transport.js';
 import { retryDelayMs } from '../src/mail/worker.js';
 import { client, makeApp, makeItem, makeProduct, makeUser, type TestContext } from './helpers.js';
 
 /** A transport that fails for chosen addresses, and records what it sent. */
-const sent: OutboxRow[] = [];
+const sent: number[] = [];
 const failures = new Map<string, Error & { responseCode?: number }>();
 const transport: MailTransport = {
-  async send(message) {
-    for (const [needle, err] of failures) if (message.to_address.includes(needle)) throw err;
-    sent.push(message);
+  async send(mail, outboxId) {
+    for (const [needle, err] of failures) if (String(mail.to).includes(needle)) throw err;
+    sent.push(outboxId);
   },
   close() {},
 };

@@ -102,14 +102,26 @@ export interface OutboxTable {
   to_address: string;
   subject: string;
   body_text: string;
+  body_html: string;
+  /** JSON array of the ids of the recipient's items the message is about. */
+  item_ids: string;
   message_id: string;
+  /** pending -> sending -> sent, or failed when given up; sending past lease_until is free again. */
   status: string;
   attempts: number;
   next_attempt_at: string;
+  /** After this, a temporary failure is final. */
+  retry_until: string;
   lease_until: string | null;
   last_error: string | null;
   created_at: string;
   sent_at: string | null;
+  unsubscribed_at: string | null;
+}
+
+export interface SettingsTable {
+  name: string;
+  value: string;
 }
 
 export interface Database {
@@ -123,6 +135,7 @@ export interface Database {
   deploy_items: DeployItemsTable;
   item_deployments: ItemDeploymentsTable;
   outbox: OutboxTable;
+  settings: SettingsTable;
 }
 
 export type UserRow = Selectable<UsersTable>;

@@ -8,7 +8,9 @@ import { renderItems } from '../items/service.js';
 import { mailbox, renderDeployEmail } from '../mail/deploy-email.js';
 import { enqueueMessages } from '../mail/outbox.js';
 import type { ProductScope, Urls } from '../scope.js';
-import { nowTimestamp } from '../time.js';
+import { formatTimestamp, nowTimestamp } from '../time.js';
+import type { UnsubscribeLinks } from '../mail/unsubscribe.js';
+import { RETRY_WINDOW_MS } from '../mail/worker.js';
 import { findUsersByIds } from '../users/repository.js';
 import { presentDeploy, type DeployJson } from './present.js';
 import { findDeployByKey, insertDeploy, itemsOfDeploys, listDeploys, recordDeployedItems } from './repository.js';
@@ -59,6 +61,7 @@ export async function recordDeploy(
   input: DeployInput,
   key: string | undefined,
   urls: Urls,
+  links: UnsubscribeLinks,
 ): Promise<{ deploy: DeployRow; created: boolean }> {
   const hash = key === undefined ? null : requestHash(input);
   if (key !== undefined) {
@@ -93,21 +96,26 @@ export async function recordDeploy(
     (perFollower.get(f.user_id) ?? perFollower.set(f.user_id, []).get(f.user_id)!).push(byId.get(f.item_id)!);
   }
   const recipients = await findUsersByIds(trx, [...perFollower.keys()]);
+  const retryUntil = formatTimestamp(new Date(Date.parse(now) + RETRY_WINDOW_MS));
   await enqueueMessages(
     trx,
     recipients.map((user) => {
       const mine = perFollower.get(user.id)!.sort((a, b) => a.number - b.number);
-      const mail = renderDeployEmail(scope.product, deploy, scope.user, mine, urls);
+      const messageId = `<deploy-${deploy.id}-${user.id}.${crypto.randomBytes(6).toString('hex')}@${urls.mailDomain}>`;
+      const mail = renderDeployEmail(scope.product, deploy, scope.user, mine, urls, links.url(messageId));
       return {
         deploy_id: deploy.id,
         user_id: user.id,
         to_address: mailbox(user),
         subject: mail.subject,
         body_text: mail.text,
-        message_id: `<deploy-${deploy.id}-${user.id}.${crypto.randomBytes(6).toString('hex')}@${urls.mailDomain}>`,
+        body_html: mail.html,
+        item_ids: JSON.stringify(mine.map((i) => i.id)),
+        message_id: messageId,
       };
     }),
     now,
+    retryUntil,
   );
   return { deploy, created: true };
 }

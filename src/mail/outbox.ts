@@ -1,21 +1,26 @@
 import type { Db } from '../db/connection.js';
 import type { OutboxRow } from '../db/schema.js';
 
-export type NewMessage = Pick<OutboxRow, 'deploy_id' | 'user_id' | 'to_address' | 'subject' | 'body_text' | 'message_id'>;
+export type NewMessage = Pick<
+  OutboxRow,
+  'deploy_id' | 'user_id' | 'to_address' | 'subject' | 'body_text' | 'body_html' | 'item_ids' | 'message_id'
+>;
 
 /** Queues messages; called inside the transaction of the change that causes them. */
-export async function enqueueMessages(trx: Db, messages: NewMessage[], now: string): Promise<void> {
+export async function enqueueMessages(trx: Db, messages: NewMessage[], now: string, retryUntil: string): Promise<void> {
   if (messages.length === 0) return;
   await trx
     .insertInto('outbox')
-    .values(messages.map((m) => ({ ...m, status: 'pending', attempts: 0, next_attempt_at: now, created_at: now })))
+    .values(
+      messages.map((m) => ({ ...m, status: 'pending', attempts: 0, next_attempt_at: now, retry_until: retryUntil, created_at: now })),
+    )
     .execute();
 }
 
 /**
  * Takes up to `limit` due messages for delivery: pending ones whose time has come, and ones whose
- * previous claimant's lease ran out (it died mid-delivery). Claiming is one UPDATE per row guarded
- * by the state it read, so two workers never take the same message.
+ * previous claimant's lease ran out (it died mid-delivery). Each claim is an UPDATE guarded by the
+ * state that was read, so two workers never take the same message.
  */
 export async function claimDue(db: Db, now: string, leaseUntil: string, limit: number): Promise<OutboxRow[]> {
   return db.transaction().execute(async (trx) => {
@@ -61,6 +66,69 @@ export async function markAttemptFailed(db: Db, id: number, error: string, retry
     )
     .where('id', '=', id)
     .execute();
+}
+
+export interface OutboxSummary {
+  counts: Record<'pending' | 'sending' | 'sent' | 'failed', number>;
+  oldestPendingAt: string | null;
+}
+
+/** Counts by state and the age of the oldest undelivered message: what operators watch. */
+export async function summarize(db: Db): Promise<OutboxSummary> {
+  const rows = await db
+    .selectFrom('outbox')
+    .select(['status', (eb) => eb.fn.countAll<number>().as('n'), (eb) => eb.fn.min('created_at').as('oldest')])
+    .groupBy('status')
+    .execute();
+  const counts = { pending: 0, sending: 0, sent: 0, failed: 0 };
+  let oldestPendingAt: string | null = null;
+  for (const row of rows) {
+    counts[row.status as keyof typeof counts] = Number(row.n);
+    if ((row.status === 'pending' || row.status === 'sending') && row.oldest && (!oldestPendingAt || row.oldest < oldestPendingAt)) {
+      oldestPendingAt = row.oldest as string;
+    }
+  }
+  return { counts, oldestPendingAt };
+}
+
+/** The most recent failures, final or still being retried. */
+export async function recentErrors(db: Db, limit = 10): Promise<OutboxRow[]> {
+  return db
+    .selectFrom('outbox')
+    .selectAll()
+    .where('last_error', 'is not', null)
+    .where('status', 'in', ['pending', 'failed'])
+    .orderBy('id', 'desc')
+    .limit(limit)
+    .execute();
+}
+
+/**
+ * Makes waiting messages due now, and with `failed` also the given-up ones, each with a fresh
+ * retry window. Returns how many messages were touched.
+ */
+export async function retryNow(db: Db, now: string, retryUntil: string, failed: boolean): Promise<number> {
+  const res = await db
+    .updateTable('outbox')
+    .set({ status: 'pending', next_attempt_at: now, retry_until: retryUntil })
+    .where('status', 'in', failed ? ['pending', 'failed'] : ['pending'])
+    .executeTakeFirst();
+  return Number(res.numUpdatedRows);
+}
+
+export async function findByMessageId(db: Db, messageId: string): Promise<OutboxRow | undefined> {
+  return db.selectFrom('outbox').selectAll().where('message_id', '=', messageId).executeTakeFirst();
+}
+
+/** Marks a message's unsubscribe link used; false when it already was (a link works once). */
+export async function markUnsubscribed(trx: Db, id: number, at: string): Promise<boolean> {
+  const res = await trx
+    .updateTable('outbox')
+    .set({ unsubscribed_at: at })
+    .where('id', '=', id)
+    .where('unsubscribed_at', 'is', null)
+    .executeTakeFirst();
+  return Number(res.numUpdatedRows) === 1;
 }
 
 export async function listMessages(db: Db, filter: { deployId?: number } = {}): Promise<OutboxRow[]> {

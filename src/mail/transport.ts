@@ -3,28 +3,35 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import nodemailer from 'nodemailer';
 import type { OutboxRow } from '../db/schema.js';
+import type { UnsubscribeLinks } from './unsubscribe.js';
 
-/** Hands one outbox message to the world; throws when it could not. */
+/** Hands one composed message to the world; throws when it could not. */
 export interface MailTransport {
-  send(message: OutboxRow): Promise<void>;
+  send(mail: nodemailer.SendMailOptions, outboxId: number): Promise<void>;
   close(): void;
 }
 
-export interface MailSettings {
-  from: string;
-  dataDir: string;
-}
+/** Mail lines end in CRLF (RFC 5322), also inside the parts. */
+const crlf = (s: string): string => s.replace(/\r?\n/g, '\r\n');
 
-/** The RFC 5322 message as nodemailer composes it; the stored Message-ID is kept as is. */
-function envelope(message: OutboxRow, from: string): nodemailer.SendMailOptions {
+/**
+ * The RFC 5322 message for an outbox row: plain text and HTML, the stored Message-ID (the same on
+ * every attempt), and the one-click unsubscribe headers of RFC 8058.
+ */
+export function composeMessage(message: OutboxRow, from: string, links: UnsubscribeLinks): nodemailer.SendMailOptions {
   return {
     from,
     to: message.to_address,
     subject: message.subject,
-    text: message.body_text.replace(/\r?\n/g, '\r\n'),
+    text: crlf(message.body_text),
+    html: crlf(message.body_html),
     messageId: message.message_id,
     date: new Date(message.created_at),
-    headers: { 'Auto-Submitted': 'auto-generated' },
+    headers: {
+      'Auto-Submitted': 'auto-generated',
+      'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click',
+    },
+    list: { unsubscribe: links.url(message.message_id) },
   };
 }
 
@@ -32,20 +39,44 @@ function envelope(message: OutboxRow, from: string): nodemailer.SendMailOptions 
  * The embedded default: each message becomes `DATA_DIR/mail/<outbox id>.eml`, written under a
  * temporary name and renamed, so a file is never half there and a retry rewrites the same file.
  */
-export function emlTransport(settings: MailSettings): MailTransport {
-  const dir = path.join(settings.dataDir, 'mail');
+export function emlTransport(dataDir: string): MailTransport {
+  const dir = path.join(dataDir, 'mail');
   const composer = nodemailer.createTransport({ streamTransport: true, buffer: true, newline: 'windows' });
   return {
-    async send(message) {
-      const info = await composer.sendMail(envelope(message, settings.from));
+    async send(mail, outboxId) {
+      const info = await composer.sendMail(mail);
       await fs.mkdir(dir, { recursive: true });
-      const file = path.join(dir, `${String(message.id).padStart(8, '0')}.eml`);
+      const file = path.join(dir, `${String(outboxId).padStart(8, '0')}.eml`);
       const tmp = `${file}.${crypto.randomBytes(4).toString('hex')}.tmp`;
       await fs.writeFile(tmp, info.message as Buffer);
       await fs.rename(tmp, file);
     },
     close() {
       composer.close();
+    },
+  };
+}
+
+/**
+ * SMTP through a pool of connections (`smtp://` or `smtps://`, credentials in the URL; STARTTLS
+ * whenever the server offers it). Timeouts are short so a stuck server costs a retry, not a worker.
+ */
+export function smtpTransport(url: string, maxConnections = 5): MailTransport {
+  const transporter = nodemailer.createTransport({
+    url,
+    pool: true,
+    maxConnections,
+    maxMessages: 1000,
+    connectionTimeout: 10_000,
+    greetingTimeout: 10_000,
+    socketTimeout: 30_000,
+  } as nodemailer.TransportOptions);
+  return {
+    async send(mail) {
+      await transporter.sendMail(mail);
+    },
+    close() {
+      transporter.close();
     },
   };
 }

@@ -1,30 +1,35 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Db } from '../db/connection.js';
+import type { OutboxRow } from '../db/schema.js';
 import { formatTimestamp } from '../time.js';
 import { claimDue, markAttemptFailed, markSent } from './outbox.js';
-import type { MailTransport } from './transport.js';
+import { composeMessage, type MailTransport } from './transport.js';
+import type { UnsubscribeLinks } from './unsubscribe.js';
 
 export interface WorkerOptions {
   /** How often due messages are looked for when nobody nudges the worker. */
   intervalMs: number;
+  /** Messages claimed (and sent concurrently) at a time. */
   batchSize: number;
   /** How long a claimed message stays claimed before another worker may take it over. */
   leaseMs: number;
-  /** A message still failing this long after it was queued is given up. */
-  giveUpAfterMs: number;
 }
 
-export const DEFAULT_WORKER_OPTIONS: WorkerOptions = {
-  intervalMs: 1000,
-  batchSize: 50,
-  leaseMs: 60_000,
-  giveUpAfterMs: 24 * 3600_000,
-};
+export const DEFAULT_WORKER_OPTIONS: WorkerOptions = { intervalMs: 1000, batchSize: 50, leaseMs: 60_000 };
 
-/** A mail server's 5xx answer is final; anything else (network, timeouts, 4xx) is worth a retry. */
+/** How long temporary failures are retried before a message is given up. */
+export const RETRY_WINDOW_MS = 24 * 3600_000;
+
+/**
+ * A mail server's 5xx answer is final (but for authentication, which an operator can fix), and
+ * so is an address the message cannot even be addressed to. Anything else (refused or dropped
+ * connections, timeouts, 4xx) is worth another try.
+ */
 export function isPermanentFailure(err: unknown): boolean {
-  const code = (err as { responseCode?: number } | null)?.responseCode;
-  return typeof code === 'number' && code >= 500 && code < 600;
+  const { code, responseCode } = (err ?? {}) as { code?: string; responseCode?: number };
+  if (code === 'EAUTH') return false;
+  if (typeof responseCode === 'number') return responseCode >= 500 && responseCode < 600;
+  return code === 'EENVELOPE';
 }
 
 /** Exponential backoff from 30 s, capped at an hour, with ±50% jitter so retries spread out. */
@@ -35,7 +40,8 @@ export function retryDelayMs(attempts: number, random = Math.random): number {
 
 /**
  * Delivers the outbox after commit. Runs in the server process: on a timer, and at once when
- * nudged after a change queued mail. Every outcome is written back to the outbox row.
+ * nudged after a change queued mail. Every outcome is written back to the outbox row, one message
+ * at a time, so a crash can repeat at most the messages that were in flight.
  */
 export class OutboxWorker {
   private timer: NodeJS.Timeout | undefined;
@@ -47,6 +53,8 @@ export class OutboxWorker {
   constructor(
     private readonly db: Db,
     private readonly transport: MailTransport,
+    private readonly from: string,
+    private readonly links: UnsubscribeLinks,
     private readonly log: FastifyBaseLogger,
     private readonly options: WorkerOptions = DEFAULT_WORKER_OPTIONS,
   ) {}
@@ -85,29 +93,38 @@ export class OutboxWorker {
 
   private async round(): Promise<number> {
     let sent = 0;
-    for (;;) {
+    while (!this.stopping) {
       const now = Date.now();
-      const batch = await claimDue(this.db, formatTimestamp(new Date(now)), formatTimestamp(new Date(now + this.options.leaseMs)), this.options.batchSize);
-      if (batch.length === 0) return sent;
-      for (const message of batch) {
-        try {
-          await this.transport.send(message);
-          await markSent(this.db, message.id, formatTimestamp(new Date()));
-          sent++;
-          this.log.info({ outboxId: message.id, messageId: message.message_id }, 'mail delivered');
-        } catch (err) {
-          const reason = err instanceof Error ? err.message : String(err);
-          const retryAt = Date.now() + retryDelayMs(message.attempts);
-          const giveUp = isPermanentFailure(err) || retryAt > Date.parse(message.created_at) + this.options.giveUpAfterMs;
-          await markAttemptFailed(this.db, message.id, reason.slice(0, 1000), giveUp ? null : formatTimestamp(new Date(retryAt)));
-          this.log.warn({ outboxId: message.id, err: reason, final: giveUp }, 'mail delivery failed');
-        }
-      }
-      if (this.stopping) return sent;
+      const batch = await claimDue(
+        this.db,
+        formatTimestamp(new Date(now)),
+        formatTimestamp(new Date(now + this.options.leaseMs)),
+        this.options.batchSize,
+      );
+      if (batch.length === 0) break;
+      const results = await Promise.all(batch.map((message) => this.deliver(message)));
+      sent += results.filter(Boolean).length;
     }
+    return sent;
   }
 
-  /** Stops the timer and waits for a round in progress to finish. */
+  private async deliver(message: OutboxRow): Promise<boolean> {
+    try {
+      await this.transport.send(composeMessage(message, this.from, this.links), message.id);
+    } catch (err) {
+      const reason = (err instanceof Error ? err.message : String(err)).slice(0, 1000);
+      const retryAt = Date.now() + retryDelayMs(message.attempts);
+      const final = isPermanentFailure(err) || retryAt > Date.parse(message.retry_until);
+      await markAttemptFailed(this.db, message.id, reason, final ? null : formatTimestamp(new Date(retryAt)));
+      this.log.warn({ outboxId: message.id, attempts: message.attempts, err: reason, final }, 'mail delivery failed');
+      return false;
+    }
+    await markSent(this.db, message.id, formatTimestamp(new Date()));
+    this.log.info({ outboxId: message.id, messageId: message.message_id }, 'mail delivered');
+    return true;
+  }
+
+  /** Stops the timer and waits for a round in progress to finish its batch. */
   async stop(): Promise<void> {
     this.started = false;
     this.stopping = true;

@@ -115,20 +115,31 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('to_address', 'text', (c) => c.notNull())
     .addColumn('subject', 'text', (c) => c.notNull())
     .addColumn('body_text', 'text', (c) => c.notNull())
+    .addColumn('body_html', 'text', (c) => c.notNull())
+    .addColumn('item_ids', 'text', (c) => c.notNull())
     .addColumn('message_id', 'text', (c) => c.notNull().unique())
     .addColumn('status', 'text', (c) => c.notNull())
     .addColumn('attempts', 'integer', (c) => c.notNull().defaultTo(0))
     .addColumn('next_attempt_at', 'text', (c) => c.notNull())
+    .addColumn('retry_until', 'text', (c) => c.notNull())
     .addColumn('lease_until', 'text')
     .addColumn('last_error', 'text')
     .addColumn('created_at', 'text', (c) => c.notNull())
     .addColumn('sent_at', 'text')
+    .addColumn('unsubscribed_at', 'text')
     .execute();
   await db.schema.createIndex('outbox_due').on('outbox').columns(['status', 'next_attempt_at']).execute();
+
+  // Values the service makes for itself once and shares between instances (signing keys).
+  await db.schema
+    .createTable('settings')
+    .addColumn('name', 'text', (c) => c.primaryKey())
+    .addColumn('value', 'text', (c) => c.notNull())
+    .execute();
 }
 
 export async function down(db: Kysely<any>): Promise<void> {
-  for (const t of ['outbox', 'item_deployments', 'deploy_items', 'deploys', 'followers', 'item_tags', 'items', 'memberships', 'products', 'users']) {
+  for (const t of ['settings', 'outbox', 'item_deployments', 'deploy_items', 'deploys', 'followers', 'item_tags', 'items', 'memberships', 'products', 'users']) {
     await db.schema.dropTable(t).execute();
   }
 }

@@ -1,0 +1,16 @@
+import crypto from 'node:crypto';
+import type { Db } from './db/connection.js';
+
+/**
+ * A value the service makes for itself on first use and keeps in the database, so that every
+ * instance on the same database agrees on it (the first writer wins).
+ */
+export async function sharedSecret(db: Db, name: string): Promise<string> {
+  await db
+    .insertInto('settings')
+    .values({ name, value: crypto.randomBytes(32).toString('hex') })
+    .onConflict((oc) => oc.column('name').doNothing())
+    .execute();
+  const row = await db.selectFrom('settings').select('value').where('name', '=', name).executeTakeFirstOrThrow();
+  return row.value;
+}
