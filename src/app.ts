@@ -8,7 +8,7 @@ import Fastify, {
   type FastifyServerOptions,
 } from 'fastify';
 import type { Config } from './config.js';
-import type { Db } from './db/connection.js';
+import { isDatabaseUnavailable, type Db } from './db/connection.js';
 import type { ProductScope } from './scope.js';
 import type { UserRow } from './db/schema.js';
 import { deployRoutes } from './deploys/routes.js';
@@ -94,6 +94,9 @@ function errorBody(error: FastifyError | AppError | Error): { status: number; bo
       : fe.message;
     return { status: 400, body: { code: 400, message } };
   }
+  if (isDatabaseUnavailable(error)) {
+    return { status: 503, body: { code: 503, message: 'The database cannot be reached right now; try again in a few seconds.' } };
+  }
   return { status: 500, body: { code: 500, message: 'Something went wrong on our side; it has been logged.' } };
 }
 
@@ -130,6 +133,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   app.setErrorHandler((error, request, reply) => {
     const { status, body } = errorBody(error as Error);
     if (status >= 500) request.log.error({ err: error }, 'request failed');
+    if (status === 503) reply.header('Retry-After', '5');
     if (error instanceof InvalidUserError && error.noCredentials) reply.header('WWW-Authenticate', 'Basic realm="shiplog"');
     return reply.code(status).type('application/json; charset=utf-8').send(body);
   });

@@ -1,5 +1,5 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { ConfigError, loadConfig } from './config.js';
+import { ConfigError, databaseOptions, loadConfig } from './config.js';
 import { openDatabase, type Db } from './db/connection.js';
 import { AppError } from './errors.js';
 import { addMemberByEmail, createProduct } from './products/service.js';
@@ -147,7 +147,7 @@ export async function main(argv: string[], out = process.stdout, err = process.s
   let db: Db | undefined;
   try {
     const config = loadConfig();
-    db = await openDatabase({ dataDir: config.dataDir });
+    db = await openDatabase(databaseOptions(config));
     out.write((await command.run(db, parsed.positionals, parsed.values)) + '\n');
     return 0;
   } catch (e) {

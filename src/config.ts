@@ -15,6 +15,11 @@ export interface Config {
   readonly smtpUrl: string | undefined;
   /** How long a delivery worker holds a claimed message before another may take it over. */
   readonly mailLeaseSeconds: number;
+  /** postgres:// URL; without it the embedded SQLite database under dataDir is used. */
+  readonly databaseUrl: string | undefined;
+  readonly pgPoolMax: number;
+  readonly pgStatementTimeoutMs: number;
+  readonly pgConnectTimeoutMs: number;
 }
 
 export class ConfigError extends Error {}
@@ -61,6 +66,19 @@ function parseSmtpUrl(raw: string): string {
   return raw;
 }
 
+function parseDatabaseUrl(raw: string): string {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new ConfigError(`DATABASE_URL must be a URL such as postgres://user:password@host:5432/shiplog, got "${raw}".`);
+  }
+  if (url.protocol !== 'postgres:' && url.protocol !== 'postgresql:') {
+    throw new ConfigError(`DATABASE_URL must start with postgres:// or postgresql://, got "${url.protocol}//".`);
+  }
+  return raw;
+}
+
 function parsePositive(name: string, raw: string): number {
   if (!/^\d+$/.test(raw) || Number(raw) < 1) throw new ConfigError(`${name} must be a whole number of at least 1, got "${raw}".`);
   return Number(raw);
@@ -72,6 +90,17 @@ function parseMailFrom(raw: string): string {
     throw new ConfigError(`MAIL_FROM must be an address such as "Shiplog <shiplog@example.com>", got "${raw}".`);
   }
   return raw.trim();
+}
+
+/** What openDatabase needs from the configuration. */
+export function databaseOptions(config: Config) {
+  return {
+    dataDir: config.dataDir,
+    databaseUrl: config.databaseUrl,
+    poolMax: config.pgPoolMax,
+    statementTimeoutMs: config.pgStatementTimeoutMs,
+    connectTimeoutMs: config.pgConnectTimeoutMs,
+  };
 }
 
 /**
@@ -90,6 +119,21 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, got "${env.LOG_LEVEL}".`);
   }
   const smtpUrl = env.SMTP_URL ? parseSmtpUrl(env.SMTP_URL) : undefined;
-  const mailLeaseSeconds = env.MAIL_LEASE_SECONDS ? parsePositive('MAIL_LEASE_SECONDS', env.MAIL_LEASE_SECONDS) : 60;
-  return Object.freeze({ port, host, dataDir, publicUrl, mailDomain, mailFrom, logLevel, smtpUrl, mailLeaseSeconds, ...overrides });
+  const positive = (name: string, fallback: number) => (env[name] ? parsePositive(name, env[name]!) : fallback);
+  return Object.freeze({
+    port,
+    host,
+    dataDir,
+    publicUrl,
+    mailDomain,
+    mailFrom,
+    logLevel,
+    smtpUrl,
+    mailLeaseSeconds: positive('MAIL_LEASE_SECONDS', 60),
+    databaseUrl: env.DATABASE_URL ? parseDatabaseUrl(env.DATABASE_URL) : undefined,
+    pgPoolMax: positive('PG_POOL_MAX', 10),
+    pgStatementTimeoutMs: positive('PG_STATEMENT_TIMEOUT_MS', 5000),
+    pgConnectTimeoutMs: positive('PG_CONNECT_TIMEOUT_MS', 5000),
+    ...overrides,
+  });
 }

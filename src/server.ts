@@ -1,5 +1,5 @@
 import { buildApp } from './app.js';
-import { ConfigError, loadConfig } from './config.js';
+import { ConfigError, databaseOptions, loadConfig } from './config.js';
 import { openDatabase } from './db/connection.js';
 import { countUsers } from './users/repository.js';
 
@@ -30,7 +30,7 @@ async function main(): Promise<void> {
     }
     throw err;
   }
-  const db = await openDatabase({ dataDir: config.dataDir });
+  const db = await openDatabase(databaseOptions(config));
   const app = await buildApp({ config, db, startWorker: true });
 
   let closing = false;

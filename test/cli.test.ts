@@ -9,6 +9,7 @@ import { loadConfig } from '../src/config.js';
 import { openDatabase } from '../src/db/connection.js';
 import { basic, tempDir } from './helpers.js';
 import { cleanEnv, startServer, stopAll } from './processes.js';
+import { databaseOptionsFor, storageEnv } from './storage.js';
 
 const CLI = fileURLToPath(new URL('../bin/shiplog.js', import.meta.url));
 const KEY_PATTERN = /^[A-Za-z0-9]{32}$/;
@@ -24,11 +25,12 @@ interface Run {
 }
 
 /** Runs the admin command line on `dataDir`; a hung run is killed rather than stalling the suite. */
-function shiplog(dataDir: string, ...args: string[]): Promise<Run> {
+async function shiplog(dataDir: string, ...args: string[]): Promise<Run> {
+  const env = cleanEnv(await storageEnv(dataDir));
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [CLI, ...args], {
       cwd: dataDir,
-      env: cleanEnv({ DATA_DIR: dataDir }),
+      env,
       stdio: ['ignore', 'pipe', 'pipe'],
       timeout: 20_000,
     });
@@ -58,8 +60,8 @@ function assertRefused(run: Run, code: number | 'non-zero', message: RegExp): vo
 
 /** GET as a user against the database under `dataDir`, through the same app the server builds. */
 async function apiGet(dataDir: string, email: string, key: string, url: string): Promise<{ status: number; body: any }> {
-  const db = await openDatabase({ dataDir });
-  const app = await buildApp({ config: loadConfig({ DATA_DIR: dataDir }), db, logger: false });
+  const db = await openDatabase(await databaseOptionsFor(dataDir));
+  const app = await buildApp({ config: loadConfig(await storageEnv(dataDir)), db, logger: false });
   try {
     const res = await app.inject({ method: 'GET', url, headers: { authorization: basic(email, key) } });
     return { status: res.statusCode, body: res.json() };

@@ -11,7 +11,7 @@ let t: TestContext;
 let second: { app: FastifyInstance; db: Db };
 before(async () => {
   t = await makeApp({ file: true });
-  const db = await openDatabase({ dataDir: t.dataDir });
+  const db = await openDatabase(t.dbOptions);
   second = { db, app: await buildApp({ config: t.config, db, logger: false }) };
 });
 after(async () => {

@@ -5,7 +5,8 @@ import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { simpleParser } from 'mailparser';
 import { buildApp, type AppOptions } from '../src/app.js';
 import { loadConfig, type Config } from '../src/config.js';
-import { openDatabase, type Db } from '../src/db/connection.js';
+import { openDatabase, type DatabaseOptions, type Db } from '../src/db/connection.js';
+import { databaseOptionsFor, storageEnv } from './storage.js';
 import type { ProductRow, UserRow } from '../src/db/schema.js';
 import { createProduct } from '../src/products/service.js';
 import { insertMembership } from '../src/products/repository.js';
@@ -16,6 +17,8 @@ export interface TestContext {
   db: Db;
   config: Config;
   dataDir: string;
+  /** How to open the same database again (a second instance, a check from outside). */
+  dbOptions: DatabaseOptions;
   close(): Promise<void>;
 }
 
@@ -27,13 +30,20 @@ export function tempDir(prefix = 'shiplog-test-'): string {
 }
 
 /**
- * The app as the server builds it, on a fresh database of its own (in memory unless `file`), with
+ * The app as the server builds it, on a fresh database of its own (SQLite in memory unless
+ * `file`; a fresh PostgreSQL schema in the suite's PostgreSQL run), with
  * mail written under a temporary data directory and delivered only when a test asks.
  */
 export async function makeApp(options: { file?: boolean; env?: NodeJS.ProcessEnv } & Partial<AppOptions> = {}): Promise<TestContext> {
   const dataDir = tempDir();
-  const config = loadConfig({ DATA_DIR: dataDir, PUBLIC_URL: 'http://shiplog.test', MAIL_DOMAIN: 'items.shiplog.test', ...options.env });
-  const db = await openDatabase({ dataDir, filename: options.file ? undefined : ':memory:' });
+  const dbOptions = await databaseOptionsFor(dataDir, !options.file);
+  const config = loadConfig({
+    ...(await storageEnv(dataDir)),
+    PUBLIC_URL: 'http://shiplog.test',
+    MAIL_DOMAIN: 'items.shiplog.test',
+    ...options.env,
+  });
+  const db = await openDatabase(dbOptions);
   const app = await buildApp({ config, db, logger: false, ...options });
   await app.ready();
   return {
@@ -41,6 +51,7 @@ export async function makeApp(options: { file?: boolean; env?: NodeJS.ProcessEnv
     db,
     config,
     dataDir,
+    dbOptions,
     async close() {
       await app.close();
       await db.destroy();

@@ -3,11 +3,15 @@ import { once } from 'node:events';
 import net from 'node:net';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
+import { storageEnv } from './storage.js';
 
 const SERVER = fileURLToPath(new URL('../dist/server.js', import.meta.url));
 
 /** Every setting Shiplog reads from its environment. */
-const SHIPLOG_SETTINGS = ['PORT', 'HOST', 'DATA_DIR', 'PUBLIC_URL', 'MAIL_DOMAIN', 'MAIL_FROM', 'LOG_LEVEL', 'SMTP_URL'];
+const SHIPLOG_SETTINGS = [
+  'PORT', 'HOST', 'DATA_DIR', 'PUBLIC_URL', 'MAIL_DOMAIN', 'MAIL_FROM', 'LOG_LEVEL', 'SMTP_URL', 'MAIL_LEASE_SECONDS',
+  'DATABASE_URL', 'PG_POOL_MAX', 'PG_STATEMENT_TIMEOUT_MS', 'PG_CONNECT_TIMEOUT_MS',
+];
 
 /** The caller's environment without any Shiplog setting, so only what a test passes counts. */
 export function cleanEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
@@ -79,7 +83,7 @@ export async function spawnServer({ env = {}, dataDir, cwd = os.tmpdir(), stdio 
   const port = await freePort();
   const child = spawn(process.execPath, [SERVER], {
     cwd,
-    env: cleanEnv({ HOST: '127.0.0.1', PORT: String(port), DATA_DIR: dataDir, ...env }),
+    env: cleanEnv({ HOST: '127.0.0.1', PORT: String(port), ...(await storageEnv(dataDir)), ...env }),
     stdio,
   });
   running.add(child);

@@ -7,6 +7,7 @@ import { after, describe, test } from 'node:test';
 import { openDatabase } from '../src/db/connection.js';
 import { createUser } from '../src/users/service.js';
 import { basic, tempDir } from './helpers.js';
+import { databaseOptionsFor, pgBase } from './storage.js';
 import { spawnServer, startServer, stopAll, stopProcess, waitFor } from './processes.js';
 
 // One removal hook for the whole file; each server gets a fresh data directory inside it.
@@ -42,12 +43,19 @@ describe('server start-up', () => {
     }
   });
 
-  test('creates a missing DATA_DIR and keeps shiplog.db in it', async () => {
+  test('creates its database on first start (shiplog.db in a new DATA_DIR, or the schema on PostgreSQL)', async () => {
     const dataDir = path.join(newDataDir(), 'not', 'there', 'yet');
     assert.equal(fs.existsSync(dataDir), false);
     const server = await startServer({ env: { LOG_LEVEL: 'warn' }, dataDir, cwd: root });
     try {
-      assert.ok(fs.statSync(path.join(dataDir, 'shiplog.db')).isFile());
+      if (pgBase) {
+        const db = await openDatabase(await databaseOptionsFor(dataDir));
+        const tables = await db.introspection.getTables();
+        await db.destroy();
+        assert.ok(tables.some((t) => t.name === 'items'));
+      } else {
+        assert.ok(fs.statSync(path.join(dataDir, 'shiplog.db')).isFile());
+      }
     } finally {
       await stopProcess(server.child);
     }
@@ -149,7 +157,7 @@ describe('graceful shutdown', () => {
   test('SIGTERM lets requests in flight complete, then exits 0', async () => {
     const dataDir = newDataDir();
     const email = 'ada@example.com';
-    const db = await openDatabase({ dataDir });
+    const db = await openDatabase(await databaseOptionsFor(dataDir));
     const { apiKey } = await db.transaction().execute((trx) => createUser(trx, { email, firstName: 'Ada', lastName: 'Lovelace' }));
     await db.destroy();
 

@@ -1,7 +1,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
-import { Kysely } from 'kysely';
+import { Kysely, PostgresDialect } from 'kysely';
+import pg from 'pg';
 import { ImmediateSqliteDialect } from './dialect.js';
 import { migrateToLatest } from './migrate.js';
 import type { Database } from './schema.js';
@@ -9,11 +10,23 @@ import type { Database } from './schema.js';
 export type Db = Kysely<Database>;
 
 export interface DatabaseOptions {
-  /** Directory holding `shiplog.db`; ignored when `filename` is given. */
+  /** Directory holding `shiplog.db` (SQLite); ignored with `filename` or `databaseUrl`. */
   dataDir: string;
-  /** `:memory:` for tests, or an explicit file. */
+  /** SQLite: `:memory:` for tests, or an explicit file. */
   filename?: string;
+  /** `postgres://...`: PostgreSQL instead of the embedded SQLite. */
+  databaseUrl?: string;
+  /** PostgreSQL pool size. */
+  poolMax?: number;
+  /** PostgreSQL: longest a statement may run before it is cancelled. */
+  statementTimeoutMs?: number;
+  /** PostgreSQL: longest to wait for a connection. */
+  connectTimeoutMs?: number;
 }
+
+// bigint columns (positions, counts) come back as strings by default; every value stays far
+// below 2^53, so numbers are exact.
+pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value));
 
 /**
  * Kysely prepares every query anew; SQLite statements are reusable, so keep the recent ones.
@@ -41,8 +54,7 @@ function withStatementCache(sqlite: SQLite.Database, size = 500): SQLite.Databas
   });
 }
 
-/** The one place that opens the database: SQLite in WAL mode with foreign keys, migrated. */
-export async function openDatabase(options: DatabaseOptions): Promise<Db> {
+function openSqlite(options: DatabaseOptions): Db {
   let filename = options.filename;
   if (!filename) {
     fs.mkdirSync(options.dataDir, { recursive: true });
@@ -53,7 +65,30 @@ export async function openDatabase(options: DatabaseOptions): Promise<Db> {
   sqlite.pragma('foreign_keys = ON');
   sqlite.pragma('busy_timeout = 5000');
   sqlite.pragma('synchronous = NORMAL');
-  const db = new Kysely<Database>({ dialect: new ImmediateSqliteDialect({ database: withStatementCache(sqlite) }) });
+  return new Kysely<Database>({ dialect: new ImmediateSqliteDialect({ database: withStatementCache(sqlite) }) });
+}
+
+function openPostgres(options: DatabaseOptions & { databaseUrl: string }): Db {
+  const pool = new pg.Pool({
+    connectionString: options.databaseUrl,
+    max: options.poolMax ?? 10,
+    connectionTimeoutMillis: options.connectTimeoutMs ?? 5000,
+    statement_timeout: options.statementTimeoutMs ?? 5000,
+    // A transaction left open by a stuck client must not hold its locks for ever.
+    idle_in_transaction_session_timeout: 60_000,
+  });
+  // An idle connection dropped by the server (restart, network) is replaced on next use; the
+  // error must not take the process down.
+  pool.on('error', () => undefined);
+  return new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+}
+
+/**
+ * The one place that picks the database: PostgreSQL when a URL is given, otherwise SQLite in WAL
+ * mode with foreign keys. The schema is migrated before the handle is returned.
+ */
+export async function openDatabase(options: DatabaseOptions): Promise<Db> {
+  const db = options.databaseUrl ? openPostgres({ ...options, databaseUrl: options.databaseUrl }) : openSqlite(options);
   try {
     await migrateToLatest(db);
   } catch (err) {
@@ -61,4 +96,19 @@ export async function openDatabase(options: DatabaseOptions): Promise<Db> {
     throw err;
   }
   return db;
+}
+
+const UNAVAILABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'SQLITE_BUSY']);
+
+/**
+ * Whether an error means the database is out of reach or overloaded for now (a 503 and a retry,
+ * not a bug): refused or lost connections, connect and statement timeouts, a server shutting down.
+ */
+export function isDatabaseUnavailable(err: unknown): boolean {
+  const e = err as { code?: string; message?: string } | null;
+  if (!e) return false;
+  if (e.code && UNAVAILABLE_CODES.has(e.code)) return true;
+  // PostgreSQL: query_canceled (statement_timeout), shutdown and connection classes, too many connections.
+  if (e.code && (/^57(014|P0[1-3])$/.test(e.code) || /^08/.test(e.code) || e.code === '53300')) return true;
+  return /timeout exceeded when trying to connect|Connection terminated|connection timeout/i.test(e.message ?? '');
 }

@@ -1,4 +1,5 @@
-import { Migrator, type Kysely, type Migration } from 'kysely';
+import { Migrator, sql, type Kysely, type Migration } from 'kysely';
+import { dialectOf } from './dialect.js';
 import * as initial from './migrations/2026_11_22_0001_initial.js';
 
 /** Every migration, by name; names sort in the order they apply. */
@@ -6,9 +7,17 @@ const migrations: Record<string, Migration> = {
   '2026_11_22_0001_initial': initial,
 };
 
-/** Brings the schema up to date; throws with the failing migration's error. */
+/**
+ * Brings the schema up to date; throws with the failing migration's error. Safe when several
+ * instances start at once: Kysely's migrator holds a lock while it migrates (an advisory lock on
+ * PostgreSQL, the single writer on SQLite).
+ */
 export async function migrateToLatest(db: Kysely<any>): Promise<void> {
-  const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations } });
+  // On PostgreSQL the bookkeeping tables live in the connection's own schema (search_path), not
+  // wherever a table of that name happens to exist.
+  const migrationTableSchema =
+    dialectOf(db) === 'postgres' ? (await sql<{ schema: string }>`select current_schema() as schema`.execute(db)).rows[0].schema : undefined;
+  const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations }, migrationTableSchema });
   const { error, results } = await migrator.migrateToLatest();
   if (error) {
     const failed = results?.find((r) => r.status === 'Error');

@@ -12,6 +12,7 @@ import { formatTimestamp, nowTimestamp } from '../time.js';
 import type { UnsubscribeLinks } from '../mail/unsubscribe.js';
 import { RETRY_WINDOW_MS } from '../mail/worker.js';
 import { findUsersByIds } from '../users/repository.js';
+import { lockProduct } from '../products/repository.js';
 import { presentDeploy, type DeployJson } from './present.js';
 import { findDeployByKey, insertDeploy, itemsOfDeploys, listDeploys, recordDeployedItems } from './repository.js';
 
@@ -65,6 +66,8 @@ export async function recordDeploy(
 ): Promise<{ deploy: DeployRow; created: boolean }> {
   const hash = key === undefined ? null : requestHash(input);
   if (key !== undefined) {
+    // Two requests with one key queue here, so the second finds the first's deploy.
+    await lockProduct(trx, scope.product.id);
     const earlier = await findDeployByKey(trx, scope.product.id, scope.user.id, key);
     if (earlier) {
       if (earlier.request_hash !== hash) throw new UnprocessableError('This Idempotency-Key was used for a deploy with other parameters.');

@@ -19,7 +19,7 @@ export async function authenticate(db: Db, header: string | undefined): Promise<
   if (/^basic$/i.test(scheme)) {
     const decoded = Buffer.from(credentials, 'base64').toString('utf8');
     const colon = decoded.indexOf(':');
-    if (colon < 1) throw new InvalidUserError();
+    if (colon < 1 || decoded.includes('\u0000')) throw new InvalidUserError();
     const email = decoded.slice(0, colon).trim();
     const key = decoded.slice(colon + 1);
     const found = await findUserByEmail(db, email);

@@ -36,7 +36,10 @@ export function asString(name: string, value: ParamValue): string | undefined {
   if (value === undefined || value === null) return undefined;
   if (Array.isArray(value)) return value.length ? asString(name, value[value.length - 1]) : '';
   if (typeof value === 'object') return invalid(name, 'must be a string, not an object');
-  return String(value);
+  const s = String(value);
+  // No database stores NUL in text; refusing it here keeps both backends answering alike.
+  if (s.includes('\u0000')) return invalid(name, 'must not contain NUL characters');
+  return s;
 }
 
 /**
@@ -55,7 +58,9 @@ export function asReference(value: ParamValue, key: 'id' | 'number'): ParamValue
 export function asList(name: string, value: ParamValue): string[] | undefined {
   if (value === undefined || value === null) return undefined;
   if (typeof value === 'object' && !Array.isArray(value)) return invalid(name, 'must be a list, not an object');
-  const parts = Array.isArray(value) ? value.flatMap((v) => (v === null ? [] : String(v).split(','))) : String(value).split(',');
+  const parts = Array.isArray(value)
+    ? value.flatMap((v) => (v === null ? [] : asString(name, v)!.split(',')))
+    : asString(name, value)!.split(',');
   return parts.map((p) => p.trim()).filter((p) => p !== '');
 }
 

@@ -12,6 +12,20 @@ export async function findItemByNumber(db: Db, productId: number, number: number
     .executeTakeFirst();
 }
 
+/**
+ * The item, locked for the rest of the transaction (a no-op UPDATE takes the row lock), as it
+ * stands once the lock is held: concurrent changes of one item apply one after the other.
+ */
+export async function lockItemByNumber(trx: Db, productId: number, number: number): Promise<ItemRow | undefined> {
+  return trx
+    .updateTable('items')
+    .set((eb) => ({ number: eb.ref('number') }))
+    .where('product_id', '=', productId)
+    .where('number', '=', number)
+    .returningAll()
+    .executeTakeFirst();
+}
+
 export async function findItemsByNumbers(db: Db, productId: number, numbers: number[]): Promise<ItemRow[]> {
   if (numbers.length === 0) return [];
   return db

@@ -13,6 +13,7 @@ import {
   bottomSort,
   findItemByNumber,
   insertItem,
+  lockItemByNumber,
   listChildren,
   listTopLevel,
   listWithChildren,
@@ -131,7 +132,10 @@ export async function createItem(trx: Db, scope: ProductScope, input: CreateItem
  * change moves the item to the bottom of its new status and updates progress (§5).
  */
 export async function updateItem(trx: Db, scope: ProductScope, number: number, input: UpdateItemInput): Promise<ItemRow> {
-  const item = await getItem(trx, scope, number);
+  // A status change takes a new position: positions of a product are handed out one at a time.
+  if (input.status !== undefined) await lockProduct(trx, scope.product.id);
+  const item = await lockItemByNumber(trx, scope.product.id, number);
+  if (!item) throw itemNotFound(number);
   const story = item.type === 'story';
   const changes: ItemUpdate = {};
   const now = nowTimestamp();
@@ -167,7 +171,6 @@ export async function updateItem(trx: Db, scope: ProductScope, number: number, i
 
   const current = statusName(item.status);
   if (input.status !== undefined && input.status !== current) {
-    await lockProduct(trx, scope.product.id);
     const code = statusCode(input.status);
     changes.status = code;
     changes.sort = await bottomSort(trx, scope.product.id, code);
@@ -203,6 +206,7 @@ export async function archiveItem(trx: Db, scope: ProductScope, number: number):
  */
 export async function resortItem(trx: Db, scope: ProductScope, number: number, input: ResortInput): Promise<ItemRow> {
   const productId = scope.product.id;
+  await lockProduct(trx, productId);
   const item = await getItem(trx, scope, number);
   const refs: ItemRow[] = [];
   for (const [param, ref] of [['before', input.before], ['after', input.after]] as const) {
@@ -213,7 +217,6 @@ export async function resortItem(trx: Db, scope: ProductScope, number: number, i
     if (other.status !== item.status) throw new ValidationError({ [param]: 'must name an item of the same status' });
     refs.push(other);
   }
-  await lockProduct(trx, productId);
 
   const place = async (): Promise<number | undefined> => {
     // Re-read the references: a renumbering moves them.

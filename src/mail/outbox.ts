@@ -1,4 +1,5 @@
 import type { Db } from '../db/connection.js';
+import { dialectOf } from '../db/dialect.js';
 import type { OutboxRow } from '../db/schema.js';
 
 export type NewMessage = Pick<
@@ -24,7 +25,7 @@ export async function enqueueMessages(trx: Db, messages: NewMessage[], now: stri
  */
 export async function claimDue(db: Db, now: string, leaseUntil: string, limit: number): Promise<OutboxRow[]> {
   return db.transaction().execute(async (trx) => {
-    const due = await trx
+    let query = trx
       .selectFrom('outbox')
       .selectAll()
       .where((eb) =>
@@ -34,8 +35,11 @@ export async function claimDue(db: Db, now: string, leaseUntil: string, limit: n
         ]),
       )
       .orderBy('id')
-      .limit(limit)
-      .execute();
+      .limit(limit);
+    // PostgreSQL: workers of several instances take disjoint batches instead of queueing on the
+    // same rows. SQLite has a single writer, so there is nothing to skip.
+    if (dialectOf(trx) === 'postgres') query = query.forUpdate().skipLocked();
+    const due = await query.execute();
     const claimed: OutboxRow[] = [];
     for (const row of due) {
       const res = await trx
