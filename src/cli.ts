@@ -1,5 +1,7 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { ConfigError, databaseOptions, loadConfig } from './config.js';
+import { ConfigError, databaseOptions, loadConfig, parseDatabaseUrl } from './config.js';
+import { copyDatabase, CopyError } from './db/copy.js';
+import { dialectOf } from './db/dialect.js';
 import { openDatabase, type Db } from './db/connection.js';
 import { AppError } from './errors.js';
 import { addMemberByEmail, createProduct } from './products/service.js';
@@ -79,6 +81,26 @@ const COMMANDS: Record<string, Command> = {
       return `${email.trim().toLowerCase()} is now ${v.admin ? 'an admin' : 'a member'} of product ${product.id} (${product.name}).`;
     },
   },
+  copy: {
+    usage: 'shiplog copy --to postgres://USER:PASSWORD@HOST:PORT/DATABASE',
+    help: 'Copies the SQLite database under DATA_DIR (users and keys, products, items, deploys, followers, outbox) into an empty PostgreSQL database, then checks that every table has the same number of rows.',
+    options: { to: { type: 'string' } },
+    positionals: [],
+    async run(source, _args, v) {
+      if (!v.to) throw new UsageError('--to is required.');
+      if (dialectOf(source) !== 'sqlite') throw new UsageError('copy reads the SQLite database under DATA_DIR: run it without DATABASE_URL.');
+      const target = await openDatabase({ dataDir: '', databaseUrl: parseDatabaseUrl(String(v.to)) });
+      try {
+        const report = await copyDatabase(source, target);
+        const lines = report.map((r) => `${r.table.padEnd(18)} ${String(r.source).padStart(9)} ${String(r.target).padStart(9)}`);
+        const mismatched = report.filter((r) => r.source !== r.target);
+        if (mismatched.length) throw new CopyError(`Counts differ for ${mismatched.map((r) => r.table).join(', ')}:\n${lines.join('\n')}`);
+        return [`${'table'.padEnd(18)} ${'sqlite'.padStart(9)} ${'postgres'.padStart(9)}`, ...lines, 'Copied; every count matches.'].join('\n');
+      } finally {
+        await target.destroy();
+      }
+    },
+  },
   'mail status': {
     usage: 'shiplog mail status [--json]',
     help: 'Shows the outbox: messages by state, the oldest one not yet delivered, and the last errors.',
@@ -114,7 +136,8 @@ function overview(): string {
 
 /** Runs the admin command line; returns the exit code (0 done, 1 refused, 2 bad usage). */
 export async function main(argv: string[], out = process.stdout, err = process.stderr): Promise<number> {
-  const name = argv.slice(0, 2).join(' ');
+  const words = COMMANDS[argv[0]] ? 1 : 2;
+  const name = argv.slice(0, words).join(' ');
   const command = COMMANDS[name];
   if (!command) {
     if (argv.length === 0 || argv[0] === '--help' || argv[0] === '-h' || argv[0] === 'help') {
@@ -127,7 +150,7 @@ export async function main(argv: string[], out = process.stdout, err = process.s
   let parsed;
   try {
     parsed = parseArgs({
-      args: argv.slice(2),
+      args: argv.slice(words),
       options: { ...command.options, help: { type: 'boolean', short: 'h' } },
       allowPositionals: true,
       strict: true,
@@ -155,7 +178,7 @@ export async function main(argv: string[], out = process.stdout, err = process.s
       err.write(`shiplog: ${e.message}\nUsage: ${command.usage}\n`);
       return 2;
     }
-    if (e instanceof AppError || e instanceof ConfigError) {
+    if (e instanceof AppError || e instanceof ConfigError || e instanceof CopyError) {
       const detail = e instanceof AppError && e.errors ? ` (${Object.entries(e.errors).map(([k, v]) => `${k} ${v}`).join('; ')})` : '';
       err.write(`shiplog: ${e.message}${detail}\n`);
       return 1;

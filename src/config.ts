@@ -66,7 +66,7 @@ function parseSmtpUrl(raw: string): string {
   return raw;
 }
 
-function parseDatabaseUrl(raw: string): string {
+export function parseDatabaseUrl(raw: string): string {
   let url: URL;
   try {
     url = new URL(raw);

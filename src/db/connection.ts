@@ -74,6 +74,8 @@ function openPostgres(options: DatabaseOptions & { databaseUrl: string }): Db {
     max: options.poolMax ?? 10,
     connectionTimeoutMillis: options.connectTimeoutMs ?? 5000,
     statement_timeout: options.statementTimeoutMs ?? 5000,
+    // The server cancels slow statements; this also gives up on a network that stopped answering.
+    query_timeout: (options.statementTimeoutMs ?? 5000) + 1000,
     // A transaction left open by a stuck client must not hold its locks for ever.
     idle_in_transaction_session_timeout: 60_000,
   });
@@ -110,5 +112,5 @@ export function isDatabaseUnavailable(err: unknown): boolean {
   if (e.code && UNAVAILABLE_CODES.has(e.code)) return true;
   // PostgreSQL: query_canceled (statement_timeout), shutdown and connection classes, too many connections.
   if (e.code && (/^57(014|P0[1-3])$/.test(e.code) || /^08/.test(e.code) || e.code === '53300')) return true;
-  return /timeout exceeded when trying to connect|Connection terminated|connection timeout/i.test(e.message ?? '');
+  return /timeout exceeded when trying to connect|Connection terminated|connection timeout|Query read timeout/i.test(e.message ?? '');
 }

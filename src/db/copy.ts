@@ -1,0 +1,74 @@
+import { sql } from 'kysely';
+import type { Db } from './connection.js';
+import type { Database } from './schema.js';
+
+/**
+ * Tables, with their keys, in an order that satisfies their foreign keys. Items refer to their parent items, which
+ * may have been created after them, so parents are linked in a second pass.
+ */
+const TABLES: Partial<Record<keyof Database, string[]>> = {
+  users: ['id'],
+  products: ['id'],
+  memberships: ['product_id', 'user_id'],
+  items: ['id'],
+  item_tags: ['item_id', 'tag'],
+  followers: ['item_id', 'user_id'],
+  deploys: ['id'],
+  deploy_items: ['deploy_id', 'item_id'],
+  item_deployments: ['item_id', 'environment'],
+  outbox: ['id'],
+  settings: ['name'],
+};
+const SERIAL_TABLES: (keyof Database)[] = ['users', 'products', 'items', 'deploys', 'outbox'];
+const BATCH = 500;
+
+export interface CopyReport {
+  table: string;
+  source: number;
+  target: number;
+}
+
+async function count(db: Db, table: keyof Database): Promise<number> {
+  const row = await db.selectFrom(table).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
+export class CopyError extends Error {}
+
+/**
+ * Copies every row of a Shiplog database into another, empty one (SQLite to PostgreSQL), keeping
+ * ids, in one transaction on the target; then moves the target's id sequences past the copied
+ * ids and compares the counts of every table. Throws CopyError if the target is not empty.
+ */
+export async function copyDatabase(source: Db, target: Db, onTable: (table: string, rows: number) => void = () => undefined): Promise<CopyReport[]> {
+  const tables = Object.keys(TABLES) as (keyof Database)[];
+  for (const table of tables) {
+    if ((await count(target, table)) > 0) throw new CopyError(`The target database is not empty (table ${table} has rows).`);
+  }
+  await target.transaction().execute(async (trx) => {
+    for (const table of tables) {
+      let copied = 0;
+      for (let offset = 0; ; offset += BATCH) {
+        // Ordered by the whole key, so that pages neither skip nor repeat a row.
+        let page = source.selectFrom(table).selectAll();
+        for (const column of TABLES[table]!) page = page.orderBy(sql.ref(column));
+        const rows = (await page.limit(BATCH).offset(offset).execute()) as Record<string, unknown>[];
+        if (rows.length === 0) break;
+        const values = table === 'items' ? rows.map((r) => ({ ...r, parent_id: null })) : rows;
+        await trx.insertInto(table).values(values as never).execute();
+        copied += rows.length;
+      }
+      onTable(table, copied);
+    }
+    const children = await source.selectFrom('items').select(['id', 'parent_id']).where('parent_id', 'is not', null).execute();
+    for (const child of children) {
+      await trx.updateTable('items').set({ parent_id: child.parent_id }).where('id', '=', child.id).execute();
+    }
+    for (const table of SERIAL_TABLES) {
+      await sql`select setval(pg_get_serial_sequence(${table}, 'id'), coalesce(max(id), 1), max(id) is not null) from ${sql.table(table)}`.execute(trx);
+    }
+  });
+  const report: CopyReport[] = [];
+  for (const table of tables) report.push({ table, source: await count(source, table), target: await count(target, table) });
+  return report;
+}
