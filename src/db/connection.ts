@@ -68,6 +68,39 @@ function openSqlite(options: DatabaseOptions): Db {
   return new Kysely<Database>({ dialect: new ImmediateSqliteDialect({ database: withStatementCache(sqlite) }) });
 }
 
+/**
+ * The pool as Kysely sees it, with two repairs for a database that stops answering: an error on a
+ * connection in use never becomes an uncaught exception, and a connection whose query timed out or
+ * broke is discarded on release instead of going back to the pool with a query still stuck on it.
+ */
+function resilientPool(pool: pg.Pool) {
+  // An idle connection dropped by the server (restart, network) is replaced on next use.
+  pool.on('error', () => undefined);
+  pool.on('connect', (client) => client.on('error', () => undefined));
+  return {
+    async connect() {
+      const client = await pool.connect();
+      let broken = false;
+      return {
+        query(...args: Parameters<pg.PoolClient['query']>) {
+          const result = (client.query as (...a: unknown[]) => unknown)(...args);
+          if (result instanceof Promise) {
+            return result.catch((err: unknown) => {
+              if (isDatabaseUnavailable(err)) broken = true;
+              throw err;
+            });
+          }
+          return result;
+        },
+        release() {
+          client.release(broken);
+        },
+      };
+    },
+    end: () => pool.end(),
+  };
+}
+
 function openPostgres(options: DatabaseOptions & { databaseUrl: string }): Db {
   const pool = new pg.Pool({
     connectionString: options.databaseUrl,
@@ -79,10 +112,7 @@ function openPostgres(options: DatabaseOptions & { databaseUrl: string }): Db {
     // A transaction left open by a stuck client must not hold its locks for ever.
     idle_in_transaction_session_timeout: 60_000,
   });
-  // An idle connection dropped by the server (restart, network) is replaced on next use; the
-  // error must not take the process down.
-  pool.on('error', () => undefined);
-  return new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  return new Kysely<Database>({ dialect: new PostgresDialect({ pool: resilientPool(pool) as never }) });
 }
 
 /**
