@@ -14,6 +14,7 @@ import type { UserRow } from './db/schema.js';
 import { deployRoutes } from './deploys/routes.js';
 import { AppError, BadRequestError, InvalidUserError } from './errors.js';
 import { requireMember, requireUser } from './http/hooks.js';
+import { ListCounts } from './items/counts.js';
 import { itemRoutes, shortUrlRoutes } from './items/routes.js';
 import { healthRoutes } from './health.js';
 import { unsubscribeRoutes } from './mail/routes.js';
@@ -30,6 +31,7 @@ declare module 'fastify' {
     config: Config;
     outbox: OutboxWorker;
     unsubscribeLinks: UnsubscribeLinks;
+    listCounts: ListCounts;
   }
   interface FastifyRequest {
     user: UserRow;
@@ -88,11 +90,12 @@ function errorBody(error: FastifyError | AppError | Error): { status: number; bo
   if (fe.statusCode === 413 || fe.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
     return { status: 413, body: { code: 413, message: 'The request body is larger than 1 MiB.' } };
   }
-  if (fe.statusCode && fe.statusCode >= 400 && fe.statusCode < 500) {
-    const message = fe.code?.startsWith('FST_ERR_CTP')
-      ? 'The request body could not be read: send valid application/x-www-form-urlencoded or application/json.'
-      : fe.message;
+  if (fe.code?.startsWith('FST_ERR_CTP')) {
+    const message = 'The request body could not be read: send valid application/x-www-form-urlencoded or application/json.';
     return { status: 400, body: { code: 400, message } };
+  }
+  if (fe.statusCode && fe.statusCode >= 400 && fe.statusCode < 500) {
+    return { status: fe.statusCode, body: { code: fe.statusCode, message: fe.message } };
   }
   if (isDatabaseUnavailable(error)) {
     return { status: 503, body: { code: 503, message: 'The database cannot be reached right now; try again in a few seconds.' } };
@@ -108,6 +111,8 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     logController: new RequestLine(),
     bodyLimit: BODY_LIMIT,
     rewriteUrl: (req) => pathOnly(req.url ?? '/'),
+    // Unsubscribe tokens (a Message-ID and its signature) are longer than the default 100.
+    routerOptions: { maxParamLength: 1000 },
     return503OnClosing: true,
   });
 
@@ -122,6 +127,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   });
   app.decorate('outbox', outbox);
   app.decorate('unsubscribeLinks', links);
+  app.decorate('listCounts', new ListCounts());
   app.decorateRequest('user', null as unknown as UserRow);
   app.decorateRequest('scope', null as unknown as ProductScope);
 

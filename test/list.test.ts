@@ -152,3 +152,32 @@ describe('list items: order and paging', () => {
     assert.deepEqual(numbers(without.json()), [1, 2, 5]);
   });
 });
+
+describe('list items: totals stay exact', () => {
+  test('X-Sprintly-Item-Count follows every change that alters what a list matches', async () => {
+    const { owner, member, product, api, url } = await setup();
+    const total = async (query: Record<string, string | number> = {}) => (await api.get(url, query)).headers['x-sprintly-item-count'];
+    const base = `/api/products/${product.id}`;
+    await makeItem(t.app, owner, product.id, { type: 'story', who: 'a', what: 'b', why: 'c' }); // 1
+    await makeItem(t.app, owner, product.id, { tags: 'x' }); // 2
+    assert.equal(await total(), '2');
+    assert.equal(await total({ tags: 'x' }), '1');
+    assert.equal(await total({ assigned_to: member.user.id }), '0');
+    assert.equal(await total({ children: 'true' }), '2');
+
+    await makeItem(t.app, owner, product.id, { parent: 1 }); // 3: a sub-item
+    assert.equal(await total(), '2');
+    assert.equal(await total({ children: 'true' }), '3');
+    await api.post(`${base}/items/2.json`, { tags: 'y' });
+    assert.equal(await total({ tags: 'x' }), '0');
+    await api.post(`${base}/items/2.json`, { assigned_to: member.user.id });
+    assert.equal(await total({ assigned_to: member.user.id }), '1');
+    await api.post(`${base}/items/2.json`, { status: 'completed' });
+    assert.equal(await total(), '1');
+    await api.post(`${base}/items/3.json`, { parent: '' });
+    assert.equal(await total(), '2');
+    assert.equal(await total({ children: 'true' }), '2');
+    await api.delete(`${base}/items/1.json`);
+    assert.equal(await total(), '1');
+  });
+});

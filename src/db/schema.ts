@@ -21,6 +21,8 @@ export interface ProductsTable {
   created_at: string;
   /** The last item number handed out; bumped inside the creating transaction. */
   last_number: number;
+  /** Moves on every change that can change which items a list matches (see items/counts.ts). */
+  items_version: number;
 }
 
 export interface MembershipsTable {

@@ -65,9 +65,10 @@ export async function recordDeploy(
   links: UnsubscribeLinks,
 ): Promise<{ deploy: DeployRow; created: boolean }> {
   const hash = key === undefined ? null : requestHash(input);
+  // Deploys of a product queue here: two requests with one key find each other's deploy, and
+  // item rows are always locked after the product's, as every writer does.
+  await lockProduct(trx, scope.product.id);
   if (key !== undefined) {
-    // Two requests with one key queue here, so the second finds the first's deploy.
-    await lockProduct(trx, scope.product.id);
     const earlier = await findDeployByKey(trx, scope.product.id, scope.user.id, key);
     if (earlier) {
       if (earlier.request_hash !== hash) throw new UnprocessableError('This Idempotency-Key was used for a deploy with other parameters.');

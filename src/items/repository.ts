@@ -191,52 +191,100 @@ function topLevelQuery(db: Db, f: ItemFilter) {
   return q;
 }
 
-/** One page of top-level items matching the filter, and how many match in all. */
-export async function listTopLevel(
-  db: Db,
-  f: ItemFilter,
-  order: Order,
-  offset: number,
-  limit: number,
-): Promise<{ rows: ItemRow[]; total: number }> {
-  const base = topLevelQuery(db, f);
-  let page = base.selectAll('items');
-  for (const k of ORDER_KEYS[order]) page = page.orderBy(`items.${k.column}`, k.dir);
-  const [rows, count] = await Promise.all([
-    page.limit(limit).offset(offset).execute(),
-    base.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
-  ]);
-  return { rows, total: Number(count.n) };
+function ordered(query: ReturnType<typeof topLevelQuery>, order: Order) {
+  let q = query.selectAll('items');
+  for (const k of ORDER_KEYS[order]) q = q.orderBy(`items.${k.column}`, k.dir);
+  return q;
+}
+
+/** One page of top-level items matching the filter. */
+export async function listTopLevel(db: Db, f: ItemFilter, order: Order, offset: number, limit: number): Promise<ItemRow[]> {
+  return ordered(topLevelQuery(db, f), order).limit(limit).offset(offset).execute();
+}
+
+/** How many top-level items match the filter. */
+export async function countTopLevel(db: Db, f: ItemFilter): Promise<number> {
+  const row = await topLevelQuery(db, f).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
+/** How many entries a list with sub-items has: the matching top-level items and their live sub-items. */
+export async function countWithChildren(db: Db, f: ItemFilter): Promise<number> {
+  const children = await db
+    .selectFrom('items as c')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('c.archived', '=', 0)
+    .where('c.parent_id', 'in', topLevelQuery(db, { ...f, types: ['story'].filter((t) => !f.types || f.types.includes(t)) }).select('items.id'))
+    .executeTakeFirstOrThrow();
+  return (await countTopLevel(db, f)) + Number(children.n);
+}
+
+/** Live sub-items of the given stories, each story's by priority. */
+async function childrenOfStories(db: Db, parentIds: number[]): Promise<ItemRow[]> {
+  if (parentIds.length === 0) return [];
+  return db
+    .selectFrom('items')
+    .selectAll()
+    .where('parent_id', 'in', parentIds)
+    .where('archived', '=', 0)
+    .orderBy('parent_id')
+    .orderBy('status')
+    .orderBy('sort')
+    .orderBy('number')
+    .execute();
 }
 
 /**
- * One page of matching top-level items with each story followed by its sub-items (by priority);
- * offset and limit count both kinds of entries.
+ * One page of matching top-level items with each story followed by its live sub-items; offset
+ * and limit count both kinds of entries. Walks the top-level items in order, a chunk at a time,
+ * counting each story's sub-items, so a page costs what lies before it and no more.
  */
-export async function listWithChildren(
-  db: Db,
-  f: ItemFilter,
-  order: Order,
-  offset: number,
-  limit: number,
-): Promise<{ rows: ItemRow[]; total: number }> {
-  const keys = ORDER_KEYS[order];
-  const keyCols = keys.map((k) => sql.ref(`t.${k.column}`));
-  const keyNames = keys.map((_, i) => sql.raw(`k${i}`));
-  const top = topLevelQuery(db, f).select(['items.id', 'items.status', 'items.sort', 'items.number', 'items.created_at', 'items.last_modified', 'items.last_activity']);
-  const entries = sql`
-    select t.id as id, ${sql.join(keyCols.map((c, i) => sql`${c} as ${keyNames[i]}`))}, 0 as lvl, 0 as cs, 0 as cp, 0 as cn from top as t
-    union all
-    select c.id as id, ${sql.join(keyCols.map((c, i) => sql`${c} as ${keyNames[i]}`))}, 1 as lvl, c.status as cs, c.sort as cp, c.number as cn
-      from top as t join items as c on c.parent_id = t.id and c.archived = 0`;
-  const orderBy = sql.join([...keys.map((k, i) => sql`${keyNames[i]} ${sql.raw(k.dir)}`), sql`lvl asc, cs asc, cp asc, cn asc`]);
-  const [page, count] = await Promise.all([
-    sql<{ id: number }>`with top as ${top} select id from (${entries}) as e order by ${orderBy} limit ${limit} offset ${offset}`.execute(db),
-    sql<{ n: number }>`with top as ${top} select count(*) as n from (${entries}) as e`.execute(db),
-  ]);
-  const ids = page.rows.map((r) => Number(r.id));
-  const byId = new Map((await findItemsByIds(db, ids)).map((r) => [r.id, r]));
-  return { rows: ids.map((id) => byId.get(id)!), total: Number(count.rows[0]?.n ?? 0) };
+export async function listWithChildren(db: Db, f: ItemFilter, order: Order, offset: number, limit: number): Promise<ItemRow[]> {
+  const page: ItemRow[] = [];
+  let skip = offset;
+  const chunk = Math.max(100, limit);
+  for (let topOffset = 0; page.length < limit; topOffset += chunk) {
+    const tops = await listTopLevel(db, f, order, topOffset, chunk);
+    if (tops.length === 0) break;
+    const storyIds = tops.filter((t) => t.type === 'story').map((t) => t.id);
+    const childCounts = new Map<number, number>();
+    if (storyIds.length) {
+      const rows = await db
+        .selectFrom('items')
+        .select(['parent_id', (eb) => eb.fn.countAll<number>().as('n')])
+        .where('parent_id', 'in', storyIds)
+        .where('archived', '=', 0)
+        .groupBy('parent_id')
+        .execute();
+      for (const r of rows) childCounts.set(r.parent_id!, Number(r.n));
+    }
+    // The stories of this chunk the page reaches, with where in their group of entries it starts.
+    const reached: { top: ItemRow; from: number }[] = [];
+    let room = limit - page.length;
+    for (const top of tops) {
+      const size = 1 + (childCounts.get(top.id) ?? 0);
+      if (skip >= size) {
+        skip -= size;
+        continue;
+      }
+      reached.push({ top, from: skip });
+      room -= size - skip;
+      skip = 0;
+      if (room <= 0) break;
+    }
+    const children = await childrenOfStories(
+      db,
+      reached.filter((r) => childCounts.has(r.top.id)).map((r) => r.top.id),
+    );
+    const byParent = new Map<number, ItemRow[]>();
+    for (const c of children) (byParent.get(c.parent_id!) ?? byParent.set(c.parent_id!, []).get(c.parent_id!)!).push(c);
+    for (const { top, from } of reached) {
+      page.push(...[top, ...(byParent.get(top.id) ?? [])].slice(from, from + limit - page.length));
+      if (page.length >= limit) break;
+    }
+    if (tops.length < chunk) break;
+  }
+  return page;
 }
 
 /** A story's sub-items by priority; archived ones are left out. */

@@ -36,7 +36,7 @@ export async function itemRoutes(app: FastifyInstance): Promise<void> {
     { schema: { params: ProductParams, querystring: params(listFields), response: { 200: ItemListSchema } } },
     async (request, reply) => {
       const input = parseListItems(requestParams(request));
-      const { rows, total } = await listItems(app.db, request.scope, input);
+      const { rows, total } = await listItems(app.db, request.scope, input, app.listCounts);
       reply.header('X-Sprintly-Item-Count', String(total));
       return renderItems(app.db, request.scope.product, rows, urls);
     },

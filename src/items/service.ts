@@ -7,10 +7,13 @@ import { nowTimestamp } from '../time.js';
 import { findUserById } from '../users/repository.js';
 import type { CreateItemInput, ListItemsInput, ResortInput, UpdateItemInput, UserRef } from './input.js';
 import { isClosed, progressOnEntering, SORT_STEP, statusCode, statusName, storyTitle } from './model.js';
+import type { ListCounts } from './counts.js';
 import { presentItem, type ItemJson } from './present.js';
 import {
   addFollower,
   bottomSort,
+  countTopLevel,
+  countWithChildren,
   findItemByNumber,
   insertItem,
   lockItemByNumber,
@@ -62,9 +65,16 @@ async function parentStory(db: Db, productId: number, number: number): Promise<I
 }
 
 /**
- * Lists items as INTERFACE.md §7.1 describes. Throws 404 when assigned_to/created_by names no user.
+ * Lists items as INTERFACE.md §7.1 describes, with the total the query matches (remembered in
+ * `counts` while the product's items do not change). Throws 404 when assigned_to/created_by
+ * names no user.
  */
-export async function listItems(db: Db, scope: ProductScope, input: ListItemsInput): Promise<{ rows: ItemRow[]; total: number }> {
+export async function listItems(
+  db: Db,
+  scope: ProductScope,
+  input: ListItemsInput,
+  counts: ListCounts,
+): Promise<{ rows: ItemRow[]; total: number }> {
   const filter = {
     productId: scope.product.id,
     statuses: input.statuses.map(statusCode),
@@ -73,8 +83,11 @@ export async function listItems(db: Db, scope: ProductScope, input: ListItemsInp
     assignedTo: input.assignedTo ? await knownUser(db, 'assigned_to', input.assignedTo) : undefined,
     createdBy: input.createdBy ? await knownUser(db, 'created_by', input.createdBy) : undefined,
   };
-  const list = input.children ? listWithChildren : listTopLevel;
-  return list(db, filter, input.order, input.offset, input.limit);
+  const rows = await (input.children ? listWithChildren : listTopLevel)(db, filter, input.order, input.offset, input.limit);
+  const total = await counts.get(scope.product.id, scope.product.items_version, { ...filter, children: input.children }, () =>
+    (input.children ? countWithChildren : countTopLevel)(db, filter),
+  );
+  return { rows, total };
 }
 
 /** A story's sub-items by priority; 400 for any other type. */
@@ -132,8 +145,9 @@ export async function createItem(trx: Db, scope: ProductScope, input: CreateItem
  * change moves the item to the bottom of its new status and updates progress (§5).
  */
 export async function updateItem(trx: Db, scope: ProductScope, number: number, input: UpdateItemInput): Promise<ItemRow> {
-  // A status change takes a new position: positions of a product are handed out one at a time.
-  if (input.status !== undefined) await lockProduct(trx, scope.product.id);
+  // Product first, then the item: a status change takes a new position, and any change may move
+  // list totals.
+  await lockProduct(trx, scope.product.id, true);
   const item = await lockItemByNumber(trx, scope.product.id, number);
   if (!item) throw itemNotFound(number);
   const story = item.type === 'story';
@@ -193,6 +207,7 @@ export async function updateItem(trx: Db, scope: ProductScope, number: number, i
 
 /** DELETE on an item archives it; it can still be fetched and deployed. */
 export async function archiveItem(trx: Db, scope: ProductScope, number: number): Promise<ItemRow> {
+  await lockProduct(trx, scope.product.id, true);
   const item = await getItem(trx, scope, number);
   if (item.archived === 1) return item;
   const now = nowTimestamp();

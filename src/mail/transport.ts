@@ -58,19 +58,34 @@ export function emlTransport(dataDir: string): MailTransport {
 }
 
 /**
+ * Connection settings from an `smtp://` or `smtps://` URL. nodemailer reads a `url` option on its
+ * own, but then drops every other option (pool, timeouts), so the URL is taken apart here.
+ */
+export function smtpSettings(url: string) {
+  const u = new URL(url);
+  const secure = u.protocol === 'smtps:';
+  return {
+    host: u.hostname,
+    port: u.port ? Number(u.port) : secure ? 465 : 587,
+    secure,
+    auth: u.username ? { user: decodeURIComponent(u.username), pass: decodeURIComponent(u.password) } : undefined,
+  };
+}
+
+/**
  * SMTP through a pool of connections (`smtp://` or `smtps://`, credentials in the URL; STARTTLS
  * whenever the server offers it). Timeouts are short so a stuck server costs a retry, not a worker.
  */
 export function smtpTransport(url: string, maxConnections = 5): MailTransport {
   const transporter = nodemailer.createTransport({
-    url,
+    ...smtpSettings(url),
     pool: true,
     maxConnections,
     maxMessages: 1000,
     connectionTimeout: 10_000,
     greetingTimeout: 10_000,
     socketTimeout: 30_000,
-  } as nodemailer.TransportOptions);
+  });
   return {
     async send(mail) {
       await transporter.sendMail(mail);

@@ -4,7 +4,7 @@ import type { ProductRow, UserRow } from '../db/schema.js';
 export async function insertProduct(trx: Db, name: string, createdAt: string): Promise<ProductRow> {
   return trx
     .insertInto('products')
-    .values({ name, archived: 0, created_at: createdAt, last_number: 0 })
+    .values({ name, archived: 0, created_at: createdAt, last_number: 0, items_version: 0 })
     .returningAll()
     .executeTakeFirstOrThrow();
 }
@@ -71,12 +71,13 @@ export async function filterMembers(db: Db, productId: number, userIds: number[]
 
 /**
  * Hands out the next item number. The UPDATE takes the product row's write lock, so concurrent
- * creators in a product queue here and never see the same number.
+ * creators in a product queue here and never see the same number; it also moves the product's
+ * items version, since a new item changes list totals.
  */
 export async function allocateItemNumber(trx: Db, productId: number): Promise<number> {
   const row = await trx
     .updateTable('products')
-    .set((eb) => ({ last_number: eb('last_number', '+', 1) }))
+    .set((eb) => ({ last_number: eb('last_number', '+', 1), items_version: eb('items_version', '+', 1) }))
     .where('id', '=', productId)
     .returning('last_number')
     .executeTakeFirstOrThrow();
@@ -84,13 +85,14 @@ export async function allocateItemNumber(trx: Db, productId: number): Promise<nu
 }
 
 /**
- * Serializes changes to a product's positions: every writer that moves items takes the product
- * row's lock first (a no-op update), so two resorts cannot interleave.
+ * Serializes changes within a product: every writer that moves positions or changes items takes
+ * the product row's lock first (always before any item row, so writers never deadlock). With
+ * `itemsChanged`, the items version moves too: cached list totals of the product are void.
  */
-export async function lockProduct(trx: Db, productId: number): Promise<void> {
+export async function lockProduct(trx: Db, productId: number, itemsChanged = false): Promise<void> {
   await trx
     .updateTable('products')
-    .set((eb) => ({ last_number: eb.ref('last_number') }))
+    .set((eb) => ({ items_version: itemsChanged ? eb('items_version', '+', 1) : eb.ref('items_version') }))
     .where('id', '=', productId)
     .execute();
 }

@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import { idColumn } from '../dialect.js';
 
 // Frozen once released: later changes go into new migrations.
@@ -17,6 +17,7 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('archived', 'integer', (c) => c.notNull().defaultTo(0))
     .addColumn('created_at', 'text', (c) => c.notNull())
     .addColumn('last_number', 'integer', (c) => c.notNull().defaultTo(0))
+    .addColumn('items_version', 'integer', (c) => c.notNull().defaultTo(0))
     .execute();
 
   await db.schema
@@ -56,7 +57,23 @@ export async function up(db: Kysely<any>): Promise<void> {
     .execute();
   // One position per status: the database itself refuses two items at one place.
   await db.schema.createIndex('items_position').on('items').columns(['product_id', 'status', 'sort']).unique().execute();
-  await db.schema.createIndex('items_parent').on('items').columns(['parent_id']).execute();
+  await db.schema.createIndex('items_parent').on('items').columns(['parent_id', 'status', 'sort']).execute();
+  // Lists show live top-level items: partial indexes hold just those, in each order lists ask for,
+  // with the status alongside so the default status filter needs no row look-up.
+  const listed = (name: string, columns: string[]) =>
+    db.schema
+      .createIndex(name)
+      .on('items')
+      .columns(columns)
+      .where(sql.ref('archived'), '=', 0)
+      .where(sql.ref('parent_id'), 'is', null)
+      .execute();
+  await listed('items_listed_priority', ['product_id', 'status', 'sort']);
+  await listed('items_listed_created', ['product_id', 'created_at', 'number', 'status']);
+  await listed('items_listed_modified', ['product_id', 'last_modified', 'number', 'status']);
+  await listed('items_listed_activity', ['product_id', 'last_activity', 'number', 'status']);
+  await listed('items_listed_assigned', ['product_id', 'assigned_to_id', 'status', 'sort']);
+  await listed('items_listed_creator', ['product_id', 'created_by_id', 'status', 'sort']);
   await db.schema.createIndex('items_assigned').on('items').columns(['assigned_to_id']).execute();
   await db.schema.createIndex('items_created_by').on('items').columns(['created_by_id']).execute();
 

@@ -1,0 +1,111 @@
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { openDatabase } from '../src/db/connection.js';
+import { createProduct } from '../src/products/service.js';
+import { insertMembership } from '../src/products/repository.js';
+import { createUser } from '../src/users/service.js';
+import { basic, tempDir } from './helpers.js';
+import { startServer, stopAll, waitFor, type Server } from './processes.js';
+import { SmtpSink } from './smtp-sink.js';
+import { databaseOptionsFor } from './storage.js';
+
+// Two server processes on one database (the SQLite file, or one PostgreSQL schema in the
+// PostgreSQL run), as several instances behind a load balancer, with one mail server.
+const dataDir = tempDir();
+let sink: SmtpSink;
+let servers: Server[] = [];
+let owner: { email: string; key: string };
+const followers: { email: string; key: string }[] = [];
+let productId: number;
+
+before(async () => {
+  const db = await openDatabase(await databaseOptionsFor(dataDir));
+  const made = await db.transaction().execute((trx) => createUser(trx, { email: 'owner@example.com', firstName: 'Owen', lastName: 'Owner' }));
+  owner = { email: made.user.email, key: made.apiKey };
+  productId = (await db.transaction().execute((trx) => createProduct(trx, made.user, 'Scaled'))).id;
+  for (let i = 0; i < 6; i++) {
+    const f = await db.transaction().execute((trx) => createUser(trx, { email: `f${i}@example.com`, firstName: 'F', lastName: String(i) }));
+    await insertMembership(db, productId, f.user.id, false, '2026-01-01T00:00:00+00:00');
+    followers.push({ email: f.user.email, key: f.apiKey });
+  }
+  await db.destroy();
+  sink = await SmtpSink.create();
+  servers = await Promise.all(
+    [0, 1].map(() => startServer({ dataDir, env: { SMTP_URL: sink.url, LOG_LEVEL: 'info', MAIL_DOMAIN: 'items.shiplog.test' } })),
+  );
+});
+
+after(async () => {
+  await stopAll();
+  await sink?.stop();
+});
+
+async function call(i: number, who: { email: string; key: string }, method: string, path: string, form?: Record<string, string>) {
+  const res = await fetch(`http://127.0.0.1:${servers[i % 2].port}/api/products/${productId}${path}`, {
+    method,
+    headers: { authorization: basic(who.email, who.key), ...(form ? { 'content-type': 'application/x-www-form-urlencoded' } : {}) },
+    body: form ? new URLSearchParams(form).toString() : undefined,
+  });
+  return { status: res.status, body: (await res.json()) as any };
+}
+
+test('200 parallel creates through both instances give 200 distinct numbers and positions', async () => {
+  const results = await Promise.all(
+    Array.from({ length: 200 }, (_, i) => call(i, owner, 'POST', '/items.json', { type: 'task', title: `Item ${i}` })),
+  );
+  for (const r of results) assert.equal(r.status, 200, JSON.stringify(r.body));
+  assert.deepEqual(
+    results.map((r) => r.body.number).sort((a, b) => a - b),
+    Array.from({ length: 200 }, (_, i) => i + 1),
+  );
+  assert.equal(new Set(results.map((r) => r.body.sort)).size, 200);
+});
+
+test('concurrent resorts through both instances never leave two items of a status at one position', async () => {
+  const results = await Promise.all(
+    Array.from({ length: 120 }, (_, i) => {
+      const moved = 2 + ((i * 37) % 150);
+      const anchor: Record<string, string> = i % 3 === 0 ? { before: '1' } : i % 3 === 1 ? { after: '200' } : { before: String(151 + (i % 40)) };
+      return call(i, owner, 'POST', `/items/${moved}/resort.json`, anchor);
+    }),
+  );
+  for (const r of results) assert.equal(r.status, 200, JSON.stringify(r.body));
+  const list = await call(0, owner, 'GET', '/items.json?limit=500');
+  const sorts = list.body.map((item: { sort: number }) => item.sort);
+  assert.equal(list.body.length, 200);
+  assert.equal(new Set(sorts).size, 200, 'every position distinct');
+  assert.deepEqual([...sorts].sort((a: number, b: number) => a - b), sorts, 'listed in position order');
+});
+
+test('concurrent deploys: one message per follower per deploy, delivered once by the workers of both instances', async () => {
+  const numbers: string[] = [];
+  for (const [i, f] of followers.entries()) {
+    const item = await call(i, f, 'POST', '/items.json', { type: 'task', title: `Followed by ${f.email}` });
+    numbers.push(String(item.body.number));
+  }
+  const deploys = await Promise.all(
+    Array.from({ length: 20 }, (_, i) => call(i, owner, 'POST', '/deploys.json', { environment: 'production', numbers: numbers.join(','), version: `1.0.${i}` })),
+  );
+  for (const d of deploys) assert.equal(d.status, 200, JSON.stringify(d.body));
+  const expected = 20 * followers.length;
+
+  await waitFor(`${expected} messages at the mail server`, () => sink.counts().size >= expected, 30_000);
+  // Let any second delivery of the same message show up before counting.
+  await new Promise((resolve) => setTimeout(resolve, 1500));
+  assert.equal(sink.counts().size, expected);
+  assert.deepEqual([...sink.duplicates()], [], 'no message delivered twice');
+  for (const f of followers) assert.equal(sink.to(f.email).length, 20, f.email);
+  assert.equal(sink.to(owner.email).length, 0, 'the deployer gets none');
+
+  const db = await openDatabase(await databaseOptionsFor(dataDir));
+  try {
+    const rows = await db.selectFrom('outbox').select(['deploy_id', 'user_id', 'status']).execute();
+    assert.equal(rows.length, expected);
+    assert.equal(new Set(rows.map((r) => `${r.deploy_id}:${r.user_id}`)).size, expected, 'one row per follower per deploy');
+    assert.ok(rows.every((r) => r.status === 'sent'));
+  } finally {
+    await db.destroy();
+  }
+  const deliveredLines = servers.map((s) => s.stdout().split('\n').filter((l) => l.includes('"mail delivered"')).length);
+  assert.equal(deliveredLines[0] + deliveredLines[1], expected, `each message delivered by exactly one worker (${deliveredLines.join(' + ')})`);
+});
