@@ -4,6 +4,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { after, test } from 'node:test';
 import { openDatabase, type Db } from '../src/db/connection.js';
+import { databaseOptionsFor } from './storage.js';
 import type { ItemRow } from '../src/db/schema.js';
 import { createItem } from '../src/items/service.js';
 import { DEFAULT_WORKER_OPTIONS } from '../src/mail/worker.js';
@@ -84,7 +85,7 @@ async function mailCounts(server: Server): Promise<Record<string, number>> {
 
 test('SIGKILL while 1,000 messages are being delivered: after a restart all arrive, repeats only among the batch in flight', { timeout: 180_000 }, async (t) => {
   const dataDir = fs.mkdtempSync(path.join(root, 'data-'));
-  db = await openDatabase({ dataDir });
+  db = await openDatabase(await databaseOptionsFor(dataDir));
   const { deployer, product, users } = await seed(db);
 
   // Slow enough that the kill lands in the middle of the run, not after it.

@@ -8,6 +8,7 @@ import type { OutboxRow } from '../src/db/schema.js';
 import { mailStatus, retryMail } from '../src/mail/service.js';
 import { client, makeApp, makeItem, makeProduct, makeUser, type TestContext, type TestUser } from './helpers.js';
 import { cleanEnv } from './processes.js';
+import { storageEnv } from './storage.js';
 import { SmtpSink } from './smtp-sink.js';
 
 const CLI = fileURLToPath(new URL('../bin/shiplog.js', import.meta.url));
@@ -75,12 +76,13 @@ async function health(): Promise<{ status: string; database: string; mail: Recor
   return res.json();
 }
 
-function shiplog(...args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+async function shiplog(...args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
   assert.ok(fs.existsSync(BUILT_CLI), 'the command line is not built: run "npm run build" first');
+  const env = cleanEnv(await storageEnv(t.dataDir));
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [CLI, ...args], {
       cwd: t.dataDir,
-      env: cleanEnv({ DATA_DIR: t.dataDir }),
+      env,
       stdio: ['ignore', 'pipe', 'pipe'],
       timeout: 20_000,
     });
