@@ -1,47 +1,24 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
 import { buildApp } from '../src/app.js';
 import { loadConfig } from '../src/config.js';
 import { openDatabase } from '../src/db/connection.js';
 import { basic, tempDir } from './helpers.js';
-import { cleanEnv, startServer, stopAll } from './processes.js';
+import { runCli, startServer, stopAll, type CliRun } from './processes.js';
 import { databaseOptionsFor, storageEnv } from './storage.js';
 
-const CLI = fileURLToPath(new URL('../bin/shiplog.js', import.meta.url));
 const KEY_PATTERN = /^[A-Za-z0-9]{32}$/;
 
 // One removal hook for the whole file; each test takes a fresh data directory inside it.
 const root = tempDir('shiplog-cli-test-');
 const newDataDir = (): string => fs.mkdtempSync(path.join(root, 'data-'));
 
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
+type Run = CliRun;
 
-/** Runs the admin command line on `dataDir`; a hung run is killed rather than stalling the suite. */
-async function shiplog(dataDir: string, ...args: string[]): Promise<Run> {
-  const env = cleanEnv(await storageEnv(dataDir));
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, ...args], {
-      cwd: dataDir,
-      env,
-      stdio: ['ignore', 'pipe', 'pipe'],
-      timeout: 20_000,
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
-    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
+/** Runs the admin command line on `dataDir`. */
+const shiplog = (dataDir: string, ...args: string[]): Promise<Run> => runCli(args, { dataDir });
 
 /** Runs a command that must succeed and returns its trimmed output. */
 async function ok(dataDir: string, ...args: string[]): Promise<string> {

@@ -136,3 +136,33 @@ export async function stopProcess(child: ChildProcess): Promise<void> {
 export async function stopAll(): Promise<void> {
   await Promise.all([...running].map(stopProcess));
 }
+
+const CLI = fileURLToPath(new URL('../bin/shiplog.js', import.meta.url));
+
+export interface CliRun {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/**
+ * Runs the admin command line with only the given settings (plus the storage of `dataDir` when
+ * given); a hung run is killed rather than stalling the suite.
+ */
+export async function runCli(args: string[], options: { dataDir?: string; env?: Record<string, string>; cwd?: string; timeoutMs?: number } = {}): Promise<CliRun> {
+  const env = cleanEnv({ ...(options.dataDir ? await storageEnv(options.dataDir) : {}), ...options.env });
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [CLI, ...args], {
+      cwd: options.cwd ?? options.dataDir ?? os.tmpdir(),
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      timeout: options.timeoutMs ?? 20_000,
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}

@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -7,11 +6,9 @@ import { after, before, describe, test } from 'node:test';
 import type { OutboxRow } from '../src/db/schema.js';
 import { mailStatus, retryMail } from '../src/mail/service.js';
 import { client, makeApp, makeItem, makeProduct, makeUser, type TestContext, type TestUser } from './helpers.js';
-import { cleanEnv } from './processes.js';
-import { storageEnv } from './storage.js';
+import { runCli, type CliRun } from './processes.js';
 import { SmtpSink } from './smtp-sink.js';
 
-const CLI = fileURLToPath(new URL('../bin/shiplog.js', import.meta.url));
 const BUILT_CLI = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
 const MAIL_FROM = 'Rocket Deploys <deploys@shiplog.test>';
 // A stuck delivery round fails its test instead of stalling the file.
@@ -76,23 +73,9 @@ async function health(): Promise<{ status: string; database: string; mail: Recor
   return res.json();
 }
 
-async function shiplog(...args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+async function shiplog(...args: string[]): Promise<CliRun> {
   assert.ok(fs.existsSync(BUILT_CLI), 'the command line is not built: run "npm run build" first');
-  const env = cleanEnv(await storageEnv(t.dataDir));
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, ...args], {
-      cwd: t.dataDir,
-      env,
-      stdio: ['ignore', 'pipe', 'pipe'],
-      timeout: 20_000,
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
-    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
+  return runCli(args, { dataDir: t.dataDir });
 }
 
 describe('deploy email over SMTP: failures', () => {

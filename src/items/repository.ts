@@ -219,8 +219,8 @@ export async function countWithChildren(db: Db, f: ItemFilter): Promise<number> 
   return (await countTopLevel(db, f)) + Number(children.n);
 }
 
-/** Live sub-items of the given stories, each story's by priority. */
-async function childrenOfStories(db: Db, parentIds: number[]): Promise<ItemRow[]> {
+/** Live (not archived) sub-items of the given stories, each story's by priority. */
+export async function listChildren(db: Db, parentIds: number[]): Promise<ItemRow[]> {
   if (parentIds.length === 0) return [];
   return db
     .selectFrom('items')
@@ -272,7 +272,7 @@ export async function listWithChildren(db: Db, f: ItemFilter, order: Order, offs
       skip = 0;
       if (room <= 0) break;
     }
-    const children = await childrenOfStories(
+    const children = await listChildren(
       db,
       reached.filter((r) => childCounts.has(r.top.id)).map((r) => r.top.id),
     );
@@ -287,18 +287,6 @@ export async function listWithChildren(db: Db, f: ItemFilter, order: Order, offs
   return page;
 }
 
-/** A story's sub-items by priority; archived ones are left out. */
-export async function listChildren(db: Db, parentId: number): Promise<ItemRow[]> {
-  return db
-    .selectFrom('items')
-    .selectAll()
-    .where('parent_id', '=', parentId)
-    .where('archived', '=', 0)
-    .orderBy('status')
-    .orderBy('sort')
-    .orderBy('number')
-    .execute();
-}
 
 export interface Deployment {
   environment: string;

@@ -94,7 +94,7 @@ export async function listItems(
 export async function childrenOf(db: Db, scope: ProductScope, number: number): Promise<ItemRow[]> {
   const item = await getItem(db, scope, number);
   if (item.type !== 'story') throw new BadRequestError('Only stories have sub-items.');
-  return listChildren(db, item.id);
+  return listChildren(db, [item.id]);
 }
 
 /**

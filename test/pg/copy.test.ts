@@ -1,28 +1,14 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { after, before, test } from 'node:test';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
 import { openDatabase, type Db } from '../../src/db/connection.js';
 import { client, makeItem, makeProduct, makeUser, tempDir, type TestUser } from '../helpers.js';
-import { cleanEnv } from '../processes.js';
+import { runCli } from '../processes.js';
 import { databaseUrlFor } from '../storage.js';
 
-const CLI = fileURLToPath(new URL('../../bin/shiplog.js', import.meta.url));
-
-function shiplog(env: Record<string, string>, ...args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, ...args], { env: cleanEnv(env), stdio: ['ignore', 'pipe', 'pipe'], timeout: 60_000 });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (c: string) => (stdout += c));
-    child.stderr.setEncoding('utf8').on('data', (c: string) => (stderr += c));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
+const shiplog = (env: Record<string, string>, ...args: string[]) => runCli(args, { env, timeoutMs: 60_000 });
 
 /** An app on an explicit database, for reading the source (SQLite) and the target (PostgreSQL) alike. */
 async function appOn(dataDir: string, databaseUrl?: string): Promise<{ app: FastifyInstance; db: Db }> {
