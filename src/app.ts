@@ -60,13 +60,18 @@ function pathOnly(url: string): string {
   return rest.startsWith('/') ? rest : `/${rest}`;
 }
 
+/** URLs as logged: an unsubscribe token works as a credential, so it stays out of the logs. */
+function loggedUrl(url: string): string {
+  return url.replace(/^\/unsubscribe\/[^/?#]+/, '/unsubscribe/[token]');
+}
+
 /** One log line per request, written when it completes. */
 class RequestLine extends LogController {
   override incomingRequest(): void {}
   override routeNotFound(): void {}
   override requestCompleted(_error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
     request.log.info(
-      { method: request.method, url: request.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime) },
+      { method: request.method, url: loggedUrl(request.url), status: reply.statusCode, ms: Math.round(reply.elapsedTime) },
       'request',
     );
   }
@@ -113,7 +118,13 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     rewriteUrl: (req) => pathOnly(req.url ?? '/'),
     // Unsubscribe tokens (a Message-ID and its signature) are longer than the default 100.
     routerOptions: { maxParamLength: 1000 },
-    return503OnClosing: true,
+    // While shutting down, requests in flight and on open connections are still answered.
+    return503OnClosing: false,
+    // Errors Fastify meets before routing (a malformed URL) get the interface's shape too.
+    frameworkErrors: (error, _request, reply) => {
+      const status = error.statusCode && error.statusCode < 500 ? error.statusCode : 400;
+      void (reply as FastifyReply).code(status).send({ code: status, message: 'The request URL could not be read.' });
+    },
   });
 
   app.decorate('db', db);
@@ -132,8 +143,16 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   app.decorateRequest('scope', null as unknown as ProductScope);
 
   await app.register(formbody, { bodyLimit: BODY_LIMIT });
-  app.addContentTypeParser('*', (_request, _payload, done) =>
-    done(new BadRequestError('Send parameters as application/x-www-form-urlencoded or application/json.'), undefined),
+  // An empty body carries no parameters, whatever its declared type (they may all be in the query).
+  const json = app.getDefaultJsonParser('error', 'error');
+  app.removeContentTypeParser(['application/json', 'text/plain']);
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) =>
+    body === '' ? done(null, {}) : json(request, body as string, done),
+  );
+  app.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, body, done) =>
+    (body as Buffer).length === 0
+      ? done(null, {})
+      : done(new BadRequestError('Send parameters as application/x-www-form-urlencoded or application/json.'), undefined),
   );
 
   app.setErrorHandler((error, request, reply) => {

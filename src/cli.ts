@@ -77,8 +77,10 @@ const COMMANDS: Record<string, Command> = {
     positionals: ['PRODUCT_ID', 'EMAIL'],
     async run(db, [productId, email], v) {
       if (!/^\d+$/.test(productId)) throw new UsageError(`PRODUCT_ID must be a number, got "${productId}".`);
-      const product = await db.transaction().execute((trx) => addMemberByEmail(trx, Number(productId), email, v.admin === true));
-      return `${email.trim().toLowerCase()} is now ${v.admin ? 'an admin' : 'a member'} of product ${product.id} (${product.name}).`;
+      const { product, admin } = await db
+        .transaction()
+        .execute((trx) => addMemberByEmail(trx, Number(productId), email, v.admin === true ? true : undefined));
+      return `${email.trim().toLowerCase()} is ${admin ? 'an admin' : 'a member'} of product ${product.id} (${product.name}).`;
     },
   },
   copy: {

@@ -58,7 +58,7 @@ function parseSmtpUrl(raw: string): string {
   try {
     url = new URL(raw);
   } catch {
-    throw new ConfigError(`SMTP_URL must be a URL such as smtp://user:password@mail.example.com:587, got "${raw}".`);
+    throw new ConfigError('SMTP_URL must be a URL such as smtp://user:password@mail.example.com:587.');
   }
   if (url.protocol !== 'smtp:' && url.protocol !== 'smtps:') {
     throw new ConfigError(`SMTP_URL must start with smtp:// or smtps://, got "${url.protocol}//".`);
@@ -71,7 +71,7 @@ export function parseDatabaseUrl(raw: string): string {
   try {
     url = new URL(raw);
   } catch {
-    throw new ConfigError(`DATABASE_URL must be a URL such as postgres://user:password@host:5432/shiplog, got "${raw}".`);
+    throw new ConfigError('DATABASE_URL must be a URL such as postgres://user:password@host:5432/shiplog.');
   }
   if (url.protocol !== 'postgres:' && url.protocol !== 'postgresql:') {
     throw new ConfigError(`DATABASE_URL must start with postgres:// or postgresql://, got "${url.protocol}//".`);
@@ -129,7 +129,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     mailFrom,
     logLevel,
     smtpUrl,
-    mailLeaseSeconds: positive('MAIL_LEASE_SECONDS', 60),
+    mailLeaseSeconds: positive('MAIL_LEASE_SECONDS', 120),
     databaseUrl: env.DATABASE_URL ? parseDatabaseUrl(env.DATABASE_URL) : undefined,
     pgPoolMax: positive('PG_POOL_MAX', 10),
     pgStatementTimeoutMs: positive('PG_STATEMENT_TIMEOUT_MS', 5000),

@@ -63,18 +63,6 @@ export class GoneError extends AppError {
   }
 }
 
-export class ServiceUnavailableError extends AppError {
-  constructor(message: string) {
-    super(503, message);
-  }
-}
-
-export class PayloadTooLargeError extends AppError {
-  constructor() {
-    super(413, 'The request body is larger than 1 MiB.');
-  }
-}
-
 export const productNotFound = () => new NotFoundError('No product with that id.');
 export const itemNotFound = (n: number | string) => new NotFoundError(`No item number ${n} in this product.`);
 export const userNotFound = (param: string) =>

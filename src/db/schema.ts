@@ -1,6 +1,13 @@
 import type { Generated, Insertable, Selectable, Updateable } from 'kysely';
 
 /**
+ * Ids and item numbers are 32-bit integers in storage (PostgreSQL `integer`/`serial`). A larger
+ * number from a client names nothing, and is answered as such without asking the database.
+ */
+export const MAX_ID = 2_147_483_647;
+export const storableId = (n: number): boolean => Number.isInteger(n) && n >= 0 && n <= MAX_ID;
+
+/**
  * Table types. Portable column types only: integers, text, and integer 0/1 for booleans;
  * timestamps are ISO 8601 text in UTC with second precision (they sort as text).
  */

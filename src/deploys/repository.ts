@@ -1,3 +1,4 @@
+import { inChunks } from '../db/chunks.js';
 import type { Db } from '../db/connection.js';
 import type { DeployRow, ItemRow } from '../db/schema.js';
 
@@ -61,15 +62,16 @@ export async function listDeploys(
 /** The items of each deploy, by deploy id, in ascending number order. */
 export async function itemsOfDeploys(db: Db, deployIds: number[]): Promise<Map<number, ItemRow[]>> {
   const result = new Map<number, ItemRow[]>(deployIds.map((id) => [id, []]));
-  if (deployIds.length === 0) return result;
-  const rows = await db
-    .selectFrom('deploy_items')
-    .innerJoin('items', 'items.id', 'deploy_items.item_id')
-    .selectAll('items')
-    .select('deploy_items.deploy_id')
-    .where('deploy_items.deploy_id', 'in', deployIds)
-    .orderBy('items.number')
-    .execute();
+  const rows = await inChunks(deployIds, (chunk) =>
+    db
+      .selectFrom('deploy_items')
+      .innerJoin('items', 'items.id', 'deploy_items.item_id')
+      .selectAll('items')
+      .select('deploy_items.deploy_id')
+      .where('deploy_items.deploy_id', 'in', chunk)
+      .orderBy('items.number')
+      .execute(),
+  );
   for (const { deploy_id, ...item } of rows) result.get(deploy_id)!.push(item);
   return result;
 }

@@ -5,7 +5,7 @@ import { BadRequestError, ForbiddenError, UnprocessableError, ValidationError } 
 import { asList, asText, invalid, asInteger, type ParamValue } from '../http/params.js';
 import { findItemsByNumbers, followersOf, touchActivity } from '../items/repository.js';
 import { renderItems } from '../items/service.js';
-import { mailbox, renderDeployEmail } from '../mail/deploy-email.js';
+import { deployEmailRenderer, mailbox } from '../mail/deploy-email.js';
 import { enqueueMessages } from '../mail/outbox.js';
 import type { ProductScope, Urls } from '../scope.js';
 import { formatTimestamp, nowTimestamp } from '../time.js';
@@ -15,6 +15,9 @@ import { findUsersByIds } from '../users/repository.js';
 import { lockProduct } from '../products/repository.js';
 import { presentDeploy, type DeployJson } from './present.js';
 import { findDeployByKey, insertDeploy, itemsOfDeploys, listDeploys, recordDeployedItems } from './repository.js';
+
+/** Items one deploy may name: far more than any release, few enough for one transaction. */
+export const MAX_DEPLOY_ITEMS = 1000;
 
 export interface DeployInput {
   environment: string;
@@ -31,6 +34,7 @@ export function parseDeploy(p: Record<string, ParamValue>): DeployInput {
     throw new ForbiddenError('Both environment and numbers are required to record a deploy.');
   }
   const numbers = rawNumbers.map((n) => (/^\d+$/.test(n) ? asInteger('numbers', n)! : invalid('numbers', `"${n}" is not an item number`)));
+  if (new Set(numbers).size > MAX_DEPLOY_ITEMS) invalid('numbers', `at most ${MAX_DEPLOY_ITEMS} items per deploy`);
   return {
     environment,
     numbers: [...new Set(numbers)].sort((a, b) => a - b),
@@ -100,13 +104,14 @@ export async function recordDeploy(
     (perFollower.get(f.user_id) ?? perFollower.set(f.user_id, []).get(f.user_id)!).push(byId.get(f.item_id)!);
   }
   const recipients = await findUsersByIds(trx, [...perFollower.keys()]);
+  const render = deployEmailRenderer(scope.product, deploy, scope.user, urls);
   const retryUntil = formatTimestamp(new Date(Date.parse(now) + RETRY_WINDOW_MS));
   await enqueueMessages(
     trx,
     recipients.map((user) => {
       const mine = perFollower.get(user.id)!.sort((a, b) => a.number - b.number);
       const messageId = `<deploy-${deploy.id}-${user.id}.${crypto.randomBytes(6).toString('hex')}@${urls.mailDomain}>`;
-      const mail = renderDeployEmail(scope.product, deploy, scope.user, mine, urls, links.url(messageId));
+      const mail = render(mine, links.url(messageId));
       return {
         deploy_id: deploy.id,
         user_id: user.id,

@@ -16,6 +16,8 @@ import {
   INPUT_STATUSES,
   ITEM_TYPES,
   LIMITS,
+  MAX_TAG_FILTER,
+  MAX_TAGS,
   ORDERS,
   SCORES,
   STATUSES,
@@ -61,13 +63,15 @@ function userRef(name: string, raw: ParamValue): UserRef {
   return /^\d+$/.test(s) && Number.isSafeInteger(Number(s)) ? { id: Number(s) } : { invalid: true };
 }
 
-function tagList(value: ParamValue): string[] | undefined {
+function tagList(value: ParamValue, max: number): string[] | undefined {
   const list = asList('tags', value);
   if (list === undefined) return undefined;
   for (const tag of list) {
     if ([...tag].length > LIMITS.tag) throw new ValidationError({ tags: `each tag must be at most ${LIMITS.tag} characters` });
   }
-  return [...new Set(list)];
+  const tags = [...new Set(list)];
+  if (tags.length > max) throw new ValidationError({ tags: `at most ${max} tags` });
+  return tags;
 }
 
 /** `parent`: a number, or null to detach (empty value or JSON null). */
@@ -77,7 +81,7 @@ function parentRef(raw: ParamValue): number | null | undefined {
   const s = asString('parent', value);
   if (s === undefined) return undefined;
   if (s.trim() === '') return null;
-  return asInteger('parent', s, 1);
+  return asInteger('parent', s);
 }
 
 function required(name: string, value: string | undefined): string | undefined {
@@ -109,7 +113,7 @@ export function parseListItems(p: Params): ListItemsInput {
       order: field(() => asEnum('order_by', p.order_by, ORDERS)) ?? 'priority',
       assignedTo: userRef('assigned_to', p.assigned_to),
       createdBy: userRef('created_by', p.created_by),
-      tags: field(() => tagList(p.tags)),
+      tags: field(() => tagList(p.tags, MAX_TAG_FILTER)),
       children: field(() => asBoolean('children', p.children)) ?? false,
     };
   });
@@ -152,7 +156,7 @@ export function parseCreateItem(p: Params): CreateItemInput {
       closeReason: field(() => asEnum('close_reason', p.close_reason, CLOSE_REASONS)),
       assignedTo: userRef('assigned_to', p.assigned_to),
       createdBy: userRef('created_by', p.created_by),
-      tags: field(() => tagList(p.tags)) ?? [],
+      tags: field(() => tagList(p.tags, MAX_TAGS)) ?? [],
       parent: field(() => parentRef(p.parent)),
     };
     if (story && input.parent != null) field(() => { throw new ValidationError({ parent: 'a story cannot have a parent' }); });
@@ -186,7 +190,7 @@ export function parseUpdateItem(p: Params): UpdateItemInput {
     status: field(() => asEnum('status', p.status, INPUT_STATUSES)),
     closeReason: field(() => asEnum('close_reason', p.close_reason, CLOSE_REASONS)),
     assignedTo: userRef('assigned_to', p.assigned_to),
-    tags: field(() => tagList(p.tags)),
+    tags: field(() => tagList(p.tags, MAX_TAGS)),
     parent: field(() => parentRef(p.parent)),
   }));
 }
@@ -198,8 +202,8 @@ export interface ResortInput {
 
 export function parseResort(p: Params): ResortInput {
   const input = collect((field) => ({
-    before: field(() => asInteger('before', p.before, 1)),
-    after: field(() => asInteger('after', p.after, 1)),
+    before: field(() => asInteger('before', p.before)),
+    after: field(() => asInteger('after', p.after)),
   }));
   if (input.before === undefined && input.after === undefined) {
     throw new ValidationError({ before: 'give before, after, or both' }, 'Give before or after: the item to place this one below or above.');

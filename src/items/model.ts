@@ -23,6 +23,9 @@ export type Order = (typeof ORDERS)[number];
 export const SORT_STEP = 65536;
 
 export const LIMITS = { title: 255, who: 255, what: 255, why: 255, description: 65535, tag: 64 } as const;
+/** How many tags an item may carry, and a list may filter by. */
+export const MAX_TAGS = 100;
+export const MAX_TAG_FILTER = 50;
 
 export const isClosed = (s: Status): boolean => s === 'completed' || s === 'accepted';
 

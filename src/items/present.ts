@@ -4,6 +4,7 @@ import { presentProductSummary, ProductSummarySchema } from '../products/present
 import { presentUser, UserSchema } from '../users/present.js';
 import { statusName } from './model.js';
 import type { ItemRelations } from './repository.js';
+import type { Urls } from '../scope.js';
 
 const Timestamp = Type.String();
 
@@ -56,12 +57,7 @@ export const ItemSchema: TObject = Type.Object({ ...itemFields, parent: Type.Opt
 export const ItemListSchema = Type.Array(ItemSchema);
 export type ItemJson = Static<typeof ParentItemSchema> & { parent?: Static<typeof ParentItemSchema> };
 
-export interface ItemUrls {
-  publicUrl: string;
-  mailDomain: string;
-}
-
-function presentOwnFields(row: ItemRow, rel: ItemRelations, urls: ItemUrls): ItemJson {
+function presentOwnFields(row: ItemRow, rel: ItemRelations, urls: Urls): ItemJson {
   const status = statusName(row.status);
   const item: ItemJson = {
     number: row.number,
@@ -98,7 +94,7 @@ function presentOwnFields(row: ItemRow, rel: ItemRelations, urls: ItemUrls): Ite
 }
 
 /** An item row and its relations -> the one item shape of INTERFACE.md §4.3. */
-export function presentItem(row: ItemRow, rel: ItemRelations, urls: ItemUrls): ItemJson {
+export function presentItem(row: ItemRow, rel: ItemRelations, urls: Urls): ItemJson {
   const item = presentOwnFields(row, rel, urls);
   if (row.parent_id !== null) {
     const parent = rel.parents.get(row.parent_id);

@@ -1,9 +1,12 @@
 import { sql } from 'kysely';
+import { inChunks } from '../db/chunks.js';
+import { findUsersByIds } from '../users/repository.js';
 import type { Db } from '../db/connection.js';
-import type { ItemRow, ItemUpdate, NewItem, ProductRow, UserRow } from '../db/schema.js';
+import { storableId, type ItemRow, type ItemUpdate, type NewItem, type ProductRow, type UserRow } from '../db/schema.js';
 import { SORT_STEP, type Order } from './model.js';
 
 export async function findItemByNumber(db: Db, productId: number, number: number): Promise<ItemRow | undefined> {
+  if (!storableId(number)) return undefined;
   return db
     .selectFrom('items')
     .selectAll()
@@ -12,21 +15,8 @@ export async function findItemByNumber(db: Db, productId: number, number: number
     .executeTakeFirst();
 }
 
-/**
- * The item, locked for the rest of the transaction (a no-op UPDATE takes the row lock), as it
- * stands once the lock is held: concurrent changes of one item apply one after the other.
- */
-export async function lockItemByNumber(trx: Db, productId: number, number: number): Promise<ItemRow | undefined> {
-  return trx
-    .updateTable('items')
-    .set((eb) => ({ number: eb.ref('number') }))
-    .where('product_id', '=', productId)
-    .where('number', '=', number)
-    .returningAll()
-    .executeTakeFirst();
-}
-
-export async function findItemsByNumbers(db: Db, productId: number, numbers: number[]): Promise<ItemRow[]> {
+export async function findItemsByNumbers(db: Db, productId: number, requested: number[]): Promise<ItemRow[]> {
+  const numbers = requested.filter(storableId);
   if (numbers.length === 0) return [];
   return db
     .selectFrom('items')
@@ -38,8 +28,7 @@ export async function findItemsByNumbers(db: Db, productId: number, numbers: num
 }
 
 export async function findItemsByIds(db: Db, ids: number[]): Promise<ItemRow[]> {
-  if (ids.length === 0) return [];
-  return db.selectFrom('items').selectAll().where('id', 'in', [...new Set(ids)]).execute();
+  return inChunks([...new Set(ids)], (chunk) => db.selectFrom('items').selectAll().where('id', 'in', chunk).execute());
 }
 
 export async function insertItem(trx: Db, item: NewItem): Promise<ItemRow> {
@@ -100,6 +89,11 @@ export async function renumberStatus(trx: Db, productId: number, status: number)
   for (const [i, row] of rows.entries()) {
     await trx.updateTable('items').set({ sort: top + i * SORT_STEP }).where('id', '=', row.id).execute();
   }
+}
+
+export async function findTags(db: Db, itemId: number): Promise<string[]> {
+  const rows = await db.selectFrom('item_tags').select('tag').where('item_id', '=', itemId).orderBy('position').execute();
+  return rows.map((r) => r.tag);
 }
 
 export async function replaceTags(trx: Db, itemId: number, tags: string[]): Promise<void> {
@@ -210,13 +204,16 @@ export async function countTopLevel(db: Db, f: ItemFilter): Promise<number> {
 
 /** How many entries a list with sub-items has: the matching top-level items and their live sub-items. */
 export async function countWithChildren(db: Db, f: ItemFilter): Promise<number> {
+  const topLevel = await countTopLevel(db, f);
+  // Only stories have sub-items: a list of other types has none to add.
+  if (f.types?.length && !f.types.includes('story')) return topLevel;
   const children = await db
     .selectFrom('items as c')
     .select((eb) => eb.fn.countAll<number>().as('n'))
     .where('c.archived', '=', 0)
-    .where('c.parent_id', 'in', topLevelQuery(db, { ...f, types: ['story'].filter((t) => !f.types || f.types.includes(t)) }).select('items.id'))
+    .where('c.parent_id', 'in', topLevelQuery(db, { ...f, types: ['story'] }).select('items.id'))
     .executeTakeFirstOrThrow();
-  return (await countTopLevel(db, f)) + Number(children.n);
+  return topLevel + Number(children.n);
 }
 
 /** Live (not archived) sub-items of the given stories, each story's by priority. */
@@ -311,18 +308,18 @@ export async function loadRelations(db: Db, product: ProductRow, rows: ItemRow[]
   const ids = [...new Set(all.map((r) => r.id))];
   const userIds = [...new Set(all.flatMap((r) => (r.assigned_to_id ? [r.created_by_id, r.assigned_to_id] : [r.created_by_id])))];
   const [users, tags, deployments] = await Promise.all([
-    userIds.length ? db.selectFrom('users').selectAll().where('id', 'in', userIds).execute() : [],
-    ids.length
-      ? db.selectFrom('item_tags').select(['item_id', 'tag']).where('item_id', 'in', ids).orderBy('item_id').orderBy('position').execute()
-      : [],
-    ids.length
-      ? db
-          .selectFrom('item_deployments')
-          .select(['item_id', 'environment', 'version', 'deployed_at', 'deploy_id'])
-          .where('item_id', 'in', ids)
-          .orderBy('deploy_id', 'desc')
-          .execute()
-      : [],
+    findUsersByIds(db, userIds),
+    inChunks(ids, (chunk) =>
+      db.selectFrom('item_tags').select(['item_id', 'tag']).where('item_id', 'in', chunk).orderBy('item_id').orderBy('position').execute(),
+    ),
+    inChunks(ids, (chunk) =>
+      db
+        .selectFrom('item_deployments')
+        .select(['item_id', 'environment', 'version', 'deployed_at', 'deploy_id'])
+        .where('item_id', 'in', chunk)
+        .orderBy('deploy_id', 'desc')
+        .execute(),
+    ),
   ]);
   const tagMap = new Map<number, string[]>();
   for (const t of tags) (tagMap.get(t.item_id) ?? tagMap.set(t.item_id, []).get(t.item_id)!).push(t.tag);

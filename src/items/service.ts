@@ -1,7 +1,7 @@
 import type { Db } from '../db/connection.js';
 import type { ItemRow, ItemUpdate, ProductRow } from '../db/schema.js';
 import { BadRequestError, itemNotFound, NotFoundError, userNotFound, ValidationError } from '../errors.js';
-import { allocateItemNumber, filterMembers, lockProduct } from '../products/repository.js';
+import { allocateItemNumber, bumpItemsVersion, filterMembers, lockProduct } from '../products/repository.js';
 import type { ProductScope, Urls } from '../scope.js';
 import { nowTimestamp } from '../time.js';
 import { findUserById } from '../users/repository.js';
@@ -15,8 +15,8 @@ import {
   countTopLevel,
   countWithChildren,
   findItemByNumber,
+  findTags,
   insertItem,
-  lockItemByNumber,
   listChildren,
   listTopLevel,
   listWithChildren,
@@ -105,7 +105,7 @@ export async function createItem(trx: Db, scope: ProductScope, input: CreateItem
   const productId = scope.product.id;
   if (input.createdBy) await knownUser(trx, 'created_by', input.createdBy);
   const assignedTo = input.assignedTo ? await assignee(trx, productId, input.assignedTo) : null;
-  const parent = input.parent ? await parentStory(trx, productId, input.parent) : null;
+  const parent = input.parent != null ? await parentStory(trx, productId, input.parent) : null;
 
   const now = nowTimestamp();
   const number = await allocateItemNumber(trx, productId);
@@ -145,11 +145,10 @@ export async function createItem(trx: Db, scope: ProductScope, input: CreateItem
  * change moves the item to the bottom of its new status and updates progress (§5).
  */
 export async function updateItem(trx: Db, scope: ProductScope, number: number, input: UpdateItemInput): Promise<ItemRow> {
-  // Product first, then the item: a status change takes a new position, and any change may move
-  // list totals.
-  await lockProduct(trx, scope.product.id, true);
-  const item = await lockItemByNumber(trx, scope.product.id, number);
-  if (!item) throw itemNotFound(number);
+  // Product first: changes of a product's items apply one at a time, and read the item as the
+  // previous change left it.
+  await lockProduct(trx, scope.product.id);
+  const item = await getItem(trx, scope, number);
   const story = item.type === 'story';
   const changes: ItemUpdate = {};
   const now = nowTimestamp();
@@ -195,21 +194,23 @@ export async function updateItem(trx: Db, scope: ProductScope, number: number, i
 
   let tagsChanged = false;
   if (input.tags !== undefined) {
-    const rel = await loadRelations(trx, scope.product, [item]);
-    const currentTags = rel.tags.get(item.id) ?? [];
-    tagsChanged = currentTags.join('\u0000') !== input.tags.join('\u0000');
+    tagsChanged = (await findTags(trx, item.id)).join('\u0000') !== input.tags.join('\u0000');
     if (tagsChanged) await replaceTags(trx, item.id, input.tags);
   }
 
   if (Object.keys(changes).length === 0 && !tagsChanged) return item;
+  if (tagsChanged || changes.status !== undefined || 'assigned_to_id' in changes || 'parent_id' in changes) {
+    await bumpItemsVersion(trx, scope.product.id);
+  }
   return updateItemRow(trx, item.id, { ...changes, last_modified: now, last_activity: now });
 }
 
 /** DELETE on an item archives it; it can still be fetched and deployed. */
 export async function archiveItem(trx: Db, scope: ProductScope, number: number): Promise<ItemRow> {
-  await lockProduct(trx, scope.product.id, true);
+  await lockProduct(trx, scope.product.id);
   const item = await getItem(trx, scope, number);
   if (item.archived === 1) return item;
+  await bumpItemsVersion(trx, scope.product.id);
   const now = nowTimestamp();
   return updateItemRow(trx, item.id, { archived: 1, last_modified: now, last_activity: now });
 }

@@ -35,16 +35,28 @@ function readableTime(timestamp: string): string {
 }
 
 /**
- * The message one follower gets about one deploy: only that follower's items, the version, the
- * notes, who deployed and when, and a link to stop following these items.
+ * The messages of one deploy: the returned function renders the one a follower gets, with only
+ * that follower's items, the version, the notes, who deployed and when, and a link to stop
+ * following these items. What all followers share (the notes' HTML) is rendered once.
  */
-export function renderDeployEmail(
+export function deployEmailRenderer(
+  product: ProductRow,
+  deploy: DeployRow,
+  deployer: UserRow,
+  urls: Urls,
+): (items: ItemRow[], unsubscribeUrl: string) => DeployEmail {
+  const notesHtml = deploy.notes ? markdown.render(deploy.notes) : '';
+  return (items, unsubscribeUrl) => renderDeployEmail(product, deploy, deployer, items, urls, unsubscribeUrl, notesHtml);
+}
+
+function renderDeployEmail(
   product: ProductRow,
   deploy: DeployRow,
   deployer: UserRow,
   items: ItemRow[],
   urls: Urls,
   unsubscribeUrl: string,
+  notesHtml: string,
 ): DeployEmail {
   const first = items[0];
   const more = items.length > 1 ? ` and ${items.length - 1} more` : '';
@@ -89,7 +101,7 @@ export function renderDeployEmail(
 <table style="border-collapse:collapse">
 ${rows}
 </table>
-${deploy.notes ? `<h3 style="font-size:14px;margin:16px 0 4px">Notes</h3>\n<div>${markdown.render(deploy.notes)}</div>` : ''}
+${notesHtml ? `<h3 style="font-size:14px;margin:16px 0 4px">Notes</h3>\n<div>${notesHtml}</div>` : ''}
 <p style="color:#888;font-size:12px;margin-top:24px">You receive this because you follow these items in ${escapeHtml(product.name)}.
 <a href="${escapeHtml(unsubscribeUrl)}">Stop following them</a>.</p>
 </body></html>

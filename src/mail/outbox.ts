@@ -55,21 +55,30 @@ export async function claimDue(db: Db, now: string, leaseUntil: string, limit: n
   });
 }
 
-export async function markSent(db: Db, id: number, at: string): Promise<void> {
-  await db.updateTable('outbox').set({ status: 'sent', sent_at: at, lease_until: null, last_error: null }).where('id', '=', id).execute();
+/** A claimed message: its outcome is recorded only while the claim is still this worker's. */
+type Claim = Pick<OutboxRow, 'id' | 'attempts'>;
+
+/** The outbox row of a claim, as long as the claim is still this worker's. */
+function stillClaimed(db: Db, claim: Claim) {
+  return db.updateTable('outbox').where('id', '=', claim.id).where('status', '=', 'sending').where('attempts', '=', claim.attempts);
+}
+
+/** Records a delivery; false when the claim had lapsed and another worker took the message over. */
+export async function markSent(db: Db, claim: Claim, at: string): Promise<boolean> {
+  const res = await stillClaimed(db, claim).set({ status: 'sent', sent_at: at, lease_until: null, last_error: null }).executeTakeFirst();
+  return Number(res.numUpdatedRows) === 1;
 }
 
 /** Records a failed attempt: tried again at `retryAt`, or given up (`failed`) when it is null. */
-export async function markAttemptFailed(db: Db, id: number, error: string, retryAt: string | null): Promise<void> {
-  await db
-    .updateTable('outbox')
+export async function markAttemptFailed(db: Db, claim: Claim, error: string, retryAt: string | null): Promise<boolean> {
+  const res = await stillClaimed(db, claim)
     .set(
       retryAt
         ? { status: 'pending', next_attempt_at: retryAt, lease_until: null, last_error: error }
         : { status: 'failed', lease_until: null, last_error: error },
     )
-    .where('id', '=', id)
-    .execute();
+    .executeTakeFirst();
+  return Number(res.numUpdatedRows) === 1;
 }
 
 export interface OutboxSummary {
@@ -108,16 +117,23 @@ export async function recentErrors(db: Db, limit = 10): Promise<OutboxRow[]> {
 }
 
 /**
- * Makes waiting messages due now, and with `failed` also the given-up ones, each with a fresh
- * retry window. Returns how many messages were touched.
+ * Makes waiting messages due now, and with `failed` also the given-up ones (their backoff starting
+ * over), each with a fresh retry window. Returns how many messages were touched.
  */
 export async function retryNow(db: Db, now: string, retryUntil: string, failed: boolean): Promise<number> {
-  const res = await db
+  const waiting = await db
     .updateTable('outbox')
-    .set({ status: 'pending', next_attempt_at: now, retry_until: retryUntil })
-    .where('status', 'in', failed ? ['pending', 'failed'] : ['pending'])
+    .set({ next_attempt_at: now, retry_until: retryUntil })
+    .where('status', '=', 'pending')
     .executeTakeFirst();
-  return Number(res.numUpdatedRows);
+  const given = failed
+    ? await db
+        .updateTable('outbox')
+        .set({ status: 'pending', attempts: 0, next_attempt_at: now, retry_until: retryUntil })
+        .where('status', '=', 'failed')
+        .executeTakeFirst()
+    : { numUpdatedRows: 0n };
+  return Number(waiting.numUpdatedRows) + Number(given.numUpdatedRows);
 }
 
 export async function findByMessageId(db: Db, messageId: string): Promise<OutboxRow | undefined> {
@@ -133,10 +149,4 @@ export async function markUnsubscribed(trx: Db, id: number, at: string): Promise
     .where('unsubscribed_at', 'is', null)
     .executeTakeFirst();
   return Number(res.numUpdatedRows) === 1;
-}
-
-export async function listMessages(db: Db, filter: { deployId?: number } = {}): Promise<OutboxRow[]> {
-  let q = db.selectFrom('outbox').selectAll().orderBy('id');
-  if (filter.deployId !== undefined) q = q.where('deploy_id', '=', filter.deployId);
-  return q.execute();
 }

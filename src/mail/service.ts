@@ -9,7 +9,8 @@ import type { UnsubscribeLinks } from './unsubscribe.js';
 import { RETRY_WINDOW_MS } from './worker.js';
 
 export interface UnsubscribeTarget {
-  messageId: string;
+  /** The outbox row of the message the link came in. */
+  outboxId: number;
   user: UserRow;
   items: ItemRow[];
   used: boolean;
@@ -22,7 +23,7 @@ export async function unsubscribeTarget(db: Db, links: UnsubscribeLinks, token: 
   if (!message) throw new NotFoundError('This unsubscribe link is not valid.');
   const user = (await findUserById(db, message.user_id))!;
   const items = await findItemsByIds(db, JSON.parse(message.item_ids) as number[]);
-  return { messageId: message.message_id, user, items: items.sort((a, b) => a.number - b.number), used: message.unsubscribed_at !== null };
+  return { outboxId: message.id, user, items: items.sort((a, b) => a.number - b.number), used: message.unsubscribed_at !== null };
 }
 
 /**
@@ -31,8 +32,7 @@ export async function unsubscribeTarget(db: Db, links: UnsubscribeLinks, token: 
  */
 export async function unsubscribe(trx: Db, links: UnsubscribeLinks, token: string): Promise<UnsubscribeTarget> {
   const target = await unsubscribeTarget(trx, links, token);
-  const message = (await findByMessageId(trx, target.messageId))!;
-  if (!(await markUnsubscribed(trx, message.id, nowTimestamp()))) {
+  if (!(await markUnsubscribed(trx, target.outboxId, nowTimestamp()))) {
     throw new GoneError('This unsubscribe link has already been used.');
   }
   for (const item of target.items) await removeFollower(trx, item.id, target.user.id);

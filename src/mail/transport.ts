@@ -64,11 +64,14 @@ export function emlTransport(dataDir: string): MailTransport {
 export function smtpSettings(url: string) {
   const u = new URL(url);
   const secure = u.protocol === 'smtps:';
+  const auth = u.username ? { user: decodeURIComponent(u.username), pass: decodeURIComponent(u.password) } : undefined;
   return {
     host: u.hostname,
     port: u.port ? Number(u.port) : secure ? 465 : 587,
     secure,
-    auth: u.username ? { user: decodeURIComponent(u.username), pass: decodeURIComponent(u.password) } : undefined,
+    auth,
+    // Credentials never cross the network in clear: without TLS on connect, STARTTLS is a must.
+    requireTLS: !secure && auth !== undefined,
   };
 }
 

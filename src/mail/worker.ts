@@ -15,7 +15,11 @@ export interface WorkerOptions {
   leaseMs: number;
 }
 
-export const DEFAULT_WORKER_OPTIONS: WorkerOptions = { intervalMs: 1000, batchSize: 50, leaseMs: 60_000 };
+/**
+ * A batch is what the SMTP pool (5 connections) can send well within one lease even when the mail
+ * server is slow (each attempt gives up after 30 s), so claims do not lapse while queued.
+ */
+export const DEFAULT_WORKER_OPTIONS: WorkerOptions = { intervalMs: 1000, batchSize: 20, leaseMs: 120_000 };
 
 /** How long temporary failures are retried before a message is given up. */
 export const RETRY_WINDOW_MS = 24 * 3600_000;
@@ -115,11 +119,15 @@ export class OutboxWorker {
       const reason = (err instanceof Error ? err.message : String(err)).slice(0, 1000);
       const retryAt = Date.now() + retryDelayMs(message.attempts);
       const final = isPermanentFailure(err) || retryAt > Date.parse(message.retry_until);
-      await markAttemptFailed(this.db, message.id, reason, final ? null : formatTimestamp(new Date(retryAt)));
-      this.log.warn({ outboxId: message.id, attempts: message.attempts, err: reason, final }, 'mail delivery failed');
+      const recorded = await markAttemptFailed(this.db, message, reason, final ? null : formatTimestamp(new Date(retryAt)));
+      this.log.warn({ outboxId: message.id, attempts: message.attempts, err: reason, final, recorded }, 'mail delivery failed');
       return false;
     }
-    await markSent(this.db, message.id, formatTimestamp(new Date()));
+    if (!(await markSent(this.db, message, formatTimestamp(new Date())))) {
+      // The lease ran out and another worker took the message over: it may go out twice.
+      this.log.warn({ outboxId: message.id, messageId: message.message_id }, 'mail delivered after its lease ran out');
+      return true;
+    }
     this.log.info({ outboxId: message.id, messageId: message.message_id }, 'mail delivered');
     return true;
   }

@@ -1,5 +1,6 @@
 import type { Db } from '../db/connection.js';
-import type { ProductRow, UserRow } from '../db/schema.js';
+import { dialectOf } from '../db/dialect.js';
+import { storableId, type ProductRow, type UserRow } from '../db/schema.js';
 
 export async function insertProduct(trx: Db, name: string, createdAt: string): Promise<ProductRow> {
   return trx
@@ -10,6 +11,7 @@ export async function insertProduct(trx: Db, name: string, createdAt: string): P
 }
 
 export async function findProduct(db: Db, id: number): Promise<ProductRow | undefined> {
+  if (!storableId(id)) return undefined;
   return db.selectFrom('products').selectAll().where('id', '=', id).executeTakeFirst();
 }
 
@@ -27,11 +29,17 @@ export async function findMembership(db: Db, productId: number, userId: number):
   return row && { admin: row.admin === 1 };
 }
 
-export async function insertMembership(trx: Db, productId: number, userId: number, admin: boolean, at: string): Promise<void> {
+/**
+ * Makes a user a member. For someone who already is, `admin` (when given) sets their role;
+ * otherwise the membership stays as it was.
+ */
+export async function insertMembership(trx: Db, productId: number, userId: number, admin: boolean | undefined, at: string): Promise<void> {
   await trx
     .insertInto('memberships')
     .values({ product_id: productId, user_id: userId, admin: admin ? 1 : 0, created_at: at })
-    .onConflict((oc) => oc.columns(['product_id', 'user_id']).doNothing())
+    .onConflict((oc) =>
+      admin === undefined ? oc.columns(['product_id', 'user_id']).doNothing() : oc.columns(['product_id', 'user_id']).doUpdateSet({ admin: admin ? 1 : 0 }),
+    )
     .execute();
 }
 
@@ -59,12 +67,13 @@ export async function listMembers(db: Db, productId: number): Promise<(UserRow &
 
 /** Of the given users, those who are members of the product. */
 export async function filterMembers(db: Db, productId: number, userIds: number[]): Promise<Set<number>> {
-  if (userIds.length === 0) return new Set();
+  const ids = [...new Set(userIds)].filter(storableId);
+  if (ids.length === 0) return new Set();
   const rows = await db
     .selectFrom('memberships')
     .select('user_id')
     .where('product_id', '=', productId)
-    .where('user_id', 'in', [...new Set(userIds)])
+    .where('user_id', 'in', ids)
     .execute();
   return new Set(rows.map((r) => r.user_id));
 }
@@ -86,13 +95,19 @@ export async function allocateItemNumber(trx: Db, productId: number): Promise<nu
 
 /**
  * Serializes changes within a product: every writer that moves positions or changes items takes
- * the product row's lock first (always before any item row, so writers never deadlock). With
- * `itemsChanged`, the items version moves too: cached list totals of the product are void.
+ * the product row's lock first (always before any item row, so writers never deadlock). SQLite
+ * has one writer at a time already (write transactions begin IMMEDIATE).
  */
-export async function lockProduct(trx: Db, productId: number, itemsChanged = false): Promise<void> {
+export async function lockProduct(trx: Db, productId: number): Promise<void> {
+  if (dialectOf(trx) === 'sqlite') return;
+  await trx.selectFrom('products').select('id').where('id', '=', productId).forUpdate().execute();
+}
+
+/** Marks a change that can alter which items a list matches: cached list totals are void. */
+export async function bumpItemsVersion(trx: Db, productId: number): Promise<void> {
   await trx
     .updateTable('products')
-    .set((eb) => ({ items_version: itemsChanged ? eb('items_version', '+', 1) : eb.ref('items_version') }))
+    .set((eb) => ({ items_version: eb('items_version', '+', 1) }))
     .where('id', '=', productId)
     .execute();
 }

@@ -1,6 +1,6 @@
 import type { Db } from '../db/connection.js';
 import type { ProductRow, UserRow } from '../db/schema.js';
-import { ForbiddenError, NotFoundError, productNotFound, ValidationError } from '../errors.js';
+import { ConflictError, ForbiddenError, NotFoundError, productNotFound, ValidationError } from '../errors.js';
 import { asBoolean, asString, asText, type ParamValue } from '../http/params.js';
 import type { ProductScope } from '../scope.js';
 import { nowTimestamp } from '../time.js';
@@ -42,7 +42,8 @@ export interface AddPersonInput {
   email: string;
   firstName?: string;
   lastName?: string;
-  admin: boolean;
+  /** Sets the role; when absent a new member is not an admin and an existing one keeps theirs. */
+  admin?: boolean;
 }
 
 export function parseAddPerson(p: Record<string, ParamValue>): AddPersonInput {
@@ -52,20 +53,20 @@ export function parseAddPerson(p: Record<string, ParamValue>): AddPersonInput {
     email,
     firstName: asText('first_name', p.first_name, 255),
     lastName: asText('last_name', p.last_name, 255),
-    admin: asBoolean('admin', p.admin) ?? false,
+    admin: asBoolean('admin', p.admin),
   };
 }
 
 /**
- * Adds a member to the product (admins only), creating the user when the email is new; a new
- * user's API key is issued by the operator (`shiplog user key`). Adding a member twice is harmless.
+ * Adds a member to the product (the caller must be an admin: see requireAdmin), creating the user
+ * when the email is new; a new user's API key is issued by the operator (`shiplog user key`).
+ * Adding a member twice is harmless; `admin` changes an existing member's role.
  */
 export async function addPerson(
   trx: Db,
   scope: ProductScope,
   input: AddPersonInput,
 ): Promise<{ user: UserRow; admin: boolean }> {
-  requireAdmin(scope);
   let user = await findUserByEmail(trx, input.email);
   if (!user) {
     if (!input.firstName?.trim() || !input.lastName?.trim()) {
@@ -74,7 +75,13 @@ export async function addPerson(
         ...(input.lastName?.trim() ? {} : { last_name: 'is required for a new user' }),
       });
     }
-    user = (await createUser(trx, { email: input.email, firstName: input.firstName, lastName: input.lastName })).user;
+    try {
+      user = (await createUser(trx, { email: input.email, firstName: input.firstName, lastName: input.lastName })).user;
+    } catch (err) {
+      // Someone else added the same new person a moment ago: theirs is the user.
+      user = err instanceof ConflictError ? await findUserByEmail(trx, input.email) : undefined;
+      if (!user) throw err;
+    }
   }
   await insertMembership(trx, scope.product.id, user.id, input.admin, nowTimestamp());
   const membership = await findMembership(trx, scope.product.id, user.id);
@@ -82,13 +89,18 @@ export async function addPerson(
 }
 
 /** The admin tool's way in: adds an existing user to a product by email. */
-export async function addMemberByEmail(trx: Db, productId: number, email: string, admin: boolean): Promise<ProductRow> {
+export async function addMemberByEmail(
+  trx: Db,
+  productId: number,
+  email: string,
+  admin: boolean | undefined,
+): Promise<{ product: ProductRow; admin: boolean }> {
   const product = await findProduct(trx, productId);
   if (!product) throw productNotFound();
   const user = await findUserByEmail(trx, email);
   if (!user) throw new NotFoundError(`No user with email ${email}; create it with "shiplog user add" first.`);
   await insertMembership(trx, product.id, user.id, admin, nowTimestamp());
-  return product;
+  return { product, admin: (await findMembership(trx, product.id, user.id))!.admin };
 }
 
 /** Admin-only operations check this before looking at their parameters. */

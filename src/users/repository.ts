@@ -1,5 +1,6 @@
+import { inChunks } from '../db/chunks.js';
 import type { Db } from '../db/connection.js';
-import type { UserRow } from '../db/schema.js';
+import { storableId, type UserRow } from '../db/schema.js';
 
 export async function findUserByEmail(db: Db, email: string): Promise<UserRow | undefined> {
   return db.selectFrom('users').selectAll().where('email', '=', email.toLowerCase()).executeTakeFirst();
@@ -10,23 +11,25 @@ export async function findUserByKeyHash(db: Db, hash: string): Promise<UserRow |
 }
 
 export async function findUserById(db: Db, id: number): Promise<UserRow | undefined> {
+  if (!storableId(id)) return undefined;
   return db.selectFrom('users').selectAll().where('id', '=', id).executeTakeFirst();
 }
 
 export async function findUsersByIds(db: Db, ids: number[]): Promise<UserRow[]> {
-  if (ids.length === 0) return [];
-  return db.selectFrom('users').selectAll().where('id', 'in', [...new Set(ids)]).execute();
+  return inChunks([...new Set(ids)], (chunk) => db.selectFrom('users').selectAll().where('id', 'in', chunk).execute());
 }
 
-export async function insertUser(
+/** Inserts a user unless the email or key is taken (then undefined), even against a concurrent insert. */
+export async function insertUserIfAbsent(
   db: Db,
   user: { email: string; first_name: string; last_name: string; api_key_hash: string; created_at: string },
-): Promise<UserRow> {
+): Promise<UserRow | undefined> {
   return db
     .insertInto('users')
     .values({ ...user, email: user.email.toLowerCase() })
+    .onConflict((oc) => oc.doNothing())
     .returningAll()
-    .executeTakeFirstOrThrow();
+    .executeTakeFirst();
 }
 
 export async function setLastLogin(db: Db, id: number, at: string): Promise<void> {

@@ -3,7 +3,7 @@ import type { UserRow } from '../db/schema.js';
 import { ConflictError, NotFoundError, ValidationError } from '../errors.js';
 import { nowTimestamp } from '../time.js';
 import { API_KEY_PATTERN, generateApiKey, hashApiKey } from './keys.js';
-import { findUserByEmail, findUserByKeyHash, insertUser, setKeyHash } from './repository.js';
+import { findUserByEmail, findUserByKeyHash, insertUserIfAbsent, setKeyHash } from './repository.js';
 
 const EMAIL_PATTERN = /^[^\s@<>(),;:"\[\]]+@[^\s@<>(),;:"\[\]]+\.[^\s@<>(),;:"\[\]]+$/;
 
@@ -36,13 +36,14 @@ export async function createUser(trx: Db, input: NewUserInput): Promise<{ user: 
   const apiKey = input.apiKey ?? generateApiKey();
   const hash = hashApiKey(apiKey);
   if (await findUserByKeyHash(trx, hash)) throw new ConflictError('That API key is already in use.');
-  const user = await insertUser(trx, {
+  const user = await insertUserIfAbsent(trx, {
     email,
     first_name: input.firstName.trim(),
     last_name: input.lastName.trim(),
     api_key_hash: hash,
     created_at: nowTimestamp(),
   });
+  if (!user) throw new ConflictError(`A user with email ${email} already exists.`);
   return { user, apiKey };
 }
 
