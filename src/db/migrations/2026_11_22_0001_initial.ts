@@ -72,8 +72,9 @@ export async function up(db: Kysely<any>): Promise<void> {
   await listed('items_listed_created', ['product_id', 'created_at', 'number', 'status']);
   await listed('items_listed_modified', ['product_id', 'last_modified', 'number', 'status']);
   await listed('items_listed_activity', ['product_id', 'last_activity', 'number', 'status']);
-  await listed('items_listed_assigned', ['product_id', 'assigned_to_id', 'status', 'sort']);
-  await listed('items_listed_creator', ['product_id', 'created_by_id', 'status', 'sort']);
+  // `archived` leads after the product so that filtered lists pick these over the position index.
+  await listed('items_listed_assigned', ['product_id', 'archived', 'assigned_to_id', 'status', 'sort']);
+  await listed('items_listed_creator', ['product_id', 'archived', 'created_by_id', 'status', 'sort']);
   await db.schema.createIndex('items_assigned').on('items').columns(['assigned_to_id']).execute();
   await db.schema.createIndex('items_created_by').on('items').columns(['created_by_id']).execute();
 
