@@ -5,7 +5,7 @@ import { createProduct } from '../src/products/service.js';
 import { insertMembership } from '../src/products/repository.js';
 import { createUser } from '../src/users/service.js';
 import { basic, tempDir } from './helpers.js';
-import { startServer, stopAll, waitFor, type Server } from './processes.js';
+import { runCli, startServer, stopAll, waitFor, type Server } from './processes.js';
 import { SmtpSink } from './smtp-sink.js';
 import { databaseOptionsFor } from './storage.js';
 
@@ -108,4 +108,18 @@ test('concurrent deploys: one message per follower per deploy, delivered once by
   }
   const deliveredLines = servers.map((s) => s.stdout().split('\n').filter((l) => l.includes('"mail delivered"')).length);
   assert.equal(deliveredLines[0] + deliveredLines[1], expected, `each message delivered by exactly one worker (${deliveredLines.join(' + ')})`);
+});
+
+test('several processes starting at once on an empty database migrate it once, without errors', async () => {
+  // Separate processes, as instances are: each opens the database, which migrates it.
+  const fresh = tempDir();
+  const runs = await Promise.all([0, 1, 2, 3].map(() => runCli(['mail', 'status'], { dataDir: fresh })));
+  for (const run of runs) assert.equal(run.code, 0, run.stderr);
+  const db = await openDatabase(await databaseOptionsFor(fresh));
+  try {
+    const applied = await db.selectFrom('kysely_migration' as never).selectAll().execute();
+    assert.equal(applied.length, 1);
+  } finally {
+    await db.destroy();
+  }
 });

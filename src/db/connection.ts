@@ -61,9 +61,10 @@ function openSqlite(options: DatabaseOptions): Db {
     filename = path.join(options.dataDir, 'shiplog.db');
   }
   const sqlite = new SQLite(filename);
+  // First, so that even switching a new file to WAL waits for another process instead of failing.
+  sqlite.pragma('busy_timeout = 5000');
   sqlite.pragma('journal_mode = WAL');
   sqlite.pragma('foreign_keys = ON');
-  sqlite.pragma('busy_timeout = 5000');
   sqlite.pragma('synchronous = NORMAL');
   return new Kysely<Database>({ dialect: new ImmediateSqliteDialect({ database: withStatementCache(sqlite) }) });
 }

@@ -5,6 +5,7 @@ import {
   SqliteDriver,
   type CreateTableBuilder,
   type DatabaseConnection,
+  type DialectAdapter,
   type Driver,
   type Kysely,
   type SqliteDialectConfig,
@@ -34,6 +35,16 @@ class ImmediateSqliteDriver extends SqliteDriver {
   }
 }
 
+/**
+ * SQLite does roll back DDL, so migrations can run in one transaction: with BEGIN IMMEDIATE that
+ * transaction is also the lock that keeps two processes starting at once from migrating twice.
+ */
+class TransactionalDdlSqliteAdapter extends SqliteAdapter {
+  override get supportsTransactionalDdl(): boolean {
+    return true;
+  }
+}
+
 export class ImmediateSqliteDialect extends SqliteDialect {
   readonly #config: SqliteDialectConfig;
   constructor(config: SqliteDialectConfig) {
@@ -42,5 +53,8 @@ export class ImmediateSqliteDialect extends SqliteDialect {
   }
   override createDriver(): Driver {
     return new ImmediateSqliteDriver(this.#config);
+  }
+  override createAdapter(): DialectAdapter {
+    return new TransactionalDdlSqliteAdapter();
   }
 }
