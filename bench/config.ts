@@ -1,0 +1,77 @@
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/** The repository root, so the harness works from any current directory. */
+export const ROOT = fileURLToPath(new URL('..', import.meta.url));
+/** Cached datasets and per-run copies; never committed. */
+export const DATA_ROOT = path.join(ROOT, 'bench', '.data');
+export const SERVER_SCRIPT = path.join(ROOT, 'dist', 'server.js');
+export const REPORT_FILE = path.join(ROOT, 'BENCHMARKS.md');
+
+/** What a run measures, read once from the environment. */
+export interface BenchConfig {
+  readonly sizes: number[];
+  /** Measured seconds per scenario. */
+  readonly seconds: number;
+  /** Unmeasured seconds per scenario before it, so caches and JIT are warm. */
+  readonly warmupSeconds: number;
+  readonly connections: number;
+  /** Messages queued at once for the mail delivery measurement. */
+  readonly mailMessages: number;
+  /** PostgreSQL instead of SQLite for the service (the baseline stays on SQLite). */
+  readonly databaseUrl: string | undefined;
+}
+
+function positiveInt(name: string, fallback: number): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!/^\d+$/.test(raw) || Number(raw) < 1) throw new Error(`${name} must be a whole number of at least 1, got "${raw}".`);
+  return Number(raw);
+}
+
+function sizes(): number[] {
+  const raw = process.env.BENCH_SIZES;
+  if (!raw) return [10_000, 1_000_000];
+  const list = raw.split(',').map((s) => s.trim()).filter(Boolean);
+  if (!list.length || list.some((s) => !/^\d+$/.test(s) || Number(s) < 1000)) {
+    throw new Error(`BENCH_SIZES must be a comma-separated list of item counts of at least 1000, got "${raw}".`);
+  }
+  return list.map(Number);
+}
+
+export function loadBenchConfig(): BenchConfig {
+  return Object.freeze({
+    sizes: sizes(),
+    seconds: positiveInt('BENCH_SECONDS', 10),
+    warmupSeconds: positiveInt('BENCH_WARMUP_SECONDS', 3),
+    connections: positiveInt('BENCH_CONNECTIONS', 50),
+    mailMessages: positiveInt('BENCH_MAIL_MESSAGES', 5000),
+    databaseUrl: process.env.DATABASE_URL || undefined,
+  });
+}
+
+/** The command that reproduces this run, with any password in DATABASE_URL hidden. */
+export function commandLine(): string {
+  const names = ['BENCH_SIZES', 'BENCH_SECONDS', 'BENCH_WARMUP_SECONDS', 'BENCH_CONNECTIONS', 'BENCH_MAIL_MESSAGES', 'DATABASE_URL'];
+  const env = names
+    .filter((name) => process.env[name])
+    .map((name) => `${name}=${name === 'DATABASE_URL' ? redactUrl(process.env[name]!) : process.env[name]}`);
+  return [...env, 'npm run bench'].join(' ');
+}
+
+export function redactUrl(raw: string): string {
+  try {
+    const url = new URL(raw);
+    if (url.password) url.password = '***';
+    return url.toString();
+  } catch {
+    return '(unparseable URL)';
+  }
+}
+
+/** 10000 -> "10k", 1000000 -> "1M": how sizes are named in output. */
+export function sizeLabel(size: number): string {
+  if (size % 1_000_000 === 0) return `${size / 1_000_000}M`;
+  if (size % 1000 === 0) return `${size / 1000}k`;
+  return String(size);
+}

@@ -1,0 +1,124 @@
+import autocannon from 'autocannon';
+
+export type ScenarioKind = 'baseline' | 'list' | 'read' | 'write';
+
+/** One kind of request, driven by many connections at once. */
+export interface Scenario {
+  name: string;
+  kind: ScenarioKind;
+  method: 'GET' | 'POST';
+  /** The next request's path (with query) and, for POST, its form body. */
+  next(): { path: string; body?: string };
+}
+
+export interface LoadResult {
+  name: string;
+  kind: ScenarioKind;
+  /** Successful (2xx) responses per second in the measured window. */
+  rps: number;
+  /** Latency of successful responses in the measured window, ms. */
+  p50: number;
+  p99: number;
+  ok: number;
+  /** Over warm-up and measurement: a scenario that fails while warming up is not to be trusted either. */
+  non2xx: number;
+  /** Connection errors and timeouts, over warm-up and measurement. */
+  errors: number;
+  /** Count of each status code seen, e.g. { "200": 12000 }, over warm-up and measurement. */
+  statuses: Record<string, number>;
+  /** List scenarios: X-Sprintly-Item-Count of a check request (null when missing). */
+  itemCount?: string | null;
+  /** The server's resident memory right after the scenario, MiB. */
+  rssMb?: number;
+}
+
+export interface LoadOptions {
+  port: number;
+  /** Measured seconds. */
+  seconds: number;
+  /** Seconds of load before the measured window, on the same connections. */
+  warmupSeconds: number;
+  connections: number;
+  headers: Record<string, string>;
+}
+
+/** Nearest-rank percentile of sorted values. */
+function percentile(sorted: Float64Array, p: number): number {
+  if (!sorted.length) return NaN;
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))];
+}
+
+/** Latencies of the responses that completed inside a time window. */
+class Window {
+  private values = new Float64Array(1 << 16);
+  count = 0;
+
+  constructor(
+    readonly from: number,
+    readonly to: number,
+  ) {}
+
+  add(at: number, latency: number): void {
+    if (at < this.from || at > this.to) return;
+    if (this.count === this.values.length) {
+      const grown = new Float64Array(this.values.length * 2);
+      grown.set(this.values);
+      this.values = grown;
+    }
+    this.values[this.count++] = latency;
+  }
+
+  sorted(): Float64Array {
+    return this.values.subarray(0, this.count).sort();
+  }
+}
+
+/**
+ * Drives `scenario` at `connections` concurrent keep-alive connections for the warm-up and then
+ * the measured seconds in one run, so the measurement sees warm connections: the burst of 50 new
+ * connections at the start (whose first requests can wait behind everyone else's) stays in the
+ * warm-up. Latencies are taken from each response (autocannon's histogram rounds to whole ms).
+ */
+export async function runLoad(scenario: Scenario, options: LoadOptions): Promise<LoadResult> {
+  const headers = { ...options.headers, ...(scenario.method === 'POST' ? { 'content-type': 'application/x-www-form-urlencoded' } : {}) };
+  const settings: autocannon.Options = {
+    url: `http://127.0.0.1:${options.port}`,
+    connections: options.connections,
+    duration: options.warmupSeconds + options.seconds,
+    headers,
+    requests: [
+      {
+        method: scenario.method,
+        setupRequest: (req) => {
+          const next = scenario.next();
+          req.path = next.path;
+          if (next.body !== undefined) req.body = next.body;
+          return req;
+        },
+      },
+    ],
+  };
+  const started = performance.now();
+  const window = new Window(started + options.warmupSeconds * 1000, started + (options.warmupSeconds + options.seconds) * 1000);
+  let instance!: autocannon.Instance;
+  const finished = new Promise<autocannon.Result>((resolve, reject) => {
+    instance = autocannon(settings, (err, result) => (err ? reject(err) : resolve(result)));
+  });
+  instance.on('response', (_client: unknown, statusCode: number, _bytes: number, responseTime: number) => {
+    if (statusCode >= 200 && statusCode < 300) window.add(performance.now(), responseTime);
+  });
+  const result = await finished;
+  const sorted = window.sorted();
+  const statuses = Object.fromEntries(Object.entries(result.statusCodeStats ?? {}).map(([code, s]) => [code, (s as { count: number }).count]));
+  return {
+    name: scenario.name,
+    kind: scenario.kind,
+    rps: window.count / options.seconds,
+    p50: percentile(sorted, 50),
+    p99: percentile(sorted, 99),
+    ok: window.count,
+    non2xx: result.non2xx,
+    errors: result.errors + result.timeouts,
+    statuses,
+  };
+}

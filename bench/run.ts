@@ -1,0 +1,354 @@
+/**
+ * `npm run bench`: builds or reuses datasets of 10k and 1M items, runs the built server and a
+ * minimal baseline against them under load, and reports req/s, latency, memory, start-up and mail
+ * delivery against the issue's targets (stdout and BENCHMARKS.md). DATABASE_URL runs the service
+ * on PostgreSQL instead. See loadBenchConfig for the BENCH_* settings.
+ */
+import { execFile } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import { commandLine, DATA_ROOT, loadBenchConfig, SERVER_SCRIPT, sizeLabel, type BenchConfig } from './config.js';
+import { runLoad, type LoadOptions, type LoadResult, type Scenario } from './load.js';
+import {
+  freePort,
+  peakRssMb,
+  request,
+  rssMb,
+  spawnNode,
+  stopAllChildren,
+  stopChild,
+  stopChildrenOnExit,
+  waitForOk,
+  waitForPort,
+  type Child,
+} from './processes.js';
+import { evaluateTargets, renderSection, writeReport, type Backend, type MailResult, type RunReport, type SizeReport } from './report.js';
+import { deployScenario, itemWriteScenarios, listScenarios, readScenarios, type ScenarioData } from './scenarios.js';
+import { ensureSqliteDataset, seedPostgres, type DatasetInfo } from './seed.js';
+import { postgresStore, sqliteStore, type BenchStore } from './store.js';
+
+const log = (line: string) => process.stderr.write(`${line}\n`);
+
+/** Per-run copies of datasets (up to a gigabyte each): removed even when the run is interrupted. */
+const scratchDirs = new Set<string>();
+process.once('exit', () => {
+  for (const dir of scratchDirs) fs.rmSync(dir, { recursive: true, force: true });
+});
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Every setting Shiplog reads; the harness passes only its own choices of them to the server. */
+const SHIPLOG_SETTINGS = [
+  'PORT', 'HOST', 'DATA_DIR', 'PUBLIC_URL', 'MAIL_DOMAIN', 'MAIL_FROM', 'LOG_LEVEL', 'SMTP_URL', 'MAIL_LEASE_SECONDS',
+  'DATABASE_URL', 'PG_POOL_MAX', 'PG_STATEMENT_TIMEOUT_MS', 'PG_CONNECT_TIMEOUT_MS',
+];
+
+/** The harness's environment without Shiplog's settings, so a child gets only what is passed. */
+function childEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  const env = { ...process.env };
+  for (const name of SHIPLOG_SETTINGS) delete env[name];
+  return { ...env, ...extra };
+}
+
+/** Everything one dataset's measurements share. */
+interface SizeContext {
+  cfg: BenchConfig;
+  backend: Backend;
+  size: number;
+  label: string;
+  info: DatasetInfo;
+  logDir: string;
+  headers: Record<string, string>;
+}
+
+function loadOptions(ctx: SizeContext, port: number): LoadOptions {
+  return { port, seconds: ctx.cfg.seconds, warmupSeconds: ctx.cfg.warmupSeconds, connections: ctx.cfg.connections, headers: ctx.headers };
+}
+
+/** A progress line on stderr as each scenario ends, so a long run shows where it is. */
+function describe(ctx: SizeContext, r: LoadResult, baseline?: LoadResult): void {
+  const ratio = baseline && r.kind !== 'write' && r.kind !== 'baseline' ? `  ${Math.round((100 * r.rps) / baseline.rps)}% of baseline` : '';
+  const errors = r.non2xx || r.errors || !r.ok ? `  !! ${r.ok} 2xx, ${r.non2xx} non-2xx, ${r.errors} errors` : '';
+  log(`  [${ctx.label}] ${r.name.padEnd(44)} ${Math.round(r.rps).toString().padStart(6)} req/s  p50 ${r.p50.toFixed(2)} ms  p99 ${r.p99.toFixed(2)} ms${ratio}${errors}`);
+}
+
+/** The baseline in its own process on the dataset's SQLite file, loaded like every scenario. */
+async function measureBaseline(ctx: SizeContext, file: string): Promise<LoadResult> {
+  const port = await freePort();
+  const child = spawnNode(['--import', 'tsx', 'bench/baseline.ts', file, String(port)], childEnv(), path.join(ctx.logDir, `baseline-${ctx.size}.log`));
+  try {
+    await waitForOk(child, port, '/items', 30_000, 20);
+    const scenario: Scenario = { name: 'baseline: GET /items (20 rows, no auth)', kind: 'baseline', method: 'GET', next: () => ({ path: '/items' }) };
+    const result = await runLoad(scenario, { ...loadOptions(ctx, port), headers: {} });
+    describe(ctx, result);
+    return result;
+  } finally {
+    await stopChild(child);
+  }
+}
+
+interface RunningServer {
+  child: Child;
+  port: number;
+}
+
+async function startServer(ctx: SizeContext, env: NodeJS.ProcessEnv): Promise<RunningServer & { startedMs: number }> {
+  const port = await freePort();
+  const spawned = performance.now();
+  const child = spawnNode([SERVER_SCRIPT], { ...env, PORT: String(port) }, path.join(ctx.logDir, `server-${ctx.backend}-${ctx.size}.log`));
+  try {
+    const ready = await waitForOk(child, port, '/health', 120_000, 5);
+    return { child, port, startedMs: ready - spawned };
+  } catch (err) {
+    await stopChild(child);
+    throw err;
+  }
+}
+
+/** Spawn to first successful GET /health, three times on the same database; each start stopped. */
+async function measureStartup(ctx: SizeContext, env: NodeJS.ProcessEnv): Promise<number[]> {
+  const times: number[] = [];
+  for (let i = 0; i < 3; i++) {
+    const server = await startServer(ctx, env);
+    await stopChild(server.child);
+    times.push(server.startedMs);
+  }
+  log(`  [${ctx.label}] start-up: ${times.map((t) => Math.round(t)).join(', ')} ms`);
+  return times;
+}
+
+/** One request per list scenario: it must answer 200 with X-Sprintly-Item-Count. */
+async function itemCountOf(server: RunningServer, ctx: SizeContext, scenario: Scenario): Promise<string | null> {
+  const res = await request(server.port, scenario.next().path, { headers: ctx.headers });
+  if (res.status !== 200) throw new Error(`${scenario.name}: check request answered ${res.status}: ${res.body.slice(0, 300)}`);
+  const count = res.headers['x-sprintly-item-count'];
+  return typeof count === 'string' ? count : null;
+}
+
+interface Health {
+  mail: { pending: number; sending: number; sent: number; failed: number };
+}
+
+async function health(port: number): Promise<Health> {
+  const res = await request(port, '/health');
+  if (res.status !== 200) throw new Error(`/health answered ${res.status}: ${res.body}`);
+  return JSON.parse(res.body) as Health;
+}
+
+async function waitForIdleOutbox(port: number, timeoutMs: number): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    const { mail } = await health(port);
+    if (mail.pending + mail.sending === 0) return true;
+    await sleep(100);
+  }
+  return false;
+}
+
+/** Items in the deploy whose messages the mail measurement copies: a typical deploy email. */
+const MAIL_ITEMS = 10;
+
+/**
+ * Delivery rate from the outbox to the SMTP sink: one deploy through the API queues real
+ * messages; once they are out, `count` copies of them are queued in one transaction and the
+ * outbox counts are watched until every copy is sent (or failed).
+ */
+async function measureMail(ctx: SizeContext, server: RunningServer, store: BenchStore): Promise<MailResult> {
+  const count = ctx.cfg.mailMessages;
+  if (!(await waitForIdleOutbox(server.port, 120_000))) throw new Error('the outbox did not empty before the mail measurement');
+  const body = new URLSearchParams({ environment: 'mail-bench', numbers: ctx.info.deployGroups[0].slice(0, MAIL_ITEMS).join(',') }).toString();
+  const res = await request(server.port, `/api/products/${ctx.info.productId}/deploys.json`, {
+    method: 'POST',
+    headers: { ...ctx.headers, 'content-type': 'application/x-www-form-urlencoded' },
+    body,
+  });
+  if (res.status !== 200) throw new Error(`priming deploy answered ${res.status}: ${res.body.slice(0, 300)}`);
+  const deployId = (JSON.parse(res.body) as { id: number }).id;
+  if (!(await waitForIdleOutbox(server.port, 60_000))) throw new Error('the priming deploy\'s messages were not delivered within 60 s');
+
+  const before = (await health(server.port)).mail;
+  const messageBytes = await store.queueCopies(deployId, count);
+  const committed = performance.now();
+  const deadline = committed + Math.max(60_000, count * 20);
+  let first: { at: number; delivered: number } | undefined;
+  let delivered = 0;
+  let failed = 0;
+  let last = committed;
+  while (performance.now() < deadline) {
+    const { mail } = await health(server.port);
+    delivered = mail.sent - before.sent;
+    failed = mail.failed - before.failed;
+    last = performance.now();
+    if (!first && delivered > 0) first = { at: last, delivered };
+    if (delivered + failed >= count) break;
+    await sleep(50);
+  }
+  const seconds = (last - committed) / 1000;
+  const steadySeconds = first ? (last - first.at) / 1000 : NaN;
+  const result: MailResult = {
+    queued: count,
+    itemsPerMessage: MAIL_ITEMS,
+    messageBytes,
+    delivered,
+    failed,
+    seconds,
+    rate: delivered / seconds,
+    steadyRate: first && steadySeconds > 0 ? (delivered - first.delivered) / steadySeconds : NaN,
+    complete: delivered + failed >= count,
+  };
+  log(`  [${ctx.label}] mail: ${delivered}/${count} delivered in ${seconds.toFixed(2)} s: ${Math.round(result.rate)} messages/s`);
+  return result;
+}
+
+/** Warms up and measures one scenario against the server, noting its memory afterwards. */
+async function measure(ctx: SizeContext, server: RunningServer, scenario: Scenario, baseline?: LoadResult): Promise<LoadResult> {
+  const itemCount = scenario.kind === 'list' ? await itemCountOf(server, ctx, scenario) : undefined;
+  const result = { ...(await runLoad(scenario, loadOptions(ctx, server.port))), itemCount, rssMb: rssMb(server.child.pid) };
+  describe(ctx, result, baseline);
+  return result;
+}
+
+/** Every HTTP scenario against the running server, reads first; the deploy scenario is separate. */
+async function runScenarios(ctx: SizeContext, server: RunningServer, data: ScenarioData, baseline: LoadResult): Promise<LoadResult[]> {
+  const results: LoadResult[] = [];
+  for (const scenario of [...listScenarios(data), ...readScenarios(data), ...itemWriteScenarios(data)]) {
+    results.push(await measure(ctx, server, scenario, baseline));
+  }
+  return results;
+}
+
+async function startSink(ctx: SizeContext): Promise<{ child: Child; port: number }> {
+  const port = await freePort();
+  const child = spawnNode(['--import', 'tsx', 'bench/smtp-sink.ts', String(port)], childEnv(), path.join(ctx.logDir, `smtp-sink-${ctx.size}.log`));
+  await waitForPort(child, port);
+  return { child, port };
+}
+
+/** The dataset the service runs on: a fresh copy of the cached SQLite file, or PostgreSQL reseeded. */
+async function prepareDatabase(ctx: SizeContext, cachedFile: string, runDir: string): Promise<{ env: Record<string, string>; info?: DatasetInfo }> {
+  if (ctx.backend === 'sqlite') {
+    fs.copyFileSync(cachedFile, path.join(runDir, 'shiplog.db'));
+    return { env: {} };
+  }
+  const info = await seedPostgres(ctx.cfg.databaseUrl!, ctx.size);
+  log(`  [${ctx.label}] PostgreSQL seeded in ${Math.round(info.seedSeconds)} s`);
+  return { env: { DATABASE_URL: ctx.cfg.databaseUrl! }, info };
+}
+
+/** Everything measured on one dataset size; every child it starts is stopped before it returns. */
+async function benchSize(cfg: BenchConfig, backend: Backend, size: number): Promise<SizeReport> {
+  const label = sizeLabel(size);
+  log(`== ${label} items, service on ${backend === 'sqlite' ? 'SQLite' : 'PostgreSQL'}`);
+  const dataset = await ensureSqliteDataset(size);
+  const logDir = path.join(DATA_ROOT, 'logs');
+  const runDir = path.join(DATA_ROOT, `run-${backend}-${size}`);
+  fs.mkdirSync(logDir, { recursive: true });
+  fs.rmSync(runDir, { recursive: true, force: true });
+  fs.mkdirSync(runDir, { recursive: true });
+  scratchDirs.add(runDir);
+  const caller = dataset.info.caller;
+  const ctx: SizeContext = {
+    cfg,
+    backend,
+    size,
+    label,
+    info: dataset.info,
+    logDir,
+    headers: { authorization: `Basic ${Buffer.from(`${caller.email}:${caller.apiKey}`).toString('base64')}` },
+  };
+  let sink: { child: Child; port: number } | undefined;
+  let server: RunningServer | undefined;
+  let store: BenchStore | undefined;
+  try {
+    const baseline = await measureBaseline(ctx, dataset.file);
+    const prepared = await prepareDatabase(ctx, dataset.file, runDir);
+    if (prepared.info) ctx.info = prepared.info;
+    sink = await startSink(ctx);
+    const env = childEnv({ HOST: '127.0.0.1', DATA_DIR: runDir, LOG_LEVEL: 'warn', SMTP_URL: `smtp://127.0.0.1:${sink.port}`, ...prepared.env });
+    const startupMs = await measureStartup(ctx, env);
+    store = backend === 'sqlite' ? sqliteStore(path.join(runDir, 'shiplog.db')) : postgresStore(cfg.databaseUrl!);
+    const data: ScenarioData = { info: ctx.info, backlog: await store.backlogNumbers(size), titled: await store.titledNumbers(size) };
+    server = await startServer(ctx, env);
+    const results = await runScenarios(ctx, server, data, baseline);
+    const mail = await measureMail(ctx, server, store);
+    results.push(await measure(ctx, server, deployScenario(data)));
+    const peakRss = peakRssMb(server.child.pid);
+    log(`  [${ctx.label}] server peak RSS ${Math.round(peakRss)} MB`);
+    return {
+      size,
+      seedSeconds: backend === 'postgres' ? ctx.info.seedSeconds : dataset.built ? dataset.info.seedSeconds : 0,
+      baseline,
+      results,
+      mail,
+      peakRssMb: peakRss,
+      startupMs,
+    };
+  } finally {
+    await stopChild(server?.child);
+    await stopChild(sink?.child);
+    await store?.close();
+    fs.rmSync(runDir, { recursive: true, force: true });
+    scratchDirs.delete(runDir);
+  }
+}
+
+/** Spawn to exit of a bare `node -e 0`, median of 3: the part of any start-up that is Node's own. */
+async function bareNodeStartMs(): Promise<number> {
+  const times: number[] = [];
+  for (let i = 0; i < 3; i++) {
+    const started = performance.now();
+    await new Promise<void>((resolve, reject) => {
+      execFile(process.execPath, ['-e', '0'], (err) => (err ? reject(err) : resolve()));
+    });
+    times.push(performance.now() - started);
+  }
+  return times.sort((a, b) => a - b)[1];
+}
+
+async function databaseVersion(cfg: BenchConfig): Promise<string> {
+  if (!cfg.databaseUrl) return '';
+  const client = new pg.Client({ connectionString: cfg.databaseUrl });
+  await client.connect();
+  try {
+    return (await client.query<{ server_version: string }>('show server_version')).rows[0].server_version;
+  } finally {
+    await client.end();
+  }
+}
+
+async function main(): Promise<void> {
+  stopChildrenOnExit();
+  const cfg = loadBenchConfig();
+  if (!fs.existsSync(SERVER_SCRIPT)) throw new Error(`${SERVER_SCRIPT} is missing: run npm run build first`);
+  const backend: Backend = cfg.databaseUrl ? 'postgres' : 'sqlite';
+  const run: RunReport = {
+    backend,
+    config: cfg,
+    command: commandLine(),
+    startedAt: new Date(),
+    loadAverage: os.loadavg(),
+    loadAverageAfter: [],
+    bareNodeStartMs: await bareNodeStartMs(),
+    databaseVersion: await databaseVersion(cfg),
+    sizes: [],
+  };
+  try {
+    for (const size of cfg.sizes) run.sizes.push(await benchSize(cfg, backend, size));
+  } finally {
+    await stopAllChildren();
+  }
+  run.loadAverageAfter = os.loadavg();
+  const section = renderSection(run, evaluateTargets(run));
+  process.stdout.write(`\n${section}\n`);
+  writeReport(backend, section);
+  log(`BENCHMARKS.md: ${backend === 'sqlite' ? 'SQLite' : 'PostgreSQL'} section written`);
+}
+
+main().then(
+  () => process.exit(0),
+  (err: unknown) => {
+    log(`bench: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
+    void stopAllChildren().finally(() => process.exit(1));
+  },
+);

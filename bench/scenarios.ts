@@ -1,0 +1,118 @@
+import { ORDERS } from '../src/items/model.js';
+import type { Scenario } from './load.js';
+import type { DatasetInfo } from './seed.js';
+
+/** What scenarios draw their targets from; sampled from the database before the server runs. */
+export interface ScenarioData {
+  info: DatasetInfo;
+  backlog: number[];
+  titled: number[];
+}
+
+const pick = <T>(list: readonly T[]): T => list[Math.floor(Math.random() * list.length)];
+const form = (fields: Record<string, string | number>): string =>
+  new URLSearchParams(Object.entries(fields).map(([k, v]) => [k, String(v)])).toString();
+
+const fixed = (name: string, path: string): Scenario => ({ name, kind: 'list', method: 'GET', next: () => ({ path }) });
+
+/**
+ * The deep page lies as far into the backlog at every size: offset 10,000 at 1M items (a tenth of
+ * its ~100,000), proportionally less at 10k, where offset 10,000 would be past the end.
+ */
+export function deepOffset(size: number): number {
+  return Math.round(size / 100);
+}
+
+/** Every list of items the issue asks for; each is compared with the baseline. */
+export function listScenarios(data: ScenarioData): Scenario[] {
+  const items = `/api/products/${data.info.productId}/items.json`;
+  return [
+    fixed('list: no parameters', items),
+    ...ORDERS.map((order) => fixed(`list: order_by=${order}`, `${items}?order_by=${order}`)),
+    fixed('list: status+type+tags+assigned_to', `${items}?status=backlog,in-progress&type=task,defect&tags=api&assigned_to=3`),
+    fixed(`list: deep page (backlog, offset ${deepOffset(data.info.size)})`, `${items}?status=backlog&offset=${deepOffset(data.info.size)}`),
+    fixed('list: children=true', `${items}?children=true`),
+  ];
+}
+
+/** Reads of single items and of deploys. */
+export function readScenarios(data: ScenarioData): Scenario[] {
+  const base = `/api/products/${data.info.productId}`;
+  const perEnvironment = Math.floor(data.info.deploys / data.info.environments.length);
+  return [
+    {
+      name: 'fetch item',
+      kind: 'read',
+      method: 'GET',
+      next: () => ({ path: `${base}/items/${1 + Math.floor(Math.random() * data.info.size)}.json` }),
+    },
+    {
+      // The interface returns every deploy without a limit; a page of 20 keeps one response from
+      // rendering ~10,000 items.
+      name: 'list deploys (production, 20 per page)',
+      kind: 'read',
+      method: 'GET',
+      next: () => ({ path: `${base}/deploys.json?environment=production&limit=20&offset=${Math.floor(Math.random() * (perEnvironment - 20))}` }),
+    },
+  ];
+}
+
+/** Item writes; each request changes something, so none is answered from a shortcut. */
+export function itemWriteScenarios(data: ScenarioData): Scenario[] {
+  const base = `/api/products/${data.info.productId}`;
+  const userIds = data.info.users.map((u) => u.id);
+  let counter = 0;
+  return [
+    {
+      name: 'create item',
+      kind: 'write',
+      method: 'POST',
+      next: () => ({
+        path: `${base}/items.json`,
+        body: form({
+          type: pick(['task', 'defect', 'test']),
+          title: `Bench item ${++counter}`,
+          description: 'Created by the load test.',
+          score: pick(['S', 'M', 'L']),
+          assigned_to: pick(userIds),
+          tags: 'api,performance',
+        }),
+      }),
+    },
+    {
+      name: 'update item (title)',
+      kind: 'write',
+      method: 'POST',
+      next: () => ({ path: `${base}/items/${pick(data.titled)}.json`, body: form({ title: `Renamed ${++counter % 2 ? 'A' : 'B'} ${counter}` }) }),
+    },
+    {
+      name: 'resort (inside backlog)',
+      kind: 'write',
+      method: 'POST',
+      next: () => {
+        const item = pick(data.backlog);
+        let other = pick(data.backlog);
+        while (other === item) other = pick(data.backlog);
+        return { path: `${base}/items/${item}/resort.json`, body: form({ before: other }) };
+      },
+    },
+  ];
+}
+
+/** A deploy of 50 items that all 20 users follow: 19 messages queued per request. */
+export function deployScenario(data: ScenarioData): Scenario {
+  const base = `/api/products/${data.info.productId}`;
+  let counter = 0;
+  return {
+    name: 'deploy 50 items x 20 followers',
+    kind: 'write',
+    method: 'POST',
+    next: () => {
+      const group = data.info.deployGroups[counter++ % data.info.deployGroups.length];
+      return {
+        path: `${base}/deploys.json`,
+        body: form({ environment: 'production', version: `v9.${counter}.0`, notes: 'Load test deploy.', numbers: group.join(',') }),
+      };
+    },
+  };
+}
