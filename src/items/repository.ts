@@ -166,8 +166,14 @@ function topLevelQuery(db: Db, f: ItemFilter) {
     .selectFrom('items')
     .where('items.product_id', '=', f.productId)
     .where('items.archived', '=', 0)
-    .where('items.parent_id', 'is', null)
-    .where('items.status', 'in', f.statuses);
+    .where('items.parent_id', 'is', null);
+  // Adjacent statuses (the default backlog + in-progress) as a range: one index range to read,
+  // where an IN list makes PostgreSQL filter a whole product's index.
+  const statuses = [...new Set(f.statuses)].sort((a, b) => a - b);
+  q =
+    statuses.length > 1 && statuses[statuses.length - 1] - statuses[0] === statuses.length - 1
+      ? q.where('items.status', '>=', statuses[0]).where('items.status', '<=', statuses[statuses.length - 1])
+      : q.where('items.status', 'in', statuses);
   if (f.types?.length) q = q.where('items.type', 'in', f.types);
   if (f.assignedTo !== undefined) q = q.where('items.assigned_to_id', '=', f.assignedTo);
   if (f.createdBy !== undefined) q = q.where('items.created_by_id', '=', f.createdBy);
