@@ -4,22 +4,14 @@ import fs from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import { ROOT } from './config.js';
+import { freePort } from '../test/processes.js';
+
+export { freePort };
 
 /** Every child the harness started and has not seen exit, so each can be stopped by its pid. */
 const running = new Set<ChildProcess>();
 
 const isRunning = (child: ChildProcess): boolean => child.exitCode === null && child.signalCode === null;
-
-/** A port nothing listens on at the moment of asking. */
-export async function freePort(): Promise<number> {
-  const probe = net.createServer();
-  probe.listen(0, '127.0.0.1');
-  await once(probe, 'listening');
-  const { port } = probe.address() as net.AddressInfo;
-  probe.close();
-  await once(probe, 'close');
-  return port;
-}
 
 export interface Child {
   process: ChildProcess;
