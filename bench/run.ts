@@ -28,6 +28,7 @@ import { evaluateTargets, renderSection, writeReport, type Backend, type MailRes
 import { deployScenario, itemWriteScenarios, listScenarios, readScenarios, type ScenarioData } from './scenarios.js';
 import { ensureSqliteDataset, seedPostgres, type DatasetInfo } from './seed.js';
 import { postgresStore, sqliteStore, type BenchStore } from './store.js';
+import { cleanEnv } from '../test/processes.js';
 
 const log = (line: string) => process.stderr.write(`${line}\n`);
 
@@ -38,18 +39,8 @@ process.once('exit', () => {
 });
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** Every setting Shiplog reads; the harness passes only its own choices of them to the server. */
-const SHIPLOG_SETTINGS = [
-  'PORT', 'HOST', 'DATA_DIR', 'PUBLIC_URL', 'MAIL_DOMAIN', 'MAIL_FROM', 'LOG_LEVEL', 'SMTP_URL', 'MAIL_LEASE_SECONDS',
-  'DATABASE_URL', 'PG_POOL_MAX', 'PG_STATEMENT_TIMEOUT_MS', 'PG_CONNECT_TIMEOUT_MS',
-];
-
 /** The harness's environment without Shiplog's settings, so a child gets only what is passed. */
-function childEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
-  const env = { ...process.env };
-  for (const name of SHIPLOG_SETTINGS) delete env[name];
-  return { ...env, ...extra };
-}
+const childEnv = (extra: Record<string, string> = {}): NodeJS.ProcessEnv => cleanEnv(extra);
 
 /** Everything one dataset's measurements share. */
 interface SizeContext {

@@ -53,31 +53,25 @@ function parseDomain(name: string, raw: string): string {
   return raw.toLowerCase();
 }
 
-function parseSmtpUrl(raw: string): string {
-  let url: URL;
+/** A URL setting that must use one of `protocols` (`smtp:`, ...); the message never echoes it (passwords). */
+function parseServiceUrl(name: string, raw: string, protocols: string[], example: string): string {
+  let protocol: string;
   try {
-    url = new URL(raw);
+    protocol = new URL(raw).protocol;
   } catch {
-    throw new ConfigError('SMTP_URL must be a URL such as smtp://user:password@mail.example.com:587.');
+    throw new ConfigError(`${name} must be a URL such as ${example}.`);
   }
-  if (url.protocol !== 'smtp:' && url.protocol !== 'smtps:') {
-    throw new ConfigError(`SMTP_URL must start with smtp:// or smtps://, got "${url.protocol}//".`);
+  if (!protocols.includes(protocol)) {
+    throw new ConfigError(`${name} must start with ${protocols.map((p) => `${p}//`).join(' or ')}, got "${protocol}//".`);
   }
   return raw;
 }
 
-export function parseDatabaseUrl(raw: string): string {
-  let url: URL;
-  try {
-    url = new URL(raw);
-  } catch {
-    throw new ConfigError('DATABASE_URL must be a URL such as postgres://user:password@host:5432/shiplog.');
-  }
-  if (url.protocol !== 'postgres:' && url.protocol !== 'postgresql:') {
-    throw new ConfigError(`DATABASE_URL must start with postgres:// or postgresql://, got "${url.protocol}//".`);
-  }
-  return raw;
-}
+const parseSmtpUrl = (raw: string): string =>
+  parseServiceUrl('SMTP_URL', raw, ['smtp:', 'smtps:'], 'smtp://user:password@mail.example.com:587');
+
+export const parseDatabaseUrl = (raw: string): string =>
+  parseServiceUrl('DATABASE_URL', raw, ['postgres:', 'postgresql:'], 'postgres://user:password@host:5432/shiplog');
 
 function parsePositive(name: string, raw: string): number {
   if (!/^\d+$/.test(raw) || Number(raw) < 1) throw new ConfigError(`${name} must be a whole number of at least 1, got "${raw}".`);
