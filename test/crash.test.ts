@@ -16,8 +16,9 @@ import { SmtpSink } from './smtp-sink.js';
 const MESSAGES = 1000;
 const ITEMS = 4;
 const KILL_AFTER = 325;
-// At most one claimed batch is in flight when the process dies; only those may arrive twice.
-const IN_FLIGHT_LIMIT = DEFAULT_WORKER_OPTIONS.batchSize;
+// At most one window of messages is held (claimed, outcome not yet written) when the process
+// dies; only those may arrive twice.
+const IN_FLIGHT_LIMIT = DEFAULT_WORKER_OPTIONS.window;
 
 const root = tempDir('shiplog-crash-test-');
 let db: Db | undefined;
@@ -83,7 +84,7 @@ async function mailCounts(server: Server): Promise<Record<string, number>> {
   return ((await res.json()) as { mail: Record<string, number> }).mail;
 }
 
-test('SIGKILL while 1,000 messages are being delivered: after a restart all arrive, repeats only among the batch in flight', { timeout: 180_000 }, async (t) => {
+test('SIGKILL while 1,000 messages are being delivered: after a restart all arrive, repeats only among the messages in flight', { timeout: 180_000 }, async (t) => {
   const dataDir = fs.mkdtempSync(path.join(root, 'data-'));
   db = await openDatabase(await databaseOptionsFor(dataDir));
   const { deployer, product, users } = await seed(db);
@@ -168,7 +169,7 @@ test('SIGKILL while 1,000 messages are being delivered: after a restart all arri
     const outside = [...duplicates.keys()].filter((id) => !inFlight.has(id));
     const figures = [
       `messages: ${MESSAGES}, deliveries at the sink: ${sink.received.length}, distinct: ${received.size}`,
-      `duplicates: ${extraCopies} extra cop${extraCopies === 1 ? 'y' : 'ies'} of ${duplicates.size} message(s); in flight at the kill: ${inFlight.size}; outside the batch in flight: ${outside.length}`,
+      `duplicates: ${extraCopies} extra cop${extraCopies === 1 ? 'y' : 'ies'} of ${duplicates.size} message(s); in flight at the kill: ${inFlight.size}; outside those in flight: ${outside.length}`,
       `deploy request: ${deployed - started} ms; deploy to kill: ${killedAt - deployed} ms (${receivedAtKill} delivered, sink delay ${sink.delayMs} ms per message)`,
       `restart to all delivered: ${done - restarted} ms (lease ${env.MAIL_LEASE_SECONDS} s); deploy to all delivered: ${done - deployed} ms`,
     ];

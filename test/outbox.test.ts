@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
+import { markAllSent } from '../src/mail/outbox.js';
 import type { MailTransport } from '../src/mail/transport.js';
 import { retryDelayMs } from '../src/mail/worker.js';
 import { client, makeApp, makeItem, makeProduct, makeUser, type TestContext } from './helpers.js';
@@ -90,4 +91,119 @@ test('backoff grows exponentially from about 30 s, is capped, and is jittered', 
   assert.equal(retryDelayMs(20, () => 0.5), 3600_000);
   assert.equal(retryDelayMs(1, () => 0), 15_000);
   assert.equal(retryDelayMs(1, () => 0.999), 44_970);
+});
+
+test('rows hold what a message is made of; its text and HTML are rendered when it is sent, with the items as they are then', async () => {
+  const seen = new Map<number, { subject: string; text: string; html: string }>();
+  const recording: MailTransport = {
+    async send(mail, outboxId) {
+      seen.set(outboxId, { subject: String(mail.subject), text: String(mail.text), html: String(mail.html) });
+    },
+    close() {},
+  };
+  const own = await makeApp({ mailTransport: recording });
+  try {
+    const deployer = await makeUser(own.db);
+    const follower = await makeUser(own.db);
+    const product = await makeProduct(own.db, deployer, [follower]);
+    await makeItem(own.app, follower, product.id, { title: 'Old title' });
+    const api = client(own.app, deployer);
+    const res = await api.post(`/api/products/${product.id}/deploys.json`, { environment: 'prod', numbers: '1', notes: 'Some *notes*' });
+    assert.equal(res.statusCode, 200);
+    const [row] = await own.db.selectFrom('outbox').selectAll().where('deploy_id', '=', res.json().id).execute();
+    assert.equal(row.body_text, '');
+    assert.equal(row.body_html, '');
+    assert.equal(row.subject, `[${product.name}] Deployed to prod: #1 Old title`);
+
+    assert.equal((await api.post(`/api/products/${product.id}/items/1.json`, { title: 'New title' })).statusCode, 200);
+    await own.app.outbox.deliverDue();
+    const mail = seen.get(row.id)!;
+    assert.ok(mail, 'the message was sent');
+    assert.equal(mail.subject, row.subject, 'the subject is the one queued');
+    assert.match(mail.text, /#1 \[task\] New title \(backlog\)/);
+    assert.match(mail.text, /Some \*notes\*/);
+    assert.match(mail.html, /<em>notes<\/em>/);
+    assert.match(mail.html, />New title</);
+    assert.equal((await own.db.selectFrom('outbox').select('status').where('id', '=', row.id).executeTakeFirstOrThrow()).status, 'sent');
+  } finally {
+    await own.close();
+  }
+});
+
+test('a message whose deploy no longer exists is given up with a clear error, and not sent', async () => {
+  const { deployId } = await deployTo(1);
+  const [row] = await rowsOf(deployId);
+  await t.db.updateTable('outbox').set({ deploy_id: null }).where('id', '=', row.id).execute();
+  await t.app.outbox.deliverDue();
+  const after = await t.db.selectFrom('outbox').selectAll().where('id', '=', row.id).executeTakeFirstOrThrow();
+  assert.equal(after.status, 'failed');
+  assert.match(after.last_error!, /no longer exist/);
+  assert.ok(!sent.includes(row.id));
+});
+
+test('sends run in a sliding window: a stuck message holds up only itself, each message goes out once, never more than the window at a time', { timeout: 30_000 }, async () => {
+  const WINDOW = 4;
+  let release!: () => void;
+  const stuck = new Promise<void>((resolve) => (release = resolve));
+  let stuckAddress = '';
+  let inFlight = 0;
+  let most = 0;
+  const deliveries = new Map<number, number>();
+  const gated: MailTransport = {
+    async send(mail, outboxId) {
+      inFlight += 1;
+      most = Math.max(most, inFlight);
+      try {
+        if (String(mail.to).includes(stuckAddress)) await stuck;
+        else await new Promise((resolve) => setTimeout(resolve, 2));
+        deliveries.set(outboxId, (deliveries.get(outboxId) ?? 0) + 1);
+      } finally {
+        inFlight -= 1;
+      }
+    },
+    close() {},
+  };
+  const own = await makeApp({ mailTransport: gated, worker: { window: WINDOW } });
+  try {
+    const deployer = await makeUser(own.db);
+    const followers = [];
+    for (let i = 0; i < 12; i++) followers.push(await makeUser(own.db));
+    const product = await makeProduct(own.db, deployer, followers);
+    for (const f of followers) await makeItem(own.app, f, product.id);
+    stuckAddress = followers[0].email;
+    const numbers = followers.map((_, i) => i + 1).join(',');
+    const res = await client(own.app, deployer).post(`/api/products/${product.id}/deploys.json`, { environment: 'prod', numbers });
+    assert.equal(res.statusCode, 200);
+
+    const round = own.app.outbox.deliverDue();
+    const deadline = Date.now() + 10_000;
+    while (deliveries.size < 11 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 5));
+    assert.equal(deliveries.size, 11, 'the other messages went out while one was stuck');
+    const rows = await own.db.selectFrom('outbox').select(['user_id', 'status']).execute();
+    assert.deepEqual(
+      rows.filter((r) => r.status !== 'sent').map((r) => r.user_id),
+      [followers[0].user.id],
+      'every message but the stuck one is recorded as sent',
+    );
+
+    release();
+    assert.equal(await round, 12);
+    assert.equal(deliveries.size, 12);
+    assert.ok([...deliveries.values()].every((n) => n === 1), 'each message went out once');
+    assert.ok(most <= WINDOW, `${most} sends at once`);
+    assert.ok((await own.db.selectFrom('outbox').select('status').execute()).every((r) => r.status === 'sent'));
+  } finally {
+    await own.close();
+  }
+});
+
+test('deliveries are recorded together, each only while its claim is still this worker\'s', async () => {
+  const { deployId } = await deployTo(3);
+  const rows = await rowsOf(deployId);
+  await t.db.updateTable('outbox').set({ status: 'sending', attempts: 1 }).where('deploy_id', '=', deployId).execute();
+  // The third message's claim lapsed and another worker took it over (one attempt more).
+  await t.db.updateTable('outbox').set({ attempts: 2 }).where('id', '=', rows[2].id).execute();
+  const recorded = await markAllSent(t.db, rows.map((r) => ({ id: r.id, attempts: 1 })), '2026-01-01T00:00:00+00:00');
+  assert.deepEqual([...recorded].sort((a, b) => a - b), [rows[0].id, rows[1].id]);
+  assert.deepEqual((await rowsOf(deployId)).map((r) => r.status), ['sent', 'sent', 'sending']);
 });

@@ -12,6 +12,10 @@ export async function findDeployByKey(db: Db, productId: number, userId: number,
     .executeTakeFirst();
 }
 
+export async function findDeploysByIds(db: Db, ids: number[]): Promise<DeployRow[]> {
+  return inChunks([...new Set(ids)], (chunk) => db.selectFrom('deploys').selectAll().where('id', 'in', chunk).execute());
+}
+
 export async function insertDeploy(
   trx: Db,
   deploy: Omit<DeployRow, 'id'>,

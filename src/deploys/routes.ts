@@ -44,7 +44,7 @@ export async function deployRoutes(app: FastifyInstance): Promise<void> {
       const key = parseIdempotencyKey(request.headers['idempotency-key']);
       const { deploy, created } = await app.db
         .transaction()
-        .execute((trx) => recordDeploy(trx, request.scope, input, key, urls, app.unsubscribeLinks));
+        .execute((trx) => recordDeploy(trx, request.scope, input, key, urls));
       if (created) app.outbox.nudge();
       return (await renderDeploys(app.db, request.scope, [deploy], urls))[0];
     },

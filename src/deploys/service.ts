@@ -5,11 +5,10 @@ import { BadRequestError, ForbiddenError, UnprocessableError, ValidationError } 
 import { asList, asText, invalid, asInteger, type ParamValue } from '../http/params.js';
 import { findItemsByNumbers, followersOf, touchActivity } from '../items/repository.js';
 import { renderItems } from '../items/service.js';
-import { deployEmailRenderer, mailbox } from '../mail/deploy-email.js';
+import { deploySubject, mailbox } from '../mail/deploy-email.js';
 import { enqueueMessages } from '../mail/outbox.js';
 import type { ProductScope, Urls } from '../scope.js';
 import { formatTimestamp, nowTimestamp } from '../time.js';
-import type { UnsubscribeLinks } from '../mail/unsubscribe.js';
 import { RETRY_WINDOW_MS } from '../mail/worker.js';
 import { findUsersByIds } from '../users/repository.js';
 import { lockProduct } from '../products/repository.js';
@@ -66,7 +65,6 @@ export async function recordDeploy(
   input: DeployInput,
   key: string | undefined,
   urls: Urls,
-  links: UnsubscribeLinks,
 ): Promise<{ deploy: DeployRow; created: boolean }> {
   const hash = key === undefined ? null : requestHash(input);
   // Deploys of a product queue here: two requests with one key find each other's deploy, and
@@ -104,23 +102,22 @@ export async function recordDeploy(
     (perFollower.get(f.user_id) ?? perFollower.set(f.user_id, []).get(f.user_id)!).push(byId.get(f.item_id)!);
   }
   const recipients = await findUsersByIds(trx, [...perFollower.keys()]);
-  const render = deployEmailRenderer(scope.product, deploy, scope.user, urls);
   const retryUntil = formatTimestamp(new Date(Date.parse(now) + RETRY_WINDOW_MS));
+  // The bodies are rendered when the worker sends (src/mail/deploy-email.ts): a row holds what
+  // they are made from, which keeps this transaction short however many followers there are.
+  // The random part keeps Message-IDs unique even where deploy ids repeat (a restored backup).
+  const unique = crypto.randomBytes(6).toString('hex');
   await enqueueMessages(
     trx,
     recipients.map((user) => {
       const mine = perFollower.get(user.id)!.sort((a, b) => a.number - b.number);
-      const messageId = `<deploy-${deploy.id}-${user.id}.${crypto.randomBytes(6).toString('hex')}@${urls.mailDomain}>`;
-      const mail = render(mine, links.url(messageId));
       return {
         deploy_id: deploy.id,
         user_id: user.id,
         to_address: mailbox(user),
-        subject: mail.subject,
-        body_text: mail.text,
-        body_html: mail.html,
+        subject: deploySubject(scope.product, deploy, mine),
         item_ids: JSON.stringify(mine.map((i) => i.id)),
-        message_id: messageId,
+        message_id: `<deploy-${deploy.id}-${user.id}.${unique}@${urls.mailDomain}>`,
       };
     }),
     now,

@@ -1,13 +1,12 @@
 import MarkdownIt from 'markdown-it';
-import type { DeployRow, ItemRow, ProductRow, UserRow } from '../db/schema.js';
+import type { Db } from '../db/connection.js';
+import type { DeployRow, ItemRow, OutboxRow, ProductRow, UserRow } from '../db/schema.js';
+import { findDeploysByIds } from '../deploys/repository.js';
 import { statusName } from '../items/model.js';
-import type { Urls } from '../scope.js';
-
-export interface DeployEmail {
-  subject: string;
-  text: string;
-  html: string;
-}
+import { findItemsByIds } from '../items/repository.js';
+import { findProduct } from '../products/repository.js';
+import { findUsersByIds } from '../users/repository.js';
+import type { UnsubscribeLinks } from './unsubscribe.js';
 
 // Raw HTML in notes is shown as text, never passed through; links are limited to safe schemes.
 const markdown = new MarkdownIt({ html: false, linkify: true, breaks: true });
@@ -34,37 +33,51 @@ function readableTime(timestamp: string): string {
   return new Date(timestamp).toUTCString().replace(/:\d\d GMT$/, ' UTC');
 }
 
-/**
- * The messages of one deploy: the returned function renders the one a follower gets, with only
- * that follower's items, the version, the notes, who deployed and when, and a link to stop
- * following these items. What all followers share (the notes' HTML) is rendered once.
- */
-export function deployEmailRenderer(
-  product: ProductRow,
-  deploy: DeployRow,
-  deployer: UserRow,
-  urls: Urls,
-): (items: ItemRow[], unsubscribeUrl: string) => DeployEmail {
-  const notesHtml = deploy.notes ? markdown.render(deploy.notes) : '';
-  return (items, unsubscribeUrl) => renderDeployEmail(product, deploy, deployer, items, urls, unsubscribeUrl, notesHtml);
-}
-
-function renderDeployEmail(
-  product: ProductRow,
-  deploy: DeployRow,
-  deployer: UserRow,
-  items: ItemRow[],
-  urls: Urls,
-  unsubscribeUrl: string,
-  notesHtml: string,
-): DeployEmail {
+/** `[Product] Deployed to production: #12 Title and 2 more`, from a follower's items in number order. */
+export function deploySubject(product: ProductRow, deploy: DeployRow, items: ItemRow[]): string {
   const first = items[0];
   const more = items.length > 1 ? ` and ${items.length - 1} more` : '';
-  const subject = oneLine(`[${product.name}] Deployed to ${deploy.environment}: #${first.number} ${first.title}${more}`);
+  return oneLine(`[${product.name}] Deployed to ${deploy.environment}: #${first.number} ${first.title}${more}`);
+}
+
+/** Notes are the same in every message of a deploy (and often across deploys): rendered once. */
+const notesCache = new Map<string, string>();
+const NOTES_CACHE_SIZE = 100;
+
+function notesHtml(notes: string): string {
+  if (!notes) return '';
+  let html = notesCache.get(notes);
+  if (html === undefined) {
+    html = markdown.render(notes);
+    if (notesCache.size >= NOTES_CACHE_SIZE) notesCache.delete(notesCache.keys().next().value as string);
+    notesCache.set(notes, html);
+  }
+  return html;
+}
+
+/** What one deploy message is rendered from; everything but the items is the deploy's. */
+export interface DeployMessageParts {
+  product: ProductRow;
+  deploy: DeployRow;
+  deployer: UserRow;
+  /** The recipient's items in the deploy, in number order. */
+  items: ItemRow[];
+  subject: string;
+  unsubscribeUrl: string;
+  /** Base of item links. */
+  publicUrl: string;
+}
+
+/**
+ * The text and HTML a follower gets: only their items, the version, the notes, who deployed and
+ * when, and a link to stop following these items.
+ */
+export function renderDeployEmail(parts: DeployMessageParts): { text: string; html: string } {
+  const { product, deploy, deployer, items, subject, unsubscribeUrl, publicUrl } = parts;
   const who = fullName(deployer);
   const when = readableTime(deploy.created_at);
   const version = deploy.version ? `version ${deploy.version} ` : '';
-  const itemUrl = (item: ItemRow) => `${urls.publicUrl}/i/${item.product_id}/${item.number}/`;
+  const itemUrl = (item: ItemRow) => `${publicUrl}/i/${item.product_id}/${item.number}/`;
   const intro = items.length === 1 ? 'The item you follow in this deploy:' : `The ${items.length} items you follow in this deploy:`;
 
   const text = [
@@ -101,10 +114,58 @@ function renderDeployEmail(
 <table style="border-collapse:collapse">
 ${rows}
 </table>
-${notesHtml ? `<h3 style="font-size:14px;margin:16px 0 4px">Notes</h3>\n<div>${notesHtml}</div>` : ''}
+${deploy.notes ? `<h3 style="font-size:14px;margin:16px 0 4px">Notes</h3>\n<div>${notesHtml(deploy.notes)}</div>` : ''}
 <p style="color:#888;font-size:12px;margin-top:24px">You receive this because you follow these items in ${escapeHtml(product.name)}.
 <a href="${escapeHtml(unsubscribeUrl)}">Stop following them</a>.</p>
 </body></html>
 `;
-  return { subject, text, html };
+  return { text, html };
+}
+
+/**
+ * The bodies of queued deploy messages, rendered when they are sent: an outbox row names its
+ * deploy, recipient and items, and the deploy, its product and deployer, and the items are read
+ * here, a batch of messages at a time. Items show as they are at sending, usually seconds after
+ * the deploy. A message whose deploy or items are gone (their product was deleted) maps to null.
+ */
+export async function renderDeployMessages(
+  db: Db,
+  messages: OutboxRow[],
+  publicUrl: string,
+  links: UnsubscribeLinks,
+): Promise<Map<number, { text: string; html: string } | null>> {
+  const itemIdsOf = new Map(messages.map((m) => [m.id, JSON.parse(m.item_ids) as number[]]));
+  const deploys = new Map(
+    (await findDeploysByIds(db, [...new Set(messages.flatMap((m) => (m.deploy_id === null ? [] : [m.deploy_id])))])).map((d) => [d.id, d]),
+  );
+  const deployers = new Map((await findUsersByIds(db, [...deploys.values()].map((d) => d.user_id))).map((u) => [u.id, u]));
+  const products = new Map<number, ProductRow | undefined>();
+  for (const productId of new Set([...deploys.values()].map((d) => d.product_id))) products.set(productId, await findProduct(db, productId));
+  const items = new Map((await findItemsByIds(db, [...itemIdsOf.values()].flat())).map((i) => [i.id, i]));
+
+  const rendered = new Map<number, { text: string; html: string } | null>();
+  for (const message of messages) {
+    const deploy = message.deploy_id === null ? undefined : deploys.get(message.deploy_id);
+    const product = deploy && products.get(deploy.product_id);
+    const deployer = deploy && deployers.get(deploy.user_id);
+    const mine = itemIdsOf
+      .get(message.id)!
+      .flatMap((id) => items.get(id) ?? [])
+      .sort((a, b) => a.number - b.number);
+    rendered.set(
+      message.id,
+      deploy && product && deployer && mine.length
+        ? renderDeployEmail({
+            product,
+            deploy,
+            deployer,
+            items: mine,
+            subject: message.subject,
+            unsubscribeUrl: links.url(message.message_id),
+            publicUrl,
+          })
+        : null,
+    );
+  }
+  return rendered;
 }

@@ -1,11 +1,14 @@
+import type { Expression, ExpressionBuilder, SqlBool } from 'kysely';
+import { inChunks } from '../db/chunks.js';
 import type { Db } from '../db/connection.js';
 import { dialectOf } from '../db/dialect.js';
-import type { OutboxRow } from '../db/schema.js';
+import type { Database, OutboxRow } from '../db/schema.js';
 
-export type NewMessage = Pick<
-  OutboxRow,
-  'deploy_id' | 'user_id' | 'to_address' | 'subject' | 'body_text' | 'body_html' | 'item_ids' | 'message_id'
->;
+/**
+ * A message to queue: whom it goes to, its subject, and what its bodies are rendered from when it
+ * is sent (the deploy and the recipient's items). `body_text` and `body_html` stay empty.
+ */
+export type NewMessage = Pick<OutboxRow, 'deploy_id' | 'user_id' | 'to_address' | 'subject' | 'item_ids' | 'message_id'>;
 
 /** Queues messages; called inside the transaction of the change that causes them. */
 export async function enqueueMessages(trx: Db, messages: NewMessage[], now: string, retryUntil: string): Promise<void> {
@@ -13,60 +16,94 @@ export async function enqueueMessages(trx: Db, messages: NewMessage[], now: stri
   await trx
     .insertInto('outbox')
     .values(
-      messages.map((m) => ({ ...m, status: 'pending', attempts: 0, next_attempt_at: now, retry_until: retryUntil, created_at: now })),
+      messages.map((m) => ({
+        ...m,
+        body_text: '',
+        body_html: '',
+        status: 'pending',
+        attempts: 0,
+        next_attempt_at: now,
+        retry_until: retryUntil,
+        created_at: now,
+      })),
     )
     .execute();
 }
 
 /**
- * Takes up to `limit` due messages for delivery: pending ones whose time has come, and ones whose
- * previous claimant's lease ran out (it died mid-delivery). Each claim is an UPDATE guarded by the
- * state that was read, so two workers never take the same message.
+ * Takes up to `limit` due messages for delivery: first those whose previous claimant's lease ran
+ * out (it died mid-delivery), then pending ones whose time has come, earliest first. Each claim
+ * is an UPDATE guarded by the due state that was read, so two workers never take the same
+ * message; on PostgreSQL the candidates are locked with SKIP LOCKED, so workers of several
+ * instances take disjoint sets instead of queueing on the same rows (SQLite has a single writer,
+ * so there is nothing to skip). Both look-ups walk the (status, next_attempt_at) index, never the
+ * history of sent messages.
  */
 export async function claimDue(db: Db, now: string, leaseUntil: string, limit: number): Promise<OutboxRow[]> {
+  const lapsed = (eb: ExpressionBuilder<Database, 'outbox'>) => eb.and([eb('status', '=', 'sending'), eb('lease_until', '<', now)]);
+  const pending = (eb: ExpressionBuilder<Database, 'outbox'>) => eb.and([eb('status', '=', 'pending'), eb('next_attempt_at', '<=', now)]);
+  const claimed = await claimWhere(db, lapsed, ['id'], leaseUntil, limit);
+  if (claimed.length < limit) claimed.push(...(await claimWhere(db, pending, ['next_attempt_at', 'id'], leaseUntil, limit - claimed.length)));
+  return claimed;
+}
+
+type Condition = (eb: ExpressionBuilder<Database, 'outbox'>) => Expression<SqlBool>;
+
+async function claimWhere(db: Db, due: Condition, order: ('id' | 'next_attempt_at')[], leaseUntil: string, limit: number): Promise<OutboxRow[]> {
+  // Two statements in one transaction, not `UPDATE ... WHERE id IN (SELECT ... LIMIT n)`: with SKIP
+  // LOCKED, PostgreSQL may run such a subquery more than once and claim far more than n rows.
   return db.transaction().execute(async (trx) => {
-    let query = trx
-      .selectFrom('outbox')
-      .selectAll()
-      .where((eb) =>
-        eb.or([
-          eb.and([eb('status', '=', 'pending'), eb('next_attempt_at', '<=', now)]),
-          eb.and([eb('status', '=', 'sending'), eb('lease_until', '<', now)]),
-        ]),
-      )
-      .orderBy('id')
-      .limit(limit);
-    // PostgreSQL: workers of several instances take disjoint batches instead of queueing on the
-    // same rows. SQLite has a single writer, so there is nothing to skip.
-    if (dialectOf(trx) === 'postgres') query = query.forUpdate().skipLocked();
-    const due = await query.execute();
-    const claimed: OutboxRow[] = [];
-    for (const row of due) {
-      const res = await trx
-        .updateTable('outbox')
-        .set({ status: 'sending', lease_until: leaseUntil, attempts: row.attempts + 1 })
-        .where('id', '=', row.id)
-        .where('status', '=', row.status)
-        .where('attempts', '=', row.attempts)
-        .executeTakeFirst();
-      if (Number(res.numUpdatedRows) === 1) claimed.push({ ...row, status: 'sending', lease_until: leaseUntil, attempts: row.attempts + 1 });
-    }
-    return claimed;
+    let candidates = trx.selectFrom('outbox').select('id').where(due).limit(limit);
+    for (const column of order) candidates = candidates.orderBy(column);
+    if (dialectOf(trx) === 'postgres') candidates = candidates.forUpdate().skipLocked();
+    const ids = (await candidates.execute()).map((r) => r.id);
+    if (ids.length === 0) return [];
+    const rows = await trx
+      .updateTable('outbox')
+      .set((eb) => ({ status: 'sending', lease_until: leaseUntil, attempts: eb('attempts', '+', 1) }))
+      .where('id', 'in', ids)
+      .where(due)
+      .returningAll()
+      .execute();
+    return rows.sort((a, b) => a.id - b.id);
   });
 }
 
 /** A claimed message: its outcome is recorded only while the claim is still this worker's. */
-type Claim = Pick<OutboxRow, 'id' | 'attempts'>;
+export type Claim = Pick<OutboxRow, 'id' | 'attempts'>;
 
 /** The outbox row of a claim, as long as the claim is still this worker's. */
 function stillClaimed(db: Db, claim: Claim) {
   return db.updateTable('outbox').where('id', '=', claim.id).where('status', '=', 'sending').where('attempts', '=', claim.attempts);
 }
 
+/**
+ * Records deliveries, many in one statement; resolves with the ids recorded. A claim that had
+ * lapsed (another worker took the message over, so its attempt count moved on) is left alone.
+ */
+export async function markAllSent(db: Db, claims: Claim[], at: string): Promise<Set<number>> {
+  const byAttempts = new Map<number, number[]>();
+  for (const c of claims) (byAttempts.get(c.attempts) ?? byAttempts.set(c.attempts, []).get(c.attempts)!).push(c.id);
+  const recorded = new Set<number>();
+  for (const [attempts, ids] of byAttempts) {
+    const rows = await inChunks(ids, (chunk) =>
+      db
+        .updateTable('outbox')
+        .set({ status: 'sent', sent_at: at, lease_until: null, last_error: null })
+        .where('id', 'in', chunk)
+        .where('status', '=', 'sending')
+        .where('attempts', '=', attempts)
+        .returning('id')
+        .execute(),
+    );
+    for (const row of rows) recorded.add(row.id);
+  }
+  return recorded;
+}
+
 /** Records a delivery; false when the claim had lapsed and another worker took the message over. */
 export async function markSent(db: Db, claim: Claim, at: string): Promise<boolean> {
-  const res = await stillClaimed(db, claim).set({ status: 'sent', sent_at: at, lease_until: null, last_error: null }).executeTakeFirst();
-  return Number(res.numUpdatedRows) === 1;
+  return (await markAllSent(db, [claim], at)).has(claim.id);
 }
 
 /** Records a failed attempt: tried again at `retryAt`, or given up (`failed`) when it is null. */
@@ -88,18 +125,19 @@ export interface OutboxSummary {
 
 /** Counts by state and the age of the oldest undelivered message: what operators watch. */
 export async function summarize(db: Db): Promise<OutboxSummary> {
-  const rows = await db
-    .selectFrom('outbox')
-    .select(['status', (eb) => eb.fn.countAll<number>().as('n'), (eb) => eb.fn.min('created_at').as('oldest')])
-    .groupBy('status')
-    .execute();
+  // Two queries, each served by the (status, next_attempt_at) index: the counts from the index
+  // alone, the oldest date from the few undelivered rows. /health asks this often.
+  const rows = await db.selectFrom('outbox').select(['status', (eb) => eb.fn.countAll<number>().as('n')]).groupBy('status').execute();
   const counts = { pending: 0, sending: 0, sent: 0, failed: 0 };
+  for (const row of rows) counts[row.status as keyof typeof counts] = Number(row.n);
   let oldestPendingAt: string | null = null;
-  for (const row of rows) {
-    counts[row.status as keyof typeof counts] = Number(row.n);
-    if ((row.status === 'pending' || row.status === 'sending') && row.oldest && (!oldestPendingAt || row.oldest < oldestPendingAt)) {
-      oldestPendingAt = row.oldest as string;
-    }
+  if (counts.pending + counts.sending > 0) {
+    const oldest = await db
+      .selectFrom('outbox')
+      .select((eb) => eb.fn.min('created_at').as('oldest'))
+      .where('status', 'in', ['pending', 'sending'])
+      .executeTakeFirst();
+    oldestPendingAt = (oldest?.oldest as string | null | undefined) ?? null;
   }
   return { counts, oldestPendingAt };
 }

@@ -7,7 +7,8 @@ import crypto from 'node:crypto';
  */
 export class UnsubscribeLinks {
   constructor(
-    private readonly publicUrl: string,
+    /** The service's public base URL; links to items in mail start with it too. */
+    readonly publicUrl: string,
     private readonly key: string,
   ) {}
 
