@@ -233,6 +233,24 @@ describe('whoami', () => {
     assert.equal(again.json().last_login, afterRow.last_login);
   });
 
+  test("an item shows its assignee's login as soon as it happens, though assignees are remembered", async () => {
+    const owner = await makeUser(t.db);
+    const assignee = await makeUser(t.db);
+    const product = await makeProduct(t.db, owner, [assignee]);
+    const item = await makeItem(t.app, owner, product.id, { assigned_to: assignee.user.id });
+    const api = client(t.app, owner);
+    const path = `/api/products/${product.id}/items/${item.number}.json`;
+
+    const before = (await api.get(path)).json();
+    assert.equal(before.assigned_to.id, assignee.user.id);
+    assert.equal(before.assigned_to.last_login, undefined, 'the assignee has never logged in');
+
+    assert.equal((await whoami(assignee.auth)).statusCode, 200);
+    const after = (await api.get(path)).json();
+    assert.match(after.assigned_to.last_login, TIMESTAMP);
+    assert.deepEqual({ ...after.assigned_to, last_login: undefined }, { ...before.assigned_to, last_login: undefined });
+  });
+
   test('a refused request does not count as a login', async () => {
     const user = await makeUser(t.db);
     await whoami(basic(user.email, 'Z'.repeat(32)));

@@ -3,6 +3,7 @@ import type { UserRow } from '../db/schema.js';
 import { InvalidUserError } from '../errors.js';
 import { formatTimestamp } from '../time.js';
 import { apiKeyMatches, API_KEY_PATTERN, hashApiKey } from '../users/keys.js';
+import { forgetProfile } from '../users/profiles.js';
 import { findUserByEmail, findUserByKeyHash, setLastLogin } from '../users/repository.js';
 
 // Compared against when the email is unknown, so both failures take the same time.
@@ -40,5 +41,6 @@ async function noteLogin(db: Db, user: UserRow): Promise<void> {
   if (user.last_login && now.getTime() - Date.parse(user.last_login) < 60_000) return;
   const at = formatTimestamp(now);
   await setLastLogin(db, user.id, at);
+  forgetProfile(db, user.id);
   user.last_login = at;
 }

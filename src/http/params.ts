@@ -15,15 +15,16 @@ export const Param = Type.Union([
   Type.Array(Type.Union([Type.String(), Type.Number(), Type.Boolean(), Type.Null()])),
   // An item posted back whole carries embedded objects (assigned_to, parent, ...).
   Type.Object({}, { additionalProperties: true }),
-]);
+], { $id: 'Param' });
 export type ParamValue = Static<typeof Param> | undefined;
 
-/** A loose parameter object: the named ones declared, unknown ones allowed and ignored. */
+/**
+ * A loose parameter object: the named ones declared, unknown ones allowed and ignored. Each names
+ * the shared Param schema (registered once on the app), so it is compiled once, not per field.
+ */
 export function params<K extends string>(props: Record<K, typeof Param>) {
-  const optional = Object.fromEntries(Object.entries(props).map(([k, v]) => [k, Type.Optional(v as typeof Param)])) as Record<
-    K,
-    TOptional<typeof Param>
-  >;
+  const ref = Type.Ref(Param);
+  const optional = Object.fromEntries(Object.keys(props).map((k) => [k, Type.Optional(ref)])) as Record<K, TOptional<typeof ref>>;
   return Type.Object(optional, { additionalProperties: true });
 }
 

@@ -1,7 +1,8 @@
 import { sql } from 'kysely';
 import { inChunks } from '../db/chunks.js';
-import { findUsersByIds } from '../users/repository.js';
+import { findProfiles, type UserProfile } from '../users/profiles.js';
 import type { Db } from '../db/connection.js';
+import { dialectOf } from '../db/dialect.js';
 import { storableId, type ItemRow, type ItemUpdate, type NewItem, type ProductRow, type UserRow } from '../db/schema.js';
 import { SORT_STEP, type Order } from './model.js';
 
@@ -139,17 +140,18 @@ export interface ItemFilter {
 
 type OrderKey = { column: 'status' | 'sort' | 'number' | 'created_at' | 'last_modified' | 'last_activity'; dir: 'asc' | 'desc' };
 
+// Positions are unique within a product's status (items_position), so status and sort alone are a
+// total order, and one an index walks without looking at a single row.
 const PRIORITY: OrderKey[] = [
   { column: 'status', dir: 'asc' },
   { column: 'sort', dir: 'asc' },
-  { column: 'number', dir: 'asc' },
 ];
 const by = (column: OrderKey['column'], dir: OrderKey['dir']): OrderKey[] => [
   { column, dir },
   { column: 'number', dir },
 ];
 
-/** The sort keys of each order_by; every one ends on number, so pages are stable. */
+/** The sort keys of each order_by; each is a total order (ending on number or sort), so pages are stable. */
 const ORDER_KEYS: Record<Order, OrderKey[]> = {
   priority: PRIORITY,
   favorites: PRIORITY, // favourites do not exist yet: every count is 0, so ties fall to priority
@@ -161,19 +163,27 @@ const ORDER_KEYS: Record<Order, OrderKey[]> = {
   abandoned: by('last_activity', 'asc'),
 };
 
-function topLevelQuery(db: Db, f: ItemFilter) {
+/**
+ * The statuses as the order at hand wants them. PostgreSQL (before 17) cannot walk an index in
+ * (status, sort) order through an IN list and sorts the whole product instead, so for the priority
+ * order adjacent statuses (the default backlog + in-progress) become one range. SQLite walks an IN
+ * list in order, and a range there turns its planner away from the index of a time order.
+ */
+function statusesAsRange(db: Db, statuses: number[], order: Order | undefined): boolean {
+  if (dialectOf(db) !== 'postgres' || (order !== undefined && ORDER_KEYS[order][0].column !== 'status')) return false;
+  return statuses.length > 1 && statuses[statuses.length - 1] - statuses[0] === statuses.length - 1;
+}
+
+function topLevelQuery(db: Db, f: ItemFilter, order?: Order) {
   let q = db
     .selectFrom('items')
     .where('items.product_id', '=', f.productId)
     .where('items.archived', '=', 0)
     .where('items.parent_id', 'is', null);
-  // Adjacent statuses (the default backlog + in-progress) as a range: one index range to read,
-  // where an IN list makes PostgreSQL filter a whole product's index.
   const statuses = [...new Set(f.statuses)].sort((a, b) => a - b);
-  q =
-    statuses.length > 1 && statuses[statuses.length - 1] - statuses[0] === statuses.length - 1
-      ? q.where('items.status', '>=', statuses[0]).where('items.status', '<=', statuses[statuses.length - 1])
-      : q.where('items.status', 'in', statuses);
+  q = statusesAsRange(db, statuses, order)
+    ? q.where('items.status', '>=', statuses[0]).where('items.status', '<=', statuses[statuses.length - 1])
+    : q.where('items.status', 'in', statuses);
   if (f.types?.length) q = q.where('items.type', 'in', f.types);
   if (f.assignedTo !== undefined) q = q.where('items.assigned_to_id', '=', f.assignedTo);
   if (f.createdBy !== undefined) q = q.where('items.created_by_id', '=', f.createdBy);
@@ -191,15 +201,15 @@ function topLevelQuery(db: Db, f: ItemFilter) {
   return q;
 }
 
-function ordered(query: ReturnType<typeof topLevelQuery>, order: Order) {
-  let q = query.selectAll('items');
-  for (const k of ORDER_KEYS[order]) q = q.orderBy(`items.${k.column}`, k.dir);
+function ordered<S extends ReturnType<typeof topLevelQuery>>(query: S, order: Order): S {
+  let q = query;
+  for (const k of ORDER_KEYS[order]) q = q.orderBy(`items.${k.column}`, k.dir) as S;
   return q;
 }
 
 /** One page of top-level items matching the filter. */
 export async function listTopLevel(db: Db, f: ItemFilter, order: Order, offset: number, limit: number): Promise<ItemRow[]> {
-  return ordered(topLevelQuery(db, f), order).limit(limit).offset(offset).execute();
+  return ordered(topLevelQuery(db, f, order), order).selectAll('items').limit(limit).offset(offset).execute();
 }
 
 /** How many top-level items match the filter. */
@@ -247,22 +257,27 @@ export async function listWithChildren(db: Db, f: ItemFilter, order: Order, offs
   let skip = offset;
   const chunk = Math.max(100, limit);
   for (let topOffset = 0; page.length < limit; topOffset += chunk) {
-    const tops = await listTopLevel(db, f, order, topOffset, chunk);
+    // Only ids, which the order's index holds; whole rows are read for the entries the page shows.
+    const tops = await ordered(topLevelQuery(db, f, order), order)
+      .select('items.id')
+      .limit(chunk)
+      .offset(topOffset)
+      .execute();
     if (tops.length === 0) break;
-    const storyIds = tops.filter((t) => t.type === 'story').map((t) => t.id);
+    // Only stories have sub-items, but asking for every id spares reading rows to learn their types.
     const childCounts = new Map<number, number>();
-    if (storyIds.length) {
+    {
       const rows = await db
         .selectFrom('items')
         .select(['parent_id', (eb) => eb.fn.countAll<number>().as('n')])
-        .where('parent_id', 'in', storyIds)
+        .where('parent_id', 'in', tops.map((t) => t.id))
         .where('archived', '=', 0)
         .groupBy('parent_id')
         .execute();
       for (const r of rows) childCounts.set(r.parent_id!, Number(r.n));
     }
     // The stories of this chunk the page reaches, with where in their group of entries it starts.
-    const reached: { top: ItemRow; from: number }[] = [];
+    const reached: { id: number; from: number }[] = [];
     let room = limit - page.length;
     for (const top of tops) {
       const size = 1 + (childCounts.get(top.id) ?? 0);
@@ -270,19 +285,20 @@ export async function listWithChildren(db: Db, f: ItemFilter, order: Order, offs
         skip -= size;
         continue;
       }
-      reached.push({ top, from: skip });
+      reached.push({ id: top.id, from: skip });
       room -= size - skip;
       skip = 0;
       if (room <= 0) break;
     }
-    const children = await listChildren(
-      db,
-      reached.filter((r) => childCounts.has(r.top.id)).map((r) => r.top.id),
-    );
+    const [rows, children] = await Promise.all([
+      findItemsByIds(db, reached.map((r) => r.id)),
+      listChildren(db, reached.filter((r) => childCounts.has(r.id)).map((r) => r.id)),
+    ]);
+    const byId = new Map(rows.map((r) => [r.id, r]));
     const byParent = new Map<number, ItemRow[]>();
     for (const c of children) (byParent.get(c.parent_id!) ?? byParent.set(c.parent_id!, []).get(c.parent_id!)!).push(c);
-    for (const { top, from } of reached) {
-      page.push(...[top, ...(byParent.get(top.id) ?? [])].slice(from, from + limit - page.length));
+    for (const { id, from } of reached) {
+      page.push(...[byId.get(id)!, ...(byParent.get(id) ?? [])].slice(from, from + limit - page.length));
       if (page.length >= limit) break;
     }
     if (tops.length < chunk) break;
@@ -301,20 +317,23 @@ export interface Deployment {
 /** Everything an item's JSON embeds, fetched for a whole page of items at once. */
 export interface ItemRelations {
   product: ProductRow;
-  users: Map<number, UserRow>;
+  users: Map<number, UserProfile>;
   tags: Map<number, string[]>;
   deployments: Map<number, Deployment[]>;
   parents: Map<number, ItemRow>;
 }
 
 export async function loadRelations(db: Db, product: ProductRow, rows: ItemRow[]): Promise<ItemRelations> {
+  // A list with sub-items usually holds their parents too.
+  const listed = new Map(rows.map((r) => [r.id, r]));
   const parentIds = [...new Set(rows.map((r) => r.parent_id).filter((id): id is number => id !== null))];
-  const parents = await findItemsByIds(db, parentIds);
+  const missing = parentIds.filter((id) => !listed.has(id));
+  const parents = [...parentIds.filter((id) => listed.has(id)).map((id) => listed.get(id)!), ...(await findItemsByIds(db, missing))];
   const all = [...rows, ...parents];
   const ids = [...new Set(all.map((r) => r.id))];
   const userIds = [...new Set(all.flatMap((r) => (r.assigned_to_id ? [r.created_by_id, r.assigned_to_id] : [r.created_by_id])))];
   const [users, tags, deployments] = await Promise.all([
-    findUsersByIds(db, userIds),
+    findProfiles(db, userIds),
     inChunks(ids, (chunk) =>
       db.selectFrom('item_tags').select(['item_id', 'tag']).where('item_id', 'in', chunk).orderBy('item_id').orderBy('position').execute(),
     ),
@@ -333,7 +352,7 @@ export async function loadRelations(db: Db, product: ProductRow, rows: ItemRow[]
   for (const { item_id, ...d } of deployments) (depMap.get(item_id) ?? depMap.set(item_id, []).get(item_id)!).push(d);
   return {
     product,
-    users: new Map(users.map((u) => [u.id, u])),
+    users,
     tags: tagMap,
     deployments: depMap,
     parents: new Map(parents.map((p) => [p.id, p])),

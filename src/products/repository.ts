@@ -15,6 +15,25 @@ export async function findProduct(db: Db, id: number): Promise<ProductRow | unde
   return db.selectFrom('products').selectAll().where('id', '=', id).executeTakeFirst();
 }
 
+/** A product with the given user's membership of it (undefined when not a member), in one read. */
+export async function findProductAs(
+  db: Db,
+  id: number,
+  userId: number,
+): Promise<{ product: ProductRow; membership: Membership | undefined } | undefined> {
+  if (!storableId(id)) return undefined;
+  const row = await db
+    .selectFrom('products')
+    .leftJoin('memberships', (j) => j.onRef('memberships.product_id', '=', 'products.id').on('memberships.user_id', '=', userId))
+    .selectAll('products')
+    .select('memberships.admin')
+    .where('products.id', '=', id)
+    .executeTakeFirst();
+  if (!row) return undefined;
+  const { admin, ...product } = row;
+  return { product, membership: admin === null ? undefined : { admin: admin === 1 } };
+}
+
 export interface Membership {
   admin: boolean;
 }

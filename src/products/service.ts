@@ -6,7 +6,7 @@ import type { ProductScope } from '../scope.js';
 import { nowTimestamp } from '../time.js';
 import { findUserByEmail } from '../users/repository.js';
 import { createUser, validEmail } from '../users/service.js';
-import { findMembership, findProduct, insertMembership, insertProduct } from './repository.js';
+import { findMembership, findProduct, findProductAs, insertMembership, insertProduct } from './repository.js';
 
 /**
  * Resolves the product of a `/api/products/{id}` path for a caller, in the order INTERFACE.md §2
@@ -14,11 +14,10 @@ import { findMembership, findProduct, insertMembership, insertProduct } from './
  */
 export async function productScope(db: Db, user: UserRow, rawId: string): Promise<ProductScope> {
   if (!/^\d+$/.test(rawId) || !Number.isSafeInteger(Number(rawId))) throw productNotFound();
-  const product = await findProduct(db, Number(rawId));
-  if (!product) throw productNotFound();
-  const membership = await findMembership(db, product.id, user.id);
-  if (!membership) throw new ForbiddenError();
-  return { user, product, admin: membership.admin };
+  const found = await findProductAs(db, Number(rawId), user.id);
+  if (!found) throw productNotFound();
+  if (!found.membership) throw new ForbiddenError();
+  return { user, product: found.product, admin: found.membership.admin };
 }
 
 /** Creates a product with its creator as admin member. */

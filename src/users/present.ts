@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import type { UserRow } from '../db/schema.js';
+import type { UserProfile } from './profiles.js';
 
 export const UserSchema = Type.Object({
   id: Type.Integer(),
@@ -11,7 +11,7 @@ export const UserSchema = Type.Object({
 });
 export type UserJson = Static<typeof UserSchema>;
 
-export function presentUser(row: UserRow): UserJson {
+export function presentUser(row: UserProfile): UserJson {
   const user: UserJson = {
     id: row.id,
     first_name: row.first_name,
