@@ -30,8 +30,13 @@ async function main(): Promise<void> {
     }
     throw err;
   }
-  const db = await openDatabase(databaseOptions(config));
+  let log: { warn: (obj: object, msg: string) => void } | undefined;
+  const db = await openDatabase({
+    ...databaseOptions(config),
+    onCheckpointError: (message) => log?.warn({ err: message }, 'background WAL checkpoint failed'),
+  });
   const app = await buildApp({ config, db, startWorker: true });
+  log = app.log;
 
   let closing = false;
   const shutdown = async (signal: string) => {

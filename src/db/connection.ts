@@ -3,6 +3,7 @@ import path from 'node:path';
 import SQLite from 'better-sqlite3';
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
+import { BackgroundCheckpointer } from './checkpointer.js';
 import { ImmediateSqliteDialect } from './dialect.js';
 import { migrateToLatest } from './migrate.js';
 import type { Database } from './schema.js';
@@ -22,6 +23,8 @@ export interface DatabaseOptions {
   statementTimeoutMs?: number;
   /** PostgreSQL: longest to wait for a connection. */
   connectTimeoutMs?: number;
+  /** SQLite: told when a background WAL checkpoint fails (the next one tries again). */
+  onCheckpointError?: (message: string) => void;
 }
 
 // bigint columns (positions, counts) come back as strings by default; every value stays far
@@ -66,7 +69,13 @@ function openSqlite(options: DatabaseOptions): Db {
   sqlite.pragma('journal_mode = WAL');
   sqlite.pragma('foreign_keys = ON');
   sqlite.pragma('synchronous = NORMAL');
-  return new Kysely<Database>({ dialect: new ImmediateSqliteDialect({ database: withStatementCache(sqlite) }) });
+  const checkpointer =
+    filename !== ':memory:' && sqlite.pragma('journal_mode', { simple: true }) === 'wal'
+      ? new BackgroundCheckpointer(sqlite, filename, undefined, options.onCheckpointError)
+      : undefined;
+  return new Kysely<Database>({
+    dialect: new ImmediateSqliteDialect({ database: withStatementCache(sqlite) }, async () => checkpointer?.stop()),
+  });
 }
 
 /**

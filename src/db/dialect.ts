@@ -30,8 +30,18 @@ export function idColumn<T extends string>(db: Kysely<any>, table: CreateTableBu
  * command line) writes at the same time; it waits for busy_timeout instead.
  */
 class ImmediateSqliteDriver extends SqliteDriver {
+  constructor(
+    config: SqliteDialectConfig,
+    private readonly beforeDestroy?: () => Promise<void>,
+  ) {
+    super(config);
+  }
   override async beginTransaction(connection: DatabaseConnection): Promise<void> {
     await connection.executeQuery(CompiledQuery.raw('begin immediate'));
+  }
+  override async destroy(): Promise<void> {
+    await this.beforeDestroy?.();
+    await super.destroy();
   }
 }
 
@@ -47,12 +57,15 @@ class TransactionalDdlSqliteAdapter extends SqliteAdapter {
 
 export class ImmediateSqliteDialect extends SqliteDialect {
   readonly #config: SqliteDialectConfig;
-  constructor(config: SqliteDialectConfig) {
+  readonly #beforeDestroy: (() => Promise<void>) | undefined;
+  /** `beforeDestroy` runs when the Kysely instance is destroyed, before the database closes. */
+  constructor(config: SqliteDialectConfig, beforeDestroy?: () => Promise<void>) {
     super(config);
     this.#config = config;
+    this.#beforeDestroy = beforeDestroy;
   }
   override createDriver(): Driver {
-    return new ImmediateSqliteDriver(this.#config);
+    return new ImmediateSqliteDriver(this.#config, this.#beforeDestroy);
   }
   override createAdapter(): DialectAdapter {
     return new TransactionalDdlSqliteAdapter();

@@ -1,0 +1,74 @@
+import { createRequire } from 'node:module';
+import { Worker } from 'node:worker_threads';
+import type SQLite from 'better-sqlite3';
+
+/** How often the background thread copies committed WAL frames into the database file. */
+export const CHECKPOINT_INTERVAL_MS = 100;
+
+// The thread's whole program. It is plain CommonJS handed to the Worker as text, so it runs the
+// same from the built code and from the TypeScript sources the tests load.
+const PROGRAM = `
+const { parentPort, workerData } = require('node:worker_threads');
+const Database = require(workerData.driver);
+const db = new Database(workerData.filename, { fileMustExist: true });
+const timer = setInterval(() => {
+  try {
+    // PASSIVE never waits for or blocks readers and writers; what it cannot copy now waits a turn.
+    db.pragma('wal_checkpoint(PASSIVE)');
+  } catch (err) {
+    parentPort.postMessage(String(err && err.message || err));
+  }
+}, workerData.intervalMs);
+parentPort.on('message', () => {
+  clearInterval(timer);
+  try { db.pragma('wal_checkpoint(PASSIVE)'); } finally { db.close(); }
+  parentPort.close();
+});
+`;
+
+/**
+ * Checkpoints a WAL database from a thread of its own. SQLite otherwise checkpoints inside
+ * whichever commit crosses the WAL's size limit, so every thousand pages or so one write (and all
+ * requests queued behind it on the event loop) pays for copying and syncing the whole WAL. The
+ * connection's own automatic checkpoints are switched off while the thread runs, and back on if it
+ * ever stops, so the WAL cannot grow without bound.
+ */
+export class BackgroundCheckpointer {
+  private readonly worker: Worker;
+  private stopped = false;
+
+  constructor(
+    private readonly sqlite: SQLite.Database,
+    filename: string,
+    intervalMs = CHECKPOINT_INTERVAL_MS,
+    onError: (message: string) => void = () => undefined,
+  ) {
+    const driver = createRequire(import.meta.url).resolve('better-sqlite3');
+    this.worker = new Worker(PROGRAM, { eval: true, workerData: { filename, driver, intervalMs } });
+    this.worker.unref();
+    this.worker.on('message', (message: string) => onError(message));
+    this.worker.on('error', (err) => {
+      onError(err.message);
+      this.fallBack();
+    });
+    this.worker.on('exit', () => this.fallBack());
+    sqlite.pragma('wal_autocheckpoint = 0');
+  }
+
+  private fallBack(): void {
+    if (this.stopped) return;
+    this.stopped = true;
+    if (this.sqlite.open) this.sqlite.pragma('wal_autocheckpoint = 1000');
+  }
+
+  /** Asks the thread for a last checkpoint and waits for it to end. */
+  async stop(): Promise<void> {
+    if (this.stopped) return;
+    this.fallBack();
+    const exited = new Promise((resolve) => this.worker.once('exit', resolve));
+    // Keeps the process alive until the thread has closed its connection.
+    this.worker.ref();
+    this.worker.postMessage('stop');
+    await exited;
+  }
+}

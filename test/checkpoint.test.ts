@@ -1,0 +1,45 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { test } from 'node:test';
+import { sql } from 'kysely';
+import { openDatabase } from '../src/db/connection.js';
+import { tempDir } from './helpers.js';
+
+// SQLite only: the background checkpointer belongs to the embedded database.
+const onSqlite = !process.env.TEST_DATABASE_URL;
+
+/** Waits for `check` to hold, polling; false when it never did within `ms`. */
+async function eventually(check: () => boolean, ms = 5000): Promise<boolean> {
+  for (const until = Date.now() + ms; Date.now() < until; await sleep(20)) if (check()) return true;
+  return check();
+}
+
+test('committed writes reach the database file while it stays open, from the background thread', { skip: !onSqlite && 'SQLite only' }, async () => {
+  const dataDir = tempDir();
+  const file = path.join(dataDir, 'shiplog.db');
+  const db = await openDatabase({ dataDir });
+  try {
+    const { rows } = await sql<{ wal_autocheckpoint: number }>`pragma wal_autocheckpoint`.execute(db);
+    assert.equal(rows[0].wal_autocheckpoint, 0, 'commits no longer checkpoint on their own');
+
+    const size = () => fs.statSync(file).size;
+    assert.ok(await eventually(() => fs.statSync(`${file}-wal`).size > 0 && size() > 0), 'the migrated schema is in the file');
+    const before = size();
+    // Well below the thousand pages after which a commit would checkpoint by itself.
+    await db.transaction().execute(async (trx) => {
+      for (let i = 0; i < 50; i++) {
+        await trx
+          .insertInto('users')
+          .values({ email: `u${i}@example.com`, first_name: 'U', last_name: `${i}`.repeat(200), api_key_hash: `h${i}`, created_at: '2026-01-01T00:00:00+00:00' })
+          .execute();
+      }
+    });
+    assert.ok(await eventually(() => size() > before), `the database file stayed at ${before} bytes`);
+  } finally {
+    await db.destroy();
+  }
+  // Closing checkpointed everything and removed the WAL.
+  assert.equal(fs.existsSync(`${file}-wal`), false);
+});
