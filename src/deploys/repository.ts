@@ -1,5 +1,7 @@
+import { sql, type RawBuilder } from 'kysely';
 import { inChunks } from '../db/chunks.js';
 import type { Db } from '../db/connection.js';
+import { dialectOf } from '../db/dialect.js';
 import type { DeployRow, ItemRow } from '../db/schema.js';
 
 export async function findDeployByKey(db: Db, productId: number, userId: number, key: string): Promise<DeployRow | undefined> {
@@ -48,6 +50,32 @@ export async function recordDeployedItems(trx: Db, deploy: DeployRow, itemIds: n
       })),
     )
     .execute();
+}
+
+/**
+ * Who is told about a deploy: each member of the product following any of the items, with the
+ * ids of the items they follow. One row per member rather than one per (member, item) pair: a
+ * deploy of 50 items that 20 people follow reads 20 rows, not 1,000.
+ */
+export async function followingMembers(db: Db, productId: number, itemIds: number[]): Promise<Map<number, number[]>> {
+  // A JSON array of the item ids: parsed by pg, a string from SQLite.
+  const ids: RawBuilder<number[] | string> =
+    dialectOf(db) === 'postgres' ? sql`json_agg(followers.item_id)` : sql`json_group_array(followers.item_id)`;
+  const rows = await inChunks(itemIds, (chunk) =>
+    db
+      .selectFrom('followers')
+      .innerJoin('memberships', (j) => j.onRef('memberships.user_id', '=', 'followers.user_id').on('memberships.product_id', '=', productId))
+      .select(['followers.user_id', ids.as('item_ids')])
+      .where('followers.item_id', 'in', chunk)
+      .groupBy('followers.user_id')
+      .execute(),
+  );
+  const following = new Map<number, number[]>();
+  for (const row of rows) {
+    const mine = typeof row.item_ids === 'string' ? (JSON.parse(row.item_ids) as number[]) : row.item_ids;
+    following.set(row.user_id, [...(following.get(row.user_id) ?? []), ...mine]);
+  }
+  return following;
 }
 
 /** Deploys of a product, oldest first, optionally of one environment. */

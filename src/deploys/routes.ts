@@ -4,7 +4,7 @@ import { requestParams } from '../http/hooks.js';
 import { asInteger, asText, params, Param } from '../http/params.js';
 import { ProductParams } from '../http/schemas.js';
 import { DeploySchema } from './present.js';
-import { findDeploys, parseDeploy, parseIdempotencyKey, recordDeploy, renderDeploys } from './service.js';
+import { findDeploys, parseDeploy, parseIdempotencyKey, recordDeploy, renderDeploys, renderNewDeploy } from './service.js';
 
 export async function deployRoutes(app: FastifyInstance): Promise<void> {
   const urls = app.config;
@@ -42,11 +42,10 @@ export async function deployRoutes(app: FastifyInstance): Promise<void> {
     async (request) => {
       const input = parseDeploy(requestParams(request));
       const key = parseIdempotencyKey(request.headers['idempotency-key']);
-      const { deploy, created } = await app.db
-        .transaction()
-        .execute((trx) => recordDeploy(trx, request.scope, input, key, urls));
-      if (created) app.outbox.nudge();
-      return (await renderDeploys(app.db, request.scope, [deploy], urls))[0];
+      const recorded = await app.db.transaction().execute((trx) => recordDeploy(trx, request.scope, input, key, urls));
+      if (!recorded.created) return (await renderDeploys(app.db, request.scope, [recorded.deploy], urls))[0];
+      app.outbox.nudge();
+      return renderNewDeploy(app.db, request.scope, recorded.deploy, recorded.items, urls);
     },
   );
 }

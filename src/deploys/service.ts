@@ -3,7 +3,7 @@ import type { Db } from '../db/connection.js';
 import type { DeployRow, ItemRow } from '../db/schema.js';
 import { BadRequestError, ForbiddenError, UnprocessableError, ValidationError } from '../errors.js';
 import { asList, asText, invalid, asInteger, type ParamValue } from '../http/params.js';
-import { findItemsByNumbers, followersOf, touchActivity } from '../items/repository.js';
+import { findItemsByNumbers, touchActivity } from '../items/repository.js';
 import { renderItems } from '../items/service.js';
 import { deploySubject, mailbox } from '../mail/deploy-email.js';
 import { enqueueMessages } from '../mail/outbox.js';
@@ -13,7 +13,7 @@ import { RETRY_WINDOW_MS } from '../mail/worker.js';
 import { findUsersByIds } from '../users/repository.js';
 import { lockProduct } from '../products/repository.js';
 import { presentDeploy, type DeployJson } from './present.js';
-import { findDeployByKey, insertDeploy, itemsOfDeploys, listDeploys, recordDeployedItems } from './repository.js';
+import { findDeployByKey, followingMembers, insertDeploy, itemsOfDeploys, listDeploys, recordDeployedItems } from './repository.js';
 
 /** Items one deploy may name: far more than any release, few enough for one transaction. */
 export const MAX_DEPLOY_ITEMS = 1000;
@@ -57,7 +57,8 @@ function requestHash(input: DeployInput): string {
  * Records a deploy in the caller's transaction: the deploy, its items, their latest deploy per
  * environment, and one outbox message per following member (the deployer excluded) listing that
  * member's items. With an idempotency key, a repeat returns the first deploy and queues nothing;
- * the same key with other parameters is 422. Throws 400 when no number names an item.
+ * the same key with other parameters is 422. Throws 400 when no number names an item. A new
+ * deploy comes with its items as they are after it, in number order.
  */
 export async function recordDeploy(
   trx: Db,
@@ -65,7 +66,7 @@ export async function recordDeploy(
   input: DeployInput,
   key: string | undefined,
   urls: Urls,
-): Promise<{ deploy: DeployRow; created: boolean }> {
+): Promise<{ deploy: DeployRow; created: false } | { deploy: DeployRow; created: true; items: ItemRow[] }> {
   const hash = key === undefined ? null : requestHash(input);
   // Deploys of a product queue here: two requests with one key find each other's deploy, and
   // item rows are always locked after the product's, as every writer does.
@@ -97,9 +98,8 @@ export async function recordDeploy(
 
   const byId = new Map(items.map((i) => [i.id, i]));
   const perFollower = new Map<number, ItemRow[]>();
-  for (const f of await followersOf(trx, scope.product.id, itemIds)) {
-    if (f.user_id === scope.user.id) continue;
-    (perFollower.get(f.user_id) ?? perFollower.set(f.user_id, []).get(f.user_id)!).push(byId.get(f.item_id)!);
+  for (const [userId, followed] of await followingMembers(trx, scope.product.id, itemIds)) {
+    if (userId !== scope.user.id) perFollower.set(userId, followed.map((id) => byId.get(id)!));
   }
   const recipients = await findUsersByIds(trx, [...perFollower.keys()]);
   const retryUntil = formatTimestamp(new Date(Date.parse(now) + RETRY_WINDOW_MS));
@@ -123,7 +123,9 @@ export async function recordDeploy(
     now,
     retryUntil,
   );
-  return { deploy, created: true };
+  // As touchActivity left them, without reading them again.
+  const after = items.map((i) => (i.last_activity < now ? { ...i, last_activity: now } : i));
+  return { deploy, created: true, items: after };
 }
 
 /** Deploys as JSON, each with its items in their current state. */
@@ -135,6 +137,11 @@ export async function renderDeploys(db: Db, scope: ProductScope, deploys: Deploy
   return deploys.map((d) =>
     presentDeploy(d, users.get(d.user_id)!, itemsByDeploy.get(d.id)!.map((i) => rendered.get(i.id)!)),
   );
+}
+
+/** A deploy just recorded as JSON: its items and its deployer (the caller) are in hand. */
+export async function renderNewDeploy(db: Db, scope: ProductScope, deploy: DeployRow, items: ItemRow[], urls: Urls): Promise<DeployJson> {
+  return presentDeploy(deploy, scope.user, await renderItems(db, scope.product, items, urls));
 }
 
 export async function findDeploys(
