@@ -40,33 +40,37 @@ export async function enqueueMessages(trx: Db, messages: NewMessage[], now: stri
  * history of sent messages.
  */
 export async function claimDue(db: Db, now: string, leaseUntil: string, limit: number): Promise<OutboxRow[]> {
-  const lapsed = (eb: ExpressionBuilder<Database, 'outbox'>) => eb.and([eb('status', '=', 'sending'), eb('lease_until', '<', now)]);
-  const pending = (eb: ExpressionBuilder<Database, 'outbox'>) => eb.and([eb('status', '=', 'pending'), eb('next_attempt_at', '<=', now)]);
-  const claimed = await claimWhere(db, lapsed, ['id'], leaseUntil, limit);
-  if (claimed.length < limit) claimed.push(...(await claimWhere(db, pending, ['next_attempt_at', 'id'], leaseUntil, limit - claimed.length)));
-  return claimed;
+  const lapsed: Condition = (eb) => eb.and([eb('status', '=', 'sending'), eb('lease_until', '<', now)]);
+  const pending: Condition = (eb) => eb.and([eb('status', '=', 'pending'), eb('next_attempt_at', '<=', now)]);
+  return db.transaction().execute(async (trx) => {
+    const claimed = await claimWhere(trx, lapsed, ['id'], leaseUntil, limit);
+    if (claimed.length < limit) claimed.push(...(await claimWhere(trx, pending, ['next_attempt_at', 'id'], leaseUntil, limit - claimed.length)));
+    return claimed;
+  });
 }
 
 type Condition = (eb: ExpressionBuilder<Database, 'outbox'>) => Expression<SqlBool>;
 
-async function claimWhere(db: Db, due: Condition, order: ('id' | 'next_attempt_at')[], leaseUntil: string, limit: number): Promise<OutboxRow[]> {
-  // Two statements in one transaction, not `UPDATE ... WHERE id IN (SELECT ... LIMIT n)`: with SKIP
-  // LOCKED, PostgreSQL may run such a subquery more than once and claim far more than n rows.
-  return db.transaction().execute(async (trx) => {
-    let candidates = trx.selectFrom('outbox').select('id').where(due).limit(limit);
-    for (const column of order) candidates = candidates.orderBy(column);
-    if (dialectOf(trx) === 'postgres') candidates = candidates.forUpdate().skipLocked();
-    const ids = (await candidates.execute()).map((r) => r.id);
-    if (ids.length === 0) return [];
-    const rows = await trx
-      .updateTable('outbox')
-      .set((eb) => ({ status: 'sending', lease_until: leaseUntil, attempts: eb('attempts', '+', 1) }))
-      .where('id', 'in', ids)
-      .where(due)
-      .returningAll()
-      .execute();
-    return rows.sort((a, b) => a.id - b.id);
-  });
+/**
+ * Claims up to `limit` rows matching `due`, in the caller's transaction: the candidates are read
+ * first (locked on PostgreSQL), then updated by id under the same condition. Not one
+ * `UPDATE ... WHERE id IN (SELECT ... LIMIT n)`: with SKIP LOCKED, PostgreSQL may run such a
+ * subquery more than once and claim far more than n rows.
+ */
+async function claimWhere(trx: Db, due: Condition, order: ('id' | 'next_attempt_at')[], leaseUntil: string, limit: number): Promise<OutboxRow[]> {
+  let candidates = trx.selectFrom('outbox').select('id').where(due).limit(limit);
+  for (const column of order) candidates = candidates.orderBy(column);
+  if (dialectOf(trx) === 'postgres') candidates = candidates.forUpdate().skipLocked();
+  const ids = (await candidates.execute()).map((r) => r.id);
+  if (ids.length === 0) return [];
+  const rows = await trx
+    .updateTable('outbox')
+    .set((eb) => ({ status: 'sending', lease_until: leaseUntil, attempts: eb('attempts', '+', 1) }))
+    .where('id', 'in', ids)
+    .where(due)
+    .returningAll()
+    .execute();
+  return rows.sort((a, b) => a.id - b.id);
 }
 
 /** A claimed message: its outcome is recorded only while the claim is still this worker's. */
