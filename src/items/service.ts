@@ -234,9 +234,9 @@ export async function resortItem(trx: Db, scope: ProductScope, number: number, i
     refs.push(other);
   }
 
-  const place = async (): Promise<number | undefined> => {
-    // Re-read the references: a renumbering moves them.
-    const fresh = await Promise.all(refs.map((r) => findItemByNumber(trx, productId, r.number)));
+  const place = async (renumbered: boolean): Promise<number | undefined> => {
+    // After a renumbering the references have moved: read them again.
+    const fresh = renumbered ? await Promise.all(refs.map((r) => findItemByNumber(trx, productId, r.number))) : refs;
     let upper: number | undefined;
     let lower: number | undefined;
     if (input.before !== undefined) {
@@ -251,10 +251,10 @@ export async function resortItem(trx: Db, scope: ProductScope, number: number, i
     return lower - upper >= 2 ? Math.floor((upper + lower) / 2) : undefined;
   };
 
-  let sort = await place();
+  let sort = await place(false);
   if (sort === undefined) {
     await renumberStatus(trx, productId, item.status);
-    sort = (await place())!;
+    sort = (await place(true))!;
   }
   if (sort === Number(item.sort)) return item;
   const now = nowTimestamp();
