@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
 import { Kysely, PostgresDialect } from 'kysely';
-import pg from 'pg';
+import type pg from 'pg';
 import { BackgroundCheckpointer } from './checkpointer.js';
 import { ImmediateSqliteDialect } from './dialect.js';
 import { migrateToLatest } from './migrate.js';
@@ -27,9 +27,6 @@ export interface DatabaseOptions {
   onCheckpointError?: (message: string) => void;
 }
 
-// bigint columns (positions, counts) come back as strings by default; every value stays far
-// below 2^53, so numbers are exact.
-pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value));
 
 /**
  * Kysely prepares every query anew; SQLite statements are reusable, so keep the recent ones.
@@ -111,7 +108,12 @@ function resilientPool(pool: pg.Pool) {
   };
 }
 
-function openPostgres(options: DatabaseOptions & { databaseUrl: string }): Db {
+async function openPostgres(options: DatabaseOptions & { databaseUrl: string }): Promise<Db> {
+  // Loaded only here: the embedded default starts without it.
+  const { default: pg } = await import('pg');
+  // bigint columns (positions, counts) come back as strings by default; every value stays far
+  // below 2^53, so numbers are exact.
+  pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value));
   const pool = new pg.Pool({
     connectionString: options.databaseUrl,
     max: options.poolMax ?? 10,
@@ -130,7 +132,7 @@ function openPostgres(options: DatabaseOptions & { databaseUrl: string }): Db {
  * mode with foreign keys. The schema is migrated before the handle is returned.
  */
 export async function openDatabase(options: DatabaseOptions): Promise<Db> {
-  const db = options.databaseUrl ? openPostgres({ ...options, databaseUrl: options.databaseUrl }) : openSqlite(options);
+  const db = options.databaseUrl ? await openPostgres({ ...options, databaseUrl: options.databaseUrl }) : openSqlite(options);
   try {
     await migrateToLatest(db);
   } catch (err) {
