@@ -1,7 +1,10 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
+import { execFile } from 'node:child_process';
+import { createRequire } from 'node:module';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
 import { test } from 'node:test';
 import { sql } from 'kysely';
 import { openDatabase } from '../src/db/connection.js';
@@ -42,4 +45,26 @@ test('committed writes reach the database file while it stays open, from the bac
   }
   // Closing checkpointed everything and removed the WAL.
   assert.equal(fs.existsSync(`${file}-wal`), false);
+});
+
+test('the background thread never keeps a process alive', { skip: !onSqlite && 'SQLite only' }, async () => {
+  const dataDir = tempDir();
+  const checkpointer = fileURLToPath(new URL('../src/db/checkpointer.ts', import.meta.url));
+  const file = path.join(dataDir, 'shiplog.db');
+  // Starts the thread and ends at once, closing nothing: the process must still exit on its own.
+  const program = [
+    `const { default: SQLite } = await import(${JSON.stringify(createRequire(import.meta.url).resolve('better-sqlite3'))});`,
+    `const { BackgroundCheckpointer } = await import(${JSON.stringify(checkpointer)});`,
+    `const db = new SQLite(${JSON.stringify(file)});`,
+    `db.pragma('journal_mode = WAL');`,
+    `new BackgroundCheckpointer(db, ${JSON.stringify(file)});`,
+  ].join('\n');
+  const started = Date.now();
+  const code = await new Promise<number | null>((resolve) => {
+    const script = path.join(dataDir, 'open-and-end.mjs');
+    fs.writeFileSync(script, program);
+    const child = execFile(process.execPath, ['--import', 'tsx', script], { timeout: 20_000 }, () => undefined);
+    child.on('exit', (exitCode) => resolve(exitCode));
+  });
+  assert.equal(code, 0, `the process ended with ${code} after ${Date.now() - started} ms`);
 });

@@ -45,13 +45,14 @@ export class BackgroundCheckpointer {
   ) {
     const driver = createRequire(import.meta.url).resolve('better-sqlite3');
     this.worker = new Worker(PROGRAM, { eval: true, workerData: { filename, driver, intervalMs } });
-    this.worker.unref();
     this.worker.on('message', (message: string) => onError(message));
     this.worker.on('error', (err) => {
       onError(err.message);
       this.fallBack();
     });
     this.worker.on('exit', () => this.fallBack());
+    // Last: listening for messages refs the thread again, and it must never keep the process alive.
+    this.worker.unref();
     sqlite.pragma('wal_autocheckpoint = 0');
   }
 
