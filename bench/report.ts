@@ -8,7 +8,7 @@ export type Backend = 'sqlite' | 'postgres';
 
 export interface MailResult {
   queued: number;
-  /** Items listed in each message, and the message's text + HTML size. */
+  /** Items listed in each message, and the average size of a whole message as the sink got it. */
   itemsPerMessage: number;
   messageBytes: number;
   delivered: number;
@@ -81,7 +81,7 @@ export function scenarioTable(s: SizeReport): string {
 
 function otherFigures(s: SizeReport): string {
   const mail = s.mail
-    ? `${whole(s.mail.rate)} messages/s (each listing ${s.mail.itemsPerMessage} items, ${fmt(s.mail.messageBytes / 1024, 1)} KiB of text + HTML; ` +
+    ? `${whole(s.mail.rate)} messages/s (each listing ${s.mail.itemsPerMessage} items, ${fmt(s.mail.messageBytes / 1024, 1)} KiB as sent; ` +
       `${s.mail.delivered.toLocaleString('en-US')} of ${s.mail.queued.toLocaleString('en-US')} delivered in ` +
       `${fmt(s.mail.seconds, 2)} s from commit; ${whole(s.mail.steadyRate)}/s from the first delivery${s.mail.failed ? `; **${s.mail.failed} failed**` : ''}` +
       `${s.mail.complete ? '' : '; **did not finish**'})`

@@ -138,6 +138,17 @@ async function waitForIdleOutbox(port: number, timeoutMs: number): Promise<boole
   return false;
 }
 
+/** Where the SMTP sink of a size logs, a line `message BYTES` per message it accepts. */
+const sinkLog = (ctx: SizeContext): string => path.join(ctx.logDir, `smtp-sink-${ctx.size}.log`);
+
+/** Sizes of the messages the sink logged, from line `from` of its log on. */
+function sinkMessageSizes(ctx: SizeContext, from = 0): number[] {
+  const lines = fs.existsSync(sinkLog(ctx)) ? fs.readFileSync(sinkLog(ctx), 'utf8').split('\n') : [];
+  return lines.slice(from).flatMap((line) => (/^message (\d+)$/.exec(line) ? [Number(line.slice(8))] : []));
+}
+
+const logLines = (ctx: SizeContext): number => (fs.existsSync(sinkLog(ctx)) ? fs.readFileSync(sinkLog(ctx), 'utf8').split('\n').length - 1 : 0);
+
 /** Items in the deploy whose messages the mail measurement copies: a typical deploy email. */
 const MAIL_ITEMS = 10;
 
@@ -160,7 +171,8 @@ async function measureMail(ctx: SizeContext, server: RunningServer, store: Bench
   if (!(await waitForIdleOutbox(server.port, 60_000))) throw new Error('the priming deploy\'s messages were not delivered within 60 s');
 
   const before = (await health(server.port)).mail;
-  const messageBytes = await store.queueCopies(deployId, count);
+  const sinkFrom = logLines(ctx);
+  await store.queueCopies(deployId, count);
   const committed = performance.now();
   const deadline = committed + Math.max(60_000, count * 20);
   let first: { at: number; delivered: number } | undefined;
@@ -176,6 +188,8 @@ async function measureMail(ctx: SizeContext, server: RunningServer, store: Bench
     if (delivered + failed >= count) break;
     await sleep(50);
   }
+  const sizes = sinkMessageSizes(ctx, sinkFrom);
+  const messageBytes = sizes.length ? sizes.reduce((a, b) => a + b, 0) / sizes.length : NaN;
   const seconds = (last - committed) / 1000;
   const steadySeconds = first ? (last - first.at) / 1000 : NaN;
   const result: MailResult = {
@@ -212,7 +226,7 @@ async function runScenarios(ctx: SizeContext, server: RunningServer, data: Scena
 
 async function startSink(ctx: SizeContext): Promise<{ child: Child; port: number }> {
   const port = await freePort();
-  const child = spawnNode(['--import', 'tsx', 'bench/smtp-sink.ts', String(port)], childEnv(), path.join(ctx.logDir, `smtp-sink-${ctx.size}.log`));
+  const child = spawnNode(['--import', 'tsx', 'bench/smtp-sink.ts', String(port)], childEnv(), sinkLog(ctx));
   await waitForPort(child, port);
   return { child, port };
 }

@@ -1,8 +1,8 @@
 /**
  * A mail server on 127.0.0.1 that accepts every message and throws it away, so delivery speed is
  * the service's, not a mailbox's. Its own process, so it never shares an event loop with the load
- * generator. What was delivered is read from the service's outbox counts; the sink prints its own
- * count when stopped, as a cross-check in its log.
+ * generator. What was delivered is read from the service's outbox counts; the sink logs the size
+ * of every message it accepts, and its own count when stopped, as a cross-check.
  *   node --import tsx bench/smtp-sink.ts PORT
  */
 import { SMTPServer } from 'smtp-server';
@@ -21,10 +21,13 @@ const server = new SMTPServer({
   banner: 'shiplog bench sink',
   size: 10 * 1024 * 1024,
   onData(stream, _session, callback) {
-    stream.on('data', () => undefined);
+    let bytes = 0;
+    stream.on('data', (chunk: Buffer) => (bytes += chunk.length));
     stream.on('error', () => undefined);
     stream.on('end', () => {
       accepted += 1;
+      // Its log is how the benchmark learns what the messages weigh.
+      process.stdout.write(`message ${bytes}\n`);
       callback(null);
     });
   },

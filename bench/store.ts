@@ -13,10 +13,9 @@ export interface BenchStore {
   /** Numbers of items whose title can change (anything but stories) among the first `size`. */
   titledNumbers(size: number): Promise<number[]>;
   /**
-   * Queues `count` pending copies of the messages of `deployId`, in one transaction; resolves with
-   * the copies' average size (text and HTML bodies), in bytes.
+   * Queues `count` pending copies of the messages of `deployId`, in one transaction.
    */
-  queueCopies(deployId: number, count: number): Promise<number>;
+  queueCopies(deployId: number, count: number): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -29,9 +28,6 @@ interface Copy {
   now: string;
   retryUntil: string;
 }
-
-const averageSize = (templates: Template[]): number =>
-  templates.reduce((sum, t) => sum + Buffer.byteLength(String(t.body_text)) + Buffer.byteLength(String(t.body_html)), 0) / templates.length;
 
 /** Fresh outbox rows from templates: new Message-IDs, due now, never tried. */
 function copies(templates: Template[], count: number): Copy[] {
@@ -65,7 +61,6 @@ export function sqliteStore(file: string): BenchStore {
       db.transaction((rows: Copy[]) => {
         for (const row of rows) insert.run(rowOf(row));
       }).immediate(copies(templates, count));
-      return averageSize(templates);
     },
     async close() {
       db.close();
@@ -91,7 +86,6 @@ export function postgresStore(url: string): BenchStore {
         `insert into outbox (${OUTBOX_COLUMNS.join(', ')}) select * from unnest(${types.map((t, i) => `$${i + 1}::${t}[]`).join(', ')})`,
         arrays,
       );
-      return averageSize(templates);
     },
     async close() {
       await pool.end();

@@ -135,7 +135,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   app.decorate('config', config);
   const transport = options.mailTransport ?? (config.smtpUrl ? smtpTransport(config.smtpUrl) : emlTransport(config.dataDir));
   const links = new UnsubscribeLinks(config.publicUrl, await sharedSecret(db, 'unsubscribe_key'));
-  const outbox = new OutboxWorker(db, transport, config.mailFrom, links, app.log, {
+  const outbox = new OutboxWorker(db, transport, { from: config.mailFrom, publicUrl: config.publicUrl }, links, app.log, {
     ...DEFAULT_WORKER_OPTIONS,
     leaseMs: config.mailLeaseSeconds * 1000,
     ...options.worker,

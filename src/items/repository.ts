@@ -359,16 +359,3 @@ export async function loadRelations(db: Db, product: ProductRow, rows: ItemRow[]
   };
 }
 
-/** Members of the product who follow any of the items, with the items each follows. */
-export async function followersOf(db: Db, productId: number, itemIds: number[]): Promise<{ user_id: number; item_id: number }[]> {
-  if (itemIds.length === 0) return [];
-  return db
-    .selectFrom('followers')
-    .innerJoin('memberships', (j) =>
-      j.onRef('memberships.user_id', '=', 'followers.user_id').on('memberships.product_id', '=', productId),
-    )
-    .select(['followers.user_id', 'followers.item_id'])
-    .where('followers.item_id', 'in', itemIds)
-    .execute();
-}
-

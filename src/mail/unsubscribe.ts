@@ -7,8 +7,7 @@ import crypto from 'node:crypto';
  */
 export class UnsubscribeLinks {
   constructor(
-    /** The service's public base URL; links to items in mail start with it too. */
-    readonly publicUrl: string,
+    private readonly publicUrl: string,
     private readonly key: string,
   ) {}
 

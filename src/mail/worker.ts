@@ -70,7 +70,8 @@ export class OutboxWorker {
   constructor(
     private readonly db: Db,
     private readonly transport: MailTransport,
-    private readonly from: string,
+    /** The sender address, and the public base URL that links in the messages start with. */
+    private readonly site: { from: string; publicUrl: string },
     private readonly links: UnsubscribeLinks,
     private readonly log: FastifyBaseLogger,
     private readonly options: WorkerOptions = DEFAULT_WORKER_OPTIONS,
@@ -125,7 +126,7 @@ export class OutboxWorker {
           const now = Date.now();
           const claimed = await claimDue(this.db, formatTimestamp(new Date(now)), formatTimestamp(new Date(now + leaseMs)), window - held.size);
           if (claimed.length === 0) drained = true;
-          const bodies = claimed.length ? await renderDeployMessages(this.db, claimed, this.links.publicUrl, this.links) : new Map();
+          const bodies = claimed.length ? await renderDeployMessages(this.db, claimed, this.site.publicUrl, this.links) : new Map();
           for (const message of claimed) {
             const delivery: Promise<void> = this.deliver(message, bodies.get(message.id) ?? null).then((ok) => {
               if (ok) sent += 1;
@@ -149,7 +150,7 @@ export class OutboxWorker {
     let outcome: Outcome;
     try {
       if (!body) throw Object.assign(new Error('The deploy or items of this message no longer exist.'), { permanent: true });
-      await this.transport.send(composeMessage(message, body, this.from, this.links), message.id);
+      await this.transport.send(composeMessage(message, body, this.site.from, this.links), message.id);
       outcome = { claim: message };
     } catch (err) {
       const reason = (err instanceof Error ? err.message : String(err)).slice(0, 1000);
