@@ -245,7 +245,8 @@ export function renderSection(run: RunReport, targets: TargetResult[]): string {
     `Run ${run.startedAt.toISOString().replace(/\.\d+Z$/, 'Z')} with \`${run.command}\`.`,
     '',
     machine(run),
-    `- Load: autocannon, ${c.connections} keep-alive connections on 127.0.0.1; per scenario ${c.warmupSeconds} s of warm-up, then ${c.seconds} s ` +
+    `- Load: autocannon, ${c.connections} keep-alive connections on 127.0.0.1. The freshly started server first serves every list scenario ` +
+      `for 2 s, unmeasured (its JIT warms up); then per scenario ${c.warmupSeconds} s of warm-up, then ${c.seconds} s ` +
       'measured on the same connections (req/s counts 2xx responses; p50/p99 are of those). Every request authenticates with HTTP Basic as a ' +
       'product member. Non-2xx and errors are counted over warm-up and measurement; a scenario with any, with no response at all, or a ' +
       'list without X-Sprintly-Item-Count is flagged ⚠ and fails its targets.',

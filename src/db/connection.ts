@@ -27,7 +27,6 @@ export interface DatabaseOptions {
   onCheckpointError?: (message: string) => void;
 }
 
-
 /**
  * Kysely prepares every query anew; SQLite statements are reusable, so keep the recent ones.
  * The cache is bounded because a few queries (IN lists) vary in shape.

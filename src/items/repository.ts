@@ -3,7 +3,7 @@ import { inChunks } from '../db/chunks.js';
 import { findProfiles, type UserProfile } from '../users/profiles.js';
 import type { Db } from '../db/connection.js';
 import { dialectOf } from '../db/dialect.js';
-import { storableId, type ItemRow, type ItemUpdate, type NewItem, type ProductRow, type UserRow } from '../db/schema.js';
+import { storableId, type ItemRow, type ItemUpdate, type NewItem, type ProductRow } from '../db/schema.js';
 import { SORT_STEP, type Order } from './model.js';
 
 export async function findItemByNumber(db: Db, productId: number, number: number): Promise<ItemRow | undefined> {
@@ -265,17 +265,14 @@ export async function listWithChildren(db: Db, f: ItemFilter, order: Order, offs
       .execute();
     if (tops.length === 0) break;
     // Only stories have sub-items, but asking for every id spares reading rows to learn their types.
-    const childCounts = new Map<number, number>();
-    {
-      const rows = await db
-        .selectFrom('items')
-        .select(['parent_id', (eb) => eb.fn.countAll<number>().as('n')])
-        .where('parent_id', 'in', tops.map((t) => t.id))
-        .where('archived', '=', 0)
-        .groupBy('parent_id')
-        .execute();
-      for (const r of rows) childCounts.set(r.parent_id!, Number(r.n));
-    }
+    const counted = await db
+      .selectFrom('items')
+      .select(['parent_id', (eb) => eb.fn.countAll<number>().as('n')])
+      .where('parent_id', 'in', tops.map((t) => t.id))
+      .where('archived', '=', 0)
+      .groupBy('parent_id')
+      .execute();
+    const childCounts = new Map(counted.map((r) => [r.parent_id!, Number(r.n)]));
     // The stories of this chunk the page reaches, with where in their group of entries it starts.
     const reached: { id: number; from: number }[] = [];
     let room = limit - page.length;
