@@ -141,13 +141,14 @@ async function waitForIdleOutbox(port: number, timeoutMs: number): Promise<boole
 /** Where the SMTP sink of a size logs, a line `message BYTES` per message it accepts. */
 const sinkLog = (ctx: SizeContext): string => path.join(ctx.logDir, `smtp-sink-${ctx.size}.log`);
 
-/** Sizes of the messages the sink logged, from line `from` of its log on. */
-function sinkMessageSizes(ctx: SizeContext, from = 0): number[] {
+/** Sizes of every message the sink has logged so far, in order. */
+function sinkMessageSizes(ctx: SizeContext): number[] {
   const lines = fs.existsSync(sinkLog(ctx)) ? fs.readFileSync(sinkLog(ctx), 'utf8').split('\n') : [];
-  return lines.slice(from).flatMap((line) => (/^message (\d+)$/.exec(line) ? [Number(line.slice(8))] : []));
+  return lines.flatMap((line) => {
+    const match = /^message (\d+)$/.exec(line);
+    return match ? [Number(match[1])] : [];
+  });
 }
-
-const logLines = (ctx: SizeContext): number => (fs.existsSync(sinkLog(ctx)) ? fs.readFileSync(sinkLog(ctx), 'utf8').split('\n').length - 1 : 0);
 
 /** Items in the deploy whose messages the mail measurement copies: a typical deploy email. */
 const MAIL_ITEMS = 10;
@@ -171,7 +172,7 @@ async function measureMail(ctx: SizeContext, server: RunningServer, store: Bench
   if (!(await waitForIdleOutbox(server.port, 60_000))) throw new Error('the priming deploy\'s messages were not delivered within 60 s');
 
   const before = (await health(server.port)).mail;
-  const sinkFrom = logLines(ctx);
+  const sizesBefore = sinkMessageSizes(ctx).length;
   await store.queueCopies(deployId, count);
   const committed = performance.now();
   const deadline = committed + Math.max(60_000, count * 20);
@@ -188,7 +189,7 @@ async function measureMail(ctx: SizeContext, server: RunningServer, store: Bench
     if (delivered + failed >= count) break;
     await sleep(50);
   }
-  const sizes = sinkMessageSizes(ctx, sinkFrom);
+  const sizes = sinkMessageSizes(ctx).slice(sizesBefore);
   const messageBytes = sizes.length ? sizes.reduce((a, b) => a + b, 0) / sizes.length : NaN;
   const seconds = (last - committed) / 1000;
   const steadySeconds = first ? (last - first.at) / 1000 : NaN;
