@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { markSent } from '../src/mail/outbox.js';
+import { markAllSent } from '../src/mail/outbox.js';
 import { retryMail } from '../src/mail/service.js';
 import { client, makeApp, makeItem, makeProduct, makeUser, type TestContext, type TestUser } from './helpers.js';
 
@@ -115,10 +115,10 @@ describe('mail bookkeeping', () => {
     const [row] = await t.db.selectFrom('outbox').selectAll().where('deploy_id', '=', deploy.id).execute();
     // Another worker took the message over: its claim counts one attempt more.
     await t.db.updateTable('outbox').set({ status: 'sending', attempts: 2 }).where('id', '=', row.id).execute();
-    assert.equal(await markSent(t.db, { id: row.id, attempts: 1 }, '2026-01-01T00:00:00+00:00'), false);
+    assert.equal((await markAllSent(t.db, [{ id: row.id, attempts: 1 }], '2026-01-01T00:00:00+00:00')).has(row.id), false);
     const after = await t.db.selectFrom('outbox').selectAll().where('id', '=', row.id).executeTakeFirstOrThrow();
     assert.equal(after.status, 'sending');
-    assert.equal(await markSent(t.db, { id: row.id, attempts: 2 }, '2026-01-01T00:00:00+00:00'), true);
+    assert.equal((await markAllSent(t.db, [{ id: row.id, attempts: 2 }], '2026-01-01T00:00:00+00:00')).has(row.id), true);
   });
 
   test('retrying given-up messages starts their backoff over', async () => {

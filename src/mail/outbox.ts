@@ -105,11 +105,6 @@ export async function markAllSent(db: Db, claims: Claim[], at: string): Promise<
   return recorded;
 }
 
-/** Records a delivery; false when the claim had lapsed and another worker took the message over. */
-export async function markSent(db: Db, claim: Claim, at: string): Promise<boolean> {
-  return (await markAllSent(db, [claim], at)).has(claim.id);
-}
-
 /** Records a failed attempt: tried again at `retryAt`, or given up (`failed`) when it is null. */
 export async function markAttemptFailed(db: Db, claim: Claim, error: string, retryAt: string | null): Promise<boolean> {
   const res = await stillClaimed(db, claim)
