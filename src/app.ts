@@ -138,6 +138,10 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   const outbox = new OutboxWorker(db, transport, { from: config.mailFrom, publicUrl: config.publicUrl }, links, app.log, {
     ...DEFAULT_WORKER_OPTIONS,
     leaseMs: config.mailLeaseSeconds * 1000,
+    sendTimeoutMs: config.mailSendTimeoutSeconds * 1000,
+    probeIntervalMs: config.mailProbeSeconds * 1000,
+    // Every send ends within its deadline, so a round silent for three of them is stuck elsewhere.
+    stuckRoundMs: config.mailSendTimeoutSeconds * 3000,
     ...options.worker,
   });
   app.decorate('outbox', outbox);

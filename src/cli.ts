@@ -1,5 +1,5 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { ConfigError, databaseOptions, loadConfig, parseDatabaseUrl } from './config.js';
+import { ConfigError, databaseOptions, loadConfig, parseDatabaseUrl, type Config } from './config.js';
 import { copyDatabase, CopyError } from './db/copy.js';
 import { dialectOf } from './db/dialect.js';
 import { openDatabase, type Db } from './db/connection.js';
@@ -16,12 +16,15 @@ interface Command {
   help: string;
   options: NonNullable<ParseArgsConfig['options']>;
   positionals: string[];
-  run(db: Db, args: string[], values: Record<string, string | boolean | undefined>): Promise<string>;
+  run(db: Db, args: string[], values: Record<string, string | boolean | undefined>, config: Config): Promise<string>;
 }
 
 function formatStatus(status: MailStatus): string {
   const lines = (['pending', 'sending', 'sent', 'failed'] as const).map((s) => `${s.padEnd(8)} ${status.counts[s]}`);
   lines.push(`oldest pending: ${status.oldestPendingAt ?? 'none'}`);
+  lines.push(`oldest due:     ${status.oldestDueAt ? `${status.oldestDueAt} (waiting ${status.oldestDueSeconds} s)` : 'none'}`);
+  lines.push(`last delivery:  ${status.lastSentAt ?? 'none'}`);
+  lines.push(`delivery:       ${status.stalled ? `STALLED. ${status.stalled}` : 'progressing'}`);
   if (status.recentErrors.length) {
     lines.push('last errors:');
     for (const e of status.recentErrors) {
@@ -105,11 +108,11 @@ const COMMANDS: Record<string, Command> = {
   },
   'mail status': {
     usage: 'shiplog mail status [--json]',
-    help: 'Shows the outbox: messages by state, the oldest one not yet delivered, and the last errors.',
+    help: 'Shows the outbox: messages by state, the oldest one not yet delivered, how long the oldest due one has waited, the last delivery, whether delivery is progressing, and the last errors.',
     options: { json: { type: 'boolean' } },
     positionals: [],
-    async run(db, _args, v) {
-      const status = await mailStatus(db);
+    async run(db, _args, v, config) {
+      const status = await mailStatus(db, config.mailStallSeconds);
       return v.json ? JSON.stringify(status, null, 2) : formatStatus(status);
     },
   },
@@ -173,7 +176,7 @@ export async function main(argv: string[], out = process.stdout, err = process.s
   try {
     const config = loadConfig();
     db = await openDatabase(databaseOptions(config));
-    out.write((await command.run(db, parsed.positionals, parsed.values)) + '\n');
+    out.write((await command.run(db, parsed.positionals, parsed.values, config)) + '\n');
     return 0;
   } catch (e) {
     if (e instanceof UsageError) {

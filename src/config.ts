@@ -15,6 +15,12 @@ export interface Config {
   readonly smtpUrl: string | undefined;
   /** How long a delivery worker holds a claimed message before another may take it over. */
   readonly mailLeaseSeconds: number;
+  /** The deadline of one delivery attempt; shorter than the lease. */
+  readonly mailSendTimeoutSeconds: number;
+  /** How often one message is tried while the mail server cannot be reached. */
+  readonly mailProbeSeconds: number;
+  /** How long due mail may stand still before /health reports delivery as stalled. */
+  readonly mailStallSeconds: number;
   /** postgres:// URL; without it the embedded SQLite database under dataDir is used. */
   readonly databaseUrl: string | undefined;
   readonly pgPoolMax: number;
@@ -114,6 +120,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
   }
   const smtpUrl = env.SMTP_URL ? parseSmtpUrl(env.SMTP_URL) : undefined;
   const positive = (name: string, fallback: number) => (env[name] ? parsePositive(name, env[name]!) : fallback);
+  const mailLeaseSeconds = positive('MAIL_LEASE_SECONDS', 120);
+  const mailSendTimeoutSeconds = positive('MAIL_SEND_TIMEOUT_SECONDS', 60);
+  if (mailSendTimeoutSeconds >= mailLeaseSeconds) {
+    throw new ConfigError(
+      `MAIL_SEND_TIMEOUT_SECONDS (${mailSendTimeoutSeconds}) must be shorter than MAIL_LEASE_SECONDS (${mailLeaseSeconds}), so an attempt ends while its claim holds.`,
+    );
+  }
   return Object.freeze({
     port,
     host,
@@ -123,7 +136,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     mailFrom,
     logLevel,
     smtpUrl,
-    mailLeaseSeconds: positive('MAIL_LEASE_SECONDS', 120),
+    mailLeaseSeconds,
+    mailSendTimeoutSeconds,
+    mailProbeSeconds: positive('MAIL_PROBE_SECONDS', 15),
+    mailStallSeconds: positive('MAIL_STALL_SECONDS', 300),
     databaseUrl: env.DATABASE_URL ? parseDatabaseUrl(env.DATABASE_URL) : undefined,
     pgPoolMax: positive('PG_POOL_MAX', 10),
     pgStatementTimeoutMs: positive('PG_STATEMENT_TIMEOUT_MS', 5000),

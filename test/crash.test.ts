@@ -94,6 +94,7 @@ test('SIGKILL while 1,000 messages are being delivered: after a restart all arri
   const env = {
     SMTP_URL: sink.url,
     MAIL_LEASE_SECONDS: '2',
+    MAIL_SEND_TIMEOUT_SECONDS: '1',
     LOG_LEVEL: 'warn',
     PUBLIC_URL: 'http://shiplog.test',
     MAIL_DOMAIN: 'items.shiplog.test',

@@ -125,7 +125,7 @@ describe('create item', () => {
     assert.equal(a.what, 'henchmen');
     assert.equal(a.why, 'I win');
     const b = await makeItem(t.app, owner, product.id, { type: 'story', who: 'user', what: 'x', why: 'y' });
-    assert.equal(b.title, 'As an user, I want x so that y.');
+    assert.equal(b.title, 'As a user, I want x so that y.');
     const c = await makeItem(t.app, owner, product.id, { type: 'story', who: 'developer', what: 'x', why: 'y' });
     assert.equal(c.title, 'As a developer, I want x so that y.');
   });

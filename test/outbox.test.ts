@@ -13,6 +13,7 @@ const transport: MailTransport = {
     for (const [needle, err] of failures) if (String(mail.to).includes(needle)) throw err;
     sent.push(outboxId);
   },
+  reset() {},
   close() {},
 };
 
@@ -99,6 +100,7 @@ test('rows hold what a message is made of; its text and HTML are rendered when i
     async send(mail, outboxId) {
       seen.set(outboxId, { subject: String(mail.subject), text: String(mail.text), html: String(mail.html) });
     },
+    reset() {},
     close() {},
   };
   const own = await makeApp({ mailTransport: recording });
@@ -161,6 +163,7 @@ test('sends run in a sliding window: a stuck message holds up only itself, each 
         inFlight -= 1;
       }
     },
+    reset() {},
     close() {},
   };
   const own = await makeApp({ mailTransport: gated, worker: { window: WINDOW } });

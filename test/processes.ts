@@ -10,6 +10,7 @@ const SERVER = fileURLToPath(new URL('../dist/server.js', import.meta.url));
 /** Every setting Shiplog reads from its environment. */
 const SHIPLOG_SETTINGS = [
   'PORT', 'HOST', 'DATA_DIR', 'PUBLIC_URL', 'MAIL_DOMAIN', 'MAIL_FROM', 'LOG_LEVEL', 'SMTP_URL', 'MAIL_LEASE_SECONDS',
+  'MAIL_SEND_TIMEOUT_SECONDS', 'MAIL_PROBE_SECONDS', 'MAIL_STALL_SECONDS',
   'DATABASE_URL', 'PG_POOL_MAX', 'PG_STATEMENT_TIMEOUT_MS', 'PG_CONNECT_TIMEOUT_MS',
 ];
 

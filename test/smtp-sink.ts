@@ -53,6 +53,11 @@ export class SmtpSink {
   connectionsOpened = 0;
   peakConnections = 0;
   private rules: Rule[] = [];
+  /** Connections still to be left without a greeting, and messages whose connection is still to be dropped. */
+  private silentConnections = 0;
+  private dropsDuringData = 0;
+  /** When each accepted message arrived (ms), in the order of `received`. */
+  readonly receivedAt: number[] = [];
   private server: SMTPServer | undefined;
   private sockets = new Set<net.Socket>();
 
@@ -135,6 +140,16 @@ export class SmtpSink {
     this.refuse({ ...options, code: options.code ?? 451, times: count });
   }
 
+  /** Accepts the next `count` connections and never says a word on them (no greeting, no answer). */
+  stayQuiet(count: number): void {
+    this.silentConnections += count;
+  }
+
+  /** Drops the connection in the middle of the next `count` messages' data: they are not received. */
+  dropDuringData(count: number): void {
+    this.dropsDuringData += count;
+  }
+
   /** Forgets every answer set up with refuse, rejectRecipient or failNext. */
   clearRules(): void {
     this.rules = [];
@@ -160,16 +175,34 @@ export class SmtpSink {
       disabledCommands: ['STARTTLS'],
       logger: false,
       banner: 'shiplog test sink',
+      // The greeting is sent once this calls back; a quiet connection is held open without one.
+      onConnect: (_session, callback) => {
+        if (this.silentConnections > 0) {
+          this.silentConnections -= 1;
+          return;
+        }
+        callback();
+      },
       onRcptTo: (address, session, callback) => {
         const err = this.refusal('rcpt', [address.address.toLowerCase()]);
         callback(err ?? undefined);
       },
       onData: (stream, session, callback) => {
         const chunks: Buffer[] = [];
+        let dropped = false;
+        if (this.dropsDuringData > 0) {
+          this.dropsDuringData -= 1;
+          stream.once('data', () => {
+            dropped = true;
+            this.socketOf(session)?.destroy();
+          });
+        }
         stream.on('data', (chunk: Buffer) => chunks.push(chunk));
         // A client that goes away mid-message leaves an incomplete message: it was never sent.
         stream.on('error', () => undefined);
         stream.on('end', () => {
+          // The end of what arrived before the connection was dropped: not a message.
+          if (dropped) return;
           void this.accept(Buffer.concat(chunks), session).then(
             (err) => callback(err ?? null),
             (err: Error) => callback(smtpError(554, `Could not read the message: ${err.message}`)),
@@ -196,6 +229,10 @@ export class SmtpSink {
     this.server = server;
   }
 
+  private socketOf(session: SMTPServerSession): net.Socket | undefined {
+    return [...this.sockets].find((s) => s.remotePort === session.remotePort && s.remoteAddress === session.remoteAddress);
+  }
+
   private async accept(raw: Buffer, session: SMTPServerSession): Promise<Error | undefined> {
     const recipients = session.envelope.rcptTo.map((a) => a.address.toLowerCase());
     if (this.delayMs > 0) await new Promise((resolve) => setTimeout(resolve, this.delayMs));
@@ -203,6 +240,7 @@ export class SmtpSink {
     if (refused) return refused;
     const mail = await readEml(raw);
     const from = session.envelope.mailFrom;
+    this.receivedAt.push(Date.now());
     this.received.push({
       messageId: mail.headers.get('message-id') ?? '',
       envelopeFrom: from ? from.address : '',

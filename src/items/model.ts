@@ -1,3 +1,4 @@
+import { indefiniteArticle } from './article.js';
 /** The vocabulary of items (INTERFACE.md §4.3, §5). */
 export const ITEM_TYPES = ['story', 'task', 'defect', 'test'] as const;
 export type ItemType = (typeof ITEM_TYPES)[number];
@@ -29,10 +30,9 @@ export const MAX_TAG_FILTER = 50;
 
 export const isClosed = (s: Status): boolean => s === 'completed' || s === 'accepted';
 
-/** `As a{n} {who}, I want {what} so that {why}.` */
+/** `As a{n} {who}, I want {what} so that {why}.`, the article following the sound of `who`. */
 export function storyTitle(who: string, what: string, why: string): string {
-  const article = /^[aeiou]/i.test(who.trim()) ? 'an' : 'a';
-  return `As ${article} ${who}, I want ${what} so that ${why}.`;
+  return `As ${indefiniteArticle(who)} ${who}, I want ${what} so that ${why}.`;
 }
 
 export interface Progress {

@@ -119,26 +119,44 @@ export async function markAttemptFailed(db: Db, claim: Claim, error: string, ret
 
 export interface OutboxSummary {
   counts: Record<'pending' | 'sending' | 'sent' | 'failed', number>;
+  /** When the oldest undelivered message was queued. */
   oldestPendingAt: string | null;
+  /** Since when the longest-waiting due message has been due (its retry time, or its lapsed lease). */
+  oldestDueAt: string | null;
+  /** The latest delivery, by any worker. */
+  lastSentAt: string | null;
 }
 
-/** Counts by state and the age of the oldest undelivered message: what operators watch. */
-export async function summarize(db: Db): Promise<OutboxSummary> {
-  // Two queries, each served by the (status, next_attempt_at) index: the counts from the index
-  // alone, the oldest date from the few undelivered rows. /health asks this often.
+/** Counts by state, the oldest waiting and due messages, and the latest delivery: what operators watch. */
+export async function summarize(db: Db, now: string): Promise<OutboxSummary> {
+  // Each query is served by an index: the counts and the due times by (status, next_attempt_at)
+  // (the lapsed leases are among the few messages being sent), the latest delivery by sent_at.
+  // /health asks this often.
   const rows = await db.selectFrom('outbox').select(['status', (eb) => eb.fn.countAll<number>().as('n')]).groupBy('status').execute();
   const counts = { pending: 0, sending: 0, sent: 0, failed: 0 };
   for (const row of rows) counts[row.status as keyof typeof counts] = Number(row.n);
-  let oldestPendingAt: string | null = null;
-  if (counts.pending + counts.sending > 0) {
-    const oldest = await db
-      .selectFrom('outbox')
-      .select((eb) => eb.fn.min('created_at').as('oldest'))
-      .where('status', 'in', ['pending', 'sending'])
-      .executeTakeFirst();
-    oldestPendingAt = (oldest?.oldest as string | null | undefined) ?? null;
-  }
-  return { counts, oldestPendingAt };
+  const latest = await db.selectFrom('outbox').select((eb) => eb.fn.max('sent_at').as('at')).executeTakeFirst();
+  const summary: OutboxSummary = { counts, oldestPendingAt: null, oldestDueAt: null, lastSentAt: (latest?.at as string | null | undefined) ?? null };
+  if (counts.pending + counts.sending === 0) return summary;
+  const oldest = await db
+    .selectFrom('outbox')
+    .select((eb) => eb.fn.min('created_at').as('oldest'))
+    .where('status', 'in', ['pending', 'sending'])
+    .executeTakeFirst();
+  const due = await db
+    .selectFrom('outbox')
+    .select((eb) => eb.fn.min('next_attempt_at').as('at'))
+    .where('status', '=', 'pending')
+    .where('next_attempt_at', '<=', now)
+    .executeTakeFirst();
+  const lapsed = await db
+    .selectFrom('outbox')
+    .select((eb) => eb.fn.min('lease_until').as('at'))
+    .where('status', '=', 'sending')
+    .where('lease_until', '<', now)
+    .executeTakeFirst();
+  const dueTimes = [due?.at, lapsed?.at].filter((t): t is string => typeof t === 'string').sort();
+  return { ...summary, oldestPendingAt: (oldest?.oldest as string | null | undefined) ?? null, oldestDueAt: dueTimes[0] ?? null };
 }
 
 /** The most recent failures, final or still being retried. */

@@ -40,13 +40,35 @@ export async function unsubscribe(trx: Db, links: UnsubscribeLinks, token: strin
 }
 
 export interface MailStatus extends OutboxSummary {
+  /** How long the longest-waiting due message has been due, in seconds (0 when none is). */
+  oldestDueSeconds: number;
+  /** False when due mail has stood still for the stall limit: nothing due was taken up, nothing sent. */
+  progressing: boolean;
+  /** Why delivery is not progressing, for a person. */
+  stalled: string | null;
   recentErrors: { id: number; to: string; status: string; attempts: number; error: string; next_attempt_at: string }[];
 }
 
-export async function mailStatus(db: Db): Promise<MailStatus> {
-  const [summary, errors] = await Promise.all([summarize(db), recentErrors(db)]);
+/**
+ * Whether mail is moving: it stalls when some message has been due for longer than `stallSeconds`
+ * and no message at all was delivered in that time. A long queue that is being worked through
+ * keeps delivering, so it is not a stall; an outage or a stuck worker is.
+ */
+export function assessDelivery(summary: OutboxSummary, now: Date, stallSeconds: number): Pick<MailStatus, 'oldestDueSeconds' | 'progressing' | 'stalled'> {
+  const since = (t: string | null) => (t === null ? Infinity : Math.max(0, Math.floor((now.getTime() - Date.parse(t)) / 1000)));
+  const oldestDueSeconds = summary.oldestDueAt === null ? 0 : since(summary.oldestDueAt);
+  const quietSeconds = since(summary.lastSentAt);
+  if (oldestDueSeconds <= stallSeconds || quietSeconds <= stallSeconds) return { oldestDueSeconds, progressing: true, stalled: null };
+  const last = summary.lastSentAt ? `the last delivery was at ${summary.lastSentAt}` : 'nothing has been delivered yet';
+  const stalled = `Due mail has not moved for ${Math.floor(oldestDueSeconds / 60)} minutes: a message has been due since ${summary.oldestDueAt} and ${last}.`;
+  return { oldestDueSeconds, progressing: false, stalled };
+}
+
+export async function mailStatus(db: Db, stallSeconds: number, now = new Date()): Promise<MailStatus> {
+  const [summary, errors] = await Promise.all([summarize(db, formatTimestamp(now)), recentErrors(db)]);
   return {
     ...summary,
+    ...assessDelivery(summary, now, stallSeconds),
     recentErrors: errors.map((m) => ({
       id: m.id,
       to: m.to_address,

@@ -9,6 +9,11 @@ import type { UnsubscribeLinks } from './unsubscribe.js';
 /** Hands one composed message to the world; throws when it could not. */
 export interface MailTransport {
   send(mail: nodemailer.SendMailOptions, outboxId: number): Promise<void>;
+  /**
+   * Gives up on connections that may be stuck: sends still running on them finish or fail on
+   * their own, later sends use fresh ones. Called when a send missed its deadline.
+   */
+  reset(): void;
   close(): void;
 }
 
@@ -60,6 +65,7 @@ export function emlTransport(dataDir: string): MailTransport {
       await fs.writeFile(tmp, info.message as Buffer);
       await fs.rename(tmp, file);
     },
+    reset() {},
     close() {
       composer.close();
     },
@@ -90,27 +96,16 @@ type SocketCallback = (err: Error | null, socket?: { connection: net.Socket }) =
  * Opens the TCP connection for nodemailer with Nagle's algorithm off. SMTP writes a message as a
  * few small segments and waits for the answer; with Nagle on, the last segment waits for the
  * server's delayed ACK (about 40 ms on Linux), which would cap each connection at some 25
- * messages a second. nodemailer takes the connected socket as it is and does TLS (smtps) or
- * STARTTLS on top of it as usual.
+ * messages a second. nodemailer takes the socket as it is and does TLS (smtps) or STARTTLS on top.
+ *
+ * The socket is handed over while it is still connecting, never as an error: nodemailer's pool
+ * keeps a connection whose socket could not be had counted as busy forever, so after as many
+ * refused connections as the pool holds it would never send again. A refused or failed connect
+ * now surfaces as an error of the pooled connection, which the pool drops and replaces; a connect
+ * that hangs runs into the greeting timeout.
  */
-function connectWithoutDelay(options: { host?: string; port?: number; connectionTimeout?: number }, callback: SocketCallback): void {
-  const socket = net.connect({ host: options.host, port: options.port!, noDelay: true });
-  let settled = false;
-  const settle = (err: Error | null) => {
-    if (settled) return;
-    settled = true;
-    clearTimeout(timer);
-    if (err) {
-      socket.destroy();
-      callback(err);
-    } else {
-      callback(null, { connection: socket });
-    }
-  };
-  const timer = setTimeout(() => settle(Object.assign(new Error('Connection timeout'), { code: 'ETIMEDOUT' })), options.connectionTimeout ?? 10_000);
-  // Errors after the hand-over are nodemailer's to handle; this listener only reports the first.
-  socket.on('error', (err) => settle(err));
-  socket.once('connect', () => settle(null));
+function connectWithoutDelay(options: { host?: string; port?: number }, callback: SocketCallback): void {
+  callback(null, { connection: net.connect({ host: options.host, port: options.port!, noDelay: true }) });
 }
 
 /**
@@ -121,20 +116,27 @@ export function smtpTransport(url: string, maxConnections = 5): MailTransport {
   // Each message is composed into one buffer first and handed to the connection whole: streamed
   // part by part, it would go out as dozens of small writes (and, without Nagle, as many packets).
   const composer = nodemailer.createTransport({ streamTransport: true, buffer: true, newline: 'windows' });
-  const transporter = nodemailer.createTransport({
-    ...smtpSettings(url),
-    pool: true,
-    maxConnections,
-    maxMessages: 1000,
-    connectionTimeout: 10_000,
-    greetingTimeout: 10_000,
-    socketTimeout: 30_000,
-    getSocket: connectWithoutDelay,
-  });
+  const pool = () =>
+    nodemailer.createTransport({
+      ...smtpSettings(url),
+      pool: true,
+      maxConnections,
+      maxMessages: 1000,
+      connectionTimeout: 10_000,
+      greetingTimeout: 10_000,
+      socketTimeout: 30_000,
+      getSocket: connectWithoutDelay,
+    });
+  let transporter = pool();
   return {
     async send(mail) {
       const composed = await composer.sendMail(mail);
       await transporter.sendMail({ envelope: composed.envelope, raw: composed.message as Buffer });
+    },
+    reset() {
+      // A closed pool lets the messages on its connections finish and fails those still queued.
+      transporter.close();
+      transporter = pool();
     },
     close() {
       composer.close();

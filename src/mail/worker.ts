@@ -18,14 +18,35 @@ export interface WorkerOptions {
   window: number;
   /** How long a claimed message stays claimed before another worker may take it over. */
   leaseMs: number;
+  /**
+   * The deadline of one delivery attempt, from hand-over to the mail server's answer (connect,
+   * greeting, the whole transaction). A send that misses it is a failure of that message alone,
+   * and the transport's connections are replaced. Shorter than the lease, so an attempt always
+   * ends while its claim holds.
+   */
+  sendTimeoutMs: number;
+  /**
+   * While the mail server cannot be reached, one message is tried this often (the probe); the
+   * first that goes through lets everything due go again at once.
+   */
+  probeIntervalMs: number;
+  /** A round that has made no progress this long is given up (logged), and a new one starts. */
+  stuckRoundMs: number;
 }
 
 /**
  * A window is what the SMTP pool (5 connections) can send well within one lease even when the
- * mail server is slow (each attempt gives up after 30 s), so claims do not lapse while queued;
- * and enough to keep every connection busy while results are written back.
+ * mail server is slow, so claims do not lapse while queued; and enough to keep every connection
+ * busy while results are written back.
  */
-export const DEFAULT_WORKER_OPTIONS: WorkerOptions = { intervalMs: 1000, window: 20, leaseMs: 120_000 };
+export const DEFAULT_WORKER_OPTIONS: WorkerOptions = {
+  intervalMs: 1000,
+  window: 20,
+  leaseMs: 120_000,
+  sendTimeoutMs: 60_000,
+  probeIntervalMs: 15_000,
+  stuckRoundMs: 180_000,
+};
 
 /** How long temporary failures are retried before a message is given up. */
 export const RETRY_WINDOW_MS = 24 * 3600_000;
@@ -42,6 +63,19 @@ export function isPermanentFailure(err: unknown): boolean {
   return code === 'EENVELOPE';
 }
 
+/** nodemailer's codes for a mail server that could not be reached or talked to at all. */
+const SERVER_CODES = new Set(['ECONNECTION', 'ESOCKET', 'ETIMEDOUT', 'EDNS', 'ETLS', 'EAUTH', 'EDEADLINE', 'ECONNREFUSED', 'ECONNRESET']);
+
+/**
+ * A failure of the mail server rather than of the message: it would fail every message alike
+ * (refused, dropped or silent connections, failed TLS or login, "421 closing"). Such messages do
+ * not back off one by one; the worker pauses and probes until the server answers again.
+ */
+export function isServerFailure(err: unknown): boolean {
+  const { code, responseCode } = (err ?? {}) as { code?: string; responseCode?: number };
+  return responseCode === 421 || (code !== undefined && SERVER_CODES.has(code));
+}
+
 /** Exponential backoff from 30 s, capped at an hour, with ±50% jitter so retries spread out. */
 export function retryDelayMs(attempts: number, random = Math.random): number {
   const base = Math.min(30_000 * 2 ** Math.max(0, attempts - 1), 3600_000);
@@ -51,21 +85,67 @@ export function retryDelayMs(attempts: number, random = Math.random): number {
 /** The outcome of one delivery attempt, waiting to be written back to the outbox. */
 type Outcome = { claim: OutboxRow; error?: undefined } | { claim: OutboxRow; error: string; retryAt: string | null };
 
+/** What this worker knows of the mail server, for operators (`/health`). */
+export interface WorkerState {
+  /** Since when the mail server cannot be reached (null while it can), with the last error. */
+  unreachableSince: string | null;
+  lastError: string | null;
+  /** The last message this worker delivered. */
+  lastDeliveryAt: string | null;
+}
+
+/** Lets a waiting round go on: when a send ends, or when the worker is nudged. */
+class Signal {
+  private waiting: (() => void) | undefined;
+  wait(): Promise<void> {
+    return new Promise((resolve) => (this.waiting = resolve));
+  }
+  notify(): void {
+    const waiting = this.waiting;
+    this.waiting = undefined;
+    waiting?.();
+  }
+}
+
+/** Rejects with an `EDEADLINE` error when `work` has not settled within `ms`. */
+function withDeadline<T>(work: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () => reject(Object.assign(new Error(`No answer from the mail server within ${Math.round(ms / 1000)} s.`), { code: 'EDEADLINE' })),
+      ms,
+    );
+  });
+  return Promise.race([work, deadline]).finally(() => clearTimeout(timer));
+}
+
 /**
  * Delivers the outbox after commit. Runs in the server process: on a timer, and at once when
  * nudged after a change queued mail. Sends run in a sliding window: new messages are claimed as
- * earlier ones finish, never waiting for a whole batch. Outcomes are written back together, as
- * each write finishes the next takes everything that came in meanwhile; a message counts as held
- * until its outcome is written, so a crash can repeat at most the messages of one window.
+ * earlier ones finish or as new ones are queued, never waiting for a whole batch, and no send can
+ * hold the window longer than its deadline. Outcomes are written back together, as each write
+ * finishes the next takes everything that came in meanwhile; a message counts as held until its
+ * outcome is written, so a crash can repeat at most the messages of one window.
+ *
+ * When the mail server cannot be reached, messages do not each back off on their own: the worker
+ * stops claiming, keeps them due, and tries one every `probeIntervalMs`; the first that goes
+ * through resumes delivery of everything due, so recovery takes one probe interval however long
+ * the outage was.
  */
 export class OutboxWorker {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<number> | undefined;
+  /** Rounds get a number; a round given up as stuck sees that it is no longer the current one. */
+  private round = 0;
+  private progressAt = 0;
   private again = false;
   private started = false;
   private stopping = false;
+  private readonly signal = new Signal();
   private outcomes: { outcome: Outcome; done: (recorded: boolean) => void; failed: (err: unknown) => void }[] = [];
   private writing = false;
+  private outage: { since: number; error: string; nextProbeAt: number } | undefined;
+  private lastDeliveryAt: number | undefined;
 
   constructor(
     private readonly db: Db,
@@ -88,8 +168,13 @@ export class OutboxWorker {
   nudge(): void {
     if (!this.started) return;
     if (this.running) {
-      this.again = true;
-      return;
+      if (Date.now() - this.progressAt <= this.options.stuckRoundMs) {
+        this.again = true;
+        this.signal.notify();
+        return;
+      }
+      this.log.error({ stuckForMs: Date.now() - this.progressAt }, 'mail delivery round made no progress; starting a new one');
+      this.running = undefined;
     }
     void this.deliverDue().catch((err) => this.log.error({ err }, 'mail delivery round failed'));
   }
@@ -99,45 +184,67 @@ export class OutboxWorker {
     if (this.running) {
       return this.running.then(() => this.deliverDue());
     }
-    this.running = this.round().finally(() => {
+    const round = ++this.round;
+    this.progressAt = Date.now();
+    const running = this.deliverRound(round).finally(() => {
+      if (this.running !== running) return;
       this.running = undefined;
       if (this.again && this.started) {
         this.again = false;
         this.nudge();
       }
     });
-    return this.running;
+    this.running = running;
+    return running;
   }
 
-  private async round(): Promise<number> {
+  /** What this worker knows of the mail server right now. */
+  state(): WorkerState {
+    const at = (ms: number | undefined) => (ms === undefined ? null : formatTimestamp(new Date(ms)));
+    return { unreachableSince: at(this.outage?.since), lastError: this.outage?.error ?? null, lastDeliveryAt: at(this.lastDeliveryAt) };
+  }
+
+  /** How many messages may be claimed now: the free part of the window, or one probe during an outage. */
+  private capacity(held: number): number {
+    if (!this.outage) return this.options.window - held;
+    if (held > 0 || Date.now() < this.outage.nextProbeAt) return 0;
+    this.outage.nextProbeAt = Date.now() + this.options.probeIntervalMs;
+    return 1;
+  }
+
+  private async deliverRound(round: number): Promise<number> {
     const { window, leaseMs } = this.options;
     const refill = Math.max(1, Math.floor(window / 2));
     const held = new Set<Promise<void>>();
     let sent = 0;
     let drained = false;
     try {
-      while (!this.stopping) {
+      while (!this.stopping && round === this.round) {
         if (this.again && this.started) {
           // Something was queued meanwhile: look again rather than after this round.
           this.again = false;
           drained = false;
         }
-        if (!drained && window - held.size >= refill) {
+        const room = drained ? 0 : this.capacity(held.size);
+        if (room > 0 && (room >= refill || this.outage)) {
           const now = Date.now();
-          const claimed = await claimDue(this.db, formatTimestamp(new Date(now)), formatTimestamp(new Date(now + leaseMs)), window - held.size);
+          const claimed = await claimDue(this.db, formatTimestamp(new Date(now)), formatTimestamp(new Date(now + leaseMs)), room);
+          this.progressAt = Date.now();
           if (claimed.length === 0) drained = true;
           const bodies = claimed.length ? await renderDeployMessages(this.db, claimed, this.site.publicUrl, this.links) : new Map();
           for (const message of claimed) {
             const delivery: Promise<void> = this.deliver(message, bodies.get(message.id) ?? null).then((ok) => {
               if (ok) sent += 1;
               held.delete(delivery);
+              this.progressAt = Date.now();
+              this.signal.notify();
             });
             held.add(delivery);
           }
           if (claimed.length) continue;
         }
         if (held.size === 0) break;
-        await Promise.race(held);
+        await this.signal.wait();
       }
     } finally {
       await Promise.all(held);
@@ -150,13 +257,11 @@ export class OutboxWorker {
     let outcome: Outcome;
     try {
       if (!body) throw Object.assign(new Error('The deploy or items of this message no longer exist.'), { permanent: true });
-      await this.transport.send(composeMessage(message, body, this.site.from, this.links), message.id);
+      await withDeadline(this.transport.send(composeMessage(message, body, this.site.from, this.links), message.id), this.options.sendTimeoutMs);
       outcome = { claim: message };
+      this.serverAnswered();
     } catch (err) {
-      const reason = (err instanceof Error ? err.message : String(err)).slice(0, 1000);
-      const retryAt = Date.now() + retryDelayMs(message.attempts);
-      const final = (err as { permanent?: boolean }).permanent === true || isPermanentFailure(err) || retryAt > Date.parse(message.retry_until);
-      outcome = { claim: message, error: reason, retryAt: final ? null : formatTimestamp(new Date(retryAt)) };
+      outcome = this.failure(message, err);
     }
     let recorded: boolean;
     try {
@@ -178,6 +283,38 @@ export class OutboxWorker {
     }
     this.log.info({ outboxId: message.id, messageId: message.message_id }, 'mail delivered');
     return true;
+  }
+
+  /**
+   * The outcome of a failed attempt. A failure of the server keeps the message due (the outage
+   * paces it, and it is never given up for it); a failure of the message backs off, and is final
+   * when permanent or past the message's retry window.
+   */
+  private failure(message: OutboxRow, err: unknown): Outcome {
+    const error = (err instanceof Error ? err.message : String(err)).slice(0, 1000);
+    if (isServerFailure(err)) {
+      this.serverFailed(error, (err as { code?: string }).code === 'EDEADLINE');
+      return { claim: message, error, retryAt: formatTimestamp(new Date()) };
+    }
+    const retryAt = Date.now() + retryDelayMs(message.attempts);
+    const final = (err as { permanent?: boolean }).permanent === true || isPermanentFailure(err) || retryAt > Date.parse(message.retry_until);
+    return { claim: message, error, retryAt: final ? null : formatTimestamp(new Date(retryAt)) };
+  }
+
+  private serverFailed(error: string, stuck: boolean): void {
+    // Connections that missed a deadline may never answer: later sends get fresh ones.
+    if (stuck) this.transport.reset();
+    const now = Date.now();
+    if (!this.outage) this.log.warn({ err: error }, 'mail server unreachable; pausing delivery and probing');
+    this.outage = { since: this.outage?.since ?? now, error, nextProbeAt: now + this.options.probeIntervalMs };
+  }
+
+  private serverAnswered(): void {
+    this.lastDeliveryAt = Date.now();
+    if (!this.outage) return;
+    this.log.info({ downForMs: this.lastDeliveryAt - this.outage.since }, 'mail server reachable again; delivering what waited');
+    this.outage = undefined;
+    this.again = true;
   }
 
   /** Queues an outcome for the next write; resolves with whether the claim was still ours. */
@@ -221,6 +358,7 @@ export class OutboxWorker {
     this.started = false;
     this.stopping = true;
     if (this.timer) clearInterval(this.timer);
+    this.signal.notify();
     await this.running?.catch(() => undefined);
   }
 }

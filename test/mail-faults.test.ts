@@ -1,0 +1,191 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { test, type TestContext as NodeTestContext } from 'node:test';
+import type { OutboxRow } from '../src/db/schema.js';
+import type { WorkerOptions } from '../src/mail/worker.js';
+import { client, makeApp, makeItem, makeProduct, makeUser, type TestContext } from './helpers.js';
+import { runCli } from './processes.js';
+import { SmtpSink } from './smtp-sink.js';
+
+const BUILT_CLI = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
+
+/**
+ * Faults of the mail server, each against a real SMTP sink on loopback and a server-like app
+ * whose worker runs on its own timer, as in production, with short deadlines so the test is quick.
+ */
+const FAST: Partial<WorkerOptions> = { intervalMs: 100, probeIntervalMs: 1000, sendTimeoutMs: 2000, stuckRoundMs: 6000 };
+
+async function serverWithSink(sink: SmtpSink, env: NodeJS.ProcessEnv = {}): Promise<TestContext> {
+  return makeApp({ file: true, env: { SMTP_URL: sink.url, ...env }, startWorker: true, worker: FAST });
+}
+
+/**
+ * `followers` people each create (and so follow) one item; `deploys` deploys of all those items
+ * then queue `followers * deploys` messages, one per follower and deploy.
+ */
+async function queueMessages(t: TestContext, followers: number, deploys: number): Promise<OutboxRow[]> {
+  const deployer = await makeUser(t.db);
+  const people = [];
+  for (let i = 0; i < followers; i++) people.push(await makeUser(t.db));
+  const product = await makeProduct(t.db, deployer, people);
+  for (const p of people) await makeItem(t.app, p, product.id);
+  const numbers = people.map((_, i) => i + 1).join(',');
+  const api = client(t.app, deployer);
+  for (let d = 0; d < deploys; d++) {
+    const res = await api.post(`/api/products/${product.id}/deploys.json`, { environment: 'production', numbers, version: `v${d}` });
+    assert.equal(res.statusCode, 200, res.body);
+  }
+  const rows = await t.db.selectFrom('outbox').selectAll().orderBy('id').execute();
+  assert.equal(rows.length, followers * deploys);
+  return rows;
+}
+
+async function waitFor(what: string, condition: () => Promise<boolean> | boolean, timeoutMs: number): Promise<number> {
+  const start = Date.now();
+  while (!(await condition())) {
+    if (Date.now() - start > timeoutMs) throw new Error(`gave up after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  return Date.now() - start;
+}
+
+const allRows = (t: TestContext) => t.db.selectFrom('outbox').selectAll().orderBy('id').execute();
+
+/** Every queued message arrived exactly once: none lost, none twice, nothing else. */
+function assertEachOnce(sink: SmtpSink, rows: OutboxRow[]): void {
+  const counts = sink.counts();
+  const lost = rows.filter((r) => !counts.has(r.message_id)).length;
+  const duplicated = [...counts.values()].filter((n) => n > 1).length;
+  const strangers = [...counts.keys()].filter((id) => !rows.some((r) => r.message_id === id)).length;
+  assert.deepEqual({ delivered: counts.size, lost, duplicated, strangers }, { delivered: rows.length, lost: 0, duplicated: 0, strangers: 0 });
+}
+
+async function health(t: TestContext) {
+  const res = await t.app.inject({ method: 'GET', url: '/health' });
+  return { status: res.statusCode, body: res.json() };
+}
+
+test('an outage that queues 200 messages: the worker probes instead of hammering, then delivers all of them once, promptly, with no restart', { timeout: 150_000 }, async (ctx: NodeTestContext) => {
+  const sink = await SmtpSink.create({ listening: false });
+  const t = await serverWithSink(sink, { MAIL_STALL_SECONDS: '2' });
+  try {
+    const rows = await queueMessages(t, 20, 10);
+    await waitFor('the first refused attempts', async () => (await allRows(t)).some((r) => r.last_error !== null), 10_000);
+    // Several probe intervals of outage.
+    await new Promise((resolve) => setTimeout(resolve, 3500));
+
+    const waiting = await allRows(t);
+    assert.ok(waiting.every((r) => r.status === 'pending'), 'every message still waits');
+    const attempts = waiting.reduce((n, r) => n + r.attempts, 0);
+    // One window was tried when the outage began, then one message a probe interval: not 200 a second.
+    assert.ok(attempts <= 20 + 6, `${attempts} attempts during the outage`);
+    assert.ok(waiting.filter((r) => r.last_error).every((r) => /ECONNREFUSED/.test(r.last_error!)));
+    assert.ok(waiting.every((r) => Date.parse(r.next_attempt_at) <= Date.now()), 'nothing backs off on its own: they wait for the server');
+
+    const down = await health(t);
+    assert.equal(down.status, 503, 'due mail has stood still past MAIL_STALL_SECONDS');
+    assert.equal(down.body.database, 'reachable');
+    assert.equal(down.body.status, 'stalled');
+    assert.match(down.body.reason, /has not moved.*unreachable since .*ECONNREFUSED/s);
+    assert.equal(down.body.mail.pending, 200);
+    assert.equal(down.body.mail.progressing, false);
+    assert.equal(down.body.mail.server, 'unreachable');
+    assert.ok(down.body.mail.oldest_due_seconds >= 2, `oldest due for ${down.body.mail.oldest_due_seconds} s`);
+
+    assert.ok(fs.existsSync(BUILT_CLI), 'the command line is not built: run "npm run build" first');
+    const cli = await runCli(['mail', 'status', '--json'], { dataDir: t.dataDir, env: { MAIL_STALL_SECONDS: '2' } });
+    assert.equal(cli.code, 0, cli.stderr);
+    const status = JSON.parse(cli.stdout);
+    assert.equal(status.progressing, false);
+    assert.ok(status.oldestDueSeconds >= 2);
+    const text = await runCli(['mail', 'status'], { dataDir: t.dataDir, env: { MAIL_STALL_SECONDS: '2' } });
+    assert.match(text.stdout, /^oldest due: .*\(waiting \d+ s\)$/m);
+    assert.match(text.stdout, /^delivery: +STALLED\. Due mail has not moved/m);
+
+    await sink.start();
+    const recovery = await waitFor('every message sent', async () => (await allRows(t)).every((r) => r.status === 'sent'), 90_000);
+    ctx.diagnostic(`200 messages delivered ${recovery} ms after the mail server came back`);
+    assertEachOnce(sink, rows);
+    const after = await health(t);
+    assert.equal(after.status, 200);
+    assert.equal(after.body.mail.progressing, true);
+    assert.equal(after.body.mail.server, 'reachable');
+    assert.equal(after.body.mail.oldest_due_at, null);
+  } finally {
+    await t.close();
+    await sink.stop();
+  }
+});
+
+test('a mail server that accepts a connection and never answers: the deadline fires, the message is retried, the others go on', { timeout: 60_000 }, async () => {
+  const sink = await SmtpSink.create();
+  const t = await serverWithSink(sink);
+  try {
+    sink.stayQuiet(1);
+    const rows = await queueMessages(t, 12, 1);
+    t.app.outbox.nudge();
+    await waitFor('every message sent', async () => (await allRows(t)).every((r) => r.status === 'sent'), 30_000);
+    assertEachOnce(sink, rows);
+    const sent = await allRows(t);
+    const retried = sent.filter((r) => r.attempts > 1);
+    assert.equal(retried.length, 1, 'only the message on the silent connection was tried again');
+    // The others did not wait for its deadline.
+    const retriedAt = sink.receivedAt[sink.received.findIndex((m) => m.messageId === retried[0].message_id)];
+    const others = sink.receivedAt.filter((at) => at !== retriedAt);
+    assert.equal(others.length, 11);
+    assert.ok(Math.max(...others) < retriedAt, 'the other messages arrived before the stuck one was retried');
+  } finally {
+    await t.close();
+    await sink.stop();
+  }
+});
+
+test('a connection dropped in the middle of DATA: the message is tried again and arrives once, the others once too', { timeout: 60_000 }, async () => {
+  const sink = await SmtpSink.create();
+  const t = await serverWithSink(sink);
+  try {
+    sink.dropDuringData(3);
+    const rows = await queueMessages(t, 30, 1);
+    t.app.outbox.nudge();
+    await waitFor('every message sent', async () => (await allRows(t)).every((r) => r.status === 'sent'), 30_000);
+    assertEachOnce(sink, rows);
+    assert.ok((await allRows(t)).some((r) => r.attempts > 1), 'the dropped messages were tried again');
+  } finally {
+    await t.close();
+    await sink.stop();
+  }
+});
+
+test('a transport that never calls back cannot hold the worker: each send misses its deadline and later messages still go out', { timeout: 60_000 }, async () => {
+  let hang = true;
+  let resets = 0;
+  const delivered = new Map<number, number>();
+  const t = await makeApp({
+    startWorker: true,
+    worker: FAST,
+    mailTransport: {
+      async send(_mail, outboxId) {
+        if (hang) return new Promise<void>(() => undefined);
+        delivered.set(outboxId, (delivered.get(outboxId) ?? 0) + 1);
+      },
+      reset() {
+        resets += 1;
+      },
+      close() {},
+    },
+  });
+  try {
+    const rows = await queueMessages(t, 30, 1);
+    await waitFor('the deadline of the first sends', () => resets > 0, 10_000);
+    const waiting = await allRows(t);
+    assert.ok(waiting.every((r) => r.status === 'pending' || r.status === 'sending'));
+    assert.ok(waiting.some((r) => /No answer from the mail server within 2 s/.test(r.last_error ?? '')));
+    hang = false;
+    await waitFor('every message sent', async () => (await allRows(t)).every((r) => r.status === 'sent'), 30_000);
+    assert.equal(delivered.size, rows.length);
+    assert.ok([...delivered.values()].every((n) => n === 1));
+  } finally {
+    await t.close();
+  }
+});
