@@ -2,7 +2,9 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { markAllSent } from '../src/mail/outbox.js';
 import type { MailTransport } from '../src/mail/transport.js';
-import { retryDelayMs } from '../src/mail/worker.js';
+import { OutboxWorker, retryDelayMs } from '../src/mail/worker.js';
+import type { Db } from '../src/db/connection.js';
+import type { FastifyBaseLogger } from 'fastify';
 import { client, makeApp, makeItem, makeProduct, makeUser, type TestContext } from './helpers.js';
 
 /** A transport that fails for chosen addresses, and records what it sent. */
@@ -211,4 +213,45 @@ test('deliveries are recorded together, each only while its claim is still this 
   const recorded = await markAllSent(t.db, rows.map((r) => ({ id: r.id, attempts: 1 })), '2026-01-01T00:00:00+00:00');
   assert.deepEqual([...recorded].sort((a, b) => a - b), [rows[0].id, rows[1].id]);
   assert.deepEqual((await rowsOf(deployId)).map((r) => r.status), ['sent', 'sent', 'sending']);
+});
+
+test('a round stuck outside any send (here: a claim the database never answers) is given up, logged, and a new round delivers', { timeout: 30_000 }, async () => {
+  const { deployId } = await deployTo(2);
+  // The first claim hangs for good; later ones go to the database as usual.
+  let hung = false;
+  const db = new Proxy(t.db, {
+    get(target, key, receiver) {
+      if (key !== 'transaction') {
+        const value = Reflect.get(target, key, receiver);
+        return typeof value === 'function' ? value.bind(target) : value;
+      }
+      return () => {
+        const real = target.transaction();
+        if (hung) return real;
+        hung = true;
+        return { ...real, execute: () => new Promise(() => undefined) };
+      };
+    },
+  }) as Db;
+  const errors: string[] = [];
+  const log = { info() {}, warn() {}, error: (_obj: unknown, msg: string) => errors.push(msg) } as unknown as FastifyBaseLogger;
+  const worker = new OutboxWorker(db, transport, { from: 'x@shiplog.test', publicUrl: 'http://shiplog.test' }, t.app.unsubscribeLinks, log, {
+    intervalMs: 50,
+    window: 20,
+    leaseMs: 60_000,
+    sendTimeoutMs: 1000,
+    probeIntervalMs: 1000,
+    stuckRoundMs: 500,
+  });
+  worker.start();
+  try {
+    const start = Date.now();
+    while ((await rowsOf(deployId)).some((r) => r.status !== 'sent') && Date.now() - start < 10_000) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    assert.deepEqual((await rowsOf(deployId)).map((r) => r.status), ['sent', 'sent']);
+    assert.ok(errors.some((m) => /made no progress/.test(m)), `logged: ${JSON.stringify(errors)}`);
+  } finally {
+    await worker.stop();
+  }
 });

@@ -9,6 +9,9 @@ const migrations: Record<string, Migration> = {
   '2026_11_23_0001_outbox_sent_at': outboxSentAt,
 };
 
+/** The names of every migration, in the order they apply. */
+export const MIGRATION_NAMES: readonly string[] = Object.keys(migrations).sort();
+
 /**
  * Brings the schema up to date; throws with the failing migration's error. Safe when several
  * instances start at once: Kysely's migrator holds a lock while it migrates (an advisory lock on
