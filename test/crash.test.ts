@@ -93,8 +93,8 @@ test('SIGKILL while 1,000 messages are being delivered: after a restart all arri
   sink = await SmtpSink.create({ delayMs: 10 });
   const env = {
     SMTP_URL: sink.url,
-    MAIL_LEASE_SECONDS: '2',
-    MAIL_SEND_TIMEOUT_SECONDS: '1',
+    MAIL_LEASE_SECONDS: '10',
+    MAIL_SEND_TIMEOUT_SECONDS: '8',
     LOG_LEVEL: 'warn',
     PUBLIC_URL: 'http://shiplog.test',
     MAIL_DOMAIN: 'items.shiplog.test',
