@@ -117,8 +117,8 @@ test('several processes starting at once on an empty database migrate it once, w
   for (const run of runs) assert.equal(run.code, 0, run.stderr);
   const db = await openDatabase(await databaseOptionsFor(fresh));
   try {
-    const applied = await db.selectFrom('kysely_migration' as never).selectAll().execute();
-    assert.equal(applied.length, 1);
+    const applied = (await db.selectFrom('kysely_migration' as never).selectAll().execute()) as { name: string }[];
+    assert.deepEqual(applied.map((m) => m.name).sort(), ['2026_11_22_0001_initial', '2026_11_23_0001_invitations'], 'each migration applied once');
   } finally {
     await db.destroy();
   }
