@@ -12,10 +12,11 @@ import { isDatabaseUnavailable, type Db } from './db/connection.js';
 import type { ProductScope } from './scope.js';
 import type { UserRow } from './db/schema.js';
 import { deployRoutes } from './deploys/routes.js';
-import { AppError, BadRequestError, InvalidUserError } from './errors.js';
+import { AppError, BadRequestError, InvalidUserError, TooManyRequestsError } from './errors.js';
 import { requireMember, requireUser } from './http/hooks.js';
 import { Param } from './http/params.js';
 import { ListCounts } from './items/counts.js';
+import { invitationRoutes } from './invitations/routes.js';
 import { itemRoutes, shortUrlRoutes } from './items/routes.js';
 import { healthRoutes } from './health.js';
 import { unsubscribeRoutes } from './mail/routes.js';
@@ -61,9 +62,9 @@ function pathOnly(url: string): string {
   return rest.startsWith('/') ? rest : `/${rest}`;
 }
 
-/** URLs as logged: an unsubscribe token works as a credential, so it stays out of the logs. */
+/** URLs as logged: unsubscribe and invitation tokens work as credentials, so they stay out of the logs. */
 function loggedUrl(url: string): string {
-  return url.replace(/^\/unsubscribe\/[^/?#]+/, '/unsubscribe/[token]');
+  return url.replace(/^\/(unsubscribe|invitations)\/[^/?#]+/, '/$1/[token]');
 }
 
 /** One log line per request, written when it completes. */
@@ -169,6 +170,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     if (status >= 500) request.log.error({ err: error }, 'request failed');
     if (status === 503) reply.header('Retry-After', '5');
     if (error instanceof InvalidUserError && error.noCredentials) reply.header('WWW-Authenticate', 'Basic realm="shiplog"');
+    if (error instanceof TooManyRequestsError) reply.header('Retry-After', String(error.retryAfter));
     return reply.code(status).type('application/json; charset=utf-8').send(body);
   });
   app.setNotFoundHandler((request, reply) =>
@@ -183,6 +185,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   await app.register(healthRoutes);
   await app.register(shortUrlRoutes);
   await app.register(unsubscribeRoutes);
+  await app.register(invitationRoutes);
   await app.register(async (api) => {
     api.addHook('onRequest', requireUser(db));
     await api.register(userRoutes);

@@ -75,7 +75,7 @@ const COMMANDS: Record<string, Command> = {
   },
   'member add': {
     usage: 'shiplog member add PRODUCT_ID EMAIL [--admin]',
-    help: 'Makes an existing user a member (with --admin, an admin) of a product.',
+    help: 'Makes an existing user a member (with --admin, an admin) of a product, at once and without mail (the API\'s people.json sends an invitation instead).',
     options: { admin: { type: 'boolean' } },
     positionals: ['PRODUCT_ID', 'EMAIL'],
     async run(db, [productId, email], v) {
@@ -88,7 +88,7 @@ const COMMANDS: Record<string, Command> = {
   },
   copy: {
     usage: 'shiplog copy --to postgres://USER:PASSWORD@HOST:PORT/DATABASE',
-    help: 'Copies the SQLite database under DATA_DIR (users and keys, products, items, deploys, followers, outbox) into an empty PostgreSQL database, then checks that every table has the same number of rows.',
+    help: 'Copies the SQLite database under DATA_DIR (users and keys, products, items, deploys, followers, invitations, outbox) into an empty PostgreSQL database, then checks that every table has the same number of rows.',
     options: { to: { type: 'string' } },
     positionals: [],
     async run(source, _args, v) {

@@ -63,6 +63,16 @@ export class GoneError extends AppError {
   }
 }
 
+/** 429: a limit on how often something may be done; `retryAfter` seconds until it may again. */
+export class TooManyRequestsError extends AppError {
+  constructor(
+    message: string,
+    readonly retryAfter: number,
+  ) {
+    super(429, message);
+  }
+}
+
 export const productNotFound = () => new NotFoundError('No product with that id.');
 export const itemNotFound = (n: number | string) => new NotFoundError(`No item number ${n} in this product.`);
 export const userNotFound = (param: string) =>

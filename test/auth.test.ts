@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { LightMyRequestResponse } from 'fastify';
-import { basic, client, makeApp, makeItem, makeProduct, makeUser, type TestContext, type TestUser } from './helpers.js';
+import { acceptInvitation, basic, client, invitationPath, makeApp, makeItem, makeProduct, makeUser, type TestContext, type TestUser } from './helpers.js';
 
 const INVALID_USER = { code: 403, message: 'Invalid or unknown user.' };
 const TIMESTAMP = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00$/;
@@ -233,22 +233,24 @@ describe('whoami', () => {
     assert.equal(again.json().last_login, afterRow.last_login);
   });
 
-  test("an item shows its assignee's login as soon as it happens, though assignees are remembered", async () => {
+  test("an item shows its assignee their own login as soon as it happens, though assignees are remembered", async () => {
     const owner = await makeUser(t.db);
     const assignee = await makeUser(t.db);
     const product = await makeProduct(t.db, owner, [assignee]);
     const item = await makeItem(t.app, owner, product.id, { assigned_to: assignee.user.id });
-    const api = client(t.app, owner);
     const path = `/api/products/${product.id}/items/${item.number}.json`;
 
-    const before = (await api.get(path)).json();
+    // The owner's read remembers the assignee as they were: never logged in.
+    const before = (await client(t.app, owner).get(path)).json();
     assert.equal(before.assigned_to.id, assignee.user.id);
-    assert.equal(before.assigned_to.last_login, undefined, 'the assignee has never logged in');
+    assert.equal(before.assigned_to.last_login, undefined);
 
-    assert.equal((await whoami(assignee.auth)).statusCode, 200);
-    const after = (await api.get(path)).json();
-    assert.match(after.assigned_to.last_login, TIMESTAMP);
-    assert.deepEqual({ ...after.assigned_to, last_login: undefined }, { ...before.assigned_to, last_login: undefined });
+    const mine = (await client(t.app, assignee).get(path)).json();
+    assert.match(mine.assigned_to.last_login, TIMESTAMP);
+    const row = await t.db.selectFrom('users').select('last_login').where('id', '=', assignee.user.id).executeTakeFirstOrThrow();
+    assert.equal(mine.assigned_to.last_login, row.last_login);
+    const named = (u: Record<string, unknown>) => ({ id: u.id, first_name: u.first_name, last_name: u.last_name, email: u.email });
+    assert.deepEqual(named(mine.assigned_to), named(before.assigned_to));
   });
 
   test('a refused request does not count as a login', async () => {
@@ -434,15 +436,16 @@ describe('people', () => {
     assert.deepEqual(ids, [admin.user.id, member.user.id].sort((a, b) => a - b));
   });
 
-  test('an admin adds an existing user, who can then read the product', async () => {
+  test('an admin invites an existing user, who can read the product once they accept', async () => {
     const newcomer = await makeUser(t.db);
     assertError(await client(t.app, newcomer).get(`/api/products/${productId}/items.json`), 403);
 
     const res = await client(t.app, admin).post(`/api/products/${productId}/people.json`, { email: newcomer.email });
     assert.equal(res.statusCode, 200, res.body);
-    assert.equal(res.json().id, newcomer.user.id);
-    assert.equal(res.json().email, newcomer.email);
+    assert.deepEqual(res.json(), { email: newcomer.email, status: 'invited', admin: false });
+    assertError(await client(t.app, newcomer).get(`/api/products/${productId}.json`), 403, 'before accepting');
 
+    await acceptInvitation(t.app, await invitationPath(t, newcomer.email));
     assert.equal((await client(t.app, newcomer).get(`/api/products/${productId}.json`)).statusCode, 200);
     assert.equal((await client(t.app, newcomer).get(`/api/products/${productId}/items.json`)).statusCode, 200);
     const people = await client(t.app, admin).get(`/api/products/${productId}/people.json`);
@@ -453,27 +456,32 @@ describe('people', () => {
     const newcomer = await makeUser(t.db);
     const res = await client(t.app, admin).post(`/api/products/${productId}/people.json`, { email: newcomer.email.toUpperCase() });
     assert.equal(res.statusCode, 200, res.body);
-    assert.equal(res.json().id, newcomer.user.id);
+    assert.equal(res.json().email, newcomer.email);
+    const accepted = await acceptInvitation(t.app, await invitationPath(t, newcomer.email));
+    assert.equal(accepted.user.id, newcomer.user.id);
+    assert.equal(accepted.api_key, undefined);
   });
 
-  test('an admin adds a new email with first and last name, creating the user', async () => {
+  test('an admin invites a new email with first and last name; accepting creates the user', async () => {
     const res = await client(t.app, admin).post(`/api/products/${productId}/people.json`, {
       email: 'brand.new@example.com',
       first_name: 'Brand',
       last_name: 'New',
     });
     assert.equal(res.statusCode, 200, res.body);
-    const body = res.json();
-    assert.equal(body.email, 'brand.new@example.com');
-    assert.equal(body.first_name, 'Brand');
-    assert.equal(body.last_name, 'New');
-    assert.equal(typeof body.id, 'number');
-    assert.match(body.created_at, TIMESTAMP);
+    assert.deepEqual(res.json(), { email: 'brand.new@example.com', status: 'invited', admin: false });
+    assert.equal(await t.db.selectFrom('users').select('id').where('email', '=', 'brand.new@example.com').executeTakeFirst(), undefined);
+
+    const body = await acceptInvitation(t.app, await invitationPath(t, 'brand.new@example.com'));
+    assert.equal(body.user.email, 'brand.new@example.com');
+    assert.equal(body.user.first_name, 'Brand');
+    assert.equal(body.user.last_name, 'New');
+    assert.match(body.user.created_at, TIMESTAMP);
     const row = await t.db.selectFrom('users').selectAll().where('email', '=', 'brand.new@example.com').executeTakeFirst();
     assert.ok(row, 'the user was not created');
-    assert.equal(row.id, body.id);
+    assert.equal(row.id, body.user.id);
     const people = await client(t.app, admin).get(`/api/products/${productId}/people.json`);
-    assert.ok(people.json().some((u: { id: number }) => u.id === body.id));
+    assert.ok(people.json().some((u: { id: number }) => u.id === body.user.id));
   });
 
   test('adding a person without an email is 400', async () => {

@@ -134,6 +134,31 @@ export async function makeItem(app: FastifyInstance, user: TestUser, productId: 
   return res.json();
 }
 
+/** Delivers what is due and returns every message the app has written as a file, oldest first. */
+export async function deliveredMail(t: TestContext): Promise<ParsedMail[]> {
+  await t.app.outbox.deliverDue();
+  const dir = path.join(t.dataDir, 'mail');
+  if (!fs.existsSync(dir)) return [];
+  const files = fs.readdirSync(dir).filter((f) => f.endsWith('.eml')).sort();
+  return Promise.all(files.map((f) => readEml(fs.readFileSync(path.join(dir, f)))));
+}
+
+/** The path of the invitation link in the latest message to `email` (after delivering what is due). */
+export async function invitationPath(t: TestContext, email: string): Promise<string> {
+  const mine = (await deliveredMail(t)).filter((m) => (m.headers.get('to') ?? '').toLowerCase().includes(email.toLowerCase()));
+  const text = mine.at(-1)?.text ?? '';
+  const match = /https?:\/\/[^/\s]+(\/invitations\/[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+)/.exec(text);
+  if (!match) throw new Error(`no invitation link to ${email} in: ${text}`);
+  return match[1];
+}
+
+/** Accepts an invitation link as the invitee's browser would post it; returns the JSON answer. */
+export async function acceptInvitation(app: FastifyInstance, link: string, params: Params = {}): Promise<any> {
+  const res = await app.inject({ method: 'POST', url: link, headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload: formBody(params) });
+  if (res.statusCode !== 200) throw new Error(`accepting failed: ${res.statusCode} ${res.body}`);
+  return res.json();
+}
+
 /**
  * A message as a reader sees it: raw header values (unfolded; the subject decoded), the plain-text
  * and HTML parts, and the raw source.

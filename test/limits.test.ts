@@ -92,19 +92,23 @@ describe('people', () => {
   test('admin=true on an existing member makes them an admin; without it the role stays', async () => {
     const res = await api().post(`${base}/people.json`, { email: member.email, admin: 'true' });
     assert.equal(res.statusCode, 200);
-    assert.equal(res.json().admin, true);
+    assert.deepEqual(res.json(), { email: member.email, status: 'member', admin: true });
     const again = await api().post(`${base}/people.json`, { email: member.email });
     assert.equal(again.json().admin, true);
     const demoted = await api().post(`${base}/people.json`, { email: member.email, admin: 'false' });
     assert.equal(demoted.json().admin, false);
   });
 
-  test('the same new person added many times at once is created once', async () => {
+  test('the same new person invited many times at once is invited once, with one message', async () => {
     const results = await Promise.all(
       Array.from({ length: 10 }, () => api().post(`${base}/people.json`, { email: 'new.person@example.com', first_name: 'New', last_name: 'Person' })),
     );
     for (const r of results) assert.equal(r.statusCode, 200, r.body);
-    assert.equal(new Set(results.map((r) => r.json().id)).size, 1);
+    assert.equal(new Set(results.map((r) => r.body)).size, 1, 'the answers differ');
+    assert.deepEqual(results[0].json(), { email: 'new.person@example.com', status: 'invited', admin: false });
+    assert.equal((await t.db.selectFrom('invitations').select('id').where('email', '=', 'new.person@example.com').execute()).length, 1);
+    assert.equal((await t.db.selectFrom('outbox').select('id').where('to_address', '=', 'new.person@example.com').execute()).length, 1);
+    assert.equal(await t.db.selectFrom('users').select('id').where('email', '=', 'new.person@example.com').executeTakeFirst(), undefined);
   });
 });
 

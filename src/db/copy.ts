@@ -16,10 +16,11 @@ const TABLES: Partial<Record<keyof Database, string[]>> = {
   deploys: ['id'],
   deploy_items: ['deploy_id', 'item_id'],
   item_deployments: ['item_id', 'environment'],
+  invitations: ['id'],
   outbox: ['id'],
   settings: ['name'],
 };
-const SERIAL_TABLES: (keyof Database)[] = ['users', 'products', 'items', 'deploys', 'outbox'];
+const SERIAL_TABLES: (keyof Database)[] = ['users', 'products', 'items', 'deploys', 'invitations', 'outbox'];
 const BATCH = 500;
 
 export interface CopyReport {

@@ -1,11 +1,13 @@
 import { Migrator, sql, type Kysely, type Migration } from 'kysely';
 import { dialectOf } from './dialect.js';
 import * as initial from './migrations/2026_11_22_0001_initial.js';
+import * as invitations from './migrations/2026_11_23_0001_invitations.js';
 import * as outboxSentAt from './migrations/2026_11_23_0002_outbox_sent_at.js';
 
 /** Every migration, by name; names sort in the order they apply. */
 const migrations: Record<string, Migration> = {
   '2026_11_22_0001_initial': initial,
+  '2026_11_23_0001_invitations': invitations,
   '2026_11_23_0002_outbox_sent_at': outboxSentAt,
 };
 

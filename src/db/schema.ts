@@ -104,10 +104,34 @@ export interface ItemDeploymentsTable {
   deployed_at: string;
 }
 
+export interface InvitationsTable {
+  id: Generated<number>;
+  product_id: number;
+  /** Lower case; one invitation per address and product, renewed when sent again. */
+  email: string;
+  /** As the inviter gave them: the name of the user that accepting creates, when there is none. */
+  first_name: string;
+  last_name: string;
+  /** The role accepting gives. */
+  admin: number;
+  /** Whoever sent it last. */
+  invited_by_id: number;
+  created_at: string;
+  /** When it was last sent; what rate limits and the daily re-send count. */
+  sent_at: string;
+  /** Links sent with it work until then. */
+  expires_at: string;
+  accepted_at: string | null;
+}
+
 export interface OutboxTable {
   id: Generated<number>;
+  /** `deploy` (deploy_id, item_ids) or `invitation` (invitation_id): what the bodies are rendered from. */
+  kind: Generated<string>;
   deploy_id: number | null;
-  user_id: number;
+  invitation_id: Generated<number | null>;
+  /** The recipient, when the message goes to a user (invitations go to an address). */
+  user_id: number | null;
   to_address: string;
   subject: string;
   body_text: string;
@@ -143,6 +167,7 @@ export interface Database {
   deploys: DeploysTable;
   deploy_items: DeployItemsTable;
   item_deployments: ItemDeploymentsTable;
+  invitations: InvitationsTable;
   outbox: OutboxTable;
   settings: SettingsTable;
 }
@@ -154,3 +179,4 @@ export type NewItem = Insertable<ItemsTable>;
 export type ItemUpdate = Updateable<ItemsTable>;
 export type DeployRow = Selectable<DeploysTable>;
 export type OutboxRow = Selectable<OutboxTable>;
+export type InvitationRow = Selectable<InvitationsTable>;

@@ -23,14 +23,15 @@ export interface DeployJson {
   items: ItemJson[];
 }
 
-export function presentDeploy(row: DeployRow, user: UserRow, items: ItemJson[]): DeployJson {
+/** A deploy as the caller (`viewerId`) sees it (see presentUser). */
+export function presentDeploy(row: DeployRow, user: UserRow, viewerId: number, items: ItemJson[]): DeployJson {
   return {
     id: row.id,
     environment: row.environment,
     version: row.version,
     notes: row.notes,
     created_at: row.created_at,
-    user: presentUser(user),
+    user: presentUser(user, viewerId),
     items,
   };
 }

@@ -132,16 +132,16 @@ export async function recordDeploy(
 export async function renderDeploys(db: Db, scope: ProductScope, deploys: DeployRow[], urls: Urls): Promise<DeployJson[]> {
   const itemsByDeploy = await itemsOfDeploys(db, deploys.map((d) => d.id));
   const allItems = [...new Map([...itemsByDeploy.values()].flat().map((i) => [i.id, i])).values()];
-  const rendered = new Map((await renderItems(db, scope.product, allItems, urls)).map((json, i) => [allItems[i].id, json]));
+  const rendered = new Map((await renderItems(db, scope.product, allItems, urls, scope.user.id)).map((json, i) => [allItems[i].id, json]));
   const users = new Map((await findUsersByIds(db, deploys.map((d) => d.user_id))).map((u) => [u.id, u]));
   return deploys.map((d) =>
-    presentDeploy(d, users.get(d.user_id)!, itemsByDeploy.get(d.id)!.map((i) => rendered.get(i.id)!)),
+    presentDeploy(d, users.get(d.user_id)!, scope.user.id, itemsByDeploy.get(d.id)!.map((i) => rendered.get(i.id)!)),
   );
 }
 
 /** A deploy just recorded as JSON: its items and its deployer (the caller) are in hand. */
 export async function renderNewDeploy(db: Db, scope: ProductScope, deploy: DeployRow, items: ItemRow[], urls: Urls): Promise<DeployJson> {
-  return presentDeploy(deploy, scope.user, await renderItems(db, scope.product, items, urls));
+  return presentDeploy(deploy, scope.user, scope.user.id, await renderItems(db, scope.product, items, urls, scope.user.id));
 }
 
 export async function findDeploys(

@@ -57,7 +57,7 @@ export const ItemSchema: TObject = Type.Object({ ...itemFields, parent: Type.Opt
 export const ItemListSchema = Type.Array(ItemSchema);
 export type ItemJson = Static<typeof ParentItemSchema> & { parent?: Static<typeof ParentItemSchema> };
 
-function presentOwnFields(row: ItemRow, rel: ItemRelations, urls: Urls): ItemJson {
+function presentOwnFields(row: ItemRow, rel: ItemRelations, urls: Urls, viewerId: number): ItemJson {
   const status = statusName(row.status);
   const item: ItemJson = {
     number: row.number,
@@ -69,8 +69,8 @@ function presentOwnFields(row: ItemRow, rel: ItemRelations, urls: Urls): ItemJso
     tags: rel.tags.get(row.id) ?? [],
     archived: row.archived === 1,
     product: presentProductSummary(rel.product),
-    created_by: presentUser(rel.users.get(row.created_by_id)!),
-    assigned_to: row.assigned_to_id ? presentUser(rel.users.get(row.assigned_to_id)!) : null,
+    created_by: presentUser(rel.users.get(row.created_by_id)!, viewerId),
+    assigned_to: row.assigned_to_id ? presentUser(rel.users.get(row.assigned_to_id)!, viewerId) : null,
     created_at: row.created_at,
     last_modified: row.last_modified,
     last_activity: row.last_activity,
@@ -93,12 +93,15 @@ function presentOwnFields(row: ItemRow, rel: ItemRelations, urls: Urls): ItemJso
   return item;
 }
 
-/** An item row and its relations -> the one item shape of INTERFACE.md §4.3. */
-export function presentItem(row: ItemRow, rel: ItemRelations, urls: Urls): ItemJson {
-  const item = presentOwnFields(row, rel, urls);
+/**
+ * An item row and its relations -> the one item shape of INTERFACE.md §4.3, as the caller
+ * (`viewerId`) sees the users it embeds (see presentUser).
+ */
+export function presentItem(row: ItemRow, rel: ItemRelations, urls: Urls, viewerId: number): ItemJson {
+  const item = presentOwnFields(row, rel, urls, viewerId);
   if (row.parent_id !== null) {
     const parent = rel.parents.get(row.parent_id);
-    if (parent) item.parent = presentOwnFields(parent, rel, urls);
+    if (parent) item.parent = presentOwnFields(parent, rel, urls, viewerId);
   }
   return item;
 }

@@ -1,8 +1,10 @@
 import type { FastifyInstance } from 'fastify';
+import type { ItemRow } from '../db/schema.js';
 import { productNotFound } from '../errors.js';
 import { itemNumber, requestParams } from '../http/hooks.js';
 import { params, Param } from '../http/params.js';
 import { ItemParams, ProductParams } from '../http/schemas.js';
+import type { ProductScope } from '../scope.js';
 import { parseCreateItem, parseListItems, parseResort, parseUpdateItem } from './input.js';
 import { ItemListSchema, ItemSchema } from './present.js';
 import {
@@ -28,8 +30,7 @@ const listFields = {
 
 export async function itemRoutes(app: FastifyInstance): Promise<void> {
   const urls = app.config;
-  const one = async (product: Parameters<typeof renderItems>[1], row: Parameters<typeof renderItems>[2][number]) =>
-    (await renderItems(app.db, product, [row], urls))[0];
+  const one = async (scope: ProductScope, row: ItemRow) => (await renderItems(app.db, scope.product, [row], urls, scope.user.id))[0];
 
   app.get(
     '/api/products/:product_id/items.json',
@@ -38,7 +39,7 @@ export async function itemRoutes(app: FastifyInstance): Promise<void> {
       const input = parseListItems(requestParams(request));
       const { rows, total } = await listItems(app.db, request.scope, input, app.listCounts);
       reply.header('X-Sprintly-Item-Count', String(total));
-      return renderItems(app.db, request.scope.product, rows, urls);
+      return renderItems(app.db, request.scope.product, rows, urls, request.scope.user.id);
     },
   );
 
@@ -48,14 +49,14 @@ export async function itemRoutes(app: FastifyInstance): Promise<void> {
     async (request) => {
       const input = parseCreateItem(requestParams(request));
       const item = await app.db.transaction().execute((trx) => createItem(trx, request.scope, input));
-      return one(request.scope.product, item);
+      return one(request.scope, item);
     },
   );
 
   app.get(
     '/api/products/:product_id/items/:item_number.json',
     { schema: { params: ItemParams, response: { 200: ItemSchema } } },
-    async (request) => one(request.scope.product, await getItem(app.db, request.scope, itemNumber(request))),
+    async (request) => one(request.scope, await getItem(app.db, request.scope, itemNumber(request))),
   );
 
   app.post(
@@ -65,7 +66,7 @@ export async function itemRoutes(app: FastifyInstance): Promise<void> {
       const input = parseUpdateItem(requestParams(request));
       const number = itemNumber(request);
       const item = await app.db.transaction().execute((trx) => updateItem(trx, request.scope, number, input));
-      return one(request.scope.product, item);
+      return one(request.scope, item);
     },
   );
 
@@ -75,7 +76,7 @@ export async function itemRoutes(app: FastifyInstance): Promise<void> {
     async (request) => {
       const number = itemNumber(request);
       const item = await app.db.transaction().execute((trx) => archiveItem(trx, request.scope, number));
-      return one(request.scope.product, item);
+      return one(request.scope, item);
     },
   );
 
@@ -84,7 +85,7 @@ export async function itemRoutes(app: FastifyInstance): Promise<void> {
     { schema: { params: ItemParams, response: { 200: ItemListSchema } } },
     async (request) => {
       const rows = await childrenOf(app.db, request.scope, itemNumber(request));
-      return renderItems(app.db, request.scope.product, rows, urls);
+      return renderItems(app.db, request.scope.product, rows, urls, request.scope.user.id);
     },
   );
 
@@ -95,7 +96,7 @@ export async function itemRoutes(app: FastifyInstance): Promise<void> {
       const input = parseResort(requestParams(request));
       const number = itemNumber(request);
       const item = await app.db.transaction().execute((trx) => resortItem(trx, request.scope, number, input));
-      return one(request.scope.product, item);
+      return one(request.scope, item);
     },
   );
 
@@ -107,7 +108,7 @@ export async function itemRoutes(app: FastifyInstance): Promise<void> {
       handler: async (request) => {
         const number = itemNumber(request);
         const item = await app.db.transaction().execute((trx) => setFollowing(trx, request.scope, number, follow));
-        return one(request.scope.product, item);
+        return one(request.scope, item);
       },
     });
   }

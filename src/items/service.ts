@@ -29,10 +29,13 @@ import {
   updateItemRow,
 } from './repository.js';
 
-/** Renders rows as item JSON, loading what they embed in a few queries for the whole list. */
-export async function renderItems(db: Db, product: ProductRow, rows: ItemRow[], urls: Urls): Promise<ItemJson[]> {
+/**
+ * Renders rows as item JSON for the caller (`viewerId`), loading what they embed in a few queries
+ * for the whole list.
+ */
+export async function renderItems(db: Db, product: ProductRow, rows: ItemRow[], urls: Urls, viewerId: number): Promise<ItemJson[]> {
   const rel = await loadRelations(db, product, rows);
-  return rows.map((row) => presentItem(row, rel, urls));
+  return rows.map((row) => presentItem(row, rel, urls, viewerId));
 }
 
 export async function getItem(db: Db, scope: ProductScope, number: number): Promise<ItemRow> {

@@ -20,16 +20,16 @@ export function mailbox(user: UserRow): string {
   return name ? `"${name}" <${user.email}>` : user.email;
 }
 
-function oneLine(s: string): string {
+export function oneLine(s: string): string {
   return s.replace(/[\r\n\t]+/g, ' ').trim();
 }
 
-function fullName(user: UserRow): string {
+export function fullName(user: Pick<UserRow, 'first_name' | 'last_name' | 'email'>): string {
   return `${user.first_name} ${user.last_name}`.trim() || user.email;
 }
 
 /** `Sun, 22 Nov 2026 10:04 UTC` from the interface's timestamp form. */
-function readableTime(timestamp: string): string {
+export function readableTime(timestamp: string): string {
   return new Date(timestamp).toUTCString().replace(/:\d\d GMT$/, ' UTC');
 }
 

@@ -6,9 +6,11 @@ import type { Database, OutboxRow } from '../db/schema.js';
 
 /**
  * A message to queue: whom it goes to, its subject, and what its bodies are rendered from when it
- * is sent (the deploy and the recipient's items). `body_text` and `body_html` stay empty.
+ * is sent (a deploy and the recipient's items, or with kind `invitation` an invitation).
+ * `body_text` and `body_html` stay empty.
  */
-export type NewMessage = Pick<OutboxRow, 'deploy_id' | 'user_id' | 'to_address' | 'subject' | 'item_ids' | 'message_id'>;
+export type NewMessage = Pick<OutboxRow, 'deploy_id' | 'user_id' | 'to_address' | 'subject' | 'item_ids' | 'message_id'> &
+  Partial<Pick<OutboxRow, 'kind' | 'invitation_id'>>;
 
 /** Queues messages; called inside the transaction of the change that causes them. */
 export async function enqueueMessages(trx: Db, messages: NewMessage[], now: string, retryUntil: string): Promise<void> {

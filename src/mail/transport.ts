@@ -22,7 +22,8 @@ const crlf = (s: string): string => s.replace(/\r?\n/g, '\r\n');
 
 /**
  * The RFC 5322 message for an outbox row and its rendered bodies: plain text and HTML, the stored
- * Message-ID (the same on every attempt), and the one-click unsubscribe headers of RFC 8058.
+ * Message-ID (the same on every attempt), and for deploy mail the one-click unsubscribe headers of
+ * RFC 8058 (an invitation is a single message, not a subscription: ignoring it is enough).
  */
 export function composeMessage(
   message: OutboxRow,
@@ -43,9 +44,9 @@ export function composeMessage(
     textEncoding: 'quoted-printable',
     headers: {
       'Auto-Submitted': 'auto-generated',
-      'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click',
+      ...(message.kind === 'deploy' ? { 'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click' } : {}),
     },
-    list: { unsubscribe: links.url(message.message_id) },
+    ...(message.kind === 'deploy' ? { list: { unsubscribe: links.url(message.message_id) } } : {}),
   };
 }
 

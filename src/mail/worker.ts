@@ -2,8 +2,8 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Db } from '../db/connection.js';
 import type { OutboxRow } from '../db/schema.js';
 import { formatTimestamp } from '../time.js';
-import { renderDeployMessages } from './deploy-email.js';
 import { claimDue, markAllSent, markAttemptFailed } from './outbox.js';
+import { renderMessages } from './render.js';
 import { composeMessage, type MailTransport } from './transport.js';
 import type { UnsubscribeLinks } from './unsubscribe.js';
 
@@ -231,7 +231,7 @@ export class OutboxWorker {
           const claimed = await claimDue(this.db, formatTimestamp(new Date(now)), formatTimestamp(new Date(now + leaseMs)), room);
           this.progressAt = Date.now();
           if (claimed.length === 0) drained = true;
-          const bodies = claimed.length ? await renderDeployMessages(this.db, claimed, this.site.publicUrl, this.links) : new Map();
+          const bodies = claimed.length ? await renderMessages(this.db, claimed, this.site.publicUrl, this.links) : new Map();
           for (const message of claimed) {
             const delivery: Promise<void> = this.deliver(message, bodies.get(message.id) ?? null).then((ok) => {
               if (ok) sent += 1;

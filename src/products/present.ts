@@ -23,6 +23,14 @@ export function presentProduct(row: ProductRow, admin: boolean): Static<typeof P
   return { ...presentProductSummary(row), admin, created_at: row.created_at };
 }
 
-export function presentMember(row: UserRow, admin: boolean): Static<typeof MemberSchema> {
-  return { ...presentUser(row), admin, revoked: false };
+/** What POST people.json answers: see invitePerson. */
+export const InviteAnswerSchema = Type.Object({
+  email: Type.String(),
+  status: Type.Union([Type.Literal('invited'), Type.Literal('member')]),
+  admin: Type.Boolean(),
+});
+
+/** A member as people.json lists them; `viewerId` is the caller (see presentUser). */
+export function presentMember(row: UserRow, admin: boolean, viewerId: number): Static<typeof MemberSchema> {
+  return { ...presentUser(row, viewerId), admin, revoked: false };
 }

@@ -3,9 +3,10 @@ import type { FastifyInstance } from 'fastify';
 import { requestParams } from '../http/hooks.js';
 import { params, Param } from '../http/params.js';
 import { ProductParams } from '../http/schemas.js';
-import { MemberSchema, presentMember, presentProduct, ProductSchema } from './present.js';
+import { invitePerson, parseInvite } from '../invitations/service.js';
+import { InviteAnswerSchema, MemberSchema, presentMember, presentProduct, ProductSchema } from './present.js';
 import { listMembers, listProductsOfUser } from './repository.js';
-import { addPerson, createProduct, parseAddPerson, parseProductName, requireAdmin } from './service.js';
+import { createProduct, parseProductName, requireAdmin } from './service.js';
 
 export async function productRoutes(app: FastifyInstance): Promise<void> {
   app.get('/api/products.json', { schema: { response: { 200: Type.Array(ProductSchema) } } }, async (request) => {
@@ -33,7 +34,8 @@ export async function productMemberRoutes(app: FastifyInstance): Promise<void> {
   app.get(
     '/api/products/:product_id/people.json',
     { schema: { params: ProductParams, response: { 200: Type.Array(MemberSchema) } } },
-    async (request) => (await listMembers(app.db, request.scope.product.id)).map((u) => presentMember(u, u.admin === 1)),
+    async (request) =>
+      (await listMembers(app.db, request.scope.product.id)).map((u) => presentMember(u, u.admin === 1, request.user.id)),
   );
 
   app.post(
@@ -42,14 +44,15 @@ export async function productMemberRoutes(app: FastifyInstance): Promise<void> {
       schema: {
         params: ProductParams,
         body: params({ email: Param, first_name: Param, last_name: Param, admin: Param }),
-        response: { 200: MemberSchema },
+        response: { 200: InviteAnswerSchema },
       },
     },
     async (request) => {
       requireAdmin(request.scope);
-      const input = parseAddPerson(requestParams(request));
-      const { user, admin } = await app.db.transaction().execute((trx) => addPerson(trx, request.scope, input));
-      return presentMember(user, admin);
+      const input = parseInvite(requestParams(request));
+      const { answer, queued } = await app.db.transaction().execute((trx) => invitePerson(trx, request.scope, input, app.config.mailDomain));
+      if (queued) app.outbox.nudge();
+      return answer;
     },
   );
 }

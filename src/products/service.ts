@@ -1,11 +1,10 @@
 import type { Db } from '../db/connection.js';
 import type { ProductRow, UserRow } from '../db/schema.js';
-import { ConflictError, ForbiddenError, NotFoundError, productNotFound, ValidationError } from '../errors.js';
-import { asBoolean, asString, asText, type ParamValue } from '../http/params.js';
+import { ForbiddenError, NotFoundError, productNotFound, ValidationError } from '../errors.js';
+import { asText, type ParamValue } from '../http/params.js';
 import type { ProductScope } from '../scope.js';
 import { nowTimestamp } from '../time.js';
 import { findUserByEmail } from '../users/repository.js';
-import { createUser, validEmail } from '../users/service.js';
 import { findMembership, findProduct, findProductAs, insertMembership, insertProduct } from './repository.js';
 
 /**
@@ -37,57 +36,10 @@ export function parseProductName(p: Record<string, ParamValue>): string {
   return name;
 }
 
-export interface AddPersonInput {
-  email: string;
-  firstName?: string;
-  lastName?: string;
-  /** Sets the role; when absent a new member is not an admin and an existing one keeps theirs. */
-  admin?: boolean;
-}
-
-export function parseAddPerson(p: Record<string, ParamValue>): AddPersonInput {
-  const email = asString('email', p.email)?.trim().toLowerCase();
-  if (!email || !validEmail(email)) throw new ValidationError({ email: 'must be an email address' });
-  return {
-    email,
-    firstName: asText('first_name', p.first_name, 255),
-    lastName: asText('last_name', p.last_name, 255),
-    admin: asBoolean('admin', p.admin),
-  };
-}
-
 /**
- * Adds a member to the product (the caller must be an admin: see requireAdmin), creating the user
- * when the email is new; a new user's API key is issued by the operator (`shiplog user key`).
- * Adding a member twice is harmless; `admin` changes an existing member's role.
+ * The admin tool's way in: adds an existing user to a product by email, directly. People added
+ * through the API are invited instead (src/invitations): the operator speaks for the user here.
  */
-export async function addPerson(
-  trx: Db,
-  scope: ProductScope,
-  input: AddPersonInput,
-): Promise<{ user: UserRow; admin: boolean }> {
-  let user = await findUserByEmail(trx, input.email);
-  if (!user) {
-    if (!input.firstName?.trim() || !input.lastName?.trim()) {
-      throw new ValidationError({
-        ...(input.firstName?.trim() ? {} : { first_name: 'is required for a new user' }),
-        ...(input.lastName?.trim() ? {} : { last_name: 'is required for a new user' }),
-      });
-    }
-    try {
-      user = (await createUser(trx, { email: input.email, firstName: input.firstName, lastName: input.lastName })).user;
-    } catch (err) {
-      // Someone else added the same new person a moment ago: theirs is the user.
-      user = err instanceof ConflictError ? await findUserByEmail(trx, input.email) : undefined;
-      if (!user) throw err;
-    }
-  }
-  await insertMembership(trx, scope.product.id, user.id, input.admin, nowTimestamp());
-  const membership = await findMembership(trx, scope.product.id, user.id);
-  return { user, admin: membership!.admin };
-}
-
-/** The admin tool's way in: adds an existing user to a product by email. */
 export async function addMemberByEmail(
   trx: Db,
   productId: number,

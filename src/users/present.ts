@@ -6,19 +6,26 @@ export const UserSchema = Type.Object({
   first_name: Type.String(),
   last_name: Type.String(),
   email: Type.String(),
-  created_at: Type.String(),
+  created_at: Type.Optional(Type.String()),
   last_login: Type.Optional(Type.String()),
 });
 export type UserJson = Static<typeof UserSchema>;
 
-export function presentUser(row: UserProfile): UserJson {
+/**
+ * A user as the viewer (the caller) may see them. `created_at` and `last_login` are the user's
+ * own: when the account was made and when it was last used, across all its products, including
+ * those the viewer is no member of. Only the user themselves sees them; others, admins included,
+ * get the name and email they work with.
+ */
+export function presentUser(row: UserProfile, viewerId: number): UserJson {
   const user: UserJson = {
     id: row.id,
     first_name: row.first_name,
     last_name: row.last_name,
     email: row.email,
-    created_at: row.created_at,
   };
+  if (row.id !== viewerId) return user;
+  user.created_at = row.created_at;
   if (row.last_login) user.last_login = row.last_login;
   return user;
 }

@@ -36,6 +36,8 @@ before(async () => {
   await client(source.app, owner).post(`/api/products/${productId}/deploys.json`, { environment: 'production', numbers: '1,2,3', version: '2.0' });
   await source.app.outbox.deliverDue();
   await client(source.app, owner).post(`/api/products/${productId}/deploys.json`, { environment: 'staging', numbers: '3' });
+  // A pending invitation: its message goes to an address with no user yet.
+  await client(source.app, owner).post(`/api/products/${productId}/people.json`, { email: 'invited@example.com' });
 });
 
 after(async () => {
@@ -48,7 +50,7 @@ test('copy moves every row into an empty PostgreSQL database and checks the coun
   const run = await shiplog({ DATA_DIR: sourceDir }, 'copy', '--to', targetUrl);
   assert.equal(run.code, 0, run.stderr);
   assert.match(run.stdout, /every count matches/);
-  for (const table of ['users', 'products', 'memberships', 'items', 'item_tags', 'followers', 'deploys', 'deploy_items', 'item_deployments', 'outbox']) {
+  for (const table of ['users', 'products', 'memberships', 'items', 'item_tags', 'followers', 'deploys', 'deploy_items', 'item_deployments', 'invitations', 'outbox']) {
     assert.match(run.stdout, new RegExp(`^${table}\\s+(\\d+)\\s+\\1$`, 'm'), `${table} counts in ${run.stdout}`);
   }
 
@@ -66,8 +68,8 @@ test('copy moves every row into an empty PostgreSQL database and checks the coun
       assert.equal(after.statusCode, 200, `${url}: ${after.body}`);
       assert.deepEqual(after.json(), before.json(), url);
     }
-    const outboxBefore = await source.db.selectFrom('outbox').select(['id', 'status', 'message_id']).orderBy('id').execute();
-    const outboxAfter = await target.db.selectFrom('outbox').select(['id', 'status', 'message_id']).orderBy('id').execute();
+    const outboxBefore = await source.db.selectFrom('outbox').select(['id', 'status', 'message_id', 'kind', 'invitation_id']).orderBy('id').execute();
+    const outboxAfter = await target.db.selectFrom('outbox').select(['id', 'status', 'message_id', 'kind', 'invitation_id']).orderBy('id').execute();
     assert.deepEqual(outboxAfter, outboxBefore, 'pending mail moves along');
 
     // Ids go on after the copied ones.

@@ -1,0 +1,88 @@
+import { Type } from '@sinclair/typebox';
+import type { FastifyInstance } from 'fastify';
+import { requestParams } from '../http/hooks.js';
+import { params, Param } from '../http/params.js';
+import { escapeHtml, fullName } from '../mail/deploy-email.js';
+import { answer, failure } from '../mail/routes.js';
+import { presentProductSummary } from '../products/present.js';
+import { presentUser } from '../users/present.js';
+import { acceptInvitation, invitationTarget, parseAcceptNames, type InvitationTarget } from './service.js';
+
+const TokenParams = Type.Object({ token: Type.String() });
+
+function describe(t: InvitationTarget): string {
+  const role = t.invitation.admin === 1 ? ' as an admin' : '';
+  return `${fullName(t.inviter)} invites ${t.invitation.email} to join ${t.product.name}${role}.`;
+}
+
+/**
+ * The link of an invitation: GET shows what accepting does (mail scanners that follow links
+ * change nothing), POST accepts. HTML for browsers, JSON otherwise. The token is the credential:
+ * no API key is needed, and for an address without a user there is none yet.
+ */
+export async function invitationRoutes(app: FastifyInstance): Promise<void> {
+  app.get('/invitations/:token', { schema: { params: TokenParams } }, async (request, reply) => {
+    try {
+      const t = await invitationTarget(app.db, app.unsubscribeLinks, (request.params as { token: string }).token);
+      const named = (field: 'first_name' | 'last_name', label: string) =>
+        `<p><label>${label}<br><input name="${field}" value="${escapeHtml(t.invitation[field])}" required maxlength="255"></label></p>`;
+      const html = t.accepted
+        ? '<p>This invitation has already been accepted.</p>'
+        : `<p>${escapeHtml(describe(t))}</p>
+<p>Accepting makes you a member: you can then see its items, be assigned work and get mail about its deploys.</p>
+<form method="post">
+${t.user ? '<p>You use your existing API key.</p>' : `<p>Accepting also creates your Shiplog account; its API key is shown once, on the next page.</p>\n${named('first_name', 'First name')}\n${named('last_name', 'Last name')}`}
+<button type="submit">Accept the invitation</button>
+</form>`;
+      reply.header('cache-control', 'no-store');
+      return answer(request, reply, 200, `Invitation to ${t.product.name}`, html, {
+        email: t.invitation.email,
+        product: presentProductSummary(t.product),
+        invited_by: fullName(t.inviter),
+        admin: t.invitation.admin === 1,
+        has_account: t.user !== undefined,
+        ...(t.user ? {} : { first_name: t.invitation.first_name, last_name: t.invitation.last_name }),
+        expires_at: t.expiresAt,
+        accepted: t.accepted,
+      });
+    } catch (err) {
+      return failure(request, reply, err);
+    }
+  });
+
+  app.post(
+    '/invitations/:token',
+    { schema: { params: TokenParams, body: params({ first_name: Param, last_name: Param }) } },
+    async (request, reply) => {
+      try {
+        const token = (request.params as { token: string }).token;
+        const names = parseAcceptNames(requestParams(request));
+        const done = await app.db.transaction().execute((trx) => acceptInvitation(trx, app.unsubscribeLinks, token, names));
+        const keyHtml = done.apiKey
+          ? `<p>Your account is ready. Your API key, shown only this once; keep it somewhere safe:</p>
+<p><code style="font-size:1.2em">${escapeHtml(done.apiKey)}</code></p>
+<p>Clients sign in with HTTP Basic (your email as the user name, this key as the password) or
+<code>Authorization: Bearer</code> and the key. If you lose it, an operator can issue a new one.</p>`
+          : '<p>Sign in with your existing API key.</p>';
+        // The answer may hold an API key: no cache keeps it.
+        reply.header('cache-control', 'no-store');
+        return answer(
+          request,
+          reply,
+          200,
+          `You are now a member of ${done.target.product.name}`,
+          keyHtml,
+          {
+            email: done.user.email,
+            product: presentProductSummary(done.target.product),
+            admin: done.admin,
+            user: presentUser(done.user, done.user.id),
+            ...(done.apiKey ? { api_key: done.apiKey } : {}),
+          },
+        );
+      } catch (err) {
+        return failure(request, reply, err);
+      }
+    },
+  );
+}

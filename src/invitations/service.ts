@@ -1,0 +1,236 @@
+import crypto from 'node:crypto';
+import type { Db } from '../db/connection.js';
+import type { InvitationRow, ProductRow, UserRow } from '../db/schema.js';
+import { ConflictError, GoneError, NotFoundError, TooManyRequestsError, ValidationError } from '../errors.js';
+import { asBoolean, asString, asText, type ParamValue } from '../http/params.js';
+import { fullName, oneLine } from '../mail/deploy-email.js';
+import { enqueueMessages } from '../mail/outbox.js';
+import type { UnsubscribeLinks } from '../mail/unsubscribe.js';
+import { RETRY_WINDOW_MS } from '../mail/worker.js';
+import { findMembership, findProduct, insertMembership, lockProduct } from '../products/repository.js';
+import type { ProductScope } from '../scope.js';
+import { formatTimestamp } from '../time.js';
+import { findUserByEmail, findUserById } from '../users/repository.js';
+import { createUser, validEmail } from '../users/service.js';
+import { readInvitationToken } from './links.js';
+import {
+  countSentSince,
+  findInvitation,
+  findInvitationById,
+  lockInviter,
+  markAccepted,
+  saveSentInvitation,
+  updateInvitationTerms,
+} from './repository.js';
+
+/** How long the link of an invitation works. */
+export const INVITATION_VALID_MS = 7 * 24 * 3600_000;
+/** A repeated invitation of the same address to the same product is sent again at most this often. */
+export const RESEND_AFTER_MS = 24 * 3600_000;
+/** Invitations sent per hour (sliding): by one person, whatever the product, and to one product. */
+export const INVITATIONS_PER_HOUR_PER_INVITER = 20;
+export const INVITATIONS_PER_HOUR_PER_PRODUCT = 50;
+const HOUR_MS = 3600_000;
+
+export interface InviteInput {
+  email: string;
+  firstName?: string;
+  lastName?: string;
+  /** The role accepting gives (or, for a member already, their new role); absent: as it was, or not an admin. */
+  admin?: boolean;
+}
+
+export function parseInvite(p: Record<string, ParamValue>): InviteInput {
+  const email = asString('email', p.email)?.trim().toLowerCase();
+  if (!email || !validEmail(email)) throw new ValidationError({ email: 'must be an email address' });
+  return {
+    email,
+    firstName: asText('first_name', p.first_name, 255)?.trim() || undefined,
+    lastName: asText('last_name', p.last_name, 255)?.trim() || undefined,
+    admin: asBoolean('admin', p.admin),
+  };
+}
+
+/**
+ * The answer to an invitation request. It says nothing about the person beyond what the admin
+ * knows already: `member` only for members of the product (whom people.json lists anyway),
+ * otherwise `invited`, the same whether the address has a user or not and whether an invitation
+ * went out now or one did within the day.
+ */
+export interface InviteAnswer {
+  email: string;
+  status: 'invited' | 'member';
+  admin: boolean;
+}
+
+/**
+ * Invites a person to the product (the caller must be an admin): nothing is created for them but
+ * an invitation, sent by email through the outbox, that makes them a member once they accept. A
+ * member already only has their role set (when `admin` is given). A pending invitation is sent
+ * again at most once a day; in between a repeat only updates the names and role it gives.
+ * Throws TooManyRequestsError (429) past the hourly limits of the inviter and of the product.
+ * Resolves with the answer and whether a message was queued.
+ */
+export async function invitePerson(
+  trx: Db,
+  scope: ProductScope,
+  input: InviteInput,
+  mailDomain: string,
+  now = new Date(),
+): Promise<{ answer: InviteAnswer; queued: boolean }> {
+  const { product, user: inviter } = scope;
+  // Invitations of a product queue here, and an inviter's across products: the limits count
+  // what earlier requests wrote.
+  await lockProduct(trx, product.id);
+  await lockInviter(trx, inviter.id);
+
+  const existing = await findUserByEmail(trx, input.email);
+  if (existing && (await findMembership(trx, product.id, existing.id))) {
+    await insertMembership(trx, product.id, existing.id, input.admin, formatTimestamp(now));
+    const membership = (await findMembership(trx, product.id, existing.id))!;
+    return { answer: { email: input.email, status: 'member', admin: membership.admin }, queued: false };
+  }
+
+  const pending = await findInvitation(trx, product.id, input.email);
+  const terms = {
+    first_name: input.firstName ?? pending?.first_name ?? '',
+    last_name: input.lastName ?? pending?.last_name ?? '',
+    admin: input.admin === undefined ? (pending?.admin ?? 0) : input.admin ? 1 : 0,
+  };
+  const answer: InviteAnswer = { email: input.email, status: 'invited', admin: terms.admin === 1 };
+  if (pending && pending.accepted_at === null && now.getTime() - Date.parse(pending.sent_at) < RESEND_AFTER_MS) {
+    await updateInvitationTerms(trx, pending.id, terms);
+    return { answer, queued: false };
+  }
+
+  await checkLimits(trx, product.id, inviter.id, now);
+  const sentAt = formatTimestamp(now);
+  const invitation = await saveSentInvitation(trx, {
+    product_id: product.id,
+    email: input.email,
+    ...terms,
+    invited_by_id: inviter.id,
+    sent_at: sentAt,
+    expires_at: formatTimestamp(new Date(now.getTime() + INVITATION_VALID_MS)),
+  });
+  // The bodies are rendered when the worker sends (src/mail/invitation-email.ts). Only the
+  // address is used: a name given by the inviter is not the recipient's word.
+  await enqueueMessages(
+    trx,
+    [
+      {
+        kind: 'invitation',
+        invitation_id: invitation.id,
+        deploy_id: null,
+        user_id: null,
+        to_address: input.email,
+        subject: invitationSubject(product, inviter),
+        item_ids: '[]',
+        message_id: `<invitation-${invitation.id}-${now.getTime()}.${crypto.randomBytes(6).toString('hex')}@${mailDomain}>`,
+      },
+    ],
+    sentAt,
+    formatTimestamp(new Date(now.getTime() + RETRY_WINDOW_MS)),
+  );
+  return { answer, queued: true };
+}
+
+export function invitationSubject(product: ProductRow, inviter: UserRow): string {
+  return oneLine(`${fullName(inviter)} invites you to ${product.name} on Shiplog`);
+}
+
+/** 429 once the inviter or the product has sent its hourly share of invitations. */
+async function checkLimits(trx: Db, productId: number, inviterId: number, now: Date): Promise<void> {
+  const since = formatTimestamp(new Date(now.getTime() - HOUR_MS));
+  const limits = [
+    { by: { inviterId }, max: INVITATIONS_PER_HOUR_PER_INVITER, what: 'You have sent' },
+    { by: { productId }, max: INVITATIONS_PER_HOUR_PER_PRODUCT, what: 'This product has sent' },
+  ];
+  for (const { by, max, what } of limits) {
+    const { count, earliest } = await countSentSince(trx, by, since);
+    if (count >= max) {
+      const retryAfter = Math.max(1, Math.ceil((Date.parse(earliest!) + HOUR_MS - now.getTime()) / 1000));
+      throw new TooManyRequestsError(`${what} ${max} invitations in the last hour, the most allowed; try again in ${Math.ceil(retryAfter / 60)} minutes.`, retryAfter);
+    }
+  }
+}
+
+/** What an invitation link leads to, as its page shows it. */
+export interface InvitationTarget {
+  invitation: InvitationRow;
+  product: ProductRow;
+  inviter: UserRow;
+  /** The user of the invited address, when there is one. */
+  user: UserRow | undefined;
+  /** When this link stops working. */
+  expiresAt: string;
+  accepted: boolean;
+}
+
+/**
+ * What a link is for: 404 when it was not signed here or its invitation (or product) is gone,
+ * 410 when it has expired and was not used.
+ */
+export async function invitationTarget(db: Db, links: UnsubscribeLinks, token: string, now = new Date()): Promise<InvitationTarget> {
+  const read = readInvitationToken(links, token);
+  const invitation = read && (await findInvitationById(db, read.id));
+  const product = invitation && (await findProduct(db, invitation.product_id));
+  if (!read || !invitation || !product) throw new NotFoundError('This invitation link is not valid.');
+  const accepted = invitation.accepted_at !== null;
+  if (!accepted && Date.parse(read.expiresAt) <= now.getTime()) {
+    throw new GoneError('This invitation has expired; ask whoever invited you to send it again.');
+  }
+  const inviter = (await findUserById(db, invitation.invited_by_id))!;
+  const user = await findUserByEmail(db, invitation.email);
+  return { invitation, product, inviter, user, expiresAt: read.expiresAt, accepted };
+}
+
+/**
+ * Accepts an invitation: the invited address becomes a member of the product, with the role the
+ * invitation gives (a member already keeps theirs, unless it makes them an admin). An address
+ * without a user gets one, named as the invitation says unless `first_name`/`last_name` are
+ * given, and its API key is returned, the only time it is visible. A link works once: 410 when
+ * it was used already or has expired; 400 when a new user would have no name.
+ */
+export async function acceptInvitation(
+  trx: Db,
+  links: UnsubscribeLinks,
+  token: string,
+  names: { firstName?: string; lastName?: string },
+): Promise<{ target: InvitationTarget; user: UserRow; admin: boolean; apiKey?: string }> {
+  const target = await invitationTarget(trx, links, token);
+  const { invitation, product } = target;
+  await lockProduct(trx, product.id);
+  if (!(await markAccepted(trx, invitation.id, formatTimestamp(new Date())))) {
+    throw new GoneError('This invitation has already been accepted.');
+  }
+  let user = target.user;
+  let apiKey: string | undefined;
+  if (!user) {
+    const firstName = names.firstName ?? invitation.first_name;
+    const lastName = names.lastName ?? invitation.last_name;
+    if (!firstName || !lastName) {
+      throw new ValidationError({
+        ...(firstName ? {} : { first_name: 'is required: your account is created now' }),
+        ...(lastName ? {} : { last_name: 'is required: your account is created now' }),
+      });
+    }
+    try {
+      ({ user, apiKey } = await createUser(trx, { email: invitation.email, firstName, lastName }));
+    } catch (err) {
+      // The address got a user a moment ago (the operator made one): accept as that user.
+      user = err instanceof ConflictError ? await findUserByEmail(trx, invitation.email) : undefined;
+      if (!user) throw err;
+    }
+  }
+  await insertMembership(trx, product.id, user.id, invitation.admin === 1 ? true : undefined, formatTimestamp(new Date()));
+  const membership = (await findMembership(trx, product.id, user.id))!;
+  return { target, user, admin: membership.admin, apiKey };
+}
+
+export function parseAcceptNames(p: Record<string, ParamValue>): { firstName?: string; lastName?: string } {
+  return {
+    firstName: asText('first_name', p.first_name, 255)?.trim() || undefined,
+    lastName: asText('last_name', p.last_name, 255)?.trim() || undefined,
+  };
+}
