@@ -13,6 +13,7 @@ import type { ProductScope } from './scope.js';
 import type { UserRow } from './db/schema.js';
 import { deployRoutes } from './deploys/routes.js';
 import { AppError, BadRequestError, InvalidUserError } from './errors.js';
+import { answerExpectations, capConnections, clientErrorHandler, connectionOptions } from './http/connections.js';
 import { requireMember, requireUser } from './http/hooks.js';
 import { Param } from './http/params.js';
 import { ListCounts } from './items/counts.js';
@@ -116,6 +117,8 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     logger: options.logger ?? { level: config.logLevel },
     logController: new RequestLine(),
     bodyLimit: BODY_LIMIT,
+    ...connectionOptions(config),
+    clientErrorHandler: clientErrorHandler(config),
     rewriteUrl: (req) => pathOnly(req.url ?? '/'),
     // Unsubscribe tokens (a Message-ID and its signature) are longer than the default 100.
     routerOptions: { maxParamLength: 1000 },
@@ -131,6 +134,8 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     },
   });
 
+  capConnections(app.server, config.maxConnections, app.log);
+  answerExpectations(app.server);
   app.decorate('db', db);
   app.decorate('config', config);
   const transport = options.mailTransport ?? (config.smtpUrl ? smtpTransport(config.smtpUrl) : emlTransport(config.dataDir));

@@ -11,6 +11,7 @@ const SERVER = fileURLToPath(new URL('../dist/server.js', import.meta.url));
 const SHIPLOG_SETTINGS = [
   'PORT', 'HOST', 'DATA_DIR', 'PUBLIC_URL', 'MAIL_DOMAIN', 'MAIL_FROM', 'LOG_LEVEL', 'SMTP_URL', 'MAIL_LEASE_SECONDS',
   'DATABASE_URL', 'PG_POOL_MAX', 'PG_STATEMENT_TIMEOUT_MS', 'PG_CONNECT_TIMEOUT_MS',
+  'REQUEST_TIMEOUT_MS', 'KEEP_ALIVE_TIMEOUT_MS', 'MAX_CONNECTIONS',
 ];
 
 /** The caller's environment without any Shiplog setting, so only what a test passes counts. */
