@@ -1,4 +1,4 @@
-import formbody from '@fastify/formbody';
+import { isUtf8 } from 'node:buffer';
 import Fastify, {
   LogController,
   type FastifyError,
@@ -13,8 +13,9 @@ import type { ProductScope } from './scope.js';
 import type { UserRow } from './db/schema.js';
 import { deployRoutes } from './deploys/routes.js';
 import { AppError, BadRequestError, InvalidUserError, TooManyRequestsError } from './errors.js';
+import { answerExpectations, capConnections, clientErrorHandler, connectionOptions } from './http/connections.js';
 import { requireMember, requireUser } from './http/hooks.js';
-import { Param } from './http/params.js';
+import { Param, parseFormText } from './http/params.js';
 import { ListCounts } from './items/counts.js';
 import { invitationRoutes } from './invitations/routes.js';
 import { itemRoutes, shortUrlRoutes } from './items/routes.js';
@@ -53,6 +54,8 @@ export interface AppOptions {
 }
 
 const BODY_LIMIT = 1024 * 1024;
+
+const notUtf8 = () => new BadRequestError('The request body is not valid UTF-8.');
 
 /** Some clients send the absolute form (`GET http://host/api/... HTTP/1.1`); route on the path. */
 function pathOnly(url: string): string {
@@ -117,9 +120,12 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     logger: options.logger ?? { level: config.logLevel },
     logController: new RequestLine(),
     bodyLimit: BODY_LIMIT,
+    ...connectionOptions(config),
+    clientErrorHandler: clientErrorHandler(config),
     rewriteUrl: (req) => pathOnly(req.url ?? '/'),
     // Unsubscribe tokens (a Message-ID and its signature) are longer than the default 100.
-    routerOptions: { maxParamLength: 1000 },
+    // Query strings are decoded strictly, like form bodies: text that is not UTF-8 is refused.
+    routerOptions: { maxParamLength: 1000, querystringParser: parseFormText },
     // Parameters all name the one shared Param schema; referenced, not copied into every field,
     // it compiles once instead of once per field of every route (most of start-up otherwise).
     ajv: { customOptions: { inlineRefs: false } },
@@ -132,6 +138,8 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     },
   });
 
+  capConnections(app.server, config.maxConnections, app.log);
+  answerExpectations(app.server);
   app.decorate('db', db);
   app.decorate('config', config);
   const transport = options.mailTransport ?? (config.smtpUrl ? smtpTransport(config.smtpUrl) : emlTransport(config.dataDir));
@@ -151,14 +159,23 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   app.decorateRequest('user', null as unknown as UserRow);
   app.decorateRequest('scope', null as unknown as ProductScope);
 
-  await app.register(formbody, { bodyLimit: BODY_LIMIT });
   app.addSchema(Param);
   // An empty body carries no parameters, whatever its declared type (they may all be in the query).
+  // Bodies are read as bytes and refused unless they are UTF-8: decoded as text first, bad bytes
+  // would silently become U+FFFD and be stored so.
   const json = app.getDefaultJsonParser('error', 'error');
   app.removeContentTypeParser(['application/json', 'text/plain']);
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) =>
-    body === '' ? done(null, {}) : json(request, body as string, done),
-  );
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
+    const bytes = body as Buffer;
+    if (bytes.length === 0) return done(null, {});
+    if (!isUtf8(bytes)) return done(notUtf8(), undefined);
+    json(request, bytes.toString('utf8'), done);
+  });
+  app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'buffer' }, (_request, body, done) => {
+    const bytes = body as Buffer;
+    if (!isUtf8(bytes)) return done(notUtf8(), undefined);
+    done(null, parseFormText(bytes.toString('utf8')));
+  });
   app.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, body, done) =>
     (body as Buffer).length === 0
       ? done(null, {})

@@ -26,6 +26,12 @@ export interface Config {
   readonly pgPoolMax: number;
   readonly pgStatementTimeoutMs: number;
   readonly pgConnectTimeoutMs: number;
+  /** A request (head and body) must arrive within this; a slower one is answered 408 and cut off. */
+  readonly requestTimeoutMs: number;
+  /** An idle keep-alive connection is closed after this. */
+  readonly keepAliveTimeoutMs: number;
+  /** Open connections one process accepts; further ones are closed at once. */
+  readonly maxConnections: number;
 }
 
 export class ConfigError extends Error {}
@@ -79,10 +85,16 @@ const parseSmtpUrl = (raw: string): string =>
 export const parseDatabaseUrl = (raw: string): string =>
   parseServiceUrl('DATABASE_URL', raw, ['postgres:', 'postgresql:'], 'postgres://user:password@host:5432/shiplog');
 
-function parsePositive(name: string, raw: string): number {
-  if (!/^\d+$/.test(raw) || Number(raw) < 1) throw new ConfigError(`${name} must be a whole number of at least 1, got "${raw}".`);
+function parsePositive(name: string, raw: string, max = Number.MAX_SAFE_INTEGER): number {
+  if (!/^\d+$/.test(raw) || Number(raw) < 1 || Number(raw) > max) {
+    const range = max === Number.MAX_SAFE_INTEGER ? 'of at least 1' : `from 1 to ${max}`;
+    throw new ConfigError(`${name} must be a whole number ${range}, got "${raw}".`);
+  }
   return Number(raw);
 }
+
+/** Node's timers take at most 2^31-1 ms; a larger value would silently fire at once. */
+const MAX_TIMER_MS = 2_147_483_647;
 
 function parseMailFrom(raw: string): string {
   // Either a bare address or "Name <address>".
@@ -119,7 +131,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, got "${env.LOG_LEVEL}".`);
   }
   const smtpUrl = env.SMTP_URL ? parseSmtpUrl(env.SMTP_URL) : undefined;
-  const positive = (name: string, fallback: number) => (env[name] ? parsePositive(name, env[name]!) : fallback);
+  const positive = (name: string, fallback: number, max?: number) => (env[name] ? parsePositive(name, env[name]!, max) : fallback);
   const mailLeaseSeconds = positive('MAIL_LEASE_SECONDS', 120);
   const mailSendTimeoutSeconds = positive('MAIL_SEND_TIMEOUT_SECONDS', 60);
   if (mailSendTimeoutSeconds >= mailLeaseSeconds) {
@@ -144,6 +156,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     pgPoolMax: positive('PG_POOL_MAX', 10),
     pgStatementTimeoutMs: positive('PG_STATEMENT_TIMEOUT_MS', 5000),
     pgConnectTimeoutMs: positive('PG_CONNECT_TIMEOUT_MS', 5000),
+    requestTimeoutMs: positive('REQUEST_TIMEOUT_MS', 30_000, MAX_TIMER_MS),
+    keepAliveTimeoutMs: positive('KEEP_ALIVE_TIMEOUT_MS', 5_000, MAX_TIMER_MS),
+    maxConnections: positive('MAX_CONNECTIONS', 1_000),
     ...overrides,
   });
 }

@@ -20,9 +20,22 @@ export function requireMember(db: Db) {
   };
 }
 
+const declared = new WeakMap<object, ReadonlySet<string>>();
+
+/** The parameters a route reads: those its schema declares (body, or for GET the query string). */
+function routeParamNames(request: FastifyRequest): ReadonlySet<string> {
+  const schema = request.routeOptions.schema as { body?: object; querystring?: object } | undefined;
+  const source = (request.method === 'GET' ? schema?.querystring : schema?.body) as { properties?: object } | undefined;
+  if (!source) return new Set();
+  let names = declared.get(source);
+  if (!names) declared.set(source, (names = new Set(Object.keys(source.properties ?? {}))));
+  return names;
+}
+
 /** The request's parameters: the query string, and for POST the body on top of it. */
 export function requestParams(request: FastifyRequest): Record<string, ParamValue> {
-  return request.method === 'GET' ? mergeParams(request.query, undefined) : mergeParams(request.query, request.body);
+  const names = routeParamNames(request);
+  return request.method === 'GET' ? mergeParams(request.query, undefined, names) : mergeParams(request.query, request.body, names);
 }
 
 /** An item number from the path; anything but digits names no item. */

@@ -32,6 +32,9 @@ export function invalid(name: string, problem: string): never {
   throw new ValidationError({ [name]: problem });
 }
 
+/** A UTF-16 surrogate without its other half: JSON can carry one, no UTF-8 text can hold it. */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
 /** A single string value; a repeated form key keeps its last value. */
 export function asString(name: string, value: ParamValue): string | undefined {
   if (value === undefined || value === null) return undefined;
@@ -40,17 +43,20 @@ export function asString(name: string, value: ParamValue): string | undefined {
   const s = String(value);
   // No database stores NUL in text; refusing it here keeps both backends answering alike.
   if (s.includes('\u0000')) return invalid(name, 'must not contain NUL characters');
+  if (LONE_SURROGATE.test(s)) return invalid(name, 'must be valid Unicode text (it has an unpaired surrogate)');
   return s;
 }
 
 /**
  * A reference to another resource: a plain value, or the embedded object of a whole resource
- * posted back (`{"id": 5, ...}`), from which `key` is taken.
+ * posted back (`{"id": 5, ...}`), from which `key` is taken; an object without a plain `key`
+ * is refused rather than read as "not given".
  */
-export function asReference(value: ParamValue, key: 'id' | 'number'): ParamValue {
+export function asReference(name: string, value: ParamValue, key: 'id' | 'number'): ParamValue {
   if (value !== null && typeof value === 'object' && !Array.isArray(value)) {
     const inner = (value as Record<string, unknown>)[key];
-    return typeof inner === 'number' || typeof inner === 'string' ? inner : undefined;
+    if (typeof inner === 'number' || typeof inner === 'string') return inner;
+    return invalid(name, `must be ${key === 'id' ? 'an id' : 'a number'}, or an object whose "${key}" is one`);
   }
   return value;
 }
@@ -77,14 +83,18 @@ export function asBoolean(name: string, value: ParamValue): boolean | undefined 
   return invalid(name, 'must be true or false');
 }
 
-/** Decimal digits only; `min` bounds it from below. Empty counts as not given. */
+/**
+ * Decimal digits only; `min` bounds it from below. Empty counts as not given. Any run of digits is
+ * well-formed: one too large to hold is read as the largest safe integer, so everywhere a large
+ * number means what it would mean anyway (an id or item number names nothing, a limit is capped,
+ * an offset lies past the end) instead of being a 400 from one length of digits on.
+ */
 export function asInteger(name: string, value: ParamValue, min = 0): number | undefined {
   const s = asString(name, value);
   if (s === undefined || s.trim() === '') return undefined;
   const t = s.trim();
   if (!/^\d+$/.test(t)) return invalid(name, min > 0 ? `must be a whole number of at least ${min}` : 'must be a whole number');
-  const n = Number(t);
-  if (!Number.isSafeInteger(n)) return invalid(name, 'is too large');
+  const n = Math.min(Number(t), Number.MAX_SAFE_INTEGER);
   if (n < min) return invalid(name, `must be at least ${min}`);
   return n;
 }
@@ -114,9 +124,98 @@ export function asText(name: string, value: ParamValue, max: number): string | u
   return s;
 }
 
-/** Merges query-string and body parameters, the body winning (INTERFACE.md §1). */
-export function mergeParams(query: unknown, body: unknown): Record<string, ParamValue> {
-  const q = query && typeof query === 'object' ? (query as Record<string, ParamValue>) : {};
-  const b = body && typeof body === 'object' && !Array.isArray(body) ? (body as Record<string, ParamValue>) : {};
-  return { ...q, ...b };
+/** Names, in parsed form or query text, whose value was not percent-encoded UTF-8. */
+const UNDECODABLE = Symbol('undecodable');
+
+/** `+` for space and %-escapes of UTF-8; undefined when the escapes are malformed or not UTF-8. */
+function decodeComponent(raw: string): string | undefined {
+  if (!raw.includes('%') && !raw.includes('+')) return raw;
+  try {
+    return decodeURIComponent(raw.replace(/\+/g, ' '));
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Parses `application/x-www-form-urlencoded` text (bodies and query strings): a repeated name
+ * gives an array. Unlike lenient parsers, a value whose escapes are not UTF-8 is not kept as the
+ * raw `%FF` text; it is marked, and refused if the endpoint reads that parameter.
+ */
+export function parseFormText(text: string): Record<string, string | string[]> {
+  const out: Record<string, string | string[]> = Object.create(null);
+  const undecodable = new Set<string>();
+  for (const pair of text.split('&')) {
+    if (pair === '') continue;
+    const eq = pair.indexOf('=');
+    const key = decodeComponent(eq < 0 ? pair : pair.slice(0, eq));
+    // A name that is not text is no parameter anyone reads.
+    if (key === undefined) continue;
+    let value = decodeComponent(eq < 0 ? '' : pair.slice(eq + 1));
+    if (value === undefined) {
+      undecodable.add(key);
+      value = '';
+    }
+    const previous = out[key];
+    if (previous === undefined) out[key] = value;
+    else if (Array.isArray(previous)) previous.push(value);
+    else out[key] = [previous, value];
+  }
+  if (undecodable.size) Object.defineProperty(out, UNDECODABLE, { value: undecodable });
+  return out;
+}
+
+/** `name[]` (PHP and jQuery lists) or `name[key]` (an object), as form and query text spell them. */
+const BRACKETED = /^([^[\]]+)\[([^[\]]*)\]$/;
+
+/**
+ * The parameters of one source (query or body) that the endpoint reads (`names`); everything else
+ * is ignored, as the interface asks, including the bracketed keys of a whole item posted back
+ * (`product[id]`, `email[files]`). For a parameter that is read, `name[key]=v` is the object
+ * `{key: v}` (so `assigned_to[id]=5` reads like JSON's `{"assigned_to": {"id": 5}}`), while
+ * `name[]` and deeper nesting are refused: silently ignoring them would answer as if the
+ * parameter were not given (an unfiltered list, say).
+ */
+function readSource(source: unknown, names: ReadonlySet<string>, errors: Record<string, string>): Record<string, ParamValue> {
+  if (!source || typeof source !== 'object' || Array.isArray(source)) return {};
+  const undecodable = (source as { [UNDECODABLE]?: Set<string> })[UNDECODABLE];
+  const out: Record<string, ParamValue> = {};
+  for (const [key, value] of Object.entries(source as Record<string, ParamValue>)) {
+    const bracket = key.indexOf('[');
+    const name = bracket > 0 ? key.slice(0, bracket) : key;
+    if (!names.has(name)) continue;
+    if (undecodable?.has(key)) {
+      errors[name] = 'must be UTF-8 text, percent-encoded (a % starts an escape such as %C3%A9; a literal % is %25)';
+      continue;
+    }
+    if (bracket <= 0) {
+      if (name in out) errors[name] = `is given both as ${name} and as ${name}[...]`;
+      else out[name] = value;
+      continue;
+    }
+    const match = BRACKETED.exec(key);
+    if (!match || match[2] === '') {
+      errors[name] = `cannot be sent as ${key}: give one value, a comma-separated list (${name}=a,b) or a JSON array`;
+      continue;
+    }
+    const existing = out[name];
+    if (existing !== undefined && (existing === null || typeof existing !== 'object' || Array.isArray(existing))) {
+      errors[name] = `is given both as ${name} and as ${name}[...]`;
+      continue;
+    }
+    out[name] = { ...(existing as Record<string, unknown> | undefined), [match[2]]: value } as ParamValue;
+  }
+  return out;
+}
+
+/**
+ * The parameters an endpoint reads (`names`, from its schema), from the query string and the body,
+ * the body winning (INTERFACE.md §1). Throws a ValidationError naming every parameter sent in a
+ * shape it cannot be read in.
+ */
+export function mergeParams(query: unknown, body: unknown, names: ReadonlySet<string>): Record<string, ParamValue> {
+  const errors: Record<string, string> = {};
+  const merged = { ...readSource(query, names, errors), ...readSource(body, names, errors) };
+  if (Object.keys(errors).length) throw new ValidationError(errors);
+  return merged;
 }

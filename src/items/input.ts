@@ -55,12 +55,13 @@ function collect<T>(parse: (field: <V>(fn: () => V) => V | undefined) => T): T {
 export type UserRef = { id: number } | { invalid: true } | null | undefined;
 
 function userRef(name: string, raw: ParamValue): UserRef {
-  const value = asReference(raw, 'id');
+  const value = asReference(name, raw, 'id');
   if (value === undefined) return undefined;
   if (value === null) return null;
   const s = asString(name, value)!.trim();
   if (s === '') return null;
-  return /^\d+$/.test(s) && Number.isSafeInteger(Number(s)) ? { id: Number(s) } : { invalid: true };
+  // Digits name a user, or (too large to be an id) nobody: 404 either way, like any other value.
+  return /^\d+$/.test(s) ? { id: Math.min(Number(s), Number.MAX_SAFE_INTEGER) } : { invalid: true };
 }
 
 function tagList(value: ParamValue, max: number): string[] | undefined {
@@ -76,7 +77,7 @@ function tagList(value: ParamValue, max: number): string[] | undefined {
 
 /** `parent`: a number, or null to detach (empty value or JSON null). */
 function parentRef(raw: ParamValue): number | null | undefined {
-  const value = asReference(raw, 'number');
+  const value = asReference('parent', raw, 'number');
   if (value === null) return null;
   const s = asString('parent', value);
   if (s === undefined) return undefined;
@@ -111,8 +112,8 @@ export function parseListItems(p: Params): ListItemsInput {
       offset: field(() => asInteger('offset', p.offset)) ?? 0,
       limit: Math.min(limit, 500),
       order: field(() => asEnum('order_by', p.order_by, ORDERS)) ?? 'priority',
-      assignedTo: userRef('assigned_to', p.assigned_to),
-      createdBy: userRef('created_by', p.created_by),
+      assignedTo: field(() => userRef('assigned_to', p.assigned_to)),
+      createdBy: field(() => userRef('created_by', p.created_by)),
       tags: field(() => tagList(p.tags, MAX_TAG_FILTER)),
       children: field(() => asBoolean('children', p.children)) ?? false,
     };
@@ -154,8 +155,8 @@ export function parseCreateItem(p: Params): CreateItemInput {
       score: field(() => asEnum('score', p.score, SCORES)) ?? '~',
       status: field(() => asEnum('status', p.status, INPUT_STATUSES)) ?? 'backlog',
       closeReason: field(() => asEnum('close_reason', p.close_reason, CLOSE_REASONS)),
-      assignedTo: userRef('assigned_to', p.assigned_to),
-      createdBy: userRef('created_by', p.created_by),
+      assignedTo: field(() => userRef('assigned_to', p.assigned_to)),
+      createdBy: field(() => userRef('created_by', p.created_by)),
       tags: field(() => tagList(p.tags, MAX_TAGS)) ?? [],
       parent: field(() => parentRef(p.parent)),
     };
@@ -189,7 +190,7 @@ export function parseUpdateItem(p: Params): UpdateItemInput {
     score: field(() => asEnum('score', p.score, SCORES)),
     status: field(() => asEnum('status', p.status, INPUT_STATUSES)),
     closeReason: field(() => asEnum('close_reason', p.close_reason, CLOSE_REASONS)),
-    assignedTo: userRef('assigned_to', p.assigned_to),
+    assignedTo: field(() => userRef('assigned_to', p.assigned_to)),
     tags: field(() => tagList(p.tags, MAX_TAGS)),
     parent: field(() => parentRef(p.parent)),
   }));

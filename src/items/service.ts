@@ -62,7 +62,7 @@ async function assignee(db: Db, productId: number, ref: Exclude<UserRef, null | 
 /** A parent must be a story of the same product. */
 async function parentStory(db: Db, productId: number, number: number): Promise<ItemRow> {
   const parent = await findItemByNumber(db, productId, number);
-  if (!parent) throw new NotFoundError(`Parameter parent: no item number ${number} in this product.`);
+  if (!parent) throw new NotFoundError('Parameter parent names no item of this product.');
   if (parent.type !== 'story') throw new ValidationError({ parent: 'must be the number of a story' });
   return parent;
 }
@@ -231,7 +231,7 @@ export async function resortItem(trx: Db, scope: ProductScope, number: number, i
   for (const [param, ref] of [['before', input.before], ['after', input.after]] as const) {
     if (ref === undefined) continue;
     const other = await findItemByNumber(trx, productId, ref);
-    if (!other) throw new NotFoundError(`Parameter ${param}: no item number ${ref} in this product.`);
+    if (!other) throw new NotFoundError(`Parameter ${param} names no item of this product.`);
     if (other.id === item.id) throw new ValidationError({ [param]: 'must name another item than the one being moved' });
     if (other.status !== item.status) throw new ValidationError({ [param]: 'must name an item of the same status' });
     refs.push(other);

@@ -50,21 +50,57 @@ export function composeMessage(
   };
 }
 
+/** Writes `data` to `file` so that after a crash it is either whole or absent, never half there. */
+async function writeDurably(file: string, data: Buffer): Promise<void> {
+  const tmp = `${file}.${crypto.randomBytes(4).toString('hex')}.tmp`;
+  const handle = await fs.open(tmp, 'w');
+  try {
+    await handle.writeFile(data);
+    // On disk before the rename: otherwise a power loss can leave the new name on an empty file.
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+  await fs.rename(tmp, file);
+  // The rename itself is an entry in the directory, durable only once the directory is synced.
+  const dir = await fs.open(path.dirname(file), 'r');
+  try {
+    await dir.sync();
+  } finally {
+    await dir.close();
+  }
+}
+
+/** Removes temporary files a crashed writer left behind; they never became messages. */
+async function removeLeftovers(dir: string): Promise<void> {
+  let names: string[];
+  try {
+    names = await fs.readdir(dir);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
+    throw err;
+  }
+  await Promise.all(names.filter((n) => /\.eml\.[0-9a-f]+\.tmp$/.test(n)).map((n) => fs.rm(path.join(dir, n), { force: true })));
+}
+
 /**
  * The embedded default: each message becomes `DATA_DIR/mail/<outbox id>.eml`, written under a
- * temporary name and renamed, so a file is never half there and a retry rewrites the same file.
+ * temporary name, flushed to disk and renamed, so a file is never half there and a retry rewrites
+ * the same file. Temporary files left by a crash are removed when the transport starts (the data
+ * directory belongs to one server).
  */
 export function emlTransport(dataDir: string): MailTransport {
   const dir = path.join(dataDir, 'mail');
   const composer = nodemailer.createTransport({ streamTransport: true, buffer: true, newline: 'windows' });
+  // Started at once; the first message waits for it so the sweep never meets a file of ours. A
+  // leftover that cannot be removed harms nothing: mail goes on.
+  const swept = removeLeftovers(dir).catch(() => {});
   return {
     async send(mail, outboxId) {
+      await swept;
       const info = await composer.sendMail(mail);
       await fs.mkdir(dir, { recursive: true });
-      const file = path.join(dir, `${String(outboxId).padStart(8, '0')}.eml`);
-      const tmp = `${file}.${crypto.randomBytes(4).toString('hex')}.tmp`;
-      await fs.writeFile(tmp, info.message as Buffer);
-      await fs.rename(tmp, file);
+      await writeDurably(path.join(dir, `${String(outboxId).padStart(8, '0')}.eml`), info.message as Buffer);
     },
     reset() {},
     close() {
