@@ -7,6 +7,7 @@ import { BackgroundCheckpointer } from './checkpointer.js';
 import { ImmediateSqliteDialect } from './dialect.js';
 import { migrateToLatest } from './migrate.js';
 import type { Database } from './schema.js';
+import { LruCache } from '../lru.js';
 
 export type Db = Kysely<Database>;
 
@@ -32,16 +33,13 @@ export interface DatabaseOptions {
  * The cache is bounded because a few queries (IN lists) vary in shape.
  */
 function withStatementCache(sqlite: SQLite.Database, size = 500): SQLite.Database {
-  const cache = new Map<string, SQLite.Statement>();
+  const cache = new LruCache<string, SQLite.Statement>(size);
   const prepare = (source: string): SQLite.Statement => {
     let stmt = cache.get(source);
-    if (stmt) {
-      cache.delete(source);
-    } else {
+    if (!stmt) {
       stmt = sqlite.prepare(source);
-      if (cache.size >= size) cache.delete(cache.keys().next().value as string);
+      cache.set(source, stmt);
     }
-    cache.set(source, stmt);
     return stmt;
   };
   return new Proxy(sqlite, {

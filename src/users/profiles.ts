@@ -1,5 +1,6 @@
 import type { Db } from '../db/connection.js';
 import type { UserRow } from '../db/schema.js';
+import { LruCache } from '../lru.js';
 import { findUsersByIds } from './repository.js';
 
 /** What item and deploy JSON embed of a user. */
@@ -13,19 +14,14 @@ export type UserProfile = Pick<UserRow, 'id' | 'email' | 'first_name' | 'last_na
 export const PROFILE_TTL_MS = 30_000;
 const CAPACITY = 10_000;
 
-interface Remembered {
-  profile: UserProfile;
-  until: number;
-}
-
 // One memory per database handle: tests open many databases in one process, and ids repeat.
-const memories = new WeakMap<Db, Map<number, Remembered>>();
+const memories = new WeakMap<Db, LruCache<number, UserProfile>>();
 
-function memoryOf(db: Db): Map<number, Remembered> | undefined {
+function memoryOf(db: Db): LruCache<number, UserProfile> | undefined {
   // Inside a transaction rows may be uncommitted or locked: always read.
   if (db.isTransaction) return undefined;
   let memory = memories.get(db);
-  if (!memory) memories.set(db, (memory = new Map()));
+  if (!memory) memories.set(db, (memory = new LruCache(CAPACITY, PROFILE_TTL_MS)));
   return memory;
 }
 
@@ -35,8 +31,8 @@ export async function findProfiles(db: Db, ids: number[], now = Date.now()): Pro
   const found = new Map<number, UserProfile>();
   const missing: number[] = [];
   for (const id of new Set(ids)) {
-    const known = memory?.get(id);
-    if (known && known.until > now) found.set(id, known.profile);
+    const known = memory?.get(id, now);
+    if (known) found.set(id, known);
     else missing.push(id);
   }
   if (missing.length === 0) return found;
@@ -50,11 +46,7 @@ export async function findProfiles(db: Db, ids: number[], now = Date.now()): Pro
       last_login: row.last_login,
     };
     found.set(row.id, profile);
-    if (memory) {
-      memory.delete(row.id);
-      if (memory.size >= CAPACITY) memory.delete(memory.keys().next().value as number);
-      memory.set(row.id, { profile, until: now + PROFILE_TTL_MS });
-    }
+    memory?.set(row.id, profile, now);
   }
   return found;
 }
