@@ -164,14 +164,14 @@ export async function recordDeploy(
 /** Deploys as JSON, each with its items (embedded: a short deployed_to) in their current state. */
 export async function renderDeploys(db: Db, scope: ProductScope, deploys: DeployRow[], urls: Urls): Promise<DeployJson[]> {
   const itemsByDeploy = await itemsOfDeploys(db, deploys.map((d) => d.id));
-  await nextTurn();
   const allItems = [...new Map([...itemsByDeploy.values()].flat().map((i) => [i.id, i])).values()];
+  if (allItems.length > BIG_PAGE) await nextTurn();
   const rendered = new Map((await renderItems(db, scope.product, allItems, urls, scope.user.id, true)).map((json, i) => [allItems[i].id, json]));
   const users = new Map((await findUsersByIds(db, deploys.map((d) => d.user_id))).map((u) => [u.id, u]));
   const json = deploys.map((d) =>
     presentDeploy(d, users.get(d.user_id)!, scope.user.id, itemsByDeploy.get(d.id)!.map((i) => rendered.get(i.id)!)),
   );
-  // Serialising a page of a thousand items is a step of its own.
+  // Serialising a page of a thousand items is a step of its own (see nextTurn).
   if (allItems.length > BIG_PAGE) await nextTurn();
   return json;
 }

@@ -1,6 +1,5 @@
 import type { Db } from '../db/connection.js';
 import type { ItemRow, ItemUpdate, ProductRow } from '../db/schema.js';
-import type { Deployment } from './repository.js';
 import { BadRequestError, itemNotFound, NotFoundError, userNotFound, ValidationError } from '../errors.js';
 import { allocateItemNumber, bumpItemsVersion, filterMembers, lockProduct } from '../products/repository.js';
 import type { ProductScope, Urls } from '../scope.js';
@@ -42,6 +41,7 @@ import {
   replaceTags,
   touchActivity,
   updateItemRow,
+  type Deployment,
 } from './repository.js';
 
 /** Pages of more items than this step aside for other requests between their phases. */
