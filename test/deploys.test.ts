@@ -155,6 +155,20 @@ describe('deploy email', () => {
     assert.doesNotMatch(b.text, /Login page/);
   });
 
+  test('notes up to 8,192 characters are Markdown; longer ones are shown as written, escaped', async () => {
+    const { api, base, deployer, alice, product } = await setup();
+    await makeItem(t.app, deployer, product.id, { assigned_to: alice.user.id });
+    const notes = (length: number) => `Fixes *this* <b>now</b> ${'x'.repeat(length - 24)}`;
+    assert.equal(notes(8192).length, 8192);
+    const short = (await api.post(`${base}/deploys.json`, { environment: 'prod', numbers: '1', notes: notes(8192) })).json();
+    const long = (await api.post(`${base}/deploys.json`, { environment: 'prod', numbers: '1', notes: notes(8193) })).json();
+    const markdown = (await deliveredFor(short.id)).get(alice.email)!;
+    assert.match(markdown.html, /Fixes <em>this<\/em> &lt;b&gt;now&lt;\/b&gt;/);
+    const plain = (await deliveredFor(long.id)).get(alice.email)!;
+    assert.match(plain.html, /<pre[^>]*>Fixes \*this\* &lt;b&gt;now&lt;\/b&gt; x+<\/pre>/);
+    assert.ok(plain.text.includes(notes(8193)));
+  });
+
   test('a follower who is no longer a member is not emailed', async () => {
     const { api, base, deployer, alice, product } = await setup();
     await makeItem(t.app, deployer, product.id, { assigned_to: alice.user.id });
@@ -203,6 +217,61 @@ describe('list deploys', () => {
     for (const q of [{ limit: '0' }, { limit: 'x' }, { offset: '-1' }]) {
       assert.equal((await api.get(`${base}/deploys.json`, q)).statusCode, 400, JSON.stringify(q));
     }
+  });
+
+  test('pages: 20 by default, at most 100, the total in X-Sprintly-Deploy-Count, newest first on request', async () => {
+    const { api, base, deployer, product } = await setup();
+    await makeItem(t.app, deployer, product.id);
+    await makeItem(t.app, deployer, product.id);
+    const ids: number[] = [];
+    for (let i = 0; i < 105; i++) {
+      ids.push((await api.post(`${base}/deploys.json`, { environment: i % 2 ? 'staging' : 'production', numbers: '1,2', version: `v${i}` })).json().id);
+    }
+    const first = await api.get(`${base}/deploys.json`);
+    assert.equal(first.headers['x-sprintly-deploy-count'], '105');
+    assert.deepEqual(first.json().map((d: { id: number }) => d.id), ids.slice(0, 20));
+    const most = await api.get(`${base}/deploys.json`, { limit: 1000, offset: 2 });
+    assert.deepEqual(most.json().map((d: { id: number }) => d.id), ids.slice(2, 102));
+    const newest = await api.get(`${base}/deploys.json`, { order_by: 'newest', limit: 3 });
+    assert.deepEqual(newest.json().map((d: { id: number }) => d.id), ids.slice(-3).reverse());
+    const staging = await api.get(`${base}/deploys.json`, { environment: 'staging', order_by: 'newest', offset: 1, limit: 2 });
+    assert.equal(staging.headers['x-sprintly-deploy-count'], '52');
+    assert.deepEqual(staging.json().map((d: { id: number }) => d.id), [ids[101], ids[99]]);
+    assert.deepEqual((await api.get(`${base}/deploys.json`, { order_by: 'oldest', limit: 1 })).json()[0].id, ids[0]);
+    assert.deepEqual((await api.get(`${base}/deploys.json`, { offset: 105 })).json(), []);
+    const bad = await api.get(`${base}/deploys.json`, { order_by: 'priority', limit: '0' });
+    assert.equal(bad.statusCode, 400);
+    assert.ok(bad.json().errors.order_by && bad.json().errors.limit, bad.body);
+  });
+
+  test('a page stops before the deploy that would take it past 1,000 items, but never comes back empty', async () => {
+    const { api, base, deployer, product } = await setup();
+    const numbers = Array.from({ length: 600 }, (_, i) => i + 1);
+    await t.db
+      .insertInto('items')
+      .values(
+        numbers.map((number) => ({
+          product_id: product.id, number, type: 'task', status: 1, title: `Item ${number}`, who: null, what: null, why: null,
+          description: '', score: '~', archived: 0, created_by_id: deployer.user.id, assigned_to_id: null, parent_id: null,
+          sort: number * 1000, close_reason: null, started_at: null, closed_at: null, accepted_at: null,
+          created_at: '2026-01-01T00:00:00+00:00', last_modified: '2026-01-01T00:00:00+00:00', last_activity: '2026-01-01T00:00:00+00:00',
+        })),
+      )
+      .execute();
+    const sizes = [600, 300, 100, 5, 600];
+    const ids: number[] = [];
+    for (const size of sizes) ids.push((await api.post(`${base}/deploys.json`, { environment: 'prod', numbers: numbers.slice(0, size).join(',') })).json().id);
+    const pages: number[][] = [];
+    for (let offset = 0; offset < sizes.length; ) {
+      const res = await api.get(`${base}/deploys.json`, { offset });
+      assert.equal(res.headers['x-sprintly-deploy-count'], String(sizes.length));
+      const page = res.json() as { id: number; items: unknown[] }[];
+      assert.ok(page.length > 0);
+      assert.ok(page.length === 1 || page.reduce((n, d) => n + d.items.length, 0) <= 1000);
+      pages.push(page.map((d) => d.id));
+      offset += page.length;
+    }
+    assert.deepEqual(pages, [[ids[0], ids[1], ids[2]], [ids[3], ids[4]]]);
   });
 
   test('items are rendered in their current state', async () => {

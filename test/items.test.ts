@@ -341,6 +341,66 @@ describe('archive, children, follow', () => {
     assert.equal((await api.get(`${base}/items/9/children.json`)).statusCode, 404);
   });
 
+  test('children pages: offset and limit (at most 500), the total in X-Sprintly-Item-Count', async () => {
+    const { api, owner, product, base } = await setup();
+    await makeItem(t.app, owner, product.id, { type: 'story', who: 'a', what: 'b', why: 'c' });
+    for (let i = 0; i < 5; i++) await makeItem(t.app, owner, product.id, { parent: 1 });
+    const all = await api.get(`${base}/items/1/children.json`);
+    assert.equal(all.headers['x-sprintly-item-count'], '5');
+    assert.deepEqual(all.json().map((i: { number: number }) => i.number), [2, 3, 4, 5, 6]);
+    const page = await api.get(`${base}/items/1/children.json`, { offset: 1, limit: 2 });
+    assert.equal(page.headers['x-sprintly-item-count'], '5');
+    assert.deepEqual(page.json().map((i: { number: number }) => i.number), [3, 4]);
+    assert.equal((await api.get(`${base}/items/1/children.json`, { limit: 9999 })).json().length, 5);
+    const bad = await api.get(`${base}/items/1/children.json`, { offset: '-1', limit: 'x' });
+    assert.equal(bad.statusCode, 400);
+    assert.deepEqual(Object.keys(bad.json().errors).sort(), ['limit', 'offset']);
+  });
+
+  test('deployed_to shows the latest 10 environments (3 where embedded); deployed_to.json has them all', async () => {
+    const { api, owner, product, base } = await setup();
+    await makeItem(t.app, owner, product.id, { type: 'story', who: 'a', what: 'b', why: 'c' });
+    await makeItem(t.app, owner, product.id, { parent: 1 });
+    const deployIds: number[] = [];
+    for (let e = 0; e < 12; e++) deployIds.push((await api.post(`${base}/deploys.json`, { environment: `env-${e}`, numbers: '1,2' })).json().id);
+    // A later deploy to an environment already listed moves it to the front.
+    deployIds.push((await api.post(`${base}/deploys.json`, { environment: 'env-0', numbers: '1,2', version: 'again' })).json().id);
+    const latestFirst = ['env-0', ...Array.from({ length: 11 }, (_, i) => `env-${11 - i}`)];
+
+    const item = (await api.get(`${base}/items/2.json`)).json();
+    assert.equal(item.deployed_to_count, 12);
+    assert.deepEqual(item.deployed_to.map((d: { environment: string }) => d.environment), latestFirst.slice(0, 10));
+    assert.equal(item.deployed_to[0].version, 'again');
+    assert.equal(item.deployed_to[0].deploy_id, deployIds[12]);
+    assert.equal(item.parent.deployed_to_count, 12);
+    assert.deepEqual(item.parent.deployed_to.map((d: { environment: string }) => d.environment), latestFirst.slice(0, 3));
+    const listed = (await api.get(`${base}/items.json`, { children: true })).json();
+    assert.equal(listed[0].deployed_to.length, 10);
+    assert.equal(listed[1].parent.deployed_to.length, 3);
+    const deploy = (await api.get(`${base}/deploys.json`, { order_by: 'newest', limit: 1 })).json()[0];
+    for (const i of deploy.items) {
+      assert.equal(i.deployed_to_count, 12);
+      assert.deepEqual(i.deployed_to.map((d: { environment: string }) => d.environment), latestFirst.slice(0, 3));
+    }
+
+    const full = await api.get(`${base}/items/2/deployed_to.json`);
+    assert.equal(full.statusCode, 200);
+    assert.equal(full.headers['x-sprintly-deployed-to-count'], '12');
+    assert.deepEqual(full.json().map((d: { environment: string }) => d.environment), latestFirst);
+    assert.deepEqual(full.json().slice(0, 10), item.deployed_to);
+    const page = await api.get(`${base}/items/2/deployed_to.json`, { offset: 10, limit: 5 });
+    assert.equal(page.headers['x-sprintly-deployed-to-count'], '12');
+    assert.deepEqual(page.json().map((d: { environment: string }) => d.environment), latestFirst.slice(10));
+    assert.equal((await api.get(`${base}/items/99/deployed_to.json`)).statusCode, 404);
+    assert.equal((await api.get(`${base}/items/2/deployed_to.json`, { limit: 0 })).statusCode, 400);
+
+    await makeItem(t.app, owner, product.id);
+    const none = await api.get(`${base}/items/3/deployed_to.json`);
+    assert.deepEqual(none.json(), []);
+    assert.equal(none.headers['x-sprintly-deployed-to-count'], '0');
+    assert.equal((await api.get(`${base}/items/3.json`)).json().deployed_to_count, 0);
+  });
+
   test('follow and unfollow; following is activity', async () => {
     const { owner, member, product, base } = await setup();
     const item = await makeItem(t.app, owner, product.id);

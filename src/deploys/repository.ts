@@ -78,17 +78,43 @@ export async function followingMembers(db: Db, productId: number, itemIds: numbe
   return following;
 }
 
-/** Deploys of a product, oldest first, optionally of one environment. */
-export async function listDeploys(
-  db: Db,
-  productId: number,
-  filter: { environment?: string; offset: number; limit?: number },
-): Promise<DeployRow[]> {
-  let q = db.selectFrom('deploys').selectAll().where('product_id', '=', productId).orderBy('id');
+export interface DeployFilter {
+  environment?: string;
+  newest: boolean;
+}
+
+function deploysOf(db: Db, productId: number, filter: DeployFilter) {
+  let q = db.selectFrom('deploys').where('product_id', '=', productId);
   if (filter.environment !== undefined) q = q.where('environment', '=', filter.environment);
-  // OFFSET needs a LIMIT in SQLite; the largest safe integer means "all" on both databases.
-  if (filter.limit !== undefined || filter.offset) q = q.limit(filter.limit ?? Number.MAX_SAFE_INTEGER).offset(filter.offset);
-  return q.execute();
+  return q;
+}
+
+/** One page of a product's deploys (optionally of one environment), oldest or newest first. */
+export async function listDeploys(db: Db, productId: number, filter: DeployFilter, offset: number, limit: number): Promise<DeployRow[]> {
+  return deploysOf(db, productId, filter)
+    .selectAll()
+    .orderBy('id', filter.newest ? 'desc' : 'asc')
+    .limit(limit)
+    .offset(offset)
+    .execute();
+}
+
+export async function countDeploys(db: Db, productId: number, filter: DeployFilter): Promise<number> {
+  const row = await deploysOf(db, productId, filter).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
+/** How many items each deploy holds, from the link table's key alone. */
+export async function countDeployItems(db: Db, deployIds: number[]): Promise<Map<number, number>> {
+  const rows = await inChunks(deployIds, (chunk) =>
+    db
+      .selectFrom('deploy_items')
+      .select(['deploy_id', (eb) => eb.fn.countAll<number>().as('n')])
+      .where('deploy_id', 'in', chunk)
+      .groupBy('deploy_id')
+      .execute(),
+  );
+  return new Map(rows.map((r) => [r.deploy_id, Number(r.n)]));
 }
 
 /** The items of each deploy, by deploy id, in ascending number order. */

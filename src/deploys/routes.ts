@@ -1,10 +1,18 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import { requestParams } from '../http/hooks.js';
-import { asInteger, asText, params, Param } from '../http/params.js';
+import { params, Param } from '../http/params.js';
 import { ProductParams } from '../http/schemas.js';
 import { DeploySchema } from './present.js';
-import { findDeploys, parseDeploy, parseIdempotencyKey, recordDeploy, renderDeploys, renderNewDeploy } from './service.js';
+import {
+  findDeploys,
+  parseDeploy,
+  parseDeployList,
+  parseIdempotencyKey,
+  recordDeploy,
+  renderDeploys,
+  renderNewDeploy,
+} from './service.js';
 
 export async function deployRoutes(app: FastifyInstance): Promise<void> {
   const urls = app.config;
@@ -14,18 +22,14 @@ export async function deployRoutes(app: FastifyInstance): Promise<void> {
     {
       schema: {
         params: ProductParams,
-        querystring: params({ environment: Param, offset: Param, limit: Param }),
+        querystring: params({ environment: Param, offset: Param, limit: Param, order_by: Param }),
         response: { 200: Type.Array(DeploySchema) },
       },
     },
-    async (request) => {
-      const p = requestParams(request);
-      const filter = {
-        environment: asText('environment', p.environment, 255) || undefined,
-        offset: asInteger('offset', p.offset) ?? 0,
-        limit: asInteger('limit', p.limit, 1),
-      };
-      const deploys = await findDeploys(app.db, request.scope, filter);
+    async (request, reply) => {
+      const { filter, page } = parseDeployList(requestParams(request));
+      const { deploys, total } = await findDeploys(app.db, request.scope, filter, page);
+      reply.header('X-Sprintly-Deploy-Count', String(total));
       return renderDeploys(app.db, request.scope, deploys, urls);
     },
   );

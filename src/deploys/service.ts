@@ -2,9 +2,10 @@ import crypto from 'node:crypto';
 import type { Db } from '../db/connection.js';
 import type { DeployRow, ItemRow } from '../db/schema.js';
 import { BadRequestError, ForbiddenError, UnprocessableError, ValidationError } from '../errors.js';
-import { asList, asText, invalid, asInteger, type ParamValue } from '../http/params.js';
+import { asEnum, asList, asPage, asText, collectErrors, invalid, asInteger, type ParamValue } from '../http/params.js';
 import { findItemsByNumbers, touchActivity } from '../items/repository.js';
-import { renderItems } from '../items/service.js';
+import { BIG_PAGE, renderItems } from '../items/service.js';
+import { nextTurn } from '../turns.js';
 import { deploySubject, mailbox } from '../mail/deploy-email.js';
 import { enqueueMessages } from '../mail/outbox.js';
 import type { ProductScope, Urls } from '../scope.js';
@@ -13,10 +14,32 @@ import { RETRY_WINDOW_MS } from '../mail/worker.js';
 import { findUsersByIds } from '../users/repository.js';
 import { lockProduct } from '../products/repository.js';
 import { presentDeploy, type DeployJson } from './present.js';
-import { findDeployByKey, followingMembers, insertDeploy, itemsOfDeploys, listDeploys, recordDeployedItems } from './repository.js';
+import {
+  countDeployItems,
+  countDeploys,
+  findDeployByKey,
+  followingMembers,
+  insertDeploy,
+  itemsOfDeploys,
+  listDeploys,
+  recordDeployedItems,
+  type DeployFilter,
+} from './repository.js';
 
 /** Items one deploy may name: far more than any release, few enough for one transaction. */
 export const MAX_DEPLOY_ITEMS = 1000;
+
+/** Deploys per page of deploys.json: without `limit`, and at most. */
+export const DEPLOY_PAGE = { default: 20, max: 100 } as const;
+/**
+ * Items one page of deploys.json may embed in all. A deploy holds up to MAX_DEPLOY_ITEMS, so a
+ * page of full-size deploys would weigh a megabyte per deploy: a page ends before the deploy that
+ * would take it past this many items (it always holds at least one deploy). Clients page on by
+ * the number of deploys they got, as they must anyway when asking for more than the maximum.
+ */
+export const DEPLOY_PAGE_ITEMS = 1000;
+
+export const DEPLOY_ORDERS = ['oldest', 'newest'] as const;
 
 export interface DeployInput {
   environment: string;
@@ -40,6 +63,16 @@ export function parseDeploy(p: Record<string, ParamValue>): DeployInput {
     version: asText('version', p.version, 255) ?? '',
     notes: asText('notes', p.notes, 65535) ?? '',
   };
+}
+
+/** Parameters of a deploy list (INTERFACE.md §7.7); every malformed one is named in one 400. */
+export function parseDeployList(p: Record<string, ParamValue>): { filter: DeployFilter; page: { offset: number; limit: number } } {
+  return collectErrors((field) => {
+    const page = field(() => asPage(p, DEPLOY_PAGE));
+    const environment = field(() => asText('environment', p.environment, 255)) || undefined;
+    const order = field(() => asEnum('order_by', p.order_by, DEPLOY_ORDERS));
+    return { filter: { environment, newest: order === 'newest' }, page: page! };
+  });
 }
 
 export function parseIdempotencyKey(header: string | string[] | undefined): string | undefined {
@@ -128,26 +161,50 @@ export async function recordDeploy(
   return { deploy, created: true, items: after };
 }
 
-/** Deploys as JSON, each with its items in their current state. */
+/** Deploys as JSON, each with its items (embedded: a short deployed_to) in their current state. */
 export async function renderDeploys(db: Db, scope: ProductScope, deploys: DeployRow[], urls: Urls): Promise<DeployJson[]> {
   const itemsByDeploy = await itemsOfDeploys(db, deploys.map((d) => d.id));
   const allItems = [...new Map([...itemsByDeploy.values()].flat().map((i) => [i.id, i])).values()];
-  const rendered = new Map((await renderItems(db, scope.product, allItems, urls, scope.user.id)).map((json, i) => [allItems[i].id, json]));
+  if (allItems.length > BIG_PAGE) await nextTurn();
+  const rendered = new Map((await renderItems(db, scope.product, allItems, urls, scope.user.id, true)).map((json, i) => [allItems[i].id, json]));
   const users = new Map((await findUsersByIds(db, deploys.map((d) => d.user_id))).map((u) => [u.id, u]));
-  return deploys.map((d) =>
+  const json = deploys.map((d) =>
     presentDeploy(d, users.get(d.user_id)!, scope.user.id, itemsByDeploy.get(d.id)!.map((i) => rendered.get(i.id)!)),
   );
+  // Serialising a page of a thousand items is a step of its own (see nextTurn).
+  if (allItems.length > BIG_PAGE) await nextTurn();
+  return json;
 }
 
 /** A deploy just recorded as JSON: its items and its deployer (the caller) are in hand. */
 export async function renderNewDeploy(db: Db, scope: ProductScope, deploy: DeployRow, items: ItemRow[], urls: Urls): Promise<DeployJson> {
-  return presentDeploy(deploy, scope.user, scope.user.id, await renderItems(db, scope.product, items, urls, scope.user.id));
+  const json = presentDeploy(deploy, scope.user, scope.user.id, await renderItems(db, scope.product, items, urls, scope.user.id, true));
+  if (items.length > BIG_PAGE) await nextTurn();
+  return json;
 }
 
+/**
+ * One page of the product's deploys (INTERFACE.md §7.7) and how many match in all: at most
+ * `limit` deploys, fewer when their items would pass DEPLOY_PAGE_ITEMS, never none while any
+ * remain.
+ */
 export async function findDeploys(
   db: Db,
   scope: ProductScope,
-  filter: { environment?: string; offset: number; limit?: number },
-): Promise<DeployRow[]> {
-  return listDeploys(db, scope.product.id, filter);
+  filter: DeployFilter,
+  page: { offset: number; limit: number },
+): Promise<{ deploys: DeployRow[]; total: number }> {
+  const [candidates, total] = await Promise.all([
+    listDeploys(db, scope.product.id, filter, page.offset, page.limit),
+    countDeploys(db, scope.product.id, filter),
+  ]);
+  const sizes = await countDeployItems(db, candidates.map((d) => d.id));
+  const deploys: DeployRow[] = [];
+  let items = 0;
+  for (const deploy of candidates) {
+    items += sizes.get(deploy.id) ?? 0;
+    if (deploys.length > 0 && items > DEPLOY_PAGE_ITEMS) break;
+    deploys.push(deploy);
+  }
+  return { deploys, total };
 }

@@ -219,3 +219,34 @@ export function mergeParams(query: unknown, body: unknown, names: ReadonlySet<st
   if (Object.keys(errors).length) throw new ValidationError(errors);
   return merged;
 }
+
+/**
+ * Runs each parameter's parser, gathering every problem into one ValidationError, so that a
+ * client learns about all its mistakes at once.
+ */
+export function collectErrors<T>(parse: (field: <V>(fn: () => V) => V | undefined) => T): T {
+  const errors: Record<string, string> = {};
+  const field = <V>(fn: () => V): V | undefined => {
+    try {
+      return fn();
+    } catch (err) {
+      if (!(err instanceof ValidationError) || !err.errors) throw err;
+      Object.assign(errors, err.errors);
+      return undefined;
+    }
+  };
+  const result = parse(field);
+  if (Object.keys(errors).length) throw new ValidationError(errors);
+  return result;
+}
+
+/**
+ * `offset` and `limit` of a paged list: no limit is `size.default`, a bigger one than
+ * `size.max` is cut to it (as item lists do), below 1 is 400.
+ */
+export function asPage(p: Record<string, ParamValue>, size: { default: number; max: number }): { offset: number; limit: number } {
+  return collectErrors((field) => ({
+    offset: field(() => asInteger('offset', p.offset)) ?? 0,
+    limit: Math.min(field(() => asInteger('limit', p.limit, 1)) ?? size.default, size.max),
+  }));
+}

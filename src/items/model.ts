@@ -28,6 +28,22 @@ export const LIMITS = { title: 255, who: 255, what: 255, why: 255, description: 
 export const MAX_TAGS = 100;
 export const MAX_TAG_FILTER = 50;
 
+/**
+ * `deployed_to` lists an item's latest environments only, so that an item deployed to thousands
+ * of them stays a small object: this many on the item itself, fewer on an item embedded in
+ * another (a sub-item's `parent`, a deploy's `items`), which pages repeat hundreds of times.
+ * `deployed_to_count` says how many there are; `deployed_to.json` pages through them all.
+ */
+export const DEPLOYED_TO_SHOWN = 10;
+export const DEPLOYED_TO_SHOWN_EMBEDDED = 3;
+/** Page sizes of `deployed_to.json`. */
+export const DEPLOYED_TO_PAGE = { default: 100, max: 1000 } as const;
+
+/** With `children=true`, each entry before the page is walked to: pages start no deeper than this. */
+export const MAX_CHILDREN_OFFSET = 10_000;
+/** Page sizes of `children.json` (whose original form has no paging: the default shows them all, up to the maximum). */
+export const CHILDREN_PAGE = { default: 500, max: 500 } as const;
+
 export const isClosed = (s: Status): boolean => s === 'completed' || s === 'accepted';
 
 /** `As a{n} {who}, I want {what} so that {why}.`, the article following the sound of `who`. */

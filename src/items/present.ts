@@ -2,11 +2,20 @@ import { Type, type Static, type TObject } from '@sinclair/typebox';
 import type { ItemRow } from '../db/schema.js';
 import { presentProductSummary, ProductSummarySchema } from '../products/present.js';
 import { presentUser, UserSchema } from '../users/present.js';
-import { statusName } from './model.js';
+import { DEPLOYED_TO_SHOWN_EMBEDDED, statusName } from './model.js';
 import type { ItemRelations } from './repository.js';
 import type { Urls } from '../scope.js';
 
 const Timestamp = Type.String();
+
+/** One entry of `deployed_to`: the item's latest deploy to one environment. */
+const DeploymentSchema = Type.Object({
+  environment: Type.String(),
+  version: Type.String(),
+  deployed_at: Timestamp,
+  deploy_id: Type.Integer(),
+});
+export const DeploymentListSchema = Type.Array(DeploymentSchema);
 
 const itemFields = {
   number: Type.Integer(),
@@ -41,14 +50,8 @@ const itemFields = {
     comments: Type.Integer(),
     favorites: Type.Integer(),
   }),
-  deployed_to: Type.Array(
-    Type.Object({
-      environment: Type.String(),
-      version: Type.String(),
-      deployed_at: Timestamp,
-      deploy_id: Type.Integer(),
-    }),
-  ),
+  deployed_to: Type.Array(DeploymentSchema),
+  deployed_to_count: Type.Integer(),
 };
 
 /** The parent as embedded in a sub-item: the item without its own parent or children. */
@@ -57,7 +60,9 @@ export const ItemSchema: TObject = Type.Object({ ...itemFields, parent: Type.Opt
 export const ItemListSchema = Type.Array(ItemSchema);
 export type ItemJson = Static<typeof ParentItemSchema> & { parent?: Static<typeof ParentItemSchema> };
 
-function presentOwnFields(row: ItemRow, rel: ItemRelations, urls: Urls, viewerId: number): ItemJson {
+/** The shared fields, as the caller (`viewerId`) sees them; `deployed_to` cut to the latest `shown` environments. */
+function presentOwnFields(row: ItemRow, rel: ItemRelations, urls: Urls, viewerId: number, shown: number): ItemJson {
+  const deployments = rel.deployments.get(row.id);
   const status = statusName(row.status);
   const item: ItemJson = {
     number: row.number,
@@ -79,7 +84,8 @@ function presentOwnFields(row: ItemRow, rel: ItemRelations, urls: Urls, viewerId
     progress: {},
     email: { files: `files-${row.id}@${urls.mailDomain}`, discussion: `discussion-${row.id}@${urls.mailDomain}` },
     counts: { blockers: 0, blocking: 0, comments: 0, favorites: 0 },
-    deployed_to: rel.deployments.get(row.id) ?? [],
+    deployed_to: deployments === undefined ? [] : deployments.length > shown ? deployments.slice(0, shown) : deployments,
+    deployed_to_count: rel.deploymentCounts.get(row.id) ?? 0,
   };
   if (row.type === 'story') {
     item.who = row.who ?? '';
@@ -95,13 +101,14 @@ function presentOwnFields(row: ItemRow, rel: ItemRelations, urls: Urls, viewerId
 
 /**
  * An item row and its relations -> the one item shape of INTERFACE.md §4.3, as the caller
- * (`viewerId`) sees the users it embeds (see presentUser).
+ * (`viewerId`) sees the users it embeds (see presentUser), showing the latest `shown`
+ * environments in `deployed_to` (as many as `rel` holds at most); its parent, embedded, shows fewer.
  */
-export function presentItem(row: ItemRow, rel: ItemRelations, urls: Urls, viewerId: number): ItemJson {
-  const item = presentOwnFields(row, rel, urls, viewerId);
+export function presentItem(row: ItemRow, rel: ItemRelations, urls: Urls, viewerId: number, shown: number): ItemJson {
+  const item = presentOwnFields(row, rel, urls, viewerId, shown);
   if (row.parent_id !== null) {
     const parent = rel.parents.get(row.parent_id);
-    if (parent) item.parent = presentOwnFields(parent, rel, urls, viewerId);
+    if (parent) item.parent = presentOwnFields(parent, rel, urls, viewerId, Math.min(shown, DEPLOYED_TO_SHOWN_EMBEDDED));
   }
   return item;
 }

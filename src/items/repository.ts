@@ -247,16 +247,43 @@ export async function listChildren(db: Db, parentIds: number[]): Promise<ItemRow
     .execute();
 }
 
+/** One page of a story's live sub-items, by priority. */
+export async function listChildrenPage(db: Db, parentId: number, offset: number, limit: number): Promise<ItemRow[]> {
+  return db
+    .selectFrom('items')
+    .selectAll()
+    .where('parent_id', '=', parentId)
+    .where('archived', '=', 0)
+    .orderBy('status')
+    .orderBy('sort')
+    .orderBy('number')
+    .limit(limit)
+    .offset(offset)
+    .execute();
+}
+
+/** How many live sub-items a story has. */
+export async function countChildren(db: Db, parentId: number): Promise<number> {
+  const row = await db
+    .selectFrom('items')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('parent_id', '=', parentId)
+    .where('archived', '=', 0)
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
 /**
  * One page of matching top-level items with each story followed by its live sub-items; offset
  * and limit count both kinds of entries. Walks the top-level items in order, a chunk at a time,
- * counting each story's sub-items, so a page costs what lies before it and no more.
+ * counting each story's sub-items, so a page costs what lies before it and no more (callers
+ * bound the offset: MAX_CHILDREN_OFFSET). Chunks grow while the walk is still short of the
+ * page, so a deep page takes a few steps rather than one per hundred items.
  */
 export async function listWithChildren(db: Db, f: ItemFilter, order: Order, offset: number, limit: number): Promise<ItemRow[]> {
   const page: ItemRow[] = [];
   let skip = offset;
-  const chunk = Math.max(100, limit);
-  for (let topOffset = 0; page.length < limit; topOffset += chunk) {
+  for (let topOffset = 0, chunk = Math.max(100, limit); page.length < limit; topOffset += chunk, chunk = Math.min(chunk * 2, 2000)) {
     // Only ids, which the order's index holds; whole rows are read for the entries the page shows.
     const tops = await ordered(topLevelQuery(db, f, order), order)
       .select('items.id')
@@ -316,11 +343,90 @@ export interface ItemRelations {
   product: ProductRow;
   users: Map<number, UserProfile>;
   tags: Map<number, string[]>;
+  /** Each item's latest deployments (at most the number asked for), latest first. */
   deployments: Map<number, Deployment[]>;
+  /** How many environments each item was deployed to in all. */
+  deploymentCounts: Map<number, number>;
   parents: Map<number, ItemRow>;
 }
 
-export async function loadRelations(db: Db, product: ProductRow, rows: ItemRow[]): Promise<ItemRelations> {
+/**
+ * The latest `shown` deployments of each item, latest first, and how many each has in all. One
+ * index walk per item that stops after `shown + 1` entries; only items that have more are counted.
+ */
+async function latestDeployments(
+  db: Db,
+  ids: number[],
+  shown: number,
+): Promise<{ deployments: Map<number, Deployment[]>; counts: Map<number, number> }> {
+  const take = shown + 1;
+  const rows = await inChunks(ids, async (chunk) => {
+    // PostgreSQL walks the index per item through LATERAL; SQLite, which has none, through a
+    // correlated rowid list per item.
+    const query =
+      dialectOf(db) === 'postgres'
+        ? sql<Deployment & { item_id: number }>`select d.item_id, d.environment, d.version, d.deployed_at, d.deploy_id
+            from unnest(${chunk}::integer[]) as i(id)
+            cross join lateral (
+              select * from item_deployments x where x.item_id = i.id order by x.deploy_id desc limit ${take}
+            ) d`
+        : sql<Deployment & { item_id: number }>`select d.item_id, d.environment, d.version, d.deployed_at, d.deploy_id
+            from items i
+            join item_deployments d on d.rowid in (
+              select x.rowid from item_deployments x where x.item_id = i.id order by x.deploy_id desc limit ${take}
+            )
+            where i.id in (${sql.join(chunk)})`;
+    return (await query.execute(db)).rows;
+  });
+  const deployments = new Map<number, Deployment[]>();
+  for (const { item_id, environment, version, deployed_at, deploy_id } of rows) {
+    (deployments.get(item_id) ?? deployments.set(item_id, []).get(item_id)!).push({ environment, version, deployed_at, deploy_id });
+  }
+  const counts = new Map<number, number>();
+  const cut: number[] = [];
+  for (const [itemId, list] of deployments) {
+    list.sort((a, b) => b.deploy_id - a.deploy_id);
+    if (list.length > shown) {
+      list.length = shown;
+      cut.push(itemId);
+    } else {
+      counts.set(itemId, list.length);
+    }
+  }
+  for (const [itemId, n] of await countDeployments(db, cut)) counts.set(itemId, n);
+  return { deployments, counts };
+}
+
+/** How many environments each item was deployed to. */
+export async function countDeployments(db: Db, itemIds: number[]): Promise<Map<number, number>> {
+  const rows = await inChunks(itemIds, (chunk) =>
+    db
+      .selectFrom('item_deployments')
+      .select(['item_id', (eb) => eb.fn.countAll<number>().as('n')])
+      .where('item_id', 'in', chunk)
+      .groupBy('item_id')
+      .execute(),
+  );
+  return new Map(rows.map((r) => [r.item_id, Number(r.n)]));
+}
+
+/** One page of an item's deployments, latest first. */
+export async function listDeployments(db: Db, itemId: number, offset: number, limit: number): Promise<Deployment[]> {
+  return db
+    .selectFrom('item_deployments')
+    .select(['environment', 'version', 'deployed_at', 'deploy_id'])
+    .where('item_id', '=', itemId)
+    .orderBy('deploy_id', 'desc')
+    .limit(limit)
+    .offset(offset)
+    .execute();
+}
+
+/**
+ * Loads what a page of items embeds, each item's `deployed_to` cut to its latest `shown`
+ * environments (parents included).
+ */
+export async function loadRelations(db: Db, product: ProductRow, rows: ItemRow[], shown: number): Promise<ItemRelations> {
   // A list with sub-items usually holds their parents too.
   const listed = new Map(rows.map((r) => [r.id, r]));
   const parentIds = [...new Set(rows.map((r) => r.parent_id).filter((id): id is number => id !== null))];
@@ -334,25 +440,16 @@ export async function loadRelations(db: Db, product: ProductRow, rows: ItemRow[]
     inChunks(ids, (chunk) =>
       db.selectFrom('item_tags').select(['item_id', 'tag']).where('item_id', 'in', chunk).orderBy('item_id').orderBy('position').execute(),
     ),
-    inChunks(ids, (chunk) =>
-      db
-        .selectFrom('item_deployments')
-        .select(['item_id', 'environment', 'version', 'deployed_at', 'deploy_id'])
-        .where('item_id', 'in', chunk)
-        .orderBy('deploy_id', 'desc')
-        .execute(),
-    ),
+    latestDeployments(db, ids, shown),
   ]);
   const tagMap = new Map<number, string[]>();
   for (const t of tags) (tagMap.get(t.item_id) ?? tagMap.set(t.item_id, []).get(t.item_id)!).push(t.tag);
-  const depMap = new Map<number, Deployment[]>();
-  for (const { item_id, ...d } of deployments) (depMap.get(item_id) ?? depMap.set(item_id, []).get(item_id)!).push(d);
   return {
     product,
     users,
     tags: tagMap,
-    deployments: depMap,
+    deployments: deployments.deployments,
+    deploymentCounts: deployments.counts,
     parents: new Map(parents.map((p) => [p.id, p])),
   };
 }
-

@@ -2,15 +2,17 @@ import type { FastifyInstance } from 'fastify';
 import type { ItemRow } from '../db/schema.js';
 import { productNotFound } from '../errors.js';
 import { itemNumber, requestParams } from '../http/hooks.js';
-import { params, Param } from '../http/params.js';
+import { asPage, params, Param } from '../http/params.js';
 import { ItemParams, ProductParams } from '../http/schemas.js';
 import type { ProductScope } from '../scope.js';
 import { parseCreateItem, parseListItems, parseResort, parseUpdateItem } from './input.js';
-import { ItemListSchema, ItemSchema } from './present.js';
+import { CHILDREN_PAGE, DEPLOYED_TO_PAGE } from './model.js';
+import { DeploymentListSchema, ItemListSchema, ItemSchema } from './present.js';
 import {
   archiveItem,
   childrenOf,
   createItem,
+  deploymentsOf,
   getItem,
   listItems,
   renderItems,
@@ -82,10 +84,24 @@ export async function itemRoutes(app: FastifyInstance): Promise<void> {
 
   app.get(
     '/api/products/:product_id/items/:item_number/children.json',
-    { schema: { params: ItemParams, response: { 200: ItemListSchema } } },
-    async (request) => {
-      const rows = await childrenOf(app.db, request.scope, itemNumber(request));
+    { schema: { params: ItemParams, querystring: params({ offset: Param, limit: Param }), response: { 200: ItemListSchema } } },
+    async (request, reply) => {
+      const page = asPage(requestParams(request), CHILDREN_PAGE);
+      const { rows, total } = await childrenOf(app.db, request.scope, itemNumber(request), page);
+      reply.header('X-Sprintly-Item-Count', String(total));
       return renderItems(app.db, request.scope.product, rows, urls, request.scope.user.id);
+    },
+  );
+
+  // Every environment an item went to; the item itself shows only the latest (deployed_to).
+  app.get(
+    '/api/products/:product_id/items/:item_number/deployed_to.json',
+    { schema: { params: ItemParams, querystring: params({ offset: Param, limit: Param }), response: { 200: DeploymentListSchema } } },
+    async (request, reply) => {
+      const page = asPage(requestParams(request), DEPLOYED_TO_PAGE);
+      const { deployments, total } = await deploymentsOf(app.db, request.scope, itemNumber(request), page);
+      reply.header('X-Sprintly-Deployed-To-Count', String(total));
+      return deployments;
     },
   );
 

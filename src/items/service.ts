@@ -4,20 +4,34 @@ import { BadRequestError, itemNotFound, NotFoundError, userNotFound, ValidationE
 import { allocateItemNumber, bumpItemsVersion, filterMembers, lockProduct } from '../products/repository.js';
 import type { ProductScope, Urls } from '../scope.js';
 import { nowTimestamp } from '../time.js';
+import { nextTurn } from '../turns.js';
 import { findUserById } from '../users/repository.js';
 import type { CreateItemInput, ListItemsInput, ResortInput, UpdateItemInput, UserRef } from './input.js';
-import { isClosed, progressOnEntering, SORT_STEP, statusCode, statusName, storyTitle } from './model.js';
+import {
+  DEPLOYED_TO_SHOWN,
+  DEPLOYED_TO_SHOWN_EMBEDDED,
+  isClosed,
+  MAX_CHILDREN_OFFSET,
+  progressOnEntering,
+  SORT_STEP,
+  statusCode,
+  statusName,
+  storyTitle,
+} from './model.js';
 import type { ListCounts } from './counts.js';
 import { presentItem, type ItemJson } from './present.js';
 import {
   addFollower,
   bottomSort,
+  countChildren,
+  countDeployments,
   countTopLevel,
   countWithChildren,
   findItemByNumber,
   findTags,
   insertItem,
-  listChildren,
+  listChildrenPage,
+  listDeployments,
   listTopLevel,
   listWithChildren,
   loadRelations,
@@ -27,15 +41,30 @@ import {
   replaceTags,
   touchActivity,
   updateItemRow,
+  type Deployment,
 } from './repository.js';
+
+/** Pages of more items than this step aside for other requests between their phases. */
+export const BIG_PAGE = 100;
 
 /**
  * Renders rows as item JSON for the caller (`viewerId`), loading what they embed in a few queries
- * for the whole list.
+ * for the whole list. Items `embedded` in another object (a deploy's items) show fewer
+ * environments in `deployed_to`.
  */
-export async function renderItems(db: Db, product: ProductRow, rows: ItemRow[], urls: Urls, viewerId: number): Promise<ItemJson[]> {
-  const rel = await loadRelations(db, product, rows);
-  return rows.map((row) => presentItem(row, rel, urls, viewerId));
+export async function renderItems(
+  db: Db,
+  product: ProductRow,
+  rows: ItemRow[],
+  urls: Urls,
+  viewerId: number,
+  embedded = false,
+): Promise<ItemJson[]> {
+  const shown = embedded ? DEPLOYED_TO_SHOWN_EMBEDDED : DEPLOYED_TO_SHOWN;
+  const rel = await loadRelations(db, product, rows, shown);
+  // Big pages let other requests in between loading and presenting (see nextTurn).
+  if (rows.length > BIG_PAGE) await nextTurn();
+  return rows.map((row) => presentItem(row, rel, urls, viewerId, shown));
 }
 
 export async function getItem(db: Db, scope: ProductScope, number: number): Promise<ItemRow> {
@@ -70,7 +99,8 @@ async function parentStory(db: Db, productId: number, number: number): Promise<I
 /**
  * Lists items as INTERFACE.md §7.1 describes, with the total the query matches (remembered in
  * `counts` while the product's items do not change). Throws 404 when assigned_to/created_by
- * names no user.
+ * names no user; 400 for an offset beyond MAX_CHILDREN_OFFSET with sub-items, whose page is
+ * found by walking every entry before it.
  */
 export async function listItems(
   db: Db,
@@ -78,6 +108,9 @@ export async function listItems(
   input: ListItemsInput,
   counts: ListCounts,
 ): Promise<{ rows: ItemRow[]; total: number }> {
+  if (input.children && input.offset > MAX_CHILDREN_OFFSET) {
+    throw new ValidationError({ offset: `at most ${MAX_CHILDREN_OFFSET} with children=true` });
+  }
   const filter = {
     productId: scope.product.id,
     statuses: input.statuses.map(statusCode),
@@ -93,11 +126,32 @@ export async function listItems(
   return { rows, total };
 }
 
-/** A story's sub-items by priority; 400 for any other type. */
-export async function childrenOf(db: Db, scope: ProductScope, number: number): Promise<ItemRow[]> {
+/** One page of a story's sub-items by priority, and how many it has; 400 for any other type. */
+export async function childrenOf(
+  db: Db,
+  scope: ProductScope,
+  number: number,
+  page: { offset: number; limit: number },
+): Promise<{ rows: ItemRow[]; total: number }> {
   const item = await getItem(db, scope, number);
   if (item.type !== 'story') throw new BadRequestError('Only stories have sub-items.');
-  return listChildren(db, [item.id]);
+  const rows = await listChildrenPage(db, item.id, page.offset, page.limit);
+  // A first page that is not full holds them all.
+  const total = page.offset === 0 && rows.length < page.limit ? rows.length : await countChildren(db, item.id);
+  return { rows, total };
+}
+
+/** One page of every environment an item was deployed to, latest first, and how many there are. */
+export async function deploymentsOf(
+  db: Db,
+  scope: ProductScope,
+  number: number,
+  page: { offset: number; limit: number },
+): Promise<{ deployments: Deployment[]; total: number }> {
+  const item = await getItem(db, scope, number);
+  const deployments = await listDeployments(db, item.id, page.offset, page.limit);
+  const total = page.offset === 0 && deployments.length < page.limit ? deployments.length : ((await countDeployments(db, [item.id])).get(item.id) ?? 0);
+  return { deployments, total };
 }
 
 /**
