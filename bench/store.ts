@@ -19,7 +19,7 @@ export interface BenchStore {
   close(): Promise<void>;
 }
 
-const COPIED = ['deploy_id', 'user_id', 'to_address', 'subject', 'body_text', 'body_html', 'item_ids'] as const;
+const COPIED = ['deploy_id', 'user_id', 'to_address', 'subject', 'item_ids'] as const;
 type Template = Record<(typeof COPIED)[number], string | number | null>;
 
 interface Copy {

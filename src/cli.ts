@@ -4,10 +4,9 @@ import { copyDatabase, CopyError } from './db/copy.js';
 import { dialectOf } from './db/dialect.js';
 import { openDatabase, type Db } from './db/connection.js';
 import { AppError } from './errors.js';
-import { addMemberByEmail, createProduct } from './products/service.js';
-import { findUserByEmail } from './users/repository.js';
-import { createUser, rotateApiKey } from './users/service.js';
-import { mailStatus, retryMail, type MailStatus } from './mail/service.js';
+import { mailStatus, retryMail, type MailStatus } from './mail/index.js';
+import { addMemberByEmail, createProduct } from './products/index.js';
+import { createUser, findUserByEmail, rotateApiKey } from './users/index.js';
 
 class UsageError extends Error {}
 

@@ -1,6 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { summarize } from './mail/outbox.js';
-import { assessDelivery } from './mail/service.js';
+import { assessDelivery, summarize } from './mail/index.js';
 import { formatTimestamp } from './time.js';
 
 /**

@@ -1,7 +1,7 @@
 import { buildApp } from './app.js';
 import { ConfigError, databaseOptions, loadConfig } from './config.js';
 import { openDatabase } from './db/connection.js';
-import { countUsers } from './users/repository.js';
+import { countUsers } from './users/index.js';
 
 function firstRunHelp(url: string): string {
   return [

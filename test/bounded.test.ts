@@ -335,7 +335,7 @@ describe('deep pages with sub-items', () => {
 describe('deploy notes', () => {
   test('64 KB of hostile Markdown in notes holds nobody up while the mail is rendered', async () => {
     const follower = await makeUser(db);
-    await insertMembership(db, deploysProduct.id, follower.user.id, false, T);
+    await db.transaction().execute((trx) => insertMembership(trx, deploysProduct.id, follower.user.id, false, T));
     const items = `/api/products/${deploysProduct.id}/items.json`;
     const created = await fetch(`http://127.0.0.1:${server.port}${items}`, {
       method: 'POST',

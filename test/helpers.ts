@@ -86,7 +86,7 @@ export function basic(email: string, key: string): string {
 /** A product owned (as admin) by `owner`, with the given extra members. */
 export async function makeProduct(db: Db, owner: TestUser, members: TestUser[] = [], name = 'Test product'): Promise<ProductRow> {
   const product = await db.transaction().execute((trx) => createProduct(trx, owner.user, name));
-  for (const m of members) await insertMembership(db, product.id, m.user.id, false, '2026-01-01T00:00:00+00:00');
+  for (const m of members) await db.transaction().execute((trx) => insertMembership(trx, product.id, m.user.id, false, '2026-01-01T00:00:00+00:00'));
   return product;
 }
 

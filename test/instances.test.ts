@@ -26,7 +26,7 @@ before(async () => {
   productId = (await db.transaction().execute((trx) => createProduct(trx, made.user, 'Scaled'))).id;
   for (let i = 0; i < 6; i++) {
     const f = await db.transaction().execute((trx) => createUser(trx, { email: `f${i}@example.com`, firstName: 'F', lastName: String(i) }));
-    await insertMembership(db, productId, f.user.id, false, '2026-01-01T00:00:00+00:00');
+    await db.transaction().execute((trx) => insertMembership(trx, productId, f.user.id, false, '2026-01-01T00:00:00+00:00'));
     followers.push({ email: f.user.email, key: f.apiKey });
   }
   await db.destroy();

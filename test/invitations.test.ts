@@ -409,7 +409,10 @@ describe('upgrading a database made before invitations', () => {
         [ids[0], 's1', user.id, 'deploy', null, 'pending'],
         [ids[1], 's2', user.id, 'deploy', null, 'pending'],
       ]);
-      const added = await db.insertInto('outbox').values({ ...message(4), user_id: null, kind: 'invitation' }).returning('id').executeTakeFirstOrThrow();
+      // The bodies are rendered when a message is sent: the columns that held them are gone.
+      assert.ok(!('body_text' in rows[0]) && !('body_html' in rows[0]), `outbox columns: ${Object.keys(rows[0]).join(', ')}`);
+      const { body_text: _text, body_html: _html, ...fresh } = message(4);
+      const added = await db.insertInto('outbox').values({ ...fresh, user_id: null, kind: 'invitation' }).returning('id').executeTakeFirstOrThrow();
       assert.ok(added.id > ids[2], 'an id was handed out again');
       assert.equal((await db.selectFrom('outbox').select('user_id').where('id', '=', added.id).executeTakeFirstOrThrow()).user_id, null);
       if (!options.databaseUrl) {

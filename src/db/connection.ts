@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
-import { Kysely, PostgresDialect } from 'kysely';
+import { Kysely, PostgresDialect, type Transaction } from 'kysely';
 import type pg from 'pg';
 import { BackgroundCheckpointer } from './checkpointer.js';
 import { ImmediateSqliteDialect } from './dialect.js';
@@ -10,6 +10,11 @@ import type { Database } from './schema.js';
 import { LruCache } from '../lru.js';
 
 export type Db = Kysely<Database>;
+/**
+ * A database handle inside a transaction. Functions that write take this, so a call from outside
+ * one does not compile: every change runs in the one transaction its request opened.
+ */
+export type Trx = Transaction<Database>;
 
 export interface DatabaseOptions {
   /** Directory holding `shiplog.db` (SQLite); ignored with `filename` or `databaseUrl`. */

@@ -134,8 +134,6 @@ export interface OutboxTable {
   user_id: number | null;
   to_address: string;
   subject: string;
-  body_text: string;
-  body_html: string;
   /** JSON array of the ids of the recipient's items the message is about. */
   item_ids: string;
   message_id: string;

@@ -1,18 +1,11 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
-import { requestParams } from '../http/hooks.js';
 import { params, Param } from '../http/params.js';
+import { requestParams } from '../http/request.js';
 import { ProductParams } from '../http/schemas.js';
-import { DeploySchema } from './present.js';
-import {
-  findDeploys,
-  parseDeploy,
-  parseDeployList,
-  parseIdempotencyKey,
-  recordDeploy,
-  renderDeploys,
-  renderNewDeploy,
-} from './service.js';
+import { parseDeploy, parseDeployList, parseIdempotencyKey } from './input.js';
+import { DeploySchema, presentDeploys, presentNewDeploy } from './present.js';
+import { findDeploys, recordDeploy } from './service.js';
 
 export async function deployRoutes(app: FastifyInstance): Promise<void> {
   const urls = app.config;
@@ -30,7 +23,7 @@ export async function deployRoutes(app: FastifyInstance): Promise<void> {
       const { filter, page } = parseDeployList(requestParams(request));
       const { deploys, total } = await findDeploys(app.db, request.scope, filter, page);
       reply.header('X-Sprintly-Deploy-Count', String(total));
-      return renderDeploys(app.db, request.scope, deploys, urls);
+      return presentDeploys(app.db, request.scope, deploys, urls);
     },
   );
 
@@ -46,10 +39,10 @@ export async function deployRoutes(app: FastifyInstance): Promise<void> {
     async (request) => {
       const input = parseDeploy(requestParams(request));
       const key = parseIdempotencyKey(request.headers['idempotency-key']);
-      const recorded = await app.db.transaction().execute((trx) => recordDeploy(trx, request.scope, input, key, urls));
-      if (!recorded.created) return (await renderDeploys(app.db, request.scope, [recorded.deploy], urls))[0];
+      const recorded = await app.db.transaction().execute((trx) => recordDeploy(trx, request.scope, input, key, urls.mailDomain));
+      if (!recorded.created) return (await presentDeploys(app.db, request.scope, [recorded.deploy], urls))[0];
       app.outbox.nudge();
-      return renderNewDeploy(app.db, request.scope, recorded.deploy, recorded.items, urls);
+      return presentNewDeploy(app.db, request.scope, recorded.deploy, recorded.items, urls);
     },
   );
 }

@@ -84,6 +84,17 @@ export function asBoolean(name: string, value: ParamValue): boolean | undefined 
 }
 
 /**
+ * The one reading of a number that names something (an id, an item number), from a path segment
+ * or a parameter: digits only, else undefined. A run of digits too large to be stored is still a
+ * number (the largest safe integer), which names nothing: looking it up finds no row, so a huge
+ * id is a 404 like any other unknown one.
+ */
+export function digitsToId(raw: string): number | undefined {
+  const t = raw.trim();
+  return /^\d+$/.test(t) ? Math.min(Number(t), Number.MAX_SAFE_INTEGER) : undefined;
+}
+
+/**
  * Decimal digits only; `min` bounds it from below. Empty counts as not given. Any run of digits is
  * well-formed: one too large to hold is read as the largest safe integer, so everywhere a large
  * number means what it would mean anyway (an id or item number names nothing, a limit is capped,
@@ -93,8 +104,8 @@ export function asInteger(name: string, value: ParamValue, min = 0): number | un
   const s = asString(name, value);
   if (s === undefined || s.trim() === '') return undefined;
   const t = s.trim();
-  if (!/^\d+$/.test(t)) return invalid(name, min > 0 ? `must be a whole number of at least ${min}` : 'must be a whole number');
-  const n = Math.min(Number(t), Number.MAX_SAFE_INTEGER);
+  const n = digitsToId(t);
+  if (n === undefined) return invalid(name, min > 0 ? `must be a whole number of at least ${min}` : 'must be a whole number');
   if (n < min) return invalid(name, `must be at least ${min}`);
   return n;
 }

@@ -1,5 +1,5 @@
 import type { InvitationRow } from '../db/schema.js';
-import type { UnsubscribeLinks } from '../mail/unsubscribe.js';
+import type { UnsubscribeLinks } from '../mail/index.js';
 
 /**
  * Invitation links: the invitation's id and the moment the link stops working, signed with the

@@ -1,12 +1,40 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
-import { requestParams } from '../http/hooks.js';
+import { answer, escapeHtml, failure } from '../http/html.js';
 import { params, Param } from '../http/params.js';
-import { escapeHtml, fullName } from '../mail/deploy-email.js';
-import { answer, failure } from '../mail/routes.js';
-import { presentProductSummary } from '../products/present.js';
-import { presentUser } from '../users/present.js';
-import { acceptInvitation, invitationTarget, parseAcceptNames, type InvitationTarget } from './service.js';
+import { requestParams } from '../http/request.js';
+import { ProductParams } from '../http/schemas.js';
+import { presentProductSummary, requireAdmin } from '../products/index.js';
+import { fullName, presentUser } from '../users/index.js';
+import { parseAcceptNames, parseInvite } from './input.js';
+import { acceptInvitation, invitationTarget, invitePerson, type InvitationTarget } from './service.js';
+
+export const InviteAnswerSchema = Type.Object({
+  email: Type.String(),
+  status: Type.Union([Type.Literal('invited'), Type.Literal('member')]),
+  admin: Type.Boolean(),
+});
+
+/** `POST /api/products/{id}/people.json`: an admin invites a person (the caller is a member by now). */
+export async function inviteRoutes(app: FastifyInstance): Promise<void> {
+  app.post(
+    '/api/products/:product_id/people.json',
+    {
+      schema: {
+        params: ProductParams,
+        body: params({ email: Param, first_name: Param, last_name: Param, admin: Param }),
+        response: { 200: InviteAnswerSchema },
+      },
+    },
+    async (request) => {
+      requireAdmin(request.scope);
+      const input = parseInvite(requestParams(request));
+      const { answer, queued } = await app.db.transaction().execute((trx) => invitePerson(trx, request.scope, input, app.config.mailDomain));
+      if (queued) app.outbox.nudge();
+      return answer;
+    },
+  );
+}
 
 const TokenParams = Type.Object({ token: Type.String() });
 

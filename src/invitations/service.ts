@@ -1,17 +1,12 @@
-import crypto from 'node:crypto';
-import type { Db } from '../db/connection.js';
+import type { Db, Trx } from '../db/connection.js';
 import type { InvitationRow, ProductRow, UserRow } from '../db/schema.js';
 import { ConflictError, GoneError, NotFoundError, TooManyRequestsError, ValidationError } from '../errors.js';
-import { asBoolean, asString, asText, type ParamValue } from '../http/params.js';
-import { fullName, oneLine } from '../mail/deploy-email.js';
-import { enqueueMessages } from '../mail/outbox.js';
-import type { UnsubscribeLinks } from '../mail/unsubscribe.js';
-import { RETRY_WINDOW_MS } from '../mail/worker.js';
-import { findMembership, findProduct, insertMembership, lockProduct } from '../products/repository.js';
+import { queueInvitation, type UnsubscribeLinks } from '../mail/index.js';
+import { findMembership, findProduct, insertMembership, lockProduct } from '../products/index.js';
 import type { ProductScope } from '../scope.js';
 import { formatTimestamp } from '../time.js';
-import { findUserByEmail, findUserById } from '../users/repository.js';
-import { createUser, validEmail } from '../users/service.js';
+import { createUser, findUserByEmail, findUserById } from '../users/index.js';
+import type { InviteInput } from './input.js';
 import { readInvitationToken } from './links.js';
 import {
   countSentSince,
@@ -31,25 +26,6 @@ export const RESEND_AFTER_MS = 24 * 3600_000;
 export const INVITATIONS_PER_HOUR_PER_INVITER = 20;
 export const INVITATIONS_PER_HOUR_PER_PRODUCT = 50;
 const HOUR_MS = 3600_000;
-
-export interface InviteInput {
-  email: string;
-  firstName?: string;
-  lastName?: string;
-  /** The role accepting gives (or, for a member already, their new role); absent: as it was, or not an admin. */
-  admin?: boolean;
-}
-
-export function parseInvite(p: Record<string, ParamValue>): InviteInput {
-  const email = asString('email', p.email)?.trim().toLowerCase();
-  if (!email || !validEmail(email)) throw new ValidationError({ email: 'must be an email address' });
-  return {
-    email,
-    firstName: asText('first_name', p.first_name, 255)?.trim() || undefined,
-    lastName: asText('last_name', p.last_name, 255)?.trim() || undefined,
-    admin: asBoolean('admin', p.admin),
-  };
-}
 
 /**
  * The answer to an invitation request. It says nothing about the person beyond what the admin
@@ -72,7 +48,7 @@ export interface InviteAnswer {
  * Resolves with the answer and whether a message was queued.
  */
 export async function invitePerson(
-  trx: Db,
+  trx: Trx,
   scope: ProductScope,
   input: InviteInput,
   mailDomain: string,
@@ -113,34 +89,12 @@ export async function invitePerson(
     sent_at: sentAt,
     expires_at: formatTimestamp(new Date(now.getTime() + INVITATION_VALID_MS)),
   });
-  // The bodies are rendered when the worker sends (src/mail/invitation-email.ts). Only the
-  // address is used: a name given by the inviter is not the recipient's word.
-  await enqueueMessages(
-    trx,
-    [
-      {
-        kind: 'invitation',
-        invitation_id: invitation.id,
-        deploy_id: null,
-        user_id: null,
-        to_address: input.email,
-        subject: invitationSubject(product, inviter),
-        item_ids: '[]',
-        message_id: `<invitation-${invitation.id}-${now.getTime()}.${crypto.randomBytes(6).toString('hex')}@${mailDomain}>`,
-      },
-    ],
-    sentAt,
-    formatTimestamp(new Date(now.getTime() + RETRY_WINDOW_MS)),
-  );
+  await queueInvitation(trx, { invitation, product, inviter }, mailDomain, now);
   return { answer, queued: true };
 }
 
-export function invitationSubject(product: ProductRow, inviter: UserRow): string {
-  return oneLine(`${fullName(inviter)} invites you to ${product.name} on Shiplog`);
-}
-
 /** 429 once the inviter or the product has sent its hourly share of invitations. */
-async function checkLimits(trx: Db, productId: number, inviterId: number, now: Date): Promise<void> {
+async function checkLimits(trx: Trx, productId: number, inviterId: number, now: Date): Promise<void> {
   const since = formatTimestamp(new Date(now.getTime() - HOUR_MS));
   const limits = [
     { by: { inviterId }, max: INVITATIONS_PER_HOUR_PER_INVITER, what: 'You have sent' },
@@ -193,7 +147,7 @@ export async function invitationTarget(db: Db, links: UnsubscribeLinks, token: s
  * it was used already or has expired; 400 when a new user would have no name.
  */
 export async function acceptInvitation(
-  trx: Db,
+  trx: Trx,
   links: UnsubscribeLinks,
   token: string,
   names: { firstName?: string; lastName?: string },
@@ -226,11 +180,4 @@ export async function acceptInvitation(
   await insertMembership(trx, product.id, user.id, invitation.admin === 1 ? true : undefined, formatTimestamp(new Date()));
   const membership = (await findMembership(trx, product.id, user.id))!;
   return { target, user, admin: membership.admin, apiKey };
-}
-
-export function parseAcceptNames(p: Record<string, ParamValue>): { firstName?: string; lastName?: string } {
-  return {
-    firstName: asText('first_name', p.first_name, 255)?.trim() || undefined,
-    lastName: asText('last_name', p.last_name, 255)?.trim() || undefined,
-  };
 }

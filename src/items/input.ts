@@ -1,4 +1,5 @@
-import { ValidationError } from '../errors.js';
+import type { FastifyRequest } from 'fastify';
+import { itemNotFound, ValidationError } from '../errors.js';
 import {
   asBoolean,
   asEnum,
@@ -8,6 +9,7 @@ import {
   asReference,
   asString,
   asText,
+  digitsToId,
   type ParamValue,
 } from '../http/params.js';
 import {
@@ -61,7 +63,8 @@ function userRef(name: string, raw: ParamValue): UserRef {
   const s = asString(name, value)!.trim();
   if (s === '') return null;
   // Digits name a user, or (too large to be an id) nobody: 404 either way, like any other value.
-  return /^\d+$/.test(s) ? { id: Math.min(Number(s), Number.MAX_SAFE_INTEGER) } : { invalid: true };
+  const id = digitsToId(s);
+  return id === undefined ? { invalid: true } : { id };
 }
 
 function tagList(value: ParamValue, max: number): string[] | undefined {
@@ -210,4 +213,12 @@ export function parseResort(p: Params): ResortInput {
     throw new ValidationError({ before: 'give before, after, or both' }, 'Give before or after: the item to place this one below or above.');
   }
   return input;
+}
+
+/** The item number of an `.../items/{item_number}...` path; anything but digits names no item (404). */
+export function pathItemNumber(request: FastifyRequest): number {
+  const raw = (request.params as { item_number: string }).item_number;
+  const number = digitsToId(raw);
+  if (number === undefined) throw itemNotFound(raw);
+  return number;
 }

@@ -1,10 +1,13 @@
 import { Type, type Static, type TObject } from '@sinclair/typebox';
-import type { ItemRow } from '../db/schema.js';
-import { presentProductSummary, ProductSummarySchema } from '../products/present.js';
-import { presentUser, UserSchema } from '../users/present.js';
-import { DEPLOYED_TO_SHOWN_EMBEDDED, statusName } from './model.js';
-import type { ItemRelations } from './repository.js';
+import type { Db } from '../db/connection.js';
+import type { ItemRow, ProductRow } from '../db/schema.js';
+import { presentProductSummary, ProductSummarySchema } from '../products/index.js';
 import type { Urls } from '../scope.js';
+import { nextTurn } from '../turns.js';
+import { presentUser, UserSchema } from '../users/index.js';
+import { DEPLOYED_TO_SHOWN, DEPLOYED_TO_SHOWN_EMBEDDED, statusName } from './model.js';
+import { loadRelations, type ItemRelations } from './repository.js';
+import { itemShortUrl } from './urls.js';
 
 const Timestamp = Type.String();
 
@@ -79,7 +82,7 @@ function presentOwnFields(row: ItemRow, rel: ItemRelations, urls: Urls, viewerId
     created_at: row.created_at,
     last_modified: row.last_modified,
     last_activity: row.last_activity,
-    short_url: `${urls.publicUrl}/i/${row.product_id}/${row.number}/`,
+    short_url: itemShortUrl(urls.publicUrl, row),
     sort: Number(row.sort),
     progress: {},
     email: { files: `files-${row.id}@${urls.mailDomain}`, discussion: `discussion-${row.id}@${urls.mailDomain}` },
@@ -111,4 +114,27 @@ export function presentItem(row: ItemRow, rel: ItemRelations, urls: Urls, viewer
     if (parent) item.parent = presentOwnFields(parent, rel, urls, viewerId, Math.min(shown, DEPLOYED_TO_SHOWN_EMBEDDED));
   }
   return item;
+}
+
+/** Pages of more items than this step aside for other requests between their phases. */
+export const BIG_PAGE = 100;
+
+/**
+ * Rows as item JSON for the caller (`viewerId`), loading what they embed in a few queries
+ * for the whole list. Items `embedded` in another object (a deploy's items) show fewer
+ * environments in `deployed_to`.
+ */
+export async function presentItems(
+  db: Db,
+  product: ProductRow,
+  rows: ItemRow[],
+  urls: Urls,
+  viewerId: number,
+  embedded = false,
+): Promise<ItemJson[]> {
+  const shown = embedded ? DEPLOYED_TO_SHOWN_EMBEDDED : DEPLOYED_TO_SHOWN;
+  const rel = await loadRelations(db, product, rows, shown);
+  // Big pages let other requests in between loading and presenting (see nextTurn).
+  if (rows.length > BIG_PAGE) await nextTurn();
+  return rows.map((row) => presentItem(row, rel, urls, viewerId, shown));
 }

@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import { inChunks } from '../db/chunks.js';
-import { findProfiles, type UserProfile } from '../users/profiles.js';
+import { findProfiles, type UserProfile } from '../users/index.js';
 import type { Db } from '../db/connection.js';
 import { dialectOf } from '../db/dialect.js';
 import { storableId, type ItemRow, type ItemUpdate, type NewItem, type ProductRow } from '../db/schema.js';

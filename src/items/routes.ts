@@ -1,13 +1,13 @@
 import type { FastifyInstance } from 'fastify';
 import type { ItemRow } from '../db/schema.js';
 import { productNotFound } from '../errors.js';
-import { itemNumber, requestParams } from '../http/hooks.js';
-import { asPage, params, Param } from '../http/params.js';
+import { requestParams } from '../http/request.js';
+import { asPage, digitsToId, params, Param } from '../http/params.js';
 import { ItemParams, ProductParams } from '../http/schemas.js';
 import type { ProductScope } from '../scope.js';
-import { parseCreateItem, parseListItems, parseResort, parseUpdateItem } from './input.js';
+import { pathItemNumber, parseCreateItem, parseListItems, parseResort, parseUpdateItem } from './input.js';
 import { CHILDREN_PAGE, DEPLOYED_TO_PAGE } from './model.js';
-import { DeploymentListSchema, ItemListSchema, ItemSchema } from './present.js';
+import { DeploymentListSchema, ItemListSchema, ItemSchema, presentItems } from './present.js';
 import {
   archiveItem,
   childrenOf,
@@ -15,7 +15,6 @@ import {
   deploymentsOf,
   getItem,
   listItems,
-  renderItems,
   resortItem,
   setFollowing,
   updateItem,
@@ -32,7 +31,7 @@ const listFields = {
 
 export async function itemRoutes(app: FastifyInstance): Promise<void> {
   const urls = app.config;
-  const one = async (scope: ProductScope, row: ItemRow) => (await renderItems(app.db, scope.product, [row], urls, scope.user.id))[0];
+  const one = async (scope: ProductScope, row: ItemRow) => (await presentItems(app.db, scope.product, [row], urls, scope.user.id))[0];
 
   app.get(
     '/api/products/:product_id/items.json',
@@ -41,7 +40,7 @@ export async function itemRoutes(app: FastifyInstance): Promise<void> {
       const input = parseListItems(requestParams(request));
       const { rows, total } = await listItems(app.db, request.scope, input, app.listCounts);
       reply.header('X-Sprintly-Item-Count', String(total));
-      return renderItems(app.db, request.scope.product, rows, urls, request.scope.user.id);
+      return presentItems(app.db, request.scope.product, rows, urls, request.scope.user.id);
     },
   );
 
@@ -58,7 +57,7 @@ export async function itemRoutes(app: FastifyInstance): Promise<void> {
   app.get(
     '/api/products/:product_id/items/:item_number.json',
     { schema: { params: ItemParams, response: { 200: ItemSchema } } },
-    async (request) => one(request.scope, await getItem(app.db, request.scope, itemNumber(request))),
+    async (request) => one(request.scope, await getItem(app.db, request.scope, pathItemNumber(request))),
   );
 
   app.post(
@@ -66,7 +65,7 @@ export async function itemRoutes(app: FastifyInstance): Promise<void> {
     { schema: { params: ItemParams, body: params(itemFields), response: { 200: ItemSchema } } },
     async (request) => {
       const input = parseUpdateItem(requestParams(request));
-      const number = itemNumber(request);
+      const number = pathItemNumber(request);
       const item = await app.db.transaction().execute((trx) => updateItem(trx, request.scope, number, input));
       return one(request.scope, item);
     },
@@ -76,7 +75,7 @@ export async function itemRoutes(app: FastifyInstance): Promise<void> {
     '/api/products/:product_id/items/:item_number.json',
     { schema: { params: ItemParams, response: { 200: ItemSchema } } },
     async (request) => {
-      const number = itemNumber(request);
+      const number = pathItemNumber(request);
       const item = await app.db.transaction().execute((trx) => archiveItem(trx, request.scope, number));
       return one(request.scope, item);
     },
@@ -87,9 +86,9 @@ export async function itemRoutes(app: FastifyInstance): Promise<void> {
     { schema: { params: ItemParams, querystring: params({ offset: Param, limit: Param }), response: { 200: ItemListSchema } } },
     async (request, reply) => {
       const page = asPage(requestParams(request), CHILDREN_PAGE);
-      const { rows, total } = await childrenOf(app.db, request.scope, itemNumber(request), page);
+      const { rows, total } = await childrenOf(app.db, request.scope, pathItemNumber(request), page);
       reply.header('X-Sprintly-Item-Count', String(total));
-      return renderItems(app.db, request.scope.product, rows, urls, request.scope.user.id);
+      return presentItems(app.db, request.scope.product, rows, urls, request.scope.user.id);
     },
   );
 
@@ -99,7 +98,7 @@ export async function itemRoutes(app: FastifyInstance): Promise<void> {
     { schema: { params: ItemParams, querystring: params({ offset: Param, limit: Param }), response: { 200: DeploymentListSchema } } },
     async (request, reply) => {
       const page = asPage(requestParams(request), DEPLOYED_TO_PAGE);
-      const { deployments, total } = await deploymentsOf(app.db, request.scope, itemNumber(request), page);
+      const { deployments, total } = await deploymentsOf(app.db, request.scope, pathItemNumber(request), page);
       reply.header('X-Sprintly-Deployed-To-Count', String(total));
       return deployments;
     },
@@ -110,7 +109,7 @@ export async function itemRoutes(app: FastifyInstance): Promise<void> {
     { schema: { params: ItemParams, body: params({ before: Param, after: Param }), response: { 200: ItemSchema } } },
     async (request) => {
       const input = parseResort(requestParams(request));
-      const number = itemNumber(request);
+      const number = pathItemNumber(request);
       const item = await app.db.transaction().execute((trx) => resortItem(trx, request.scope, number, input));
       return one(request.scope, item);
     },
@@ -122,7 +121,7 @@ export async function itemRoutes(app: FastifyInstance): Promise<void> {
       url: '/api/products/:product_id/items/:item_number/follow.json',
       schema: { params: ItemParams, response: { 200: ItemSchema } },
       handler: async (request) => {
-        const number = itemNumber(request);
+        const number = pathItemNumber(request);
         const item = await app.db.transaction().execute((trx) => setFollowing(trx, request.scope, number, follow));
         return one(request.scope, item);
       },
@@ -139,10 +138,10 @@ export async function shortUrlRoutes(app: FastifyInstance): Promise<void> {
     '/i/:product_id/:item_number/',
     { schema: { params: ItemParams } },
     async (request, reply) => {
-      const { product_id } = request.params as { product_id: string };
-      const number = itemNumber(request);
-      if (!/^\d+$/.test(product_id)) throw productNotFound();
-      return reply.redirect(`${app.config.publicUrl}/api/products/${product_id}/items/${number}.json`, 302);
+      const productId = digitsToId((request.params as { product_id: string }).product_id);
+      const number = pathItemNumber(request);
+      if (productId === undefined) throw productNotFound();
+      return reply.redirect(`${app.config.publicUrl}/api/products/${productId}/items/${number}.json`, 302);
     },
   );
 }

@@ -1,15 +1,12 @@
-import type { Db } from '../db/connection.js';
+import type { Db, Trx } from '../db/connection.js';
 import type { ItemRow, ItemUpdate, ProductRow } from '../db/schema.js';
 import { BadRequestError, itemNotFound, NotFoundError, userNotFound, ValidationError } from '../errors.js';
-import { allocateItemNumber, bumpItemsVersion, filterMembers, lockProduct } from '../products/repository.js';
+import { allocateItemNumber, bumpItemsVersion, filterMembers, lockProduct } from '../products/index.js';
 import type { ProductScope, Urls } from '../scope.js';
 import { nowTimestamp } from '../time.js';
-import { nextTurn } from '../turns.js';
-import { findUserById } from '../users/repository.js';
+import { findUserById } from '../users/index.js';
 import type { CreateItemInput, ListItemsInput, ResortInput, UpdateItemInput, UserRef } from './input.js';
 import {
-  DEPLOYED_TO_SHOWN,
-  DEPLOYED_TO_SHOWN_EMBEDDED,
   isClosed,
   MAX_CHILDREN_OFFSET,
   progressOnEntering,
@@ -19,7 +16,6 @@ import {
   storyTitle,
 } from './model.js';
 import type { ListCounts } from './counts.js';
-import { presentItem, type ItemJson } from './present.js';
 import {
   addFollower,
   bottomSort,
@@ -34,7 +30,6 @@ import {
   listDeployments,
   listTopLevel,
   listWithChildren,
-  loadRelations,
   neighbourSort,
   removeFollower,
   renumberStatus,
@@ -43,29 +38,6 @@ import {
   updateItemRow,
   type Deployment,
 } from './repository.js';
-
-/** Pages of more items than this step aside for other requests between their phases. */
-export const BIG_PAGE = 100;
-
-/**
- * Renders rows as item JSON for the caller (`viewerId`), loading what they embed in a few queries
- * for the whole list. Items `embedded` in another object (a deploy's items) show fewer
- * environments in `deployed_to`.
- */
-export async function renderItems(
-  db: Db,
-  product: ProductRow,
-  rows: ItemRow[],
-  urls: Urls,
-  viewerId: number,
-  embedded = false,
-): Promise<ItemJson[]> {
-  const shown = embedded ? DEPLOYED_TO_SHOWN_EMBEDDED : DEPLOYED_TO_SHOWN;
-  const rel = await loadRelations(db, product, rows, shown);
-  // Big pages let other requests in between loading and presenting (see nextTurn).
-  if (rows.length > BIG_PAGE) await nextTurn();
-  return rows.map((row) => presentItem(row, rel, urls, viewerId, shown));
-}
 
 export async function getItem(db: Db, scope: ProductScope, number: number): Promise<ItemRow> {
   const item = await findItemByNumber(db, scope.product.id, number);
@@ -158,7 +130,7 @@ export async function deploymentsOf(
  * Creates an item at the bottom of its status with the next number of the product; the creator
  * and the assignee follow it. Number and position are taken inside the caller's transaction.
  */
-export async function createItem(trx: Db, scope: ProductScope, input: CreateItemInput): Promise<ItemRow> {
+export async function createItem(trx: Trx, scope: ProductScope, input: CreateItemInput): Promise<ItemRow> {
   const productId = scope.product.id;
   if (input.createdBy) await knownUser(trx, 'created_by', input.createdBy);
   const assignedTo = input.assignedTo ? await assignee(trx, productId, input.assignedTo) : null;
@@ -201,7 +173,7 @@ export async function createItem(trx: Db, scope: ProductScope, input: CreateItem
  * Applies the given fields (INTERFACE.md §7.4). Only real changes move last_modified; a status
  * change moves the item to the bottom of its new status and updates progress (§5).
  */
-export async function updateItem(trx: Db, scope: ProductScope, number: number, input: UpdateItemInput): Promise<ItemRow> {
+export async function updateItem(trx: Trx, scope: ProductScope, number: number, input: UpdateItemInput): Promise<ItemRow> {
   // Product first: changes of a product's items apply one at a time, and read the item as the
   // previous change left it.
   await lockProduct(trx, scope.product.id);
@@ -263,7 +235,7 @@ export async function updateItem(trx: Db, scope: ProductScope, number: number, i
 }
 
 /** DELETE on an item archives it; it can still be fetched and deployed. */
-export async function archiveItem(trx: Db, scope: ProductScope, number: number): Promise<ItemRow> {
+export async function archiveItem(trx: Trx, scope: ProductScope, number: number): Promise<ItemRow> {
   await lockProduct(trx, scope.product.id);
   const item = await getItem(trx, scope, number);
   if (item.archived === 1) return item;
@@ -277,7 +249,7 @@ export async function archiveItem(trx: Db, scope: ProductScope, number: number):
  * directly below the upper of the two. Only the item's sort changes unless the gap is used up,
  * when the status is renumbered first, in the same transaction.
  */
-export async function resortItem(trx: Db, scope: ProductScope, number: number, input: ResortInput): Promise<ItemRow> {
+export async function resortItem(trx: Trx, scope: ProductScope, number: number, input: ResortInput): Promise<ItemRow> {
   const productId = scope.product.id;
   await lockProduct(trx, productId);
   const item = await getItem(trx, scope, number);
@@ -319,7 +291,7 @@ export async function resortItem(trx: Db, scope: ProductScope, number: number, i
 }
 
 /** The caller follows (or stops following) an item; following counts as activity. */
-export async function setFollowing(trx: Db, scope: ProductScope, number: number, follow: boolean): Promise<ItemRow> {
+export async function setFollowing(trx: Trx, scope: ProductScope, number: number, follow: boolean): Promise<ItemRow> {
   const item = await getItem(trx, scope, number);
   if (!follow) {
     await removeFollower(trx, item.id, scope.user.id);
@@ -329,4 +301,9 @@ export async function setFollowing(trx: Db, scope: ProductScope, number: number,
   await addFollower(trx, item.id, scope.user.id, now);
   await touchActivity(trx, [item.id], now);
   return { ...item, last_activity: now > item.last_activity ? now : item.last_activity };
+}
+
+/** Stops a user following an item (an unsubscribe link); nothing else changes. */
+export async function unfollow(trx: Trx, itemId: number, userId: number): Promise<void> {
+  await removeFollower(trx, itemId, userId);
 }

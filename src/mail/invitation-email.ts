@@ -1,11 +1,12 @@
-import type { Db } from '../db/connection.js';
-import type { InvitationRow, OutboxRow, ProductRow, UserRow } from '../db/schema.js';
-import { invitationUrl } from '../invitations/links.js';
-import { findInvitationsByIds } from '../invitations/repository.js';
-import { findProduct } from '../products/repository.js';
-import { findUsersByIds } from '../users/repository.js';
-import { escapeHtml, fullName, oneLine, readableTime } from './deploy-email.js';
-import type { UnsubscribeLinks } from './unsubscribe.js';
+import type { InvitationRow, ProductRow, UserRow } from '../db/schema.js';
+import { escapeHtml } from '../http/html.js';
+import { fullName } from '../users/index.js';
+import { oneLine, readableTime } from './format.js';
+
+/** `Ada Lovelace invites you to World Domination on Shiplog`. */
+export function invitationSubject(product: ProductRow, inviter: UserRow): string {
+  return oneLine(`${fullName(inviter)} invites you to ${product.name} on Shiplog`);
+}
 
 export interface InvitationMessageParts {
   invitation: InvitationRow;
@@ -49,36 +50,4 @@ cannot be assigned work there and get no mail about it. If you did not expect th
 </body></html>
 `;
   return { text, html };
-}
-
-/**
- * The bodies of queued invitations, rendered when they are sent, from the invitation as it is
- * then. A message whose invitation is gone (its product was deleted) or was accepted meanwhile
- * maps to null.
- */
-export async function renderInvitationMessages(
-  db: Db,
-  messages: OutboxRow[],
-  links: UnsubscribeLinks,
-): Promise<Map<number, { text: string; html: string } | null>> {
-  const invitations = new Map(
-    (await findInvitationsByIds(db, messages.flatMap((m) => (m.invitation_id === null ? [] : [m.invitation_id])))).map((i) => [i.id, i]),
-  );
-  const inviters = new Map((await findUsersByIds(db, [...invitations.values()].map((i) => i.invited_by_id))).map((u) => [u.id, u]));
-  const products = new Map<number, ProductRow | undefined>();
-  for (const productId of new Set([...invitations.values()].map((i) => i.product_id))) products.set(productId, await findProduct(db, productId));
-
-  const rendered = new Map<number, { text: string; html: string } | null>();
-  for (const message of messages) {
-    const invitation = message.invitation_id === null ? undefined : invitations.get(message.invitation_id);
-    const product = invitation && products.get(invitation.product_id);
-    const inviter = invitation && inviters.get(invitation.invited_by_id);
-    rendered.set(
-      message.id,
-      invitation && product && inviter && invitation.accepted_at === null
-        ? renderInvitationEmail({ invitation, product, inviter, subject: message.subject, acceptUrl: invitationUrl(links, invitation) })
-        : null,
-    );
-  }
-  return rendered;
 }

@@ -1,27 +1,24 @@
 import type { Expression, ExpressionBuilder, SqlBool } from 'kysely';
 import { inChunks } from '../db/chunks.js';
-import type { Db } from '../db/connection.js';
+import type { Db, Trx } from '../db/connection.js';
 import { dialectOf } from '../db/dialect.js';
 import type { Database, OutboxRow } from '../db/schema.js';
 
 /**
  * A message to queue: whom it goes to, its subject, and what its bodies are rendered from when it
  * is sent (a deploy and the recipient's items, or with kind `invitation` an invitation).
- * `body_text` and `body_html` stay empty.
  */
 export type NewMessage = Pick<OutboxRow, 'deploy_id' | 'user_id' | 'to_address' | 'subject' | 'item_ids' | 'message_id'> &
   Partial<Pick<OutboxRow, 'kind' | 'invitation_id'>>;
 
 /** Queues messages; called inside the transaction of the change that causes them. */
-export async function enqueueMessages(trx: Db, messages: NewMessage[], now: string, retryUntil: string): Promise<void> {
+export async function enqueueMessages(trx: Trx, messages: NewMessage[], now: string, retryUntil: string): Promise<void> {
   if (messages.length === 0) return;
   await trx
     .insertInto('outbox')
     .values(
       messages.map((m) => ({
         ...m,
-        body_text: '',
-        body_html: '',
         status: 'pending',
         attempts: 0,
         next_attempt_at: now,

@@ -1,12 +1,12 @@
-import type { Db } from '../db/connection.js';
+import type { Db, Trx } from '../db/connection.js';
 import type { ItemRow, UserRow } from '../db/schema.js';
 import { GoneError, NotFoundError } from '../errors.js';
-import { findItemsByIds, removeFollower } from '../items/repository.js';
+import { findItemsByIds, unfollow } from '../items/index.js';
 import { formatTimestamp, nowTimestamp } from '../time.js';
-import { findUserById } from '../users/repository.js';
+import { findUserById } from '../users/index.js';
 import { findByMessageId, markUnsubscribed, recentErrors, retryNow, summarize, type OutboxSummary } from './outbox.js';
 import type { UnsubscribeLinks } from './unsubscribe.js';
-import { RETRY_WINDOW_MS } from './worker.js';
+import { RETRY_WINDOW_MS } from './notifications.js';
 
 export interface UnsubscribeTarget {
   /** The outbox row of the message the link came in. */
@@ -31,12 +31,12 @@ export async function unsubscribeTarget(db: Db, links: UnsubscribeLinks, token: 
  * Makes the recipient of a message stop following the items it was about. A link works once:
  * 410 when it was used already.
  */
-export async function unsubscribe(trx: Db, links: UnsubscribeLinks, token: string): Promise<UnsubscribeTarget> {
+export async function unsubscribe(trx: Trx, links: UnsubscribeLinks, token: string): Promise<UnsubscribeTarget> {
   const target = await unsubscribeTarget(trx, links, token);
   if (!(await markUnsubscribed(trx, target.outboxId, nowTimestamp()))) {
     throw new GoneError('This unsubscribe link has already been used.');
   }
-  for (const item of target.items) await removeFollower(trx, item.id, target.user.id);
+  for (const item of target.items) await unfollow(trx, item.id, target.user.id);
   return target;
 }
 

@@ -3,7 +3,7 @@ import type { Db } from '../db/connection.js';
 import type { OutboxRow } from '../db/schema.js';
 import { formatTimestamp } from '../time.js';
 import { claimDue, markAllSent, markAttemptFailed } from './outbox.js';
-import { renderMessages } from './render.js';
+import { renderMessages, type MessageRenderers } from './render.js';
 import { composeMessage, type MailTransport } from './transport.js';
 import type { UnsubscribeLinks } from './unsubscribe.js';
 
@@ -47,9 +47,6 @@ export const DEFAULT_WORKER_OPTIONS: WorkerOptions = {
   probeIntervalMs: 15_000,
   stuckRoundMs: 180_000,
 };
-
-/** How long temporary failures are retried before a message is given up. */
-export const RETRY_WINDOW_MS = 24 * 3600_000;
 
 /**
  * A mail server's 5xx answer is final (but for authentication, which an operator can fix), and
@@ -150,9 +147,11 @@ export class OutboxWorker {
   constructor(
     private readonly db: Db,
     private readonly transport: MailTransport,
-    /** The sender address, and the public base URL that links in the messages start with. */
-    private readonly site: { from: string; publicUrl: string },
+    /** The sender address of every message. */
+    private readonly from: string,
     private readonly links: UnsubscribeLinks,
+    /** How each kind of message is rendered when it is sent. */
+    private readonly renderers: MessageRenderers,
     private readonly log: FastifyBaseLogger,
     private readonly options: WorkerOptions = DEFAULT_WORKER_OPTIONS,
   ) {}
@@ -231,7 +230,7 @@ export class OutboxWorker {
           const claimed = await claimDue(this.db, formatTimestamp(new Date(now)), formatTimestamp(new Date(now + leaseMs)), room);
           this.progressAt = Date.now();
           if (claimed.length === 0) drained = true;
-          const bodies = claimed.length ? await renderMessages(this.db, claimed, this.site.publicUrl, this.links) : new Map();
+          const bodies = claimed.length ? await renderMessages(this.db, claimed, this.renderers) : new Map();
           for (const message of claimed) {
             const delivery: Promise<void> = this.deliver(message, bodies.get(message.id) ?? null).then((ok) => {
               if (ok) sent += 1;
@@ -256,8 +255,8 @@ export class OutboxWorker {
   private async deliver(message: OutboxRow, body: { text: string; html: string } | null): Promise<boolean> {
     let outcome: Outcome;
     try {
-      if (!body) throw Object.assign(new Error('The deploy or items of this message no longer exist.'), { permanent: true });
-      await withDeadline(this.transport.send(composeMessage(message, body, this.site.from, this.links), message.id), this.options.sendTimeoutMs);
+      if (!body) throw Object.assign(new Error('What this message is about no longer exists.'), { permanent: true });
+      await withDeadline(this.transport.send(composeMessage(message, body, this.from, this.links), message.id), this.options.sendTimeoutMs);
       outcome = { claim: message };
       this.serverAnswered();
     } catch (err) {

@@ -1,6 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
 import type { ProductRow, UserRow } from '../db/schema.js';
-import { presentUser, UserSchema } from '../users/present.js';
+import { presentUser, UserSchema } from '../users/index.js';
 
 export const ProductSummarySchema = Type.Object({ id: Type.Integer(), name: Type.String(), archived: Type.Boolean() });
 export type ProductSummary = Static<typeof ProductSummarySchema>;
@@ -24,11 +24,6 @@ export function presentProduct(row: ProductRow, admin: boolean): Static<typeof P
 }
 
 /** What POST people.json answers: see invitePerson. */
-export const InviteAnswerSchema = Type.Object({
-  email: Type.String(),
-  status: Type.Union([Type.Literal('invited'), Type.Literal('member')]),
-  admin: Type.Boolean(),
-});
 
 /** A member as people.json lists them; `viewerId` is the caller (see presentUser). */
 export function presentMember(row: UserRow, admin: boolean, viewerId: number): Static<typeof MemberSchema> {

@@ -1,8 +1,8 @@
-import type { Db } from '../db/connection.js';
+import type { Db, Trx } from '../db/connection.js';
 import { dialectOf } from '../db/dialect.js';
 import { storableId, type ProductRow, type UserRow } from '../db/schema.js';
 
-export async function insertProduct(trx: Db, name: string, createdAt: string): Promise<ProductRow> {
+export async function insertProduct(trx: Trx, name: string, createdAt: string): Promise<ProductRow> {
   return trx
     .insertInto('products')
     .values({ name, archived: 0, created_at: createdAt, last_number: 0, items_version: 0 })
@@ -52,7 +52,7 @@ export async function findMembership(db: Db, productId: number, userId: number):
  * Makes a user a member. For someone who already is, `admin` (when given) sets their role;
  * otherwise the membership stays as it was.
  */
-export async function insertMembership(trx: Db, productId: number, userId: number, admin: boolean | undefined, at: string): Promise<void> {
+export async function insertMembership(trx: Trx, productId: number, userId: number, admin: boolean | undefined, at: string): Promise<void> {
   await trx
     .insertInto('memberships')
     .values({ product_id: productId, user_id: userId, admin: admin ? 1 : 0, created_at: at })
@@ -102,7 +102,7 @@ export async function filterMembers(db: Db, productId: number, userIds: number[]
  * creators in a product queue here and never see the same number; it also moves the product's
  * items version, since a new item changes list totals.
  */
-export async function allocateItemNumber(trx: Db, productId: number): Promise<number> {
+export async function allocateItemNumber(trx: Trx, productId: number): Promise<number> {
   const row = await trx
     .updateTable('products')
     .set((eb) => ({ last_number: eb('last_number', '+', 1), items_version: eb('items_version', '+', 1) }))
@@ -117,13 +117,13 @@ export async function allocateItemNumber(trx: Db, productId: number): Promise<nu
  * the product row's lock first (always before any item row, so writers never deadlock). SQLite
  * has one writer at a time already (write transactions begin IMMEDIATE).
  */
-export async function lockProduct(trx: Db, productId: number): Promise<void> {
+export async function lockProduct(trx: Trx, productId: number): Promise<void> {
   if (dialectOf(trx) === 'sqlite') return;
   await trx.selectFrom('products').select('id').where('id', '=', productId).forUpdate().execute();
 }
 
 /** Marks a change that can alter which items a list matches: cached list totals are void. */
-export async function bumpItemsVersion(trx: Db, productId: number): Promise<void> {
+export async function bumpItemsVersion(trx: Trx, productId: number): Promise<void> {
   await trx
     .updateTable('products')
     .set((eb) => ({ items_version: eb('items_version', '+', 1) }))

@@ -1,12 +1,12 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
-import { requestParams } from '../http/hooks.js';
+import { requestParams } from '../http/request.js';
 import { params, Param } from '../http/params.js';
 import { ProductParams } from '../http/schemas.js';
-import { invitePerson, parseInvite } from '../invitations/service.js';
-import { InviteAnswerSchema, MemberSchema, presentMember, presentProduct, ProductSchema } from './present.js';
+import { MemberSchema, presentMember, presentProduct, ProductSchema } from './present.js';
 import { listMembers, listProductsOfUser } from './repository.js';
-import { createProduct, parseProductName, requireAdmin } from './service.js';
+import { parseProductName } from './input.js';
+import { createProduct } from './service.js';
 
 export async function productRoutes(app: FastifyInstance): Promise<void> {
   app.get('/api/products.json', { schema: { response: { 200: Type.Array(ProductSchema) } } }, async (request) => {
@@ -36,23 +36,5 @@ export async function productMemberRoutes(app: FastifyInstance): Promise<void> {
     { schema: { params: ProductParams, response: { 200: Type.Array(MemberSchema) } } },
     async (request) =>
       (await listMembers(app.db, request.scope.product.id)).map((u) => presentMember(u, u.admin === 1, request.user.id)),
-  );
-
-  app.post(
-    '/api/products/:product_id/people.json',
-    {
-      schema: {
-        params: ProductParams,
-        body: params({ email: Param, first_name: Param, last_name: Param, admin: Param }),
-        response: { 200: InviteAnswerSchema },
-      },
-    },
-    async (request) => {
-      requireAdmin(request.scope);
-      const input = parseInvite(requestParams(request));
-      const { answer, queued } = await app.db.transaction().execute((trx) => invitePerson(trx, request.scope, input, app.config.mailDomain));
-      if (queued) app.outbox.nudge();
-      return answer;
-    },
   );
 }

@@ -1,10 +1,10 @@
-import type { Db } from '../db/connection.js';
+import type { Db, Trx } from '../db/connection.js';
 import type { ProductRow, UserRow } from '../db/schema.js';
 import { ForbiddenError, NotFoundError, productNotFound, ValidationError } from '../errors.js';
-import { asText, type ParamValue } from '../http/params.js';
+import { digitsToId } from '../http/params.js';
 import type { ProductScope } from '../scope.js';
 import { nowTimestamp } from '../time.js';
-import { findUserByEmail } from '../users/repository.js';
+import { findUserByEmail } from '../users/index.js';
 import { findMembership, findProduct, findProductAs, insertMembership, insertProduct } from './repository.js';
 
 /**
@@ -12,15 +12,15 @@ import { findMembership, findProduct, findProductAs, insertMembership, insertPro
  * sets: an id that is not an integer or names no product is 404, a non-member is 403.
  */
 export async function productScope(db: Db, user: UserRow, rawId: string): Promise<ProductScope> {
-  if (!/^\d+$/.test(rawId) || !Number.isSafeInteger(Number(rawId))) throw productNotFound();
-  const found = await findProductAs(db, Number(rawId), user.id);
+  const id = digitsToId(rawId);
+  const found = id === undefined ? undefined : await findProductAs(db, id, user.id);
   if (!found) throw productNotFound();
   if (!found.membership) throw new ForbiddenError();
   return { user, product: found.product, admin: found.membership.admin };
 }
 
 /** Creates a product with its creator as admin member. */
-export async function createProduct(trx: Db, owner: UserRow, name: string): Promise<ProductRow> {
+export async function createProduct(trx: Trx, owner: UserRow, name: string): Promise<ProductRow> {
   const trimmed = name.trim();
   if (!trimmed) throw new ValidationError({ name: 'is required' });
   if ([...trimmed].length > 255) throw new ValidationError({ name: 'must be at most 255 characters' });
@@ -30,18 +30,13 @@ export async function createProduct(trx: Db, owner: UserRow, name: string): Prom
   return product;
 }
 
-export function parseProductName(p: Record<string, ParamValue>): string {
-  const name = asText('name', p.name, 255);
-  if (name === undefined || name.trim() === '') throw new ValidationError({ name: 'is required' });
-  return name;
-}
 
 /**
  * The admin tool's way in: adds an existing user to a product by email, directly. People added
  * through the API are invited instead (src/invitations): the operator speaks for the user here.
  */
 export async function addMemberByEmail(
-  trx: Db,
+  trx: Trx,
   productId: number,
   email: string,
   admin: boolean | undefined,

@@ -29,3 +29,8 @@ export function presentUser(row: UserProfile, viewerId: number): UserJson {
   if (row.last_login) user.last_login = row.last_login;
   return user;
 }
+
+/** How a person is named to others: their name, or their address when they gave none. */
+export function fullName(user: Pick<UserProfile, 'first_name' | 'last_name' | 'email'>): string {
+  return `${user.first_name} ${user.last_name}`.trim() || user.email;
+}

@@ -1,4 +1,4 @@
-import type { Db } from '../db/connection.js';
+import type { Db, Trx } from '../db/connection.js';
 import type { UserRow } from '../db/schema.js';
 import { ConflictError, NotFoundError, ValidationError } from '../errors.js';
 import { nowTimestamp } from '../time.js';
@@ -23,7 +23,7 @@ export interface NewUserInput {
  * Throws ValidationError on a malformed email, name or key, ConflictError when the email or key
  * is taken.
  */
-export async function createUser(trx: Db, input: NewUserInput): Promise<{ user: UserRow; apiKey: string }> {
+export async function createUser(trx: Trx, input: NewUserInput): Promise<{ user: UserRow; apiKey: string }> {
   const errors: Record<string, string> = {};
   const email = input.email.trim().toLowerCase();
   if (!validEmail(email)) errors.email = 'must be an email address';
@@ -48,7 +48,7 @@ export async function createUser(trx: Db, input: NewUserInput): Promise<{ user: 
 }
 
 /** Issues a new API key for a user (the old one stops working) and returns it. */
-export async function rotateApiKey(trx: Db, email: string): Promise<string> {
+export async function rotateApiKey(trx: Trx, email: string): Promise<string> {
   const user = await findUserByEmail(trx, email.trim());
   if (!user) throw new NotFoundError(`No user with email ${email.trim().toLowerCase()}.`);
   const apiKey = generateApiKey();

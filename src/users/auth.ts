@@ -1,10 +1,11 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Db } from '../db/connection.js';
 import type { UserRow } from '../db/schema.js';
 import { InvalidUserError } from '../errors.js';
 import { formatTimestamp } from '../time.js';
-import { apiKeyMatches, API_KEY_PATTERN, hashApiKey } from '../users/keys.js';
-import { forgetProfile } from '../users/profiles.js';
-import { findUserByEmail, findUserByKeyHash, setLastLogin } from '../users/repository.js';
+import { apiKeyMatches, API_KEY_PATTERN, hashApiKey } from './keys.js';
+import { forgetProfile } from './profiles.js';
+import { findUserByEmail, findUserByKeyHash, setLastLogin } from './repository.js';
 
 // Compared against when the email is unknown, so both failures take the same time.
 const DUMMY_HASH = hashApiKey('0'.repeat(32));
@@ -43,4 +44,11 @@ async function noteLogin(db: Db, user: UserRow): Promise<void> {
   await setLastLogin(db, user.id, at);
   forgetProfile(db, user.id);
   user.last_login = at;
+}
+
+/** onRequest hook: the caller, before anything else is looked at (INTERFACE.md §2). */
+export function requireUser(db: Db) {
+  return async (request: FastifyRequest, _reply: FastifyReply): Promise<void> => {
+    request.user = await authenticate(db, request.headers.authorization);
+  };
 }

@@ -1,0 +1,48 @@
+import type { Db } from '../db/connection.js';
+import type { DeployRow, ItemRow, OutboxRow, ProductRow, UserRow } from '../db/schema.js';
+import { findItemsByIds } from '../items/index.js';
+import { renderDeployEmail, type MessageRenderer, type UnsubscribeLinks } from '../mail/index.js';
+import { findProduct } from '../products/index.js';
+import { findUsersByIds } from '../users/index.js';
+import { findDeploysByIds } from './repository.js';
+
+/** What a batch of deploy messages is rendered from, read in a few queries for the whole batch. */
+interface DeployMail {
+  deploys: Map<number, DeployRow>;
+  deployers: Map<number, UserRow>;
+  products: Map<number, ProductRow | undefined>;
+  items: Map<number, ItemRow>;
+}
+
+async function loadDeployMail(db: Db, messages: OutboxRow[]): Promise<DeployMail> {
+  const deployIds = [...new Set(messages.flatMap((m) => (m.deploy_id === null ? [] : [m.deploy_id])))];
+  const deploys = new Map((await findDeploysByIds(db, deployIds)).map((d) => [d.id, d]));
+  const deployers = new Map((await findUsersByIds(db, [...deploys.values()].map((d) => d.user_id))).map((u) => [u.id, u]));
+  const products = new Map<number, ProductRow | undefined>();
+  for (const productId of new Set([...deploys.values()].map((d) => d.product_id))) products.set(productId, await findProduct(db, productId));
+  const itemIds = messages.flatMap((m) => JSON.parse(m.item_ids) as number[]);
+  const items = new Map((await findItemsByIds(db, itemIds)).map((i) => [i.id, i]));
+  return { deploys, deployers, products, items };
+}
+
+/**
+ * Deploy messages as their recipients read them, rendered when they are sent: items show as they
+ * are then, usually seconds after the deploy. A message whose deploy or items are gone (their
+ * product was deleted) maps to null.
+ */
+export function deployMessageRenderer(publicUrl: string, links: UnsubscribeLinks): MessageRenderer {
+  return async (db, messages) => {
+    const mail = await loadDeployMail(db, messages);
+    return new Map(
+      messages.map((message) => {
+        const deploy = message.deploy_id === null ? undefined : mail.deploys.get(message.deploy_id);
+        const product = deploy && mail.products.get(deploy.product_id);
+        const deployer = deploy && mail.deployers.get(deploy.user_id);
+        const items = (JSON.parse(message.item_ids) as number[]).flatMap((id) => mail.items.get(id) ?? []).sort((a, b) => a.number - b.number);
+        const complete = deploy && product && deployer && items.length > 0;
+        const unsubscribeUrl = links.url(message.message_id);
+        return [message.id, complete ? renderDeployEmail({ product, deploy, deployer, items, subject: message.subject, unsubscribeUrl, publicUrl }) : null];
+      }),
+    );
+  };
+}

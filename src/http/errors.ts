@@ -1,0 +1,50 @@
+import type { FastifyError, FastifyInstance } from 'fastify';
+import { isDatabaseUnavailable } from '../db/connection.js';
+import { AppError, InvalidUserError, TooManyRequestsError } from '../errors.js';
+
+/** Turns anything thrown into the interface's error body; only unknown errors are 500s. */
+function errorBody(error: FastifyError | AppError | Error): { status: number; body: Record<string, unknown> } {
+  if (error instanceof AppError) {
+    return { status: error.statusCode, body: { code: error.statusCode, message: error.message, ...(error.errors ? { errors: error.errors } : {}) } };
+  }
+  const fe = error as FastifyError;
+  if (fe.validation) {
+    const errors: Record<string, string> = {};
+    for (const v of fe.validation) {
+      const name = v.instancePath.replace(/^\//, '').split('/')[0] || String((v.params as { missingProperty?: string }).missingProperty ?? 'request');
+      errors[name] ??= v.message ?? 'is invalid';
+    }
+    const [first] = Object.entries(errors);
+    return { status: 400, body: { code: 400, message: `Invalid parameter ${first[0]}: ${first[1]}.`, errors } };
+  }
+  if (fe.statusCode === 413 || fe.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
+    return { status: 413, body: { code: 413, message: 'The request body is larger than 1 MiB.' } };
+  }
+  if (fe.code?.startsWith('FST_ERR_CTP')) {
+    const message = 'The request body could not be read: send valid application/x-www-form-urlencoded or application/json.';
+    return { status: 400, body: { code: 400, message } };
+  }
+  if (fe.statusCode && fe.statusCode >= 400 && fe.statusCode < 500) {
+    return { status: fe.statusCode, body: { code: fe.statusCode, message: fe.message } };
+  }
+  if (isDatabaseUnavailable(error)) {
+    return { status: 503, body: { code: 503, message: 'The database cannot be reached right now; try again in a few seconds.' } };
+  }
+  return { status: 500, body: { code: 500, message: 'Something went wrong on our side; it has been logged.' } };
+}
+
+/** The one error handler, and the 404 for unknown routes: every error in the interface's shape. */
+export function registerErrorHandling(app: FastifyInstance): void {
+  app.setErrorHandler((error, request, reply) => {
+    const { status, body } = errorBody(error as Error);
+    if (status >= 500) request.log.error({ err: error }, 'request failed');
+    if (status === 503) reply.header('Retry-After', '5');
+    if (error instanceof InvalidUserError && error.noCredentials) reply.header('WWW-Authenticate', 'Basic realm="shiplog"');
+    if (error instanceof TooManyRequestsError) reply.header('Retry-After', String(error.retryAfter));
+    return reply.code(status).type('application/json; charset=utf-8').send(body);
+  });
+  app.setNotFoundHandler((request, reply) =>
+    reply.code(404).send({ code: 404, message: `No such endpoint: ${request.method} ${request.url.split('?')[0]}.` }),
+  );
+
+}

@@ -1,0 +1,29 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { AppError } from '../errors.js';
+
+const HTML_ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
+export const escapeHtml = (s: string): string => s.replace(/[&<>"']/g, (c) => HTML_ESCAPES[c]);
+
+/** A small page of its own (a link followed from a message): a title and a body of HTML. */
+export function page(title: string, body: string): string {
+  return `<!doctype html>
+<html><head><meta charset="utf-8"><meta name="viewport" content="width=device-width"><title>${escapeHtml(title)}</title></head>
+<body style="font-family:-apple-system,Segoe UI,Helvetica,Arial,sans-serif;max-width:36em;margin:3em auto;padding:0 1em;color:#222">
+<h1 style="font-size:1.3em">${escapeHtml(title)}</h1>
+${body}
+</body></html>
+`;
+}
+
+/** People click links in mail, programs call them: HTML for browsers, the usual JSON otherwise. */
+export function answer(request: FastifyRequest, reply: FastifyReply, status: number, title: string, html: string, json: object) {
+  reply.code(status);
+  if (/text\/html/.test(request.headers.accept ?? '')) return reply.type('text/html; charset=utf-8').send(page(title, html));
+  return reply.send(json);
+}
+
+/** An error of ours as `answer` gives it; anything else goes on to the error handler. */
+export function failure(request: FastifyRequest, reply: FastifyReply, err: unknown) {
+  if (!(err instanceof AppError)) throw err;
+  return answer(request, reply, err.statusCode, err.message, '', { code: err.statusCode, message: err.message });
+}

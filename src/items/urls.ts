@@ -1,0 +1,4 @@
+/** An item's `short_url`: the one address of an item that people are given (mail, links). */
+export function itemShortUrl(publicUrl: string, item: { product_id: number; number: number }): string {
+  return `${publicUrl}/i/${item.product_id}/${item.number}/`;
+}

@@ -1,0 +1,68 @@
+import crypto from 'node:crypto';
+import type { Trx } from '../db/connection.js';
+import type { DeployRow, InvitationRow, ItemRow, ProductRow, UserRow } from '../db/schema.js';
+import { formatTimestamp } from '../time.js';
+import { deploySubject } from './deploy-email.js';
+import { mailbox } from './format.js';
+import { invitationSubject } from './invitation-email.js';
+import { enqueueMessages } from './outbox.js';
+
+/** How long temporary failures of a message are retried before it is given up. */
+export const RETRY_WINDOW_MS = 24 * 3600_000;
+
+const retryUntil = (now: Date) => formatTimestamp(new Date(now.getTime() + RETRY_WINDOW_MS));
+
+/** The random part keeps Message-IDs unique even where row ids repeat (a restored backup). */
+const unique = () => crypto.randomBytes(6).toString('hex');
+
+/**
+ * Queues one message per recipient of a deploy, listing that recipient's items, in the deploy's
+ * transaction. The bodies are rendered when the worker sends: a row holds what they are made
+ * from (the deploy and the item ids), which keeps this transaction short however many followers
+ * there are.
+ */
+export async function queueDeployNotifications(
+  trx: Trx,
+  notice: { product: ProductRow; deploy: DeployRow; recipients: { user: UserRow; items: ItemRow[] }[] },
+  mailDomain: string,
+  now: Date,
+): Promise<void> {
+  const { product, deploy } = notice;
+  const tag = unique();
+  const messages = notice.recipients.map(({ user, items }) => {
+    const mine = [...items].sort((a, b) => a.number - b.number);
+    return {
+      deploy_id: deploy.id,
+      user_id: user.id,
+      to_address: mailbox(user),
+      subject: deploySubject(product, deploy, mine),
+      item_ids: JSON.stringify(mine.map((i) => i.id)),
+      message_id: `<deploy-${deploy.id}-${user.id}.${tag}@${mailDomain}>`,
+    };
+  });
+  await enqueueMessages(trx, messages, formatTimestamp(now), retryUntil(now));
+}
+
+/**
+ * Queues the message of an invitation, to its address (there may be no user yet). Only the
+ * address is used: a name given by the inviter is not the recipient's word.
+ */
+export async function queueInvitation(
+  trx: Trx,
+  invite: { invitation: InvitationRow; product: ProductRow; inviter: UserRow },
+  mailDomain: string,
+  now: Date,
+): Promise<void> {
+  const { invitation, product, inviter } = invite;
+  const message = {
+    kind: 'invitation',
+    invitation_id: invitation.id,
+    deploy_id: null,
+    user_id: null,
+    to_address: invitation.email,
+    subject: invitationSubject(product, inviter),
+    item_ids: '[]',
+    message_id: `<invitation-${invitation.id}-${now.getTime()}.${unique()}@${mailDomain}>`,
+  };
+  await enqueueMessages(trx, [message], formatTimestamp(now), retryUntil(now));
+}

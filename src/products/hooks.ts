@@ -1,0 +1,11 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Db } from '../db/connection.js';
+import { productScope } from './service.js';
+
+/** onRequest hook for `/api/products/{product_id}/...`: product exists (404), caller is a member (403). */
+export function requireMember(db: Db) {
+  return async (request: FastifyRequest, _reply: FastifyReply): Promise<void> => {
+    const { product_id } = request.params as { product_id: string };
+    request.scope = await productScope(db, request.user, product_id);
+  };
+}

@@ -1,0 +1,17 @@
+/**
+ * Products: who belongs to which, and the product row every writer of a product locks first
+ * (lockProduct), which is also where item numbers are allocated and list totals are versioned.
+ */
+export { requireMember } from './hooks.js';
+export { presentProductSummary, ProductSummarySchema } from './present.js';
+export {
+  allocateItemNumber,
+  bumpItemsVersion,
+  filterMembers,
+  findMembership,
+  findProduct,
+  insertMembership,
+  lockProduct,
+} from './repository.js';
+export { productMemberRoutes, productRoutes } from './routes.js';
+export { addMemberByEmail, createProduct, productScope, requireAdmin } from './service.js';
