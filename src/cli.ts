@@ -1,5 +1,5 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { ConfigError, databaseOptions, loadConfig, parseDatabaseUrl, type Config } from './config.js';
+import { databaseOptions, loadConfig, parseDatabaseUrl, type Config } from './config.js';
 import { copyDatabase, CopyError } from './db/copy.js';
 import { dialectOf } from './db/dialect.js';
 import { openDatabase, type Db } from './db/connection.js';
@@ -141,8 +141,7 @@ function overview(): string {
 /** Runs the admin command line; returns the exit code (0 done, 1 refused, 2 bad usage). */
 export async function main(argv: string[], out = process.stdout, err = process.stderr): Promise<number> {
   const words = COMMANDS[argv[0]] ? 1 : 2;
-  const name = argv.slice(0, words).join(' ');
-  const command = COMMANDS[name];
+  const command = COMMANDS[argv.slice(0, words).join(' ')];
   if (!command) {
     if (argv.length === 0 || argv[0] === '--help' || argv[0] === '-h' || argv[0] === 'help') {
       out.write(overview() + '\n');
@@ -151,26 +150,37 @@ export async function main(argv: string[], out = process.stdout, err = process.s
     err.write(`shiplog: unknown command "${argv.join(' ')}".\n\n${overview()}\n`);
     return 2;
   }
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args: argv.slice(words),
-      options: { ...command.options, help: { type: 'boolean', short: 'h' } },
-      allowPositionals: true,
-      strict: true,
-    });
-  } catch (e) {
-    err.write(`shiplog: ${(e as Error).message}\nUsage: ${command.usage}\n`);
+  const parsed = parseCommandLine(command, argv.slice(words));
+  if (typeof parsed === 'string') {
+    err.write(`shiplog: ${parsed}\nUsage: ${command.usage}\n`);
     return 2;
   }
   if (parsed.values.help) {
     out.write(`Usage: ${command.usage}\n\n${command.help}\n`);
     return 0;
   }
-  if (parsed.positionals.length !== command.positionals.length) {
-    err.write(`shiplog: expected ${command.positionals.join(' ')}.\nUsage: ${command.usage}\n`);
-    return 2;
+  return execute(command, parsed, out, err);
+}
+
+/** The options and positionals of a command, or what is wrong with them. */
+function parseCommandLine(command: Command, args: string[]) {
+  let parsed;
+  try {
+    parsed = parseArgs({ args, options: { ...command.options, help: { type: 'boolean', short: 'h' } }, allowPositionals: true, strict: true });
+  } catch (e) {
+    return (e as Error).message;
   }
+  if (!parsed.values.help && parsed.positionals.length !== command.positionals.length) return `expected ${command.positionals.join(' ')}.`;
+  return parsed;
+}
+
+/** Runs a command on the configured database; refusals are exit code 1, usage errors 2. */
+async function execute(
+  command: Command,
+  parsed: { positionals: string[]; values: Record<string, string | boolean | undefined> },
+  out: NodeJS.WritableStream,
+  err: NodeJS.WritableStream,
+): Promise<number> {
   let db: Db | undefined;
   try {
     const config = loadConfig();
@@ -182,12 +192,8 @@ export async function main(argv: string[], out = process.stdout, err = process.s
       err.write(`shiplog: ${e.message}\nUsage: ${command.usage}\n`);
       return 2;
     }
-    if (e instanceof AppError || e instanceof ConfigError || e instanceof CopyError) {
-      const detail = e instanceof AppError && e.errors ? ` (${Object.entries(e.errors).map(([k, v]) => `${k} ${v}`).join('; ')})` : '';
-      err.write(`shiplog: ${e.message}${detail}\n`);
-      return 1;
-    }
-    err.write(`shiplog: ${(e as Error).message}\n`);
+    const detail = e instanceof AppError && e.errors ? ` (${Object.entries(e.errors).map(([k, v]) => `${k} ${v}`).join('; ')})` : '';
+    err.write(`shiplog: ${(e as Error).message}${detail}\n`);
     return 1;
   } finally {
     await db?.destroy();

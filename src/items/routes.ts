@@ -1,8 +1,9 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { Trx } from '../db/connection.js';
 import type { ItemRow } from '../db/schema.js';
 import { productNotFound } from '../errors.js';
 import { requestParams } from '../http/request.js';
-import { asPage, digitsToId, params, Param } from '../http/params.js';
+import { asPage, digitsToId, params, Param, type ParamValue } from '../http/params.js';
 import { ItemParams, ProductParams } from '../http/schemas.js';
 import type { ProductScope } from '../scope.js';
 import { pathItemNumber, parseCreateItem, parseListItems, parseResort, parseUpdateItem } from './input.js';
@@ -29,9 +30,19 @@ const listFields = {
   assigned_to: Param, created_by: Param, tags: Param, children: Param,
 };
 
+/** The item routes under `/api/products/{id}`: the lists, then the changes to one item. */
 export async function itemRoutes(app: FastifyInstance): Promise<void> {
-  const urls = app.config;
-  const one = async (scope: ProductScope, row: ItemRow) => (await presentItems(app.db, scope.product, [row], urls, scope.user.id))[0];
+  await app.register(itemListRoutes);
+  await app.register(itemChangeRoutes);
+}
+
+/** The caller's view of one item, as every single-item route answers. */
+const presentOne = async (app: FastifyInstance, scope: ProductScope, row: ItemRow) =>
+  (await presentItems(app.db, scope.product, [row], app.config, scope.user.id))[0];
+
+/** Lists: the items of a product, a story's sub-items, an item's environments. */
+async function itemListRoutes(app: FastifyInstance): Promise<void> {
+  const pageParams = params({ offset: Param, limit: Param });
 
   app.get(
     '/api/products/:product_id/items.json',
@@ -40,62 +51,25 @@ export async function itemRoutes(app: FastifyInstance): Promise<void> {
       const input = parseListItems(requestParams(request));
       const { rows, total } = await listItems(app.db, request.scope, input, app.listCounts);
       reply.header('X-Sprintly-Item-Count', String(total));
-      return presentItems(app.db, request.scope.product, rows, urls, request.scope.user.id);
-    },
-  );
-
-  app.post(
-    '/api/products/:product_id/items.json',
-    { schema: { params: ProductParams, body: params(itemFields), response: { 200: ItemSchema } } },
-    async (request) => {
-      const input = parseCreateItem(requestParams(request));
-      const item = await app.db.transaction().execute((trx) => createItem(trx, request.scope, input));
-      return one(request.scope, item);
-    },
-  );
-
-  app.get(
-    '/api/products/:product_id/items/:item_number.json',
-    { schema: { params: ItemParams, response: { 200: ItemSchema } } },
-    async (request) => one(request.scope, await getItem(app.db, request.scope, pathItemNumber(request))),
-  );
-
-  app.post(
-    '/api/products/:product_id/items/:item_number.json',
-    { schema: { params: ItemParams, body: params(itemFields), response: { 200: ItemSchema } } },
-    async (request) => {
-      const input = parseUpdateItem(requestParams(request));
-      const number = pathItemNumber(request);
-      const item = await app.db.transaction().execute((trx) => updateItem(trx, request.scope, number, input));
-      return one(request.scope, item);
-    },
-  );
-
-  app.delete(
-    '/api/products/:product_id/items/:item_number.json',
-    { schema: { params: ItemParams, response: { 200: ItemSchema } } },
-    async (request) => {
-      const number = pathItemNumber(request);
-      const item = await app.db.transaction().execute((trx) => archiveItem(trx, request.scope, number));
-      return one(request.scope, item);
+      return presentItems(app.db, request.scope.product, rows, app.config, request.scope.user.id);
     },
   );
 
   app.get(
     '/api/products/:product_id/items/:item_number/children.json',
-    { schema: { params: ItemParams, querystring: params({ offset: Param, limit: Param }), response: { 200: ItemListSchema } } },
+    { schema: { params: ItemParams, querystring: pageParams, response: { 200: ItemListSchema } } },
     async (request, reply) => {
       const page = asPage(requestParams(request), CHILDREN_PAGE);
       const { rows, total } = await childrenOf(app.db, request.scope, pathItemNumber(request), page);
       reply.header('X-Sprintly-Item-Count', String(total));
-      return presentItems(app.db, request.scope.product, rows, urls, request.scope.user.id);
+      return presentItems(app.db, request.scope.product, rows, app.config, request.scope.user.id);
     },
   );
 
   // Every environment an item went to; the item itself shows only the latest (deployed_to).
   app.get(
     '/api/products/:product_id/items/:item_number/deployed_to.json',
-    { schema: { params: ItemParams, querystring: params({ offset: Param, limit: Param }), response: { 200: DeploymentListSchema } } },
+    { schema: { params: ItemParams, querystring: pageParams, response: { 200: DeploymentListSchema } } },
     async (request, reply) => {
       const page = asPage(requestParams(request), DEPLOYED_TO_PAGE);
       const { deployments, total } = await deploymentsOf(app.db, request.scope, pathItemNumber(request), page);
@@ -103,28 +77,49 @@ export async function itemRoutes(app: FastifyInstance): Promise<void> {
       return deployments;
     },
   );
+}
+
+/**
+ * One item: fetch it, and each change, made in one transaction by its named service operation
+ * and answered with the item as it is then.
+ */
+async function itemChangeRoutes(app: FastifyInstance): Promise<void> {
+  const item = '/api/products/:product_id/items/:item_number.json';
+  const answer = { 200: ItemSchema };
+  const change = <T>(parse: (p: Record<string, ParamValue>) => T, run: (trx: Trx, scope: ProductScope, number: number, input: T) => Promise<ItemRow>) =>
+    async (request: FastifyRequest) => {
+      const input = parse(requestParams(request));
+      const number = pathItemNumber(request);
+      const row = await app.db.transaction().execute((trx) => run(trx, request.scope, number, input));
+      return presentOne(app, request.scope, row);
+    };
+  const noInput = () => undefined;
 
   app.post(
-    '/api/products/:product_id/items/:item_number/resort.json',
-    { schema: { params: ItemParams, body: params({ before: Param, after: Param }), response: { 200: ItemSchema } } },
+    '/api/products/:product_id/items.json',
+    { schema: { params: ProductParams, body: params(itemFields), response: answer } },
     async (request) => {
-      const input = parseResort(requestParams(request));
-      const number = pathItemNumber(request);
-      const item = await app.db.transaction().execute((trx) => resortItem(trx, request.scope, number, input));
-      return one(request.scope, item);
+      const input = parseCreateItem(requestParams(request));
+      const row = await app.db.transaction().execute((trx) => createItem(trx, request.scope, input));
+      return presentOne(app, request.scope, row);
     },
   );
-
+  app.get(item, { schema: { params: ItemParams, response: answer } }, async (request) =>
+    presentOne(app, request.scope, await getItem(app.db, request.scope, pathItemNumber(request))),
+  );
+  app.post(item, { schema: { params: ItemParams, body: params(itemFields), response: answer } }, change(parseUpdateItem, updateItem));
+  app.delete(item, { schema: { params: ItemParams, response: answer } }, change(noInput, (trx, scope, n) => archiveItem(trx, scope, n)));
+  app.post(
+    '/api/products/:product_id/items/:item_number/resort.json',
+    { schema: { params: ItemParams, body: params({ before: Param, after: Param }), response: answer } },
+    change(parseResort, resortItem),
+  );
   for (const [method, follow] of [['POST', true], ['DELETE', false]] as const) {
     app.route({
       method,
       url: '/api/products/:product_id/items/:item_number/follow.json',
-      schema: { params: ItemParams, response: { 200: ItemSchema } },
-      handler: async (request) => {
-        const number = pathItemNumber(request);
-        const item = await app.db.transaction().execute((trx) => setFollowing(trx, request.scope, number, follow));
-        return one(request.scope, item);
-      },
+      schema: { params: ItemParams, response: answer },
+      handler: change(noInput, (trx, scope, n) => setFollowing(trx, scope, n, follow)),
     });
   }
 }

@@ -178,11 +178,29 @@ export async function updateItem(trx: Trx, scope: ProductScope, number: number, 
   // previous change left it.
   await lockProduct(trx, scope.product.id);
   const item = await getItem(trx, scope, number);
-  const story = item.type === 'story';
-  const changes: ItemUpdate = {};
   const now = nowTimestamp();
+  const changes: ItemUpdate = {
+    ...textChanges(item, input),
+    ...(await relationChanges(trx, scope, item, input, now)),
+    ...(await statusChanges(trx, scope, item, input, now)),
+  };
+  let tagsChanged = false;
+  if (input.tags !== undefined) {
+    tagsChanged = (await findTags(trx, item.id)).join('\u0000') !== input.tags.join('\u0000');
+    if (tagsChanged) await replaceTags(trx, item.id, input.tags);
+  }
 
-  if (story) {
+  if (Object.keys(changes).length === 0 && !tagsChanged) return item;
+  if (tagsChanged || changes.status !== undefined || 'assigned_to_id' in changes || 'parent_id' in changes) {
+    await bumpItemsVersion(trx, scope.product.id);
+  }
+  return updateItemRow(trx, item.id, { ...changes, last_modified: now, last_activity: now });
+}
+
+/** Title (or a story's who, what and why, and the title built from them), description, score. */
+function textChanges(item: ItemRow, input: UpdateItemInput): ItemUpdate {
+  const changes: ItemUpdate = {};
+  if (item.type === 'story') {
     for (const part of ['who', 'what', 'why'] as const) {
       const value = input[part];
       if (value === undefined) continue;
@@ -196,42 +214,39 @@ export async function updateItem(trx: Trx, scope: ProductScope, number: number, 
     if (input.title.trim() === '') throw new ValidationError({ title: 'must not be empty' });
     if (input.title !== item.title) changes.title = input.title;
   }
+  if (input.description !== undefined && input.description !== item.description) changes.description = input.description;
+  if (input.score !== undefined && input.score !== item.score) changes.score = input.score;
+  return changes;
+}
+
+/** Parent and assignee; a new assignee starts following the item. */
+async function relationChanges(trx: Trx, scope: ProductScope, item: ItemRow, input: UpdateItemInput, now: string): Promise<ItemUpdate> {
+  const changes: ItemUpdate = {};
+  const story = item.type === 'story';
   // Clients posting a story back whole send `parent=` (none): only a real parent is refused.
   if (input.parent !== undefined && !(story && input.parent === null)) {
     if (story) throw new ValidationError({ parent: 'a story cannot have a parent' });
     const parentId = input.parent === null ? null : (await parentStory(trx, scope.product.id, input.parent)).id;
     if (parentId !== item.parent_id) changes.parent_id = parentId;
   }
-  if (input.description !== undefined && input.description !== item.description) changes.description = input.description;
-  if (input.score !== undefined && input.score !== item.score) changes.score = input.score;
-
   if (input.assignedTo !== undefined) {
     const assignedTo = input.assignedTo === null ? null : await assignee(trx, scope.product.id, input.assignedTo);
     if (assignedTo !== item.assigned_to_id) changes.assigned_to_id = assignedTo;
     if (assignedTo) await addFollower(trx, item.id, assignedTo, now);
   }
+  return changes;
+}
 
+/** A new status (at the bottom of it, with progress as §5 says), or a new close reason. */
+async function statusChanges(trx: Trx, scope: ProductScope, item: ItemRow, input: UpdateItemInput, now: string): Promise<ItemUpdate> {
   const current = statusName(item.status);
   if (input.status !== undefined && input.status !== current) {
     const code = statusCode(input.status);
-    changes.status = code;
-    changes.sort = await bottomSort(trx, scope.product.id, code);
-    Object.assign(changes, progressOnEntering(input.status, item, now, input.closeReason));
-  } else if (input.closeReason !== undefined && isClosed(current) && input.closeReason !== item.close_reason) {
-    changes.close_reason = input.closeReason;
+    const sort = await bottomSort(trx, scope.product.id, code);
+    return { status: code, sort, ...progressOnEntering(input.status, item, now, input.closeReason) };
   }
-
-  let tagsChanged = false;
-  if (input.tags !== undefined) {
-    tagsChanged = (await findTags(trx, item.id)).join('\u0000') !== input.tags.join('\u0000');
-    if (tagsChanged) await replaceTags(trx, item.id, input.tags);
-  }
-
-  if (Object.keys(changes).length === 0 && !tagsChanged) return item;
-  if (tagsChanged || changes.status !== undefined || 'assigned_to_id' in changes || 'parent_id' in changes) {
-    await bumpItemsVersion(trx, scope.product.id);
-  }
-  return updateItemRow(trx, item.id, { ...changes, last_modified: now, last_activity: now });
+  if (input.closeReason !== undefined && isClosed(current) && input.closeReason !== item.close_reason) return { close_reason: input.closeReason };
+  return {};
 }
 
 /** DELETE on an item archives it; it can still be fetched and deployed. */
