@@ -27,10 +27,9 @@ async function ok(dataDir: string, ...args: string[]): Promise<string> {
   return run.stdout.trim();
 }
 
-/** A refusal: the given exit code (or any non-zero one), nothing on stdout, a message matching `message` on stderr. */
-function assertRefused(run: Run, code: number | 'non-zero', message: RegExp): void {
-  if (code === 'non-zero') assert.notEqual(run.code, 0, `expected failure, got exit 0 with ${JSON.stringify(run.stdout)}`);
-  else assert.equal(run.code, code, `stderr: ${run.stderr}`);
+/** A refusal: the exit code (1 refused, 2 bad usage), nothing on stdout, a message matching `message` on stderr. */
+function assertRefused(run: Run, code: 1 | 2, message: RegExp): void {
+  assert.equal(run.code, code, `stdout: ${run.stdout} stderr: ${run.stderr}`);
   assert.equal(run.stdout, '');
   assert.match(run.stderr, message);
 }
@@ -79,14 +78,14 @@ describe('shiplog user add', () => {
     const dir = newDataDir();
     await ok(dir, 'user', 'add', 'ada@example.com', '--first', 'Ada', '--last', 'Lovelace');
     const run = await shiplog(dir, 'user', 'add', 'ADA@example.com', '--first', 'Ada', '--last', 'Again');
-    assertRefused(run, 'non-zero', /already exists/);
+    assertRefused(run, 1, /already exists/);
     assert.match(run.stderr, /ada@example\.com/);
   });
 
   test('a malformed email is refused and creates nothing', async () => {
     const dir = newDataDir();
     const run = await shiplog(dir, 'user', 'add', 'not-an-email', '--first', 'Ada', '--last', 'Lovelace');
-    assertRefused(run, 'non-zero', /email/i);
+    assertRefused(run, 1, /email/i);
     // The same address corrected must still be free.
     await ok(dir, 'user', 'add', 'not-an-email@example.com', '--first', 'Ada', '--last', 'Lovelace');
   });
@@ -103,7 +102,7 @@ describe('shiplog user add', () => {
     const dir = newDataDir();
     for (const key of ['short', 'Abcdefghij0123456789KLMNOPqrst-v', 'Abcdefghij0123456789KLMNOPqrstuvw']) {
       const run = await shiplog(dir, 'user', 'add', 'ada@example.com', '--first', 'Ada', '--last', 'Lovelace', '--api-key', key);
-      assertRefused(run, 'non-zero', /api.key/i);
+      assertRefused(run, 1, /api.key/i);
     }
   });
 
@@ -168,14 +167,14 @@ describe('shiplog member add', () => {
   test('an unknown product is refused', async () => {
     const dir = newDataDir();
     await ok(dir, 'user', 'add', 'ada@example.com', '--first', 'Ada', '--last', 'Lovelace');
-    assertRefused(await shiplog(dir, 'member', 'add', '999', 'ada@example.com'), 'non-zero', /product/i);
+    assertRefused(await shiplog(dir, 'member', 'add', '999', 'ada@example.com'), 1, /product/i);
   });
 
   test('an unknown user is refused', async () => {
     const dir = newDataDir();
     await ok(dir, 'user', 'add', 'ada@example.com', '--first', 'Ada', '--last', 'Lovelace');
     const id = await ok(dir, 'product', 'add', 'Web site', '--owner', 'ada@example.com');
-    assertRefused(await shiplog(dir, 'member', 'add', id, 'ghost@example.com'), 'non-zero', /ghost@example\.com/);
+    assertRefused(await shiplog(dir, 'member', 'add', id, 'ghost@example.com'), 1, /ghost@example\.com/);
   });
 
   test('a non-numeric product id is a usage error', async () => {
@@ -197,7 +196,7 @@ describe('shiplog user key', () => {
 
   test('an unknown email is refused', async () => {
     const dir = newDataDir();
-    assertRefused(await shiplog(dir, 'user', 'key', 'ghost@example.com'), 'non-zero', /ghost@example\.com/);
+    assertRefused(await shiplog(dir, 'user', 'key', 'ghost@example.com'), 1, /ghost@example\.com/);
   });
 });
 

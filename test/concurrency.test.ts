@@ -3,7 +3,7 @@ import { after, before, test } from 'node:test';
 import { buildApp } from '../src/app.js';
 import { openDatabase, type Db } from '../src/db/connection.js';
 import type { FastifyInstance } from 'fastify';
-import { client, makeApp, makeItem, makeProduct, makeUser, type TestContext } from './helpers.js';
+import { assertError, client, makeApp, makeItem, makeProduct, makeUser, type TestContext } from './helpers.js';
 
 // Two app instances on one database file: two SQLite connections that really contend for it,
 // as the server and the command line (or two processes) do.
@@ -41,18 +41,35 @@ test('parallel resorts and status changes through two instances keep positions d
   const product = await makeProduct(t.db, owner);
   for (let i = 0; i < 10; i++) await makeItem(t.app, owner, product.id);
   const base = `/api/products/${product.id}`;
+  // Items 2-6 each move to in-progress once; every other operation moves one of items 2-10
+  // right below item 1, which stays in the backlog.
+  const moved = [2, 3, 4, 5, 6];
   const ops = Array.from({ length: 60 }, (_, i) => {
     const api = client([t.app, second.app][i % 2], owner);
+    if (i % 12 === 0) return { kind: 'status', n: moved[i / 12], res: api.post(`${base}/items/${moved[i / 12]}.json`, { status: 'in-progress' }) };
     const n = (i % 9) + 2;
-    return i % 5 === 0
-      ? api.post(`${base}/items/${n}.json`, { status: i % 10 === 0 ? 'in-progress' : 'backlog' })
-      : api.post(`${base}/items/${n}/resort.json`, { before: 1 });
+    return { kind: 'resort', n, res: api.post(`${base}/items/${n}/resort.json`, { before: 1 }) };
   });
-  const results = await Promise.all(ops);
-  for (const r of results) assert.ok([200, 400].includes(r.statusCode), r.body); // 400: the reference moved to another status
-  const rows = await t.db.selectFrom('items').select(['status', 'sort']).where('product_id', '=', product.id).execute();
+  for (const op of ops) {
+    const res = await op.res;
+    const label = `${op.kind} ${op.n}`;
+    // A resort may only be refused for an item that has meanwhile left the backlog item 1 is in.
+    if (op.kind === 'resort' && moved.includes(op.n) && res.statusCode === 400) {
+      assertError(res, 400, { errors: ['before'], message: /same status/, label });
+    } else {
+      assert.equal(res.statusCode, 200, `${label}: ${res.body}`);
+      assert.equal(res.json().number, op.n, label);
+    }
+  }
+  const rows = await t.db.selectFrom('items').select(['number', 'status', 'sort']).where('product_id', '=', product.id).execute();
   const keys = rows.map((r) => `${r.status}:${r.sort}`);
   assert.equal(new Set(keys).size, keys.length);
+  const order = async (status: string) =>
+    (await client(t.app, owner).get(`${base}/items.json`, { status, limit: 500 })).json().map((i: { number: number }) => i.number) as number[];
+  const backlog = await order('backlog');
+  assert.equal(backlog[0], 1, 'nothing can move above item 1');
+  assert.deepEqual(backlog.slice(1).sort((a, b) => a - b), [7, 8, 9, 10]);
+  assert.deepEqual((await order('in-progress')).sort((a, b) => a - b), moved);
 });
 
 test('parallel deploys: exactly one message per follower per deploy', async () => {
@@ -66,10 +83,13 @@ test('parallel deploys: exactly one message per follower per deploy', async () =
     ),
   );
   for (const r of results) assert.equal(r.statusCode, 200, r.body);
-  const rows = await t.db.selectFrom('outbox').select(['deploy_id', 'user_id']).execute();
-  const mine = rows.filter((r) => results.some((res) => res.json().id === r.deploy_id));
-  assert.equal(mine.length, 20 * 3);
-  assert.equal(new Set(mine.map((r) => `${r.deploy_id}:${r.user_id}`)).size, 60);
+  const ids = results.map((r) => r.json().id as number);
+  assert.equal(new Set(ids).size, 20);
+  const rows = await t.db.selectFrom('outbox').select(['deploy_id', 'user_id']).where('deploy_id', 'in', ids).orderBy('deploy_id').orderBy('user_id').execute();
+  const expected = ids
+    .sort((a, b) => a - b)
+    .flatMap((id) => followers.map((f) => f.user.id).sort((a, b) => a - b).map((userId) => ({ deploy_id: id, user_id: userId })));
+  assert.deepEqual(rows, expected);
 });
 
 test('parallel repeats of one Idempotency-Key record one deploy', async () => {
@@ -89,5 +109,5 @@ test('parallel repeats of one Idempotency-Key record one deploy', async () => {
   for (const r of results) assert.equal(r.statusCode, 200, r.body);
   assert.equal(new Set(results.map((r) => r.json().id)).size, 1);
   const messages = await t.db.selectFrom('outbox').selectAll().where('deploy_id', '=', results[0].json().id).execute();
-  assert.equal(messages.length, 1);
+  assert.deepEqual(messages.map((m) => m.user_id), [follower.user.id]);
 });

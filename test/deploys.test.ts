@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { client, makeApp, makeItem, makeProduct, makeUser, readEml, type ParsedMail, type TestContext } from './helpers.js';
+import { assertError, client, makeApp, makeItem, makeProduct, makeUser, readEml, type ParsedMail, type TestContext } from './helpers.js';
 
 let t: TestContext;
 before(async () => {
@@ -34,35 +34,35 @@ async function deliveredFor(deployId: number): Promise<Map<string, ParsedMail>> 
 }
 
 describe('create deploy: failures', () => {
-  test('missing or empty environment or numbers is 403, as the seed says', async () => {
+  test('missing or empty environment or numbers is 403 (docs/INTERFACE.md §7.8, §3)', async () => {
     const { api, base, deployer, product } = await setup();
     await makeItem(t.app, deployer, product.id);
     for (const params of [{ numbers: '1' }, { environment: 'prod' }, { environment: '', numbers: '1' }, { environment: 'prod', numbers: ' , ' }]) {
-      const res = await api.post(`${base}/deploys.json`, params);
-      assert.equal(res.statusCode, 403, JSON.stringify(params));
-      assert.equal(res.json().code, 403);
+      assertError(await api.post(`${base}/deploys.json`, params), 403, { errors: [], label: JSON.stringify(params) });
     }
   });
 
   test('a number that is not an integer is 400; no existing item is 400; nothing written', async () => {
-    const { api, base, deployer, product } = await setup();
-    await makeItem(t.app, deployer, product.id);
+    const { api, base, deployer, alice, product } = await setup();
+    const item = await makeItem(t.app, deployer, product.id, { assigned_to: alice.user.id });
     for (const numbers of ['1,abc', '1.5', '-1']) {
-      const res = await api.post(`${base}/deploys.json`, { environment: 'prod', numbers });
-      assert.equal(res.statusCode, 400, numbers);
-      assert.ok(res.json().errors.numbers);
+      assertError(await api.post(`${base}/deploys.json`, { environment: 'prod', numbers }), 400, { errors: ['numbers'], label: numbers });
     }
-    const none = await api.post(`${base}/deploys.json`, { environment: 'prod', numbers: '77,78' });
-    assert.equal(none.statusCode, 400);
+    assertError(await api.post(`${base}/deploys.json`, { environment: 'prod', numbers: '77,78' }), 400, { message: /none of the numbers/i });
     assert.deepEqual((await api.get(`${base}/deploys.json`)).json(), []);
-    assert.equal((await t.db.selectFrom('outbox').selectAll().where('deploy_id', 'is', null).execute()).length, 0);
+    // A deploy of item 1 would have queued a message to alice, who follows it.
+    assert.deepEqual(await t.db.selectFrom('outbox').select('id').where('user_id', '=', alice.user.id).execute(), []);
+    const after = (await api.get(`${base}/items/1.json`)).json();
+    assert.deepEqual(after.deployed_to, []);
+    assert.equal(after.last_activity, item.last_activity);
   });
 
   test('too long environment or version is 400', async () => {
     const { api, base, deployer, product } = await setup();
     await makeItem(t.app, deployer, product.id);
-    assert.equal((await api.post(`${base}/deploys.json`, { environment: 'e'.repeat(256), numbers: '1' })).statusCode, 400);
-    assert.equal((await api.post(`${base}/deploys.json`, { environment: 'prod', numbers: '1', version: 'v'.repeat(256) })).statusCode, 400);
+    assertError(await api.post(`${base}/deploys.json`, { environment: 'e'.repeat(256), numbers: '1' }), 400, { errors: ['environment'] });
+    assertError(await api.post(`${base}/deploys.json`, { environment: 'prod', numbers: '1', version: 'v'.repeat(256) }), 400, { errors: ['version'] });
+    assert.deepEqual((await api.get(`${base}/deploys.json`)).json(), []);
   });
 });
 
@@ -112,11 +112,15 @@ describe('create deploy', () => {
   test('a deploy moves last_activity, not last_modified', async () => {
     const { api, base, deployer, product } = await setup();
     await makeItem(t.app, deployer, product.id);
-    await t.db.updateTable('items').set({ last_modified: '2020-01-01T00:00:00+00:00', last_activity: '2020-01-01T00:00:00+00:00' }).execute();
-    await api.post(`${base}/deploys.json`, { environment: 'prod', numbers: '1' });
+    await t.db
+      .updateTable('items')
+      .set({ last_modified: '2020-01-01T00:00:00+00:00', last_activity: '2020-01-01T00:00:00+00:00' })
+      .where('product_id', '=', product.id)
+      .execute();
+    const deploy = (await api.post(`${base}/deploys.json`, { environment: 'prod', numbers: '1' })).json();
     const item = (await api.get(`${base}/items/1.json`)).json();
     assert.equal(item.last_modified, '2020-01-01T00:00:00+00:00');
-    assert.notEqual(item.last_activity, '2020-01-01T00:00:00+00:00');
+    assert.equal(item.last_activity, deploy.created_at);
   });
 });
 
@@ -187,8 +191,7 @@ describe('deploy email', () => {
     assert.equal(again.statusCode, 200);
     assert.equal(again.json().id, first.json().id);
     const other = await api.post(`${base}/deploys.json`, { environment: 'prod', numbers: '1', version: '7' }, headers);
-    assert.equal(other.statusCode, 422);
-    assert.equal(other.json().code, 422);
+    assertError(other, 422, { message: /Idempotency-Key/ });
     assert.equal((await api.get(`${base}/deploys.json`)).json().length, 1);
     assert.equal((await deliveredFor(first.json().id)).size, 1);
     const outbox = await t.db.selectFrom('outbox').selectAll().where('deploy_id', '=', first.json().id).execute();
@@ -215,7 +218,7 @@ describe('list deploys', () => {
     const skip = (await api.get(`${base}/deploys.json`, { offset: 3 })).json();
     assert.deepEqual(skip.map((d: { id: number }) => d.id), [ids[3]]);
     for (const q of [{ limit: '0' }, { limit: 'x' }, { offset: '-1' }]) {
-      assert.equal((await api.get(`${base}/deploys.json`, q)).statusCode, 400, JSON.stringify(q));
+      assertError(await api.get(`${base}/deploys.json`, q), 400, { errors: Object.keys(q), label: JSON.stringify(q) });
     }
   });
 
@@ -239,9 +242,7 @@ describe('list deploys', () => {
     assert.deepEqual(staging.json().map((d: { id: number }) => d.id), [ids[101], ids[99]]);
     assert.deepEqual((await api.get(`${base}/deploys.json`, { order_by: 'oldest', limit: 1 })).json()[0].id, ids[0]);
     assert.deepEqual((await api.get(`${base}/deploys.json`, { offset: 105 })).json(), []);
-    const bad = await api.get(`${base}/deploys.json`, { order_by: 'priority', limit: '0' });
-    assert.equal(bad.statusCode, 400);
-    assert.ok(bad.json().errors.order_by && bad.json().errors.limit, bad.body);
+    assertError(await api.get(`${base}/deploys.json`, { order_by: 'priority', limit: '0' }), 400, { errors: ['limit', 'order_by'] });
   });
 
   test('a page stops before the deploy that would take it past 1,000 items, but never comes back empty', async () => {

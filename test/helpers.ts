@@ -1,3 +1,4 @@
+import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -125,6 +126,46 @@ export function client(app: FastifyInstance, user: TestUser | { auth: string }) 
       return app.inject({ method: 'DELETE', url, headers });
     },
   };
+}
+
+/** What assertError reads of an answer: an injected response, or one parsed off a socket. */
+export interface AnswerLike {
+  statusCode: number;
+  headers: Record<string, unknown>;
+  body: string;
+}
+
+/**
+ * Asserts the interface's error answer (docs/INTERFACE.md §3): the status, a JSON body of `code`
+ * (the status again), a non-empty `message` and, only on validation errors, `errors`; never an HTML
+ * page or a stack trace. `message` must match when given; `errors` lists exactly the parameters
+ * the answer must name (an empty list: no `errors` at all). Returns the body.
+ */
+export function assertError(
+  res: AnswerLike,
+  status: number,
+  expected: { message?: RegExp; errors?: string[]; label?: string } = {},
+): { code: number; message: string; errors?: Record<string, string> } {
+  const label = expected.label ?? '';
+  assert.equal(res.statusCode, status, `${label}: expected ${status}, got ${res.statusCode} ${res.body.slice(0, 300)}`);
+  assert.equal(res.headers['content-type'], 'application/json; charset=utf-8', label);
+  assert.doesNotMatch(res.body, /<html|<!doctype|<body/i, label);
+  assert.doesNotMatch(res.body, /\bat .+:\d+:\d+|node_modules|\.ts:\d+/, `${label}: stack trace in body`);
+  const body = JSON.parse(res.body);
+  assert.equal(body.code, status, label);
+  assert.equal(typeof body.message, 'string', label);
+  assert.ok(body.message.length > 0, label);
+  for (const key of Object.keys(body)) assert.ok(['code', 'message', 'errors'].includes(key), `${label}: unexpected key ${key} in ${res.body}`);
+  if (expected.message) assert.match(body.message, expected.message, label);
+  if ('errors' in body) {
+    assert.equal(typeof body.errors, 'object', label);
+    assert.notEqual(body.errors, null, label);
+    for (const reason of Object.values(body.errors)) assert.ok(typeof reason === 'string' && reason.length > 0, `${label}: ${res.body}`);
+  }
+  if (expected.errors) {
+    assert.deepEqual(Object.keys(body.errors ?? {}).sort(), [...expected.errors].sort(), `${label}: errors named in ${res.body}`);
+  }
+  return body;
 }
 
 /** Creates an item through the API and returns its JSON; fails the test on any other answer. */

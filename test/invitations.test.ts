@@ -6,6 +6,7 @@ import pg from 'pg';
 import { after, before, describe, test } from 'node:test';
 import type { LightMyRequestResponse } from 'fastify';
 import {
+  assertError,
   basic,
   client,
   deliveredMail,
@@ -49,13 +50,6 @@ function accept(url: string, params: Record<string, string> = {}): Promise<Light
     headers: { 'content-type': 'application/x-www-form-urlencoded' },
     payload: new URLSearchParams(params).toString(),
   });
-}
-
-function assertError(res: LightMyRequestResponse, status: number, label = ''): void {
-  assert.equal(res.statusCode, status, `${label}: expected ${status}, got ${res.statusCode} ${res.body}`);
-  assert.match(String(res.headers['content-type']), /^application\/json/, label);
-  assert.deepEqual(Object.keys(res.json()).filter((k) => k !== 'errors').sort(), ['code', 'message'], label);
-  assert.equal(res.json().code, status, label);
 }
 
 /** Any user's own product, as anyone may create one. */
@@ -106,9 +100,9 @@ describe('adding a person sends an invitation and nothing else', () => {
 
     assert.deepEqual((await invite(admin, productId, { email: invitee.email })).json(), { email: invitee.email, status: 'invited', admin: false });
     const assign = await client(t.app, admin).post(`/api/products/${productId}/items/${item.number}.json`, { assigned_to: invitee.user.id });
-    assertError(assign, 404, 'assigning an invitee');
-    assertError(await client(t.app, admin).post(`/api/products/${productId}/items.json`, { type: 'task', title: 'x', assigned_to: invitee.user.id }), 404, 'creating for an invitee');
-    assertError(await client(t.app, invitee).get(`/api/products/${productId}/items.json`), 403, 'an invitee reads the product');
+    assertError(assign, 404, { label: 'assigning an invitee' });
+    assertError(await client(t.app, admin).post(`/api/products/${productId}/items.json`, { type: 'task', title: 'x', assigned_to: invitee.user.id }), 404, { label: 'creating for an invitee' });
+    assertError(await client(t.app, invitee).get(`/api/products/${productId}/items.json`), 403, { label: 'an invitee reads the product' });
     await client(t.app, admin).post(`/api/products/${productId}/deploys.json`, { environment: 'staging', numbers: String(item.number) });
     const link = await invitationPath(invitee.email);
     assert.equal(to(await mailbox(), invitee.email).length, 1, 'only the invitation');
@@ -184,7 +178,7 @@ describe('the invitation link', () => {
     assert.equal(product.json().admin, true);
 
     const again = await accept(link);
-    assertError(again, 410, 'a second acceptance');
+    assertError(again, 410, { label: 'a second acceptance' });
     const used = await open(link);
     assert.equal(used.json().accepted, true);
     assert.equal(used.json().has_account, true);
@@ -197,7 +191,7 @@ describe('the invitation link', () => {
     const email = 'nameless@invited.example';
     assert.equal((await invite(admin, productId, { email })).statusCode, 200);
     const link = await invitationPath(email);
-    assertError(await accept(link), 400, 'no name');
+    assertError(await accept(link), 400, { label: 'no name' });
     assert.equal(await t.db.selectFrom('users').select('id').where('email', '=', email).executeTakeFirst(), undefined);
     const res = await t.app.inject({
       method: 'POST',
@@ -225,19 +219,19 @@ describe('the invitation link', () => {
     const later = Buffer.from(Buffer.from(payload, 'base64url').toString().replace(/ \d{4}/, ' 2999')).toString('base64url');
     const flipped = signature.slice(0, -2) + (signature.endsWith('AA') ? 'BB' : 'AA');
     for (const forged of [`${otherId}.${signature}`, `${later}.${signature}`, `${payload}.${flipped}`, payload, `${payload}.${signature}.x`]) {
-      assertError(await open(`/invitations/${forged}`), 404, `GET ${forged}`);
-      assertError(await accept(`/invitations/${forged}`), 404, `POST ${forged}`);
+      assertError(await open(`/invitations/${forged}`), 404, { label: `GET ${forged}` });
+      assertError(await accept(`/invitations/${forged}`), 404, { label: `POST ${forged}` });
     }
     // An unsubscribe token (same key, other purpose) is no invitation.
-    assertError(await accept(`/invitations/${t.app.unsubscribeLinks.token(payload)}`), 404, 'unsubscribe token');
+    assertError(await accept(`/invitations/${t.app.unsubscribeLinks.token(payload)}`), 404, { label: 'unsubscribe token' });
 
     // A link sent with an invitation that has run out.
     const second = 'expired@invited.example';
     await invite(admin, productId, { email: second, first_name: 'Ex', last_name: 'Pired' });
     await t.db.updateTable('invitations').set({ expires_at: '2026-01-01T00:00:00+00:00' }).where('email', '=', second).execute();
     const expired = await invitationPath(second);
-    assertError(await open(expired), 410, 'GET expired');
-    assertError(await accept(expired), 410, 'POST expired');
+    assertError(await open(expired), 410, { label: 'GET expired' });
+    assertError(await accept(expired), 410, { label: 'POST expired' });
     assert.equal(await t.db.selectFrom('users').select('id').where('email', 'in', [email, second]).executeTakeFirst(), undefined, 'a refused link created a user');
   });
 });
@@ -304,7 +298,7 @@ describe('rate limits', () => {
       assert.equal(res.statusCode, 200, `invitation ${i}: ${res.body}`);
     }
     const over = await invite(busy, b, { email: 'one.more@limits.example' });
-    assertError(over, 429, 'inviter limit');
+    assertError(over, 429, { label: 'inviter limit' });
     assert.match(over.json().message, /20 invitations in the last hour/);
     const retryAfter = Number(over.headers['retry-after']);
     assert.ok(retryAfter > 3000 && retryAfter <= 3600, `Retry-After ${retryAfter}`);
@@ -321,7 +315,7 @@ describe('rate limits', () => {
       assert.equal(res.statusCode, 200, `invitation ${i}: ${res.body}`);
     }
     const full = await invite(admins[2], shared.id, { email: 'team50@limits.example' });
-    assertError(full, 429, 'product limit');
+    assertError(full, 429, { label: 'product limit' });
     assert.match(full.json().message, /This product has sent 50/);
     assert.equal((await invite(admins[2], await ownProduct(admins[2]), { email: 'elsewhere@limits.example' })).statusCode, 200, 'other products are not limited by it');
 

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { client, makeApp, makeItem, makeProduct, makeUser, type TestContext } from './helpers.js';
+import { assertError, client, makeApp, makeItem, makeProduct, makeUser, type TestContext } from './helpers.js';
 
 let t: TestContext;
 before(async () => {
@@ -34,9 +34,9 @@ describe('create item: failures', () => {
     ['invalid score', { type: 'task', title: 'x', score: 'XXL' }, 400, 'score'],
     ['title too long', { type: 'task', title: 'x'.repeat(256) }, 400, 'title'],
     ['who too long', { type: 'story', who: 'x'.repeat(256), what: 'a', why: 'b' }, 400, 'who'],
-    ['assigned_to unknown', { type: 'task', title: 'x', assigned_to: '99999' }, 404],
-    ['assigned_to not a number', { type: 'task', title: 'x', assigned_to: 'bob' }, 404],
-    ['created_by unknown', { type: 'task', title: 'x', created_by: '99999' }, 404],
+    ['assigned_to unknown', { type: 'task', title: 'x', assigned_to: '99999' }, 404, 'assigned_to'],
+    ['assigned_to not a number', { type: 'task', title: 'x', assigned_to: 'bob' }, 404, 'assigned_to'],
+    ['created_by unknown', { type: 'task', title: 'x', created_by: '99999' }, 404, 'created_by'],
     ['parent unknown', { type: 'task', title: 'x', parent: '9999' }, 404],
     ['parent given for a story', { type: 'story', who: 'a', what: 'b', why: 'c', parent: '1' }, 400, 'parent'],
   ];
@@ -44,11 +44,7 @@ describe('create item: failures', () => {
     test(name, async () => {
       const { api, base } = await setup();
       const res = await api.post(`${base}/items.json`, params);
-      assert.equal(res.statusCode, status, res.body);
-      const body = res.json();
-      assert.equal(body.code, status);
-      assert.equal(typeof body.message, 'string');
-      if (field) assert.ok(body.errors?.[field], `errors.${field} in ${res.body}`);
+      assertError(res, status, { errors: field ? [field] : [], label: name });
       const list = await api.get(`${base}/items.json`, { status: 'backlog,in-progress,completed,accepted' });
       assert.equal(list.headers['x-sprintly-item-count'], '0', 'nothing was written');
     });
@@ -57,16 +53,13 @@ describe('create item: failures', () => {
   test('assigned_to names a user who is not a member', async () => {
     const { api, base } = await setup();
     const outsider = await makeUser(t.db);
-    const res = await api.post(`${base}/items.json`, { type: 'task', title: 'x', assigned_to: outsider.user.id });
-    assert.equal(res.statusCode, 404);
+    assertError(await api.post(`${base}/items.json`, { type: 'task', title: 'x', assigned_to: outsider.user.id }), 404, { message: /assigned_to/ });
   });
 
   test('parent names an item that is not a story', async () => {
     const { owner, product, api, base } = await setup();
     await makeItem(t.app, owner, product.id);
-    const res = await api.post(`${base}/items.json`, { type: 'task', title: 'x', parent: 1 });
-    assert.equal(res.statusCode, 400);
-    assert.ok(res.json().errors.parent);
+    assertError(await api.post(`${base}/items.json`, { type: 'task', title: 'x', parent: 1 }), 400, { errors: ['parent'] });
   });
 });
 
@@ -170,9 +163,7 @@ describe('fetch item', () => {
   test('unknown and malformed numbers are 404', async () => {
     const { api, base } = await setup();
     for (const n of ['1', '0', 'abc', '1.5', '-1']) {
-      const res = await api.get(`${base}/items/${n}.json`);
-      assert.equal(res.statusCode, 404, n);
-      assert.equal(res.json().code, 404);
+      assertError(await api.get(`${base}/items/${n}.json`), 404, { label: n });
     }
   });
 
@@ -219,9 +210,7 @@ describe('update item', () => {
       { title: '' },
       { title: 'x'.repeat(256) },
     ]) {
-      const res = await api.post(url, params);
-      assert.equal(res.statusCode, 400, JSON.stringify(params));
-      assert.ok(res.json().errors, res.body);
+      assertError(await api.post(url, params), 400, { errors: Object.keys(params), label: JSON.stringify(params) });
     }
     assert.equal((await api.post(url, { assigned_to: 424242 })).statusCode, 404);
     assert.equal((await api.post(url, { parent: 424242 })).statusCode, 404);
@@ -237,12 +226,23 @@ describe('update item', () => {
   });
 
   test('assigned_to: a new assignee follows; an empty value unassigns', async () => {
-    const { api, url, member } = await withItem();
+    const { api, url, member, owner, product, item } = await withItem();
     const res = await api.post(url, { assigned_to: member.user.id });
     assert.equal(res.json().assigned_to.id, member.user.id);
     assert.equal((await api.post(url, { assigned_to: '' })).json().assigned_to, null);
-    const followers = await t.db.selectFrom('followers').select('user_id').execute();
-    assert.ok(followers.some((f) => f.user_id === member.user.id));
+    const followers = await t.db
+      .selectFrom('followers')
+      .innerJoin('items', 'items.id', 'followers.item_id')
+      .select('followers.user_id')
+      .where('items.product_id', '=', product.id)
+      .where('items.number', '=', item.number)
+      .orderBy('followers.user_id')
+      .execute();
+    assert.deepEqual(
+      followers.map((f) => f.user_id),
+      [owner.user.id, member.user.id].sort((a, b) => a - b),
+      'the creator and the earlier assignee follow',
+    );
   });
 
   test('a story rebuilds its title when who/what/why change and ignores title and type', async () => {
@@ -352,9 +352,7 @@ describe('archive, children, follow', () => {
     assert.equal(page.headers['x-sprintly-item-count'], '5');
     assert.deepEqual(page.json().map((i: { number: number }) => i.number), [3, 4]);
     assert.equal((await api.get(`${base}/items/1/children.json`, { limit: 9999 })).json().length, 5);
-    const bad = await api.get(`${base}/items/1/children.json`, { offset: '-1', limit: 'x' });
-    assert.equal(bad.statusCode, 400);
-    assert.deepEqual(Object.keys(bad.json().errors).sort(), ['limit', 'offset']);
+    assertError(await api.get(`${base}/items/1/children.json`, { offset: '-1', limit: 'x' }), 400, { errors: ['limit', 'offset'] });
   });
 
   test('deployed_to shows the latest 10 environments (3 where embedded); deployed_to.json has them all', async () => {

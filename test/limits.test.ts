@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { markAllSent } from '../src/mail/outbox.js';
 import { retryMail } from '../src/mail/service.js';
-import { client, makeApp, makeItem, makeProduct, makeUser, type TestContext, type TestUser } from './helpers.js';
+import { assertError, client, makeApp, makeItem, makeProduct, makeUser, type TestContext, type TestUser } from './helpers.js';
 
 let t: TestContext;
 let owner: TestUser;
@@ -48,16 +48,12 @@ describe('list sizes are bounded', () => {
   test('at most 50 tags to filter by, 100 tags on an item, 1,000 items in a deploy', async () => {
     const tags = (n: number) => Array.from({ length: n }, (_, i) => `t${i}`).join(',');
     assert.equal((await api().get(`${base}/items.json`, { tags: tags(50) })).statusCode, 200);
-    const filter = await api().get(`${base}/items.json`, { tags: tags(51) });
-    assert.equal(filter.statusCode, 400);
-    assert.ok(filter.json().errors.tags);
+    assertError(await api().get(`${base}/items.json`, { tags: tags(51) }), 400, { errors: ['tags'] });
     assert.equal((await api().post(`${base}/items.json`, { type: 'task', title: 'x', tags: tags(100) })).statusCode, 200);
     assert.equal((await api().post(`${base}/items.json`, { type: 'task', title: 'x', tags: tags(101) })).statusCode, 400);
     assert.equal((await api().post(`${base}/items/2.json`, { tags: tags(101) })).statusCode, 400);
     const numbers = Array.from({ length: 1001 }, (_, i) => i + 1).join(',');
-    const deploy = await api().post(`${base}/deploys.json`, { environment: 'prod', numbers });
-    assert.equal(deploy.statusCode, 400);
-    assert.ok(deploy.json().errors.numbers);
+    assertError(await api().post(`${base}/deploys.json`, { environment: 'prod', numbers }), 400, { errors: ['numbers'] });
   });
 });
 
@@ -77,14 +73,21 @@ describe('requests clients really send', () => {
 
   test('a malformed URL is 400 in the error shape', async () => {
     const res = await t.app.inject({ method: 'GET', url: `${base}/items/%E0%A4%A.json`, headers: { authorization: owner.auth } });
-    assert.equal(res.statusCode, 400);
-    assert.deepEqual(Object.keys(res.json()).sort(), ['code', 'message']);
-    assert.equal(res.json().code, 400);
+    assertError(res, 400, { errors: [] });
   });
 
   test('children=true with a type filter that leaves out stories counts no sub-items', async () => {
-    const res = await api().get(`${base}/items.json`, { type: 'task', children: 'true' });
-    assert.equal(res.headers['x-sprintly-item-count'], String(res.json().length));
+    const own = await makeProduct(t.db, owner, [], 'Children and types');
+    const ownBase = `/api/products/${own.id}`;
+    await makeItem(t.app, owner, own.id, { type: 'story', who: 'a', what: 'b', why: 'c' }); // 1
+    await makeItem(t.app, owner, own.id, { parent: 1 }); // 2: a sub-item of 1
+    await makeItem(t.app, owner, own.id); // 3
+    const tasks = await api().get(`${ownBase}/items.json`, { type: 'task', children: 'true' });
+    assert.deepEqual(tasks.json().map((i: { number: number }) => i.number), [3]);
+    assert.equal(tasks.headers['x-sprintly-item-count'], '1');
+    const both = await api().get(`${ownBase}/items.json`, { type: 'story,task', children: 'true' });
+    assert.deepEqual(both.json().map((i: { number: number }) => i.number), [1, 2, 3]);
+    assert.equal(both.headers['x-sprintly-item-count'], '3');
   });
 });
 
@@ -126,10 +129,42 @@ describe('mail bookkeeping', () => {
   });
 
   test('retrying given-up messages starts their backoff over', async () => {
-    await t.db.updateTable('outbox').set({ status: 'failed', attempts: 7, last_error: '550 no' }).execute();
-    const n = await retryMail(t.db, true);
-    assert.ok(n >= 1);
-    const rows = await t.db.selectFrom('outbox').select(['status', 'attempts']).execute();
-    assert.ok(rows.every((r) => r.status === 'pending' && r.attempts === 0));
+    // A database of its own: a retry acts on every waiting message there is.
+    const own = await makeApp();
+    try {
+      const deployer = await makeUser(own.db);
+      const followers = [await makeUser(own.db), await makeUser(own.db), await makeUser(own.db)];
+      const product = await makeProduct(own.db, deployer, followers);
+      for (const f of followers) await makeItem(own.app, f, product.id);
+      const deploy = await client(own.app, deployer).post(`/api/products/${product.id}/deploys.json`, { environment: 'prod', numbers: '1,2,3' });
+      assert.equal(deploy.statusCode, 200, deploy.body);
+      const ids = (await own.db.selectFrom('outbox').select('id').where('deploy_id', '=', deploy.json().id).orderBy('id').execute()).map((r) => r.id);
+      assert.equal(ids.length, 3);
+      const [waiting, given, sent] = ids;
+      await own.db.updateTable('outbox').set({ next_attempt_at: '2099-01-01T00:00:00+00:00', attempts: 2 }).where('id', '=', waiting).execute();
+      await own.db.updateTable('outbox').set({ status: 'failed', attempts: 7, last_error: '550 no', next_attempt_at: '2099-01-01T00:00:00+00:00' }).where('id', '=', given).execute();
+      await own.db.updateTable('outbox').set({ status: 'sent', attempts: 1, next_attempt_at: '2099-01-01T00:00:00+00:00' }).where('id', '=', sent).execute();
+      const state = async () =>
+        (await own.db.selectFrom('outbox').select(['status', 'attempts', 'next_attempt_at']).orderBy('id').execute()).map((r) => ({
+          status: r.status,
+          attempts: r.attempts,
+          due: Date.parse(r.next_attempt_at) <= Date.now(),
+        }));
+
+      assert.equal(await retryMail(own.db, false), 1, 'without failed, only the waiting message');
+      assert.deepEqual(await state(), [
+        { status: 'pending', attempts: 2, due: true },
+        { status: 'failed', attempts: 7, due: false },
+        { status: 'sent', attempts: 1, due: false },
+      ]);
+      assert.equal(await retryMail(own.db, true), 2, 'the waiting message and the given-up one');
+      assert.deepEqual(await state(), [
+        { status: 'pending', attempts: 2, due: true },
+        { status: 'pending', attempts: 0, due: true },
+        { status: 'sent', attempts: 1, due: false },
+      ]);
+    } finally {
+      await own.close();
+    }
   });
 });

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { client, makeApp, makeItem, makeProduct, makeUser, type TestContext } from './helpers.js';
+import { assertError, client, makeApp, makeItem, makeProduct, makeUser, type TestContext } from './helpers.js';
 
 let t: TestContext;
 before(async () => {
@@ -90,9 +90,7 @@ describe('resort', () => {
       [99, { before: 1 }, 404],
     ];
     for (const [n, params, status] of cases) {
-      const res = await resort(n, params);
-      assert.equal(res.statusCode, status, `${n} ${JSON.stringify(params)}: ${res.body}`);
-      assert.equal(res.json().code, status);
+      assertError(await resort(n, params), status, { label: `${n} ${JSON.stringify(params)}` });
     }
   });
 
