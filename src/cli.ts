@@ -4,6 +4,7 @@ import { copyDatabase, CopyError } from './db/copy.js';
 import { dialectOf } from './db/dialect.js';
 import { openDatabase, type Db } from './db/connection.js';
 import { AppError } from './errors.js';
+import { digitsToId } from './http/params.js';
 import { mailStatus, retryMail, type MailStatus } from './mail/index.js';
 import { addMemberByEmail, createProduct } from './products/index.js';
 import { createUser, findUserByEmail, rotateApiKey } from './users/index.js';
@@ -78,10 +79,9 @@ const COMMANDS: Record<string, Command> = {
     options: { admin: { type: 'boolean' } },
     positionals: ['PRODUCT_ID', 'EMAIL'],
     async run(db, [productId, email], v) {
-      if (!/^\d+$/.test(productId)) throw new UsageError(`PRODUCT_ID must be a number, got "${productId}".`);
-      const { product, admin } = await db
-        .transaction()
-        .execute((trx) => addMemberByEmail(trx, Number(productId), email, v.admin === true ? true : undefined));
+      const id = digitsToId(productId);
+      if (id === undefined) throw new UsageError(`PRODUCT_ID must be a number, got "${productId}".`);
+      const { product, admin } = await db.transaction().execute((trx) => addMemberByEmail(trx, id, email, v.admin === true ? true : undefined));
       return `${email.trim().toLowerCase()} is ${admin ? 'an admin' : 'a member'} of product ${product.id} (${product.name}).`;
     },
   },

@@ -117,7 +117,8 @@ export function databaseOptions(config: Config) {
 
 /**
  * Reads the configuration from an environment (process.env by default).
- * Throws ConfigError with a message naming the variable when a value is unusable.
+ * Throws ConfigError with a message naming the variable when a value is unusable. One line per
+ * setting, so it is long: each setting is read and checked where it is listed.
  */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Partial<Config> = {}): Config {
   const port = env.PORT !== undefined && env.PORT !== '' ? parsePort(env.PORT) : 3000;

@@ -320,7 +320,7 @@ describe('sprintly-data SDK against a running Shiplog', () => {
       for (let i = 0; i < 5; i++) await add({ type: 'task', title: `Open ${i}`, status: 'backlog' });
     });
 
-    // The expected listing, from the rows themselves (INTERFACE.md §6 newest, §7.1 children).
+    // The expected listing, from the rows themselves (docs/INTERFACE.md §6 newest, §7.1 children).
     const rows = await t.db
       .selectFrom('items')
       .select(['id', 'number', 'parent_id', 'status', 'sort', 'created_at'])

@@ -41,7 +41,7 @@ export function parseDeploy(p: Record<string, ParamValue>): DeployInput {
   };
 }
 
-/** Parameters of a deploy list (INTERFACE.md §7.7); every malformed one is named in one 400. */
+/** Parameters of a deploy list (docs/INTERFACE.md §7.7); every malformed one is named in one 400. */
 export function parseDeployList(p: Record<string, ParamValue>): { filter: DeployFilter; page: { offset: number; limit: number } } {
   return collectErrors((field) => {
     const page = field(() => asPage(p, DEPLOY_PAGE));

@@ -78,7 +78,7 @@ async function notifyFollowers(trx: Trx, scope: ProductScope, deploy: DeployRow,
 }
 
 /**
- * One page of the product's deploys (INTERFACE.md §7.7) and how many match in all: at most
+ * One page of the product's deploys (docs/INTERFACE.md §7.7) and how many match in all: at most
  * `limit` deploys, fewer when their items would pass DEPLOY_PAGE_ITEMS, never none while any
  * remain.
  */

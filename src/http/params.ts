@@ -5,7 +5,7 @@ import { ValidationError } from '../errors.js';
  * What a parameter may look like on the wire: form bodies and query strings give strings (arrays
  * when repeated), JSON bodies may give numbers, booleans, arrays or null. Route schemas declare
  * each parameter with this type; the functions below turn it into a typed value or a 400 naming
- * the parameter, following INTERFACE.md §1.
+ * the parameter, following docs/INTERFACE.md §1.
  */
 export const Param = Type.Union([
   Type.String(),
@@ -221,7 +221,7 @@ function readSource(source: unknown, names: ReadonlySet<string>, errors: Record<
 
 /**
  * The parameters an endpoint reads (`names`, from its schema), from the query string and the body,
- * the body winning (INTERFACE.md §1). Throws a ValidationError naming every parameter sent in a
+ * the body winning (docs/INTERFACE.md §1). Throws a ValidationError naming every parameter sent in a
  * shape it cannot be read in.
  */
 export function mergeParams(query: unknown, body: unknown, names: ReadonlySet<string>): Record<string, ParamValue> {

@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { answer, escapeHtml, failure } from '../http/html.js';
 import { params, Param } from '../http/params.js';
 import { requestParams } from '../http/request.js';
@@ -43,74 +43,80 @@ function describe(t: InvitationTarget): string {
   return `${fullName(t.inviter)} invites ${t.invitation.email} to join ${t.product.name}${role}.`;
 }
 
+/** The page of an invitation's link: what accepting does, and the form that accepts. */
+function invitationPage(t: InvitationTarget): string {
+  if (t.accepted) return '<p>This invitation has already been accepted.</p>';
+  const named = (field: 'first_name' | 'last_name', label: string) =>
+    `<p><label>${label}<br><input name="${field}" value="${escapeHtml(t.invitation[field])}" required maxlength="255"></label></p>`;
+  const account = t.user
+    ? '<p>You use your existing API key.</p>'
+    : `<p>Accepting also creates your Shiplog account; its API key is shown once, on the next page.</p>\n${named('first_name', 'First name')}\n${named('last_name', 'Last name')}`;
+  return `<p>${escapeHtml(describe(t))}</p>
+<p>Accepting makes you a member: you can then see its items, be assigned work and get mail about its deploys.</p>
+<form method="post">
+${account}
+<button type="submit">Accept the invitation</button>
+</form>`;
+}
+
+/** The page after accepting: a new account's API key, shown this once. */
+function acceptedPage(apiKey: string | undefined): string {
+  if (!apiKey) return '<p>Sign in with your existing API key.</p>';
+  return `<p>Your account is ready. Your API key, shown only this once; keep it somewhere safe:</p>
+<p><code style="font-size:1.2em">${escapeHtml(apiKey)}</code></p>
+<p>Clients sign in with HTTP Basic (your email as the user name, this key as the password) or
+<code>Authorization: Bearer</code> and the key. If you lose it, an operator can issue a new one.</p>`;
+}
+
+/** An invitation as its link's JSON answer shows it. */
+function presentInvitation(t: InvitationTarget) {
+  return {
+    email: t.invitation.email,
+    product: presentProductSummary(t.product),
+    invited_by: fullName(t.inviter),
+    admin: t.invitation.admin === 1,
+    has_account: t.user !== undefined,
+    ...(t.user ? {} : { first_name: t.invitation.first_name, last_name: t.invitation.last_name }),
+    expires_at: t.expiresAt,
+    accepted: t.accepted,
+  };
+}
+
 /**
  * The link of an invitation: GET shows what accepting does (mail scanners that follow links
  * change nothing), POST accepts. HTML for browsers, JSON otherwise. The token is the credential:
- * no API key is needed, and for an address without a user there is none yet.
+ * no API key is needed, and for an address without a user there is none yet. Answers may hold an
+ * API key or a name: no cache keeps them.
  */
 export async function invitationRoutes(app: FastifyInstance): Promise<void> {
+  const tokenOf = (request: FastifyRequest) => (request.params as { token: string }).token;
+
   app.get('/invitations/:token', { schema: { params: TokenParams } }, async (request, reply) => {
     try {
-      const t = await invitationTarget(app.db, app.unsubscribeLinks, (request.params as { token: string }).token);
-      const named = (field: 'first_name' | 'last_name', label: string) =>
-        `<p><label>${label}<br><input name="${field}" value="${escapeHtml(t.invitation[field])}" required maxlength="255"></label></p>`;
-      const html = t.accepted
-        ? '<p>This invitation has already been accepted.</p>'
-        : `<p>${escapeHtml(describe(t))}</p>
-<p>Accepting makes you a member: you can then see its items, be assigned work and get mail about its deploys.</p>
-<form method="post">
-${t.user ? '<p>You use your existing API key.</p>' : `<p>Accepting also creates your Shiplog account; its API key is shown once, on the next page.</p>\n${named('first_name', 'First name')}\n${named('last_name', 'Last name')}`}
-<button type="submit">Accept the invitation</button>
-</form>`;
+      const t = await invitationTarget(app.db, app.unsubscribeLinks, tokenOf(request));
       reply.header('cache-control', 'no-store');
-      return answer(request, reply, 200, `Invitation to ${t.product.name}`, html, {
-        email: t.invitation.email,
-        product: presentProductSummary(t.product),
-        invited_by: fullName(t.inviter),
-        admin: t.invitation.admin === 1,
-        has_account: t.user !== undefined,
-        ...(t.user ? {} : { first_name: t.invitation.first_name, last_name: t.invitation.last_name }),
-        expires_at: t.expiresAt,
-        accepted: t.accepted,
-      });
+      return answer(request, reply, 200, `Invitation to ${t.product.name}`, invitationPage(t), presentInvitation(t));
     } catch (err) {
       return failure(request, reply, err);
     }
   });
 
-  app.post(
-    '/invitations/:token',
-    { schema: { params: TokenParams, body: params({ first_name: Param, last_name: Param }) } },
-    async (request, reply) => {
-      try {
-        const token = (request.params as { token: string }).token;
-        const names = parseAcceptNames(requestParams(request));
-        const done = await app.db.transaction().execute((trx) => acceptInvitation(trx, app.unsubscribeLinks, token, names));
-        const keyHtml = done.apiKey
-          ? `<p>Your account is ready. Your API key, shown only this once; keep it somewhere safe:</p>
-<p><code style="font-size:1.2em">${escapeHtml(done.apiKey)}</code></p>
-<p>Clients sign in with HTTP Basic (your email as the user name, this key as the password) or
-<code>Authorization: Bearer</code> and the key. If you lose it, an operator can issue a new one.</p>`
-          : '<p>Sign in with your existing API key.</p>';
-        // The answer may hold an API key: no cache keeps it.
-        reply.header('cache-control', 'no-store');
-        return answer(
-          request,
-          reply,
-          200,
-          `You are now a member of ${done.target.product.name}`,
-          keyHtml,
-          {
-            email: done.user.email,
-            product: presentProductSummary(done.target.product),
-            admin: done.admin,
-            user: presentUser(done.user, done.user.id),
-            ...(done.apiKey ? { api_key: done.apiKey } : {}),
-          },
-        );
-      } catch (err) {
-        return failure(request, reply, err);
-      }
-    },
-  );
+  const acceptBody = params({ first_name: Param, last_name: Param });
+  app.post('/invitations/:token', { schema: { params: TokenParams, body: acceptBody } }, async (request, reply) => {
+    try {
+      const names = parseAcceptNames(requestParams(request));
+      const done = await app.db.transaction().execute((trx) => acceptInvitation(trx, app.unsubscribeLinks, tokenOf(request), names));
+      reply.header('cache-control', 'no-store');
+      const json = {
+        email: done.user.email,
+        product: presentProductSummary(done.target.product),
+        admin: done.admin,
+        user: presentUser(done.user, done.user.id),
+        ...(done.apiKey ? { api_key: done.apiKey } : {}),
+      };
+      return answer(request, reply, 200, `You are now a member of ${done.target.product.name}`, acceptedPage(done.apiKey), json);
+    } catch (err) {
+      return failure(request, reply, err);
+    }
+  });
 }

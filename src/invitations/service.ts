@@ -45,7 +45,8 @@ export interface InviteAnswer {
  * member already only has their role set (when `admin` is given). A pending invitation is sent
  * again at most once a day; in between a repeat only updates the names and role it gives.
  * Throws TooManyRequestsError (429) past the hourly limits of the inviter and of the product.
- * Resolves with the answer and whether a message was queued.
+ * Resolves with the answer and whether a message was queued. Kept as one function on purpose:
+ * its steps run under the locks it takes first, and read in the order they must happen.
  */
 export async function invitePerson(
   trx: Trx,

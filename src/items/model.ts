@@ -1,5 +1,5 @@
 import { indefiniteArticle } from './article.js';
-/** The vocabulary of items (INTERFACE.md §4.3, §5). */
+/** The vocabulary of items (docs/INTERFACE.md §4.3, §5). */
 export const ITEM_TYPES = ['story', 'task', 'defect', 'test'] as const;
 export type ItemType = (typeof ITEM_TYPES)[number];
 
@@ -58,7 +58,7 @@ export interface Progress {
   close_reason: string | null;
 }
 
-/** How progress moves when an item enters `to` (INTERFACE.md §5). */
+/** How progress moves when an item enters `to` (docs/INTERFACE.md §5). */
 export function progressOnEntering(to: Status, p: Progress, now: string, closeReason?: CloseReason): Progress {
   switch (to) {
     case 'someday':

@@ -103,7 +103,7 @@ function presentOwnFields(row: ItemRow, rel: ItemRelations, urls: Urls, viewerId
 }
 
 /**
- * An item row and its relations -> the one item shape of INTERFACE.md §4.3, as the caller
+ * An item row and its relations -> the one item shape of docs/INTERFACE.md §4.3, as the caller
  * (`viewerId`) sees the users it embeds (see presentUser), showing the latest `shown`
  * environments in `deployed_to` (as many as `rel` holds at most); its parent, embedded, shows fewer.
  */

@@ -51,7 +51,11 @@ export async function bottomSort(trx: Db, productId: number, status: number): Pr
   return row?.max === null || row?.max === undefined ? SORT_STEP : Number(row.max) + SORT_STEP;
 }
 
-/** The sort of the nearest item of the status below (`after`) or above (`before`) a position, skipping one item. */
+/**
+ * The sort of the nearest item of the status below a position (a larger sort; a move with
+ * `before` lands between its reference and this one) or above it (a smaller sort; a move with
+ * `after`), skipping the item being moved.
+ */
 export async function neighbourSort(
   trx: Db,
   productId: number,
@@ -273,6 +277,39 @@ export async function countChildren(db: Db, parentId: number): Promise<number> {
   return Number(row.n);
 }
 
+/** How many live sub-items each of the given items has (those with none are left out). */
+async function countLiveChildren(db: Db, ids: number[]): Promise<Map<number, number>> {
+  // Only stories have sub-items, but asking for every id spares reading rows to learn their types.
+  const counted = await db
+    .selectFrom('items')
+    .select(['parent_id', (eb) => eb.fn.countAll<number>().as('n')])
+    .where('parent_id', 'in', ids)
+    .where('archived', '=', 0)
+    .groupBy('parent_id')
+    .execute();
+  return new Map(counted.map((r) => [r.parent_id!, Number(r.n)]));
+}
+
+/**
+ * Which top-level entries of a chunk a page reaches: each with where in its group (the item and
+ * its sub-items) the page starts, after `skip` entries still to pass over and with `room` left.
+ */
+function reachedEntries(tops: { id: number }[], childCounts: Map<number, number>, skip: number, room: number) {
+  const reached: { id: number; from: number }[] = [];
+  for (const top of tops) {
+    const size = 1 + (childCounts.get(top.id) ?? 0);
+    if (skip >= size) {
+      skip -= size;
+      continue;
+    }
+    reached.push({ id: top.id, from: skip });
+    room -= size - skip;
+    skip = 0;
+    if (room <= 0) break;
+  }
+  return { reached, skip };
+}
+
 /**
  * One page of matching top-level items with each story followed by its live sub-items; offset
  * and limit count both kinds of entries. Walks the top-level items in order, a chunk at a time,
@@ -291,29 +328,10 @@ export async function listWithChildren(db: Db, f: ItemFilter, order: Order, offs
       .offset(topOffset)
       .execute();
     if (tops.length === 0) break;
-    // Only stories have sub-items, but asking for every id spares reading rows to learn their types.
-    const counted = await db
-      .selectFrom('items')
-      .select(['parent_id', (eb) => eb.fn.countAll<number>().as('n')])
-      .where('parent_id', 'in', tops.map((t) => t.id))
-      .where('archived', '=', 0)
-      .groupBy('parent_id')
-      .execute();
-    const childCounts = new Map(counted.map((r) => [r.parent_id!, Number(r.n)]));
-    // The stories of this chunk the page reaches, with where in their group of entries it starts.
-    const reached: { id: number; from: number }[] = [];
-    let room = limit - page.length;
-    for (const top of tops) {
-      const size = 1 + (childCounts.get(top.id) ?? 0);
-      if (skip >= size) {
-        skip -= size;
-        continue;
-      }
-      reached.push({ id: top.id, from: skip });
-      room -= size - skip;
-      skip = 0;
-      if (room <= 0) break;
-    }
+    const childCounts = await countLiveChildren(db, tops.map((t) => t.id));
+    const walk = reachedEntries(tops, childCounts, skip, limit - page.length);
+    skip = walk.skip;
+    const reached = walk.reached;
     const [rows, children] = await Promise.all([
       findItemsByIds(db, reached.map((r) => r.id)),
       listChildren(db, reached.filter((r) => childCounts.has(r.id)).map((r) => r.id)),
@@ -353,6 +371,7 @@ export interface ItemRelations {
 /**
  * The latest `shown` deployments of each item, latest first, and how many each has in all. One
  * index walk per item that stops after `shown + 1` entries; only items that have more are counted.
+ * Long because the one query is written for each dialect (they walk the index differently).
  */
 async function latestDeployments(
   db: Db,

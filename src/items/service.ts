@@ -69,7 +69,7 @@ async function parentStory(db: Db, productId: number, number: number): Promise<I
 }
 
 /**
- * Lists items as INTERFACE.md §7.1 describes, with the total the query matches (remembered in
+ * Lists items as docs/INTERFACE.md §7.1 describes, with the total the query matches (remembered in
  * `counts` while the product's items do not change). Throws 404 when assigned_to/created_by
  * names no user; 400 for an offset beyond MAX_CHILDREN_OFFSET with sub-items, whose page is
  * found by walking every entry before it.
@@ -170,7 +170,7 @@ export async function createItem(trx: Trx, scope: ProductScope, input: CreateIte
 }
 
 /**
- * Applies the given fields (INTERFACE.md §7.4). Only real changes move last_modified; a status
+ * Applies the given fields (docs/INTERFACE.md §7.4). Only real changes move last_modified; a status
  * change moves the item to the bottom of its new status and updates progress (§5).
  */
 export async function updateItem(trx: Trx, scope: ProductScope, number: number, input: UpdateItemInput): Promise<ItemRow> {
@@ -260,7 +260,7 @@ export async function archiveItem(trx: Trx, scope: ProductScope, number: number)
 }
 
 /**
- * Moves an item within its status (INTERFACE.md §6): below `before`, above `after`, or with both
+ * Moves an item within its status (docs/INTERFACE.md §6): below `before`, above `after`, or with both
  * directly below the upper of the two. Only the item's sort changes unless the gap is used up,
  * when the status is renumbered first, in the same transaction.
  */

@@ -8,7 +8,7 @@ import { findUserByEmail } from '../users/index.js';
 import { findMembership, findProduct, findProductAs, insertMembership, insertProduct } from './repository.js';
 
 /**
- * Resolves the product of a `/api/products/{id}` path for a caller, in the order INTERFACE.md §2
+ * Resolves the product of a `/api/products/{id}` path for a caller, in the order docs/INTERFACE.md §2
  * sets: an id that is not an integer or names no product is 404, a non-member is 403.
  */
 export async function productScope(db: Db, user: UserRow, rawId: string): Promise<ProductScope> {

@@ -46,7 +46,7 @@ async function noteLogin(db: Db, user: UserRow): Promise<void> {
   user.last_login = at;
 }
 
-/** onRequest hook: the caller, before anything else is looked at (INTERFACE.md §2). */
+/** onRequest hook: the caller, before anything else is looked at (docs/INTERFACE.md §2). */
 export function requireUser(db: Db) {
   return async (request: FastifyRequest, _reply: FastifyReply): Promise<void> => {
     request.user = await authenticate(db, request.headers.authorization);
