@@ -236,9 +236,8 @@ export async function countWithChildren(db: Db, f: ItemFilter): Promise<number> 
   return topLevel + Number(children.n);
 }
 
-/** Live (not archived) sub-items of the given stories, each story's by priority. */
-export async function listChildren(db: Db, parentIds: number[]): Promise<ItemRow[]> {
-  if (parentIds.length === 0) return [];
+/** Live (not archived) sub-items of the given stories by priority, in a query to narrow further. */
+function liveChildren(db: Db, parentIds: number[]) {
   return db
     .selectFrom('items')
     .selectAll()
@@ -247,23 +246,18 @@ export async function listChildren(db: Db, parentIds: number[]): Promise<ItemRow
     .orderBy('parent_id')
     .orderBy('status')
     .orderBy('sort')
-    .orderBy('number')
-    .execute();
+    .orderBy('number');
+}
+
+/** Live sub-items of the given stories, each story's by priority. */
+export async function listChildren(db: Db, parentIds: number[]): Promise<ItemRow[]> {
+  if (parentIds.length === 0) return [];
+  return liveChildren(db, parentIds).execute();
 }
 
 /** One page of a story's live sub-items, by priority. */
 export async function listChildrenPage(db: Db, parentId: number, offset: number, limit: number): Promise<ItemRow[]> {
-  return db
-    .selectFrom('items')
-    .selectAll()
-    .where('parent_id', '=', parentId)
-    .where('archived', '=', 0)
-    .orderBy('status')
-    .orderBy('sort')
-    .orderBy('number')
-    .limit(limit)
-    .offset(offset)
-    .execute();
+  return liveChildren(db, [parentId]).limit(limit).offset(offset).execute();
 }
 
 /** How many live sub-items a story has. */
