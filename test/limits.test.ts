@@ -57,6 +57,19 @@ describe('list sizes are bounded', () => {
   });
 });
 
+describe('pages start no deeper than a bound, so no request walks a million entries', () => {
+  test('offset at most 100,000 (10,000 with children=true); beyond is a 400 naming offset', async () => {
+    const page = await api().get(`${base}/items.json`, { offset: 100_000 });
+    assert.equal(page.statusCode, 200, page.body);
+    assert.deepEqual(page.json(), [], 'a page past the end is empty');
+    assertError(await api().get(`${base}/items.json`, { offset: 100_001 }), 400, { errors: ['offset'], message: /at most 100000/ });
+    assert.equal((await api().get(`${base}/items.json`, { offset: 10_000, children: 'true' })).statusCode, 200);
+    assertError(await api().get(`${base}/items.json`, { offset: 10_001, children: 'true' }), 400, { errors: ['offset'], message: /at most 10000 with children=true/ });
+    // Every bad parameter is named in the one answer.
+    assertError(await api().get(`${base}/items.json`, { offset: 100_001, order_by: 'sideways' }), 400, { errors: ['offset', 'order_by'] });
+  });
+});
+
 describe('requests clients really send', () => {
   test('a declared body that is empty carries no parameters; the query string does', async () => {
     for (const type of ['application/json', 'application/x-www-form-urlencoded', 'text/plain']) {

@@ -10,6 +10,7 @@ import {
   asString,
   asText,
   digitsToId,
+  invalid,
   type ParamValue,
 } from '../http/params.js';
 import {
@@ -18,6 +19,8 @@ import {
   INPUT_STATUSES,
   ITEM_TYPES,
   LIMITS,
+  MAX_CHILDREN_OFFSET,
+  MAX_LIST_OFFSET,
   MAX_TAG_FILTER,
   MAX_TAGS,
   ORDERS,
@@ -105,20 +108,30 @@ export interface ListItemsInput {
   children: boolean;
 }
 
+/** A list's offset, within the bound of its kind (MAX_LIST_OFFSET, or MAX_CHILDREN_OFFSET with sub-items). */
+function listOffset(value: ParamValue, children: boolean): number | undefined {
+  const offset = asInteger('offset', value);
+  const max = children ? MAX_CHILDREN_OFFSET : MAX_LIST_OFFSET;
+  if (offset !== undefined && offset > max) invalid('offset', `must be at most ${max}${children ? ' with children=true' : ''}; narrow the list with filters instead`);
+  return offset;
+}
+
 export function parseListItems(p: Params): ListItemsInput {
   return collect((field) => {
     const limit = field(() => asInteger('limit', p.limit, 1)) ?? 20;
     const statuses = field(() => asEnumList('status', p.status, STATUSES));
+    const children = field(() => asBoolean('children', p.children)) ?? false;
+    const offset = field(() => listOffset(p.offset, children)) ?? 0;
     return {
       types: field(() => asEnumList('type', p.type, ITEM_TYPES)),
       statuses: statuses?.length ? statuses : DEFAULT_LIST_STATUSES,
-      offset: field(() => asInteger('offset', p.offset)) ?? 0,
+      offset,
       limit: Math.min(limit, 500),
       order: field(() => asEnum('order_by', p.order_by, ORDERS)) ?? 'priority',
       assignedTo: field(() => userRef('assigned_to', p.assigned_to)),
       createdBy: field(() => userRef('created_by', p.created_by)),
       tags: field(() => tagList(p.tags, MAX_TAG_FILTER)),
-      children: field(() => asBoolean('children', p.children)) ?? false,
+      children,
     };
   });
 }

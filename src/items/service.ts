@@ -8,7 +8,6 @@ import { findUserById } from '../users/index.js';
 import type { CreateItemInput, ListItemsInput, ResortInput, UpdateItemInput, UserRef } from './input.js';
 import {
   isClosed,
-  MAX_CHILDREN_OFFSET,
   progressOnEntering,
   SORT_STEP,
   statusCode,
@@ -71,8 +70,7 @@ async function parentStory(db: Db, productId: number, number: number): Promise<I
 /**
  * Lists items as docs/INTERFACE.md §7.1 describes, with the total the query matches (remembered in
  * `counts` while the product's items do not change). Throws 404 when assigned_to/created_by
- * names no user; 400 for an offset beyond MAX_CHILDREN_OFFSET with sub-items, whose page is
- * found by walking every entry before it.
+ * names no user.
  */
 export async function listItems(
   db: Db,
@@ -80,9 +78,6 @@ export async function listItems(
   input: ListItemsInput,
   counts: ListCounts,
 ): Promise<{ rows: ItemRow[]; total: number }> {
-  if (input.children && input.offset > MAX_CHILDREN_OFFSET) {
-    throw new ValidationError({ offset: `at most ${MAX_CHILDREN_OFFSET} with children=true` });
-  }
   const filter = {
     productId: scope.product.id,
     statuses: input.statuses.map(statusCode),
