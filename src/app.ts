@@ -24,6 +24,7 @@ import { productMemberRoutes, productRoutes, requireMember } from './products/in
 import type { ProductScope } from './scope.js';
 import { sharedSecret } from './settings.js';
 import { requireUser, userRoutes } from './users/index.js';
+import { signinMessageRenderer, WEB_PREFIX, webRoutes, type WebOptions } from './web/index.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -61,10 +62,11 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   app.decorate('listCounts', new ListCounts());
   app.decorateRequest('user', null as unknown as UserRow);
   app.decorateRequest('scope', null as unknown as ProductScope);
-  await setUpMail(app, options);
+  const web: WebOptions = { cookieSecret: await sharedSecret(db, 'session_cookie_key'), signinKey: await sharedSecret(db, 'signin_key') };
+  await setUpMail(app, options, web);
   registerBodyParsers(app);
   registerErrorHandling(app);
-  await registerRoutes(app);
+  await registerRoutes(app, web);
   return app;
 }
 
@@ -73,11 +75,15 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
  * of message features queue; it runs on its own timer once the app is ready (if asked) and stops
  * with it.
  */
-async function setUpMail(app: FastifyInstance, options: AppOptions): Promise<void> {
+async function setUpMail(app: FastifyInstance, options: AppOptions, web: WebOptions): Promise<void> {
   const { config, db } = options;
   const transport = options.mailTransport ?? (config.smtpUrl ? smtpTransport(config.smtpUrl) : emlTransport(config.dataDir));
   const links = new UnsubscribeLinks(config.publicUrl, await sharedSecret(db, 'unsubscribe_key'));
-  const renderers = { deploy: deployMessageRenderer(config.publicUrl, links), invitation: invitationMessageRenderer(links) };
+  const renderers = {
+    deploy: deployMessageRenderer(config.publicUrl, links),
+    invitation: invitationMessageRenderer(links),
+    signin: signinMessageRenderer(config.publicUrl, web.signinKey),
+  };
   const outbox = new OutboxWorker(db, transport, config.mailFrom, links, renderers, app.log, {
     ...DEFAULT_WORKER_OPTIONS,
     leaseMs: config.mailLeaseSeconds * 1000,
@@ -96,9 +102,13 @@ async function setUpMail(app: FastifyInstance, options: AppOptions): Promise<voi
   });
 }
 
-/** Open routes first; then the API, behind the caller's credentials and, under a product, membership. */
-async function registerRoutes(app: FastifyInstance): Promise<void> {
+/**
+ * Open routes first; the pages, under their prefix and with their own sessions; then the API,
+ * behind the caller's credentials and, under a product, membership.
+ */
+async function registerRoutes(app: FastifyInstance, web: WebOptions): Promise<void> {
   await app.register(healthRoutes);
+  await app.register(webRoutes, { prefix: WEB_PREFIX, ...web });
   await app.register(shortUrlRoutes);
   await app.register(unsubscribeRoutes);
   await app.register(invitationRoutes);

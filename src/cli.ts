@@ -7,7 +7,9 @@ import { AppError } from './errors.js';
 import { digitsToId } from './http/params.js';
 import { mailStatus, retryMail, type MailStatus } from './mail/index.js';
 import { addMemberByEmail, createProduct } from './products/index.js';
+import { sharedSecret } from './settings.js';
 import { createUser, findUserByEmail, rotateApiKey } from './users/index.js';
+import { operatorSignInLink } from './web/index.js';
 
 class UsageError extends Error {}
 
@@ -56,6 +58,16 @@ const COMMANDS: Record<string, Command> = {
     positionals: ['EMAIL'],
     async run(db, [email]) {
       return db.transaction().execute((trx) => rotateApiKey(trx, email));
+    },
+  },
+  'user login-link': {
+    usage: 'shiplog user login-link EMAIL',
+    help: 'Prints a link that signs the user in to the web pages (once, within 15 minutes); nothing is mailed. How the first admin gets in.',
+    options: {},
+    positionals: ['EMAIL'],
+    async run(db, [email], _v, config) {
+      const key = await sharedSecret(db, 'signin_key');
+      return db.transaction().execute((trx) => operatorSignInLink(trx, key, config.publicUrl, email));
     },
   },
   'product add': {

@@ -32,6 +32,8 @@ export interface Config {
   readonly keepAliveTimeoutMs: number;
   /** Open connections one process accepts; further ones are closed at once. */
   readonly maxConnections: number;
+  /** A signed-in browser that makes no request for this long is signed out. */
+  readonly webSessionIdleMinutes: number;
 }
 
 export class ConfigError extends Error {}
@@ -160,6 +162,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     requestTimeoutMs: positive('REQUEST_TIMEOUT_MS', 30_000, MAX_TIMER_MS),
     keepAliveTimeoutMs: positive('KEEP_ALIVE_TIMEOUT_MS', 5_000, MAX_TIMER_MS),
     maxConnections: positive('MAX_CONNECTIONS', 1_000),
+    webSessionIdleMinutes: positive('WEB_SESSION_IDLE_MINUTES', 7 * 24 * 60, 366 * 24 * 60),
     ...overrides,
   });
 }

@@ -155,6 +155,39 @@ export interface SettingsTable {
   value: string;
 }
 
+/** A one-time sign-in link: valid until expires_at, and once (used_at). */
+export interface SigninLinksTable {
+  id: Generated<number>;
+  user_id: number;
+  /** SHA-256 of the token; the token itself is never stored. */
+  token_hash: string;
+  token_salt: string;
+  /** The outbox message carrying the link, whose renderer makes the token again. */
+  message_id: string | null;
+  created_at: string;
+  expires_at: string;
+  used_at: string | null;
+}
+
+/** Every request for a sign-in link, known address or not: what the rate limits count. */
+export interface SigninRequestsTable {
+  id: Generated<number>;
+  email: string;
+  client_ip: string;
+  created_at: string;
+}
+
+/** A signed-in browser; ends on sign-out or after a while without requests. */
+export interface WebSessionsTable {
+  /** SHA-256 of the session id the cookie holds. */
+  id_hash: string;
+  user_id: number;
+  /** Every form of the session carries it; a POST without it changes nothing. */
+  csrf_token: string;
+  created_at: string;
+  last_seen_at: string;
+}
+
 export interface Database {
   users: UsersTable;
   products: ProductsTable;
@@ -168,6 +201,9 @@ export interface Database {
   invitations: InvitationsTable;
   outbox: OutboxTable;
   settings: SettingsTable;
+  signin_links: SigninLinksTable;
+  signin_requests: SigninRequestsTable;
+  web_sessions: WebSessionsTable;
 }
 
 export type UserRow = Selectable<UsersTable>;
@@ -178,3 +214,5 @@ export type ItemUpdate = Updateable<ItemsTable>;
 export type DeployRow = Selectable<DeploysTable>;
 export type OutboxRow = Selectable<OutboxTable>;
 export type InvitationRow = Selectable<InvitationsTable>;
+export type SigninLinkRow = Selectable<SigninLinksTable>;
+export type WebSessionRow = Selectable<WebSessionsTable>;

@@ -12,9 +12,9 @@ function pathOnly(url: string): string {
   return rest.startsWith('/') ? rest : `/${rest}`;
 }
 
-/** URLs as logged: unsubscribe and invitation tokens work as credentials, so they stay out of the logs. */
+/** URLs as logged: unsubscribe, invitation and sign-in tokens work as credentials, so they stay out of the logs. */
 function loggedUrl(url: string): string {
-  return url.replace(/^\/(unsubscribe|invitations)\/[^/?#]+/, '/$1/[token]');
+  return url.replace(/^\/(unsubscribe|invitations|app\/sign-in)\/[^/?#]+/, '/$1/[token]');
 }
 
 /** One log line per request, written when it completes. */

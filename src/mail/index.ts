@@ -5,7 +5,8 @@
  */
 export { renderDeployEmail, deploySubject, type DeployMessageParts } from './deploy-email.js';
 export { renderInvitationEmail, invitationSubject, type InvitationMessageParts } from './invitation-email.js';
-export { queueDeployNotifications, queueInvitation, RETRY_WINDOW_MS } from './notifications.js';
+export { queueDeployNotifications, queueInvitation, queueSignin, RETRY_WINDOW_MS } from './notifications.js';
+export { renderSigninEmail, type SigninMessageParts } from './signin-email.js';
 export { summarize, type OutboxSummary } from './outbox.js';
 export type { MessageBody, MessageRenderer, MessageRenderers } from './render.js';
 export { unsubscribeRoutes } from './routes.js';

@@ -6,6 +6,7 @@ import { deploySubject } from './deploy-email.js';
 import { mailbox } from './format.js';
 import { invitationSubject } from './invitation-email.js';
 import { enqueueMessages } from './outbox.js';
+import { SIGNIN_SUBJECT } from './signin-email.js';
 
 /** How long temporary failures of a message are retried before it is given up. */
 export const RETRY_WINDOW_MS = 24 * 3600_000;
@@ -65,4 +66,24 @@ export async function queueInvitation(
     message_id: `<invitation-${invitation.id}-${now.getTime()}.${unique()}@${mailDomain}>`,
   };
   await enqueueMessages(trx, [message], formatTimestamp(now), retryUntil(now));
+}
+
+/**
+ * Queues a sign-in message to a user and returns its Message-ID, which the caller records with
+ * the link so that the renderer finds it when the message is sent. Retried for as long as the
+ * link works at most: a link that arrives after it expired is of no use.
+ */
+export async function queueSignin(trx: Trx, user: UserRow, mailDomain: string, now: Date, validMs: number): Promise<string> {
+  const messageId = `<signin-${user.id}-${now.getTime()}.${unique()}@${mailDomain}>`;
+  const message = {
+    kind: 'signin',
+    deploy_id: null,
+    user_id: user.id,
+    to_address: mailbox(user),
+    subject: SIGNIN_SUBJECT,
+    item_ids: '[]',
+    message_id: messageId,
+  };
+  await enqueueMessages(trx, [message], formatTimestamp(now), formatTimestamp(new Date(now.getTime() + validMs)));
+  return messageId;
 }

@@ -1,0 +1,125 @@
+import type { Db, Trx } from '../db/connection.js';
+import type { SigninLinkRow, UserRow, WebSessionRow } from '../db/schema.js';
+import { inChunks } from '../db/chunks.js';
+
+// ---- requests for links (what the rate limits count)
+
+export async function insertSigninRequest(trx: Trx, email: string, clientIp: string, at: string): Promise<void> {
+  await trx.insertInto('signin_requests').values({ email, client_ip: clientIp, created_at: at }).execute();
+}
+
+/** How many requests since `since` came for the address and from the client, and the oldest of each. */
+export async function countSigninRequests(
+  db: Db,
+  email: string,
+  clientIp: string,
+  since: string,
+): Promise<{ byEmail: number; oldestByEmail: string | null; byClient: number; oldestByClient: string | null }> {
+  const count = (column: 'email' | 'client_ip', value: string) =>
+    db
+      .selectFrom('signin_requests')
+      .select((eb) => [eb.fn.countAll<number>().as('n'), eb.fn.min('created_at').as('oldest')])
+      .where(column, '=', value)
+      .where('created_at', '>=', since)
+      .executeTakeFirstOrThrow();
+  const [e, c] = [await count('email', email), await count('client_ip', clientIp)];
+  return { byEmail: Number(e.n), oldestByEmail: e.oldest, byClient: Number(c.n), oldestByClient: c.oldest };
+}
+
+/** Requests and links of the past are of no use to anyone; they go as new ones come. */
+export async function pruneSignin(trx: Trx, requestsBefore: string, linksBefore: string): Promise<void> {
+  await trx.deleteFrom('signin_requests').where('created_at', '<', requestsBefore).execute();
+  await trx.deleteFrom('signin_links').where('expires_at', '<', linksBefore).execute();
+}
+
+// ---- links
+
+export async function insertSigninLink(
+  trx: Trx,
+  link: { user_id: number; token_hash: string; token_salt: string; message_id: string | null; created_at: string; expires_at: string },
+): Promise<void> {
+  await trx.insertInto('signin_links').values(link).execute();
+}
+
+export async function findSigninLinksByMessageIds(db: Db, messageIds: string[]): Promise<SigninLinkRow[]> {
+  return inChunks([...new Set(messageIds)], (chunk) => db.selectFrom('signin_links').selectAll().where('message_id', 'in', chunk).execute());
+}
+
+/** The link of a token while it still works (unused, unexpired), or undefined. */
+export async function findUsableLink(db: Db, tokenHash: string, now: string): Promise<SigninLinkRow | undefined> {
+  return db
+    .selectFrom('signin_links')
+    .selectAll()
+    .where('token_hash', '=', tokenHash)
+    .where('used_at', 'is', null)
+    .where('expires_at', '>', now)
+    .executeTakeFirst();
+}
+
+/**
+ * Uses a link up: one guarded UPDATE, so that of two requests with the same token only one gets
+ * the user id back, whatever the database and however many instances there are.
+ */
+export async function useLink(trx: Trx, tokenHash: string, now: string): Promise<number | undefined> {
+  const row = await trx
+    .updateTable('signin_links')
+    .set({ used_at: now })
+    .where('token_hash', '=', tokenHash)
+    .where('used_at', 'is', null)
+    .where('expires_at', '>', now)
+    .returning('user_id')
+    .executeTakeFirst();
+  return row?.user_id;
+}
+
+// ---- sessions
+
+export async function insertSession(trx: Trx, session: WebSessionRow): Promise<void> {
+  await trx.insertInto('web_sessions').values(session).execute();
+}
+
+/** A session seen since `activeSince`, with its user. */
+export async function findSession(db: Db, idHash: string, activeSince: string): Promise<{ session: WebSessionRow; user: UserRow } | undefined> {
+  const row = await db
+    .selectFrom('web_sessions')
+    .innerJoin('users', 'users.id', 'web_sessions.user_id')
+    .selectAll('users')
+    .select(['web_sessions.id_hash', 'web_sessions.csrf_token', 'web_sessions.created_at as session_created_at', 'web_sessions.last_seen_at'])
+    .where('web_sessions.id_hash', '=', idHash)
+    .where('web_sessions.last_seen_at', '>=', activeSince)
+    .executeTakeFirst();
+  if (!row) return undefined;
+  const { id_hash, csrf_token, session_created_at, last_seen_at, ...user } = row;
+  return { session: { id_hash, user_id: user.id, csrf_token, created_at: session_created_at, last_seen_at }, user };
+}
+
+export async function touchSession(db: Db, idHash: string, at: string): Promise<void> {
+  await db.updateTable('web_sessions').set({ last_seen_at: at }).where('id_hash', '=', idHash).execute();
+}
+
+export async function deleteSession(db: Db, idHash: string): Promise<void> {
+  await db.deleteFrom('web_sessions').where('id_hash', '=', idHash).execute();
+}
+
+export async function pruneSessions(trx: Trx, seenBefore: string): Promise<void> {
+  await trx.deleteFrom('web_sessions').where('last_seen_at', '<', seenBefore).execute();
+}
+
+// ---- pages
+
+/**
+ * The products a user belongs to with their items counted by status, in one query: one row per
+ * product and status (a product without items has one row with a null status).
+ */
+export async function productOverviewRows(db: Db, userId: number) {
+  return db
+    .selectFrom('memberships')
+    .innerJoin('products', 'products.id', 'memberships.product_id')
+    .leftJoin('items', (j) => j.onRef('items.product_id', '=', 'products.id').on('items.archived', '=', 0))
+    .select((eb) => ['products.id', 'products.name', 'products.archived', 'memberships.admin', 'items.status', eb.fn.count<number>('items.id').as('n')])
+    .where('memberships.user_id', '=', userId)
+    .groupBy(['products.id', 'products.name', 'products.archived', 'memberships.admin', 'items.status'])
+    .orderBy('products.name')
+    .orderBy('products.id')
+    .execute();
+}

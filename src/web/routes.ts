@@ -1,0 +1,146 @@
+import cookie from '@fastify/cookie';
+import { Type } from '@sinclair/typebox';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { AppError, TooManyRequestsError } from '../errors.js';
+import { params, Param } from '../http/params.js';
+import { requestParams } from '../http/request.js';
+import { rotateApiKey } from '../users/index.js';
+import { formToken, parseSignInRequest, wellFormedToken } from './input.js';
+import { presentProductOverviews } from './present.js';
+import { productOverviewRows } from './repository.js';
+import { linkUsable, requestSignInLink, signIn, signOut, type ActiveSession } from './service.js';
+import { clearSessionCookie, loadSession, requireFormToken, sameOrigin, securityHeaders, sendPage, setSessionCookie, type CookieSettings } from './session.js';
+import { html } from './views/html.js';
+import { productsPage } from './views/products.js';
+import { settingsPage } from './views/settings.js';
+import { confirmSignInPage, linkRefusedPage, linkSentPage, problemPage, signedOutPage, signInForm } from './views/signin.js';
+import { STYLESHEET } from './views/style.js';
+import { viewerOf } from './session.js';
+
+export interface WebOptions {
+  /** Signs the session cookie (a shared secret of the database, so every instance agrees). */
+  cookieSecret: string;
+  /** Makes the tokens of mailed sign-in links from their salts. */
+  signinKey: string;
+}
+
+/** Where the pages live: everything under it is a page; the API stays under /api/. */
+export const WEB_PREFIX = '/app';
+const SIGN_IN = `${WEB_PREFIX}/sign-in`;
+const HOME = `${WEB_PREFIX}/products`;
+
+const TokenParams = Type.Object({ token: Type.String() });
+const FormBody = params({ csrf: Param });
+
+/**
+ * The pages, registered under /app. Cookies are parsed and sessions loaded in this scope only:
+ * no cookie ever reaches, let alone authenticates, a route of the API.
+ */
+export async function webRoutes(app: FastifyInstance, options: WebOptions): Promise<void> {
+  const settings: CookieSettings = { secure: app.config.publicUrl.startsWith('https:'), idleMs: app.config.webSessionIdleMinutes * 60_000 };
+  await app.register(cookie, { secret: options.cookieSecret, hook: 'onRequest' });
+  app.decorateRequest('webSession', null);
+  app.addHook('onRequest', async (_request, reply) => securityHeaders(reply));
+  app.addHook('onRequest', sameOrigin(app.config.publicUrl));
+  app.addHook('onRequest', loadSession(app, settings));
+  registerPageErrors(app);
+
+  /** The session of a page that needs one, or a redirect to the sign-in page (then undefined). */
+  const signedIn = (request: FastifyRequest, reply: FastifyReply): ActiveSession | undefined => {
+    if (request.webSession) return request.webSession;
+    void reply.header('cache-control', 'no-store').redirect(SIGN_IN, 303);
+    return undefined;
+  };
+
+  app.get('/style.css', async (_request, reply) => reply.type('text/css; charset=utf-8').header('cache-control', 'public, max-age=3600').send(STYLESHEET));
+
+  app.get('/', async (request, reply) => reply.redirect(request.webSession ? HOME : SIGN_IN, 303));
+
+  // ---- signing in
+
+  app.get('/sign-in', async (request, reply) => {
+    if (request.webSession) return reply.redirect(HOME, 303);
+    return sendPage(reply, 200, 'Sign in', signInForm());
+  });
+
+  app.post('/sign-in', { schema: { body: params({ email: Param }) } }, async (request, reply) => {
+    let email: string;
+    try {
+      ({ email } = parseSignInRequest(requestParams(request)));
+    } catch (err) {
+      return sendPage(reply, 400, 'Sign in', signInForm((err as Error).message));
+    }
+    const queued = await app.db.transaction().execute((trx) => requestSignInLink(trx, { email, clientIp: request.ip }, options.signinKey, app.config.mailDomain, new Date()));
+    if (queued) app.outbox.nudge();
+    return sendPage(reply, 200, 'Check your mail', linkSentPage());
+  });
+
+  const tokenOf = (request: FastifyRequest) => (request.params as { token: string }).token;
+
+  // GET shows a button only: programs that fetch links in mail (scanners, previews) use nothing up.
+  app.get('/sign-in/:token', { schema: { params: TokenParams } }, async (request, reply) => {
+    const token = tokenOf(request);
+    if (!wellFormedToken(token) || !(await linkUsable(app.db, token))) return sendPage(reply, 410, 'Sign-in link not valid', linkRefusedPage());
+    return sendPage(reply, 200, 'Sign in', confirmSignInPage());
+  });
+
+  app.post('/sign-in/:token', { schema: { params: TokenParams } }, async (request, reply) => {
+    const token = tokenOf(request);
+    const session = wellFormedToken(token) ? await app.db.transaction().execute((trx) => signIn(trx, token, settings.idleMs)) : undefined;
+    if (!session) return sendPage(reply, 410, 'Sign-in link not valid', linkRefusedPage());
+    setSessionCookie(reply, session.id, settings);
+    return reply.header('cache-control', 'no-store').redirect(HOME, 303);
+  });
+
+  app.post('/sign-out', { schema: { body: FormBody } }, async (request, reply) => {
+    const session = signedIn(request, reply);
+    if (!session) return reply;
+    requireFormToken(session, formToken(requestParams(request)));
+    await signOut(app.db, session);
+    clearSessionCookie(reply, settings);
+    return sendPage(reply, 200, 'Signed out', signedOutPage());
+  });
+
+  // ---- the signed-in person's pages
+
+  app.get('/products', async (request, reply) => {
+    const session = signedIn(request, reply);
+    if (!session) return reply;
+    const products = presentProductOverviews(await productOverviewRows(app.db, session.user.id));
+    return sendPage(reply, 200, 'Products', productsPage(products), session);
+  });
+
+  app.get('/settings', async (request, reply) => {
+    const session = signedIn(request, reply);
+    if (!session) return reply;
+    return sendPage(reply, 200, 'Settings', settingsPage(viewerOf(session)), session);
+  });
+
+  app.post('/settings/api-key', { schema: { body: FormBody } }, async (request, reply) => {
+    const session = signedIn(request, reply);
+    if (!session) return reply;
+    requireFormToken(session, formToken(requestParams(request)));
+    const apiKey = await app.db.transaction().execute((trx) => rotateApiKey(trx, session.user.email));
+    return sendPage(reply, 200, 'Settings', settingsPage(viewerOf(session), apiKey), session);
+  });
+}
+
+/** Errors of pages are pages too (the API keeps its JSON errors): the status, and what happened. */
+function registerPageErrors(app: FastifyInstance): void {
+  app.setErrorHandler((error: FastifyError | AppError, request, reply) => {
+    let status = 500;
+    let message = 'Something went wrong on our side; it has been logged.';
+    if (error instanceof AppError) [status, message] = [error.statusCode, error.message];
+    else if ((error as FastifyError).validation || (error as FastifyError).code?.startsWith('FST_ERR_CTP')) [status, message] = [400, 'The form could not be read.'];
+    else if (error.statusCode && error.statusCode >= 400 && error.statusCode < 500) [status, message] = [error.statusCode, error.message];
+    if (status >= 500) request.log.error({ err: error }, 'request failed');
+    if (error instanceof TooManyRequestsError) reply.header('retry-after', String(error.retryAfter));
+    securityHeaders(reply);
+    const title = status === 403 ? 'Not allowed' : status === 429 ? 'Too many requests' : status >= 500 ? 'Something went wrong' : 'Cannot do that';
+    return sendPage(reply, status, title, problemPage(message), request.webSession);
+  });
+  app.setNotFoundHandler((request, reply) => {
+    securityHeaders(reply);
+    return sendPage(reply, 404, 'Not found', html`<p>There is no page here.</p><p><a href="${WEB_PREFIX}/">Back to Shiplog</a></p>`, request.webSession);
+  });
+}

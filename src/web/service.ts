@@ -1,0 +1,131 @@
+import crypto from 'node:crypto';
+import type { Db, Trx } from '../db/connection.js';
+import type { UserRow } from '../db/schema.js';
+import { NotFoundError, TooManyRequestsError } from '../errors.js';
+import { queueSignin } from '../mail/index.js';
+import { formatTimestamp } from '../time.js';
+import { findUserByEmail, findUserById } from '../users/index.js';
+import {
+  countSigninRequests,
+  deleteSession,
+  findSession,
+  findUsableLink,
+  insertSession,
+  insertSigninLink,
+  insertSigninRequest,
+  pruneSessions,
+  pruneSignin,
+  touchSession,
+  useLink,
+} from './repository.js';
+
+/** A sign-in link works this long, and once. */
+export const LINK_VALID_MS = 15 * 60_000;
+/** Links asked for one address, and from one client, within the window. */
+export const LINK_LIMITS = { perAddress: 5, perClient: 20, windowMs: 3600_000 } as const;
+/** last_seen_at (and the cookie's lifetime) moves at most this often, so pages are not a write each. */
+const TOUCH_EVERY_MS = 60_000;
+
+const sha256 = (s: string): string => crypto.createHash('sha256').update(s).digest('hex');
+const randomToken = (): string => crypto.randomBytes(32).toString('base64url');
+
+/**
+ * The token of a link, made from its random salt with the service's sign-in key: the database
+ * keeps the salt and the token's hash, so the outbox can put the token into the message when it
+ * sends it, while the token itself is stored nowhere.
+ */
+export const linkToken = (signinKey: string, salt: string): string => crypto.createHmac('sha256', signinKey).update(`signin ${salt}`).digest('base64url');
+
+async function newLink(trx: Trx, signinKey: string, user: UserRow, messageId: string | null, now: Date): Promise<{ token: string; expiresAt: string }> {
+  const salt = crypto.randomBytes(16).toString('hex');
+  const token = linkToken(signinKey, salt);
+  const expiresAt = formatTimestamp(new Date(now.getTime() + LINK_VALID_MS));
+  await insertSigninLink(trx, { user_id: user.id, token_hash: sha256(token), token_salt: salt, message_id: messageId, created_at: formatTimestamp(now), expires_at: expiresAt });
+  return { token, expiresAt };
+}
+
+/**
+ * Someone asks for a link for `email` from `clientIp`. Every request counts towards both limits,
+ * known address or not, so that the answer (and when a 429 comes) says nothing about accounts;
+ * only an address with an account gets a message. Returns whether one was queued.
+ */
+export async function requestSignInLink(trx: Trx, request: { email: string; clientIp: string }, signinKey: string, mailDomain: string, now: Date): Promise<boolean> {
+  const since = formatTimestamp(new Date(now.getTime() - LINK_LIMITS.windowMs));
+  const counts = await countSigninRequests(trx, request.email, request.clientIp, since);
+  const retryAfter = (oldest: string | null) => Math.max(1, Math.ceil((Date.parse(oldest ?? '') + LINK_LIMITS.windowMs - now.getTime()) / 1000) || 60);
+  if (counts.byEmail >= LINK_LIMITS.perAddress) {
+    throw new TooManyRequestsError('Too many sign-in links were asked for this address; try again later.', retryAfter(counts.oldestByEmail));
+  }
+  if (counts.byClient >= LINK_LIMITS.perClient) {
+    throw new TooManyRequestsError('Too many sign-in links were asked for from your network; try again later.', retryAfter(counts.oldestByClient));
+  }
+  await pruneSignin(trx, since, formatTimestamp(new Date(now.getTime() - 24 * 3600_000)));
+  await insertSigninRequest(trx, request.email, request.clientIp, formatTimestamp(now));
+  const user = await findUserByEmail(trx, request.email);
+  if (!user) return false;
+  const messageId = await queueSignin(trx, user, mailDomain, now, LINK_VALID_MS);
+  await newLink(trx, signinKey, user, messageId, now);
+  return true;
+}
+
+/** A link for an operator to hand over (`shiplog user login-link`): no mail, no rate limit. */
+export async function operatorSignInLink(trx: Trx, signinKey: string, publicUrl: string, email: string, now = new Date()): Promise<string> {
+  const user = await findUserByEmail(trx, email.trim());
+  if (!user) throw new NotFoundError(`No user with email ${email.trim().toLowerCase()}.`);
+  const { token } = await newLink(trx, signinKey, user, null, now);
+  return signInUrl(publicUrl, token);
+}
+
+export const signInUrl = (publicUrl: string, token: string): string => `${publicUrl}/app/sign-in/${token}`;
+
+/** Whether a link would sign in now (what its page shows; nothing is used up). */
+export async function linkUsable(db: Db, token: string, now = new Date()): Promise<boolean> {
+  return (await findUsableLink(db, sha256(token), formatTimestamp(now))) !== undefined;
+}
+
+export interface NewSession {
+  /** What the cookie holds; the database keeps its hash. */
+  id: string;
+  user: UserRow;
+}
+
+/** Uses a link up and starts a session for its user; undefined when the link no longer works. */
+export async function signIn(trx: Trx, token: string, idleMs: number, now = new Date()): Promise<NewSession | undefined> {
+  const at = formatTimestamp(now);
+  const userId = await useLink(trx, sha256(token), at);
+  const user = userId === undefined ? undefined : await findUserById(trx, userId);
+  if (!user) return undefined;
+  await pruneSessions(trx, formatTimestamp(new Date(now.getTime() - idleMs)));
+  const id = randomToken();
+  await insertSession(trx, { id_hash: sha256(id), user_id: user.id, csrf_token: randomToken(), created_at: at, last_seen_at: at });
+  return { id, user };
+}
+
+export interface ActiveSession {
+  idHash: string;
+  user: UserRow;
+  csrfToken: string;
+  /** Whether last_seen_at moved now (the cookie is then given its full lifetime again). */
+  touched: boolean;
+}
+
+/** The session of a cookie's id while it is active; its last_seen_at moves at most once a minute. */
+export async function resumeSession(db: Db, id: string, idleMs: number, now = new Date()): Promise<ActiveSession | undefined> {
+  const idHash = sha256(id);
+  const found = await findSession(db, idHash, formatTimestamp(new Date(now.getTime() - idleMs)));
+  if (!found) return undefined;
+  const touched = now.getTime() - Date.parse(found.session.last_seen_at) >= TOUCH_EVERY_MS;
+  if (touched) await touchSession(db, idHash, formatTimestamp(now));
+  return { idHash, user: found.user, csrfToken: found.session.csrf_token, touched };
+}
+
+export async function signOut(db: Db, session: ActiveSession): Promise<void> {
+  await deleteSession(db, session.idHash);
+}
+
+/** Whether a form's token is the session's, compared in constant time. */
+export function formTokenMatches(session: ActiveSession, sent: string): boolean {
+  const a = Buffer.from(sha256(sent));
+  const b = Buffer.from(sha256(session.csrfToken));
+  return sent.length > 0 && crypto.timingSafeEqual(a, b);
+}

@@ -1,0 +1,93 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { ForbiddenError } from '../errors.js';
+import { formTokenMatches, resumeSession, type ActiveSession } from './service.js';
+import { layout, type Viewer } from './views/layout.js';
+import type { Html } from './views/html.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The page session of the request's cookie, when it is active (pages only; never the API). */
+    webSession: ActiveSession | null;
+  }
+}
+
+export const SESSION_COOKIE = 'shiplog_session';
+
+/** Every page: no script at all, no framing, forms only to Shiplog, and the URL (a link's token) told to no one. */
+const SECURITY_HEADERS = {
+  'content-security-policy': "default-src 'self'; script-src 'none'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
+  'x-content-type-options': 'nosniff',
+  'x-frame-options': 'DENY',
+  'referrer-policy': 'no-referrer',
+};
+
+export function securityHeaders(reply: FastifyReply): void {
+  reply.headers(SECURITY_HEADERS);
+}
+
+export const viewerOf = (session: ActiveSession): Viewer => ({ email: session.user.email, csrfToken: session.csrfToken });
+
+/** A page: HTML, never kept by a cache (pages show keys and personal data). */
+export function sendPage(reply: FastifyReply, status: number, title: string, body: Html, session?: ActiveSession | null) {
+  return reply
+    .code(status)
+    .header('cache-control', 'no-store')
+    .type('text/html; charset=utf-8')
+    .send(layout(title, body, session ? viewerOf(session) : undefined).text);
+}
+
+export interface CookieSettings {
+  secure: boolean;
+  idleMs: number;
+}
+
+export function setSessionCookie(reply: FastifyReply, id: string, settings: CookieSettings): void {
+  reply.setCookie(SESSION_COOKIE, id, {
+    signed: true,
+    httpOnly: true,
+    sameSite: 'lax',
+    path: '/',
+    secure: settings.secure,
+    maxAge: Math.floor(settings.idleMs / 1000),
+  });
+}
+
+export function clearSessionCookie(reply: FastifyReply, settings: CookieSettings): void {
+  reply.clearCookie(SESSION_COOKIE, { httpOnly: true, sameSite: 'lax', path: '/', secure: settings.secure });
+}
+
+/** onRequest hook of the pages: the session of a validly signed cookie, if it is still active. */
+export function loadSession(app: FastifyInstance, settings: CookieSettings) {
+  return async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
+    request.webSession = null;
+    const raw = request.cookies[SESSION_COOKIE];
+    if (!raw) return;
+    const unsigned = request.unsignCookie(raw);
+    if (!unsigned.valid || !unsigned.value) return;
+    request.webSession = (await resumeSession(app.db, unsigned.value, settings.idleMs)) ?? null;
+    // An active session's cookie lives as long again as the idle time, from its last use.
+    if (request.webSession?.touched) setSessionCookie(reply, unsigned.value, settings);
+  };
+}
+
+/**
+ * Requests that change something come from Shiplog's own pages only: a browser's Origin (or
+ * Sec-Fetch-Site) naming another site is refused before anything is read.
+ */
+export function sameOrigin(publicUrl: string) {
+  const ownOrigin = new URL(publicUrl).origin;
+  return async (request: FastifyRequest): Promise<void> => {
+    if (request.method === 'GET' || request.method === 'HEAD') return;
+    const origin = request.headers.origin;
+    const site = request.headers['sec-fetch-site'];
+    const asServed = `${request.protocol}://${request.host}`;
+    if ((origin !== undefined && origin !== ownOrigin && origin !== asServed) || site === 'cross-site') {
+      throw new ForbiddenError('This form was sent from another site; nothing was changed.');
+    }
+  };
+}
+
+/** The session of a page that needs one; a POST must also carry the session's form token. */
+export function requireFormToken(session: ActiveSession, sent: string): void {
+  if (!formTokenMatches(session, sent)) throw new ForbiddenError('This form has expired or did not come from Shiplog; reload the page and try again. Nothing was changed.');
+}

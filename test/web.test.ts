@@ -1,0 +1,351 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import type { LightMyRequestResponse } from 'fastify';
+import { buildApp } from '../src/app.js';
+import { loadConfig } from '../src/config.js';
+import { openDatabase } from '../src/db/connection.js';
+import { assertError, basic, client, deliveredMail, makeApp, makeItem, makeProduct, makeUser, tempDir, type TestContext } from './helpers.js';
+import { runCli } from './processes.js';
+import { databaseOptionsFor, storageEnv } from './storage.js';
+
+let t: TestContext;
+before(async () => {
+  t = await makeApp();
+});
+after(() => t.close());
+
+let ipSeq = 0;
+/** Each test asks from an address of its own, so the per-client limit of one does not touch another. */
+const newIp = () => `10.0.${Math.floor(++ipSeq / 250)}.${(ipSeq % 250) + 1}`;
+
+function form(params: Record<string, string>): string {
+  return new URLSearchParams(params).toString();
+}
+
+function askForLink(email: string, ip: string, ctx = t): Promise<LightMyRequestResponse> {
+  return ctx.app.inject({
+    method: 'POST',
+    url: '/app/sign-in',
+    remoteAddress: ip,
+    headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'text/html' },
+    payload: form({ email }),
+  });
+}
+
+/** The path of the sign-in link in the latest message to `email`, or undefined. */
+async function mailedLink(email: string, ctx = t): Promise<string | undefined> {
+  const mine = (await deliveredMail(ctx)).filter((m) => (m.headers.get('to') ?? '').toLowerCase().includes(email.toLowerCase()));
+  const match = /https?:\/\/[^/\s]+(\/app\/sign-in\/[A-Za-z0-9_-]{43})\b/.exec(mine.at(-1)?.text ?? '');
+  return match?.[1];
+}
+
+const follow = (link: string, method: 'GET' | 'POST', ctx = t) => ctx.app.inject({ method, url: link });
+
+/** The cookie header a browser would send back after this answer set its session cookie. */
+function sessionCookie(res: LightMyRequestResponse): string {
+  const set = [res.headers['set-cookie'] ?? []].flat().find((c) => String(c).startsWith('shiplog_session='));
+  assert.ok(set, `no session cookie in ${JSON.stringify(res.headers)}`);
+  return String(set).split(';')[0];
+}
+
+/** Signs `email` in through the mail, as a person would; returns the cookie. */
+async function signIn(email: string, ctx = t): Promise<string> {
+  assert.equal((await askForLink(email, newIp(), ctx)).statusCode, 200);
+  const link = await mailedLink(email, ctx);
+  assert.ok(link, 'no sign-in link mailed');
+  const res = await follow(link, 'POST', ctx);
+  assert.equal(res.statusCode, 303, res.body);
+  assert.equal(res.headers.location, '/app/products');
+  return sessionCookie(res);
+}
+
+const page = (url: string, cookie: string) => t.app.inject({ method: 'GET', url, headers: { cookie } });
+
+function csrfOf(res: LightMyRequestResponse): string {
+  const match = /name="csrf" value="([^"]+)"/.exec(res.body);
+  assert.ok(match, `no form token in ${res.body}`);
+  return match[1];
+}
+
+function postForm(url: string, cookie: string, params: Record<string, string>, headers: Record<string, string> = {}) {
+  return t.app.inject({ method: 'POST', url, headers: { cookie, 'content-type': 'application/x-www-form-urlencoded', ...headers }, payload: form(params) });
+}
+
+describe('signing in with a mailed link', () => {
+  test('the link in the mail signs in once; GET only shows a button', async () => {
+    const person = await makeUser(t.db);
+    const asked = await askForLink(person.email, newIp());
+    assert.equal(asked.statusCode, 200);
+    assert.match(asked.headers['content-type'] as string, /^text\/html/);
+    const link = await mailedLink(person.email);
+    assert.ok(link);
+
+    for (let i = 0; i < 2; i++) {
+      const shown = await follow(link, 'GET');
+      assert.equal(shown.statusCode, 200, 'a GET (a mail scanner) must not use the link up');
+      assert.match(shown.body, /<form method="post"><p><button type="submit">Sign in<\/button>/);
+      assert.equal(shown.headers['set-cookie'], undefined);
+      assert.equal(shown.headers['referrer-policy'], 'no-referrer');
+    }
+    const used = await follow(link, 'POST');
+    assert.equal(used.statusCode, 303);
+    const cookie = sessionCookie(used);
+    const products = await page('/app/products', cookie);
+    assert.equal(products.statusCode, 200);
+    assert.ok(products.body.includes(person.email), 'the page shows who is signed in');
+
+    const again = await follow(link, 'POST');
+    assert.equal(again.statusCode, 410);
+    assert.match(again.body, /expired or has been used/);
+    assert.equal(again.headers['set-cookie'], undefined);
+    assert.equal((await follow(link, 'GET')).statusCode, 410);
+  });
+
+  test('an expired link is refused', async () => {
+    const person = await makeUser(t.db);
+    await askForLink(person.email, newIp());
+    const link = await mailedLink(person.email);
+    assert.ok(link);
+    await t.db.updateTable('signin_links').set({ expires_at: '2020-01-01T00:00:00+00:00' }).where('user_id', '=', person.user.id).execute();
+    const res = await follow(link, 'POST');
+    assert.equal(res.statusCode, 410);
+    assert.equal(res.headers['set-cookie'], undefined);
+    assert.equal((await follow('/app/sign-in/' + 'A'.repeat(43), 'POST')).statusCode, 410, 'a made-up token');
+    assert.equal((await follow('/app/sign-in/short', 'POST')).statusCode, 410, 'a malformed token');
+  });
+
+  test('an unknown address gets the same page and no mail', async () => {
+    const known = await makeUser(t.db);
+    const stranger = `nobody-${process.pid}@example.com`;
+    const a = await askForLink(known.email, newIp());
+    const b = await askForLink(stranger, newIp());
+    assert.equal(a.statusCode, b.statusCode);
+    assert.equal(a.body, b.body);
+    assert.ok(await mailedLink(known.email));
+    assert.equal(await mailedLink(stranger), undefined);
+    const rows = await t.db.selectFrom('outbox').select('id').where('to_address', 'like', `%${stranger}%`).execute();
+    assert.equal(rows.length, 0);
+  });
+
+  test('a malformed address is answered with the form again (400), never a 500', async () => {
+    const res = await askForLink('not an address', newIp());
+    assert.equal(res.statusCode, 400);
+    assert.match(res.body, /Enter an email address/);
+  });
+
+  test('links are limited per address (known or not) and per client', async () => {
+    const person = await makeUser(t.db);
+    const stranger = `stranger-${process.pid}@example.com`;
+    for (const email of [person.email, stranger]) {
+      for (let i = 0; i < 5; i++) assert.equal((await askForLink(email, newIp())).statusCode, 200);
+      const limited = await askForLink(email, newIp());
+      assert.equal(limited.statusCode, 429, email);
+      assert.match(limited.body, /Too many sign-in links/);
+      assert.ok(Number(limited.headers['retry-after']) > 0);
+    }
+    const sent = await t.db.selectFrom('outbox').select('id').where('kind', '=', 'signin').where('user_id', '=', person.user.id).execute();
+    assert.equal(sent.length, 5);
+
+    const ip = newIp();
+    for (let i = 0; i < 20; i++) assert.equal((await askForLink(`client-${i}-${process.pid}@example.com`, ip)).statusCode, 200);
+    assert.equal((await askForLink(`client-last-${process.pid}@example.com`, ip)).statusCode, 429);
+    assert.equal((await askForLink(`client-last-${process.pid}@example.com`, newIp())).statusCode, 200, 'another client is not limited');
+  });
+});
+
+describe('sessions', () => {
+  test('the cookie is signed, HttpOnly, SameSite=Lax, Path=/, and not Secure over http', async () => {
+    const person = await makeUser(t.db);
+    await askForLink(person.email, newIp());
+    const res = await follow((await mailedLink(person.email))!, 'POST');
+    const set = String([res.headers['set-cookie']].flat().find((c) => String(c).startsWith('shiplog_session=')));
+    assert.match(set, /; HttpOnly/);
+    assert.match(set, /; SameSite=Lax/);
+    assert.match(set, /; Path=\//);
+    assert.doesNotMatch(set, /Secure/);
+    const value = decodeURIComponent(set.split(';')[0].split('=').slice(1).join('='));
+    assert.match(value, /^[A-Za-z0-9_-]{43}\.[A-Za-z0-9+/_-]+=*$/, 'the id and its signature');
+    const tampered = `shiplog_session=${encodeURIComponent('B'.repeat(43) + value.slice(43))}`;
+    assert.equal((await page('/app/products', tampered)).statusCode, 303, 'a cookie with a forged id');
+  });
+
+  test('with an https PUBLIC_URL the cookie is Secure', async () => {
+    const https = await makeApp({ env: { PUBLIC_URL: 'https://shiplog.test' } });
+    try {
+      const person = await makeUser(https.db);
+      await askForLink(person.email, newIp(), https);
+      const link = await mailedLink(person.email, https);
+      assert.ok(link);
+      const res = await follow(link, 'POST', https);
+      assert.match(String([res.headers['set-cookie']].flat()[0]), /; Secure/);
+    } finally {
+      await https.close();
+    }
+  });
+
+  test('pages without a session redirect to the sign-in page', async () => {
+    for (const url of ['/app/products', '/app/settings', '/app/']) {
+      const res = await t.app.inject({ method: 'GET', url });
+      assert.equal(res.statusCode, 303, url);
+      assert.equal(res.headers.location, '/app/sign-in', url);
+    }
+    const form = await t.app.inject({ method: 'GET', url: '/app/sign-in' });
+    assert.equal(form.statusCode, 200);
+    assert.match(form.body, /<input id="email" type="email" name="email"/);
+  });
+
+  test('signing out ends the session: the old cookie is refused after', async () => {
+    const person = await makeUser(t.db);
+    const cookie = await signIn(person.email);
+    const csrf = csrfOf(await page('/app/products', cookie));
+    const out = await postForm('/app/sign-out', cookie, { csrf });
+    assert.equal(out.statusCode, 200);
+    assert.match(String([out.headers['set-cookie']].flat()[0]), /^shiplog_session=;/);
+    const after = await page('/app/products', cookie);
+    assert.equal(after.statusCode, 303);
+    const left = await t.db.selectFrom('web_sessions').select('id_hash').where('user_id', '=', person.user.id).execute();
+    assert.equal(left.length, 0);
+  });
+
+  test('a session unused for longer than the idle time has ended', async () => {
+    const person = await makeUser(t.db);
+    const cookie = await signIn(person.email);
+    assert.equal((await page('/app/settings', cookie)).statusCode, 200);
+    await t.db.updateTable('web_sessions').set({ last_seen_at: '2020-01-01T00:00:00+00:00' }).where('user_id', '=', person.user.id).execute();
+    assert.equal((await page('/app/settings', cookie)).statusCode, 303);
+  });
+
+  test('a session cookie does not authenticate the API', async () => {
+    const person = await makeUser(t.db);
+    const cookie = await signIn(person.email);
+    for (const url of ['/api/user/whoami.json', '/api/products.json']) {
+      assertError(await t.app.inject({ method: 'GET', url, headers: { cookie } }), 403, { label: url });
+    }
+    const created = await t.app.inject({ method: 'POST', url: '/api/products.json', headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' }, payload: 'name=X' });
+    assertError(created, 403);
+    assert.equal((await client(t.app, person).get('/api/products.json')).statusCode, 200, 'the API key still works');
+  });
+});
+
+describe('pages', () => {
+  test('every page and error page carries a strict Content-Security-Policy', async () => {
+    const person = await makeUser(t.db);
+    const cookie = await signIn(person.email);
+    const answers = [
+      await page('/app/products', cookie),
+      await page('/app/settings', cookie),
+      await t.app.inject({ method: 'GET', url: '/app/sign-in' }),
+      await t.app.inject({ method: 'GET', url: '/app/no-such-page' }),
+      await postForm('/app/settings/api-key', cookie, {}),
+    ];
+    for (const res of answers) {
+      const csp = String(res.headers['content-security-policy']);
+      for (const directive of ["default-src 'self'", "form-action 'self'", "frame-ancestors 'none'", "script-src 'none'"]) assert.ok(csp.includes(directive), `${directive} in ${csp}`);
+      assert.doesNotMatch(res.body, /<script|style=/i, 'no inline script or style');
+      assert.equal(res.headers['cache-control'], 'no-store');
+    }
+    const css = await t.app.inject({ method: 'GET', url: '/app/style.css' });
+    assert.equal(css.statusCode, 200);
+    assert.match(css.headers['content-type'] as string, /^text\/css/);
+    assert.match(answers[0].body, /<link rel="stylesheet" href="\/app\/style.css">/);
+    assert.match(answers[0].body, /<meta name="viewport" content="width=device-width/);
+  });
+
+  test('the products page lists mine with counts by status, names escaped', async () => {
+    const person = await makeUser(t.db);
+    const other = await makeUser(t.db);
+    const mine = await makeProduct(t.db, person, [], '<script>alert("x")</script> & co');
+    await makeProduct(t.db, other, [], 'Not mine at all');
+    await makeProduct(t.db, person, [], 'Empty one');
+    for (const status of ['backlog', 'backlog', 'in-progress', 'completed']) await makeItem(t.app, person, mine.id, { status });
+    const res = await page('/app/products', await signIn(person.email));
+    assert.equal(res.statusCode, 200);
+    assert.ok(res.body.includes('&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; co'), res.body);
+    assert.doesNotMatch(res.body, /<script/);
+    assert.doesNotMatch(res.body, /Not mine at all/);
+    const entry = res.body.slice(res.body.indexOf('&lt;script'), res.body.indexOf('Empty one'));
+    const count = (status: string) => Number(new RegExp(`<li>${status}: <strong>(\\d+)</strong>`).exec(entry)?.[1]);
+    assert.deepEqual(['someday', 'backlog', 'in-progress', 'completed', 'accepted'].map(count), [0, 2, 1, 1, 0]);
+    assert.match(res.body.slice(res.body.indexOf('Empty one')), /<li>backlog: <strong>0<\/strong>/);
+  });
+
+  test('a new API key from the settings page works and the old one stops', async () => {
+    const person = await makeUser(t.db);
+    const cookie = await signIn(person.email);
+    const settings = await page('/app/settings', cookie);
+    const res = await postForm('/app/settings/api-key', cookie, { csrf: csrfOf(settings) });
+    assert.equal(res.statusCode, 200);
+    const key = /<code class="key">([A-Za-z0-9]{32})<\/code>/.exec(res.body)?.[1];
+    assert.ok(key, res.body);
+    assertError(await client(t.app, person).get('/api/user/whoami.json'), 403);
+    const whoami = await client(t.app, { auth: basic(person.email, key) }).get('/api/user/whoami.json');
+    assert.equal(whoami.statusCode, 200);
+    assert.doesNotMatch((await page('/app/settings', cookie)).body, new RegExp(key), 'the key is shown once');
+  });
+
+  test('a POST without the form token, or from another site, is refused and changes nothing', async () => {
+    const person = await makeUser(t.db);
+    const cookie = await signIn(person.email);
+    const csrf = csrfOf(await page('/app/settings', cookie));
+    const attempts = [
+      await postForm('/app/settings/api-key', cookie, {}),
+      await postForm('/app/settings/api-key', cookie, { csrf: csrf.slice(0, -2) + 'xx' }),
+      await postForm('/app/settings/api-key', cookie, { csrf }, { origin: 'https://evil.example' }),
+      await postForm('/app/settings/api-key', cookie, { csrf }, { 'sec-fetch-site': 'cross-site' }),
+      await postForm('/app/sign-out', cookie, {}),
+      await postForm('/app/sign-out', cookie, { csrf }, { origin: 'https://evil.example' }),
+    ];
+    for (const res of attempts) {
+      assert.equal(res.statusCode, 403, res.body);
+      assert.match(res.headers['content-type'] as string, /^text\/html/);
+      assert.doesNotMatch(res.body, /<code class="key">/);
+    }
+    assert.equal((await client(t.app, person).get('/api/user/whoami.json')).statusCode, 200, 'the key is unchanged');
+    assert.equal((await page('/app/products', cookie)).statusCode, 200, 'the session is still there');
+    const own = await postForm('/app/sign-out', cookie, { csrf }, { origin: 'http://shiplog.test' });
+    assert.equal(own.statusCode, 200, 'the own origin is fine');
+  });
+
+  test('asking for a link from another site is refused', async () => {
+    const person = await makeUser(t.db);
+    const res = await t.app.inject({
+      method: 'POST',
+      url: '/app/sign-in',
+      remoteAddress: newIp(),
+      headers: { 'content-type': 'application/x-www-form-urlencoded', origin: 'https://evil.example' },
+      payload: form({ email: person.email }),
+    });
+    assert.equal(res.statusCode, 403);
+    assert.equal(await mailedLink(person.email), undefined);
+  });
+});
+
+describe('shiplog user login-link', () => {
+  test('prints a link that signs the user in once', async () => {
+    const dataDir = fs.mkdtempSync(path.join(tempDir('shiplog-web-cli-'), 'data-'));
+    const env = { PUBLIC_URL: 'https://tracker.example.com' };
+    const added = await runCli(['user', 'add', 'first.admin@example.com', '--first', 'First', '--last', 'Admin'], { dataDir, env });
+    assert.equal(added.code, 0, added.stderr);
+    const printed = await runCli(['user', 'login-link', 'First.Admin@example.com'], { dataDir, env });
+    assert.equal(printed.code, 0, printed.stderr);
+    const match = /^https:\/\/tracker\.example\.com(\/app\/sign-in\/[A-Za-z0-9_-]{43})\n$/.exec(printed.stdout);
+    assert.ok(match, printed.stdout);
+    const unknown = await runCli(['user', 'login-link', 'nobody@example.com'], { dataDir, env });
+    assert.equal(unknown.code, 1);
+    assert.match(unknown.stderr, /No user with email nobody@example.com/);
+
+    const db = await openDatabase(await databaseOptionsFor(dataDir));
+    const app = await buildApp({ config: loadConfig({ ...(await storageEnv(dataDir)), ...env }), db, logger: false });
+    try {
+      const res = await app.inject({ method: 'POST', url: match[1] });
+      assert.equal(res.statusCode, 303, res.body);
+      assert.match(String([res.headers['set-cookie']].flat()[0]), /; Secure/);
+      assert.equal((await app.inject({ method: 'POST', url: match[1] })).statusCode, 410);
+    } finally {
+      await app.close();
+      await db.destroy();
+    }
+  });
+});
