@@ -153,6 +153,15 @@ describe('signing in with a mailed link', () => {
     assert.equal((await askForLink(`client-last-${process.pid}@example.com`, ip)).statusCode, 429);
     assert.equal((await askForLink(`client-last-${process.pid}@example.com`, newIp())).statusCode, 200, 'another client is not limited');
   });
+
+  test('30 requests for one address at once: exactly the 5 the limit allows are mailed, the rest are 429', async () => {
+    const person = await makeUser(t.db);
+    const answers = await Promise.all(Array.from({ length: 30 }, () => askForLink(person.email, newIp())));
+    const byStatus = answers.reduce<Record<number, number>>((n, r) => ({ ...n, [r.statusCode]: (n[r.statusCode] ?? 0) + 1 }), {});
+    assert.deepEqual(byStatus, { 200: 5, 429: 25 });
+    const sent = await t.db.selectFrom('outbox').select('id').where('kind', '=', 'signin').where('user_id', '=', person.user.id).execute();
+    assert.equal(sent.length, 5);
+  });
 });
 
 describe('sessions', () => {

@@ -5,7 +5,7 @@ import * as invitations from './migrations/2026_11_23_0001_invitations.js';
 import * as outboxSentAt from './migrations/2026_11_23_0002_outbox_sent_at.js';
 import * as boundedLists from './migrations/2026_11_23_0003_bounded_lists.js';
 import * as outboxBodies from './migrations/2026_11_23_0004_outbox_bodies.js';
-import * as webSignIn from './migrations/2026_11_24_0001_web_sign_in.js';
+import * as webSignIn from './migrations/2026_11_23_0005_web_sign_in.js';
 
 /** Every migration, by name; names sort in the order they apply. */
 const migrations: Record<string, Migration> = {
@@ -14,7 +14,7 @@ const migrations: Record<string, Migration> = {
   '2026_11_23_0002_outbox_sent_at': outboxSentAt,
   '2026_11_23_0003_bounded_lists': boundedLists,
   '2026_11_23_0004_outbox_bodies': outboxBodies,
-  '2026_11_24_0001_web_sign_in': webSignIn,
+  '2026_11_23_0005_web_sign_in': webSignIn,
 };
 
 /** The names of every migration, in the order they apply. */

@@ -1,8 +1,19 @@
 import type { Db, Trx } from '../db/connection.js';
 import type { SigninLinkRow, UserRow, WebSessionRow } from '../db/schema.js';
+import { sql } from 'kysely';
 import { inChunks } from '../db/chunks.js';
+import { dialectOf } from '../db/dialect.js';
 
 // ---- requests for links (what the rate limits count)
+
+/**
+ * Makes requests for links count and record one at a time, so two at once cannot both pass a
+ * limit: a transaction-long advisory lock on PostgreSQL; SQLite has a single writer already
+ * (write transactions begin IMMEDIATE).
+ */
+export async function lockSigninRequests(trx: Trx): Promise<void> {
+  if (dialectOf(trx) === 'postgres') await sql`select pg_advisory_xact_lock(hashtext('shiplog.signin_requests'))`.execute(trx);
+}
 
 export async function insertSigninRequest(trx: Trx, email: string, clientIp: string, at: string): Promise<void> {
   await trx.insertInto('signin_requests').values({ email, client_ip: clientIp, created_at: at }).execute();

@@ -7,6 +7,7 @@ import { formatTimestamp } from '../time.js';
 import { findUserByEmail, findUserById } from '../users/index.js';
 import {
   countSigninRequests,
+  lockSigninRequests,
   deleteSession,
   findSession,
   findUsableLink,
@@ -50,6 +51,7 @@ async function newLink(trx: Trx, signinKey: string, user: UserRow, messageId: st
  * only an address with an account gets a message. Returns whether one was queued.
  */
 export async function requestSignInLink(trx: Trx, request: { email: string; clientIp: string }, signinKey: string, mailDomain: string, now: Date): Promise<boolean> {
+  await lockSigninRequests(trx);
   const since = formatTimestamp(new Date(now.getTime() - LINK_LIMITS.windowMs));
   const counts = await countSigninRequests(trx, request.email, request.clientIp, since);
   const retryAfter = (oldest: string | null) => Math.max(1, Math.ceil((Date.parse(oldest ?? '') + LINK_LIMITS.windowMs - now.getTime()) / 1000) || 60);
