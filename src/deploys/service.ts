@@ -1,6 +1,6 @@
 import crypto from 'node:crypto';
 import type { Db, Trx } from '../db/connection.js';
-import type { DeployRow, ItemRow } from '../db/schema.js';
+import type { DeployRow, ItemRow, UserRow } from '../db/schema.js';
 import { BadRequestError, UnprocessableError } from '../errors.js';
 import { findItemsByNumbers, touchActivity } from '../items/index.js';
 import { queueDeployNotifications } from '../mail/index.js';
@@ -13,6 +13,7 @@ import {
   countDeployItems,
   countDeploys,
   findDeployByKey,
+  findDeploysByIds,
   followingMembers,
   insertDeploy,
   listDeploys,
@@ -101,4 +102,11 @@ export async function findDeploys(
     deploys.push(deploy);
   }
   return { deploys, total };
+}
+
+/** Who made each of the given deploys of the product, by deploy id (two queries whatever the count). */
+export async function deployersOf(db: Db, scope: ProductScope, deployIds: number[]): Promise<Map<number, UserRow>> {
+  const deploys = (await findDeploysByIds(db, deployIds)).filter((d) => d.product_id === scope.product.id);
+  const users = new Map((await findUsersByIds(db, deploys.map((d) => d.user_id))).map((u) => [u.id, u]));
+  return new Map(deploys.map((d) => [d.id, users.get(d.user_id)!]));
 }

@@ -1,8 +1,21 @@
 /** Items: numbered work in a product, its lists, order, followers and deploy history. */
 export { ListCounts } from './counts.js';
-export { statusName, STATUSES as STATUS_NAMES } from './model.js';
+export { parseCreateItem, parseListItems, parseUpdateItem } from './input.js';
+export { INPUT_STATUSES, ITEM_TYPES, SCORES, statusName, STATUSES as STATUS_NAMES, type Status } from './model.js';
 export { BIG_PAGE, ItemSchema, presentItems, type ItemJson } from './present.js';
 export { findItemsByIds, findItemsByNumbers, touchActivity } from './repository.js';
 export { itemRoutes, shortUrlRoutes } from './routes.js';
-export { unfollow } from './service.js';
-export { itemShortUrl } from './urls.js';
+export {
+  childrenOf,
+  createItem,
+  deploymentsOf,
+  followersOf,
+  getItem,
+  listItems,
+  resortItem,
+  setFollowing,
+  subItemCounts,
+  unfollow,
+  updateItem,
+} from './service.js';
+export { itemPagePath, itemShortUrl } from './urls.js';

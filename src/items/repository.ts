@@ -123,6 +123,16 @@ export async function removeFollower(trx: Db, itemId: number, userId: number): P
   await trx.deleteFrom('followers').where('item_id', '=', itemId).where('user_id', '=', userId).execute();
 }
 
+/** The first `limit` followers of an item, by when they started following. */
+export async function listFollowerIds(db: Db, itemId: number, limit: number): Promise<number[]> {
+  const rows = await db.selectFrom('followers').select('user_id').where('item_id', '=', itemId).orderBy('created_at').orderBy('user_id').limit(limit).execute();
+  return rows.map((r) => r.user_id);
+}
+
+export async function isFollower(db: Db, itemId: number, userId: number): Promise<boolean> {
+  return (await db.selectFrom('followers').select('user_id').where('item_id', '=', itemId).where('user_id', '=', userId).executeTakeFirst()) !== undefined;
+}
+
 export async function touchActivity(trx: Db, itemIds: number[], at: string): Promise<void> {
   if (itemIds.length === 0) return;
   await trx
@@ -272,7 +282,7 @@ export async function countChildren(db: Db, parentId: number): Promise<number> {
 }
 
 /** How many live sub-items each of the given items has (those with none are left out). */
-async function countLiveChildren(db: Db, ids: number[]): Promise<Map<number, number>> {
+export async function countLiveChildren(db: Db, ids: number[]): Promise<Map<number, number>> {
   // Only stories have sub-items, but asking for every id spares reading rows to learn their types.
   const counted = await db
     .selectFrom('items')

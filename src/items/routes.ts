@@ -8,6 +8,7 @@ import { ItemParams, ProductParams } from '../http/schemas.js';
 import type { ProductScope } from '../scope.js';
 import { pathItemNumber, parseCreateItem, parseListItems, parseResort, parseUpdateItem } from './input.js';
 import { CHILDREN_PAGE, DEPLOYED_TO_PAGE } from './model.js';
+import { itemPagePath } from './urls.js';
 import { DeploymentListSchema, ItemListSchema, ItemSchema, presentItems } from './present.js';
 import {
   archiveItem,
@@ -125,8 +126,29 @@ async function itemChangeRoutes(app: FastifyInstance): Promise<void> {
 }
 
 /**
- * `short_url`s (`/i/{product}/{number}/`) lead to the item: for now its API address, which asks
- * for credentials as usual. No lookup here, so the redirect tells nothing about what exists.
+ * How much an Accept header wants a media type: its own q, else its type's wildcard, else `*\/*`.
+ * A missing header accepts everything equally.
+ */
+function acceptQuality(accept: string | undefined, type: string): number {
+  if (!accept) return 1;
+  let best: { rank: number; q: number } = { rank: -1, q: 0 };
+  for (const part of accept.split(',')) {
+    const [range, ...parameters] = part.split(';').map((s) => s.trim().toLowerCase());
+    const rank = range === type ? 2 : range === `${type.split('/')[0]}/*` ? 1 : range === '*/*' ? 0 : -1;
+    if (rank <= best.rank) continue;
+    const q = Number(/^q=([0-9.]+)$/.exec(parameters.find((p) => p.startsWith('q=')) ?? 'q=1')?.[1] ?? 1);
+    best = { rank, q: Number.isFinite(q) ? q : 0 };
+  }
+  return best.q;
+}
+
+/** A browser following a link: it asks for HTML by name, above JSON (`*\/*` alone, as curl sends, is not that). */
+export const prefersHtml = (accept: string | undefined): boolean => acceptQuality(accept, 'text/html') > acceptQuality(accept, 'application/json');
+
+/**
+ * `short_url`s (`/i/{product}/{number}/`) lead to the item: a browser asking for HTML to its page
+ * (which asks it to sign in), any other client to its API address, which asks for credentials as
+ * usual. No lookup here, so the redirect tells nothing about what exists.
  */
 export async function shortUrlRoutes(app: FastifyInstance): Promise<void> {
   app.get(
@@ -136,6 +158,8 @@ export async function shortUrlRoutes(app: FastifyInstance): Promise<void> {
       const productId = digitsToId((request.params as { product_id: string }).product_id);
       const number = pathItemNumber(request);
       if (productId === undefined) throw productNotFound();
+      reply.header('vary', 'Accept');
+      if (prefersHtml(request.headers.accept)) return reply.redirect(`${app.config.publicUrl}${itemPagePath(productId, number)}`, 302);
       return reply.redirect(`${app.config.publicUrl}/api/products/${productId}/items/${number}.json`, 302);
     },
   );

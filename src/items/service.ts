@@ -23,8 +23,11 @@ import {
   countTopLevel,
   countWithChildren,
   findItemByNumber,
+  countLiveChildren,
   findTags,
   insertItem,
+  isFollower,
+  listFollowerIds,
   listChildrenPage,
   listDeployments,
   listTopLevel,
@@ -316,4 +319,15 @@ export async function setFollowing(trx: Trx, scope: ProductScope, number: number
 /** Stops a user following an item (an unsubscribe link); nothing else changes. */
 export async function unfollow(trx: Trx, itemId: number, userId: number): Promise<void> {
   await removeFollower(trx, itemId, userId);
+}
+
+/** How many live sub-items each of the given items has, in one query (items without any are left out). */
+export async function subItemCounts(db: Db, itemIds: number[]): Promise<Map<number, number>> {
+  return itemIds.length === 0 ? new Map() : countLiveChildren(db, itemIds);
+}
+
+/** The first `limit` followers of an item (user ids, earliest first), and whether `userId` follows it. */
+export async function followersOf(db: Db, item: ItemRow, userId: number, limit: number): Promise<{ userIds: number[]; following: boolean }> {
+  const userIds = await listFollowerIds(db, item.id, limit);
+  return { userIds, following: userIds.includes(userId) || (userIds.length >= limit && (await isFollower(db, item.id, userId))) };
 }

@@ -27,7 +27,8 @@ const renderedNotes = new LruCache<string, string>(100);
  */
 export const MARKDOWN_MAX_CHARS = 8192;
 
-function notesHtml(notes: string): string {
+/** Notes (or any text a person wrote) as safe HTML: Markdown up to MARKDOWN_MAX_CHARS, escaped text beyond. */
+export function notesHtml(notes: string): string {
   if (!notes) return '';
   let html = renderedNotes.get(notes);
   if (html === undefined) {

@@ -11,6 +11,7 @@ export {
   findMembership,
   findProduct,
   insertMembership,
+  listMembers,
   lockProduct,
 } from './repository.js';
 export { productMemberRoutes, productRoutes } from './routes.js';
