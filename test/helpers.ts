@@ -220,3 +220,31 @@ export interface ParsedMail {
   html: string;
   raw: string;
 }
+
+let signInSeq = 0;
+
+/**
+ * Signs `email` in to the pages as a person would: asks for a link (from a client address of its
+ * own, so rate limits of other tests do not touch it), follows the link in the delivered message,
+ * presses the button. Returns the session cookie header.
+ */
+export async function signInByMail(t: TestContext, email: string): Promise<string> {
+  signInSeq += 1;
+  const ip = `10.200.${Math.floor(signInSeq / 250)}.${(signInSeq % 250) + 1}`;
+  const asked = await t.app.inject({
+    method: 'POST',
+    url: '/app/sign-in',
+    remoteAddress: ip,
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    payload: new URLSearchParams({ email }).toString(),
+  });
+  assert.equal(asked.statusCode, 200, asked.body);
+  const mine = (await deliveredMail(t)).filter((m) => (m.headers.get('to') ?? '').toLowerCase().includes(email.toLowerCase()));
+  const link = /https?:\/\/[^/\s]+(\/app\/sign-in\/[A-Za-z0-9_-]{43})\b/.exec(mine.at(-1)?.text ?? '')?.[1];
+  assert.ok(link, `no sign-in link mailed to ${email}`);
+  const res = await t.app.inject({ method: 'POST', url: link });
+  assert.equal(res.statusCode, 303, res.body);
+  const set = [res.headers['set-cookie'] ?? []].flat().find((c) => String(c).startsWith('shiplog_session='));
+  assert.ok(set, 'no session cookie');
+  return String(set).split(';')[0];
+}

@@ -1,5 +1,6 @@
-import { ValidationError } from '../errors.js';
-import { asString, type ParamValue } from '../http/params.js';
+import { itemNotFound, ValidationError } from '../errors.js';
+import { asString, digitsToId, type ParamValue } from '../http/params.js';
+import { STATUS_NAMES, type Status } from '../items/index.js';
 import { validEmail } from '../users/index.js';
 
 /** The address a sign-in link is asked for, lower case. */
@@ -14,3 +15,99 @@ export const wellFormedToken = (token: string): boolean => /^[A-Za-z0-9_-]{43}$/
 
 /** The form token of a POST, as sent (checked against the session's). */
 export const formToken = (p: Record<string, ParamValue>): string => (typeof p.csrf === 'string' ? p.csrf : '');
+
+/** What the board shows: its filters (as they stand in the URL) and, when paging one column, which. */
+export interface BoardQuery {
+  /** The filters as given, non-empty ones only: what links and forms of the board carry along. */
+  filters: Record<string, string>;
+  /** One column, from `offset`, or every column from its start. */
+  status?: Status;
+  offset: number;
+  /** The list parameters of items.json the filters stand for (checked by the items' own parser). */
+  listParams: Record<string, ParamValue>;
+}
+
+export const BOARD_FILTERS = ['type', 'assignee', 'creator', 'tags', 'mine'] as const;
+
+/**
+ * The board's query: filters by type, assignee, creator and tags (as items.json has them) and
+ * "mine" (assigned to the viewer), and optionally one column (`status`) from an offset.
+ */
+export function parseBoardQuery(p: Record<string, ParamValue>, viewerId: number): BoardQuery {
+  const filters: Record<string, string> = {};
+  for (const name of BOARD_FILTERS) {
+    const value = asString(name, p[name])?.trim();
+    if (value) filters[name] = value;
+  }
+  const status = asString('status', p.status)?.trim() || undefined;
+  if (status !== undefined && !(STATUS_NAMES as readonly string[]).includes(status)) throw new ValidationError({ status: `must be one of ${STATUS_NAMES.join(', ')}` });
+  const offset = asString('offset', p.offset)?.trim() || '0';
+  if (!/^\d{1,9}$/.test(offset)) throw new ValidationError({ offset: 'must be a whole number' });
+  const mine = filters.mine !== undefined && filters.mine !== '0';
+  const listParams: Record<string, ParamValue> = {
+    type: filters.type,
+    assigned_to: mine ? String(viewerId) : filters.assignee,
+    created_by: filters.creator,
+    tags: filters.tags,
+  };
+  return { filters, status: status as Status | undefined, offset: status ? Number(offset) : 0, listParams };
+}
+
+/** The board's query string for these filters (and a column page), for links and redirects. */
+export function boardQueryString(filters: Record<string, string>, column?: { status: string; offset: number }): string {
+  const q = new URLSearchParams();
+  for (const name of BOARD_FILTERS) if (filters[name]) q.set(name, filters[name]);
+  if (column) {
+    q.set('status', column.status);
+    if (column.offset > 0) q.set('offset', String(column.offset));
+  }
+  const s = q.toString();
+  return s ? `?${s}` : '';
+}
+
+export const MOVES = ['up', 'down', 'top', 'status'] as const;
+export type Move =
+  | { to: 'up'; above: number }
+  | { to: 'down'; below: number }
+  | { to: 'top' }
+  | { to: 'status'; status: string };
+
+/** A move from a card's form: up past the card above, down past the one below, to the top, or to a status. */
+export function parseMove(p: Record<string, ParamValue>): Move {
+  const to = asString('to', p.to);
+  const number = (name: string): number => {
+    const n = digitsToId(asString(name, p[name]) ?? '');
+    if (n === undefined) throw new ValidationError({ [name]: 'must be an item number' }, 'There is no card to move past.');
+    return n;
+  };
+  switch (to) {
+    case 'up':
+      return { to, above: number('above') };
+    case 'down':
+      return { to, below: number('below') };
+    case 'top':
+      return { to };
+    case 'status':
+      return { to, status: asString('status', p.status) ?? '' };
+    default:
+      throw new ValidationError({ to: `must be one of ${MOVES.join(', ')}` }, 'Choose a move.');
+  }
+}
+
+/** The board filters a form sends back (hidden field `back`, a query string), re-read so only filters pass. */
+export function returnFilters(p: Record<string, ParamValue>): Record<string, string> {
+  const back = new URLSearchParams(asString('back', p.back) ?? '');
+  const filters: Record<string, string> = {};
+  for (const name of BOARD_FILTERS) {
+    const value = back.get(name)?.trim();
+    if (value) filters[name] = value;
+  }
+  return filters;
+}
+
+/** The number of an `/items/{n}` path; anything but digits names no item. */
+export function pagedItemNumber(raw: string): number {
+  const n = digitsToId(raw);
+  if (n === undefined) throw itemNotFound(raw);
+  return n;
+}

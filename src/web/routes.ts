@@ -5,6 +5,7 @@ import { AppError, TooManyRequestsError } from '../errors.js';
 import { params, Param } from '../http/params.js';
 import { requestParams } from '../http/request.js';
 import { rotateApiKey } from '../users/index.js';
+import { productPages } from './product-pages.js';
 import { formToken, parseSignInRequest, wellFormedToken } from './input.js';
 import { presentProductOverviews } from './present.js';
 import { productOverviewRows } from './repository.js';
@@ -109,6 +110,8 @@ export async function webRoutes(app: FastifyInstance, options: WebOptions): Prom
     const products = presentProductOverviews(await productOverviewRows(app.db, session.user.id));
     return sendPage(reply, 200, 'Products', productsPage(products), session);
   });
+
+  await app.register(productPages, { prefix: '/products/:product_id', signIn: SIGN_IN });
 
   app.get('/settings', async (request, reply) => {
     const session = signedIn(request, reply);

@@ -22,4 +22,35 @@ ul.products li { background: #fff; border: 1px solid #dcdcde; border-radius: 4px
 ul.products .name { font-weight: 600; }
 ul.counts { display: flex; flex-wrap: wrap; gap: .25rem .75rem; list-style: none; padding: 0; margin: .25rem 0 0; font-size: .9rem; color: #50575e; }
 .muted { color: #646970; font-size: .9rem; }
+nav.product { display: flex; flex-wrap: wrap; gap: .25rem 1rem; margin-bottom: 1rem; }
+nav.product a[aria-current] { font-weight: 700; text-decoration: none; color: inherit; }
+form.filters { display: flex; flex-wrap: wrap; align-items: flex-end; gap: .5rem 1rem; margin-bottom: 1rem; }
+form.filters label { font-weight: 400; margin: 0; }
+form.filters label.check { align-self: center; }
+select, textarea { font: inherit; padding: .4rem; border: 1px solid #a7aaad; border-radius: 4px; max-width: 100%; }
+textarea { width: 100%; }
+.board { display: flex; gap: .75rem; overflow-x: auto; width: calc(100vw - 2rem); margin-left: calc(50% - 50vw + 1rem); padding-bottom: .5rem; }
+.column { flex: 0 0 17rem; background: #eceef1; border-radius: 4px; padding: .5rem; }
+.column h2 { font-size: 1rem; margin: 0 0 .5rem; text-transform: capitalize; }
+.count { font-weight: 400; color: #646970; }
+ol.cards { list-style: none; padding: 0; margin: 0; }
+.card { background: #fff; border: 1px solid #dcdcde; border-radius: 4px; padding: .5rem; margin-bottom: .5rem; }
+.card p { margin: 0 0 .25rem; }
+.card .meta, .item .meta { font-size: .85rem; color: #50575e; }
+.card form.move { display: flex; flex-wrap: wrap; gap: .25rem; margin-top: .25rem; }
+.card form.move button, .card form.move select { padding: .15rem .45rem; font-size: .8rem; }
+ul.tags { display: flex; flex-wrap: wrap; gap: .25rem; list-style: none; padding: 0; margin: .25rem 0; }
+ul.tags li { background: #e7f1fb; border-radius: 3px; padding: 0 .4rem; font-size: .8rem; }
+a.more { display: block; text-align: center; padding: .25rem; }
+.field-error { display: block; color: #b32d2e; font-size: .9rem; }
+dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: .25rem 1rem; }
+dl.facts dd { margin: 0; }
+.markdown { background: #fff; border: 1px solid #dcdcde; border-radius: 4px; padding: .25rem 1rem; overflow-wrap: anywhere; }
+.markdown pre { white-space: pre-wrap; }
+table.deploys { border-collapse: collapse; width: 100%; }
+table.deploys th, table.deploys td { text-align: left; padding: .25rem .5rem; border-bottom: 1px solid #dcdcde; }
+section.deploy { background: #fff; border: 1px solid #dcdcde; border-radius: 4px; padding: .5rem 1rem; margin-bottom: .75rem; }
+section.deploy h2 { font-size: 1.1rem; margin: .25rem 0; }
+fieldset { border: 1px solid #dcdcde; border-radius: 4px; margin: 0 0 1rem; }
+@media (max-width: 40rem) { .board { flex-direction: column; width: auto; margin-left: 0; } .column { flex: none; } }
 `;

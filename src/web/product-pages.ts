@@ -1,0 +1,262 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { ItemRow } from '../db/schema.js';
+import { findDeploys, deployersOf, parseDeployList, presentDeploys } from '../deploys/index.js';
+import { AppError, ValidationError } from '../errors.js';
+import { params, Param, type ParamValue } from '../http/params.js';
+import { requestParams } from '../http/request.js';
+import {
+  childrenOf,
+  createItem,
+  deploymentsOf,
+  followersOf,
+  getItem,
+  INPUT_STATUSES,
+  ITEM_TYPES,
+  listItems,
+  parseCreateItem,
+  parseListItems,
+  parseUpdateItem,
+  presentItems,
+  resortItem,
+  SCORES,
+  setFollowing,
+  STATUS_NAMES,
+  subItemCounts,
+  updateItem,
+} from '../items/index.js';
+import { notesHtml } from '../mail/index.js';
+import { listMembers, productScope } from '../products/index.js';
+import type { ProductScope } from '../scope.js';
+import { findUsersByIds } from '../users/index.js';
+import { boardQueryString, formToken, pagedItemNumber, parseBoardQuery, parseMove, returnFilters, type BoardQuery } from './input.js';
+import { requireFormToken, sendPage } from './session.js';
+import { boardPage, type BoardCard, type BoardColumn } from './views/board.js';
+import { deploysPage } from './views/deploys.js';
+import { editValues, itemPage } from './views/item.js';
+import type { FormState } from './views/parts.js';
+import { itemHref, personName } from './views/parts.js';
+
+/** Cards of a column page. */
+export const BOARD_PAGE = 50;
+/** Sub-items, environments and followers an item page lists. */
+const ITEM_PAGE_LIST = 100;
+
+const ProductPath = { params: { type: 'object', properties: { product_id: { type: 'string' } } } } as const;
+const ItemPath = { params: { type: 'object', properties: { product_id: { type: 'string' }, item_number: { type: 'string' } } } } as const;
+const boardQuery = params({ type: Param, assignee: Param, creator: Param, tags: Param, mine: Param, status: Param, offset: Param });
+const itemFields = params({
+  csrf: Param, type: Param, title: Param, who: Param, what: Param, why: Param, description: Param,
+  status: Param, score: Param, tags: Param, assigned_to: Param, parent: Param,
+});
+
+const emptyForm = (): FormState => ({ values: {}, errors: {} });
+const numberOf = (request: FastifyRequest) => pagedItemNumber((request.params as { item_number: string }).item_number);
+const asText = (p: Record<string, ParamValue>): Record<string, string> =>
+  Object.fromEntries(Object.entries(p).flatMap(([k, v]) => (typeof v === 'string' ? [[k, v]] : typeof v === 'number' ? [[k, String(v)]] : [])));
+
+/**
+ * What a form's failure shows next to its fields: the service's own reasons (a 400 of the
+ * parameters, a 404 of a person or parent named by one) keep the page and the typed values;
+ * anything else is the page error it always is.
+ */
+function formErrors(err: unknown): { errors: Record<string, string>; message?: string } | undefined {
+  if (err instanceof ValidationError) return { errors: err.errors ?? {}, message: Object.keys(err.errors ?? {}).length ? undefined : err.message };
+  if (err instanceof AppError && err.statusCode === 404) {
+    const field = /Parameter (\w+)/.exec(err.message)?.[1];
+    if (field) return { errors: { [field]: err.errors?.[field] ?? 'names nobody (or nothing) of this product' } };
+  }
+  return undefined;
+}
+
+/**
+ * A product's pages (`/app/products/{id}/...`): the board, the items, the deploys. The signed-in
+ * person must be a member (403 page); an unknown product is a 404 page. Every change goes through
+ * the same service operation as the API, in one transaction.
+ */
+export async function productPages(app: FastifyInstance, options: { signIn: string }): Promise<void> {
+  app.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
+    if (!request.webSession) return reply.header('cache-control', 'no-store').redirect(options.signIn, 303);
+    request.scope = await productScope(app.db, request.webSession.user, (request.params as { product_id: string }).product_id);
+  });
+  const session = (request: FastifyRequest) => request.webSession!;
+  const members = async (scope: ProductScope) => (await listMembers(app.db, scope.product.id)).map((m) => ({ id: m.id, name: personName(m) }));
+  const productOf = (scope: ProductScope) => ({ id: scope.product.id, name: scope.product.name });
+  const checkToken = (request: FastifyRequest) => requireFormToken(session(request), formToken(requestParams(request)));
+
+  // ---- the board
+
+  async function renderBoard(request: FastifyRequest, reply: FastifyReply, query: BoardQuery, status: number, newItem?: FormState) {
+    const scope = request.scope;
+    const statuses = query.status ? [query.status] : STATUS_NAMES;
+    const columns: (BoardColumn & { rows: ItemRow[] })[] = [];
+    for (const s of statuses) {
+      // One row either side of the page: the cards a card at its edge moves past.
+      const from = Math.max(0, query.offset - 1);
+      const input = parseListItems({ ...query.listParams, status: s, offset: String(from), limit: String(BOARD_PAGE + 2), order_by: 'priority' });
+      const { rows, total } = await listItems(app.db, scope, input, app.listCounts);
+      columns.push({ status: s, total, offset: query.offset, cards: [], rows });
+    }
+    const shownRows = columns.flatMap((c) => c.rows.slice(c.offset > 0 ? 1 : 0, (c.offset > 0 ? 1 : 0) + BOARD_PAGE));
+    const [json, counts, people] = await Promise.all([
+      presentItems(app.db, scope.product, shownRows, app.config, scope.user.id),
+      subItemCounts(app.db, shownRows.map((r) => r.id)),
+      members(scope),
+    ]);
+    const byId = new Map(shownRows.map((r, n) => [r.id, json[n]]));
+    for (const c of columns) {
+      const first = c.offset > 0 ? 1 : 0;
+      c.cards = c.rows.slice(first, first + BOARD_PAGE).map((row, n): BoardCard => ({
+        item: byId.get(row.id)!,
+        subItems: counts.get(row.id) ?? 0,
+        above: c.rows[first + n - 1]?.number,
+        below: c.rows[first + n + 1]?.number,
+      }));
+    }
+    const view = {
+      product: productOf(scope),
+      columns: columns.map(({ rows: _rows, ...c }) => c),
+      filters: query.filters,
+      single: query.status !== undefined,
+      pageSize: BOARD_PAGE,
+      members: people,
+      types: ITEM_TYPES,
+      statuses: INPUT_STATUSES,
+      newItem,
+    };
+    return sendPage(reply, status, `Board · ${scope.product.name}`, boardPage(view, { email: session(request).user.email, csrfToken: session(request).csrfToken }), session(request));
+  }
+
+  app.get('/board', { schema: { ...ProductPath, querystring: boardQuery } }, async (request, reply) =>
+    renderBoard(request, reply, parseBoardQuery(requestParams(request), request.scope.user.id), 200),
+  );
+
+  app.post(
+    '/items/:item_number/move',
+    { schema: { ...ItemPath, body: params({ csrf: Param, to: Param, above: Param, below: Param, status: Param, back: Param }) } },
+    async (request, reply) => {
+      checkToken(request);
+      const p = requestParams(request);
+      const move = parseMove(p);
+      const number = numberOf(request);
+      await app.db.transaction().execute(async (trx) => {
+        const scope = request.scope;
+        if (move.to === 'up') return resortItem(trx, scope, number, { after: move.above });
+        if (move.to === 'down') return resortItem(trx, scope, number, { before: move.below });
+        if (move.to === 'status') return updateItem(trx, scope, number, parseUpdateItem({ status: move.status }));
+        // To the top: above the first top-level item of its status, unless that is the item itself.
+        const item = await getItem(trx, scope, number);
+        const first = (await listItems(trx, scope, parseListItems({ status: STATUS_NAMES[item.status], limit: '1' }), app.listCounts)).rows[0];
+        return first && first.id !== item.id ? resortItem(trx, scope, number, { after: first.number }) : item;
+      });
+      const back = boardQueryString(returnFilters(p));
+      return reply.header('cache-control', 'no-store').redirect(`/app/products/${request.scope.product.id}/board${back}#item-${number}`, 303);
+    },
+  );
+
+  // ---- items
+
+  app.post('/items', { schema: { ...ProductPath, body: itemFields } }, async (request, reply) => {
+    checkToken(request);
+    const p = requestParams(request);
+    const scope = request.scope;
+    let row: ItemRow;
+    try {
+      const input = parseCreateItem({ ...p, parent: p.parent ?? undefined });
+      row = await app.db.transaction().execute((trx) => createItem(trx, scope, input));
+    } catch (err) {
+      const shown = formErrors(err);
+      if (!shown) throw err;
+      const state = { values: asText(p), ...shown };
+      const parent = typeof p.parent === 'string' && p.parent ? pagedItemNumber(p.parent) : undefined;
+      if (parent !== undefined) return renderItem(request, reply, parent, 400, { newSubItem: state });
+      return renderBoard(request, reply, parseBoardQuery({}, scope.user.id), 400, state);
+    }
+    return reply.header('cache-control', 'no-store').redirect(itemHref(scope.product.id, row.number), 303);
+  });
+
+  async function renderItem(request: FastifyRequest, reply: FastifyReply, number: number, status: number, forms: { edit?: FormState; newSubItem?: FormState } = {}) {
+    const scope = request.scope;
+    const row = await getItem(app.db, scope, number);
+    const page = { offset: 0, limit: ITEM_PAGE_LIST };
+    const [[item], children, deployments, followers, people] = await Promise.all([
+      presentItems(app.db, scope.product, [row], app.config, scope.user.id),
+      row.type === 'story' ? childrenOf(app.db, scope, number, page) : undefined,
+      deploymentsOf(app.db, scope, number, page),
+      followersOf(app.db, row, scope.user.id, ITEM_PAGE_LIST),
+      members(scope),
+    ]);
+    const [deployers, followerRows] = await Promise.all([
+      deployersOf(app.db, scope, deployments.deployments.map((d) => d.deploy_id)),
+      findUsersByIds(app.db, followers.userIds),
+    ]);
+    const followerNames = new Map(followerRows.map((u) => [u.id, personName(u)]));
+    const view = {
+      product: productOf(scope),
+      item,
+      descriptionHtml: notesHtml(item.description),
+      subItems: children?.rows.map((c) => ({ number: c.number, title: c.title, status: STATUS_NAMES[c.status], type: c.type })),
+      subItemsTotal: children?.total ?? 0,
+      deploys: deployments.deployments.map((d) => {
+        const by = deployers.get(d.deploy_id);
+        return { environment: d.environment, version: d.version, deployedAt: d.deployed_at, by: by ? personName(by) : '' };
+      }),
+      deploysTotal: deployments.total,
+      followers: followers.userIds.map((id) => followerNames.get(id) ?? ''),
+      following: followers.following,
+      members: people,
+      types: ITEM_TYPES,
+      statuses: INPUT_STATUSES,
+      scores: SCORES,
+      edit: forms.edit ?? { values: editValues(item), errors: {} },
+      newSubItem: forms.newSubItem ?? emptyForm(),
+    };
+    const s = session(request);
+    return sendPage(reply, status, `#${item.number} · ${scope.product.name}`, itemPage(view, { email: s.user.email, csrfToken: s.csrfToken }), s);
+  }
+
+  app.get('/items/:item_number', { schema: ItemPath }, async (request, reply) => renderItem(request, reply, numberOf(request), 200));
+
+  // The edit form sends every field; only those that differ change (as updateItem decides).
+  app.post('/items/:item_number', { schema: { ...ItemPath, body: itemFields } }, async (request, reply) => {
+    checkToken(request);
+    const number = numberOf(request);
+    const p = requestParams(request);
+    const scope = request.scope;
+    try {
+      const input = parseUpdateItem({ ...p, parent: undefined, type: undefined });
+      await app.db.transaction().execute((trx) => updateItem(trx, scope, number, input));
+    } catch (err) {
+      const shown = formErrors(err);
+      if (!shown) throw err;
+      return renderItem(request, reply, number, 400, { edit: { values: asText(p), ...shown } });
+    }
+    return reply.header('cache-control', 'no-store').redirect(itemHref(scope.product.id, number), 303);
+  });
+
+  app.post('/items/:item_number/follow', { schema: { ...ItemPath, body: params({ csrf: Param, follow: Param }) } }, async (request, reply) => {
+    checkToken(request);
+    const number = numberOf(request);
+    const follow = requestParams(request).follow !== '0';
+    await app.db.transaction().execute((trx) => setFollowing(trx, request.scope, number, follow));
+    return reply.header('cache-control', 'no-store').redirect(itemHref(request.scope.product.id, number), 303);
+  });
+
+  // ---- deploys
+
+  app.get('/deploys', { schema: { ...ProductPath, querystring: params({ environment: Param, offset: Param }) } }, async (request, reply) => {
+    const scope = request.scope;
+    const p = requestParams(request);
+    const { filter, page } = parseDeployList({ environment: p.environment, offset: p.offset, order_by: 'newest' });
+    const { deploys, total } = await findDeploys(app.db, scope, filter, page);
+    const json = await presentDeploys(app.db, scope, deploys, app.config);
+    const view = {
+      product: productOf(scope),
+      deploys: json.map((d) => ({ ...d, notesHtml: notesHtml(d.notes) })),
+      total,
+      offset: page.offset,
+      pageSize: page.limit,
+      environment: filter.environment,
+    };
+    return sendPage(reply, 200, `Deploys · ${scope.product.name}`, deploysPage(view), session(request));
+  });
+}

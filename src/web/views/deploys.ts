@@ -1,0 +1,41 @@
+import type { DeployJson } from '../../deploys/index.js';
+import type { ItemJson } from '../../items/index.js';
+import { html, raw, type Html } from './html.js';
+import { itemHref, personName, productNav, when } from './parts.js';
+
+export interface DeploysView {
+  product: { id: number; name: string };
+  deploys: (DeployJson & { notesHtml: string })[];
+  total: number;
+  offset: number;
+  pageSize: number;
+  environment?: string;
+}
+
+export function deploysPage(v: DeploysView): Html {
+  const p = v.product.id;
+  const link = (offset: number) => {
+    const q = new URLSearchParams();
+    if (v.environment) q.set('environment', v.environment);
+    if (offset > 0) q.set('offset', String(offset));
+    const s = q.toString();
+    return `/app/products/${p}/deploys${s ? `?${s}` : ''}`;
+  };
+  const end = v.offset + v.deploys.length;
+  return html`${productNav(v.product, 'deploys')}
+<form class="filters" method="get" action="/app/products/${p}/deploys">
+<label>Environment <input type="text" name="environment" value="${v.environment ?? ''}" placeholder="production"></label>
+<button type="submit">Filter</button> <a href="/app/products/${p}/deploys">All environments</a>
+</form>
+<p class="muted">${v.total} deploy${v.total === 1 ? '' : 's'}${v.environment ? html` to ${v.environment}` : ''}, newest first.</p>
+${v.deploys.map(
+  (d) => html`<section class="deploy" id="deploy-${d.id}">
+<h2>${d.environment} <span class="version">${d.version}</span></h2>
+<p class="muted">by ${personName(d.user)}, ${when(d.created_at)}</p>
+${d.notes ? html`<div class="markdown">${raw(d.notesHtml)}</div>` : ''}
+<ul class="deploy-items">${(d.items as ItemJson[]).map((i) => html`<li><a href="${itemHref(p, i.number)}">#${i.number} ${i.title}</a> <span class="muted">${i.type} · ${i.status}</span></li>`)}</ul>
+</section>`,
+)}
+<p class="pager">${v.offset > 0 ? html`<a href="${link(Math.max(0, v.offset - v.pageSize))}">Newer</a>` : ''}
+${end < v.total ? html`<a href="${link(end)}">Older</a>` : ''}</p>`;
+}

@@ -1,0 +1,106 @@
+import type { ItemJson } from '../../items/index.js';
+import { createForm } from './board.js';
+import { csrfField, type Viewer } from './layout.js';
+import { html, raw, type Html } from './html.js';
+import { fieldError, type FormState, itemHref, personName, productNav, selectOptions, when } from './parts.js';
+
+export interface ItemView {
+  product: { id: number; name: string };
+  item: ItemJson;
+  /** The description, already rendered as safe HTML (Markdown, raw HTML shown as text). */
+  descriptionHtml: string;
+  subItems?: { number: number; title: string; status: string; type: string }[];
+  subItemsTotal: number;
+  deploys: { environment: string; version: string; deployedAt: string; by: string }[];
+  deploysTotal: number;
+  followers: string[];
+  following: boolean;
+  members: { id: number; name: string }[];
+  types: readonly string[];
+  statuses: readonly string[];
+  scores: readonly string[];
+  edit: FormState;
+  newSubItem: FormState;
+}
+
+export function itemPage(v: ItemView, viewer: Viewer): Html {
+  const i = v.item;
+  const p = v.product.id;
+  const progress = [
+    ['Created', i.created_at],
+    ['Started', i.progress.started_at],
+    ['Closed', i.progress.closed_at],
+    ['Accepted', i.progress.accepted_at],
+  ].filter(([, at]) => at);
+  return html`${productNav(v.product, 'item')}
+<article class="item">
+<p class="meta">#${i.number} <span class="type type-${i.type}">${i.type}</span> · <strong>${i.status}</strong>${i.close_reason ? html` (${i.close_reason})` : ''} · score ${i.score}${i.archived ? html` · <em>archived</em>` : ''}</p>
+<h2 class="item-title">${i.title}</h2>
+${i.tags.length ? html`<ul class="tags">${i.tags.map((t) => html`<li>${t}</li>`)}</ul>` : ''}
+<div class="markdown">${i.description ? raw(v.descriptionHtml) : html`<p class="muted">No description.</p>`}</div>
+<dl class="facts">
+<dt>Created by</dt><dd>${personName(i.created_by)}</dd>
+<dt>Assigned to</dt><dd>${i.assigned_to ? personName(i.assigned_to) : html`<span class="muted">nobody</span>`}</dd>
+${i.parent ? html`<dt>Parent</dt><dd><a href="${itemHref(p, i.parent.number)}">#${i.parent.number} ${i.parent.title}</a></dd>` : ''}
+${progress.map(([label, at]) => html`<dt>${label}</dt><dd>${when(at)}</dd>`)}
+</dl>
+<form method="post" action="${itemHref(p, i.number)}/follow">${csrfField(viewer)}
+<input type="hidden" name="follow" value="${v.following ? '0' : '1'}">
+<p>${v.followers.length} follower${v.followers.length === 1 ? '' : 's'}${v.followers.length ? html`: ${v.followers.join(', ')}` : ''}
+<button type="submit">${v.following ? 'Unfollow' : 'Follow'}</button></p></form>
+</article>
+${subItems(v, viewer)}
+<h2>Deploys</h2>
+${v.deploys.length === 0
+  ? html`<p class="muted">Not deployed yet.</p>`
+  : html`<table class="deploys"><thead><tr><th>Environment</th><th>Version</th><th>By</th><th>When</th></tr></thead><tbody>
+${v.deploys.map((d) => html`<tr><td>${d.environment}</td><td>${d.version}</td><td>${d.by}</td><td>${when(d.deployedAt)}</td></tr>`)}
+</tbody></table>${v.deploysTotal > v.deploys.length ? html`<p class="muted">The latest ${v.deploys.length} of ${v.deploysTotal} environments.</p>` : ''}`}
+<h2 id="edit">Edit</h2>
+${editForm(v, viewer)}`;
+}
+
+function subItems(v: ItemView, viewer: Viewer): Html | '' {
+  if (!v.subItems) return '';
+  const p = v.product.id;
+  return html`<h2>Sub-items <span class="count">${v.subItemsTotal}</span></h2>
+${v.subItems.length
+  ? html`<ul class="sub-items">${v.subItems.map((s) => html`<li><a href="${itemHref(p, s.number)}">#${s.number} ${s.title}</a> <span class="muted">${s.type} · ${s.status}</span></li>`)}</ul>`
+  : html`<p class="muted">No sub-items yet.</p>`}
+<details${Object.keys(v.newSubItem.errors).length || v.newSubItem.message ? html` open` : ''}><summary>New sub-item</summary>
+${createForm(`/app/products/${p}/items`, v.newSubItem, viewer, { types: v.types.filter((t) => t !== 'story'), statuses: v.statuses, parent: v.item.number })}
+</details>`;
+}
+
+function editForm(v: ItemView, viewer: Viewer): Html {
+  const s = v.edit;
+  const val = s.values;
+  const i = v.item;
+  const text = (name: string, label: string) =>
+    html`<p><label for="edit-${name}">${label}</label><input id="edit-${name}" type="text" name="${name}" maxlength="255" value="${val[name] ?? ''}"${s.errors[name] ? html` aria-invalid="true" aria-describedby="error-${name}"` : ''}>${fieldError(s, name)}</p>`;
+  return html`<form class="item-form" method="post" action="${itemHref(v.product.id, i.number)}">${csrfField(viewer)}
+${s.message ? html`<p class="error">${s.message}</p>` : ''}
+${i.type === 'story' ? [text('who', 'As a (who)'), text('what', 'I want (what)'), text('why', 'So that (why)')] : text('title', 'Title')}
+<p><label for="edit-description">Description <span class="muted">(Markdown)</span></label><textarea id="edit-description" name="description" rows="8">${val.description ?? ''}</textarea>${fieldError(s, 'description')}</p>
+<p><label for="edit-status">Status</label><select id="edit-status" name="status">${selectOptions(v.statuses.map((x) => [x, x]), val.status)}</select>${fieldError(s, 'status')}</p>
+<p><label for="edit-score">Score</label><select id="edit-score" name="score">${selectOptions(v.scores.map((x) => [x, x]), val.score)}</select>${fieldError(s, 'score')}</p>
+${text('tags', 'Tags (comma-separated)')}
+<p><label for="edit-assigned_to">Assignee</label><select id="edit-assigned_to" name="assigned_to"><option value="">nobody</option>${selectOptions(v.members.map((m) => [String(m.id), m.name]), val.assigned_to)}</select>${fieldError(s, 'assigned_to')}</p>
+<p><button type="submit">Save</button></p>
+</form>`;
+}
+
+/** The edit form's values for an item as it is. */
+export function editValues(i: ItemJson): Record<string, string> {
+  return {
+    title: i.title,
+    who: i.who ?? '',
+    what: i.what ?? '',
+    why: i.why ?? '',
+    description: i.description,
+    status: i.status,
+    score: i.score,
+    tags: i.tags.join(', '),
+    assigned_to: i.assigned_to ? String(i.assigned_to.id) : '',
+  };
+}

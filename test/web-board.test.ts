@@ -1,0 +1,361 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import type { LightMyRequestResponse } from 'fastify';
+import { client, makeApp, makeItem, makeProduct, makeUser, signInByMail, type TestContext, type TestUser } from './helpers.js';
+
+let t: TestContext;
+before(async () => {
+  t = await makeApp();
+});
+after(() => t.close());
+
+const page = (url: string, cookie: string, headers: Record<string, string> = {}) => t.app.inject({ method: 'GET', url, headers: { cookie, ...headers } });
+
+function postForm(url: string, cookie: string, params: Record<string, string>) {
+  return t.app.inject({ method: 'POST', url, headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' }, payload: new URLSearchParams(params).toString() });
+}
+
+function csrfOf(res: LightMyRequestResponse): string {
+  const match = /name="csrf" value="([^"]+)"/.exec(res.body);
+  assert.ok(match, `no form token in ${res.body.slice(0, 500)}`);
+  return match[1];
+}
+
+/** The item numbers of a board column, top to bottom, as the page shows them. */
+function column(body: string, status: string): number[] {
+  const start = body.indexOf(`aria-labelledby="col-${status}"`);
+  assert.ok(start >= 0, `no column ${status}`);
+  const section = body.slice(start, body.indexOf('</section>', start));
+  return [...section.matchAll(/<li class="card" id="item-(\d+)"/g)].map((m) => Number(m[1]));
+}
+
+/** The order of a status as the API reads it. */
+async function apiOrder(user: TestUser, productId: number, status: string): Promise<number[]> {
+  const res = await client(t.app, user).get(`/api/products/${productId}/items.json`, { status, limit: 500 });
+  assert.equal(res.statusCode, 200, res.body);
+  return res.json().map((i: { number: number }) => i.number);
+}
+
+/** A member with a product, signed in to the pages. */
+async function setUp(name = 'Board product') {
+  const owner = await makeUser(t.db);
+  const product = await makeProduct(t.db, owner, [], name);
+  const cookie = await signInByMail(t, owner.email);
+  return { owner, product, cookie, base: `/app/products/${product.id}` };
+}
+
+describe('the board', () => {
+  test('one column per status, cards in priority order, with sub-item counts and filters in the URL', async () => {
+    const { owner, product, cookie, base } = await setUp();
+    const other = await makeUser(t.db);
+    await makeProduct(t.db, other); // a product of someone else, whose items must not show
+    await t.db.transaction().execute(async (trx) => {
+      const { insertMembership } = await import('../src/products/repository.js');
+      await insertMembership(trx, product.id, other.user.id, false, '2026-01-01T00:00:00+00:00');
+    });
+    const a = await makeItem(t.app, owner, product.id, { title: 'First', tags: 'ui' });
+    const b = await makeItem(t.app, owner, product.id, { title: 'Second', type: 'defect', assigned_to: String(other.user.id) });
+    const story = await makeItem(t.app, owner, product.id, { type: 'story', who: 'user', what: 'a board', why: 'I see work' });
+    await makeItem(t.app, owner, product.id, { title: 'Sub', parent: String(story.number) });
+    await makeItem(t.app, owner, product.id, { title: 'Sub 2', parent: String(story.number) });
+    const doing = await makeItem(t.app, owner, product.id, { title: 'Doing', status: 'in-progress' });
+    // b above a, as resort.json would put it.
+    assert.equal((await client(t.app, owner).post(`/api/products/${product.id}/items/${b.number}/resort.json`, { after: a.number })).statusCode, 200);
+
+    const res = await page(`${base}/board`, cookie);
+    assert.equal(res.statusCode, 200, res.body);
+    assert.match(res.headers['content-security-policy'] as string, /script-src 'none'/);
+    for (const status of ['someday', 'backlog', 'in-progress', 'completed', 'accepted']) column(res.body, status);
+    assert.deepEqual(column(res.body, 'backlog'), await apiOrder(owner, product.id, 'backlog'));
+    assert.deepEqual(column(res.body, 'backlog'), [b.number, a.number, story.number]);
+    assert.deepEqual(column(res.body, 'in-progress'), [doing.number]);
+    assert.deepEqual(column(res.body, 'accepted'), []);
+    assert.match(res.body, /2 sub-items/);
+    assert.match(res.body, new RegExp(`First${other.user.id}`)); // the assignee's name on b's card
+
+    const defects = await page(`${base}/board?type=defect`, cookie);
+    assert.deepEqual(column(defects.body, 'backlog'), [b.number]);
+    const tagged = await page(`${base}/board?tags=ui`, cookie);
+    assert.deepEqual(column(tagged.body, 'backlog'), [a.number]);
+    const assigned = await page(`${base}/board?assignee=${other.user.id}`, cookie);
+    assert.deepEqual(column(assigned.body, 'backlog'), [b.number]);
+    const mine = await page(`${base}/board?mine=1`, cookie);
+    assert.deepEqual(column(mine.body, 'backlog'), []);
+    const bad = await page(`${base}/board?type=epic`, cookie);
+    assert.equal(bad.statusCode, 400);
+    assert.match(bad.headers['content-type'] as string, /text\/html/);
+  });
+
+  test('a long column shows its first page and a "more" link to the next', async () => {
+    const { owner, product, cookie, base } = await setUp();
+    const numbers: number[] = [];
+    for (let i = 0; i < 52; i++) numbers.push((await makeItem(t.app, owner, product.id, { title: `Item ${i}` })).number);
+    const first = await page(`${base}/board`, cookie);
+    assert.deepEqual(column(first.body, 'backlog'), numbers.slice(0, 50));
+    const more = /href="([^"]+status=backlog&amp;offset=50)"/.exec(first.body);
+    assert.ok(more, 'no more link');
+    const second = await page(more[1].replace(/&amp;/g, '&'), cookie);
+    assert.equal(second.statusCode, 200);
+    assert.deepEqual(column(second.body, 'backlog'), numbers.slice(50));
+    assert.doesNotMatch(second.body, /col-in-progress/);
+  });
+
+  test('move up, down, to the top and to another status through the forms, as the API then reads it', async () => {
+    const { owner, product, cookie, base } = await setUp();
+    const [a, b, c] = [await makeItem(t.app, owner, product.id, { title: 'A' }), await makeItem(t.app, owner, product.id, { title: 'B' }), await makeItem(t.app, owner, product.id, { title: 'C' })];
+    const csrf = csrfOf(await page(`${base}/board`, cookie));
+    const move = (n: number, params: Record<string, string>) => postForm(`${base}/items/${n}/move`, cookie, { csrf, back: 'type=task', ...params });
+
+    let res = await move(c.number, { to: 'up', above: String(b.number) });
+    assert.equal(res.statusCode, 303, res.body);
+    assert.equal(res.headers.location, `${base}/board?type=task#item-${c.number}`);
+    assert.deepEqual(await apiOrder(owner, product.id, 'backlog'), [a.number, c.number, b.number]);
+
+    res = await move(a.number, { to: 'down', below: String(c.number) });
+    assert.equal(res.statusCode, 303, res.body);
+    assert.deepEqual(await apiOrder(owner, product.id, 'backlog'), [c.number, a.number, b.number]);
+
+    res = await move(b.number, { to: 'top' });
+    assert.equal(res.statusCode, 303, res.body);
+    assert.deepEqual(await apiOrder(owner, product.id, 'backlog'), [b.number, c.number, a.number]);
+
+    res = await move(c.number, { to: 'status', status: 'in-progress' });
+    assert.equal(res.statusCode, 303, res.body);
+    assert.deepEqual(await apiOrder(owner, product.id, 'backlog'), [b.number, a.number]);
+    assert.deepEqual(await apiOrder(owner, product.id, 'in-progress'), [c.number]);
+
+    // The board's own forms carry the neighbours: pressing "Up" on a's card moves it above b.
+    const board = await page(`${base}/board`, cookie);
+    const form = new RegExp(`action="${base}/items/${a.number}/move">[\\s\\S]*?name="above" value="(\\d+)"`).exec(board.body);
+    assert.equal(Number(form?.[1]), b.number);
+
+    const refused = await move(a.number, { to: 'status', status: 'someday' });
+    assert.equal(refused.statusCode, 400);
+    assert.match(refused.body, /status/);
+    assert.deepEqual(await apiOrder(owner, product.id, 'backlog'), [b.number, a.number]);
+  });
+
+  test('a form without the session token, or from another site, changes nothing', async () => {
+    const { owner, product, cookie, base } = await setUp();
+    const [a, b] = [await makeItem(t.app, owner, product.id, { title: 'A' }), await makeItem(t.app, owner, product.id, { title: 'B' })];
+    const before = await apiOrder(owner, product.id, 'backlog');
+    const noToken = await postForm(`${base}/items/${b.number}/move`, cookie, { to: 'up', above: String(a.number) });
+    assert.equal(noToken.statusCode, 403);
+    const wrong = await postForm(`${base}/items/${b.number}`, cookie, { csrf: 'x'.repeat(43), title: 'Hijacked' });
+    assert.equal(wrong.statusCode, 403);
+    const created = await postForm(`${base}/items`, cookie, { type: 'task', title: 'Sneaky' });
+    assert.equal(created.statusCode, 403);
+    const csrf = csrfOf(await page(`${base}/board`, cookie));
+    const crossSite = await t.app.inject({
+      method: 'POST',
+      url: `${base}/items/${b.number}/move`,
+      headers: { cookie, origin: 'https://evil.example', 'content-type': 'application/x-www-form-urlencoded' },
+      payload: new URLSearchParams({ csrf, to: 'up', above: String(a.number) }).toString(),
+    });
+    assert.equal(crossSite.statusCode, 403);
+    assert.deepEqual(await apiOrder(owner, product.id, 'backlog'), before);
+    const item = (await client(t.app, owner).get(`/api/products/${product.id}/items/${b.number}.json`)).json();
+    assert.equal(item.title, 'B');
+    assert.equal(before.length, 2);
+  });
+});
+
+describe('the item page', () => {
+  test('shows the item, its sub-items, followers and deploys; Markdown rendered safely', async () => {
+    const { owner, product, cookie, base } = await setUp();
+    const story = await makeItem(t.app, owner, product.id, {
+      type: 'story', who: 'user', what: 'a page', why: 'I read items',
+      description: '**Bold** and <script>alert(1)</script> [x](javascript:alert(2))', tags: 'ui,web',
+    });
+    const sub = await makeItem(t.app, owner, product.id, { title: 'Part one', parent: String(story.number) });
+    const api = client(t.app, owner);
+    assert.equal((await api.post(`/api/products/${product.id}/deploys.json`, { environment: 'staging', numbers: String(story.number), version: '1.0' })).statusCode, 200);
+    assert.equal((await api.post(`/api/products/${product.id}/deploys.json`, { environment: 'production', numbers: String(story.number), version: '1.1' })).statusCode, 200);
+
+    const res = await page(`${base}/items/${story.number}`, cookie);
+    assert.equal(res.statusCode, 200, res.body);
+    assert.match(res.body, /As a user, I want a page so that I read items\./);
+    assert.match(res.body, /<strong>Bold<\/strong>/);
+    assert.doesNotMatch(res.body, /<script>/);
+    assert.match(res.body, /&lt;script&gt;alert\(1\)&lt;\/script&gt;/);
+    assert.doesNotMatch(res.body, /href="javascript:/);
+    assert.match(res.body, new RegExp(`href="${base}/items/${sub.number}">#${sub.number} Part one`));
+    assert.match(res.body, /<li>ui<\/li><li>web<\/li>/);
+    // Deploys, newest first, with who made them.
+    const production = res.body.indexOf('<td>production</td>');
+    const staging = res.body.indexOf('<td>staging</td>');
+    assert.ok(production > 0 && staging > production, 'deploys newest first');
+    assert.match(res.body, new RegExp(`<td>1.1</td><td>First${owner.user.id} Last${owner.user.id}</td>`));
+    assert.match(res.body, /1 follower: First/);
+
+    const subPage = await page(`${base}/items/${sub.number}`, cookie);
+    assert.match(subPage.body, new RegExp(`Parent</dt><dd><a href="${base}/items/${story.number}">`));
+    assert.equal((await page(`${base}/items/999999`, cookie)).statusCode, 404);
+    assert.equal((await page(`${base}/items/abc`, cookie)).statusCode, 404);
+  });
+
+  test('an edit goes through the item rules: errors next to the field with the values kept, nothing changed', async () => {
+    const { owner, product, cookie, base } = await setUp();
+    const item = await makeItem(t.app, owner, product.id, { title: 'Before', description: 'Old' });
+    const url = `${base}/items/${item.number}`;
+    const csrf = csrfOf(await page(url, cookie));
+    const fields = { csrf, title: '   ', description: 'New text kept', status: 'backlog', score: 'M', tags: 'a', assigned_to: '' };
+    const bad = await postForm(url, cookie, fields);
+    assert.equal(bad.statusCode, 400);
+    assert.match(bad.body, /<span class="field-error" id="error-title" role="alert">title must not be empty<\/span>/);
+    assert.match(bad.body, />New text kept<\/textarea>/);
+    assert.match(bad.body, /<option value="M" selected>M<\/option>/);
+    let json = (await client(t.app, owner).get(`/api/products/${product.id}/items/${item.number}.json`)).json();
+    assert.deepEqual([json.title, json.description, json.score], ['Before', 'Old', '~']);
+
+    const longTag = await postForm(url, cookie, { ...fields, title: 'After', tags: 'x'.repeat(65) });
+    assert.equal(longTag.statusCode, 400);
+    assert.match(longTag.body, /id="error-tags"[^>]*>tags each tag must be at most 64 characters/);
+
+    const good = await postForm(url, cookie, { ...fields, title: 'After', status: 'in-progress', assigned_to: String(owner.user.id) });
+    assert.equal(good.statusCode, 303, good.body);
+    assert.equal(good.headers.location, url);
+    json = (await client(t.app, owner).get(`/api/products/${product.id}/items/${item.number}.json`)).json();
+    assert.deepEqual([json.title, json.description, json.status, json.score, json.tags, json.assigned_to.id], ['After', 'New text kept', 'in-progress', 'M', ['a'], owner.user.id]);
+    assert.ok(json.progress.started_at);
+  });
+
+  test('follow and unfollow', async () => {
+    const { owner, product, base } = await setUp();
+    const member = await makeUser(t.db);
+    const { insertMembership } = await import('../src/products/repository.js');
+    await t.db.transaction().execute((trx) => insertMembership(trx, product.id, member.user.id, false, '2026-01-01T00:00:00+00:00'));
+    const cookie = await signInByMail(t, member.email);
+    const item = await makeItem(t.app, owner, product.id, { title: 'Watched' });
+    const url = `${base}/items/${item.number}`;
+    const followers = async () => (await t.db.selectFrom('followers').select('user_id').where('item_id', '=', (await t.db.selectFrom('items').select('id').where('product_id', '=', product.id).where('number', '=', item.number).executeTakeFirstOrThrow()).id).execute()).map((r) => r.user_id).sort();
+
+    let shown = await page(url, cookie);
+    assert.match(shown.body, /<button type="submit">Follow<\/button>/);
+    const csrf = csrfOf(shown);
+    assert.equal((await postForm(`${url}/follow`, cookie, { csrf, follow: '1' })).statusCode, 303);
+    assert.deepEqual(await followers(), [owner.user.id, member.user.id].sort());
+    shown = await page(url, cookie);
+    assert.match(shown.body, /<button type="submit">Unfollow<\/button>/);
+    assert.match(shown.body, /2 followers/);
+    assert.equal((await postForm(`${url}/follow`, cookie, { csrf, follow: '0' })).statusCode, 303);
+    assert.deepEqual(await followers(), [owner.user.id]);
+  });
+
+  test('create an item and a sub-item from the forms; a missing title is shown next to its field', async () => {
+    const { owner, product, cookie, base } = await setUp();
+    const csrf = csrfOf(await page(`${base}/board`, cookie));
+    const story = await postForm(`${base}/items`, cookie, { csrf, type: 'story', who: 'admin', what: 'pages', why: 'no curl', status: 'in-progress' });
+    assert.equal(story.statusCode, 303, story.body);
+    const storyNumber = Number(/\/items\/(\d+)$/.exec(story.headers.location as string)?.[1]);
+    let json = (await client(t.app, owner).get(`/api/products/${product.id}/items/${storyNumber}.json`)).json();
+    assert.deepEqual([json.type, json.title, json.status], ['story', 'As an admin, I want pages so that no curl.', 'in-progress']);
+
+    const storyPage = await page(`${base}/items/${storyNumber}`, cookie);
+    assert.match(storyPage.body, new RegExp(`name="parent" value="${storyNumber}"`));
+    const sub = await postForm(`${base}/items`, cookie, { csrf, type: 'task', title: 'Wire it', parent: String(storyNumber), status: 'backlog' });
+    assert.equal(sub.statusCode, 303, sub.body);
+    const subNumber = Number(/\/items\/(\d+)$/.exec(sub.headers.location as string)?.[1]);
+    json = (await client(t.app, owner).get(`/api/products/${product.id}/items/${subNumber}.json`)).json();
+    assert.equal(json.parent.number, storyNumber);
+
+    const missing = await postForm(`${base}/items`, cookie, { csrf, type: 'defect', title: '', status: 'backlog' });
+    assert.equal(missing.statusCode, 400);
+    assert.match(missing.body, /id="error-title"[^>]*>title is required/);
+    const missingSub = await postForm(`${base}/items`, cookie, { csrf, type: 'task', title: '', parent: String(storyNumber) });
+    assert.equal(missingSub.statusCode, 400);
+    assert.match(missingSub.body, /<details open>/);
+    assert.equal((await client(t.app, owner).get(`/api/products/${product.id}/items.json`, { status: 'backlog,in-progress', children: 'true' })).json().length, 2);
+  });
+
+  test('a script in a title is text on the board and on the item page', async () => {
+    const { owner, product, cookie, base } = await setUp();
+    const evil = '<script>alert("x")</script><img src=x onerror=alert(1)>';
+    const item = await makeItem(t.app, owner, product.id, { title: evil, tags: '<b>t</b>' });
+    for (const url of [`${base}/board`, `${base}/items/${item.number}`]) {
+      const res = await page(url, cookie);
+      assert.equal(res.statusCode, 200);
+      assert.doesNotMatch(res.body, /<script|<img|<b>t/);
+      assert.match(res.body, /&lt;script&gt;alert\(&quot;x&quot;\)&lt;\/script&gt;&lt;img src=x onerror=alert\(1\)&gt;/);
+    }
+  });
+});
+
+describe('membership and links', () => {
+  test('someone who is not a member gets a 403 page that tells nothing of the product; an unknown product is a 404 page', async () => {
+    const { owner, product, base } = await setUp('Secret project name');
+    const item = await makeItem(t.app, owner, product.id, { title: 'Secret item title' });
+    const outsider = await makeUser(t.db);
+    const cookie = await signInByMail(t, outsider.email);
+    const csrf = csrfOf(await page('/app/products', cookie));
+    const answers = [
+      await page(`${base}/board`, cookie),
+      await page(`${base}/items/${item.number}`, cookie),
+      await page(`${base}/deploys`, cookie),
+      await postForm(`${base}/items/${item.number}`, cookie, { csrf, title: 'Mine now' }),
+      await postForm(`${base}/items`, cookie, { csrf, type: 'task', title: 'Planted' }),
+    ];
+    for (const res of answers) {
+      assert.equal(res.statusCode, 403);
+      assert.match(res.headers['content-type'] as string, /text\/html/);
+      assert.doesNotMatch(res.body, /Secret/);
+    }
+    assert.equal((await client(t.app, owner).get(`/api/products/${product.id}/items/${item.number}.json`)).json().title, 'Secret item title');
+    assert.equal((await page('/app/products/99999999/board', cookie)).statusCode, 404);
+    assert.equal((await page('/app/products/nope/board', cookie)).statusCode, 404);
+    const anonymous = await t.app.inject({ method: 'GET', url: `${base}/board` });
+    assert.equal(anonymous.statusCode, 303);
+    assert.equal(anonymous.headers.location, '/app/sign-in');
+  });
+
+  test('short_url: a browser is sent to the item page, API clients to the JSON', async () => {
+    const { owner, product, cookie } = await setUp();
+    const item = await makeItem(t.app, owner, product.id, { title: 'Linked' });
+    const path = new URL(item.short_url).pathname;
+    const browser = await t.app.inject({ method: 'GET', url: path, headers: { accept: 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8' } });
+    assert.equal(browser.statusCode, 302);
+    assert.equal(browser.headers.location, `http://shiplog.test/app/products/${product.id}/items/${item.number}`);
+    assert.equal((await page(new URL(browser.headers.location as string).pathname, cookie)).statusCode, 200);
+    for (const accept of [undefined, '*/*', 'application/json', 'application/json, text/html;q=0.5']) {
+      const res = await t.app.inject({ method: 'GET', url: path, headers: accept ? { accept } : {} });
+      assert.equal(res.statusCode, 302, String(accept));
+      assert.equal(res.headers.location, `http://shiplog.test/api/products/${product.id}/items/${item.number}.json`, String(accept));
+    }
+  });
+});
+
+describe('the deploys page', () => {
+  test('newest first, each with its items, notes and who; filtered by environment; paged', async () => {
+    const { owner, product, cookie, base } = await setUp();
+    const a = await makeItem(t.app, owner, product.id, { title: 'Alpha' });
+    const b = await makeItem(t.app, owner, product.id, { title: 'Beta' });
+    const api = client(t.app, owner);
+    const deploy = async (environment: string, numbers: number[], version: string, notes = '') => {
+      const res = await api.post(`/api/products/${product.id}/deploys.json`, { environment, numbers: numbers.join(','), version, notes });
+      assert.equal(res.statusCode, 200, res.body);
+    };
+    await deploy('staging', [a.number], 'v1', 'First *notes* <script>x</script>');
+    await deploy('production', [a.number, b.number], 'v2');
+    await deploy('staging', [b.number], 'v3');
+
+    const res = await page(`${base}/deploys`, cookie);
+    assert.equal(res.statusCode, 200, res.body);
+    const versions = [...res.body.matchAll(/<span class="version">([^<]+)<\/span>/g)].map((m) => m[1]);
+    assert.deepEqual(versions, ['v3', 'v2', 'v1']);
+    assert.match(res.body, /<em>notes<\/em>/);
+    assert.doesNotMatch(res.body, /<script>/);
+    assert.match(res.body, new RegExp(`href="${base}/items/${b.number}">#${b.number} Beta`));
+    assert.match(res.body, new RegExp(`by First${owner.user.id} Last${owner.user.id}`));
+
+    const staging = await page(`${base}/deploys?environment=staging`, cookie);
+    assert.deepEqual([...staging.body.matchAll(/<span class="version">([^<]+)<\/span>/g)].map((m) => m[1]), ['v3', 'v1']);
+
+    for (let i = 0; i < 20; i++) await deploy('qa', [a.number], `q${i}`);
+    const first = await page(`${base}/deploys`, cookie);
+    assert.equal([...first.body.matchAll(/<section class="deploy"/g)].length, 20);
+    const older = /href="([^"]+offset=20)">Older/.exec(first.body);
+    assert.ok(older, 'no link to older deploys');
+    const second = await page(older[1].replace(/&amp;/g, '&'), cookie);
+    assert.deepEqual([...second.body.matchAll(/<span class="version">([^<]+)<\/span>/g)].map((m) => m[1]), ['v3', 'v2', 'v1']);
+  });
+});
