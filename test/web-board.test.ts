@@ -220,6 +220,20 @@ describe('the item page', () => {
     assert.ok(json.progress.started_at);
   });
 
+  test('saving a someday item keeps it there; the textarea\'s CRLF line breaks are stored as typed', async () => {
+    const { owner, product, cookie, base } = await setUp();
+    const item = await makeItem(t.app, owner, product.id, { title: 'Later', description: 'one\ntwo' });
+    await t.db.updateTable('items').set({ status: 0 }).where('product_id', '=', product.id).where('number', '=', item.number).execute();
+    const url = `${base}/items/${item.number}`;
+    const shown = await page(url, cookie);
+    assert.match(shown.body, /<option value="">someday \(as it is\)<\/option>/);
+    const csrf = csrfOf(shown);
+    const res = await postForm(url, cookie, { csrf, title: 'Later', description: 'one\r\ntwo', status: '', score: '~', tags: '', assigned_to: '' });
+    assert.equal(res.statusCode, 303, res.body);
+    const json = (await client(t.app, owner).get(`/api/products/${product.id}/items/${item.number}.json`)).json();
+    assert.deepEqual([json.status, json.description, json.last_modified], ['someday', 'one\ntwo', item.last_modified]);
+  });
+
   test('follow and unfollow', async () => {
     const { owner, product, base } = await setUp();
     const member = await makeUser(t.db);

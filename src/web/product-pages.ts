@@ -49,6 +49,8 @@ const itemFields = params({
   status: Param, score: Param, tags: Param, assigned_to: Param, parent: Param,
 });
 
+/** Browsers send a textarea's line breaks as CRLF (HTML says so); what the API stores is what was typed. */
+const lineBreaks = (v: ParamValue): ParamValue => (typeof v === 'string' ? v.replace(/\r\n?/g, '\n') : v);
 const emptyForm = (): FormState => ({ values: {}, errors: {} });
 const numberOf = (request: FastifyRequest) => pagedItemNumber((request.params as { item_number: string }).item_number);
 const asText = (p: Record<string, ParamValue>): Record<string, string> =>
@@ -161,7 +163,7 @@ export async function productPages(app: FastifyInstance, options: { signIn: stri
     const scope = request.scope;
     let row: ItemRow;
     try {
-      const input = parseCreateItem({ ...p, parent: p.parent ?? undefined });
+      const input = parseCreateItem({ ...p, description: lineBreaks(p.description) });
       row = await app.db.transaction().execute((trx) => createItem(trx, scope, input));
     } catch (err) {
       const shown = formErrors(err);
@@ -223,7 +225,8 @@ export async function productPages(app: FastifyInstance, options: { signIn: stri
     const p = requestParams(request);
     const scope = request.scope;
     try {
-      const input = parseUpdateItem({ ...p, parent: undefined, type: undefined });
+      // An unchanged status the form cannot name (someday) comes as none; textareas send CRLF.
+      const input = parseUpdateItem({ ...p, status: p.status || undefined, description: lineBreaks(p.description), parent: undefined, type: undefined });
       await app.db.transaction().execute((trx) => updateItem(trx, scope, number, input));
     } catch (err) {
       const shown = formErrors(err);

@@ -81,7 +81,8 @@ function cardHtml(view: BoardView, card: BoardCard, back: string, viewer: Viewer
 ${i.tags.length ? html`<ul class="tags">${i.tags.map((t) => html`<li>${t}</li>`)}</ul>` : ''}
 ${i.assigned_to ? html`<p class="muted">${personName(i.assigned_to)}</p>` : ''}
 <form class="move" method="post" action="/app/products/${p}/items/${i.number}/move">${csrfField(viewer)}<input type="hidden" name="back" value="${back}">
-${card.above !== undefined ? html`<input type="hidden" name="above" value="${card.above}"><button type="submit" name="to" value="up" aria-label="Move #${i.number} up">Up</button><button type="submit" name="to" value="top" aria-label="Move #${i.number} to the top">Top</button>` : ''}
+${card.above !== undefined ? html`<input type="hidden" name="above" value="${card.above}"><button type="submit" name="to" value="up" aria-label="Move #${i.number} up">Up</button>` : ''}
+${card.above !== undefined || back ? html`<button type="submit" name="to" value="top" aria-label="Move #${i.number} to the top of ${i.status}">Top</button>` : ''}
 ${card.below !== undefined ? html`<input type="hidden" name="below" value="${card.below}"><button type="submit" name="to" value="down" aria-label="Move #${i.number} down">Down</button>` : ''}
 <select name="status" aria-label="Status for #${i.number}">${selectOptions(view.statuses.map((s) => [s, s]), i.status)}</select><button type="submit" name="to" value="status" aria-label="Move #${i.number} to the chosen status">Move</button>
 </form>

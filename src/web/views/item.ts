@@ -82,7 +82,7 @@ function editForm(v: ItemView, viewer: Viewer): Html {
 ${s.message ? html`<p class="error">${s.message}</p>` : ''}
 ${i.type === 'story' ? [text('who', 'As a (who)'), text('what', 'I want (what)'), text('why', 'So that (why)')] : text('title', 'Title')}
 <p><label for="edit-description">Description <span class="muted">(Markdown)</span></label><textarea id="edit-description" name="description" rows="8">${val.description ?? ''}</textarea>${fieldError(s, 'description')}</p>
-<p><label for="edit-status">Status</label><select id="edit-status" name="status">${selectOptions(v.statuses.map((x) => [x, x]), val.status)}</select>${fieldError(s, 'status')}</p>
+<p><label for="edit-status">Status</label><select id="edit-status" name="status">${v.statuses.includes(i.status) ? '' : html`<option value="">${i.status} (as it is)</option>`}${selectOptions(v.statuses.map((x) => [x, x]), val.status)}</select>${fieldError(s, 'status')}</p>
 <p><label for="edit-score">Score</label><select id="edit-score" name="score">${selectOptions(v.scores.map((x) => [x, x]), val.score)}</select>${fieldError(s, 'score')}</p>
 ${text('tags', 'Tags (comma-separated)')}
 <p><label for="edit-assigned_to">Assignee</label><select id="edit-assigned_to" name="assigned_to"><option value="">nobody</option>${selectOptions(v.members.map((m) => [String(m.id), m.name]), val.assigned_to)}</select>${fieldError(s, 'assigned_to')}</p>
