@@ -135,8 +135,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
   }
   const smtpUrl = env.SMTP_URL ? parseSmtpUrl(env.SMTP_URL) : undefined;
   const positive = (name: string, fallback: number, max?: number) => (env[name] ? parsePositive(name, env[name]!, max) : fallback);
-  const mailLeaseSeconds = positive('MAIL_LEASE_SECONDS', 120);
-  const mailSendTimeoutSeconds = positive('MAIL_SEND_TIMEOUT_SECONDS', 60);
+  const mailLeaseSeconds = positive('MAIL_LEASE_SECONDS', 120, 86_400);
+  const mailSendTimeoutSeconds = positive('MAIL_SEND_TIMEOUT_SECONDS', 60, 3600);
   if (mailSendTimeoutSeconds >= mailLeaseSeconds) {
     throw new ConfigError(
       `MAIL_SEND_TIMEOUT_SECONDS (${mailSendTimeoutSeconds}) must be shorter than MAIL_LEASE_SECONDS (${mailLeaseSeconds}), so an attempt ends while its claim holds.`,
@@ -153,8 +153,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     smtpUrl,
     mailLeaseSeconds,
     mailSendTimeoutSeconds,
-    mailProbeSeconds: positive('MAIL_PROBE_SECONDS', 15),
-    mailStallSeconds: positive('MAIL_STALL_SECONDS', 300),
+    mailProbeSeconds: positive('MAIL_PROBE_SECONDS', 15, 3600),
+    mailStallSeconds: positive('MAIL_STALL_SECONDS', 300, 86_400),
     databaseUrl: env.DATABASE_URL ? parseDatabaseUrl(env.DATABASE_URL) : undefined,
     pgPoolMax: positive('PG_POOL_MAX', 10),
     pgStatementTimeoutMs: positive('PG_STATEMENT_TIMEOUT_MS', 5000),

@@ -29,11 +29,11 @@ export async function healthRoutes(app: FastifyInstance): Promise<void> {
       // What this instance's worker saw of the mail server.
       server: worker.unreachableSince ? 'unreachable' : 'reachable',
       unreachable_since: worker.unreachableSince,
-      server_error: worker.lastError,
+      server_error: worker.lastErrorCode,
     };
     if (delivery.stalled === null) return { status: 'ok', database: 'reachable', mail };
     const reason = worker.unreachableSince
-      ? `${delivery.stalled} The mail server has been unreachable since ${worker.unreachableSince} (${worker.lastError}).`
+      ? `${delivery.stalled} The mail server has been unreachable since ${worker.unreachableSince} (${worker.lastErrorCode}).`
       : delivery.stalled;
     return reply.code(503).send({ status: 'stalled', database: 'reachable', reason, mail });
   });

@@ -87,7 +87,8 @@ test('an outage that queues 200 messages: the worker probes instead of hammering
     assert.equal(down.status, 503, 'due mail has stood still past MAIL_STALL_SECONDS');
     assert.equal(down.body.database, 'reachable');
     assert.equal(down.body.status, 'stalled');
-    assert.match(down.body.reason, /has not moved.*unreachable since .*ECONNREFUSED/s);
+    assert.match(down.body.reason, /has not moved.*unreachable since .* \(ESOCKET\)/s);
+    assert.doesNotMatch(JSON.stringify(down.body), /127\.0\.0\.1/, 'no host or address in /health');
     assert.equal(down.body.mail.pending, 200);
     assert.equal(down.body.mail.progressing, false);
     assert.equal(down.body.mail.server, 'unreachable');
@@ -118,23 +119,75 @@ test('an outage that queues 200 messages: the worker probes instead of hammering
   }
 });
 
-test('a mail server that accepts a connection and never answers: the deadline fires, the message is retried, the others go on', { timeout: 60_000 }, async () => {
+/** Makes every waiting message due now, as if its backoff had passed. */
+const makeAllDue = (t: TestContext) =>
+  t.db.updateTable('outbox').set({ next_attempt_at: '2000-01-01T00:00:00+00:00' }).where('status', '=', 'pending').execute();
+
+test('a mail server that accepts a connection and never answers: the deadline fires, that message backs off alone, the others go on', { timeout: 60_000 }, async () => {
   const sink = await SmtpSink.create();
   const t = await serverWithSink(sink);
   try {
     sink.stayQuiet(1);
     const rows = await queueMessages(t, 12, 1);
     t.app.outbox.nudge();
+    await waitFor('11 messages sent and one backing off', async () => {
+      const now = await allRows(t);
+      return now.filter((r) => r.status === 'sent').length === 11 && now.some((r) => r.status === 'pending' && r.last_error !== null);
+    }, 30_000);
+    const [stuck] = (await allRows(t)).filter((r) => r.status === 'pending');
+    assert.match(stuck.last_error!, /No answer from the mail server within 2 s/);
+    const delay = Date.parse(stuck.next_attempt_at) - Date.now();
+    assert.ok(delay > 10_000 && delay <= 46_000, `retried ${delay} ms later, after a backoff of its own`);
+    assert.equal((await health(t)).body.mail.server, 'reachable', 'one slow send is no outage');
+
+    await makeAllDue(t);
+    t.app.outbox.nudge();
     await waitFor('every message sent', async () => (await allRows(t)).every((r) => r.status === 'sent'), 30_000);
     assertEachOnce(sink, rows);
-    const sent = await allRows(t);
-    const retried = sent.filter((r) => r.attempts > 1);
-    assert.equal(retried.length, 1, 'only the message on the silent connection was tried again');
-    // The others did not wait for its deadline.
-    const retriedAt = sink.receivedAt[sink.received.findIndex((m) => m.messageId === retried[0].message_id)];
-    const others = sink.receivedAt.filter((at) => at !== retriedAt);
-    assert.equal(others.length, 11);
-    assert.ok(Math.max(...others) < retriedAt, 'the other messages arrived before the stuck one was retried');
+    const retried = (await allRows(t)).filter((r) => r.attempts > 1);
+    assert.deepEqual(retried.map((r) => r.id), [stuck.id], 'only the message on the silent connection was tried again');
+  } finally {
+    await t.close();
+    await sink.stop();
+  }
+});
+
+test('a mail server slower than the deadline: the message is not sent again and again, it backs off; no outage is declared', { timeout: 60_000 }, async () => {
+  const sink = await SmtpSink.create({ delayMs: 3000 });
+  const t = await serverWithSink(sink);
+  try {
+    const [row] = await queueMessages(t, 1, 1);
+    t.app.outbox.nudge();
+    await waitFor('the slow server to take the message', () => sink.received.length === 1, 15_000);
+    // Several probe intervals pass: nothing is sent again meanwhile.
+    await new Promise((resolve) => setTimeout(resolve, 3000));
+    assert.equal(sink.received.length, 1);
+    const [after] = await allRows(t);
+    assert.equal(after.id, row.id);
+    assert.equal(after.status, 'pending');
+    assert.ok(Date.parse(after.next_attempt_at) - Date.now() > 8_000, 'the next try waits for its backoff');
+    assert.equal((await health(t)).body.mail.server, 'reachable');
+  } finally {
+    await t.close();
+    await sink.stop();
+  }
+});
+
+test('an outage that catches only a few messages is reported as a stall all the same', { timeout: 60_000 }, async () => {
+  const sink = await SmtpSink.create({ listening: false });
+  const t = await serverWithSink(sink, { MAIL_STALL_SECONDS: '2' });
+  try {
+    const rows = await queueMessages(t, 2, 1);
+    t.app.outbox.nudge();
+    await waitFor('/health to report the stall', async () => (await health(t)).status === 503, 20_000);
+    const down = await health(t);
+    assert.equal(down.body.status, 'stalled');
+    assert.equal(down.body.mail.server_error, 'ESOCKET', 'a code, no host or address');
+    assert.doesNotMatch(JSON.stringify(down.body), /127\.0\.0\.1/);
+    await sink.start();
+    await waitFor('every message sent', async () => (await allRows(t)).every((r) => r.status === 'sent'), 30_000);
+    assertEachOnce(sink, rows);
+    assert.equal((await health(t)).status, 200);
   } finally {
     await t.close();
     await sink.stop();
@@ -178,10 +231,15 @@ test('a transport that never calls back cannot hold the worker: each send misses
   try {
     const rows = await queueMessages(t, 30, 1);
     await waitFor('the deadline of the first sends', () => resets > 0, 10_000);
+    // Every message missed its deadline once (a window of 20, then the other 10), and none is held.
+    await waitFor('every message to back off', async () => (await allRows(t)).every((r) => r.status === 'pending' && r.last_error !== null), 20_000);
     const waiting = await allRows(t);
-    assert.ok(waiting.every((r) => r.status === 'pending' || r.status === 'sending'));
+    assert.ok(waiting.every((r) => Date.parse(r.next_attempt_at) > Date.now()), 'each backs off on its own');
     assert.ok(waiting.some((r) => /No answer from the mail server within 2 s/.test(r.last_error ?? '')));
     hang = false;
+    // The backoff of those that missed their deadline is as for any failed message: skip it.
+    await makeAllDue(t);
+    t.app.outbox.nudge();
     await waitFor('every message sent', async () => (await allRows(t)).every((r) => r.status === 'sent'), 30_000);
     assert.equal(delivered.size, rows.length);
     assert.ok([...delivered.values()].every((n) => n === 1));

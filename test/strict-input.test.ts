@@ -120,7 +120,7 @@ describe('numbers too large for what they name', () => {
     }
   });
 
-  test('a huge limit is capped and a huge offset lies past the end', async () => {
+  test('a huge limit is capped; a huge offset lies past the end, or past the item lists\' bound (400)', async () => {
     const own = await makeProduct(t.db, owner, [], 'Huge pages');
     const ownBase = `/api/products/${own.id}`;
     for (let i = 0; i < 3; i++) await makeItem(t.app, owner, own.id);
@@ -129,10 +129,12 @@ describe('numbers too large for what they name', () => {
     assert.equal(all.statusCode, 200, all.body);
     assert.deepEqual(all.json().map((i: { number: number }) => i.number), [1, 2, 3]);
     assert.equal(all.headers['x-sprintly-item-count'], '3');
-    const past = await api().get(`${ownBase}/items.json`, { offset: HUGE });
+    const past = await api().get(`${ownBase}/items.json`, { offset: 100_000 });
     assert.equal(past.statusCode, 200, past.body);
     assert.deepEqual(past.json(), []);
     assert.equal(past.headers['x-sprintly-item-count'], '3');
+    // Item list pages start at most 100,000 entries deep (see limits.test.ts): a huge offset is past that.
+    assertError(await api().get(`${ownBase}/items.json`, { offset: HUGE }), 400, { errors: ['offset'] });
     const deploys = await api().get(`${ownBase}/deploys.json`, { limit: HUGE });
     assert.equal(deploys.json().length, 1);
     const deploysPast = await api().get(`${ownBase}/deploys.json`, { offset: HUGE, limit: HUGE });

@@ -1,5 +1,5 @@
 import { inChunks } from '../db/chunks.js';
-import type { Db } from '../db/connection.js';
+import type { Db, Trx } from '../db/connection.js';
 import { dialectOf } from '../db/dialect.js';
 import { storableId, type InvitationRow } from '../db/schema.js';
 
@@ -21,7 +21,7 @@ export async function findInvitationsByIds(db: Db, ids: number[]): Promise<Invit
  * renewed (sent again, valid again, not accepted, by whoever sends it now).
  */
 export async function saveSentInvitation(
-  trx: Db,
+  trx: Trx,
   row: Pick<InvitationRow, 'product_id' | 'email' | 'first_name' | 'last_name' | 'admin' | 'invited_by_id' | 'sent_at' | 'expires_at'>,
 ): Promise<InvitationRow> {
   return trx
@@ -43,12 +43,12 @@ export async function saveSentInvitation(
 }
 
 /** Changes what a pending invitation gives (names, role) without sending it again. */
-export async function updateInvitationTerms(trx: Db, id: number, terms: Pick<InvitationRow, 'first_name' | 'last_name' | 'admin'>): Promise<void> {
+export async function updateInvitationTerms(trx: Trx, id: number, terms: Pick<InvitationRow, 'first_name' | 'last_name' | 'admin'>): Promise<void> {
   await trx.updateTable('invitations').set(terms).where('id', '=', id).execute();
 }
 
 /** Marks an invitation accepted; false when it already was (it works once). */
-export async function markAccepted(trx: Db, id: number, at: string): Promise<boolean> {
+export async function markAccepted(trx: Trx, id: number, at: string): Promise<boolean> {
   const res = await trx.updateTable('invitations').set({ accepted_at: at }).where('id', '=', id).where('accepted_at', 'is', null).executeTakeFirst();
   return Number(res.numUpdatedRows) === 1;
 }
@@ -72,7 +72,7 @@ export async function countSentSince(
  * Serializes an inviter's invitations across products, so that concurrent requests cannot both
  * pass the per-inviter limit. SQLite has one writer at a time already.
  */
-export async function lockInviter(trx: Db, userId: number): Promise<void> {
+export async function lockInviter(trx: Trx, userId: number): Promise<void> {
   if (dialectOf(trx) === 'sqlite') return;
   await trx.selectFrom('users').select('id').where('id', '=', userId).forUpdate().execute();
 }

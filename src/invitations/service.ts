@@ -153,9 +153,11 @@ export async function acceptInvitation(
   token: string,
   names: { firstName?: string; lastName?: string },
 ): Promise<{ target: InvitationTarget; user: UserRow; admin: boolean; apiKey?: string }> {
+  const first = await invitationTarget(trx, links, token);
+  await lockProduct(trx, first.product.id);
+  // Read again under the lock: a repeat invitation may have changed the role or names meanwhile.
   const target = await invitationTarget(trx, links, token);
   const { invitation, product } = target;
-  await lockProduct(trx, product.id);
   if (!(await markAccepted(trx, invitation.id, formatTimestamp(new Date())))) {
     throw new GoneError('This invitation has already been accepted.');
   }

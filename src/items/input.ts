@@ -9,6 +9,7 @@ import {
   asReference,
   asString,
   asText,
+  collectErrors,
   digitsToId,
   invalid,
   type ParamValue,
@@ -34,27 +35,6 @@ import {
 
 type Params = Record<string, ParamValue>;
 
-/**
- * Runs each parser, collecting every parameter's problem into one ValidationError, so a client
- * learns about all its mistakes at once.
- */
-function collect<T>(parse: (field: <V>(fn: () => V) => V | undefined) => T): T {
-  const errors: Record<string, string> = {};
-  const field = <V>(fn: () => V): V | undefined => {
-    try {
-      return fn();
-    } catch (err) {
-      if (err instanceof ValidationError && err.errors) {
-        Object.assign(errors, err.errors);
-        return undefined;
-      }
-      throw err;
-    }
-  };
-  const result = parse(field);
-  if (Object.keys(errors).length) throw new ValidationError(errors);
-  return result;
-}
 
 /** A user reference (assigned_to, created_by): anything but a positive integer names no user. */
 export type UserRef = { id: number } | { invalid: true } | null | undefined;
@@ -117,7 +97,7 @@ function listOffset(value: ParamValue, children: boolean): number | undefined {
 }
 
 export function parseListItems(p: Params): ListItemsInput {
-  return collect((field) => {
+  return collectErrors((field) => {
     const limit = field(() => asInteger('limit', p.limit, 1)) ?? 20;
     const statuses = field(() => asEnumList('status', p.status, STATUSES));
     const children = field(() => asBoolean('children', p.children)) ?? false;
@@ -153,7 +133,7 @@ export interface CreateItemInput {
 }
 
 export function parseCreateItem(p: Params): CreateItemInput {
-  return collect((field) => {
+  return collectErrors((field) => {
     const type = field(() => required('type', asString('type', p.type)) && asEnum('type', p.type, ITEM_TYPES));
     const story = type === 'story';
     const text = (name: 'title' | 'who' | 'what' | 'why', needed: boolean) =>
@@ -197,7 +177,7 @@ export interface UpdateItemInput {
 
 /** Format checks only; the rules that depend on the item are the service's. */
 export function parseUpdateItem(p: Params): UpdateItemInput {
-  return collect((field) => ({
+  return collectErrors((field) => ({
     title: field(() => asText('title', p.title, LIMITS.title)),
     who: field(() => asText('who', p.who, LIMITS.who)),
     what: field(() => asText('what', p.what, LIMITS.what)),
@@ -218,7 +198,7 @@ export interface ResortInput {
 }
 
 export function parseResort(p: Params): ResortInput {
-  const input = collect((field) => ({
+  const input = collectErrors((field) => ({
     before: field(() => asInteger('before', p.before)),
     after: field(() => asInteger('after', p.after)),
   }));

@@ -1,8 +1,8 @@
 import type { Db, Trx } from '../db/connection.js';
-import type { ItemRow, ItemUpdate, ProductRow } from '../db/schema.js';
+import type { ItemRow, ItemUpdate } from '../db/schema.js';
 import { BadRequestError, itemNotFound, NotFoundError, userNotFound, ValidationError } from '../errors.js';
 import { allocateItemNumber, bumpItemsVersion, filterMembers, lockProduct } from '../products/index.js';
-import type { ProductScope, Urls } from '../scope.js';
+import type { ProductScope } from '../scope.js';
 import { nowTimestamp } from '../time.js';
 import { findUserById } from '../users/index.js';
 import type { CreateItemInput, ListItemsInput, ResortInput, UpdateItemInput, UserRef } from './input.js';

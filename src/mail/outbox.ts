@@ -36,11 +36,13 @@ export async function enqueueMessages(trx: Trx, messages: NewMessage[], now: str
  * message; on PostgreSQL the candidates are locked with SKIP LOCKED, so workers of several
  * instances take disjoint sets instead of queueing on the same rows (SQLite has a single writer,
  * so there is nothing to skip). Both look-ups walk the (status, next_attempt_at) index, never the
- * history of sent messages.
+ * history of sent messages. Only messages of the given `kinds` are taken: those the worker can
+ * render (during a rolling upgrade an older instance leaves a newer kind to the newer ones).
  */
-export async function claimDue(db: Db, now: string, leaseUntil: string, limit: number): Promise<OutboxRow[]> {
-  const lapsed: Condition = (eb) => eb.and([eb('status', '=', 'sending'), eb('lease_until', '<', now)]);
-  const pending: Condition = (eb) => eb.and([eb('status', '=', 'pending'), eb('next_attempt_at', '<=', now)]);
+export async function claimDue(db: Db, now: string, leaseUntil: string, limit: number, kinds: string[]): Promise<OutboxRow[]> {
+  if (kinds.length === 0) return [];
+  const lapsed: Condition = (eb) => eb.and([eb('status', '=', 'sending'), eb('lease_until', '<', now), eb('kind', 'in', kinds)]);
+  const pending: Condition = (eb) => eb.and([eb('status', '=', 'pending'), eb('next_attempt_at', '<=', now), eb('kind', 'in', kinds)]);
   return db.transaction().execute(async (trx) => {
     const claimed = await claimWhere(trx, lapsed, ['id'], leaseUntil, limit);
     if (claimed.length < limit) claimed.push(...(await claimWhere(trx, pending, ['next_attempt_at', 'id'], leaseUntil, limit - claimed.length)));
@@ -104,15 +106,19 @@ export async function markAllSent(db: Db, claims: Claim[], at: string): Promise<
   return recorded;
 }
 
-/** Records a failed attempt: tried again at `retryAt`, or given up (`failed`) when it is null. */
-export async function markAttemptFailed(db: Db, claim: Claim, error: string, retryAt: string | null): Promise<boolean> {
-  const res = await stillClaimed(db, claim)
-    .set(
-      retryAt
-        ? { status: 'pending', next_attempt_at: retryAt, lease_until: null, last_error: error }
-        : { status: 'failed', lease_until: null, last_error: error },
-    )
-    .executeTakeFirst();
+/**
+ * Records a failed attempt: tried again at `retryAt`, given up (`failed`) when it is null, or
+ * (`'due'`) pending again with the due time it had, when the mail server rather than the message
+ * failed.
+ */
+export async function markAttemptFailed(db: Db, claim: Claim, error: string, retryAt: string | null | 'due'): Promise<boolean> {
+  const change =
+    retryAt === null
+      ? { status: 'failed', lease_until: null, last_error: error }
+      : retryAt === 'due'
+        ? { status: 'pending', lease_until: null, last_error: error }
+        : { status: 'pending', next_attempt_at: retryAt, lease_until: null, last_error: error };
+  const res = await stillClaimed(db, claim).set(change).executeTakeFirst();
   return Number(res.numUpdatedRows) === 1;
 }
 

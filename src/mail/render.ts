@@ -13,14 +13,26 @@ export type MessageRenderer = (db: Db, messages: OutboxRow[]) => Promise<Map<num
 /** The renderer of each kind of message (`deploy`, `invitation`), given by the features that queue them. */
 export type MessageRenderers = Readonly<Record<string, MessageRenderer>>;
 
-/** The bodies of claimed messages, each by the renderer of its kind; unknown kinds map to null. */
-export async function renderMessages(db: Db, messages: OutboxRow[], renderers: MessageRenderers): Promise<Map<number, MessageBody | null>> {
-  const rendered = new Map<number, MessageBody | null>(messages.map((m) => [m.id, null]));
-  const kinds = new Set(messages.map((m) => m.kind));
-  for (const kind of kinds) {
-    const render = renderers[kind];
-    if (!render) continue;
-    for (const [id, body] of await render(db, messages.filter((m) => m.kind === kind))) rendered.set(id, body);
+/**
+ * The bodies of claimed messages, each by the renderer of its kind: null for a message whose
+ * subject matter is gone, undefined for one that could not be rendered now (its renderer failed:
+ * the error is handed to `onError`, and only that kind's messages wait for another try).
+ */
+export async function renderMessages(
+  db: Db,
+  messages: OutboxRow[],
+  renderers: MessageRenderers,
+  onError: (err: unknown, kind: string) => void,
+): Promise<Map<number, MessageBody | null | undefined>> {
+  const rendered = new Map<number, MessageBody | null | undefined>();
+  for (const kind of new Set(messages.map((m) => m.kind))) {
+    const ofKind = messages.filter((m) => m.kind === kind);
+    try {
+      const bodies = await renderers[kind](db, ofKind);
+      for (const m of ofKind) rendered.set(m.id, bodies.get(m.id) ?? null);
+    } catch (err) {
+      onError(err, kind);
+    }
   }
   return rendered;
 }

@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import { answer, escapeHtml, failure } from '../http/html.js';
 import { unsubscribe, unsubscribeTarget, type UnsubscribeTarget } from './service.js';
 

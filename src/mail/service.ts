@@ -61,7 +61,7 @@ export function assessDelivery(summary: OutboxSummary, now: Date, stallSeconds: 
   const quietSeconds = since(summary.lastSentAt);
   if (oldestDueSeconds <= stallSeconds || quietSeconds <= stallSeconds) return { oldestDueSeconds, progressing: true, stalled: null };
   const last = summary.lastSentAt ? `the last delivery was at ${summary.lastSentAt}` : 'nothing has been delivered yet';
-  const stalled = `Due mail has not moved for ${Math.floor(oldestDueSeconds / 60)} minutes: a message has been due since ${summary.oldestDueAt} and ${last}.`;
+  const stalled = `Due mail has not moved for ${oldestDueSeconds < 120 ? `${oldestDueSeconds} seconds` : `${Math.floor(oldestDueSeconds / 60)} minutes`}: a message has been due since ${summary.oldestDueAt} and ${last}.`;
   return { oldestDueSeconds, progressing: false, stalled };
 }
 

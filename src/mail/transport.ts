@@ -168,7 +168,14 @@ export function smtpTransport(url: string, maxConnections = 5): MailTransport {
   return {
     async send(mail) {
       const composed = await composer.sendMail(mail);
-      await transporter.sendMail({ envelope: composed.envelope, raw: composed.message as Buffer });
+      const pool = transporter;
+      try {
+        await pool.sendMail({ envelope: composed.envelope, raw: composed.message as Buffer });
+      } catch (err) {
+        // Still queued when reset() closed its pool: it never reached the mail server.
+        if (pool !== transporter && !(err as { code?: string }).code) throw Object.assign(new Error('Not sent: the connections were replaced.'), { code: 'ERESET' });
+        throw err;
+      }
     },
     reset() {
       // A closed pool lets the messages on its connections finish and fails those still queued.

@@ -3,7 +3,7 @@ import type { Db } from '../db/connection.js';
 import type { OutboxRow } from '../db/schema.js';
 import { formatTimestamp } from '../time.js';
 import { claimDue, markAllSent, markAttemptFailed } from './outbox.js';
-import { renderMessages, type MessageRenderers } from './render.js';
+import { renderMessages, type MessageBody, type MessageRenderers } from './render.js';
 import { composeMessage, type MailTransport } from './transport.js';
 import type { UnsubscribeLinks } from './unsubscribe.js';
 
@@ -60,13 +60,19 @@ export function isPermanentFailure(err: unknown): boolean {
   return code === 'EENVELOPE';
 }
 
-/** nodemailer's codes for a mail server that could not be reached or talked to at all. */
-const SERVER_CODES = new Set(['ECONNECTION', 'ESOCKET', 'ETIMEDOUT', 'EDNS', 'ETLS', 'EAUTH', 'EDEADLINE', 'ECONNREFUSED', 'ECONNRESET']);
+/**
+ * nodemailer's codes for a mail server that could not be reached or talked to at all: refused or
+ * dropped connections, no greeting or no answer within its socket timeouts, DNS, TLS, login.
+ */
+const SERVER_CODES = new Set(['ECONNECTION', 'ESOCKET', 'ETIMEDOUT', 'EDNS', 'ETLS', 'EAUTH', 'ECONNREFUSED', 'ECONNRESET']);
 
 /**
  * A failure of the mail server rather than of the message: it would fail every message alike
  * (refused, dropped or silent connections, failed TLS or login, "421 closing"). Such messages do
- * not back off one by one; the worker pauses and probes until the server answers again.
+ * not back off one by one; the worker pauses and probes until the server answers again. A send
+ * that merely missed the worker's own deadline is not one: the server may be slow, and may even
+ * take the message in the end, so that message backs off alone (and could otherwise be sent
+ * again and again).
  */
 export function isServerFailure(err: unknown): boolean {
   const { code, responseCode } = (err ?? {}) as { code?: string; responseCode?: number };
@@ -79,16 +85,19 @@ export function retryDelayMs(attempts: number, random = Math.random): number {
   return Math.round(base * (0.5 + random()));
 }
 
-/** The outcome of one delivery attempt, waiting to be written back to the outbox. */
-type Outcome = { claim: OutboxRow; error?: undefined } | { claim: OutboxRow; error: string; retryAt: string | null };
+/**
+ * The outcome of one delivery attempt, waiting to be written back to the outbox. A failure is
+ * tried again at `retryAt`, given up when it is null, or (`'due'`) left due as it was: a message
+ * that waits for its mail server keeps the time it became due, which is what /health measures.
+ */
+type Outcome = { claim: OutboxRow; error?: undefined } | { claim: OutboxRow; error: string; retryAt: string | null | 'due' };
 
 /** What this worker knows of the mail server, for operators (`/health`). */
 export interface WorkerState {
-  /** Since when the mail server cannot be reached (null while it can), with the last error. */
+  /** Since when the mail server cannot be reached (null while it can). */
   unreachableSince: string | null;
-  lastError: string | null;
-  /** The last message this worker delivered. */
-  lastDeliveryAt: string | null;
+  /** The code of the last failure that said so (`ECONNREFUSED`, `ETIMEDOUT`, `421`): no addresses. */
+  lastErrorCode: string | null;
 }
 
 /** Lets a waiting round go on: when a send ends, or when the worker is nudged. */
@@ -141,8 +150,7 @@ export class OutboxWorker {
   private readonly signal = new Signal();
   private outcomes: { outcome: Outcome; done: (recorded: boolean) => void; failed: (err: unknown) => void }[] = [];
   private writing = false;
-  private outage: { since: number; error: string; nextProbeAt: number } | undefined;
-  private lastDeliveryAt: number | undefined;
+  private outage: { since: number; code: string; nextProbeAt: number } | undefined;
 
   constructor(
     private readonly db: Db,
@@ -154,7 +162,12 @@ export class OutboxWorker {
     private readonly renderers: MessageRenderers,
     private readonly log: FastifyBaseLogger,
     private readonly options: WorkerOptions = DEFAULT_WORKER_OPTIONS,
-  ) {}
+  ) {
+    this.kinds = Object.keys(renderers);
+  }
+
+  /** The kinds of message this worker can render: it claims no other (a newer instance may). */
+  private readonly kinds: string[];
 
   start(): void {
     this.started = true;
@@ -199,8 +212,8 @@ export class OutboxWorker {
 
   /** What this worker knows of the mail server right now. */
   state(): WorkerState {
-    const at = (ms: number | undefined) => (ms === undefined ? null : formatTimestamp(new Date(ms)));
-    return { unreachableSince: at(this.outage?.since), lastError: this.outage?.error ?? null, lastDeliveryAt: at(this.lastDeliveryAt) };
+    const since = this.outage?.since;
+    return { unreachableSince: since === undefined ? null : formatTimestamp(new Date(since)), lastErrorCode: this.outage?.code ?? null };
   }
 
   /** How many messages may be claimed now: the free part of the window, or one probe during an outage. */
@@ -227,12 +240,18 @@ export class OutboxWorker {
         const room = drained ? 0 : this.capacity(held.size);
         if (room > 0 && (room >= refill || this.outage)) {
           const now = Date.now();
-          const claimed = await claimDue(this.db, formatTimestamp(new Date(now)), formatTimestamp(new Date(now + leaseMs)), room);
+          const claimed = await claimDue(this.db, formatTimestamp(new Date(now)), formatTimestamp(new Date(now + leaseMs)), room, this.kinds);
           this.progressAt = Date.now();
-          if (claimed.length === 0) drained = true;
-          const bodies = claimed.length ? await renderMessages(this.db, claimed, this.renderers) : new Map();
+          if (claimed.length === 0) {
+            drained = true;
+            // A probe with nothing to send learns nothing: the next message tries the server afresh.
+            this.outage = undefined;
+          }
+          const bodies = claimed.length
+            ? await renderMessages(this.db, claimed, this.renderers, (err, kind) => this.log.error({ err, kind }, 'mail could not be rendered'))
+            : new Map();
           for (const message of claimed) {
-            const delivery: Promise<void> = this.deliver(message, bodies.get(message.id) ?? null).then((ok) => {
+            const delivery: Promise<void> = this.deliver(message, bodies.get(message.id)).then((ok) => {
               if (ok) sent += 1;
               held.delete(delivery);
               this.progressAt = Date.now();
@@ -252,10 +271,11 @@ export class OutboxWorker {
   }
 
   /** Sends one message and waits for its outcome to be written; true when it went out. */
-  private async deliver(message: OutboxRow, body: { text: string; html: string } | null): Promise<boolean> {
+  private async deliver(message: OutboxRow, body: MessageBody | null | undefined): Promise<boolean> {
     let outcome: Outcome;
     try {
-      if (!body) throw Object.assign(new Error('What this message is about no longer exists.'), { permanent: true });
+      if (body === undefined) throw new Error('The message could not be rendered; it is tried again later.');
+      if (body === null) throw Object.assign(new Error('What this message is about no longer exists.'), { permanent: true });
       await withDeadline(this.transport.send(composeMessage(message, body, this.from, this.links), message.id), this.options.sendTimeoutMs);
       outcome = { claim: message };
       this.serverAnswered();
@@ -291,27 +311,32 @@ export class OutboxWorker {
    */
   private failure(message: OutboxRow, err: unknown): Outcome {
     const error = (err instanceof Error ? err.message : String(err)).slice(0, 1000);
+    const { code, responseCode, permanent } = (err ?? {}) as { code?: string; responseCode?: number; permanent?: boolean };
+    // Connections that missed a deadline may never answer: later sends get fresh ones.
+    if (code === 'EDEADLINE') this.transport.reset();
+    // Sent nowhere: the pool it waited in was replaced. It goes again as it was.
+    if (code === 'ERESET') return { claim: message, error, retryAt: 'due' };
     if (isServerFailure(err)) {
-      this.serverFailed(error, (err as { code?: string }).code === 'EDEADLINE');
-      return { claim: message, error, retryAt: formatTimestamp(new Date()) };
+      this.serverFailed(code ?? String(responseCode));
+      return { claim: message, error, retryAt: 'due' };
     }
+    // Any other answer shows the server is there.
+    if (responseCode !== undefined) this.serverAnswered();
     const retryAt = Date.now() + retryDelayMs(message.attempts);
-    const final = (err as { permanent?: boolean }).permanent === true || isPermanentFailure(err) || retryAt > Date.parse(message.retry_until);
+    const final = permanent === true || isPermanentFailure(err) || retryAt > Date.parse(message.retry_until);
     return { claim: message, error, retryAt: final ? null : formatTimestamp(new Date(retryAt)) };
   }
 
-  private serverFailed(error: string, stuck: boolean): void {
-    // Connections that missed a deadline may never answer: later sends get fresh ones.
-    if (stuck) this.transport.reset();
+  private serverFailed(code: string): void {
     const now = Date.now();
-    if (!this.outage) this.log.warn({ err: error }, 'mail server unreachable; pausing delivery and probing');
-    this.outage = { since: this.outage?.since ?? now, error, nextProbeAt: now + this.options.probeIntervalMs };
+    if (!this.outage) this.log.warn({ code }, 'mail server unreachable; pausing delivery and probing');
+    this.outage = { since: this.outage?.since ?? now, code, nextProbeAt: now + this.options.probeIntervalMs };
   }
 
+  /** The mail server answered (took a message, or gave any answer but 421): an outage is over. */
   private serverAnswered(): void {
-    this.lastDeliveryAt = Date.now();
     if (!this.outage) return;
-    this.log.info({ downForMs: this.lastDeliveryAt - this.outage.since }, 'mail server reachable again; delivering what waited');
+    this.log.info({ downForMs: Date.now() - this.outage.since }, 'mail server reachable again; delivering what waited');
     this.outage = undefined;
     this.again = true;
   }

@@ -23,8 +23,6 @@ export function presentProduct(row: ProductRow, admin: boolean): Static<typeof P
   return { ...presentProductSummary(row), admin, created_at: row.created_at };
 }
 
-/** What POST people.json answers: see invitePerson. */
-
 /** A member as people.json lists them; `viewerId` is the caller (see presentUser). */
 export function presentMember(row: UserRow, admin: boolean, viewerId: number): Static<typeof MemberSchema> {
   return { ...presentUser(row, viewerId), admin, revoked: false };

@@ -1,4 +1,4 @@
-import type { Db, Trx } from '../db/connection.js';
+import type { Trx } from '../db/connection.js';
 import type { UserRow } from '../db/schema.js';
 import { ConflictError, NotFoundError, ValidationError } from '../errors.js';
 import { nowTimestamp } from '../time.js';
