@@ -225,10 +225,9 @@ export class OutboxWorker {
   }
 
   private async deliverRound(round: number): Promise<number> {
-    const { window, leaseMs } = this.options;
-    const refill = Math.max(1, Math.floor(window / 2));
+    const refill = Math.max(1, Math.floor(this.options.window / 2));
     const held = new Set<Promise<void>>();
-    let sent = 0;
+    const tally = { sent: 0 };
     let drained = false;
     try {
       while (!this.stopping && round === this.round) {
@@ -239,27 +238,11 @@ export class OutboxWorker {
         }
         const room = drained ? 0 : this.capacity(held.size);
         if (room > 0 && (room >= refill || this.outage)) {
-          const now = Date.now();
-          const claimed = await claimDue(this.db, formatTimestamp(new Date(now)), formatTimestamp(new Date(now + leaseMs)), room, this.kinds);
-          this.progressAt = Date.now();
-          if (claimed.length === 0) {
-            drained = true;
-            // A probe with nothing to send learns nothing: the next message tries the server afresh.
-            this.outage = undefined;
-          }
-          const bodies = claimed.length
-            ? await renderMessages(this.db, claimed, this.renderers, (err, kind) => this.log.error({ err, kind }, 'mail could not be rendered'))
-            : new Map();
-          for (const message of claimed) {
-            const delivery: Promise<void> = this.deliver(message, bodies.get(message.id)).then((ok) => {
-              if (ok) sent += 1;
-              held.delete(delivery);
-              this.progressAt = Date.now();
-              this.signal.notify();
-            });
-            held.add(delivery);
-          }
-          if (claimed.length) continue;
+          const started = await this.claimAndSend(room, held, tally);
+          if (started > 0) continue;
+          drained = true;
+          // A probe with nothing to send learns nothing: the next message tries the server afresh.
+          this.outage = undefined;
         }
         if (held.size === 0) break;
         await this.signal.wait();
@@ -267,7 +250,26 @@ export class OutboxWorker {
     } finally {
       await Promise.all(held);
     }
-    return sent;
+    return tally.sent;
+  }
+
+  /** Claims up to `room` due messages, renders them, and starts their sends; returns how many. */
+  private async claimAndSend(room: number, held: Set<Promise<void>>, tally: { sent: number }): Promise<number> {
+    const now = Date.now();
+    const claimed = await claimDue(this.db, formatTimestamp(new Date(now)), formatTimestamp(new Date(now + this.options.leaseMs)), room, this.kinds);
+    this.progressAt = Date.now();
+    if (claimed.length === 0) return 0;
+    const bodies = await renderMessages(this.db, claimed, this.renderers, (err, kind) => this.log.error({ err, kind }, 'mail could not be rendered'));
+    for (const message of claimed) {
+      const delivery: Promise<void> = this.deliver(message, bodies.get(message.id)).then((ok) => {
+        if (ok) tally.sent += 1;
+        held.delete(delivery);
+        this.progressAt = Date.now();
+        this.signal.notify();
+      });
+      held.add(delivery);
+    }
+    return claimed.length;
   }
 
   /** Sends one message and waits for its outcome to be written; true when it went out. */
