@@ -64,7 +64,7 @@ describe('the board', () => {
 
     const res = await page(`${base}/board`, cookie);
     assert.equal(res.statusCode, 200, res.body);
-    assert.match(res.headers['content-security-policy'] as string, /script-src 'none'/);
+    assert.match(res.headers['content-security-policy'] as string, /script-src 'self';/);
     for (const status of ['someday', 'backlog', 'in-progress', 'completed', 'accepted']) column(res.body, status);
     assert.deepEqual(column(res.body, 'backlog'), await apiOrder(owner, product.id, 'backlog'));
     assert.deepEqual(column(res.body, 'backlog'), [b.number, a.number, story.number]);
