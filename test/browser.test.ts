@@ -90,9 +90,9 @@ async function signedIn(email: string, width?: number) {
 }
 
 /** A person with a product of their own, holding items with these titles (backlog, in this order). */
-async function productWithItems(titles: string[], name = 'Browser product') {
+async function productWithItems(titles: string[], name = 'Browser product', members: TestUser[] = []) {
   const owner = await makeUser(db);
-  const product = await makeProduct(db, owner, [], name);
+  const product = await makeProduct(db, owner, members, name);
   const numbers: number[] = [];
   for (const title of titles) numbers.push((await api(owner, 'POST', `/api/products/${product.id}/items.json`, { type: 'task', title, status: 'backlog' })).number);
   return { owner, product, numbers };
@@ -166,6 +166,161 @@ describe('the pages in chromium', { timeout: 120_000 }, () => {
       await reloaded;
       assert.deepEqual(await order(owner, product.id, 'in-progress'), [numbers[3], numbers[1]]);
       assert.equal(await page.locator('section.column[data-status="in-progress"] li.card').count(), 2);
+    } finally {
+      await context.close();
+    }
+  });
+
+  test('a short_url from a deploy email leads a signed-out follower, through signing in, to the item page', async () => {
+    const follower = await makeUser(db);
+    const { owner, product, numbers } = await productWithItems(['Ship the thing'], 'Deployed product', [follower]);
+    await api(follower, 'POST', `/api/products/${product.id}/items/${numbers[0]}/follow.json`);
+    await api(owner, 'POST', `/api/products/${product.id}/deploys.json`, { environment: 'production', numbers: String(numbers[0]), version: '1.4.2' });
+    const shortUrl = await mailedLink(dataDir, follower.email, /https?:\/\/[^/\s]+(\/i\/\d+\/\d+\/)/, seenMail);
+
+    const { context, page } = await newContext(390);
+    try {
+      await page.goto(`${base}${shortUrl}`);
+      assert.equal(new URL(page.url()).pathname, '/app/sign-in');
+      await signInHere(page, follower.email);
+      assert.equal(new URL(page.url()).pathname, `/app/products/${product.id}/items/${numbers[0]}`);
+      await page.getByRole('heading', { level: 1 }).getByText(`#${numbers[0]}`).waitFor();
+      await page.getByRole('cell', { name: 'production' }).waitFor();
+      await page.getByRole('cell', { name: '1.4.2' }).waitFor();
+    } finally {
+      await context.close();
+    }
+  });
+
+  test('editing shows a refused value next to its field; follow and unfollow', async () => {
+    const { owner, product, numbers } = await productWithItems(['Editable']);
+    const { context, page } = await signedIn(owner.email, 390);
+    try {
+      await page.goto(`${base}/app/products/${product.id}/items/${numbers[0]}`);
+      await page.locator('#edit-title').fill('');
+      await page.getByRole('button', { name: 'Save' }).click();
+      const error = page.locator('#error-title');
+      await error.waitFor();
+      assert.match((await error.textContent()) ?? '', /title/);
+      assert.equal(await page.locator('#edit-title').getAttribute('aria-describedby'), 'error-title');
+      assert.equal((await api(owner, 'GET', `/api/products/${product.id}/items/${numbers[0]}.json`)).title, 'Editable');
+
+      await page.locator('#edit-title').fill('Edited in the browser');
+      await page.getByRole('button', { name: 'Save' }).click();
+      await page.locator('#error-title').waitFor({ state: 'detached' });
+      assert.equal(await page.locator('#edit-title').inputValue(), 'Edited in the browser');
+      assert.equal((await api(owner, 'GET', `/api/products/${product.id}/items/${numbers[0]}.json`)).title, 'Edited in the browser');
+
+      // The creator follows what they create: unfollow, then follow again.
+      await page.getByRole('button', { name: 'Unfollow' }).click();
+      await page.getByText('0 followers').waitFor();
+      await page.getByRole('button', { name: 'Follow', exact: true }).click();
+      await page.getByText('1 follower:').waitFor();
+      await page.getByRole('button', { name: 'Unfollow' }).waitFor();
+    } finally {
+      await context.close();
+    }
+  });
+
+  test('a script in a title is shown as text and never runs', async () => {
+    const title = '<script>alert("title")</script><img src=x onerror=alert("img")>';
+    const { owner, product, numbers } = await productWithItems([title]);
+    const { context, page, dialogs } = await signedIn(owner.email);
+    try {
+      for (const url of [`/app/products/${product.id}/board`, `/app/products/${product.id}/items/${numbers[0]}`]) {
+        await page.goto(`${base}${url}`);
+        await page.getByText(title).first().waitFor();
+        assert.equal(await page.locator('main img').count(), 0, url);
+      }
+      assert.deepEqual(dialogs, []);
+    } finally {
+      await context.close();
+    }
+  });
+
+  test('a form posted from another origin changes nothing, even with the form token', async () => {
+    const { owner, product, numbers } = await productWithItems(['Keep me']);
+    const { context, page } = await signedIn(owner.email);
+    const other = http.createServer();
+    try {
+      await page.goto(`${base}/app/products/${product.id}/items/${numbers[0]}`);
+      const csrf = await page.locator('input[name=csrf]').first().getAttribute('value');
+      const target = `${base}/app/products/${product.id}/items/${numbers[0]}`;
+      other.on('request', (_req, res) => {
+        res.setHeader('content-type', 'text/html');
+        res.end(`<form method="post" action="${target}"><input name="csrf" value="${csrf}"><input name="title" value="Changed elsewhere"></form><script>document.forms[0].submit()</script>`);
+      });
+      other.listen(0, '127.0.0.1');
+      await once(other, 'listening');
+      const { port } = other.address() as { port: number };
+      const answer = page.waitForResponse((r) => r.url() === target && r.request().method() === 'POST');
+      await page.goto(`http://127.0.0.1:${port}/`);
+      assert.equal((await answer).status(), 403);
+      assert.equal((await api(owner, 'GET', `/api/products/${product.id}/items/${numbers[0]}.json`)).title, 'Keep me');
+    } finally {
+      other.close();
+      await context.close();
+    }
+  });
+
+  test('a person who is not a member sees a 403 page that names nothing of the product', async () => {
+    const { product, numbers } = await productWithItems(['Secret work'], 'Secret product');
+    const outsider = await makeUser(db);
+    const { context, page } = await signedIn(outsider.email);
+    try {
+      for (const url of [`/app/products/${product.id}/board`, `/app/products/${product.id}/items/${numbers[0]}`, `/app/products/${product.id}/deploys`]) {
+        const res = await page.goto(`${base}${url}`);
+        assert.equal(res?.status(), 403, url);
+        const text = (await page.content()) ?? '';
+        assert.ok(!text.includes('Secret'), `${url} shows ${text}`);
+        await page.getByRole('heading', { name: 'Not allowed' }).waitFor();
+      }
+    } finally {
+      await context.close();
+    }
+  });
+
+  test('the seeded board and item page, as the README shows them', async () => {
+    const ada = await makeUser(db, { email: 'ada@example.com', firstName: 'Ada', lastName: 'Lovelace' });
+    const owner = await makeUser(db, { email: 'grace@example.com', firstName: 'Grace', lastName: 'Hopper' });
+    const product = await makeProduct(db, owner, [ada], 'Shiplog');
+    const add = (params: Record<string, string>) => api(owner, 'POST', `/api/products/${product.id}/items.json`, params);
+    const story = await add({ type: 'story', who: 'follower', what: 'to open an item from a deploy email', why: 'I see what shipped without curl', status: 'in-progress', score: 'L', tags: 'web,mail', assigned_to: String(ada.user.id), description: 'The **short_url** of an item leads a browser to its page; API clients keep the JSON.' });
+    await add({ type: 'task', title: 'Render Markdown descriptions safely', status: 'in-progress', score: 'M', tags: 'web', parent: String(story.number) });
+    await add({ type: 'test', title: 'Drive the board in chromium', status: 'completed', score: 'S', tags: 'web,tests', parent: String(story.number) });
+    for (const [type, title, status, score, tags] of [
+      ['defect', 'Board column scrolls past the footer on phones', 'backlog', 'S', 'web'],
+      ['task', 'Filter deploys by environment', 'backlog', 'M', 'deploys'],
+      ['story', '', 'backlog', 'XL', 'api'],
+      ['task', 'Sign-in links by mail', 'accepted', 'M', 'web,auth'],
+      ['task', 'Dark mode', 'backlog', '~', 'web'],
+      ['defect', 'Deploy notes lose line breaks', 'completed', 'S', 'mail'],
+    ]) {
+      await add(type === 'story' ? { type, who: 'operator', what: 'a JSON health check', why: 'the load balancer knows', status, score, tags } : { type, title, status, score, tags });
+    }
+    await api(owner, 'POST', `/api/products/${product.id}/deploys.json`, { environment: 'staging', numbers: String(story.number), version: '1.4.0' });
+    await api(owner, 'POST', `/api/products/${product.id}/deploys.json`, { environment: 'production', numbers: String(story.number), version: '1.4.1' });
+
+    const { context, page } = await signedIn(owner.email, 1200);
+    try {
+      await page.setViewportSize({ width: 1480, height: 640 });
+      await page.goto(`${base}/app/products/${product.id}/board`);
+      assert.equal(await page.locator('li.card').count(), 7, 'the top-level items');
+      await page.locator(`#item-${story.number}`).getByText('2 sub-items').waitFor();
+      const board = process.env.SHIPLOG_SCREENSHOTS === '1' ? await page.screenshot() : undefined;
+      await page.setViewportSize({ width: 900, height: 1100 });
+      await page.goto(`${base}/app/products/${product.id}/items/${story.number}`);
+      await page.getByRole('cell', { name: 'production' }).waitFor();
+      await page.locator('.markdown strong').getByText('short_url').waitFor();
+      if (board) {
+        const item = await page.screenshot();
+        const dir = path.join(import.meta.dirname, '..', 'docs', 'screenshots');
+        fs.mkdirSync(dir, { recursive: true });
+        for (const [name, png] of [['board.png', board], ['item.png', item]] as const) {
+          assert.ok(png.length < 200_000, `${name} is ${png.length} bytes`);
+          fs.writeFileSync(path.join(dir, name), png);
+        }
+      }
     } finally {
       await context.close();
     }

@@ -75,7 +75,7 @@ export async function webRoutes(app: FastifyInstance, options: WebOptions): Prom
 
   // ---- signing in
 
-  app.get('/sign-in', async (request, reply) => {
+  app.get('/sign-in', { schema: { querystring: params({ next: Param }) } }, async (request, reply) => {
     const next = safeNext(requestParams(request).next);
     if (request.webSession) return reply.redirect(next ?? HOME, 303);
     return sendPage(reply, 200, 'Sign in', signInForm(undefined, next));
