@@ -99,7 +99,7 @@ async function productWithItems(titles: string[], name = 'Browser product', memb
 }
 
 describe('the pages in chromium', { timeout: 120_000 }, () => {
-  test('signing in from the link in the .eml file; the used link is refused', async () => {
+  test('signing in from the link in the .eml file; a used or expired link is refused', async () => {
     const person = await makeUser(db);
     const { context, page } = await newContext();
     try {
@@ -107,11 +107,24 @@ describe('the pages in chromium', { timeout: 120_000 }, () => {
       const link = await signInHere(page, person.email);
       assert.equal(new URL(page.url()).pathname, '/app/products');
       await page.getByText(person.email).waitFor();
-      const again = await (await newContext()).context;
+      const again = (await newContext()).context;
       const other = await again.newPage();
       await other.goto(`${base}${link}`);
       assert.ok(await other.getByText('has expired or has been used already').isVisible());
       await again.close();
+
+      // A link past its 15 minutes is refused too.
+      const late = (await newContext()).context;
+      const latePage = await late.newPage();
+      await latePage.goto(`${base}/app/sign-in`);
+      await latePage.getByLabel('Email').fill(person.email);
+      await latePage.getByRole('button', { name: 'Send me a sign-in link' }).click();
+      const expiring = await mailedLink(dataDir, person.email, SIGN_IN_LINK, seenMail);
+      await db.updateTable('signin_links').set({ expires_at: '2000-01-01T00:00:00+00:00' }).where('user_id', '=', person.user.id).where('used_at', 'is', null).execute();
+      const refused = await latePage.goto(`${base}${expiring}`);
+      assert.equal(refused?.status(), 410);
+      await latePage.getByText('has expired or has been used already').waitFor();
+      await late.close();
     } finally {
       await context.close();
     }
