@@ -57,6 +57,8 @@ export async function waitFor(what: string, check: () => boolean | Promise<boole
 export interface ServerOptions {
   /** Shiplog settings on top of HOST, PORT and DATA_DIR; nothing is inherited from the caller. */
   env?: Record<string, string>;
+  /** Settings that name the port the server is given (such as PUBLIC_URL). */
+  envForPort?: (port: number) => Record<string, string>;
   dataDir: string;
   /** Defaults to the system temporary directory, so nothing the server resolves lands in the checkout. */
   cwd?: string;
@@ -81,11 +83,11 @@ function isRunning(child: ChildProcess): boolean {
 }
 
 /** Spawns the built server on a free port without waiting for it, for tests of a start that must fail. */
-export async function spawnServer({ env = {}, dataDir, cwd = os.tmpdir(), stdio = ['ignore', 'pipe', 'pipe'] }: ServerOptions): Promise<Server> {
+export async function spawnServer({ env = {}, envForPort, dataDir, cwd = os.tmpdir(), stdio = ['ignore', 'pipe', 'pipe'] }: ServerOptions): Promise<Server> {
   const port = await freePort();
   const child = spawn(process.execPath, [SERVER], {
     cwd,
-    env: cleanEnv({ HOST: '127.0.0.1', PORT: String(port), ...(await storageEnv(dataDir)), ...env }),
+    env: cleanEnv({ HOST: '127.0.0.1', PORT: String(port), ...(await storageEnv(dataDir)), ...env, ...envForPort?.(port) }),
     stdio,
   });
   running.add(child);

@@ -87,7 +87,7 @@ describe('signing in with a mailed link', () => {
       assert.equal(shown.statusCode, 200, 'a GET (a mail scanner) must not use the link up');
       assert.match(shown.body, /<form method="post"><p><button type="submit">Sign in<\/button>/);
       assert.equal(shown.headers['set-cookie'], undefined);
-      assert.equal(shown.headers['referrer-policy'], 'no-referrer');
+      assert.equal(shown.headers['referrer-policy'], 'same-origin');
     }
     const used = await follow(link, 'POST');
     assert.equal(used.statusCode, 303);
@@ -198,7 +198,8 @@ describe('sessions', () => {
     for (const url of ['/app/products', '/app/settings', '/app/']) {
       const res = await t.app.inject({ method: 'GET', url });
       assert.equal(res.statusCode, 303, url);
-      assert.equal(res.headers.location, '/app/sign-in', url);
+      // Back to the page asked for afterwards (the root is no page of its own).
+      assert.equal(res.headers.location, url === '/app/' ? '/app/sign-in' : `/app/sign-in?next=${encodeURIComponent(url)}`, url);
     }
     const form = await t.app.inject({ method: 'GET', url: '/app/sign-in' });
     assert.equal(form.statusCode, 200);
@@ -251,7 +252,7 @@ describe('pages', () => {
     ];
     for (const res of answers) {
       const csp = String(res.headers['content-security-policy']);
-      for (const directive of ["default-src 'self'", "form-action 'self'", "frame-ancestors 'none'", "script-src 'none'"]) assert.ok(csp.includes(directive), `${directive} in ${csp}`);
+      for (const directive of ["default-src 'self'", "form-action 'self'", "frame-ancestors 'none'", "script-src 'self'"]) assert.ok(csp.includes(directive), `${directive} in ${csp}`);
       assert.doesNotMatch(res.body, /<script|style=/i, 'no inline script or style');
       assert.equal(res.headers['cache-control'], 'no-store');
     }
@@ -355,6 +356,39 @@ describe('shiplog user login-link', () => {
     } finally {
       await app.close();
       await db.destroy();
+    }
+  });
+});
+
+describe('coming back to the page asked for after signing in', () => {
+  test('a signed-out page sends to sign-in with next=; only paths of the pages are kept', async () => {
+    const away = await t.app.inject({ method: 'GET', url: '/app/products/7/items/3?x=1' });
+    assert.equal(away.statusCode, 303);
+    assert.equal(away.headers.location, `/app/sign-in?next=${encodeURIComponent('/app/products/7/items/3?x=1')}`);
+    const kept = (next: string) => t.app.inject({ method: 'GET', url: `/app/sign-in?next=${encodeURIComponent(next)}` }).then((r) => /name="next" value="([^"]*)"/.exec(r.body)?.[1]);
+    assert.equal(await kept('/app/settings'), '/app/settings');
+    for (const bad of ['//evil.example/app/', 'https://evil.example/app/', '/app/\\evil.example', '/api/products.json', '/app/../api/products.json', '/app/sign-in/x', '/app/\nX', 'javascript:alert(1)']) {
+      assert.equal(await kept(bad), undefined, bad);
+    }
+  });
+
+  test('the browser that asked for the link lands on the page; another next is ignored', async () => {
+    const person = await makeUser(t.db);
+    for (const [next, landing] of [['/app/settings', '/app/settings'], ['//evil.example/app/x', '/app/products']]) {
+      const asked = await t.app.inject({
+        method: 'POST',
+        url: '/app/sign-in',
+        remoteAddress: newIp(),
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        payload: form({ email: person.email, next }),
+      });
+      assert.equal(asked.statusCode, 200);
+      const kept = [asked.headers['set-cookie'] ?? []].flat().find((c) => String(c).startsWith('shiplog_next='));
+      const link = await mailedLink(person.email);
+      assert.ok(link);
+      const res = await t.app.inject({ method: 'POST', url: link, headers: kept ? { cookie: String(kept).split(';')[0] } : {} });
+      assert.equal(res.statusCode, 303);
+      assert.equal(res.headers.location, landing, next);
     }
   });
 });

@@ -65,14 +65,19 @@ export function boardQueryString(filters: Record<string, string>, column?: { sta
   return s ? `?${s}` : '';
 }
 
-export const MOVES = ['up', 'down', 'top', 'status'] as const;
+export const MOVES = ['up', 'down', 'top', 'status', 'place'] as const;
 export type Move =
   | { to: 'up'; above: number }
   | { to: 'down'; below: number }
   | { to: 'top' }
-  | { to: 'status'; status: string };
+  | { to: 'status'; status: string }
+  /** Dropped into the column of `status`, between the cards `above` and `below` (either may be absent). */
+  | { to: 'place'; status: string; above?: number; below?: number };
 
-/** A move from a card's form: up past the card above, down past the one below, to the top, or to a status. */
+/**
+ * A move from a card's form: up past the card above, down past the one below, to the top, or to a
+ * status; or, from a drag on the board, to a place in a column.
+ */
 export function parseMove(p: Record<string, ParamValue>): Move {
   const to = asString('to', p.to);
   const number = (name: string): number => {
@@ -89,6 +94,13 @@ export function parseMove(p: Record<string, ParamValue>): Move {
       return { to };
     case 'status':
       return { to, status: asString('status', p.status) ?? '' };
+    case 'place':
+      return {
+        to,
+        status: asString('status', p.status) ?? '',
+        above: asString('above', p.above) ? number('above') : undefined,
+        below: asString('below', p.below) ? number('below') : undefined,
+      };
     default:
       throw new ValidationError({ to: `must be one of ${MOVES.join(', ')}` }, 'Choose a move.');
   }
@@ -110,4 +122,17 @@ export function pagedItemNumber(raw: string): number {
   const n = digitsToId(raw);
   if (n === undefined) throw itemNotFound(raw);
   return n;
+}
+
+/**
+ * Where to go after signing in: a path of the pages (`/app/...`) on this site, or undefined. Anything
+ * else (another host, `//host`, backslashes, control characters, the sign-in pages) is ignored, so
+ * a link cannot send a person elsewhere.
+ */
+export function safeNext(raw: ParamValue): string | undefined {
+  if (typeof raw !== 'string' || raw.length > 2000 || !raw.startsWith('/app/')) return undefined;
+  if (/[\\\u0000-\u001f\u007f]/.test(raw) || raw.startsWith('/app/sign-')) return undefined;
+  const url = new URL(raw, 'http://shiplog.invalid');
+  if (url.origin !== 'http://shiplog.invalid' || !url.pathname.startsWith('/app/')) return undefined;
+  return url.pathname + url.search;
 }

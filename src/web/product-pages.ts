@@ -51,6 +51,7 @@ const itemFields = params({
 
 /** Browsers send a textarea's line breaks as CRLF (HTML says so); what the API stores is what was typed. */
 const lineBreaks = (v: ParamValue): ParamValue => (typeof v === 'string' ? v.replace(/\r\n?/g, '\n') : v);
+const wantsJson = (request: FastifyRequest): boolean => /^application\/json\b/.test(request.headers.accept ?? '');
 const emptyForm = (): FormState => ({ values: {}, errors: {} });
 const numberOf = (request: FastifyRequest) => pagedItemNumber((request.params as { item_number: string }).item_number);
 const asText = (p: Record<string, ParamValue>): Record<string, string> =>
@@ -75,9 +76,9 @@ function formErrors(err: unknown): { errors: Record<string, string>; message?: s
  * person must be a member (403 page); an unknown product is a 404 page. Every change goes through
  * the same service operation as the API, in one transaction.
  */
-export async function productPages(app: FastifyInstance, options: { signIn: string }): Promise<void> {
+export async function productPages(app: FastifyInstance, options: { signIn: (request: FastifyRequest) => string }): Promise<void> {
   app.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
-    if (!request.webSession) return reply.header('cache-control', 'no-store').redirect(options.signIn, 303);
+    if (!request.webSession) return reply.header('cache-control', 'no-store').redirect(options.signIn(request), 303);
     request.scope = await productScope(app.db, request.webSession.user, (request.params as { product_id: string }).product_id);
   });
   const session = (request: FastifyRequest) => request.webSession!;
@@ -135,6 +136,7 @@ export async function productPages(app: FastifyInstance, options: { signIn: stri
   app.post(
     '/items/:item_number/move',
     { schema: { ...ItemPath, body: params({ csrf: Param, to: Param, above: Param, below: Param, status: Param, back: Param }) } },
+    // The board's script asks for JSON (it reloads the board itself); a form gets the board back.
     async (request, reply) => {
       checkToken(request);
       const p = requestParams(request);
@@ -145,11 +147,20 @@ export async function productPages(app: FastifyInstance, options: { signIn: stri
         if (move.to === 'up') return resortItem(trx, scope, number, { after: move.above });
         if (move.to === 'down') return resortItem(trx, scope, number, { before: move.below });
         if (move.to === 'status') return updateItem(trx, scope, number, parseUpdateItem({ status: move.status }));
+        if (move.to === 'place') {
+          // Dropped in a column: its status first (when it changes), then its place between the cards around it.
+          const item = await getItem(trx, scope, number);
+          if (STATUS_NAMES[item.status] !== move.status) await updateItem(trx, scope, number, parseUpdateItem({ status: move.status }));
+          if (move.above !== undefined) return resortItem(trx, scope, number, { before: move.above });
+          if (move.below !== undefined) return resortItem(trx, scope, number, { after: move.below });
+          return item;
+        }
         // To the top: above the first top-level item of its status, unless that is the item itself.
         const item = await getItem(trx, scope, number);
         const first = (await listItems(trx, scope, parseListItems({ status: STATUS_NAMES[item.status], limit: '1' }), app.listCounts)).rows[0];
         return first && first.id !== item.id ? resortItem(trx, scope, number, { after: first.number }) : item;
       });
+      if (wantsJson(request)) return reply.header('cache-control', 'no-store').send({ number });
       const back = boardQueryString(returnFilters(p));
       return reply.header('cache-control', 'no-store').redirect(`/app/products/${request.scope.product.id}/board${back}#item-${number}`, 303);
     },

@@ -6,7 +6,7 @@ import { params, Param } from '../http/params.js';
 import { requestParams } from '../http/request.js';
 import { rotateApiKey } from '../users/index.js';
 import { productPages } from './product-pages.js';
-import { formToken, parseSignInRequest, wellFormedToken } from './input.js';
+import { formToken, parseSignInRequest, safeNext, wellFormedToken } from './input.js';
 import { presentProductOverviews } from './present.js';
 import { productOverviewRows } from './repository.js';
 import { linkUsable, requestSignInLink, signIn, signOut, type ActiveSession } from './service.js';
@@ -15,6 +15,7 @@ import { html } from './views/html.js';
 import { productsPage } from './views/products.js';
 import { settingsPage } from './views/settings.js';
 import { confirmSignInPage, linkRefusedPage, linkSentPage, problemPage, signedOutPage, signInForm } from './views/signin.js';
+import { BOARD_SCRIPT } from './views/board-script.js';
 import { STYLESHEET } from './views/style.js';
 import { viewerOf } from './session.js';
 
@@ -29,6 +30,17 @@ export interface WebOptions {
 export const WEB_PREFIX = '/app';
 const SIGN_IN = `${WEB_PREFIX}/sign-in`;
 const HOME = `${WEB_PREFIX}/products`;
+/**
+ * Where a person who asked for a link from a page they were sent away from returns after signing
+ * in: kept in the browser that asked (the mailed link names no page), for as long as a link works.
+ */
+const NEXT_COOKIE = 'shiplog_next';
+
+/** The sign-in page for a request that needs a session: a GET of a page comes back to it afterwards. */
+export function signInFor(request: FastifyRequest): string {
+  const next = request.method === 'GET' ? safeNext(request.url) : undefined;
+  return next ? `${SIGN_IN}?next=${encodeURIComponent(next)}` : SIGN_IN;
+}
 
 const TokenParams = Type.Object({ token: Type.String() });
 const FormBody = params({ csrf: Param });
@@ -49,9 +61,13 @@ export async function webRoutes(app: FastifyInstance, options: WebOptions): Prom
   /** The session of a page that needs one, or a redirect to the sign-in page (then undefined). */
   const signedIn = (request: FastifyRequest, reply: FastifyReply): ActiveSession | undefined => {
     if (request.webSession) return request.webSession;
-    void reply.header('cache-control', 'no-store').redirect(SIGN_IN, 303);
+    void reply.header('cache-control', 'no-store').redirect(signInFor(request), 303);
     return undefined;
   };
+
+  app.get('/board.js', async (_request, reply) =>
+    reply.type('text/javascript; charset=utf-8').header('cache-control', 'public, max-age=3600').send(BOARD_SCRIPT),
+  );
 
   app.get('/style.css', async (_request, reply) => reply.type('text/css; charset=utf-8').header('cache-control', 'public, max-age=3600').send(STYLESHEET));
 
@@ -59,18 +75,21 @@ export async function webRoutes(app: FastifyInstance, options: WebOptions): Prom
 
   // ---- signing in
 
-  app.get('/sign-in', async (request, reply) => {
-    if (request.webSession) return reply.redirect(HOME, 303);
-    return sendPage(reply, 200, 'Sign in', signInForm());
+  app.get('/sign-in', { schema: { querystring: params({ next: Param }) } }, async (request, reply) => {
+    const next = safeNext(requestParams(request).next);
+    if (request.webSession) return reply.redirect(next ?? HOME, 303);
+    return sendPage(reply, 200, 'Sign in', signInForm(undefined, next));
   });
 
-  app.post('/sign-in', { schema: { body: params({ email: Param }) } }, async (request, reply) => {
+  app.post('/sign-in', { schema: { body: params({ email: Param, next: Param }) } }, async (request, reply) => {
     let email: string;
+    const next = safeNext(requestParams(request).next);
     try {
       ({ email } = parseSignInRequest(requestParams(request)));
     } catch (err) {
-      return sendPage(reply, 400, 'Sign in', signInForm((err as Error).message));
+      return sendPage(reply, 400, 'Sign in', signInForm((err as Error).message, next));
     }
+    if (next) reply.setCookie(NEXT_COOKIE, next, { signed: true, httpOnly: true, sameSite: 'lax', path: SIGN_IN, secure: settings.secure, maxAge: 15 * 60 });
     const queued = await app.db.transaction().execute((trx) => requestSignInLink(trx, { email, clientIp: request.ip }, options.signinKey, app.config.mailDomain, new Date()));
     if (queued) app.outbox.nudge();
     return sendPage(reply, 200, 'Check your mail', linkSentPage());
@@ -90,7 +109,11 @@ export async function webRoutes(app: FastifyInstance, options: WebOptions): Prom
     const session = wellFormedToken(token) ? await app.db.transaction().execute((trx) => signIn(trx, token, settings.idleMs)) : undefined;
     if (!session) return sendPage(reply, 410, 'Sign-in link not valid', linkRefusedPage());
     setSessionCookie(reply, session.id, settings);
-    return reply.header('cache-control', 'no-store').redirect(HOME, 303);
+    // A link may name the page itself (?next=, kept by the button's form); else the page this browser came from.
+    const kept = request.cookies[NEXT_COOKIE] ? request.unsignCookie(request.cookies[NEXT_COOKIE]) : undefined;
+    const next = safeNext((request.query as Record<string, unknown>).next as string) ?? (kept?.valid ? safeNext(kept.value ?? undefined) : undefined);
+    if (kept) reply.clearCookie(NEXT_COOKIE, { path: SIGN_IN });
+    return reply.header('cache-control', 'no-store').redirect(next ?? HOME, 303);
   });
 
   app.post('/sign-out', { schema: { body: FormBody } }, async (request, reply) => {
@@ -111,7 +134,7 @@ export async function webRoutes(app: FastifyInstance, options: WebOptions): Prom
     return sendPage(reply, 200, 'Products', productsPage(products), session);
   });
 
-  await app.register(productPages, { prefix: '/products/:product_id', signIn: SIGN_IN });
+  await app.register(productPages, { prefix: '/products/:product_id', signIn: signInFor });
 
   app.get('/settings', async (request, reply) => {
     const session = signedIn(request, reply);
@@ -139,6 +162,8 @@ function registerPageErrors(app: FastifyInstance): void {
     if (status >= 500) request.log.error({ err: error }, 'request failed');
     if (error instanceof TooManyRequestsError) reply.header('retry-after', String(error.retryAfter));
     securityHeaders(reply);
+    // The board's script asks for JSON and shows the message itself.
+    if (/^application\/json\b/.test(request.headers.accept ?? '')) return reply.code(status).header('cache-control', 'no-store').send({ code: status, message });
     const title = status === 403 ? 'Not allowed' : status === 429 ? 'Too many requests' : status >= 500 ? 'Something went wrong' : 'Cannot do that';
     return sendPage(reply, status, title, problemPage(message), request.webSession);
   });

@@ -13,12 +13,16 @@ declare module 'fastify' {
 
 export const SESSION_COOKIE = 'shiplog_session';
 
-/** Every page: no script at all, no framing, forms only to Shiplog, and the URL (a link's token) told to no one. */
+/**
+ * Every page: scripts of Shiplog's own only (the board's), no framing, forms only to Shiplog, and
+ * the URL (a link's token) told to no other site. Not `no-referrer`: under it browsers send
+ * `Origin: null` with a page's own forms, which the same-origin check must refuse.
+ */
 const SECURITY_HEADERS = {
-  'content-security-policy': "default-src 'self'; script-src 'none'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
+  'content-security-policy': "default-src 'self'; script-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
   'x-content-type-options': 'nosniff',
   'x-frame-options': 'DENY',
-  'referrer-policy': 'no-referrer',
+  'referrer-policy': 'same-origin',
 };
 
 export function securityHeaders(reply: FastifyReply): void {

@@ -39,7 +39,8 @@ export function boardPage(view: BoardView, viewer: Viewer): Html {
   return html`${productNav(p, 'board')}
 ${filterForm(view)}
 <div class="board">${view.columns.map((c) => column(view, c, back, viewer))}</div>
-${newItemForm(view, viewer)}`;
+${newItemForm(view, viewer)}
+<script src="/app/board.js" defer></script>`;
 }
 
 function filterForm(view: BoardView): Html {
@@ -63,7 +64,7 @@ function column(view: BoardView, c: BoardColumn, back: string, viewer: Viewer): 
       ? html`<a class="more" href="${base}${boardQueryString(view.filters, { status: c.status, offset: Math.max(0, c.offset - view.pageSize) })}">Earlier cards</a>`
       : '';
   const heading = view.single ? html`${c.status}` : html`<a href="${base}${boardQueryString(view.filters, { status: c.status, offset: 0 })}">${c.status}</a>`;
-  return html`<section class="column" aria-labelledby="col-${c.status}">
+  return html`<section class="column" data-status="${c.status}" aria-labelledby="col-${c.status}">
 <h2 id="col-${c.status}">${heading} <span class="count">${c.total}</span></h2>
 ${earlier}
 <ol class="cards" start="${c.offset + 1}">${c.cards.map((card) => cardHtml(view, card, back, viewer))}</ol>
@@ -75,7 +76,7 @@ ${more}
 function cardHtml(view: BoardView, card: BoardCard, back: string, viewer: Viewer): Html {
   const i = card.item;
   const p = view.product.id;
-  return html`<li class="card" id="item-${i.number}">
+  return html`<li class="card" id="item-${i.number}" data-number="${i.number}">
 <p class="meta"><a href="${itemHref(p, i.number)}">#${i.number}</a> <span class="type type-${i.type}">${i.type}</span> <span class="score">${i.score}</span>${card.subItems ? html` <span class="subs">${card.subItems} sub-item${card.subItems === 1 ? '' : 's'}</span>` : ''}</p>
 <p class="title"><a href="${itemHref(p, i.number)}">${i.title}</a></p>
 ${i.tags.length ? html`<ul class="tags">${i.tags.map((t) => html`<li>${t}</li>`)}</ul>` : ''}

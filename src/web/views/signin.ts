@@ -1,9 +1,10 @@
 import { html, type Html } from './html.js';
 
-export function signInForm(problem?: string): Html {
+/** The form that asks for a link; `next` is the page to return to afterwards. */
+export function signInForm(problem?: string, next?: string): Html {
   return html`${problem ? html`<p class="error">${problem}</p>` : ''}
 <p>Enter your email address: we send you a link that signs you in.</p>
-<form method="post" action="/app/sign-in">
+<form method="post" action="/app/sign-in">${next ? html`<input type="hidden" name="next" value="${next}">` : ''}
 <p><label for="email">Email</label><input id="email" type="email" name="email" required maxlength="254" autocomplete="email"></p>
 <p><button type="submit">Send me a sign-in link</button></p>
 </form>`;

@@ -37,6 +37,8 @@ ol.cards { list-style: none; padding: 0; margin: 0; }
 .card { background: #fff; border: 1px solid #dcdcde; border-radius: 4px; padding: .5rem; margin-bottom: .5rem; }
 .card p { margin: 0 0 .25rem; }
 .card .meta, .item .meta { font-size: .85rem; color: #50575e; }
+.board.draggable .card[draggable=true] { cursor: grab; }
+.card.dragging { opacity: .5; }
 .card form.move { display: flex; flex-wrap: wrap; gap: .25rem; margin-top: .25rem; }
 .card form.move button, .card form.move select { padding: .15rem .45rem; font-size: .8rem; }
 ul.tags { display: flex; flex-wrap: wrap; gap: .25rem; list-style: none; padding: 0; margin: .25rem 0; }

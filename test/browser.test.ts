@@ -1,0 +1,341 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import http from 'node:http';
+import { once } from 'node:events';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import type { BrowserContext, Page } from 'playwright-core';
+import { openDatabase, type Db } from '../src/db/connection.js';
+import { launchChromium, mailedLink, type RunningBrowser } from './browser.js';
+import { makeProduct, makeUser, tempDir, type TestUser } from './helpers.js';
+import { startServer, stopProcess, type Server } from './processes.js';
+import { databaseOptionsFor } from './storage.js';
+
+/*
+ * The pages in a real browser: Debian's chromium, driven by playwright-core, against the built
+ * server on loopback. Each test makes its own people and product and signs in through the mail.
+ * With SHIPLOG_SCREENSHOTS=1 the seeded board and item page are saved under docs/screenshots/.
+ */
+
+let server: Server;
+let db: Db;
+let chrome: RunningBrowser;
+let base: string;
+const dataDir = tempDir('shiplog-browser-');
+const seenMail = new Set<string>();
+
+before(async () => {
+  server = await startServer({ dataDir, envForPort: (port) => ({ PUBLIC_URL: `http://127.0.0.1:${port}`, LOG_LEVEL: 'warn' }) });
+  base = `http://127.0.0.1:${server.port}`;
+  db = await openDatabase(await databaseOptionsFor(dataDir));
+  chrome = await launchChromium();
+});
+
+after(async () => {
+  await chrome?.stop();
+  await db?.destroy();
+  if (server) await stopProcess(server.child);
+});
+
+/** The API, as a deploy script or client calls it. */
+async function api(user: TestUser, method: string, url: string, params?: Record<string, string>): Promise<any> {
+  const res = await fetch(`${base}${url}`, {
+    method,
+    headers: { authorization: user.auth, ...(params ? { 'content-type': 'application/x-www-form-urlencoded' } : {}) },
+    body: params ? new URLSearchParams(params).toString() : undefined,
+  });
+  const text = await res.text();
+  assert.ok(res.ok, `${method} ${url}: ${res.status} ${text}`);
+  return JSON.parse(text);
+}
+
+/** Item numbers of a column, in priority order, as the API reads them. */
+async function order(user: TestUser, productId: number, status: string): Promise<number[]> {
+  const items = await api(user, 'GET', `/api/products/${productId}/items.json?status=${status}&order_by=priority&limit=100`);
+  return items.map((i: { number: number }) => i.number);
+}
+
+async function newContext(width = 1280): Promise<{ context: BrowserContext; page: Page; dialogs: string[] }> {
+  const context = await chrome.browser.newContext({ viewport: { width, height: 800 } });
+  context.setDefaultTimeout(10_000);
+  const page = await context.newPage();
+  const dialogs: string[] = [];
+  page.on('dialog', (d) => {
+    dialogs.push(d.message());
+    void d.dismiss();
+  });
+  return { context, page, dialogs };
+}
+
+const SIGN_IN_LINK = /https?:\/\/[^/\s]+(\/app\/sign-in\/[A-Za-z0-9_-]{43})\b/;
+
+/** Asks for a link on the sign-in page (where the browser is), then follows the mailed one and presses the button. */
+async function signInHere(page: Page, email: string): Promise<string> {
+  await page.getByLabel('Email').fill(email);
+  await page.getByRole('button', { name: 'Send me a sign-in link' }).click();
+  await page.getByText('a sign-in link is on its way').waitFor();
+  const link = await mailedLink(dataDir, email, SIGN_IN_LINK, seenMail);
+  await page.goto(`${base}${link}`);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.waitForLoadState();
+  return link;
+}
+
+async function signedIn(email: string, width?: number) {
+  const session = await newContext(width);
+  await session.page.goto(`${base}/app/sign-in`);
+  await signInHere(session.page, email);
+  assert.equal(new URL(session.page.url()).pathname, '/app/products');
+  return session;
+}
+
+/** A person with a product of their own, holding items with these titles (backlog, in this order). */
+async function productWithItems(titles: string[], name = 'Browser product', members: TestUser[] = []) {
+  const owner = await makeUser(db);
+  const product = await makeProduct(db, owner, members, name);
+  const numbers: number[] = [];
+  for (const title of titles) numbers.push((await api(owner, 'POST', `/api/products/${product.id}/items.json`, { type: 'task', title, status: 'backlog' })).number);
+  return { owner, product, numbers };
+}
+
+describe('the pages in chromium', { timeout: 120_000 }, () => {
+  test('signing in from the link in the .eml file; a used or expired link is refused', async () => {
+    const person = await makeUser(db);
+    const { context, page } = await newContext();
+    try {
+      await page.goto(`${base}/app/`);
+      const link = await signInHere(page, person.email);
+      assert.equal(new URL(page.url()).pathname, '/app/products');
+      await page.getByText(person.email).waitFor();
+      const again = (await newContext()).context;
+      const other = await again.newPage();
+      await other.goto(`${base}${link}`);
+      assert.ok(await other.getByText('has expired or has been used already').isVisible());
+      await again.close();
+
+      // A link past its 15 minutes is refused too.
+      const late = (await newContext()).context;
+      const latePage = await late.newPage();
+      await latePage.goto(`${base}/app/sign-in`);
+      await latePage.getByLabel('Email').fill(person.email);
+      await latePage.getByRole('button', { name: 'Send me a sign-in link' }).click();
+      const expiring = await mailedLink(dataDir, person.email, SIGN_IN_LINK, seenMail);
+      await db.updateTable('signin_links').set({ expires_at: '2000-01-01T00:00:00+00:00' }).where('user_id', '=', person.user.id).where('used_at', 'is', null).execute();
+      const refused = await latePage.goto(`${base}${expiring}`);
+      assert.equal(refused?.status(), 410);
+      await latePage.getByText('has expired or has been used already').waitFor();
+      await late.close();
+    } finally {
+      await context.close();
+    }
+  });
+
+  test('an item made from the board; the keyboard moves a card; the API reads the order back', async () => {
+    const { owner, product, numbers } = await productWithItems(['First', 'Second', 'Third']);
+    const { context, page } = await signedIn(owner.email);
+    try {
+      await page.goto(`${base}/app/products/${product.id}/board`);
+      await page.locator('#new-title').fill('Made in the browser');
+      await page.getByRole('button', { name: 'Create' }).click();
+      await page.waitForURL(/\/items\/\d+$/);
+      await page.getByRole('heading', { level: 1 }).getByText('#4').waitFor();
+      assert.deepEqual(await order(owner, product.id, 'backlog'), [...numbers, 4]);
+
+      await page.goto(`${base}/app/products/${product.id}/board`);
+      const down = page.getByRole('button', { name: `Move #${numbers[0]} down` });
+      await down.focus();
+      await page.keyboard.press('Enter');
+      await page.waitForURL(new RegExp(`#item-${numbers[0]}$`));
+      assert.deepEqual(await order(owner, product.id, 'backlog'), [numbers[1], numbers[0], numbers[2], 4]);
+      await page.getByLabel(`Status for #${numbers[2]}`).selectOption('in-progress');
+      await page.getByRole('button', { name: `Move #${numbers[2]} to the chosen status` }).press('Enter');
+      await page.waitForURL(new RegExp(`#item-${numbers[2]}$`));
+      assert.deepEqual(await order(owner, product.id, 'in-progress'), [numbers[2]]);
+    } finally {
+      await context.close();
+    }
+  });
+
+  test('dragging a card to a new place and to another column; the API reads the order back', async () => {
+    const { owner, product, numbers } = await productWithItems(['Alpha', 'Beta', 'Gamma', 'Delta']);
+    const { context, page } = await signedIn(owner.email);
+    try {
+      await page.goto(`${base}/app/products/${product.id}/board`);
+      const card = (n: number) => page.locator(`#item-${n}`);
+      // Gamma onto the upper half of Alpha: it goes first.
+      let reloaded = page.waitForEvent('load');
+      await card(numbers[2]).dragTo(card(numbers[0]), { targetPosition: { x: 20, y: 5 } });
+      await reloaded;
+      assert.deepEqual(await order(owner, product.id, 'backlog'), [numbers[2], numbers[0], numbers[1], numbers[3]]);
+      // Beta into the empty in-progress column.
+      reloaded = page.waitForEvent('load');
+      await card(numbers[1]).dragTo(page.locator('section.column[data-status="in-progress"]'));
+      await reloaded;
+      assert.deepEqual(await order(owner, product.id, 'in-progress'), [numbers[1]]);
+      assert.deepEqual(await order(owner, product.id, 'backlog'), [numbers[2], numbers[0], numbers[3]]);
+      // Delta into in-progress, above Beta.
+      reloaded = page.waitForEvent('load');
+      await card(numbers[3]).dragTo(card(numbers[1]), { targetPosition: { x: 20, y: 5 } });
+      await reloaded;
+      assert.deepEqual(await order(owner, product.id, 'in-progress'), [numbers[3], numbers[1]]);
+      assert.equal(await page.locator('section.column[data-status="in-progress"] li.card').count(), 2);
+    } finally {
+      await context.close();
+    }
+  });
+
+  test('a short_url from a deploy email leads a signed-out follower, through signing in, to the item page', async () => {
+    const follower = await makeUser(db);
+    const { owner, product, numbers } = await productWithItems(['Ship the thing'], 'Deployed product', [follower]);
+    await api(follower, 'POST', `/api/products/${product.id}/items/${numbers[0]}/follow.json`);
+    await api(owner, 'POST', `/api/products/${product.id}/deploys.json`, { environment: 'production', numbers: String(numbers[0]), version: '1.4.2' });
+    const shortUrl = await mailedLink(dataDir, follower.email, /https?:\/\/[^/\s]+(\/i\/\d+\/\d+\/)/, seenMail);
+
+    const { context, page } = await newContext(390);
+    try {
+      await page.goto(`${base}${shortUrl}`);
+      assert.equal(new URL(page.url()).pathname, '/app/sign-in');
+      await signInHere(page, follower.email);
+      assert.equal(new URL(page.url()).pathname, `/app/products/${product.id}/items/${numbers[0]}`);
+      await page.getByRole('heading', { level: 1 }).getByText(`#${numbers[0]}`).waitFor();
+      await page.getByRole('cell', { name: 'production' }).waitFor();
+      await page.getByRole('cell', { name: '1.4.2' }).waitFor();
+    } finally {
+      await context.close();
+    }
+  });
+
+  test('editing shows a refused value next to its field; follow and unfollow', async () => {
+    const { owner, product, numbers } = await productWithItems(['Editable']);
+    const { context, page } = await signedIn(owner.email, 390);
+    try {
+      await page.goto(`${base}/app/products/${product.id}/items/${numbers[0]}`);
+      await page.locator('#edit-title').fill('');
+      await page.getByRole('button', { name: 'Save' }).click();
+      const error = page.locator('#error-title');
+      await error.waitFor();
+      assert.match((await error.textContent()) ?? '', /title/);
+      assert.equal(await page.locator('#edit-title').getAttribute('aria-describedby'), 'error-title');
+      assert.equal((await api(owner, 'GET', `/api/products/${product.id}/items/${numbers[0]}.json`)).title, 'Editable');
+
+      await page.locator('#edit-title').fill('Edited in the browser');
+      await page.getByRole('button', { name: 'Save' }).click();
+      await page.locator('#error-title').waitFor({ state: 'detached' });
+      assert.equal(await page.locator('#edit-title').inputValue(), 'Edited in the browser');
+      assert.equal((await api(owner, 'GET', `/api/products/${product.id}/items/${numbers[0]}.json`)).title, 'Edited in the browser');
+
+      // The creator follows what they create: unfollow, then follow again.
+      await page.getByRole('button', { name: 'Unfollow' }).click();
+      await page.getByText('0 followers').waitFor();
+      await page.getByRole('button', { name: 'Follow', exact: true }).click();
+      await page.getByText('1 follower:').waitFor();
+      await page.getByRole('button', { name: 'Unfollow' }).waitFor();
+    } finally {
+      await context.close();
+    }
+  });
+
+  test('a script in a title is shown as text and never runs', async () => {
+    const title = '<script>alert("title")</script><img src=x onerror=alert("img")>';
+    const { owner, product, numbers } = await productWithItems([title]);
+    const { context, page, dialogs } = await signedIn(owner.email);
+    try {
+      for (const url of [`/app/products/${product.id}/board`, `/app/products/${product.id}/items/${numbers[0]}`]) {
+        await page.goto(`${base}${url}`);
+        await page.getByText(title).first().waitFor();
+        assert.equal(await page.locator('main img').count(), 0, url);
+      }
+      assert.deepEqual(dialogs, []);
+    } finally {
+      await context.close();
+    }
+  });
+
+  test('a form posted from another origin changes nothing, even with the form token', async () => {
+    const { owner, product, numbers } = await productWithItems(['Keep me']);
+    const { context, page } = await signedIn(owner.email);
+    const other = http.createServer();
+    try {
+      await page.goto(`${base}/app/products/${product.id}/items/${numbers[0]}`);
+      const csrf = await page.locator('input[name=csrf]').first().getAttribute('value');
+      const target = `${base}/app/products/${product.id}/items/${numbers[0]}`;
+      other.on('request', (_req, res) => {
+        res.setHeader('content-type', 'text/html');
+        res.end(`<form method="post" action="${target}"><input name="csrf" value="${csrf}"><input name="title" value="Changed elsewhere"></form><script>document.forms[0].submit()</script>`);
+      });
+      other.listen(0, '127.0.0.1');
+      await once(other, 'listening');
+      const { port } = other.address() as { port: number };
+      const answer = page.waitForResponse((r) => r.url() === target && r.request().method() === 'POST');
+      await page.goto(`http://127.0.0.1:${port}/`);
+      assert.equal((await answer).status(), 403);
+      assert.equal((await api(owner, 'GET', `/api/products/${product.id}/items/${numbers[0]}.json`)).title, 'Keep me');
+    } finally {
+      other.close();
+      await context.close();
+    }
+  });
+
+  test('a person who is not a member sees a 403 page that names nothing of the product', async () => {
+    const { product, numbers } = await productWithItems(['Secret work'], 'Secret product');
+    const outsider = await makeUser(db);
+    const { context, page } = await signedIn(outsider.email);
+    try {
+      for (const url of [`/app/products/${product.id}/board`, `/app/products/${product.id}/items/${numbers[0]}`, `/app/products/${product.id}/deploys`]) {
+        const res = await page.goto(`${base}${url}`);
+        assert.equal(res?.status(), 403, url);
+        const text = (await page.content()) ?? '';
+        assert.ok(!text.includes('Secret'), `${url} shows ${text}`);
+        await page.getByRole('heading', { name: 'Not allowed' }).waitFor();
+      }
+    } finally {
+      await context.close();
+    }
+  });
+
+  test('the seeded board and item page, as the README shows them', async () => {
+    const ada = await makeUser(db, { email: 'ada@example.com', firstName: 'Ada', lastName: 'Lovelace' });
+    const owner = await makeUser(db, { email: 'grace@example.com', firstName: 'Grace', lastName: 'Hopper' });
+    const product = await makeProduct(db, owner, [ada], 'Shiplog');
+    const add = (params: Record<string, string>) => api(owner, 'POST', `/api/products/${product.id}/items.json`, params);
+    const story = await add({ type: 'story', who: 'follower', what: 'to open an item from a deploy email', why: 'I see what shipped without curl', status: 'in-progress', score: 'L', tags: 'web,mail', assigned_to: String(ada.user.id), description: 'The **short_url** of an item leads a browser to its page; API clients keep the JSON.' });
+    await add({ type: 'task', title: 'Render Markdown descriptions safely', status: 'in-progress', score: 'M', tags: 'web', parent: String(story.number) });
+    await add({ type: 'test', title: 'Drive the board in chromium', status: 'completed', score: 'S', tags: 'web,tests', parent: String(story.number) });
+    for (const [type, title, status, score, tags] of [
+      ['defect', 'Board column scrolls past the footer on phones', 'backlog', 'S', 'web'],
+      ['task', 'Filter deploys by environment', 'backlog', 'M', 'deploys'],
+      ['story', '', 'backlog', 'XL', 'api'],
+      ['task', 'Sign-in links by mail', 'accepted', 'M', 'web,auth'],
+      ['task', 'Dark mode', 'backlog', '~', 'web'],
+      ['defect', 'Deploy notes lose line breaks', 'completed', 'S', 'mail'],
+    ]) {
+      await add(type === 'story' ? { type, who: 'operator', what: 'a JSON health check', why: 'the load balancer knows', status, score, tags } : { type, title, status, score, tags });
+    }
+    await api(owner, 'POST', `/api/products/${product.id}/deploys.json`, { environment: 'staging', numbers: String(story.number), version: '1.4.0' });
+    await api(owner, 'POST', `/api/products/${product.id}/deploys.json`, { environment: 'production', numbers: String(story.number), version: '1.4.1' });
+
+    const { context, page } = await signedIn(owner.email, 1200);
+    try {
+      await page.setViewportSize({ width: 1480, height: 640 });
+      await page.goto(`${base}/app/products/${product.id}/board`);
+      assert.equal(await page.locator('li.card').count(), 7, 'the top-level items');
+      await page.locator(`#item-${story.number}`).getByText('2 sub-items').waitFor();
+      const board = process.env.SHIPLOG_SCREENSHOTS === '1' ? await page.screenshot() : undefined;
+      await page.setViewportSize({ width: 900, height: 1100 });
+      await page.goto(`${base}/app/products/${product.id}/items/${story.number}`);
+      await page.getByRole('cell', { name: 'production' }).waitFor();
+      await page.locator('.markdown strong').getByText('short_url').waitFor();
+      if (board) {
+        const item = await page.screenshot();
+        const dir = path.join(import.meta.dirname, '..', 'docs', 'screenshots');
+        fs.mkdirSync(dir, { recursive: true });
+        for (const [name, png] of [['board.png', board], ['item.png', item]] as const) {
+          assert.ok(png.length < 200_000, `${name} is ${png.length} bytes`);
+          fs.writeFileSync(path.join(dir, name), png);
+        }
+      }
+    } finally {
+      await context.close();
+    }
+  });
+});
