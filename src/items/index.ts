@@ -12,10 +12,12 @@ export {
   followersOf,
   getItem,
   listItems,
+  moveItem,
   resortItem,
   setFollowing,
   subItemCounts,
   unfollow,
   updateItem,
+  type Move,
 } from './service.js';
 export { itemPagePath, itemShortUrl } from './urls.js';

@@ -5,7 +5,7 @@ import { allocateItemNumber, bumpItemsVersion, filterMembers, lockProduct } from
 import type { ProductScope } from '../scope.js';
 import { nowTimestamp } from '../time.js';
 import { findUserById } from '../users/index.js';
-import type { CreateItemInput, ListItemsInput, ResortInput, UpdateItemInput, UserRef } from './input.js';
+import { parseListItems, parseUpdateItem, type CreateItemInput, type ListItemsInput, type ResortInput, type UpdateItemInput, type UserRef } from './input.js';
 import {
   isClosed,
   progressOnEntering,
@@ -330,4 +330,42 @@ export async function subItemCounts(db: Db, itemIds: number[]): Promise<Map<numb
 export async function followersOf(db: Db, item: ItemRow, userId: number, limit: number): Promise<{ userIds: number[]; following: boolean }> {
   const userIds = await listFollowerIds(db, item.id, limit);
   return { userIds, following: userIds.includes(userId) || (userIds.length >= limit && (await isFollower(db, item.id, userId))) };
+}
+
+/** A move of a card on the board: past a neighbour, to the top, to a status, or dropped at a place in a column. */
+export type Move =
+  | { to: 'up'; above: number }
+  | { to: 'down'; below: number }
+  | { to: 'top' }
+  | { to: 'status'; status: string }
+  /** Dropped into the column of `status`, between the cards `above` and `below` (either may be absent). */
+  | { to: 'place'; status: string; above?: number; below?: number };
+
+/**
+ * Moves an item as a board asks, in the caller's transaction, through the operations the API
+ * uses: a status change through updateItem (to the bottom of the new status), a place through
+ * resortItem. A drop into another column changes the status first, then the place.
+ */
+export async function moveItem(trx: Trx, scope: ProductScope, number: number, move: Move, counts: ListCounts): Promise<ItemRow> {
+  switch (move.to) {
+    case 'up':
+      return resortItem(trx, scope, number, { after: move.above });
+    case 'down':
+      return resortItem(trx, scope, number, { before: move.below });
+    case 'status':
+      return updateItem(trx, scope, number, parseUpdateItem({ status: move.status }));
+    case 'place': {
+      const item = await getItem(trx, scope, number);
+      if (statusName(item.status) !== move.status) await updateItem(trx, scope, number, parseUpdateItem({ status: move.status }));
+      if (move.above !== undefined) return resortItem(trx, scope, number, { before: move.above });
+      if (move.below !== undefined) return resortItem(trx, scope, number, { after: move.below });
+      return getItem(trx, scope, number);
+    }
+    case 'top': {
+      // Above the first top-level item of its status, unless that is the item itself.
+      const item = await getItem(trx, scope, number);
+      const first = (await listItems(trx, scope, parseListItems({ status: statusName(item.status), limit: '1' }), counts)).rows[0];
+      return first && first.id !== item.id ? resortItem(trx, scope, number, { after: first.number }) : item;
+    }
+  }
 }

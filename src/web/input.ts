@@ -1,3 +1,4 @@
+import type { Move } from '../items/index.js';
 import { itemNotFound, ValidationError } from '../errors.js';
 import { asString, digitsToId, type ParamValue } from '../http/params.js';
 import { STATUS_NAMES, type Status } from '../items/index.js';
@@ -66,14 +67,6 @@ export function boardQueryString(filters: Record<string, string>, column?: { sta
 }
 
 export const MOVES = ['up', 'down', 'top', 'status', 'place'] as const;
-export type Move =
-  | { to: 'up'; above: number }
-  | { to: 'down'; below: number }
-  | { to: 'top' }
-  | { to: 'status'; status: string }
-  /** Dropped into the column of `status`, between the cards `above` and `below` (either may be absent). */
-  | { to: 'place'; status: string; above?: number; below?: number };
-
 /**
  * A move from a card's form: up past the card above, down past the one below, to the top, or to a
  * status; or, from a drag on the board, to a place in a column.

@@ -10,6 +10,7 @@ import {
   deploymentsOf,
   followersOf,
   getItem,
+  moveItem,
   INPUT_STATUSES,
   ITEM_TYPES,
   listItems,
@@ -17,7 +18,6 @@ import {
   parseListItems,
   parseUpdateItem,
   presentItems,
-  resortItem,
   SCORES,
   setFollowing,
   STATUS_NAMES,
@@ -71,6 +71,13 @@ function formErrors(err: unknown): { errors: Record<string, string>; message?: s
   return undefined;
 }
 
+const sessionOf = (request: FastifyRequest) => request.webSession!;
+const viewerOf = (request: FastifyRequest) => ({ email: sessionOf(request).user.email, csrfToken: sessionOf(request).csrfToken });
+const productOf = (scope: ProductScope) => ({ id: scope.product.id, name: scope.product.name });
+const checkToken = (request: FastifyRequest) => requireFormToken(sessionOf(request), formToken(requestParams(request)));
+const membersOf = async (app: FastifyInstance, scope: ProductScope) =>
+  (await listMembers(app.db, scope.product.id)).map((m) => ({ id: m.id, name: personName(m) }));
+
 /**
  * A product's pages (`/app/products/{id}/...`): the board, the items, the deploys. The signed-in
  * person must be a member (403 page); an unknown product is a 404 page. Every change goes through
@@ -81,56 +88,58 @@ export async function productPages(app: FastifyInstance, options: { signIn: (req
     if (!request.webSession) return reply.header('cache-control', 'no-store').redirect(options.signIn(request), 303);
     request.scope = await productScope(app.db, request.webSession.user, (request.params as { product_id: string }).product_id);
   });
-  const session = (request: FastifyRequest) => request.webSession!;
-  const members = async (scope: ProductScope) => (await listMembers(app.db, scope.product.id)).map((m) => ({ id: m.id, name: personName(m) }));
-  const productOf = (scope: ProductScope) => ({ id: scope.product.id, name: scope.product.name });
-  const checkToken = (request: FastifyRequest) => requireFormToken(session(request), formToken(requestParams(request)));
+  await app.register(boardPages);
+  await app.register(itemPages);
+  await app.register(deployPages);
+}
 
-  // ---- the board
 
-  async function renderBoard(request: FastifyRequest, reply: FastifyReply, query: BoardQuery, status: number, newItem?: FormState) {
-    const scope = request.scope;
-    const statuses = query.status ? [query.status] : STATUS_NAMES;
-    const columns: (BoardColumn & { rows: ItemRow[] })[] = [];
-    for (const s of statuses) {
-      // One row either side of the page: the cards a card at its edge moves past.
-      const from = Math.max(0, query.offset - 1);
-      const input = parseListItems({ ...query.listParams, status: s, offset: String(from), limit: String(BOARD_PAGE + 2), order_by: 'priority' });
-      const { rows, total } = await listItems(app.db, scope, input, app.listCounts);
-      columns.push({ status: s, total, offset: query.offset, cards: [], rows });
-    }
-    const shownRows = columns.flatMap((c) => c.rows.slice(c.offset > 0 ? 1 : 0, (c.offset > 0 ? 1 : 0) + BOARD_PAGE));
-    const [json, counts, people] = await Promise.all([
-      presentItems(app.db, scope.product, shownRows, app.config, scope.user.id),
-      subItemCounts(app.db, shownRows.map((r) => r.id)),
-      members(scope),
-    ]);
-    const byId = new Map(shownRows.map((r, n) => [r.id, json[n]]));
-    for (const c of columns) {
-      const first = c.offset > 0 ? 1 : 0;
-      c.cards = c.rows.slice(first, first + BOARD_PAGE).map((row, n): BoardCard => ({
-        item: byId.get(row.id)!,
-        subItems: counts.get(row.id) ?? 0,
-        above: c.rows[first + n - 1]?.number,
-        below: c.rows[first + n + 1]?.number,
-      }));
-    }
-    const view = {
-      product: productOf(scope),
-      columns: columns.map(({ rows: _rows, ...c }) => c),
-      filters: query.filters,
-      single: query.status !== undefined,
-      pageSize: BOARD_PAGE,
-      members: people,
-      types: ITEM_TYPES,
-      statuses: INPUT_STATUSES,
-      newItem,
-    };
-    return sendPage(reply, status, `Board · ${scope.product.name}`, boardPage(view, { email: session(request).user.email, csrfToken: session(request).csrfToken }), session(request));
+/** The board, or one column of it, as the query asks; a form's errors go with the new-item form. */
+async function renderBoard(app: FastifyInstance, request: FastifyRequest, reply: FastifyReply, query: BoardQuery, status: number, newItem?: FormState) {
+  const scope = request.scope;
+  const statuses = query.status ? [query.status] : STATUS_NAMES;
+  const columns: (BoardColumn & { rows: ItemRow[] })[] = [];
+  for (const s of statuses) {
+    // One row either side of the page: the cards a card at its edge moves past.
+    const from = Math.max(0, query.offset - 1);
+    const input = parseListItems({ ...query.listParams, status: s, offset: String(from), limit: String(BOARD_PAGE + 2), order_by: 'priority' });
+    const { rows, total } = await listItems(app.db, scope, input, app.listCounts);
+    columns.push({ status: s, total, offset: query.offset, cards: [], rows });
   }
+  const shownRows = columns.flatMap((c) => c.rows.slice(c.offset > 0 ? 1 : 0, (c.offset > 0 ? 1 : 0) + BOARD_PAGE));
+  const [json, counts, people] = await Promise.all([
+    presentItems(app.db, scope.product, shownRows, app.config, scope.user.id),
+    subItemCounts(app.db, shownRows.map((r) => r.id)),
+    membersOf(app, scope),
+  ]);
+  const byId = new Map(shownRows.map((r, n) => [r.id, json[n]]));
+  for (const c of columns) {
+    const first = c.offset > 0 ? 1 : 0;
+    c.cards = c.rows.slice(first, first + BOARD_PAGE).map((row, n): BoardCard => ({
+      item: byId.get(row.id)!,
+      subItems: counts.get(row.id) ?? 0,
+      above: c.rows[first + n - 1]?.number,
+      below: c.rows[first + n + 1]?.number,
+    }));
+  }
+  const view = {
+    product: productOf(scope),
+    columns: columns.map(({ rows: _rows, ...c }) => c),
+    filters: query.filters,
+    single: query.status !== undefined,
+    pageSize: BOARD_PAGE,
+    members: people,
+    types: ITEM_TYPES,
+    statuses: INPUT_STATUSES,
+    newItem,
+  };
+  return sendPage(reply, status, `Board · ${scope.product.name}`, boardPage(view, viewerOf(request)), sessionOf(request));
+}
 
+/** The board and its moves: the forms, and the board script, which posts the same forms. */
+async function boardPages(app: FastifyInstance): Promise<void> {
   app.get('/board', { schema: { ...ProductPath, querystring: boardQuery } }, async (request, reply) =>
-    renderBoard(request, reply, parseBoardQuery(requestParams(request), request.scope.user.id), 200),
+    renderBoard(app, request, reply, parseBoardQuery(requestParams(request), request.scope.user.id), 200),
   );
 
   app.post(
@@ -142,31 +151,63 @@ export async function productPages(app: FastifyInstance, options: { signIn: (req
       const p = requestParams(request);
       const move = parseMove(p);
       const number = numberOf(request);
-      await app.db.transaction().execute(async (trx) => {
-        const scope = request.scope;
-        if (move.to === 'up') return resortItem(trx, scope, number, { after: move.above });
-        if (move.to === 'down') return resortItem(trx, scope, number, { before: move.below });
-        if (move.to === 'status') return updateItem(trx, scope, number, parseUpdateItem({ status: move.status }));
-        if (move.to === 'place') {
-          // Dropped in a column: its status first (when it changes), then its place between the cards around it.
-          const item = await getItem(trx, scope, number);
-          if (STATUS_NAMES[item.status] !== move.status) await updateItem(trx, scope, number, parseUpdateItem({ status: move.status }));
-          if (move.above !== undefined) return resortItem(trx, scope, number, { before: move.above });
-          if (move.below !== undefined) return resortItem(trx, scope, number, { after: move.below });
-          return item;
-        }
-        // To the top: above the first top-level item of its status, unless that is the item itself.
-        const item = await getItem(trx, scope, number);
-        const first = (await listItems(trx, scope, parseListItems({ status: STATUS_NAMES[item.status], limit: '1' }), app.listCounts)).rows[0];
-        return first && first.id !== item.id ? resortItem(trx, scope, number, { after: first.number }) : item;
-      });
+      await app.db.transaction().execute((trx) => moveItem(trx, request.scope, number, move, app.listCounts));
       if (wantsJson(request)) return reply.header('cache-control', 'no-store').send({ number });
       const back = boardQueryString(returnFilters(p));
       return reply.header('cache-control', 'no-store').redirect(`/app/products/${request.scope.product.id}/board${back}#item-${number}`, 303);
     },
   );
+}
 
-  // ---- items
+/** An item's page; a form's errors go next to its fields. */
+async function renderItem(
+  app: FastifyInstance,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  number: number,
+  status: number,
+  forms: { edit?: FormState; newSubItem?: FormState } = {},
+) {
+  const scope = request.scope;
+  const row = await getItem(app.db, scope, number);
+  const page = { offset: 0, limit: ITEM_PAGE_LIST };
+  const [[item], children, deployments, followers, people] = await Promise.all([
+    presentItems(app.db, scope.product, [row], app.config, scope.user.id),
+    row.type === 'story' ? childrenOf(app.db, scope, number, page) : undefined,
+    deploymentsOf(app.db, scope, number, page),
+    followersOf(app.db, row, scope.user.id, ITEM_PAGE_LIST),
+    membersOf(app, scope),
+  ]);
+  const [deployers, followerRows] = await Promise.all([
+    deployersOf(app.db, scope, deployments.deployments.map((d) => d.deploy_id)),
+    findUsersByIds(app.db, followers.userIds),
+  ]);
+  const followerNames = new Map(followerRows.map((u) => [u.id, personName(u)]));
+  const view = {
+    product: productOf(scope),
+    item,
+    descriptionHtml: notesHtml(item.description),
+    subItems: children?.rows.map((c) => ({ number: c.number, title: c.title, status: STATUS_NAMES[c.status], type: c.type })),
+    subItemsTotal: children?.total ?? 0,
+    deploys: deployments.deployments.map((d) => {
+      const by = deployers.get(d.deploy_id);
+      return { environment: d.environment, version: d.version, deployedAt: d.deployed_at, by: by ? personName(by) : '' };
+    }),
+    deploysTotal: deployments.total,
+    followers: followers.userIds.map((id) => followerNames.get(id) ?? ''),
+    following: followers.following,
+    members: people,
+    types: ITEM_TYPES,
+    statuses: INPUT_STATUSES,
+    scores: SCORES,
+    edit: forms.edit ?? { values: editValues(item), errors: {} },
+    newSubItem: forms.newSubItem ?? emptyForm(),
+  };
+  return sendPage(reply, status, `#${item.number} · ${scope.product.name}`, itemPage(view, viewerOf(request)), sessionOf(request));
+}
+
+/** Items: create one (from the board or a story), its page, its edit form, following it. */
+async function itemPages(app: FastifyInstance): Promise<void> {
 
   app.post('/items', { schema: { ...ProductPath, body: itemFields } }, async (request, reply) => {
     checkToken(request);
@@ -181,53 +222,13 @@ export async function productPages(app: FastifyInstance, options: { signIn: (req
       if (!shown) throw err;
       const state = { values: asText(p), ...shown };
       const parent = typeof p.parent === 'string' && p.parent ? pagedItemNumber(p.parent) : undefined;
-      if (parent !== undefined) return renderItem(request, reply, parent, 400, { newSubItem: state });
-      return renderBoard(request, reply, parseBoardQuery({}, scope.user.id), 400, state);
+      if (parent !== undefined) return renderItem(app, request, reply, parent, 400, { newSubItem: state });
+      return renderBoard(app, request, reply, parseBoardQuery({}, scope.user.id), 400, state);
     }
     return reply.header('cache-control', 'no-store').redirect(itemHref(scope.product.id, row.number), 303);
   });
 
-  async function renderItem(request: FastifyRequest, reply: FastifyReply, number: number, status: number, forms: { edit?: FormState; newSubItem?: FormState } = {}) {
-    const scope = request.scope;
-    const row = await getItem(app.db, scope, number);
-    const page = { offset: 0, limit: ITEM_PAGE_LIST };
-    const [[item], children, deployments, followers, people] = await Promise.all([
-      presentItems(app.db, scope.product, [row], app.config, scope.user.id),
-      row.type === 'story' ? childrenOf(app.db, scope, number, page) : undefined,
-      deploymentsOf(app.db, scope, number, page),
-      followersOf(app.db, row, scope.user.id, ITEM_PAGE_LIST),
-      members(scope),
-    ]);
-    const [deployers, followerRows] = await Promise.all([
-      deployersOf(app.db, scope, deployments.deployments.map((d) => d.deploy_id)),
-      findUsersByIds(app.db, followers.userIds),
-    ]);
-    const followerNames = new Map(followerRows.map((u) => [u.id, personName(u)]));
-    const view = {
-      product: productOf(scope),
-      item,
-      descriptionHtml: notesHtml(item.description),
-      subItems: children?.rows.map((c) => ({ number: c.number, title: c.title, status: STATUS_NAMES[c.status], type: c.type })),
-      subItemsTotal: children?.total ?? 0,
-      deploys: deployments.deployments.map((d) => {
-        const by = deployers.get(d.deploy_id);
-        return { environment: d.environment, version: d.version, deployedAt: d.deployed_at, by: by ? personName(by) : '' };
-      }),
-      deploysTotal: deployments.total,
-      followers: followers.userIds.map((id) => followerNames.get(id) ?? ''),
-      following: followers.following,
-      members: people,
-      types: ITEM_TYPES,
-      statuses: INPUT_STATUSES,
-      scores: SCORES,
-      edit: forms.edit ?? { values: editValues(item), errors: {} },
-      newSubItem: forms.newSubItem ?? emptyForm(),
-    };
-    const s = session(request);
-    return sendPage(reply, status, `#${item.number} · ${scope.product.name}`, itemPage(view, { email: s.user.email, csrfToken: s.csrfToken }), s);
-  }
-
-  app.get('/items/:item_number', { schema: ItemPath }, async (request, reply) => renderItem(request, reply, numberOf(request), 200));
+  app.get('/items/:item_number', { schema: ItemPath }, async (request, reply) => renderItem(app, request, reply, numberOf(request), 200));
 
   // The edit form sends every field; only those that differ change (as updateItem decides).
   app.post('/items/:item_number', { schema: { ...ItemPath, body: itemFields } }, async (request, reply) => {
@@ -242,7 +243,7 @@ export async function productPages(app: FastifyInstance, options: { signIn: (req
     } catch (err) {
       const shown = formErrors(err);
       if (!shown) throw err;
-      return renderItem(request, reply, number, 400, { edit: { values: asText(p), ...shown } });
+      return renderItem(app, request, reply, number, 400, { edit: { values: asText(p), ...shown } });
     }
     return reply.header('cache-control', 'no-store').redirect(itemHref(scope.product.id, number), 303);
   });
@@ -254,8 +255,10 @@ export async function productPages(app: FastifyInstance, options: { signIn: (req
     await app.db.transaction().execute((trx) => setFollowing(trx, request.scope, number, follow));
     return reply.header('cache-control', 'no-store').redirect(itemHref(request.scope.product.id, number), 303);
   });
+}
 
-  // ---- deploys
+/** The product's deploys, newest first, by environment. */
+async function deployPages(app: FastifyInstance): Promise<void> {
 
   app.get('/deploys', { schema: { ...ProductPath, querystring: params({ environment: Param, offset: Param }) } }, async (request, reply) => {
     const scope = request.scope;
@@ -271,6 +274,6 @@ export async function productPages(app: FastifyInstance, options: { signIn: (req
       pageSize: page.limit,
       environment: filter.environment,
     };
-    return sendPage(reply, 200, `Deploys · ${scope.product.name}`, deploysPage(view), session(request));
+    return sendPage(reply, 200, `Deploys · ${scope.product.name}`, deploysPage(view), sessionOf(request));
   });
 }
