@@ -45,6 +45,13 @@ export function signInFor(request: FastifyRequest): string {
 const TokenParams = Type.Object({ token: Type.String() });
 const FormBody = params({ csrf: Param });
 
+/** The session of a page that needs one, or a redirect to the sign-in page (then undefined). */
+function signedIn(request: FastifyRequest, reply: FastifyReply): ActiveSession | undefined {
+  if (request.webSession) return request.webSession;
+  void reply.header('cache-control', 'no-store').redirect(signInFor(request), 303);
+  return undefined;
+}
+
 /**
  * The pages, registered under /app. Cookies are parsed and sessions loaded in this scope only:
  * no cookie ever reaches, let alone authenticates, a route of the API.
@@ -58,23 +65,20 @@ export async function webRoutes(app: FastifyInstance, options: WebOptions): Prom
   app.addHook('onRequest', loadSession(app, settings));
   registerPageErrors(app);
 
-  /** The session of a page that needs one, or a redirect to the sign-in page (then undefined). */
-  const signedIn = (request: FastifyRequest, reply: FastifyReply): ActiveSession | undefined => {
-    if (request.webSession) return request.webSession;
-    void reply.header('cache-control', 'no-store').redirect(signInFor(request), 303);
-    return undefined;
-  };
-
   app.get('/board.js', async (_request, reply) =>
     reply.type('text/javascript; charset=utf-8').header('cache-control', 'public, max-age=3600').send(BOARD_SCRIPT),
   );
-
   app.get('/style.css', async (_request, reply) => reply.type('text/css; charset=utf-8').header('cache-control', 'public, max-age=3600').send(STYLESHEET));
-
   app.get('/', async (request, reply) => reply.redirect(request.webSession ? HOME : SIGN_IN, 303));
 
-  // ---- signing in
+  await app.register(signInPages, { cookieSecret: options.cookieSecret, signinKey: options.signinKey, settings });
+  await app.register(accountPages);
+  await app.register(productPages, { prefix: '/products/:product_id', signIn: signInFor });
+}
 
+/** Asking for a link, following it, signing out. */
+async function signInPages(app: FastifyInstance, options: WebOptions & { settings: CookieSettings }): Promise<void> {
+  const { settings } = options;
   app.get('/sign-in', { schema: { querystring: params({ next: Param }) } }, async (request, reply) => {
     const next = safeNext(requestParams(request).next);
     if (request.webSession) return reply.redirect(next ?? HOME, 303);
@@ -124,17 +128,16 @@ export async function webRoutes(app: FastifyInstance, options: WebOptions): Prom
     clearSessionCookie(reply, settings);
     return sendPage(reply, 200, 'Signed out', signedOutPage());
   });
+}
 
-  // ---- the signed-in person's pages
-
+/** The signed-in person's own pages: their products, their settings. */
+async function accountPages(app: FastifyInstance): Promise<void> {
   app.get('/products', async (request, reply) => {
     const session = signedIn(request, reply);
     if (!session) return reply;
     const products = presentProductOverviews(await productOverviewRows(app.db, session.user.id));
     return sendPage(reply, 200, 'Products', productsPage(products), session);
   });
-
-  await app.register(productPages, { prefix: '/products/:product_id', signIn: signInFor });
 
   app.get('/settings', async (request, reply) => {
     const session = signedIn(request, reply);
