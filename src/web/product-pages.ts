@@ -159,7 +159,10 @@ async function boardPages(app: FastifyInstance): Promise<void> {
   );
 }
 
-/** An item's page; a form's errors go next to its fields. */
+/**
+ * An item's page; a form's errors go next to its fields. Long because the page shows much: what it
+ * reads runs in two parallel steps, then one view object is built for the template.
+ */
 async function renderItem(
   app: FastifyInstance,
   request: FastifyRequest,
@@ -206,7 +209,10 @@ async function renderItem(
   return sendPage(reply, status, `#${item.number} · ${scope.product.name}`, itemPage(view, viewerOf(request)), sessionOf(request));
 }
 
-/** Items: create one (from the board or a story), its page, its edit form, following it. */
+/**
+ * Items: create one (from the board or a story), its page, its edit form, following it: four
+ * short handlers side by side.
+ */
 async function itemPages(app: FastifyInstance): Promise<void> {
 
   app.post('/items', { schema: { ...ProductPath, body: itemFields } }, async (request, reply) => {

@@ -76,7 +76,10 @@ export async function webRoutes(app: FastifyInstance, options: WebOptions): Prom
   await app.register(productPages, { prefix: '/products/:product_id', signIn: signInFor });
 }
 
-/** Asking for a link, following it, signing out. */
+/**
+ * Asking for a link, following it, signing out. One group on purpose, though long: its four
+ * routes share the cookie settings and the page to come back to, and read as the flow they are.
+ */
 async function signInPages(app: FastifyInstance, options: WebOptions & { settings: CookieSettings }): Promise<void> {
   const { settings } = options;
   app.get('/sign-in', { schema: { querystring: params({ next: Param }) } }, async (request, reply) => {
