@@ -6,6 +6,7 @@ export const ROOT = fileURLToPath(new URL('..', import.meta.url));
 /** Cached datasets and per-run copies; never committed. */
 export const DATA_ROOT = path.join(ROOT, 'bench', '.data');
 export const SERVER_SCRIPT = path.join(ROOT, 'dist', 'server.js');
+export const CLI_SCRIPT = path.join(ROOT, 'bin', 'shiplog.js');
 export const REPORT_FILE = path.join(ROOT, 'BENCHMARKS.md');
 
 /** What a run measures, read once from the environment. */
@@ -20,6 +21,11 @@ export interface BenchConfig {
   readonly mailMessages: number;
   /** PostgreSQL instead of SQLite for the service (the baseline stays on SQLite). */
   readonly databaseUrl: string | undefined;
+  /**
+   * BENCH_SCENARIOS: only the scenarios whose names contain one of these (comma-separated) parts,
+   * e.g. `page:,list: no parameters`; mail is then not measured and BENCHMARKS.md is not written.
+   */
+  readonly only: string[] | undefined;
 }
 
 function positiveInt(name: string, fallback: number): number {
@@ -47,12 +53,13 @@ export function loadBenchConfig(): BenchConfig {
     connections: positiveInt('BENCH_CONNECTIONS', 50),
     mailMessages: positiveInt('BENCH_MAIL_MESSAGES', 5000),
     databaseUrl: process.env.DATABASE_URL || undefined,
+    only: process.env.BENCH_SCENARIOS ? process.env.BENCH_SCENARIOS.split(',').map((s) => s.trim()).filter(Boolean) : undefined,
   });
 }
 
 /** The command that reproduces this run, with any password in DATABASE_URL hidden. */
 export function commandLine(): string {
-  const names = ['BENCH_SIZES', 'BENCH_SECONDS', 'BENCH_WARMUP_SECONDS', 'BENCH_CONNECTIONS', 'BENCH_MAIL_MESSAGES', 'DATABASE_URL'];
+  const names = ['BENCH_SIZES', 'BENCH_SCENARIOS', 'BENCH_SECONDS', 'BENCH_WARMUP_SECONDS', 'BENCH_CONNECTIONS', 'BENCH_MAIL_MESSAGES', 'DATABASE_URL'];
   const env = names
     .filter((name) => process.env[name])
     .map((name) => `${name}=${name === 'DATABASE_URL' ? redactUrl(process.env[name]!) : process.env[name]}`);

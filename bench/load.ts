@@ -1,12 +1,14 @@
 import autocannon from 'autocannon';
 
-export type ScenarioKind = 'baseline' | 'list' | 'read' | 'write';
+export type ScenarioKind = 'baseline' | 'list' | 'read' | 'page' | 'write';
 
 /** One kind of request, driven by many connections at once. */
 export interface Scenario {
   name: string;
   kind: ScenarioKind;
   method: 'GET' | 'POST';
+  /** Headers instead of the run's (which authenticate as the API does): a page sends its session cookie. */
+  headers?: Record<string, string>;
   /** The next request's path (with query) and, for POST, its form body. */
   next(): { path: string; body?: string };
 }
@@ -80,7 +82,7 @@ class Window {
  * warm-up. Latencies are taken from each response (autocannon's histogram rounds to whole ms).
  */
 export async function runLoad(scenario: Scenario, options: LoadOptions): Promise<LoadResult> {
-  const headers = { ...options.headers, ...(scenario.method === 'POST' ? { 'content-type': 'application/x-www-form-urlencoded' } : {}) };
+  const headers = { ...(scenario.headers ?? options.headers), ...(scenario.method === 'POST' ? { 'content-type': 'application/x-www-form-urlencoded' } : {}) };
   const settings: autocannon.Options = {
     url: `http://127.0.0.1:${options.port}`,
     connections: options.connections,

@@ -70,7 +70,7 @@ export function scenarioTable(s: SizeReport): string {
     '|---|---:|---:|---:|---:|---:|---|---:|',
   ];
   const row = (r: LoadResult) => {
-    const ratio = r.kind === 'list' || r.kind === 'read' ? `${fmt((100 * r.rps) / s.baseline.rps, 0)}%` : '';
+    const ratio = r.kind === 'list' || r.kind === 'read' || r.kind === 'page' ? `${fmt((100 * r.rps) / s.baseline.rps, 0)}%` : '';
     const count = r.kind === 'list' ? (r.itemCount ?? '**missing**') : '';
     const name = flagged(r) ? `${r.name} ⚠` : r.name;
     const rss = r.rssMb === undefined ? '' : fmt(r.rssMb, 0);
@@ -173,6 +173,12 @@ export function evaluateTargets(run: RunReport): TargetResult[] {
   }
   results.push(
     eachScenario(`${at} fetch >= 60% of the baseline's req/s`, find('fetch item'), { value: ofBaseline, limit: 60, atLeast: true, show: percent }),
+    eachScenario(`${at} the board and the item page >= 40% of the baseline's req/s`, find('page:'), {
+      value: ofBaseline,
+      limit: 40,
+      atLeast: true,
+      show: percent,
+    }),
     eachScenario(`${at} create item >= 1,500 req/s`, find('create item'), {
       value: (r) => r.rps,
       limit: 1500,

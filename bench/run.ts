@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import SQLite from 'better-sqlite3';
-import { commandLine, DATA_ROOT, loadBenchConfig, SERVER_SCRIPT, sizeLabel, type BenchConfig } from './config.js';
+import { CLI_SCRIPT, commandLine, DATA_ROOT, loadBenchConfig, SERVER_SCRIPT, sizeLabel, type BenchConfig } from './config.js';
 import { runLoad, type LoadOptions, type LoadResult, type Scenario } from './load.js';
 import {
   freePort,
@@ -26,7 +26,7 @@ import {
   type Child,
 } from './processes.js';
 import { evaluateTargets, renderSection, writeReport, type Backend, type MailResult, type RunReport, type SizeReport } from './report.js';
-import { deployScenario, itemWriteScenarios, listScenarios, readScenarios, type ScenarioData } from './scenarios.js';
+import { deployScenario, itemWriteScenarios, listScenarios, pageScenarios, readScenarios, type ScenarioData } from './scenarios.js';
 import { ensureSqliteDataset, seedPostgres, type DatasetInfo } from './seed.js';
 import { postgresStore, sqliteStore, type BenchStore } from './store.js';
 import { cleanEnv } from '../test/processes.js';
@@ -216,15 +216,37 @@ async function measure(ctx: SizeContext, server: RunningServer, scenario: Scenar
   return result;
 }
 
+/**
+ * A web session of the caller, as a person gets one: the operator's one-time sign-in link
+ * (`shiplog user login-link`), then the link's button pressed. Returns the Cookie header to send.
+ */
+async function signInToPages(ctx: SizeContext, server: RunningServer, env: NodeJS.ProcessEnv): Promise<string> {
+  const link = await new Promise<string>((resolve, reject) => {
+    execFile(process.execPath, [CLI_SCRIPT, 'user', 'login-link', ctx.info.caller.email], { env }, (err, stdout, stderr) =>
+      err ? reject(new Error(`shiplog user login-link failed: ${stderr || err.message}`)) : resolve(stdout.trim()),
+    );
+  });
+  const res = await request(server.port, new URL(link).pathname, { method: 'POST' });
+  const cookies = res.headers['set-cookie'];
+  const session = (Array.isArray(cookies) ? cookies : [cookies ?? '']).map((c) => c.split(';')[0]).filter(Boolean);
+  if (res.status !== 303 || !session.length) throw new Error(`signing in to the pages answered ${res.status}: ${res.body.slice(0, 300)}`);
+  return session.join('; ');
+}
+
+/** The scenarios BENCH_SCENARIOS names (all when unset). */
+const chosen = (ctx: SizeContext, scenarios: Scenario[]): Scenario[] =>
+  ctx.cfg.only ? scenarios.filter((s) => ctx.cfg.only!.some((part) => s.name.includes(part))) : scenarios;
+
 /** Every HTTP scenario against the running server, reads first; the deploy scenario is separate. */
-async function runScenarios(ctx: SizeContext, server: RunningServer, data: ScenarioData, baseline: LoadResult): Promise<LoadResult[]> {
+async function runScenarios(ctx: SizeContext, server: RunningServer, data: ScenarioData, baseline: LoadResult, cookie: string): Promise<LoadResult[]> {
   // A fresh process compiles its hot paths while it serves; without this the first scenario
-  // alone pays for it. Every list is loaded for two seconds, unmeasured, before anything counts.
-  for (const scenario of listScenarios(data)) {
+  // alone pays for it. Every list and page is loaded for two seconds, unmeasured, before anything counts.
+  for (const scenario of chosen(ctx, [...listScenarios(data), ...pageScenarios(data, cookie)])) {
     await runLoad(scenario, { ...loadOptions(ctx, server.port), seconds: 2, warmupSeconds: 0 });
   }
   const results: LoadResult[] = [];
-  for (const scenario of [...listScenarios(data), ...readScenarios(data), ...itemWriteScenarios(data)]) {
+  const all = [...listScenarios(data), ...readScenarios(data), ...pageScenarios(data, cookie), ...itemWriteScenarios(data)];
+  for (const scenario of chosen(ctx, all)) {
     results.push(await measure(ctx, server, scenario, baseline));
   }
   return results;
@@ -288,9 +310,9 @@ async function benchSize(cfg: BenchConfig, backend: Backend, size: number): Prom
     store = backend === 'sqlite' ? sqliteStore(path.join(runDir, 'shiplog.db')) : postgresStore(cfg.databaseUrl!);
     const data: ScenarioData = { info: ctx.info, backlog: await store.backlogNumbers(size), titled: await store.titledNumbers(size) };
     server = await startServer(ctx, env);
-    const results = await runScenarios(ctx, server, data, baseline);
-    const mail = await measureMail(ctx, server, store);
-    results.push(await measure(ctx, server, deployScenario(data)));
+    const results = await runScenarios(ctx, server, data, baseline, await signInToPages(ctx, server, env));
+    const mail = ctx.cfg.only ? undefined : await measureMail(ctx, server, store);
+    for (const scenario of chosen(ctx, [deployScenario(data)])) results.push(await measure(ctx, server, scenario));
     const peakRss = peakRssMb(server.child.pid);
     log(`  [${ctx.label}] server peak RSS ${Math.round(peakRss)} MB`);
     return {
@@ -359,6 +381,10 @@ async function main(): Promise<void> {
   run.loadAverageAfter = os.loadavg();
   const section = renderSection(run, evaluateTargets(run));
   process.stdout.write(`\n${section}\n`);
+  if (cfg.only) {
+    log('BENCHMARKS.md left as it is: BENCH_SCENARIOS measured only some scenarios');
+    return;
+  }
   writeReport(backend, section);
   log(`BENCHMARKS.md: ${backend === 'sqlite' ? 'SQLite' : 'PostgreSQL'} section written`);
 }

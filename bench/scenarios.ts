@@ -57,6 +57,25 @@ export function readScenarios(data: ScenarioData): Scenario[] {
   ];
 }
 
+/**
+ * The web pages a person opens most, signed in with a session cookie: a product's board (the first
+ * page of every status column, with the filters and new-item form) and an item's page.
+ */
+export function pageScenarios(data: ScenarioData, cookie: string): Scenario[] {
+  const base = `/app/products/${data.info.productId}`;
+  const headers = { cookie, accept: 'text/html' };
+  return [
+    { name: 'page: board (first page of every column)', kind: 'page', method: 'GET', headers, next: () => ({ path: `${base}/board` }) },
+    {
+      name: 'page: item',
+      kind: 'page',
+      method: 'GET',
+      headers,
+      next: () => ({ path: `${base}/items/${1 + Math.floor(Math.random() * data.info.size)}` }),
+    },
+  ];
+}
+
 /** Item writes; each request changes something, so none is answered from a shortcut. */
 export function itemWriteScenarios(data: ScenarioData): Scenario[] {
   const base = `/api/products/${data.info.productId}`;

@@ -78,6 +78,29 @@ test('concurrent resorts through both instances never leave two items of a statu
   assert.deepEqual([...sorts].sort((a: number, b: number) => a - b), sorts, 'listed in position order');
 });
 
+test('a board read through one instance shows a change made through the other at once', async () => {
+  const link = await runCli(['user', 'login-link', owner.email], { dataDir });
+  assert.equal(link.code, 0, link.stderr);
+  const signedIn = await fetch(`http://127.0.0.1:${servers[0].port}${new URL(link.stdout.trim()).pathname}`, { method: 'POST', redirect: 'manual' });
+  assert.equal(signedIn.status, 303);
+  const cookie = signedIn.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
+  const board = async (i: number) => {
+    const res = await fetch(`http://127.0.0.1:${servers[i].port}/app/products/${productId}/board?tags=instances`, { headers: { cookie } });
+    assert.equal(res.status, 200);
+    return res.text();
+  };
+  const first = await call(1, owner, 'POST', '/items.json', { type: 'task', title: 'Seen everywhere', tags: 'instances' });
+  const second = await call(1, owner, 'POST', '/items.json', { type: 'task', title: 'Also here', tags: 'instances' });
+  const order = (body: string) => [...body.matchAll(/<li class="card" id="item-(\d+)"/g)].map((m) => Number(m[1]));
+  for (const i of [0, 1]) assert.deepEqual(order(await board(i)), [first.body.number, second.body.number]);
+
+  assert.equal((await call(1, owner, 'POST', `/items/${first.body.number}.json`, { title: 'Renamed through the other' })).status, 200);
+  assert.match(await board(0), /Renamed through the other/);
+  assert.equal((await call(0, owner, 'POST', `/items/${second.body.number}/resort.json`, { after: first.body.number })).status, 200);
+  assert.deepEqual(order(await board(1)), [second.body.number, first.body.number]);
+  assert.deepEqual(order(await board(0)), [second.body.number, first.body.number]);
+});
+
 test('concurrent deploys: one message per follower per deploy, delivered once by the workers of both instances', async () => {
   const numbers: string[] = [];
   for (const [i, f] of followers.entries()) {

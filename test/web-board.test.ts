@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { LightMyRequestResponse } from 'fastify';
+import { BOARD_PAGE } from '../src/web/product-pages.js';
 import { client, makeApp, makeItem, makeProduct, makeUser, signInByMail, type TestContext, type TestUser } from './helpers.js';
 
 let t: TestContext;
@@ -89,14 +90,14 @@ describe('the board', () => {
   test('a long column shows its first page and a "more" link to the next', async () => {
     const { owner, product, cookie, base } = await setUp();
     const numbers: number[] = [];
-    for (let i = 0; i < 52; i++) numbers.push((await makeItem(t.app, owner, product.id, { title: `Item ${i}` })).number);
+    for (let i = 0; i < BOARD_PAGE + 2; i++) numbers.push((await makeItem(t.app, owner, product.id, { title: `Item ${i}` })).number);
     const first = await page(`${base}/board`, cookie);
-    assert.deepEqual(column(first.body, 'backlog'), numbers.slice(0, 50));
-    const more = /href="([^"]+status=backlog&amp;offset=50)"/.exec(first.body);
+    assert.deepEqual(column(first.body, 'backlog'), numbers.slice(0, BOARD_PAGE));
+    const more = new RegExp(`href="([^"]+status=backlog&amp;offset=${BOARD_PAGE})"`).exec(first.body);
     assert.ok(more, 'no more link');
     const second = await page(more[1].replace(/&amp;/g, '&'), cookie);
     assert.equal(second.statusCode, 200);
-    assert.deepEqual(column(second.body, 'backlog'), numbers.slice(50));
+    assert.deepEqual(column(second.body, 'backlog'), numbers.slice(BOARD_PAGE));
     assert.doesNotMatch(second.body, /col-in-progress/);
   });
 
@@ -192,6 +193,65 @@ describe('the board', () => {
     const item = (await client(t.app, owner).get(`/api/products/${product.id}/items/${b.number}.json`)).json();
     assert.equal(item.title, 'B');
     assert.equal(before.length, 2);
+  });
+});
+
+describe('the board, kept between changes', () => {
+  test('every change to what a card or the filters show is on the next board at once', async () => {
+    const { owner, product, cookie, base } = await setUp();
+    const api = client(t.app, owner);
+    const [a, b] = [await makeItem(t.app, owner, product.id, { title: 'Alpha' }), await makeItem(t.app, owner, product.id, { title: 'Beta' })];
+    const board = async () => (await page(`${base}/board`, cookie)).body;
+    assert.deepEqual(column(await board(), 'backlog'), [a.number, b.number]);
+    assert.equal(await board(), await board(), 'the same board twice');
+
+    const changes: [string, () => Promise<unknown>, (body: string) => void][] = [
+      ['title', () => api.post(`/api/products/${product.id}/items/${a.number}.json`, { title: 'Alpha renamed' }), (body) => assert.match(body, /Alpha renamed/)],
+      ['score', () => api.post(`/api/products/${product.id}/items/${a.number}.json`, { score: 'XL' }), (body) => assert.match(body, /class="score">XL</)],
+      ['tags', () => api.post(`/api/products/${product.id}/items/${b.number}.json`, { tags: 'fresh-tag' }), (body) => assert.match(body, /<li>fresh-tag<\/li>/)],
+      ['order', () => api.post(`/api/products/${product.id}/items/${b.number}/resort.json`, { after: a.number }), (body) => assert.deepEqual(column(body, 'backlog'), [b.number, a.number])],
+      ['status', () => api.post(`/api/products/${product.id}/items/${a.number}.json`, { status: 'in-progress' }), (body) => assert.deepEqual(column(body, 'in-progress'), [a.number])],
+      ['new item', () => makeItem(t.app, owner, product.id, { title: 'Gamma' }), (body) => assert.match(body, /Gamma/)],
+      ['archived', () => api.delete(`/api/products/${product.id}/items/${b.number}.json`), (body) => assert.doesNotMatch(body, /Beta/)],
+    ];
+    for (const [what, change, check] of changes) {
+      await board();
+      const res = (await change()) as { statusCode?: number; body?: string } | undefined;
+      if (res?.statusCode !== undefined) assert.equal(res.statusCode, 200, `${what}: ${res.body}`);
+      check(await board());
+    }
+
+    // A new member is in the filters' lists of people.
+    await board();
+    const newcomer = await makeUser(t.db, { firstName: 'Newcomer' });
+    await t.db.transaction().execute(async (trx) => {
+      const { insertMembership } = await import('../src/products/repository.js');
+      await insertMembership(trx, product.id, newcomer.user.id, false, '2026-01-01T00:00:00+00:00');
+    });
+    assert.match(await board(), /Newcomer/);
+  });
+
+  test('each person gets the same board with their own form token, which their forms then carry', async () => {
+    const { owner, product, cookie, base } = await setUp();
+    const colleague = await makeUser(t.db);
+    await t.db.transaction().execute(async (trx) => {
+      const { insertMembership } = await import('../src/products/repository.js');
+      await insertMembership(trx, product.id, colleague.user.id, false, '2026-01-01T00:00:00+00:00');
+    });
+    const theirs = await signInByMail(t, colleague.email);
+    const [a, b] = [await makeItem(t.app, owner, product.id, { title: 'A' }), await makeItem(t.app, owner, product.id, { title: 'B' })];
+    const mine = await page(`${base}/board`, cookie);
+    const other = await page(`${base}/board`, theirs);
+    const [myToken, otherToken] = [csrfOf(mine), csrfOf(other)];
+    assert.notEqual(myToken, otherToken);
+    assert.equal(mine.body.split(myToken).length, other.body.split(otherToken).length, 'every form carries the token');
+    assert.ok(!other.body.includes(myToken), "nobody gets another person's token");
+    assert.ok(!other.body.includes(owner.email), "nor another person's address");
+    assert.equal(mine.body.replaceAll(myToken, ''), other.body.replaceAll(otherToken, '').replaceAll(colleague.email, owner.email));
+
+    const moved = await postForm(`${base}/items/${b.number}/move`, theirs, { csrf: otherToken, to: 'up', above: String(a.number) });
+    assert.equal(moved.statusCode, 303, moved.body);
+    assert.deepEqual(column((await page(`${base}/board`, cookie)).body, 'backlog'), [b.number, a.number]);
   });
 });
 

@@ -30,6 +30,8 @@ export interface ProductsTable {
   last_number: number;
   /** Moves on every change that can change which items a list matches (see items/counts.ts). */
   items_version: number;
+  /** Moves with every change to what the product's items show, or to its members (the board's cache key). */
+  revision: number;
 }
 
 export interface MembershipsTable {

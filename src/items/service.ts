@@ -1,7 +1,7 @@
 import type { Db, Trx } from '../db/connection.js';
 import type { ItemRow, ItemUpdate } from '../db/schema.js';
 import { BadRequestError, itemNotFound, NotFoundError, userNotFound, ValidationError } from '../errors.js';
-import { allocateItemNumber, bumpItemsVersion, filterMembers, lockProduct } from '../products/index.js';
+import { allocateItemNumber, filterMembers, lockProduct, markItemsChanged } from '../products/index.js';
 import type { ProductScope } from '../scope.js';
 import { nowTimestamp } from '../time.js';
 import { findUserById } from '../users/index.js';
@@ -189,9 +189,8 @@ export async function updateItem(trx: Trx, scope: ProductScope, number: number, 
   }
 
   if (Object.keys(changes).length === 0 && !tagsChanged) return item;
-  if (tagsChanged || changes.status !== undefined || 'assigned_to_id' in changes || 'parent_id' in changes) {
-    await bumpItemsVersion(trx, scope.product.id);
-  }
+  const totals = tagsChanged || changes.status !== undefined || 'assigned_to_id' in changes || 'parent_id' in changes;
+  await markItemsChanged(trx, scope.product.id, { totals });
   return updateItemRow(trx, item.id, { ...changes, last_modified: now, last_activity: now });
 }
 
@@ -252,7 +251,7 @@ export async function archiveItem(trx: Trx, scope: ProductScope, number: number)
   await lockProduct(trx, scope.product.id);
   const item = await getItem(trx, scope, number);
   if (item.archived === 1) return item;
-  await bumpItemsVersion(trx, scope.product.id);
+  await markItemsChanged(trx, scope.product.id, { totals: true });
   const now = nowTimestamp();
   return updateItemRow(trx, item.id, { archived: 1, last_modified: now, last_activity: now });
 }
@@ -299,6 +298,7 @@ export async function resortItem(trx: Trx, scope: ProductScope, number: number, 
     sort = (await place(true))!;
   }
   if (sort === Number(item.sort)) return item;
+  await markItemsChanged(trx, productId, { totals: false });
   const now = nowTimestamp();
   return updateItemRow(trx, item.id, { sort, last_modified: now, last_activity: now });
 }

@@ -6,7 +6,7 @@ export { requireMember } from './hooks.js';
 export { presentProductSummary, ProductSummarySchema } from './present.js';
 export {
   allocateItemNumber,
-  bumpItemsVersion,
+  markItemsChanged,
   filterMembers,
   findMembership,
   findProduct,

@@ -5,7 +5,7 @@ import { storableId, type ProductRow, type UserRow } from '../db/schema.js';
 export async function insertProduct(trx: Trx, name: string, createdAt: string): Promise<ProductRow> {
   return trx
     .insertInto('products')
-    .values({ name, archived: 0, created_at: createdAt, last_number: 0, items_version: 0 })
+    .values({ name, archived: 0, created_at: createdAt, last_number: 0, items_version: 0, revision: 0 })
     .returningAll()
     .executeTakeFirstOrThrow();
 }
@@ -50,9 +50,10 @@ export async function findMembership(db: Db, productId: number, userId: number):
 
 /**
  * Makes a user a member. For someone who already is, `admin` (when given) sets their role;
- * otherwise the membership stays as it was.
+ * otherwise the membership stays as it was. The product's revision moves: pages list its members.
  */
 export async function insertMembership(trx: Trx, productId: number, userId: number, admin: boolean | undefined, at: string): Promise<void> {
+  await markItemsChanged(trx, productId, { totals: false });
   await trx
     .insertInto('memberships')
     .values({ product_id: productId, user_id: userId, admin: admin ? 1 : 0, created_at: at })
@@ -100,12 +101,12 @@ export async function filterMembers(db: Db, productId: number, userIds: number[]
 /**
  * Hands out the next item number. The UPDATE takes the product row's write lock, so concurrent
  * creators in a product queue here and never see the same number; it also moves the product's
- * items version, since a new item changes list totals.
+ * items version (a new item changes list totals) and its revision.
  */
 export async function allocateItemNumber(trx: Trx, productId: number): Promise<number> {
   const row = await trx
     .updateTable('products')
-    .set((eb) => ({ last_number: eb('last_number', '+', 1), items_version: eb('items_version', '+', 1) }))
+    .set((eb) => ({ last_number: eb('last_number', '+', 1), items_version: eb('items_version', '+', 1), revision: eb('revision', '+', 1) }))
     .where('id', '=', productId)
     .returning('last_number')
     .executeTakeFirstOrThrow();
@@ -122,11 +123,15 @@ export async function lockProduct(trx: Trx, productId: number): Promise<void> {
   await trx.selectFrom('products').select('id').where('id', '=', productId).forUpdate().execute();
 }
 
-/** Marks a change that can alter which items a list matches: cached list totals are void. */
-export async function bumpItemsVersion(trx: Trx, productId: number): Promise<void> {
+/**
+ * Marks a change to what the product's items show: its revision moves, and with `totals` (a
+ * change that can alter which items a list matches) its items version too, which voids cached
+ * list totals.
+ */
+export async function markItemsChanged(trx: Trx, productId: number, { totals }: { totals: boolean }): Promise<void> {
   await trx
     .updateTable('products')
-    .set((eb) => ({ items_version: eb('items_version', '+', 1) }))
+    .set((eb) => (totals ? { items_version: eb('items_version', '+', 1), revision: eb('revision', '+', 1) } : { revision: eb('revision', '+', 1) }))
     .where('id', '=', productId)
     .execute();
 }

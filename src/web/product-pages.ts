@@ -30,14 +30,15 @@ import type { ProductScope } from '../scope.js';
 import { findUsersByIds } from '../users/index.js';
 import { boardQueryString, formToken, pagedItemNumber, parseBoardQuery, parseMove, returnFilters, type BoardQuery } from './input.js';
 import { requireFormToken, sendPage } from './session.js';
-import { boardPage, type BoardCard, type BoardColumn } from './views/board.js';
+import { RenderedPages } from './rendered-pages.js';
+import { boardPage, type BoardCard, type BoardColumn, type BoardView } from './views/board.js';
 import { deploysPage } from './views/deploys.js';
 import { editValues, itemPage } from './views/item.js';
 import type { FormState } from './views/parts.js';
 import { itemHref, personName } from './views/parts.js';
 
 /** Cards of a column page. */
-export const BOARD_PAGE = 50;
+export const BOARD_PAGE = 25;
 /** Sub-items, environments and followers an item page lists. */
 const ITEM_PAGE_LIST = 100;
 
@@ -88,15 +89,37 @@ export async function productPages(app: FastifyInstance, options: { signIn: (req
     if (!request.webSession) return reply.header('cache-control', 'no-store').redirect(options.signIn(request), 303);
     request.scope = await productScope(app.db, request.webSession.user, (request.params as { product_id: string }).product_id);
   });
-  await app.register(boardPages);
-  await app.register(itemPages);
+  const boards = new RenderedPages(BOARDS_KEPT);
+  await app.register(boardPages, { boards });
+  await app.register(itemPages, { boards });
   await app.register(deployPages);
 }
 
 
-/** The board, or one column of it, as the query asks; a form's errors go with the new-item form. */
-async function renderBoard(app: FastifyInstance, request: FastifyRequest, reply: FastifyReply, query: BoardQuery, status: number, newItem?: FormState) {
+/** Board pages kept per product, revision and query (see RenderedPages). */
+const BOARDS_KEPT = 32;
+
+/**
+ * The board, or one column of it, as the query asks; a form's errors go with the new-item form.
+ * Every member asking the same query of the same revision sees the same board, so it is kept.
+ */
+async function renderBoard(
+  app: FastifyInstance,
+  boards: RenderedPages,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  query: BoardQuery,
+  status: number,
+  newItem?: FormState,
+) {
   const scope = request.scope;
+  const key = status === 200 && newItem === undefined ? `${scope.product.id}:${scope.product.revision}:${JSON.stringify(query)}` : undefined;
+  const body = await boards.render(key, viewerOf(request), async (anybody) => boardPage(await boardView(app, scope, query, newItem), anybody));
+  return sendPage(reply, status, `Board · ${scope.product.name}`, body, sessionOf(request));
+}
+
+/** What the board shows: each column's page of cards with their neighbours, the filters, the members. */
+async function boardView(app: FastifyInstance, scope: ProductScope, query: BoardQuery, newItem?: FormState): Promise<BoardView> {
   const statuses = query.status ? [query.status] : STATUS_NAMES;
   const columns: (BoardColumn & { rows: ItemRow[] })[] = [];
   for (const s of statuses) {
@@ -122,7 +145,7 @@ async function renderBoard(app: FastifyInstance, request: FastifyRequest, reply:
       below: c.rows[first + n + 1]?.number,
     }));
   }
-  const view = {
+  const view: BoardView = {
     product: productOf(scope),
     columns: columns.map(({ rows: _rows, ...c }) => c),
     filters: query.filters,
@@ -133,13 +156,14 @@ async function renderBoard(app: FastifyInstance, request: FastifyRequest, reply:
     statuses: INPUT_STATUSES,
     newItem,
   };
-  return sendPage(reply, status, `Board · ${scope.product.name}`, boardPage(view, viewerOf(request)), sessionOf(request));
+  return view;
 }
 
+
 /** The board and its moves: the forms, and the board script, which posts the same forms. */
-async function boardPages(app: FastifyInstance): Promise<void> {
+async function boardPages(app: FastifyInstance, { boards }: { boards: RenderedPages }): Promise<void> {
   app.get('/board', { schema: { ...ProductPath, querystring: boardQuery } }, async (request, reply) =>
-    renderBoard(app, request, reply, parseBoardQuery(requestParams(request), request.scope.user.id), 200),
+    renderBoard(app, boards, request, reply, parseBoardQuery(requestParams(request), request.scope.user.id), 200),
   );
 
   app.post(
@@ -213,7 +237,7 @@ async function renderItem(
  * Items: create one (from the board or a story), its page, its edit form, following it: four
  * short handlers side by side.
  */
-async function itemPages(app: FastifyInstance): Promise<void> {
+async function itemPages(app: FastifyInstance, { boards }: { boards: RenderedPages }): Promise<void> {
 
   app.post('/items', { schema: { ...ProductPath, body: itemFields } }, async (request, reply) => {
     checkToken(request);
@@ -229,7 +253,7 @@ async function itemPages(app: FastifyInstance): Promise<void> {
       const state = { values: asText(p), ...shown };
       const parent = typeof p.parent === 'string' && p.parent ? pagedItemNumber(p.parent) : undefined;
       if (parent !== undefined) return renderItem(app, request, reply, parent, 400, { newSubItem: state });
-      return renderBoard(app, request, reply, parseBoardQuery({}, scope.user.id), 400, state);
+      return renderBoard(app, boards, request, reply, parseBoardQuery({}, scope.user.id), 400, state);
     }
     return reply.header('cache-control', 'no-store').redirect(itemHref(scope.product.id, row.number), 303);
   });

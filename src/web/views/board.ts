@@ -73,21 +73,16 @@ ${more}
 </section>`;
 }
 
+/**
+ * One card: what it is, and its own move form (the keyboard's way, and what a drop posts). Kept
+ * lean, without whitespace between elements: a board shows a few hundred of them.
+ */
 function cardHtml(view: BoardView, card: BoardCard, back: string, viewer: Viewer): Html {
   const i = card.item;
   const p = view.product.id;
-  return html`<li class="card" id="item-${i.number}" data-number="${i.number}">
-<p class="meta"><a href="${itemHref(p, i.number)}">#${i.number}</a> <span class="type type-${i.type}">${i.type}</span> <span class="score">${i.score}</span>${card.subItems ? html` <span class="subs">${card.subItems} sub-item${card.subItems === 1 ? '' : 's'}</span>` : ''}</p>
-<p class="title"><a href="${itemHref(p, i.number)}">${i.title}</a></p>
-${i.tags.length ? html`<ul class="tags">${i.tags.map((t) => html`<li>${t}</li>`)}</ul>` : ''}
-${i.assigned_to ? html`<p class="muted">${personName(i.assigned_to)}</p>` : ''}
-<form class="move" method="post" action="/app/products/${p}/items/${i.number}/move">${csrfField(viewer)}<input type="hidden" name="back" value="${back}">
-${card.above !== undefined ? html`<input type="hidden" name="above" value="${card.above}"><button type="submit" name="to" value="up" aria-label="Move #${i.number} up">Up</button>` : ''}
-${card.above !== undefined || back ? html`<button type="submit" name="to" value="top" aria-label="Move #${i.number} to the top of ${i.status}">Top</button>` : ''}
-${card.below !== undefined ? html`<input type="hidden" name="below" value="${card.below}"><button type="submit" name="to" value="down" aria-label="Move #${i.number} down">Down</button>` : ''}
-<select name="status" aria-label="Status for #${i.number}">${selectOptions(view.statuses.map((s) => [s, s]), i.status)}</select><button type="submit" name="to" value="status" aria-label="Move #${i.number} to the chosen status">Move</button>
-</form>
-</li>`;
+  const href = itemHref(p, i.number);
+  const subs = card.subItems ? html` <span class="subs">${card.subItems} sub-item${card.subItems === 1 ? '' : 's'}</span>` : '';
+  return html`<li class="card" id="item-${i.number}" data-number="${i.number}"><p class="meta"><a href="${href}">#${i.number}</a> <span class="type type-${i.type}">${i.type}</span> <span class="score">${i.score}</span>${subs}</p><p class="title"><a href="${href}">${i.title}</a></p>${i.tags.length ? html`<ul class="tags">${i.tags.map((t) => html`<li>${t}</li>`)}</ul>` : ''}${i.assigned_to ? html`<p class="muted">${personName(i.assigned_to)}</p>` : ''}<form class="move" method="post" action="/app/products/${p}/items/${i.number}/move">${csrfField(viewer)}${back ? html`<input type="hidden" name="back" value="${back}">` : ''}${card.above !== undefined ? html`<input type="hidden" name="above" value="${card.above}"><button name="to" value="up" aria-label="Move #${i.number} up">Up</button>` : ''}${card.above !== undefined || back ? html`<button name="to" value="top" aria-label="Move #${i.number} to the top of ${i.status}">Top</button>` : ''}${card.below !== undefined ? html`<input type="hidden" name="below" value="${card.below}"><button name="to" value="down" aria-label="Move #${i.number} down">Down</button>` : ''}<select name="status" aria-label="Status for #${i.number}">${selectOptions(view.statuses.map((s) => [s, s]), i.status)}</select><button name="to" value="status" aria-label="Move #${i.number} to the chosen status">Move</button></form></li>`;
 }
 
 function newItemForm(view: BoardView, viewer: Viewer): Html {
