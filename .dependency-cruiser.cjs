@@ -28,6 +28,13 @@ module.exports = {
       to: { path: `^src/${FEATURES}/`, pathNot: '^src/[^/]+/index\\.ts$' },
     },
     {
+      name: 'pipeline-is-a-client',
+      comment: 'shiplog deploy runs where there is no database and no server configuration: pipeline/ speaks HTTP and imports nothing else of src/.',
+      severity: 'error',
+      from: { path: '^src/pipeline/' },
+      to: { path: '^src/', pathNot: '^src/pipeline/' },
+    },
+    {
       name: 'no-circular',
       comment: 'No module imports itself through others.',
       severity: 'error',

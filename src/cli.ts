@@ -6,6 +6,7 @@ import { openDatabase, type Db } from './db/connection.js';
 import { AppError } from './errors.js';
 import { digitsToId } from './http/params.js';
 import { mailStatus, retryMail, type MailStatus } from './mail/index.js';
+import { DEPLOY_SUMMARY, DEPLOY_USAGE, deployCommand } from './pipeline/deploy.js';
 import { addMemberByEmail, createProduct } from './products/index.js';
 import { sharedSecret } from './settings.js';
 import { createUser, findUserByEmail, rotateApiKey } from './users/index.js';
@@ -144,14 +145,16 @@ function overview(): string {
     'Usage: shiplog <command> [options]',
     '',
     ...Object.values(COMMANDS).map((c) => `  ${c.usage}\n      ${c.help}`),
+    `  ${DEPLOY_USAGE}\n      ${DEPLOY_SUMMARY}`,
     '',
-    'The database is the one under DATA_DIR (default ./data), the same the server uses.',
+    'The database is the one under DATA_DIR (default ./data), the same the server uses; deploy uses only a server\'s API.',
     'Run "shiplog <command> --help" for one command.',
   ].join('\n');
 }
 
-/** Runs the admin command line; returns the exit code (0 done, 1 refused, 2 bad usage). */
+/** Runs the admin command line; returns the exit code (0 done, 1 refused, 2 bad usage; deploy has more, see EXIT). */
 export async function main(argv: string[], out = process.stdout, err = process.stderr): Promise<number> {
+  if (argv[0] === 'deploy') return deployCommand(argv.slice(1), out, err);
   const words = COMMANDS[argv[0]] ? 1 : 2;
   const command = COMMANDS[argv.slice(0, words).join(' ')];
   if (!command) {

@@ -49,3 +49,15 @@ test('the architecture check fails on a reach into another feature\'s repository
   assert.match(output, /feature-internals: src\/items\/service\.ts -> src\/users\/repository\.ts/);
   assert.match(output, /folder-loop:/);
 });
+
+test('the architecture check fails when the deploy command\'s modules reach beyond pipeline/', { timeout: 90_000 }, async () => {
+  const { code, output } = await check({
+    'src/config.ts': 'export const loadConfig = () => ({});\n',
+    'src/pipeline/git.ts': 'export const readRange = () => [];\n',
+    'src/pipeline/deploy.ts': "import { readRange } from './git.js';\nimport { loadConfig } from '../config.js';\nexport const run = () => [readRange(), loadConfig()];\n",
+    'src/cli.ts': "import { run } from './pipeline/deploy.js';\nexport const main = () => run();\n",
+  });
+  assert.equal(code, 1, output);
+  assert.match(output, /pipeline-is-a-client: src\/pipeline\/deploy\.ts -> src\/config\.ts/);
+  assert.doesNotMatch(output, /pipeline\/git\.ts|src\/cli\.ts ->/);
+});
