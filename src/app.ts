@@ -1,4 +1,4 @@
-import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyServerOptions, type RouteOptions } from 'fastify';
 import type { Config } from './config.js';
 import type { Db } from './db/connection.js';
 import type { UserRow } from './db/schema.js';
@@ -24,7 +24,7 @@ import { productMemberRoutes, productRoutes, requireMember } from './products/in
 import type { ProductScope } from './scope.js';
 import { sharedSecret } from './settings.js';
 import { requireUser, userRoutes } from './users/index.js';
-import { signinMessageRenderer, WEB_PREFIX, webRoutes, type WebOptions } from './web/index.js';
+import { pageProblem, signinMessageRenderer, WEB_PREFIX, webRoutes, type WebOptions } from './web/index.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -49,12 +49,14 @@ export interface AppOptions {
   /** Start the outbox worker's timer (the server does; tests deliver by hand). */
   startWorker?: boolean;
   worker?: Partial<WorkerOptions>;
+  /** Told of every route as it is registered: the input fuzzer checks that it covers them all. */
+  onRoute?: (route: RouteOptions) => void;
 }
 
 /** Builds the whole service; the server and the tests both start here. It never listens. */
 export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   const { config, db } = options;
-  const app = Fastify(serverOptions(config, options.logger));
+  const app = Fastify(serverOptions(config, options.logger, { prefix: WEB_PREFIX, answer: pageProblem }));
   capConnections(app.server, config.maxConnections, app.log);
   answerExpectations(app.server);
   app.decorate('db', db);
@@ -66,6 +68,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   await setUpMail(app, options, web);
   registerBodyParsers(app);
   registerErrorHandling(app);
+  if (options.onRoute) app.addHook('onRoute', options.onRoute);
   await registerRoutes(app, web);
   return app;
 }

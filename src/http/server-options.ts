@@ -29,8 +29,19 @@ class RequestLine extends LogController {
   }
 }
 
+/**
+ * Pages under a prefix answer their errors as pages: `answer` sends one, for a request under
+ * `prefix` whose URL Fastify could not read (so no route, and none of the pages' own handlers, ran).
+ */
+export interface PageErrors {
+  prefix: string;
+  answer(request: FastifyRequest, reply: FastifyReply, status: number, message: string): unknown;
+}
+
+const isUnder = (url: string, prefix: string): boolean => url.startsWith(prefix) && (url.length === prefix.length || '/?#'.includes(url[prefix.length]));
+
 /** How Fastify is set up for the service: logging, limits, timeouts and URL handling. */
-export function serverOptions(config: Config, logger: FastifyServerOptions['logger']): FastifyServerOptions {
+export function serverOptions(config: Config, logger: FastifyServerOptions['logger'], pages?: PageErrors): FastifyServerOptions {
   return {
     logger: logger ?? { level: config.logLevel },
     logController: new RequestLine(),
@@ -46,10 +57,13 @@ export function serverOptions(config: Config, logger: FastifyServerOptions['logg
     ajv: { customOptions: { inlineRefs: false } },
     // While shutting down, requests in flight and on open connections are still answered.
     return503OnClosing: false,
-    // Errors Fastify meets before routing (a malformed URL) get the interface's shape too.
-    frameworkErrors: (error, _request, reply) => {
+    // Errors Fastify meets before routing (a malformed URL) get the interface's shape too, or
+    // under the pages' prefix a page.
+    frameworkErrors: (error, request, reply) => {
       const status = error.statusCode && error.statusCode < 500 ? error.statusCode : 400;
-      void (reply as FastifyReply).code(status).send({ code: status, message: 'The request URL could not be read.' });
+      const message = 'The request URL could not be read.';
+      if (pages && isUnder(pathOnly(request.url), pages.prefix)) return void pages.answer(request, reply as FastifyReply, status, message);
+      void (reply as FastifyReply).code(status).send({ code: status, message });
     },
   };
 }

@@ -228,8 +228,12 @@ async function relationChanges(trx: Trx, scope: ProductScope, item: ItemRow, inp
   }
   if (input.assignedTo !== undefined) {
     const assignedTo = input.assignedTo === null ? null : await assignee(trx, scope.product.id, input.assignedTo);
-    if (assignedTo !== item.assigned_to_id) changes.assigned_to_id = assignedTo;
-    if (assignedTo) await addFollower(trx, item.id, assignedTo, now);
+    // Only a new assignee starts following: the one already assigned, posted back with a whole
+    // item, may have stopped following on purpose.
+    if (assignedTo !== item.assigned_to_id) {
+      changes.assigned_to_id = assignedTo;
+      if (assignedTo) await addFollower(trx, item.id, assignedTo, now);
+    }
   }
   return changes;
 }

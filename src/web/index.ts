@@ -3,5 +3,5 @@
  * mail, sessions in a signed cookie, the products they belong to, and their API key.
  */
 export { signinMessageRenderer } from './mail.js';
-export { webRoutes, WEB_PREFIX, type WebOptions } from './routes.js';
+export { pageProblem, webRoutes, WEB_PREFIX, type WebOptions } from './routes.js';
 export { operatorSignInLink } from './service.js';

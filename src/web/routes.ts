@@ -167,14 +167,22 @@ function registerPageErrors(app: FastifyInstance): void {
     else if (error.statusCode && error.statusCode >= 400 && error.statusCode < 500) [status, message] = [error.statusCode, error.message];
     if (status >= 500) request.log.error({ err: error }, 'request failed');
     if (error instanceof TooManyRequestsError) reply.header('retry-after', String(error.retryAfter));
-    securityHeaders(reply);
-    // The board's script asks for JSON and shows the message itself.
-    if (/^application\/json\b/.test(request.headers.accept ?? '')) return reply.code(status).header('cache-control', 'no-store').send({ code: status, message });
-    const title = status === 403 ? 'Not allowed' : status === 429 ? 'Too many requests' : status >= 500 ? 'Something went wrong' : 'Cannot do that';
-    return sendPage(reply, status, title, problemPage(message), request.webSession);
+    return pageProblem(request, reply, status, message);
   });
   app.setNotFoundHandler((request, reply) => {
     securityHeaders(reply);
     return sendPage(reply, 404, 'Not found', html`<p>There is no page here.</p><p><a href="${WEB_PREFIX}/">Back to Shiplog</a></p>`, request.webSession);
   });
+}
+
+/**
+ * A page's error: a page saying what happened, or for the board's script (which asks for JSON and
+ * shows the message itself) the usual error body. Also what a URL under /app that cannot be read
+ * is answered with, before any route (or session) is reached.
+ */
+export function pageProblem(request: FastifyRequest, reply: FastifyReply, status: number, message: string) {
+  securityHeaders(reply);
+  if (/^application\/json\b/.test(request.headers.accept ?? '')) return reply.code(status).header('cache-control', 'no-store').send({ code: status, message });
+  const title = status === 403 ? 'Not allowed' : status === 429 ? 'Too many requests' : status >= 500 ? 'Something went wrong' : 'Cannot do that';
+  return sendPage(reply, status, title, problemPage(message), request.webSession);
 }
