@@ -263,6 +263,22 @@ describe('pages', () => {
     assert.match(answers[0].body, /<meta name="viewport" content="width=device-width/);
   });
 
+  test('a URL under /app that cannot be read is a 400 page, as the API\'s is a 400 in JSON', async () => {
+    const person = await makeUser(t.db);
+    const cookie = await signIn(person.email);
+    for (const url of ['/app/products/%FF/board', '/app/products/1/items/%ED%A0%80', '/app/sign-in/%C3']) {
+      const res = await page(url, cookie);
+      assert.equal(res.statusCode, 400, url);
+      assert.equal(res.headers['content-type'], 'text/html; charset=utf-8', url);
+      assert.match(res.body, /<p class="error">The request URL could not be read\.<\/p>/, url);
+      assert.ok(String(res.headers['content-security-policy']).includes("default-src 'self'"), url);
+    }
+    const fromScript = await t.app.inject({ method: 'POST', url: '/app/products/1/items/%FF/move', headers: { cookie, accept: 'application/json' } });
+    assertError(fromScript, 400, { message: /could not be read/ });
+    assertError(await t.app.inject({ method: 'GET', url: '/api/products/%FF.json' }), 400, { message: /could not be read/ });
+    assertError(await t.app.inject({ method: 'GET', url: '/application/%FF' }), 400, { message: /could not be read/ });
+  });
+
   test('the products page lists mine with counts by status, names escaped', async () => {
     const person = await makeUser(t.db);
     const other = await makeUser(t.db);
