@@ -13,8 +13,8 @@ import { client, makeApp, makeProduct, makeUser, type TestContext, type TestUser
  * member (the deployer excepted) listing exactly the items they follow. Nothing is a 5xx.
  */
 
-/** Sequences per run, of up to 12 steps each: about 1,500 requests in all. */
-const SEQUENCES = 100;
+/** Sequences per run, of up to 12 steps each: about 2,000 requests in all. */
+const SEQUENCES = 150;
 
 let t: TestContext;
 const people: Record<Actor, TestUser> = {} as Record<Actor, TestUser>;
@@ -105,7 +105,7 @@ const op: fc.Arbitrary<Op> = fc.oneof(
 );
 
 /** A step: one request, or a few sent at once. */
-const step = fc.oneof({ weight: 3, arbitrary: op.map((o) => [o]) }, { weight: 1, arbitrary: fc.array(op, { minLength: 2, maxLength: 4 }) });
+const step = fc.oneof({ weight: 3, arbitrary: op.map((o) => [o]) }, { weight: 1, arbitrary: fc.array(op, { minLength: 2, maxLength: 5 }) });
 
 /** What the requests did, as far as the checks need it: how many items, who is assigned and who follows what, the deploys. */
 interface Model {
@@ -281,6 +281,34 @@ async function checkItems(model: Model): Promise<void> {
   assert.equal(Number(product.last_number), model.items, 'the product\'s last number');
 }
 
+/**
+ * Where a resort (or a board move that is one) put the item, when it ran alone (docs/INTERFACE.md §6):
+ * `before=Y` directly below Y, `after=X` directly above X, both: directly below the higher of the two.
+ */
+async function checkPlace(model: Model, d: Done): Promise<void> {
+  if (d.res.statusCode !== 200) return;
+  const o = d.op;
+  let below: number | undefined;
+  let above: number | undefined;
+  if (o.kind === 'resort') [below, above] = [o.before, o.after];
+  else if (o.kind === 'move' && o.to === 'up') above = o.above;
+  else if (o.kind === 'move' && o.to === 'down') below = o.below;
+  else if (o.kind === 'move' && o.to === 'place') [below, above] = o.above !== undefined ? [o.above, undefined] : [undefined, o.below];
+  else return;
+  if (below === undefined && above === undefined) return;
+  const item = await t.db.selectFrom('items').select('status').where('product_id', '=', model.productId).where('number', '=', o.n).executeTakeFirstOrThrow();
+  const column = (
+    await t.db.selectFrom('items').select('number').where('product_id', '=', model.productId).where('status', '=', item.status).orderBy('sort').orderBy('number').execute()
+  ).map((r) => r.number);
+  const at = column.indexOf(o.n);
+  const label = `${labelOf(d)}\n  the column is now ${column.join(', ')}`;
+  if (below !== undefined && above !== undefined) {
+    const higher = column.indexOf(below) < column.indexOf(above) ? below : above;
+    assert.equal(column[at - 1], higher, `not right below ${higher}, the higher of the two: ${label}`);
+  } else if (below !== undefined) assert.equal(column[at - 1], below, `not right below ${below}: ${label}`);
+  else assert.equal(column[at + 1], above, `not right above ${above}: ${label}`);
+}
+
 /** Every message queued in the run renders and is delivered. */
 async function checkDelivery(model: Model): Promise<void> {
   await t.app.outbox.deliverDue();
@@ -319,6 +347,7 @@ test('item numbers, positions and deploy mail stay right under any sequence of c
           apply(model, done);
           await checkDeploys(model, done, itemsBefore);
           await checkItems(model);
+          if (done.length === 1) await checkPlace(model, done[0]);
         } catch (err) {
           throw new Error(`${(err as Error).message}\n  after ${where}`, { cause: err });
         }
