@@ -388,11 +388,16 @@ function sent(request: FuzzRequest): { headers: Record<string, string>; url: str
 
 const STACK_TRACE = /\bat .+:\d+:\d+|node_modules|\.ts:\d+/;
 
-/** An error page: HTML, a readable message, no stack trace. */
-function assertErrorPage(res: LightMyRequestResponse, label: string): void {
+/**
+ * An error page: HTML, no stack trace, and the message: a page of /app/ says it in an error
+ * paragraph or next to a field, a page of a mailed link (an invitation, an unsubscribe link) in
+ * its heading.
+ */
+function assertErrorPage(res: LightMyRequestResponse, label: string, ofPages: boolean): void {
   assert.equal(res.headers['content-type'], 'text/html; charset=utf-8', label);
   assert.doesNotMatch(res.body, STACK_TRACE, `${label}: stack trace in the page`);
-  assert.match(res.body, /<p class="error">[^<]+|class="field-error"[^>]*>[^<]+|There is no page here|<h1[^>]*>[^<]+<\/h1>/, `${label}: no message on the page`);
+  const message = ofPages ? /<p class="error">[^<]+|class="field-error"[^>]*>[^<]+|<p>There is no page here/ : /<h1[^>]*>[^<]+<\/h1>/;
+  assert.match(res.body, message, `${label}: no message on the page`);
   assert.doesNotMatch(res.body, /Something went wrong/, label);
 }
 
@@ -407,7 +412,7 @@ function assertAnswer(request: FuzzRequest, url: string, res: LightMyRequestResp
     const wantsJson = /^application\/json\b/.test(request.headers.accept ?? '');
     if (page && !wantsJson) assert.ok(html, `${label}: a page's error is a page`);
     if (!page && !linkPage) assert.ok(!html, `${label}: an API error is JSON`);
-    if (html) assertErrorPage(res, label);
+    if (html) assertErrorPage(res, label, page);
     else assertError(res, res.statusCode, { label });
   } else if (res.statusCode < 300 && url.startsWith('/api/')) {
     assert.doesNotThrow(() => JSON.parse(res.body), label);

@@ -377,6 +377,20 @@ describe('the item page', () => {
     assert.equal((await client(t.app, owner).get(`/api/products/${product.id}/items.json`, { status: 'backlog,in-progress', children: 'true' })).json().length, 2);
   });
 
+  test('a refused parameter the form has no field for is still said on the page', async () => {
+    const { owner, product, cookie, base } = await setUp();
+    const item = await makeItem(t.app, owner, product.id, { title: 'A task' });
+    const csrf = csrfOf(await page(`${base}/board`, cookie));
+    // A task's edit form has no who; the board's form no score: such a request comes from elsewhere, but is answered all the same.
+    const edit = await postForm(`${base}/items/${item.number}`, cookie, { csrf, title: 'Renamed', who: 'x'.repeat(256) });
+    assert.equal(edit.statusCode, 400);
+    assert.match(edit.body, /<p class="error">who must be at most 255 characters<\/p>/);
+    const created = await postForm(`${base}/items`, cookie, { csrf, type: 'task', title: 'New', score: 'huge', tags: 'x'.repeat(65) });
+    assert.equal(created.statusCode, 400);
+    assert.match(created.body, /<p class="error">score must be one of ~, S, M, L, XL; tags each tag must be at most 64 characters<\/p>/);
+    assert.equal((await client(t.app, owner).get(`/api/products/${product.id}/items/${item.number}.json`)).json().title, 'A task');
+  });
+
   test('a script in a title is text on the board and on the item page', async () => {
     const { owner, product, cookie, base } = await setUp();
     const evil = '<script>alert("x")</script><img src=x onerror=alert(1)>';

@@ -2,7 +2,7 @@ import type { ItemJson } from '../../items/index.js';
 import { boardQueryString } from '../input.js';
 import { csrfField, type Viewer } from './layout.js';
 import { html, type Html } from './html.js';
-import { fieldError, type FormState, itemHref, personName, productNav, selectOptions } from './parts.js';
+import { fieldError, type FormState, itemHref, otherErrors, personName, productNav, selectOptions } from './parts.js';
 
 export interface BoardCard {
   item: ItemJson;
@@ -96,7 +96,7 @@ export function createForm(action: string, s: FormState, viewer: Viewer, o: { ty
   const v = s.values;
   return html`<form class="item-form" method="post" action="${action}">${csrfField(viewer)}
 ${o.parent !== undefined ? html`<input type="hidden" name="parent" value="${o.parent}">` : ''}
-${s.message ? html`<p class="error">${s.message}</p>` : ''}
+${s.message ? html`<p class="error">${s.message}</p>` : ''}${otherErrors(s, ['type', 'title', 'who', 'what', 'why', 'status', 'parent'])}
 <p><label for="new-type">Type</label><select id="new-type" name="type">${selectOptions(o.types.map((t) => [t, t]), v.type ?? 'task')}</select>${fieldError(s, 'type')}</p>
 <p><label for="new-title">Title <span class="muted">(tasks, defects, tests)</span></label><input id="new-title" type="text" name="title" maxlength="255" value="${v.title ?? ''}">${fieldError(s, 'title')}</p>
 <fieldset><legend>A story: as a <em>who</em>, I want <em>what</em> so that <em>why</em></legend>

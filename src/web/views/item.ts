@@ -2,7 +2,7 @@ import type { ItemJson } from '../../items/index.js';
 import { createForm } from './board.js';
 import { csrfField, type Viewer } from './layout.js';
 import { html, raw, type Html } from './html.js';
-import { fieldError, type FormState, itemHref, personName, productNav, selectOptions, when } from './parts.js';
+import { fieldError, type FormState, itemHref, otherErrors, personName, productNav, selectOptions, when } from './parts.js';
 
 export interface ItemView {
   product: { id: number; name: string };
@@ -78,8 +78,9 @@ function editForm(v: ItemView, viewer: Viewer): Html {
   const i = v.item;
   const text = (name: string, label: string) =>
     html`<p><label for="edit-${name}">${label}</label><input id="edit-${name}" type="text" name="${name}" maxlength="255" value="${val[name] ?? ''}"${s.errors[name] ? html` aria-invalid="true" aria-describedby="error-${name}"` : ''}>${fieldError(s, name)}</p>`;
+  const shown = [...(i.type === 'story' ? ['who', 'what', 'why'] : ['title']), 'description', 'status', 'score', 'tags', 'assigned_to'];
   return html`<form class="item-form" method="post" action="${itemHref(v.product.id, i.number)}">${csrfField(viewer)}
-${s.message ? html`<p class="error">${s.message}</p>` : ''}
+${s.message ? html`<p class="error">${s.message}</p>` : ''}${otherErrors(s, shown)}
 ${i.type === 'story' ? [text('who', 'As a (who)'), text('what', 'I want (what)'), text('why', 'So that (why)')] : text('title', 'Title')}
 <p><label for="edit-description">Description <span class="muted">(Markdown)</span></label><textarea id="edit-description" name="description" rows="8">${val.description ?? ''}</textarea>${fieldError(s, 'description')}</p>
 <p><label for="edit-status">Status</label><select id="edit-status" name="status">${v.statuses.includes(i.status) ? '' : html`<option value="">${i.status} (as it is)</option>`}${selectOptions(v.statuses.map((x) => [x, x]), val.status)}</select>${fieldError(s, 'status')}</p>

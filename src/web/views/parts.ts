@@ -14,6 +14,15 @@ export function fieldError(s: FormState, name: string): Html | '' {
   return reason ? html`<span class="field-error" id="error-${name}" role="alert">${name.replace('_', ' ')} ${reason}</span>` : '';
 }
 
+/**
+ * The reasons of parameters a form has no field for (`shown` are those it has), which only a
+ * request made by other means sends: said above the fields, so that no refusal goes unexplained.
+ */
+export function otherErrors(s: FormState, shown: readonly string[]): Html | '' {
+  const rest = Object.entries(s.errors).filter(([name]) => !shown.includes(name));
+  return rest.length ? html`<p class="error">${rest.map(([name, reason]) => `${name.replace('_', ' ')} ${reason}`).join('; ')}</p>` : '';
+}
+
 export const itemHref = (productId: number, number: number): string => `/app/products/${productId}/items/${number}`;
 
 /** How a person is named on a page: their name, or their address when they gave none. */
