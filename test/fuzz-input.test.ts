@@ -131,7 +131,9 @@ const tokens = { invitation: '', unsubscribe: '', signIn: '' };
 
 before(async () => {
   t = await makeApp({ onRoute: noteRoute });
-  [owner, member, outsider, web, webOutsider] = [await makeUser(t.db), await makeUser(t.db), await makeUser(t.db), await makeUser(t.db), await makeUser(t.db)];
+  const users: TestUser[] = [];
+  for (let i = 0; i < 5; i++) users.push(await makeUser(t.db));
+  [owner, member, outsider, web, webOutsider] = users;
   productId = (await makeProduct(t.db, owner, [member, web])).id;
   otherProductId = (await makeProduct(t.db, outsider, [webOutsider], 'Not yours')).id;
 
@@ -160,7 +162,6 @@ before(async () => {
   for (const user of [web, webOutsider]) sessions.set(user.email, await pageSession(t, user));
 });
 after(() => t.close());
-
 
 type ApiCaller = 'owner' | 'member' | 'outsider' | 'nobody' | 'wrong key' | 'garbage';
 type PageCaller = 'web' | 'web outsider' | 'nobody' | 'forged cookie' | 'garbage cookie';

@@ -117,6 +117,10 @@ interface Model {
   keys: Map<string, { id: number; params: string }>;
 }
 
+/** A request that ran, with its answer. */
+type Done = { op: Op; res: LightMyRequestResponse };
+type DeployOp = Extract<Op, { kind: 'deploy' }>;
+
 function form(params: Record<string, string | number | undefined>): string {
   const f = new URLSearchParams();
   for (const [k, v] of Object.entries(params)) if (v !== undefined) f.append(k, String(v));
@@ -165,11 +169,12 @@ const changesFollowers = (o: Op): boolean => o.kind === 'follow' || o.kind === '
 /**
  * Runs one step: all its requests at once, except that follows and assignments go first, one by
  * one, when the step also deploys (the mail a deploy queues depends on who follows at that moment)
- * or changes one follow twice. Returns each request with its answer, in the order they ran.
+ * or has more than one of them. Returns each request with its answer.
  */
-async function runStep(model: Model, ops: Op[]): Promise<{ op: Op; res: LightMyRequestResponse }[]> {
-  const first = ops.length > 1 && ops.some((o) => o.kind === 'deploy' || ops.filter(changesFollowers).length > 1) ? ops.filter(changesFollowers) : [];
-  const done: { op: Op; res: LightMyRequestResponse }[] = [];
+async function runStep(model: Model, ops: Op[]): Promise<Done[]> {
+  const ordered = ops.some((o) => o.kind === 'deploy') || ops.filter(changesFollowers).length > 1;
+  const first = ops.length > 1 && ordered ? ops.filter(changesFollowers) : [];
+  const done: Done[] = [];
   for (const o of first) done.push({ op: o, res: await send(model, o) });
   const rest = ops.filter((o) => !first.includes(o));
   const answers = await Promise.all(rest.map((o) => send(model, o)));
@@ -177,8 +182,6 @@ async function runStep(model: Model, ops: Op[]): Promise<{ op: Op; res: LightMyR
   return done;
 }
 
-type Done = { op: Op; res: LightMyRequestResponse };
-type DeployOp = Extract<Op, { kind: 'deploy' }>;
 
 const labelOf = ({ op: o, res }: Done) => `${JSON.stringify(o)} -> ${res.statusCode} ${res.body.slice(0, 300)}`;
 const idOf = (item: { email: { files: string } }) => Number(/^files-(\d+)@/.exec(item.email.files)![1]);
