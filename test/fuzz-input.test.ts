@@ -170,6 +170,8 @@ type PageCaller = 'web' | 'web outsider' | 'nobody' | 'forged cookie' | 'garbage
 interface FuzzRequest {
   method: string;
   url: string;
+  /** The product id of the path, if it has one, as sent. */
+  product?: string;
   as: ApiCaller | PageCaller;
   headers: Record<string, string>;
   payload?: string | Buffer;
@@ -327,9 +329,11 @@ function pathValue(name: string, url: string): fc.Arbitrary<string> {
 function requestFor(route: string, spec: RouteSpec): fc.Arbitrary<FuzzRequest> {
   const [method, template] = route.split(' ');
   const names = [...spec.params, ...(spec.query ?? [])];
-  const path = fc
-    .tuple(...(template.match(/:\w+/g) ?? []).map((p) => pathValue(p.slice(1), template)))
-    .map((values) => values.reduce((url: string, value) => url.replace(/:\w+/, value), template));
+  const inPath: string[] = template.match(/:\w+/g) ?? [];
+  const path = fc.tuple(...inPath.map((p) => pathValue(p.slice(1), template))).map((values) => ({
+    path: values.reduce((url: string, value) => url.replace(/:\w+/, value), template),
+    product: values[inPath.indexOf(':product_id')],
+  }));
   const callers: fc.Arbitrary<FuzzRequest['as']> =
     spec.access === 'api'
       ? fc.oneof({ weight: 14, arbitrary: fc.constant<ApiCaller>('owner') }, { weight: 2, arbitrary: fc.constant<ApiCaller>('member') }, fc.constantFrom<ApiCaller>('outsider', 'nobody', 'wrong key', 'garbage'))
@@ -351,7 +355,7 @@ function requestFor(route: string, spec: RouteSpec): fc.Arbitrary<FuzzRequest> {
   return fc.record({ method: methods, path, query, as: callers, headers, body }).map(({ method, path, query, as, headers, body }) => {
     const all: Record<string, string> = Object.fromEntries(Object.entries(headers).filter(([name, value]) => value !== '' && !(name === 'idempotency-key' && /[^\t\x20-\x7e\x80-\xff]/.test(value))));
     if (body?.type !== undefined) all['content-type'] = body.type;
-    return { method, url: query === undefined ? path : `${path}?${query}`, as, headers: all, payload: body?.payload };
+    return { method, url: query === undefined ? path.path : `${path.path}?${query}`, product: path.product, as, headers: all, payload: body?.payload };
   });
 }
 
@@ -423,6 +427,47 @@ function assertAnswer(request: FuzzRequest, url: string, res: LightMyRequestResp
 /** Answers by status, per route: what the run reached, shown with each route's result. */
 const statuses = new Map<string, Map<number, number>>();
 
+/**
+ * The checks that come before any parameter is read, in the order docs/INTERFACE.md §2 gives:
+ * credentials (403), the product (404: checked here for ids with no digit at all), membership (403).
+ * Pages: another site's form (403), then the session (a redirect to sign in), then the same.
+ */
+function assertCheckOrder(route: string, spec: RouteSpec, request: FuzzRequest, res: LightMyRequestResponse, label: string): void {
+  // Routing comes first: a URL that cannot be read, another method, or a path the router cannot
+  // place (a line break in a parameter) is answered before any of these checks.
+  const unrouted = /The request URL could not be read\.|No such endpoint/.test(res.body) || request.method !== route.split(' ')[0];
+  if (unrouted || spec.access === 'open') return;
+  const product = request.product === undefined ? undefined : decodeURIComponent(request.product);
+  const expect = (status: number, message: RegExp | undefined, why: string) => {
+    assert.equal(res.statusCode, status, `${label}\n  expected ${status}: ${why}`);
+    if (message && request.method !== 'HEAD') assert.match(res.body, message, label);
+  };
+  if (spec.access === 'api') {
+    if (!['owner', 'member', 'outsider'].includes(request.as)) return expect(403, /Invalid or unknown user/, 'bad credentials come first');
+    if (product === undefined) return;
+    // An id the router cannot place (a line break in it) names no endpoint: a 404 all the same.
+    if (!/\d/.test(product)) return expect(404, /No product with that id|No such endpoint/, 'a product id that is no number');
+    const member = request.as === 'outsider' ? product === String(otherProductId) : product === String(productId);
+    if (product === String(productId) || product === String(otherProductId)) {
+      if (!member) expect(403, /not a member/, 'the caller is not a member');
+      else if (res.statusCode === 403) assert.doesNotMatch(res.body, /not a member|Invalid or unknown user/, `${label}\n  a member refused as none`);
+    }
+    return;
+  }
+  const foreign = (request.headers.origin !== undefined && request.headers.origin !== 'http://shiplog.test') || request.headers['sec-fetch-site'] === 'cross-site';
+  if (request.method !== 'GET' && request.method !== 'HEAD' && foreign) {
+    return expect(403, /another site/, 'a form from another site is refused first');
+  }
+  if (product === undefined) return;
+  if (!['web', 'web outsider'].includes(request.as)) {
+    expect(303, undefined, 'no session: sign in first');
+    return assert.match(String(res.headers.location), /^\/app\/sign-in\b/, label);
+  }
+  if (!/\d/.test(product)) return expect(404, /No product with that id|There is no page here/, 'a product id that is no number');
+  if (product === String(productId) && request.as === 'web outsider') return expect(403, /not a member/, 'the person is not a member');
+  if (product === String(otherProductId) && request.as === 'web') return expect(403, /not a member/, 'the person is not a member');
+}
+
 /** The state before the next case, when the last case left it known (a failing case leaves it unknown). */
 let known: Snapshot | undefined;
 
@@ -438,6 +483,7 @@ async function runCase(route: string, request: FuzzRequest): Promise<void> {
   counts.set(res.statusCode, (counts.get(res.statusCode) ?? 0) + 1);
   if (process.env.FUZZ_DEBUG && route.includes(process.env.FUZZ_DEBUG)) console.error(label);
   assertAnswer(request, url, res, label);
+  assertCheckOrder(route, ROUTES[route], request, res, label);
   const after = await snapshot(t.db);
   if (res.statusCode >= 400 || request.method === 'GET' || request.method === 'HEAD') {
     const changes = changesBetween(before, after);
