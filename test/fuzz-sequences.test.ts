@@ -218,7 +218,8 @@ function apply(model: Model, done: Done[]): void {
  * one message per member following any of its items (not the deployer), listing those items.
  */
 async function checkDeploys(model: Model, done: Done[], itemsBefore: number): Promise<void> {
-  for (const d of done) {
+  // Deploys that went through first: a 422 of the same step may be refused for the key one of them used.
+  for (const d of [...done.filter((x) => x.res.statusCode !== 422), ...done.filter((x) => x.res.statusCode === 422)]) {
     if (d.op.kind !== 'deploy') continue;
     const o: DeployOp = d.op;
     const label = labelOf(d);

@@ -391,6 +391,19 @@ describe('the item page', () => {
     assert.equal((await client(t.app, owner).get(`/api/products/${product.id}/items/${item.number}.json`)).json().title, 'A task');
   });
 
+  test('a new item under a parent that is no story is refused on the board, with the reason', async () => {
+    const { owner, product, cookie, base } = await setUp();
+    const task = await makeItem(t.app, owner, product.id, { title: 'Not a story' });
+    const csrf = csrfOf(await page(`${base}/board`, cookie));
+    for (const parent of [String(task.number), '99', 'abc']) {
+      const refused = await postForm(`${base}/items`, cookie, { csrf, type: 'task', title: 'Sub', parent });
+      assert.equal(refused.statusCode, 400, parent);
+      assert.match(refused.body, /<title>Board · /, parent);
+      assert.match(refused.body, /id="error-parent"[^>]*>parent [^<]+</, parent);
+    }
+    assert.equal((await client(t.app, owner).get(`/api/products/${product.id}/items.json`)).json().length, 1);
+  });
+
   test('a script in a title is text on the board and on the item page', async () => {
     const { owner, product, cookie, base } = await setUp();
     const evil = '<script>alert("x")</script><img src=x onerror=alert(1)>';

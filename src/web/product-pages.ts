@@ -2,12 +2,13 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ItemRow } from '../db/schema.js';
 import { findDeploys, deployersOf, parseDeployList, presentDeploys } from '../deploys/index.js';
 import { AppError, ValidationError } from '../errors.js';
-import { params, Param, type ParamValue } from '../http/params.js';
+import { digitsToId, params, Param, type ParamValue } from '../http/params.js';
 import { requestParams } from '../http/request.js';
 import {
   childrenOf,
   createItem,
   deploymentsOf,
+  findItemsByNumbers,
   followersOf,
   getItem,
   moveItem,
@@ -234,6 +235,17 @@ async function renderItem(
 }
 
 /**
+ * Where a refused new item's form is shown again: the page of its parent when that is a story
+ * (the page with the sub-item form), else the board, whose form shows what is wrong with `parent`.
+ */
+async function storyPageOf(app: FastifyInstance, scope: ProductScope, raw: ParamValue): Promise<number | undefined> {
+  const number = typeof raw === 'string' ? digitsToId(raw) : undefined;
+  if (number === undefined) return undefined;
+  const [item] = await findItemsByNumbers(app.db, scope.product.id, [number]);
+  return item?.type === 'story' ? number : undefined;
+}
+
+/**
  * Items: create one (from the board or a story), its page, its edit form, following it: four
  * short handlers side by side.
  */
@@ -251,8 +263,8 @@ async function itemPages(app: FastifyInstance, { boards }: { boards: RenderedPag
       const shown = formErrors(err);
       if (!shown) throw err;
       const state = { values: asText(p), ...shown };
-      const parent = typeof p.parent === 'string' && p.parent ? pagedItemNumber(p.parent) : undefined;
-      if (parent !== undefined) return renderItem(app, request, reply, parent, 400, { newSubItem: state });
+      const story = await storyPageOf(app, scope, p.parent);
+      if (story !== undefined) return renderItem(app, request, reply, story, 400, { newSubItem: state });
       return renderBoard(app, boards, request, reply, parseBoardQuery({}, scope.user.id), 400, state);
     }
     return reply.header('cache-control', 'no-store').redirect(itemHref(scope.product.id, row.number), 303);
