@@ -2,6 +2,6 @@
  * Notifications: which deploy environments email a person, per product. Every environment unless
  * they chose some; deploys ask wantDeployMail who of a deploy's followers is to get its message.
  */
-export { MAX_CHOSEN_ENVIRONMENTS, parseEnvironmentChoice, type EnvironmentChoice } from './input.js';
+export { parseEnvironmentChoice, type EnvironmentChoice } from './input.js';
 export { notificationRoutes } from './routes.js';
 export { environmentChoice, setEnvironmentChoice, wantDeployMail } from './service.js';

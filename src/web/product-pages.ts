@@ -25,7 +25,7 @@ import {
   updateItem,
 } from '../items/index.js';
 import { notesHtml } from '../mail/index.js';
-import { environmentChoice, MAX_CHOSEN_ENVIRONMENTS, parseEnvironmentChoice, setEnvironmentChoice, type EnvironmentChoice } from '../notifications/index.js';
+import { environmentChoice, parseEnvironmentChoice, setEnvironmentChoice, type EnvironmentChoice } from '../notifications/index.js';
 import { listMembers, productScope } from '../products/index.js';
 import type { ProductScope } from '../scope.js';
 import { findUsersByIds } from '../users/index.js';
@@ -44,6 +44,8 @@ import { itemHref, personName } from './views/parts.js';
 export const BOARD_PAGE = 25;
 /** Sub-items, environments and followers an item page lists. */
 const ITEM_PAGE_LIST = 100;
+/** Environments the notifications page offers to tick: the product's most recently deployed to. */
+const OFFERED_ENVIRONMENTS = 50;
 
 const ProductPath = { params: { type: 'object', properties: { product_id: { type: 'string' } } } } as const;
 const ItemPath = { params: { type: 'object', properties: { product_id: { type: 'string' }, item_number: { type: 'string' } } } } as const;
@@ -84,9 +86,9 @@ const membersOf = async (app: FastifyInstance, scope: ProductScope) =>
 
 /**
  * A product's pages (`/app/products/{id}/...`): the board, the items, the deploys, and which
- * deploys email the signed-in person. The signed-in
- * person must be a member (403 page); an unknown product is a 404 page. Every change goes through
- * the same service operation as the API, in one transaction.
+ * deploys email the signed-in person. The signed-in person must be a member (403 page); an
+ * unknown product is a 404 page. Every change goes through the same service operation as the
+ * API, in one transaction.
  */
 export async function productPages(app: FastifyInstance, options: { signIn: (request: FastifyRequest) => string }): Promise<void> {
   app.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
@@ -313,11 +315,9 @@ async function deployPages(app: FastifyInstance): Promise<void> {
   });
 }
 
-/**
- * Environments a name could not be chosen as (a comma splits a list; `all` is the keyword), so no
- * box is offered for them.
- */
+/** Deployed environments that cannot be chosen (a comma splits a list; `all` is the keyword) get no box. */
 const choosable = (environment: string): boolean => !environment.includes(',') && environment.trim().toLowerCase() !== 'all';
+/** The text values of a form field (ticked boxes of one name come as several). */
 const strings = (v: ParamValue): string[] => [v ?? []].flat().filter((x): x is string => typeof x === 'string');
 
 /** The page's form for a choice as it is stored. */
@@ -326,7 +326,7 @@ const choiceForm = (choice: EnvironmentChoice): NotificationForm =>
 
 async function renderNotifications(app: FastifyInstance, request: FastifyRequest, reply: FastifyReply, status: number, form: NotificationForm, saved = false) {
   const scope = request.scope;
-  const deployed = (await deployedEnvironments(app.db, scope.product.id, MAX_CHOSEN_ENVIRONMENTS)).map((e) => e.trim()).filter(choosable);
+  const deployed = (await deployedEnvironments(app.db, scope.product.id, OFFERED_ENVIRONMENTS)).map((e) => e.trim()).filter(choosable);
   const offered = [...new Set([...deployed, ...form.chosen])].sort((a, b) => a.localeCompare(b));
   const view = { product: productOf(scope), offered, form, saved };
   return sendPage(reply, status, `Notifications · ${scope.product.name}`, notificationsPage(view, viewerOf(request)), sessionOf(request));
