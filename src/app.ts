@@ -20,6 +20,7 @@ import {
   type MailTransport,
   type WorkerOptions,
 } from './mail/index.js';
+import { notificationRoutes } from './notifications/index.js';
 import { productMemberRoutes, productRoutes, requireMember } from './products/index.js';
 import type { ProductScope } from './scope.js';
 import { sharedSecret } from './settings.js';
@@ -122,6 +123,7 @@ async function registerRoutes(app: FastifyInstance, web: WebOptions): Promise<vo
       await member.register(inviteRoutes);
       await member.register(itemRoutes);
       await member.register(deployRoutes);
+      await member.register(notificationRoutes);
     });
   });
 }

@@ -18,6 +18,7 @@ const TABLES: Partial<Record<keyof Database, string[]>> = {
   item_deployments: ['item_id', 'environment'],
   invitations: ['id'],
   outbox: ['id'],
+  notification_environments: ['product_id', 'user_id', 'environment'],
   settings: ['name'],
 };
 const SERIAL_TABLES: (keyof Database)[] = ['users', 'products', 'items', 'deploys', 'invitations', 'outbox'];

@@ -152,6 +152,16 @@ export interface OutboxTable {
   unsubscribed_at: string | null;
 }
 
+/**
+ * The deploy environments a member wants mail for, one row each; a member without rows for a
+ * product wants mail for every environment (the default).
+ */
+export interface NotificationEnvironmentsTable {
+  product_id: number;
+  user_id: number;
+  environment: string;
+}
+
 export interface SettingsTable {
   name: string;
   value: string;
@@ -202,6 +212,7 @@ export interface Database {
   item_deployments: ItemDeploymentsTable;
   invitations: InvitationsTable;
   outbox: OutboxTable;
+  notification_environments: NotificationEnvironmentsTable;
   settings: SettingsTable;
   signin_links: SigninLinksTable;
   signin_requests: SigninRequestsTable;

@@ -4,6 +4,7 @@ import type { DeployRow, ItemRow, UserRow } from '../db/schema.js';
 import { BadRequestError, UnprocessableError } from '../errors.js';
 import { findItemsByNumbers, touchActivity } from '../items/index.js';
 import { queueDeployNotifications } from '../mail/index.js';
+import { wantDeployMail } from '../notifications/index.js';
 import { lockProduct } from '../products/index.js';
 import type { ProductScope } from '../scope.js';
 import { formatTimestamp } from '../time.js';
@@ -67,14 +68,18 @@ export async function recordDeploy(trx: Trx, scope: ProductScope, input: DeployI
   return { deploy, created: true, items: items.map((i) => (i.last_activity < at ? { ...i, last_activity: at } : i)) };
 }
 
-/** Queues one message per member following any of the deployed items, the deployer excepted. */
+/**
+ * Queues one message per member following any of the deployed items, the deployer excepted, and
+ * so are those who chose other environments for this product's deploy mail.
+ */
 async function notifyFollowers(trx: Trx, scope: ProductScope, deploy: DeployRow, items: ItemRow[], mailDomain: string, now: Date): Promise<void> {
   const byId = new Map(items.map((i) => [i.id, i]));
   const perFollower = new Map<number, ItemRow[]>();
   for (const [userId, followed] of await followingMembers(trx, scope.product.id, [...byId.keys()])) {
     if (userId !== scope.user.id) perFollower.set(userId, followed.map((id) => byId.get(id)!));
   }
-  const recipients = (await findUsersByIds(trx, [...perFollower.keys()])).map((user) => ({ user, items: perFollower.get(user.id)! }));
+  const wanting = await wantDeployMail(trx, scope.product.id, deploy.environment, [...perFollower.keys()]);
+  const recipients = (await findUsersByIds(trx, wanting)).map((user) => ({ user, items: perFollower.get(user.id)! }));
   await queueDeployNotifications(trx, { product: scope.product, deploy, recipients }, mailDomain, now);
 }
 
