@@ -10,8 +10,9 @@ export interface ScenarioData {
 }
 
 const pick = <T>(list: readonly T[]): T => list[Math.floor(Math.random() * list.length)];
+/** A form body; `{n}` (see Scenario.next) is kept as it is for the generator to fill in. */
 const form = (fields: Record<string, string | number>): string =>
-  new URLSearchParams(Object.entries(fields).map(([k, v]) => [k, String(v)])).toString();
+  new URLSearchParams(Object.entries(fields).map(([k, v]) => [k, String(v)])).toString().replaceAll('%7Bn%7D', '{n}');
 
 const fixed = (name: string, path: string): Scenario => ({ name, kind: 'list', method: 'GET', next: () => ({ path }) });
 
@@ -80,7 +81,6 @@ export function pageScenarios(data: ScenarioData, cookie: string): Scenario[] {
 export function itemWriteScenarios(data: ScenarioData): Scenario[] {
   const base = `/api/products/${data.info.productId}`;
   const userIds = data.info.users.map((u) => u.id);
-  let counter = 0;
   return [
     {
       name: 'create item',
@@ -90,7 +90,7 @@ export function itemWriteScenarios(data: ScenarioData): Scenario[] {
         path: `${base}/items.json`,
         body: form({
           type: pick(['task', 'defect', 'test']),
-          title: `Bench item ${++counter}`,
+          title: 'Bench item {n}',
           description: 'Created by the load test.',
           score: pick(['S', 'M', 'L']),
           assigned_to: pick(userIds),
@@ -102,7 +102,7 @@ export function itemWriteScenarios(data: ScenarioData): Scenario[] {
       name: 'update item (title)',
       kind: 'write',
       method: 'POST',
-      next: () => ({ path: `${base}/items/${pick(data.titled)}.json`, body: form({ title: `Renamed ${++counter % 2 ? 'A' : 'B'} ${counter}` }) }),
+      next: () => ({ path: `${base}/items/${pick(data.titled)}.json`, body: form({ title: 'Renamed {n}' }) }),
     },
     {
       name: 'resort (inside backlog)',
@@ -130,7 +130,7 @@ export function deployScenario(data: ScenarioData): Scenario {
       const group = data.info.deployGroups[counter++ % data.info.deployGroups.length];
       return {
         path: `${base}/deploys.json`,
-        body: form({ environment: 'production', version: `v9.${counter}.0`, notes: 'Load test deploy.', numbers: group.join(',') }),
+        body: form({ environment: 'production', version: 'v9.{n}.0', notes: 'Load test deploy.', numbers: group.join(',') }),
       };
     },
   };
