@@ -111,7 +111,9 @@ function parseMailFrom(raw: string): string {
 /** A secret for a header: long enough not to be guessed, and never echoed in the message. */
 function parseMetricsToken(raw: string): string {
   if (!/^[\x21-\x7e]{16,}$/.test(raw)) {
-    throw new ConfigError('METRICS_TOKEN must be at least 16 characters without spaces (letters, digits, punctuation), such as the output of `openssl rand -hex 32`.');
+    throw new ConfigError(
+      'METRICS_TOKEN must be at least 16 characters without spaces (letters, digits, punctuation), such as the output of `openssl rand -hex 32`.',
+    );
   }
   return raw;
 }

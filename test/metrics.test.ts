@@ -85,7 +85,16 @@ describe('metrics: off, and the token', () => {
 
   test('a missing, wrong or non-bearer credential is 401 with a Bearer challenge', async () => {
     const user = await makeUser(t.db);
-    for (const headers of [{}, { authorization: 'Bearer wrong-token-0123456789abcdef' }, { authorization: `Bearer ${TOKEN}x` }, { authorization: basic(user.email, user.apiKey) }, { authorization: `Basic ${TOKEN}` }, { authorization: `Bearer ${user.apiKey}` }]) {
+    const refused = [
+      {},
+      { authorization: 'Bearer wrong-token-0123456789abcdef' },
+      { authorization: `Bearer ${TOKEN}x` },
+      { authorization: `Bearer ${TOKEN.slice(0, -1)}` },
+      { authorization: basic(user.email, user.apiKey) },
+      { authorization: `Basic ${TOKEN}` },
+      { authorization: `Bearer ${user.apiKey}` },
+    ];
+    for (const headers of refused) {
       const res = await t.app.inject({ method: 'GET', url: '/metrics', headers });
       assertError(res, 401, { label: JSON.stringify(headers) });
       assert.match(String(res.headers['www-authenticate']), /^Bearer /);
@@ -199,16 +208,22 @@ describe('metrics: the outbox', () => {
     for (const row of await db.selectFrom('outbox').select('status').execute()) counts[row.status] += 1;
     return counts;
   }
+  /** A deploy of one item of each of `count` followers, which queues a message to each. */
+  async function deployToFollowers(ctx: TestContext, count: number): Promise<void> {
+    const deployer = await makeUser(ctx.db);
+    const followers = [];
+    for (let i = 0; i < count; i++) followers.push(await makeUser(ctx.db));
+    const product = await makeProduct(ctx.db, deployer, followers);
+    for (const f of followers) await makeItem(ctx.app, f, product.id);
+    const numbers = followers.map((_, i) => i + 1).join(',');
+    const deploy = await client(ctx.app, deployer).post(`/api/products/${product.id}/deploys.json`, { environment: 'production', numbers });
+    assert.equal(deploy.statusCode, 200, deploy.body);
+  }
   const gauges = (samples: Sample[]) =>
     Object.fromEntries(['pending', 'sending', 'sent', 'failed'].map((state) => [state, valueOf(samples, 'shiplog_outbox_messages', { state })]));
 
   test('the gauges follow a deploy that queues mail, and its delivery', async () => {
-    const deployer = await makeUser(t.db);
-    const followers = [await makeUser(t.db), await makeUser(t.db), await makeUser(t.db)];
-    const product = await makeProduct(t.db, deployer, followers);
-    for (const f of followers) await makeItem(t.app, f, product.id);
-    const deploy = await client(t.app, deployer).post(`/api/products/${product.id}/deploys.json`, { environment: 'production', numbers: '1,2,3' });
-    assert.equal(deploy.statusCode, 200, deploy.body);
+    await deployToFollowers(t, 3);
 
     const queued = (await scrape()).samples;
     const table = await tableCounts();
@@ -250,11 +265,7 @@ describe('metrics: the outbox', () => {
   test('the sent count remembers settled deliveries and counts only the recent ones again', async () => {
     const own = await makeApp();
     try {
-      const deployer = await makeUser(own.db);
-      const followers = [await makeUser(own.db), await makeUser(own.db), await makeUser(own.db), await makeUser(own.db)];
-      const product = await makeProduct(own.db, deployer, followers);
-      for (const f of followers) await makeItem(own.app, f, product.id);
-      assert.equal((await client(own.app, deployer).post(`/api/products/${product.id}/deploys.json`, { environment: 'prod', numbers: '1,2,3,4' })).statusCode, 200);
+      await deployToFollowers(own, 4);
       const ids = (await own.db.selectFrom('outbox').select('id').orderBy('id').execute()).map((r) => r.id);
       assert.equal(ids.length, 4);
       const at = (ms: number) => formatTimestamp(new Date(Date.UTC(2030, 0, 1, 12) + ms));
