@@ -14,12 +14,14 @@ import {
   DEFAULT_WORKER_OPTIONS,
   emlTransport,
   OutboxWorker,
+  SentCount,
   smtpTransport,
   UnsubscribeLinks,
   unsubscribeRoutes,
   type MailTransport,
   type WorkerOptions,
 } from './mail/index.js';
+import { registerMetrics } from './metrics.js';
 import { notificationRoutes } from './notifications/index.js';
 import { productMemberRoutes, productRoutes, requireMember } from './products/index.js';
 import type { ProductScope } from './scope.js';
@@ -32,6 +34,8 @@ declare module 'fastify' {
     db: Db;
     config: Config;
     outbox: OutboxWorker;
+    /** The sent-message count of /health and /metrics, remembered between their calls. */
+    sentCount: SentCount;
     unsubscribeLinks: UnsubscribeLinks;
     listCounts: ListCounts;
   }
@@ -67,6 +71,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   await setUpMail(app, options, web);
   registerBodyParsers(app);
   registerErrorHandling(app);
+  if (config.metricsToken) registerMetrics(app, config.metricsToken);
   await registerRoutes(app, web);
   return app;
 }
@@ -95,6 +100,7 @@ async function setUpMail(app: FastifyInstance, options: AppOptions, web: WebOpti
     ...options.worker,
   });
   app.decorate('outbox', outbox);
+  app.decorate('sentCount', new SentCount());
   app.decorate('unsubscribeLinks', links);
   if (options.startWorker) app.addHook('onReady', async () => outbox.start());
   app.addHook('onClose', async () => {

@@ -33,6 +33,13 @@ export class InvalidUserError extends AppError {
   }
 }
 
+/** 401 for a bearer token that is missing or wrong where only a token is taken (`/metrics`). */
+export class UnauthorizedError extends AppError {
+  constructor(message: string) {
+    super(401, message);
+  }
+}
+
 export class ForbiddenError extends AppError {
   constructor(message = 'You are not a member of this product.') {
     super(403, message);

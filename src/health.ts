@@ -12,7 +12,7 @@ export async function healthRoutes(app: FastifyInstance): Promise<void> {
     const now = new Date();
     let summary;
     try {
-      summary = await summarize(app.db, formatTimestamp(now));
+      summary = await summarize(app.db, formatTimestamp(now), app.sentCount);
     } catch (err) {
       request.log.error({ err }, 'health check: database unreachable');
       return reply.code(503).send({ status: 'unavailable', database: 'unreachable' });

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
-import { Kysely, PostgresDialect, type Transaction } from 'kysely';
+import { Kysely, PostgresDialect, type LogEvent, type Transaction } from 'kysely';
 import type pg from 'pg';
 import { BackgroundCheckpointer } from './checkpointer.js';
 import { ImmediateSqliteDialect } from './dialect.js';
@@ -56,6 +56,33 @@ function withStatementCache(sqlite: SQLite.Database, size = 500): SQLite.Databas
   });
 }
 
+/** Told how long each statement took to run, in seconds (failed ones too). */
+export type QueryObserver = (seconds: number) => void;
+
+const queryObservers = new WeakMap<Db, Set<QueryObserver>>();
+
+/**
+ * Kysely's query log times each statement where it meets the connection (the time it ran, not
+ * the wait for a connection or the building of its SQL), for SQLite and PostgreSQL alike; it is
+ * set when the handle is made, so each handle gets one that tells the observers added since.
+ */
+function withQueryLog(make: (log: (event: LogEvent) => void) => Db): Db {
+  const observers = new Set<QueryObserver>();
+  const db = make((event) => {
+    for (const observe of observers) observe(event.queryDurationMillis / 1000);
+  });
+  queryObservers.set(db, observers);
+  return db;
+}
+
+/** Has `observer` told the duration of every statement run through `db`; returns how to stop. */
+export function observeQueries(db: Db, observer: QueryObserver): () => void {
+  const observers = queryObservers.get(db);
+  if (!observers) throw new Error('observeQueries needs a handle made by openDatabase.');
+  observers.add(observer);
+  return () => observers.delete(observer);
+}
+
 function openSqlite(options: DatabaseOptions): Db {
   let filename = options.filename;
   if (!filename) {
@@ -72,9 +99,13 @@ function openSqlite(options: DatabaseOptions): Db {
     filename !== ':memory:' && sqlite.pragma('journal_mode', { simple: true }) === 'wal'
       ? new BackgroundCheckpointer(sqlite, filename, undefined, options.onCheckpointError)
       : undefined;
-  return new Kysely<Database>({
-    dialect: new ImmediateSqliteDialect({ database: withStatementCache(sqlite) }, async () => checkpointer?.stop()),
-  });
+  return withQueryLog(
+    (log) =>
+      new Kysely<Database>({
+        dialect: new ImmediateSqliteDialect({ database: withStatementCache(sqlite) }, async () => checkpointer?.stop()),
+        log,
+      }),
+  );
 }
 
 /**
@@ -126,7 +157,7 @@ async function openPostgres(options: DatabaseOptions & { databaseUrl: string }):
     // A transaction left open by a stuck client must not hold its locks for ever.
     idle_in_transaction_session_timeout: 60_000,
   });
-  return new Kysely<Database>({ dialect: new PostgresDialect({ pool: resilientPool(pool) as never }) });
+  return withQueryLog((log) => new Kysely<Database>({ dialect: new PostgresDialect({ pool: resilientPool(pool) as never }), log }));
 }
 
 /**

@@ -1,6 +1,6 @@
 import type { FastifyError, FastifyInstance } from 'fastify';
 import { isDatabaseUnavailable } from '../db/connection.js';
-import { AppError, InvalidUserError, TooManyRequestsError } from '../errors.js';
+import { AppError, InvalidUserError, TooManyRequestsError, UnauthorizedError } from '../errors.js';
 
 /** Turns anything thrown into the interface's error body; only unknown errors are 500s. */
 function errorBody(error: FastifyError | AppError | Error): { status: number; body: Record<string, unknown> } {
@@ -40,6 +40,7 @@ export function registerErrorHandling(app: FastifyInstance): void {
     if (status >= 500) request.log.error({ err: error }, 'request failed');
     if (status === 503) reply.header('Retry-After', '5');
     if (error instanceof InvalidUserError && error.noCredentials) reply.header('WWW-Authenticate', 'Basic realm="shiplog"');
+    if (error instanceof UnauthorizedError) reply.header('WWW-Authenticate', 'Bearer realm="shiplog"');
     if (error instanceof TooManyRequestsError) reply.header('Retry-After', String(error.retryAfter));
     return reply.code(status).type('application/json; charset=utf-8').send(body);
   });
