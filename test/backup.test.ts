@@ -68,6 +68,9 @@ async function call(server: Server, user: TestUser | null, method: 'GET' | 'POST
     body: params ? new URLSearchParams(params) : undefined,
     redirect: 'manual',
     signal: AbortSignal.timeout(20_000),
+  }).catch((err: Error) => {
+    const state = server.child.exitCode ?? server.child.signalCode ?? 'running';
+    throw new Error(`${method} ${url}: ${String(err.cause ?? err)}; server ${state}; stderr: ${server.stderr().slice(-2000)}`);
   });
   const text = await res.text();
   return { status: res.status, body: text && res.headers.get('content-type')?.includes('json') ? JSON.parse(text) : text, location: res.headers.get('location') };
@@ -233,7 +236,7 @@ describe('backup during a write load, restore, and a server on the restored copy
     assert.equal(waiting.length, reported(backupRun, 'pending mail'));
     assert.ok(waiting.length > 0, 'the backup holds mail not yet delivered');
 
-    const server = await startOn(target, { MAIL_LEASE_SECONDS: '2', MAIL_SEND_TIMEOUT_SECONDS: '1' });
+    const server = await startOn(target);
     try {
       // API keys still authenticate, and a wrong one still does not.
       for (const user of [owner, alice, bob]) assert.equal((await call(server, user, 'GET', '/api/user/whoami.json')).status, 200, user.email);
@@ -300,9 +303,13 @@ describe('backup during a write load, restore, and a server on the restored copy
         assert.equal(mail.headers.get('message-id'), m.message_id);
         assert.match(mail.text, new RegExp(`${PUBLIC_URL}/i/${productId}/\\d+/`));
       }
-      await waitFor('the outbox to be empty', async () => {
-        const mail = (await call(server, null, 'GET', '/health')).body.mail;
+      let mail: Record<string, number> = {};
+      const allSent = async () => {
+        mail = (await call(server, null, 'GET', '/health')).body.mail;
         return mail.pending === 0 && mail.sending === 0 && mail.sent === waiting.length;
+      };
+      await waitFor(`all ${waiting.length} messages sent in the outbox`, allSent, 30_000).catch((err: Error) => {
+        throw new Error(`${err.message}; last seen: ${JSON.stringify(mail)}`);
       });
     } finally {
       await stopProcess(server.child);
