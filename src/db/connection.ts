@@ -83,11 +83,14 @@ export function observeQueries(db: Db, observer: QueryObserver): () => void {
   return () => observers.delete(observer);
 }
 
+/** The embedded database's file under a data directory. */
+export const sqliteFile = (dataDir: string): string => path.join(dataDir, 'shiplog.db');
+
 function openSqlite(options: DatabaseOptions): Db {
   let filename = options.filename;
   if (!filename) {
     fs.mkdirSync(options.dataDir, { recursive: true });
-    filename = path.join(options.dataDir, 'shiplog.db');
+    filename = sqliteFile(options.dataDir);
   }
   const sqlite = new SQLite(filename);
   // First, so that even switching a new file to WAL waits for another process instead of failing.
