@@ -6,6 +6,7 @@ import * as outboxSentAt from './migrations/2026_11_23_0002_outbox_sent_at.js';
 import * as boundedLists from './migrations/2026_11_23_0003_bounded_lists.js';
 import * as outboxBodies from './migrations/2026_11_23_0004_outbox_bodies.js';
 import * as webSignIn from './migrations/2026_11_23_0005_web_sign_in.js';
+import * as deployedWhere from './migrations/2026_11_23_0010_deployed_where.js';
 import * as notificationEnvironments from './migrations/2026_11_23_0020_notification_environments.js';
 import * as productRevision from './migrations/2026_11_23_0030_product_revision.js';
 
@@ -17,6 +18,7 @@ const migrations: Record<string, Migration> = {
   '2026_11_23_0003_bounded_lists': boundedLists,
   '2026_11_23_0004_outbox_bodies': outboxBodies,
   '2026_11_23_0005_web_sign_in': webSignIn,
+  '2026_11_23_0010_deployed_where': deployedWhere,
   '2026_11_23_0020_notification_environments': notificationEnvironments,
   '2026_11_23_0030_product_revision': productRevision,
 };
