@@ -55,34 +55,19 @@ export async function recordDeployedItems(trx: Db, deploy: DeployRow, itemIds: n
     .execute();
 }
 
-/**
- * The deploy a rollback to `version` goes back to: the latest deploy of the product to the
- * environment with that version that no rollback undid.
- */
+/** The product's deploys to the environment that no rollback undid. */
+function inEffect(db: Db, productId: number, environment: string) {
+  return db.selectFrom('deploys').selectAll().where('product_id', '=', productId).where('environment', '=', environment).where('reverted_at', 'is', null);
+}
+
+/** The deploy a rollback to `version` goes back to: the latest to the environment with that version that no rollback undid. */
 export async function findRollbackTarget(db: Db, productId: number, environment: string, version: string): Promise<DeployRow | undefined> {
-  return db
-    .selectFrom('deploys')
-    .selectAll()
-    .where('product_id', '=', productId)
-    .where('environment', '=', environment)
-    .where('version', '=', version)
-    .where('reverted_at', 'is', null)
-    .orderBy('id', 'desc')
-    .limit(1)
-    .executeTakeFirst();
+  return inEffect(db, productId, environment).where('version', '=', version).orderBy('id', 'desc').limit(1).executeTakeFirst();
 }
 
 /** The deploys to the environment after `afterId` that no rollback undid yet, oldest first. */
 export async function deploysInEffectAfter(db: Db, productId: number, environment: string, afterId: number): Promise<DeployRow[]> {
-  return db
-    .selectFrom('deploys')
-    .selectAll()
-    .where('product_id', '=', productId)
-    .where('environment', '=', environment)
-    .where('id', '>', afterId)
-    .where('reverted_at', 'is', null)
-    .orderBy('id')
-    .execute();
+  return inEffect(db, productId, environment).where('id', '>', afterId).orderBy('id').execute();
 }
 
 /** The distinct ids of the items of the given deploys. */
