@@ -2,7 +2,21 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { assertError, client, makeApp, makeItem, makeProduct, makeUser, readEml, signInByMail, type TestContext } from './helpers.js';
+import SQLite from 'better-sqlite3';
+import { Kysely, Migrator, PostgresDialect, sql, type Migration } from 'kysely';
+import pg from 'pg';
+import { openDatabase } from '../src/db/connection.js';
+import { ImmediateSqliteDialect } from '../src/db/dialect.js';
+import * as initial from '../src/db/migrations/2026_11_22_0001_initial.js';
+import * as invitations from '../src/db/migrations/2026_11_23_0001_invitations.js';
+import * as outboxSentAt from '../src/db/migrations/2026_11_23_0002_outbox_sent_at.js';
+import * as boundedLists from '../src/db/migrations/2026_11_23_0003_bounded_lists.js';
+import * as outboxBodies from '../src/db/migrations/2026_11_23_0004_outbox_bodies.js';
+import * as webSignIn from '../src/db/migrations/2026_11_23_0005_web_sign_in.js';
+import * as notificationEnvironments from '../src/db/migrations/2026_11_23_0020_notification_environments.js';
+import * as productRevision from '../src/db/migrations/2026_11_23_0030_product_revision.js';
+import { assertError, client, makeApp, makeItem, makeProduct, makeUser, readEml, signInByMail, tempDir, type TestContext } from './helpers.js';
+import { databaseOptionsFor } from './storage.js';
 
 let t: TestContext;
 before(async () => {
@@ -502,5 +516,71 @@ describe('the pages', () => {
     const item = await t.app.inject({ method: 'GET', url: `${pages}/items/2`, headers: { cookie } });
     assert.equal(item.statusCode, 200, item.body);
     assert.match(item.body, /<td>production<\/td><td>v2 <span class="muted">rolled back \d{4}-/);
+  });
+});
+
+describe('upgrading a database made before rollbacks', () => {
+  test('deployments get their product and stay current, deploys their mail count, even after later-numbered migrations', async () => {
+    const dataDir = tempDir();
+    const options = await databaseOptionsFor(dataDir);
+    // Every migration but this change's, as a database that took the others first has them.
+    const others: Record<string, Migration> = {
+      '2026_11_22_0001_initial': initial,
+      '2026_11_23_0001_invitations': invitations,
+      '2026_11_23_0002_outbox_sent_at': outboxSentAt,
+      '2026_11_23_0003_bounded_lists': boundedLists,
+      '2026_11_23_0004_outbox_bodies': outboxBodies,
+      '2026_11_23_0005_web_sign_in': webSignIn,
+      '2026_11_23_0020_notification_environments': notificationEnvironments,
+      '2026_11_23_0030_product_revision': productRevision,
+    };
+    const old = new Kysely<any>({
+      dialect: options.databaseUrl
+        ? new PostgresDialect({ pool: new pg.Pool({ connectionString: options.databaseUrl, max: 1 }) })
+        : new ImmediateSqliteDialect({ database: new SQLite(path.join(dataDir, 'shiplog.db')) }),
+    });
+    const migrationTableSchema = options.databaseUrl ? (await sql<{ s: string }>`select current_schema() as s`.execute(old)).rows[0].s : undefined;
+    assert.equal((await new Migrator({ db: old, provider: { getMigrations: async () => others }, migrationTableSchema }).migrateToLatest()).error, undefined);
+    const at = '2026-01-01T00:00:00+00:00';
+    const id = async (table: string, values: Record<string, unknown>) => (await old.insertInto(table).values(values).returning('id').executeTakeFirstOrThrow()).id as number;
+    const user = await id('users', { email: 'old@example.com', first_name: 'O', last_name: 'Ld', api_key_hash: 'h', created_at: at });
+    const product = await id('products', { name: 'Old', archived: 0, created_at: at, last_number: 2, items_version: 0 });
+    const item = (number: number) => ({
+      product_id: product, number, type: 'task', status: 3, title: `Item ${number}`, description: '', score: '~', archived: 0,
+      created_by_id: user, sort: number * 65536, created_at: at, last_modified: at, last_activity: at,
+    });
+    const items = [await id('items', item(1)), await id('items', item(2))];
+    const deploy = await id('deploys', { product_id: product, user_id: user, environment: 'production', version: '1', notes: '', created_at: at });
+    const quiet = await id('deploys', { product_id: product, user_id: user, environment: 'staging', version: '1', notes: '', created_at: at });
+    for (const [deployId, itemId, environment] of [[deploy, items[0], 'production'], [deploy, items[1], 'production'], [quiet, items[1], 'staging']] as const) {
+      await old.insertInto('deploy_items').values({ deploy_id: deployId, item_id: itemId }).execute();
+      await old.insertInto('item_deployments').values({ item_id: itemId, environment, deploy_id: deployId, version: '1', deployed_at: at }).execute();
+    }
+    for (const n of [1, 2]) {
+      await old.insertInto('outbox').values({
+        deploy_id: deploy, user_id: user, to_address: 'old@example.com', subject: 's', item_ids: '[]', message_id: `<m${n}@x>`,
+        status: 'sent', attempts: 1, next_attempt_at: at, retry_until: at, created_at: at,
+      }).execute();
+    }
+    await old.destroy();
+
+    const db = await openDatabase(options);
+    try {
+      const deployments = await db.selectFrom('item_deployments').select(['item_id', 'environment', 'product_id', 'reverted_at', 'reverted_by']).orderBy('item_id').orderBy('environment').execute();
+      assert.deepEqual(deployments, [
+        { item_id: items[0], environment: 'production', product_id: product, reverted_at: null, reverted_by: null },
+        { item_id: items[1], environment: 'production', product_id: product, reverted_at: null, reverted_by: null },
+        { item_id: items[1], environment: 'staging', product_id: product, reverted_at: null, reverted_by: null },
+      ]);
+      const deploys = await db.selectFrom('deploys').select(['id', 'rollback', 'reverted_at', 'unknown_numbers', 'emailed']).orderBy('id').execute();
+      assert.deepEqual(deploys, [
+        { id: deploy, rollback: 0, reverted_at: null, unknown_numbers: '[]', emailed: 2 },
+        { id: quiet, rollback: 0, reverted_at: null, unknown_numbers: '[]', emailed: 0 },
+      ]);
+      const restored = await db.selectFrom('deploy_items').select('restored_deploy_id').distinct().execute();
+      assert.deepEqual(restored, [{ restored_deploy_id: null }]);
+    } finally {
+      await db.destroy();
+    }
   });
 });

@@ -36,7 +36,9 @@ export async function migrateToLatest(db: Kysely<any>): Promise<void> {
   // wherever a table of that name happens to exist.
   const migrationTableSchema =
     dialectOf(db) === 'postgres' ? (await sql<{ schema: string }>`select current_schema() as schema`.execute(db)).rows[0].schema : undefined;
-  const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations }, migrationTableSchema });
+  // Changes made side by side are numbered apart and may be released in another order: a database
+  // that has 0020 already still takes a 0010 that came later (each touches its own columns).
+  const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations }, migrationTableSchema, allowUnorderedMigrations: true });
   const { error, results } = await migrator.migrateToLatest();
   if (error) {
     const failed = results?.find((r) => r.status === 'Error');
