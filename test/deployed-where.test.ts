@@ -475,6 +475,23 @@ describe('receipt and dry run', () => {
     assert.equal(dry.environment, 'staging');
   });
 
+  test('deploys, rollbacks and dry runs leave out whoever chose other environments for their mail', async () => {
+    const { api, base, deployer, alice, bob, product } = await setup();
+    await makeItem(t.app, deployer, product.id, { assigned_to: alice.user.id });
+    await makeItem(t.app, deployer, product.id, { assigned_to: bob.user.id });
+    const chose = await client(t.app, bob).post(`${base}/notifications.json`, { environments: 'staging' });
+    assert.equal(chose.statusCode, 200, chose.body);
+    await deploy(api, base, { environment: 'production', numbers: '1,2', version: '1' });
+    const dry = await deploy(api, base, { environment: 'production', numbers: '1,2', version: '2', dry_run: 'true' });
+    assert.deepEqual(dry.recipients.map((r: { email: string }) => r.email), [alice.email]);
+    const real = await deploy(api, base, { environment: 'production', numbers: '1,2', version: '2' });
+    assert.equal(real.emailed, 1);
+    const rollback = await deploy(api, base, { environment: 'production', version: '1', rollback: 'true' });
+    assert.deepEqual((await messagesOf(rollback.id, product.id)).map((m) => [m.userId, m.numbers]), [[alice.user.id, [1]]]);
+    const staging = await deploy(api, base, { environment: 'staging', numbers: '2', version: '1', dry_run: 'true' });
+    assert.deepEqual(staging.recipients.map((r: { email: string }) => r.email), [bob.email]);
+  });
+
   test('a dry run of a rollback shows its items and recipients and changes nothing', async () => {
     const { api, base, deployer, alice, bob, product } = await setup();
     await makeItem(t.app, deployer, product.id, { assigned_to: alice.user.id });
