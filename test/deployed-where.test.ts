@@ -3,18 +3,11 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import SQLite from 'better-sqlite3';
-import { Kysely, Migrator, PostgresDialect, sql, type Migration } from 'kysely';
+import { Kysely, Migrator, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
 import { openDatabase } from '../src/db/connection.js';
 import { ImmediateSqliteDialect } from '../src/db/dialect.js';
-import * as initial from '../src/db/migrations/2026_11_22_0001_initial.js';
-import * as invitations from '../src/db/migrations/2026_11_23_0001_invitations.js';
-import * as outboxSentAt from '../src/db/migrations/2026_11_23_0002_outbox_sent_at.js';
-import * as boundedLists from '../src/db/migrations/2026_11_23_0003_bounded_lists.js';
-import * as outboxBodies from '../src/db/migrations/2026_11_23_0004_outbox_bodies.js';
-import * as webSignIn from '../src/db/migrations/2026_11_23_0005_web_sign_in.js';
-import * as notificationEnvironments from '../src/db/migrations/2026_11_23_0020_notification_environments.js';
-import * as productRevision from '../src/db/migrations/2026_11_23_0030_product_revision.js';
+import { MIGRATIONS } from '../src/db/migrate.js';
 import { assertError, client, makeApp, makeItem, makeProduct, makeUser, readEml, signInByMail, tempDir, type TestContext } from './helpers.js';
 import { databaseOptionsFor } from './storage.js';
 
@@ -541,16 +534,7 @@ describe('upgrading a database made before rollbacks', () => {
     const dataDir = tempDir();
     const options = await databaseOptionsFor(dataDir);
     // Every migration but this change's, as a database that took the others first has them.
-    const others: Record<string, Migration> = {
-      '2026_11_22_0001_initial': initial,
-      '2026_11_23_0001_invitations': invitations,
-      '2026_11_23_0002_outbox_sent_at': outboxSentAt,
-      '2026_11_23_0003_bounded_lists': boundedLists,
-      '2026_11_23_0004_outbox_bodies': outboxBodies,
-      '2026_11_23_0005_web_sign_in': webSignIn,
-      '2026_11_23_0020_notification_environments': notificationEnvironments,
-      '2026_11_23_0030_product_revision': productRevision,
-    };
+    const others = Object.fromEntries(Object.entries(MIGRATIONS).filter(([name]) => name !== '2026_11_23_0010_deployed_where'));
     const old = new Kysely<any>({
       dialect: options.databaseUrl
         ? new PostgresDialect({ pool: new pg.Pool({ connectionString: options.databaseUrl, max: 1 }) })

@@ -11,7 +11,7 @@ import * as notificationEnvironments from './migrations/2026_11_23_0020_notifica
 import * as productRevision from './migrations/2026_11_23_0030_product_revision.js';
 
 /** Every migration, by name; names sort in the order they apply. */
-const migrations: Record<string, Migration> = {
+export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '2026_11_22_0001_initial': initial,
   '2026_11_23_0001_invitations': invitations,
   '2026_11_23_0002_outbox_sent_at': outboxSentAt,
@@ -24,7 +24,7 @@ const migrations: Record<string, Migration> = {
 };
 
 /** The names of every migration, in the order they apply. */
-export const MIGRATION_NAMES: readonly string[] = Object.keys(migrations).sort();
+export const MIGRATION_NAMES: readonly string[] = Object.keys(MIGRATIONS).sort();
 
 /**
  * Brings the schema up to date; throws with the failing migration's error. Safe when several
@@ -38,7 +38,7 @@ export async function migrateToLatest(db: Kysely<any>): Promise<void> {
     dialectOf(db) === 'postgres' ? (await sql<{ schema: string }>`select current_schema() as schema`.execute(db)).rows[0].schema : undefined;
   // Changes made side by side are numbered apart and may be released in another order: a database
   // that has 0020 already still takes a 0010 that came later (each touches its own columns).
-  const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations }, migrationTableSchema, allowUnorderedMigrations: true });
+  const migrator = new Migrator({ db, provider: { getMigrations: async () => MIGRATIONS }, migrationTableSchema, allowUnorderedMigrations: true });
   const { error, results } = await migrator.migrateToLatest();
   if (error) {
     const failed = results?.find((r) => r.status === 'Error');
