@@ -33,6 +33,11 @@ export function listScenarios(data: ScenarioData): Scenario[] {
     fixed('list: status+type+tags+assigned_to', `${items}?status=backlog,in-progress&type=task,defect&tags=api&assigned_to=3`),
     fixed(`list: deep page (backlog, offset ${deepOffset(data.info.size)})`, `${items}?status=backlog&offset=${deepOffset(data.info.size)}`),
     fixed('list: children=true', `${items}?children=true`),
+    // The seed deploys closed items only, to staging and production alternately: the first list
+    // asks for open items deployed to production (the seed has none), the second for done work
+    // not shipped there.
+    fixed('list: deployed_to=production', `${items}?deployed_to=production`),
+    fixed('list: status=completed,accepted&not_deployed_to=production', `${items}?status=completed,accepted&not_deployed_to=production`),
   ];
 }
 

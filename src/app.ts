@@ -2,7 +2,7 @@ import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastif
 import type { Config } from './config.js';
 import type { Db } from './db/connection.js';
 import type { UserRow } from './db/schema.js';
-import { deployMessageRenderer, deployRoutes } from './deploys/index.js';
+import { deployMessageRenderer, deployRoutes, rollbackMessageRenderer } from './deploys/index.js';
 import { healthRoutes } from './health.js';
 import { answerExpectations, capConnections } from './http/connections.js';
 import { registerErrorHandling } from './http/errors.js';
@@ -87,6 +87,7 @@ async function setUpMail(app: FastifyInstance, options: AppOptions, web: WebOpti
   const links = new UnsubscribeLinks(config.publicUrl, await sharedSecret(db, 'unsubscribe_key'));
   const renderers = {
     deploy: deployMessageRenderer(config.publicUrl, links),
+    rollback: rollbackMessageRenderer(config.publicUrl, links),
     invitation: invitationMessageRenderer(links),
     signin: signinMessageRenderer(config.publicUrl, web.signinKey),
   };

@@ -4,6 +4,7 @@
  * transaction, and gives the worker a renderer that loads what they are about when they are sent.
  */
 export { renderDeployEmail, deploySubject, notesHtml, type DeployMessageParts } from './deploy-email.js';
+export { renderRollbackEmail, rollbackSubject, type RollbackMessageParts } from './rollback-email.js';
 export { renderInvitationEmail, invitationSubject, type InvitationMessageParts } from './invitation-email.js';
 export { queueDeployNotifications, queueInvitation, queueSignin, RETRY_WINDOW_MS } from './notifications.js';
 export { renderSigninEmail, type SigninMessageParts } from './signin-email.js';
