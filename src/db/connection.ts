@@ -29,8 +29,10 @@ export interface DatabaseOptions {
   statementTimeoutMs?: number;
   /** PostgreSQL: longest to wait for a connection. */
   connectTimeoutMs?: number;
-  /** SQLite: told when a background WAL checkpoint fails (the next one tries again). */
+  /** SQLite: told when background WAL checkpoints start failing (each next one tries again)... */
   onCheckpointError?: (message: string) => void;
+  /** ...and when they work again. */
+  onCheckpointRecovered?: () => void;
 }
 
 /**
@@ -83,11 +85,14 @@ export function observeQueries(db: Db, observer: QueryObserver): () => void {
   return () => observers.delete(observer);
 }
 
+/** The embedded database's file under a data directory. */
+export const sqliteFile = (dataDir: string): string => path.join(dataDir, 'shiplog.db');
+
 function openSqlite(options: DatabaseOptions): Db {
   let filename = options.filename;
   if (!filename) {
     fs.mkdirSync(options.dataDir, { recursive: true });
-    filename = path.join(options.dataDir, 'shiplog.db');
+    filename = sqliteFile(options.dataDir);
   }
   const sqlite = new SQLite(filename);
   // First, so that even switching a new file to WAL waits for another process instead of failing.
@@ -97,7 +102,7 @@ function openSqlite(options: DatabaseOptions): Db {
   sqlite.pragma('synchronous = NORMAL');
   const checkpointer =
     filename !== ':memory:' && sqlite.pragma('journal_mode', { simple: true }) === 'wal'
-      ? new BackgroundCheckpointer(sqlite, filename, undefined, options.onCheckpointError)
+      ? new BackgroundCheckpointer(sqlite, filename, undefined, options.onCheckpointError, options.onCheckpointRecovered)
       : undefined;
   return withQueryLog(
     (log) =>
