@@ -49,9 +49,11 @@ before(async () => {
 after(async () => {
   await stopAll();
   await sink?.stop();
-  if (disk) {
-    // Writable again first, whatever a failed test left behind.
+  if (!disk) return;
+  try {
+    // Writable again, whatever a failed test left behind.
     disk.refuseWrites(databaseFiles(), false);
+  } finally {
     disk.unmount();
   }
 });
