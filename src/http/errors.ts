@@ -4,7 +4,11 @@ import { AppError, InvalidUserError, ServiceUnavailableError, TooManyRequestsErr
 
 /** An error of ours, or the 503 of a database failure; undefined for anything else. */
 export function knownError(error: unknown): AppError | undefined {
-  return error instanceof AppError ? error : databaseFailure(error);
+  if (error instanceof AppError) return error;
+  // What Fastify already found to be the client's doing stays that, whatever its code says.
+  const status = (error as FastifyError | null)?.statusCode;
+  if (status !== undefined && status >= 400 && status < 500) return undefined;
+  return databaseFailure(error);
 }
 
 /** The seconds of `Retry-After` that go with an error, if any. */
