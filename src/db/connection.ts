@@ -29,8 +29,10 @@ export interface DatabaseOptions {
   statementTimeoutMs?: number;
   /** PostgreSQL: longest to wait for a connection. */
   connectTimeoutMs?: number;
-  /** SQLite: told when a background WAL checkpoint fails (the next one tries again). */
+  /** SQLite: told when background WAL checkpoints start failing (each next one tries again)... */
   onCheckpointError?: (message: string) => void;
+  /** ...and when they work again. */
+  onCheckpointRecovered?: () => void;
 }
 
 /**
@@ -100,7 +102,7 @@ function openSqlite(options: DatabaseOptions): Db {
   sqlite.pragma('synchronous = NORMAL');
   const checkpointer =
     filename !== ':memory:' && sqlite.pragma('journal_mode', { simple: true }) === 'wal'
-      ? new BackgroundCheckpointer(sqlite, filename, undefined, options.onCheckpointError)
+      ? new BackgroundCheckpointer(sqlite, filename, undefined, options.onCheckpointError, options.onCheckpointRecovered)
       : undefined;
   return withQueryLog(
     (log) =>

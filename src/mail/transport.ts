@@ -55,13 +55,19 @@ async function writeDurably(file: string, data: Buffer): Promise<void> {
   const tmp = `${file}.${crypto.randomBytes(4).toString('hex')}.tmp`;
   const handle = await fs.open(tmp, 'w');
   try {
-    await handle.writeFile(data);
-    // On disk before the rename: otherwise a power loss can leave the new name on an empty file.
-    await handle.sync();
-  } finally {
-    await handle.close();
+    try {
+      await handle.writeFile(data);
+      // On disk before the rename: otherwise a power loss can leave the new name on an empty file.
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    await fs.rename(tmp, file);
+  } catch (err) {
+    // A full disk: what was written of the message would only take more of the space.
+    await fs.rm(tmp, { force: true }).catch(() => undefined);
+    throw err;
   }
-  await fs.rename(tmp, file);
   // The rename itself is an entry in the directory, durable only once the directory is synced.
   const dir = await fs.open(path.dirname(file), 'r');
   try {
