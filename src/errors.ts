@@ -75,5 +75,6 @@ export class TooManyRequestsError extends AppError {
 
 export const productNotFound = () => new NotFoundError('No product with that id.');
 export const itemNotFound = (n: number | string) => new NotFoundError(`No item number ${n} in this product.`);
+export const webhookNotFound = () => new NotFoundError('No webhook with that id in this product.');
 export const userNotFound = (param: string) =>
   new AppError(404, `Parameter ${param} names no known user.`, { [param]: 'unknown user' });

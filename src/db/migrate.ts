@@ -8,6 +8,7 @@ import * as outboxBodies from './migrations/2026_11_23_0004_outbox_bodies.js';
 import * as webSignIn from './migrations/2026_11_23_0005_web_sign_in.js';
 import * as notificationEnvironments from './migrations/2026_11_23_0020_notification_environments.js';
 import * as productRevision from './migrations/2026_11_23_0030_product_revision.js';
+import * as webhooks from './migrations/2026_11_23_0050_webhooks.js';
 
 /** Every migration, by name; names sort in the order they apply. */
 const migrations: Record<string, Migration> = {
@@ -19,6 +20,7 @@ const migrations: Record<string, Migration> = {
   '2026_11_23_0005_web_sign_in': webSignIn,
   '2026_11_23_0020_notification_environments': notificationEnvironments,
   '2026_11_23_0030_product_revision': productRevision,
+  '2026_11_23_0050_webhooks': webhooks,
 };
 
 /** The names of every migration, in the order they apply. */

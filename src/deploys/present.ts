@@ -45,9 +45,19 @@ export async function presentDeploys(db: Db, scope: ProductScope, deploys: Deplo
   return json;
 }
 
-/** A deploy just recorded as JSON: its items and its deployer (the caller) are in hand. */
-export async function presentNewDeploy(db: Db, scope: ProductScope, deploy: DeployRow, items: ItemRow[], urls: Urls): Promise<DeployJson> {
-  const json = presentDeploy(deploy, scope.user, scope.user.id, await presentItems(db, scope.product, items, urls, scope.user.id, true));
+/**
+ * A deploy just recorded as JSON: its items and its deployer (the caller) are in hand. People are
+ * shown as `viewerId` sees them: the caller, or nobody in particular (webhooks).
+ */
+export async function presentNewDeploy(
+  db: Db,
+  scope: ProductScope,
+  deploy: DeployRow,
+  items: ItemRow[],
+  urls: Urls,
+  viewerId = scope.user.id,
+): Promise<DeployJson> {
+  const json = presentDeploy(deploy, scope.user, viewerId, await presentItems(db, scope.product, items, urls, viewerId, true));
   if (items.length > BIG_PAGE) await nextTurn();
   return json;
 }

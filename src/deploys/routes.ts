@@ -39,7 +39,7 @@ export async function deployRoutes(app: FastifyInstance): Promise<void> {
     async (request) => {
       const input = parseDeploy(requestParams(request));
       const key = parseIdempotencyKey(request.headers['idempotency-key']);
-      const recorded = await app.db.transaction().execute((trx) => recordDeploy(trx, request.scope, input, key, urls.mailDomain));
+      const recorded = await app.db.transaction().execute((trx) => recordDeploy(trx, request.scope, input, key, urls));
       if (!recorded.created) return (await presentDeploys(app.db, request.scope, [recorded.deploy], urls))[0];
       app.outbox.nudge();
       return presentNewDeploy(app.db, request.scope, recorded.deploy, recorded.items, urls);

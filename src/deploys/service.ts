@@ -6,9 +6,10 @@ import { findItemsByNumbers, touchActivity } from '../items/index.js';
 import { queueDeployNotifications } from '../mail/index.js';
 import { wantDeployMail } from '../notifications/index.js';
 import { lockProduct } from '../products/index.js';
-import type { ProductScope } from '../scope.js';
+import type { ProductScope, Urls } from '../scope.js';
 import { formatTimestamp } from '../time.js';
 import { findUsersByIds } from '../users/index.js';
+import { announceDeploy } from './events.js';
 import { DEPLOY_PAGE_ITEMS, type DeployInput } from './input.js';
 import {
   countDeployItems,
@@ -33,9 +34,10 @@ export type RecordedDeploy = { deploy: DeployRow; created: false } | { deploy: D
  * environment, and one outbox message per following member (the deployer excluded) listing that
  * member's items. With an idempotency key, a repeat returns the first deploy and queues nothing;
  * the same key with other parameters is 422. Throws 400 when no number names an item. A new
- * deploy comes with its items as they are after it, in number order.
+ * deploy comes with its items as they are after it, in number order, and is a `deploy.created`
+ * event for the product's webhooks.
  */
-export async function recordDeploy(trx: Trx, scope: ProductScope, input: DeployInput, key: string | undefined, mailDomain: string): Promise<RecordedDeploy> {
+export async function recordDeploy(trx: Trx, scope: ProductScope, input: DeployInput, key: string | undefined, urls: Urls): Promise<RecordedDeploy> {
   const hash = key === undefined ? null : requestHash(input);
   // Deploys of a product queue here: two requests with one key find each other's deploy, and
   // item rows are always locked after the product's, as every writer does.
@@ -63,9 +65,11 @@ export async function recordDeploy(trx: Trx, scope: ProductScope, input: DeployI
   const itemIds = items.map((i) => i.id);
   await recordDeployedItems(trx, deploy, itemIds);
   await touchActivity(trx, itemIds, at);
-  await notifyFollowers(trx, scope, deploy, items, mailDomain, now);
+  await notifyFollowers(trx, scope, deploy, items, urls.mailDomain, now);
   // As touchActivity left them, without reading them again.
-  return { deploy, created: true, items: items.map((i) => (i.last_activity < at ? { ...i, last_activity: at } : i)) };
+  const touched = items.map((i) => (i.last_activity < at ? { ...i, last_activity: at } : i));
+  await announceDeploy(trx, scope, deploy, touched, urls);
+  return { deploy, created: true, items: touched };
 }
 
 /**

@@ -182,7 +182,7 @@ async function boardPages(app: FastifyInstance, { boards }: { boards: RenderedPa
       const p = requestParams(request);
       const move = parseMove(p);
       const number = numberOf(request);
-      await app.db.transaction().execute((trx) => moveItem(trx, request.scope, number, move, app.listCounts));
+      await app.db.transaction().execute((trx) => moveItem(trx, request.scope, number, move, app.listCounts, app.config));
       if (wantsJson(request)) return reply.header('cache-control', 'no-store').send({ number });
       const back = boardQueryString(returnFilters(p));
       return reply.header('cache-control', 'no-store').redirect(`/app/products/${request.scope.product.id}/board${back}#item-${number}`, 303);
@@ -253,7 +253,7 @@ async function itemPages(app: FastifyInstance, { boards }: { boards: RenderedPag
     let row: ItemRow;
     try {
       const input = parseCreateItem({ ...p, description: lineBreaks(p.description) });
-      row = await app.db.transaction().execute((trx) => createItem(trx, scope, input));
+      row = await app.db.transaction().execute((trx) => createItem(trx, scope, input, app.config));
     } catch (err) {
       const shown = formErrors(err);
       if (!shown) throw err;
@@ -276,7 +276,7 @@ async function itemPages(app: FastifyInstance, { boards }: { boards: RenderedPag
     try {
       // An unchanged status the form cannot name (someday) comes as none; textareas send CRLF.
       const input = parseUpdateItem({ ...p, status: p.status || undefined, description: lineBreaks(p.description), parent: undefined, type: undefined });
-      await app.db.transaction().execute((trx) => updateItem(trx, scope, number, input));
+      await app.db.transaction().execute((trx) => updateItem(trx, scope, number, input, app.config));
     } catch (err) {
       const shown = formErrors(err);
       if (!shown) throw err;
