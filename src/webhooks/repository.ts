@@ -195,11 +195,14 @@ export async function disableWebhook(trx: Trx, webhookId: number, at: string, re
   await failPending(trx, webhookId, reason);
 }
 
-/** Gives up the deliveries still waiting for a webhook (it was disabled), saying why. */
+/**
+ * Gives up the deliveries still waiting for a webhook (it was disabled): those tried before keep
+ * their last error, the others say why they were never sent.
+ */
 export async function failPending(trx: Trx, webhookId: number, reason: string): Promise<void> {
   await trx
     .updateTable('webhook_deliveries')
-    .set({ status: 'failed', last_error: reason })
+    .set((eb) => ({ status: 'failed', last_error: eb.fn.coalesce('last_error', eb.val(reason)) }))
     .where('webhook_id', '=', webhookId)
     .where('status', '=', 'pending')
     .execute();
