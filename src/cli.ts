@@ -116,7 +116,7 @@ const COMMANDS: Record<string, Command> = {
   },
   copy: {
     usage: 'shiplog copy --to postgres://USER:PASSWORD@HOST:PORT/DATABASE',
-    help: 'Copies the SQLite database under DATA_DIR (users and keys, products, items, deploys, followers, invitations, outbox) into an empty PostgreSQL database, then checks that every table has the same number of rows.',
+    help: 'Copies the SQLite database under DATA_DIR (users and keys, products, items, deploys, followers, invitations, outbox, webhooks and their deliveries) into an empty PostgreSQL database, then checks that every table has the same number of rows.',
     options: { to: { type: 'string' } },
     positionals: [],
     async run(source, _args, v) {

@@ -206,6 +206,10 @@ describe('private targets', () => {
     for (const d of [viaName, viaAddress]) assert.deepEqual([d.status, d.attempts, d.response_code], ['failed', 1, null]);
     assert.match(viaName.last_error, /localhost resolves to (127\.0\.0\.1|::1), a loopback address/);
     assert.match(viaAddress.last_error, /127\.0\.0\.1 is a loopback address/);
+    // With the setting, the name is resolved and the connection made to the address checked.
+    await client(s.t.app, s.admin).post(`${s.api}/items.json`, { type: 'task', title: 'Allowed' });
+    await s.t.app.webhooks.deliverDue();
+    assert.equal(verified(receiver.to('/private-name')[0]).item.title, 'Allowed');
   });
 });
 
