@@ -5,7 +5,7 @@
  * commit.
  */
 export { parseCreateWebhook, webhookIdOf } from './input.js';
-export { EVENT_TYPES, FORMATS, NO_VIEWER, type EventType } from './model.js';
+export { EVENT_TYPES, NO_VIEWER, type EventType } from './model.js';
 export { presentDelivery, presentWebhooks, type DeliveryJson, type WebhookJson } from './present.js';
 export { webhookRoutes } from './routes.js';
 export {
@@ -19,6 +19,5 @@ export {
   replayDelivery,
   updateWebhook,
   vetTarget,
-  type NewEvent,
 } from './service.js';
 export { DEFAULT_WEBHOOK_WORKER_OPTIONS, WebhookWorker, type WebhookWorkerOptions } from './worker.js';
