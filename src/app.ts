@@ -2,7 +2,7 @@ import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastif
 import type { Config } from './config.js';
 import type { Db } from './db/connection.js';
 import type { UserRow } from './db/schema.js';
-import { deployMessageRenderer, deployRoutes } from './deploys/index.js';
+import { deployMessageRenderer, deployRoutes, rollbackMessageRenderer } from './deploys/index.js';
 import { healthRoutes } from './health.js';
 import { answerExpectations, capConnections } from './http/connections.js';
 import { registerErrorHandling } from './http/errors.js';
@@ -14,12 +14,14 @@ import {
   DEFAULT_WORKER_OPTIONS,
   emlTransport,
   OutboxWorker,
+  SentCount,
   smtpTransport,
   UnsubscribeLinks,
   unsubscribeRoutes,
   type MailTransport,
   type WorkerOptions,
 } from './mail/index.js';
+import { registerMetrics } from './metrics.js';
 import { notificationRoutes } from './notifications/index.js';
 import { productMemberRoutes, productRoutes, requireMember } from './products/index.js';
 import type { ProductScope } from './scope.js';
@@ -34,6 +36,8 @@ declare module 'fastify' {
     config: Config;
     outbox: OutboxWorker;
     webhooks: WebhookWorker;
+    /** The sent-message count of /health and /metrics, remembered between their calls. */
+    sentCount: SentCount;
     unsubscribeLinks: UnsubscribeLinks;
     listCounts: ListCounts;
   }
@@ -72,6 +76,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   setUpWebhooks(app, options);
   registerBodyParsers(app);
   registerErrorHandling(app);
+  if (config.metricsToken) registerMetrics(app, config.metricsToken);
   await registerRoutes(app, web);
   return app;
 }
@@ -87,6 +92,7 @@ async function setUpMail(app: FastifyInstance, options: AppOptions, web: WebOpti
   const links = new UnsubscribeLinks(config.publicUrl, await sharedSecret(db, 'unsubscribe_key'));
   const renderers = {
     deploy: deployMessageRenderer(config.publicUrl, links),
+    rollback: rollbackMessageRenderer(config.publicUrl, links),
     invitation: invitationMessageRenderer(links),
     signin: signinMessageRenderer(config.publicUrl, web.signinKey),
   };
@@ -100,6 +106,7 @@ async function setUpMail(app: FastifyInstance, options: AppOptions, web: WebOpti
     ...options.worker,
   });
   app.decorate('outbox', outbox);
+  app.decorate('sentCount', new SentCount());
   app.decorate('unsubscribeLinks', links);
   if (options.startWorker) app.addHook('onReady', async () => outbox.start());
   app.addHook('onClose', async () => {

@@ -42,6 +42,8 @@ export interface Config {
   readonly webhookDisableAfterFailures: number;
   /** Whether webhooks may point at loopback, private and link-local addresses (a receiver on the same network). */
   readonly webhooksAllowPrivate: boolean;
+  /** The bearer token `GET /metrics` asks for; without it there is no `/metrics`. */
+  readonly metricsToken: string | undefined;
 }
 
 export class ConfigError extends Error {}
@@ -121,6 +123,16 @@ function parseMailFrom(raw: string): string {
   return raw.trim();
 }
 
+/** A secret for a header: long enough not to be guessed, and never echoed in the message. */
+function parseMetricsToken(raw: string): string {
+  if (!/^[\x21-\x7e]{16,}$/.test(raw)) {
+    throw new ConfigError(
+      'METRICS_TOKEN must be at least 16 characters without spaces (letters, digits, punctuation), such as the output of `openssl rand -hex 32`.',
+    );
+  }
+  return raw;
+}
+
 /** What openDatabase needs from the configuration. */
 export function databaseOptions(config: Config) {
   return {
@@ -189,6 +201,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     webhookLeaseSeconds,
     webhookDisableAfterFailures: positive('WEBHOOK_DISABLE_AFTER_FAILURES', 20, 1000),
     webhooksAllowPrivate: parseFlag('WEBHOOKS_ALLOW_PRIVATE', env.WEBHOOKS_ALLOW_PRIVATE ?? ''),
+    metricsToken: env.METRICS_TOKEN ? parseMetricsToken(env.METRICS_TOKEN) : undefined,
     ...overrides,
   });
 }

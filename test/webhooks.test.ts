@@ -3,9 +3,6 @@ import { after, before, describe, test } from 'node:test';
 import { buildApp } from '../src/app.js';
 import { loadConfig } from '../src/config.js';
 import type { ProductRow } from '../src/db/schema.js';
-import { announceDeploy } from '../src/deploys/index.js';
-import { findItemsByNumbers } from '../src/items/index.js';
-import { findProduct } from '../src/products/index.js';
 import { DEFAULT_WEBHOOK_WORKER_OPTIONS, WebhookWorker, type WebhookWorkerOptions } from '../src/webhooks/index.js';
 import { assertError, client, makeApp, makeProduct, makeUser, type TestContext, type TestUser } from './helpers.js';
 import { runCli, waitFor } from './processes.js';
@@ -261,18 +258,18 @@ describe('deliveries', () => {
     const deploy = await asAdmin.post(`${s.api}/deploys.json`, { environment: 'production', numbers: '1,2', version: '1.4.0', notes: 'Friday' });
     assert.equal(deploy.statusCode, 200, deploy.body);
     const deployed = (await asObserver.get(`${s.api}/deploys.json`)).json()[0];
-    // What rollbacks will call: the rollback deploy, and the items it took back.
-    const product = (await findProduct(s.t.db, s.product.id))!;
-    const items = await findItemsByNumbers(s.t.db, product.id, [1]);
-    const rollback = await s.t.db.selectFrom('deploys').selectAll().where('id', '=', deploy.json().id).executeTakeFirstOrThrow();
-    await s.t.db.transaction().execute((trx) => announceDeploy(trx, { user: s.admin.user, product, admin: true }, rollback, items, s.t.config, [2, 1]));
+    const later = await asAdmin.post(`${s.api}/deploys.json`, { environment: 'production', numbers: '1', version: '1.5.0' });
+    // Back to 1.4.0: 1.5.0 is undone, and item 1 is as 1.4.0 left it.
+    const rollback = await asAdmin.post(`${s.api}/deploys.json`, { environment: 'production', version: '1.4.0', rollback: 'true' });
+    assert.equal(rollback.statusCode, 200, rollback.body);
+    const rolledBackSeen = (await asObserver.get(`${s.api}/deploys.json`)).json().find((d: any) => d.id === rollback.json().id);
 
     await s.t.app.webhooks.deliverDue();
     const log = await deliveries(s, hook.id);
     const got = await received(s, hook.id, '/all');
     assert.deepEqual(
       got.map((e) => e.type),
-      ['item.created', 'item.created', 'item.updated', 'item.status_changed', 'item.updated', 'deploy.created', 'deploy.rolled_back'],
+      ['item.created', 'item.created', 'item.updated', 'item.status_changed', 'item.updated', 'deploy.created', 'deploy.created', 'deploy.rolled_back'],
     );
     const actor = { id: s.admin.user.id, first_name: 'Ada', last_name: 'Lovelace', email: s.admin.email };
     for (const e of got) {
@@ -284,7 +281,7 @@ describe('deliveries', () => {
     assert.equal(new Set(got.map((e) => e.id)).size, got.length, 'an event id each');
     assert.equal(new Set(got.map((e) => e.delivery_id)).size, got.length, 'a delivery id each');
 
-    const [itemCreated, , itemUpdated, statusChanged, itemArchived, deployCreated, rolledBack] = got;
+    const [itemCreated, , itemUpdated, statusChanged, itemArchived, deployCreated, , rolledBack] = got;
     assert.deepEqual(itemCreated.item, created);
     assert.equal('changes' in itemCreated, false);
     assert.deepEqual(itemUpdated.item, updated);
@@ -298,10 +295,12 @@ describe('deliveries', () => {
       deployCreated.deploy.items.map((i: any) => i.number),
       [1, 2],
     );
-    assert.equal(rolledBack.deploy.id, deploy.json().id);
-    assert.deepEqual(rolledBack.reverted, [1, 2]);
+    assert.deepEqual(rolledBack.deploy, rolledBackSeen);
+    assert.equal(rolledBack.deploy.rollback, true);
+    assert.deepEqual(rolledBack.reverted, [1]);
+    assert.deepEqual(rolledBack.reverted_deploys, [later.json().id]);
 
-    assert.equal(log.length, 7);
+    assert.equal(log.length, 8);
     assert.equal(log[0].event, 'deploy.rolled_back', 'newest first');
     for (const d of log) {
       assert.equal(d.status, 'delivered');
@@ -313,7 +312,7 @@ describe('deliveries', () => {
     }
     assert.deepEqual(new Set(log.map((d) => d.delivery_id)), new Set(got.map((e) => e.delivery_id)));
     const page = await client(s.t.app, s.admin).get(`${s.api}/webhooks/${hook.id}/deliveries.json`, { offset: 5, limit: 1 });
-    assert.equal(page.headers['x-sprintly-delivery-count'], '7');
+    assert.equal(page.headers['x-sprintly-delivery-count'], '8');
     assert.deepEqual(page.json(), [log[5]]);
   });
 
@@ -489,6 +488,8 @@ describe('slack format', () => {
     await asAdmin.post(`${s.api}/items/1.json`, { status: 'completed' });
     await asAdmin.post(`${s.api}/items/2.json`, { title: 'Faster search', score: 'M' });
     await asAdmin.post(`${s.api}/deploys.json`, { environment: 'production', numbers: '1,2', version: 'v1.4.0', notes: 'Ship it' });
+    await asAdmin.post(`${s.api}/deploys.json`, { environment: 'production', numbers: '2', version: 'v1.5.0' });
+    await asAdmin.post(`${s.api}/deploys.json`, { environment: 'production', version: 'v1.4.0', rollback: 'true' });
     await s.t.app.webhooks.deliverDue();
     const got = await received(s, hook.id, '/slack');
     const link = (n: number, title: string) => `<http://shiplog.test/i/${s.product.id}/${n}/|#${n} ${title}>`;
@@ -500,6 +501,8 @@ describe('slack format', () => {
         `Ada Lovelace moved ${link(1, 'Checkout fix')} from backlog to completed`,
         `Ada Lovelace updated ${link(2, 'Faster search')}: title, score`,
         `v1.4.0 to production: ${link(1, 'Checkout fix')}, ${link(2, 'Faster search')} (by Ada Lovelace)`,
+        `v1.5.0 to production: ${link(2, 'Faster search')} (by Ada Lovelace)`,
+        `production rolled back to v1.4.0: ${link(2, 'Faster search')} reverted (by Ada Lovelace)`,
       ],
     );
     const deploy = got[4];

@@ -1,6 +1,5 @@
 /** Deploys: recording that items went to an environment, listing them, their mail and webhook events. */
-export { announceDeploy } from './events.js';
-export { deployMessageRenderer } from './mail.js';
+export { deployMessageRenderer, rollbackMessageRenderer } from './mail.js';
 export { deployRoutes } from './routes.js';
 export { parseDeployList } from './input.js';
 export { presentDeploys, type DeployJson } from './present.js';

@@ -209,7 +209,7 @@ async function renderItem(
     subItemsTotal: children?.total ?? 0,
     deploys: deployments.deployments.map((d) => {
       const by = deployers.get(d.deploy_id);
-      return { environment: d.environment, version: d.version, deployedAt: d.deployed_at, by: by ? personName(by) : '' };
+      return { environment: d.environment, version: d.version, deployedAt: d.deployed_at, by: by ? personName(by) : '', revertedAt: d.reverted_at };
     }),
     deploysTotal: deployments.total,
     followers: followers.userIds.map((id) => followerNames.get(id) ?? ''),

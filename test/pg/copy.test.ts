@@ -37,6 +37,9 @@ before(async () => {
   await source.app.outbox.deliverDue();
   await client(source.app, owner).post(`/api/products/${productId}/deploys.json`, { environment: 'staging', numbers: '3' });
   await client(source.app, member).post(`/api/products/${productId}/notifications.json`, { environments: 'production,staging' });
+  // A rollback: the deploy it undid refers to it, a later row.
+  await client(source.app, owner).post(`/api/products/${productId}/deploys.json`, { environment: 'production', numbers: '1', version: '2.1' });
+  await client(source.app, owner).post(`/api/products/${productId}/deploys.json`, { environment: 'production', version: '2.0', rollback: 'true' });
   // A pending invitation: its message goes to an address with no user yet.
   await client(source.app, owner).post(`/api/products/${productId}/people.json`, { email: 'invited@example.com' });
 });
