@@ -28,12 +28,14 @@ import type { ProductScope } from './scope.js';
 import { sharedSecret } from './settings.js';
 import { requireUser, userRoutes } from './users/index.js';
 import { signinMessageRenderer, WEB_PREFIX, webRoutes, type WebOptions } from './web/index.js';
+import { DEFAULT_WEBHOOK_WORKER_OPTIONS, webhookRoutes, WebhookWorker, type WebhookWorkerOptions } from './webhooks/index.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
     db: Db;
     config: Config;
     outbox: OutboxWorker;
+    webhooks: WebhookWorker;
     /** The sent-message count of /health and /metrics, remembered between their calls. */
     sentCount: SentCount;
     unsubscribeLinks: UnsubscribeLinks;
@@ -54,6 +56,8 @@ export interface AppOptions {
   /** Start the outbox worker's timer (the server does; tests deliver by hand). */
   startWorker?: boolean;
   worker?: Partial<WorkerOptions>;
+  /** Tests shorten the webhook worker's backoff. */
+  webhookWorker?: Partial<WebhookWorkerOptions>;
 }
 
 /** Builds the whole service; the server and the tests both start here. It never listens. */
@@ -69,6 +73,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   app.decorateRequest('scope', null as unknown as ProductScope);
   const web: WebOptions = { cookieSecret: await sharedSecret(db, 'session_cookie_key'), signinKey: await sharedSecret(db, 'signin_key') };
   await setUpMail(app, options, web);
+  setUpWebhooks(app, options);
   registerBodyParsers(app);
   registerErrorHandling(app);
   if (config.metricsToken) registerMetrics(app, config.metricsToken);
@@ -110,6 +115,22 @@ async function setUpMail(app: FastifyInstance, options: AppOptions, web: WebOpti
   });
 }
 
+/** The webhook worker, with the configured deadline, lease and guard; it runs and stops as the mail worker does. */
+function setUpWebhooks(app: FastifyInstance, options: AppOptions): void {
+  const { config } = options;
+  const worker = new WebhookWorker(app.db, app.log, {
+    ...DEFAULT_WEBHOOK_WORKER_OPTIONS,
+    timeoutMs: config.webhookTimeoutSeconds * 1000,
+    leaseMs: config.webhookLeaseSeconds * 1000,
+    disableAfterFailures: config.webhookDisableAfterFailures,
+    allowPrivate: config.webhooksAllowPrivate,
+    ...options.webhookWorker,
+  });
+  app.decorate('webhooks', worker);
+  if (options.startWorker) app.addHook('onReady', async () => worker.start());
+  app.addHook('onClose', async () => worker.stop());
+}
+
 /**
  * Open routes first; the pages, under their prefix and with their own sessions; then the API,
  * behind the caller's credentials and, under a product, membership.
@@ -131,6 +152,7 @@ async function registerRoutes(app: FastifyInstance, web: WebOptions): Promise<vo
       await member.register(itemRoutes);
       await member.register(deployRoutes);
       await member.register(notificationRoutes);
+      await member.register(webhookRoutes);
     });
   });
 }

@@ -13,6 +13,7 @@ import { addMemberByEmail, createProduct } from './products/index.js';
 import { sharedSecret } from './settings.js';
 import { createUser, findUserByEmail, rotateApiKey } from './users/index.js';
 import { operatorSignInLink } from './web/index.js';
+import { deliveryLog, presentDelivery, replayDelivery, type DeliveryJson } from './webhooks/index.js';
 
 class UsageError extends Error {}
 
@@ -73,6 +74,22 @@ function formatStatus(status: MailStatus): string {
   return lines.join('\n');
 }
 
+/** A delivery as one line of `webhooks log`. */
+function formatDelivery(d: DeliveryJson): string {
+  const answer = d.response_code === null ? '-' : String(d.response_code);
+  const took = d.duration_ms === null ? '' : ` ${d.duration_ms} ms`;
+  const state = d.status === 'pending' && d.next_attempt_at ? `pending (next ${d.next_attempt_at})` : d.status;
+  const error = d.last_error ? `  ${d.last_error}` : '';
+  return `${d.created_at}  ${d.delivery_id}  webhook ${d.webhook_id}  ${d.event} (event ${d.event_id})  ${state}  ${answer}${took}  ${d.attempts} attempt(s)${error}`;
+}
+
+/** A number given on the command line that names something (a product, a webhook). */
+function idArgument(name: string, raw: string): number {
+  const id = digitsToId(raw);
+  if (id === undefined) throw new UsageError(`${name} must be a number, got "${raw}".`);
+  return id;
+}
+
 const COMMANDS: Record<string, Command> = {
   'user add': {
     usage: 'shiplog user add EMAIL --first NAME --last NAME [--api-key KEY]',
@@ -127,15 +144,14 @@ const COMMANDS: Record<string, Command> = {
     options: { admin: { type: 'boolean' } },
     positionals: ['PRODUCT_ID', 'EMAIL'],
     async run(db, [productId, email], v) {
-      const id = digitsToId(productId);
-      if (id === undefined) throw new UsageError(`PRODUCT_ID must be a number, got "${productId}".`);
+      const id = idArgument('PRODUCT_ID', productId);
       const { product, admin } = await db.transaction().execute((trx) => addMemberByEmail(trx, id, email, v.admin === true ? true : undefined));
       return `${email.trim().toLowerCase()} is ${admin ? 'an admin' : 'a member'} of product ${product.id} (${product.name}).`;
     },
   },
   copy: {
     usage: 'shiplog copy --to postgres://USER:PASSWORD@HOST:PORT/DATABASE',
-    help: 'Copies the SQLite database under DATA_DIR (users and keys, products, items, deploys, followers, invitations, outbox) into an empty PostgreSQL database, then checks that every table has the same number of rows.',
+    help: 'Copies the SQLite database under DATA_DIR (users and keys, products, items, deploys, followers, invitations, outbox, webhooks and their deliveries) into an empty PostgreSQL database, then checks that every table has the same number of rows.',
     options: { to: { type: 'string' } },
     positionals: [],
     async run(source, _args, v) {
@@ -195,6 +211,29 @@ const COMMANDS: Record<string, Command> = {
     async run(db, _args, v) {
       const n = await retryMail(db, v.failed === true);
       return `${n} message(s) queued for delivery.`;
+    },
+  },
+  'webhooks log': {
+    usage: 'shiplog webhooks log PRODUCT_ID [--webhook ID] [--limit N] [--json]',
+    help: "Shows the latest deliveries of a product's webhooks (or of one), newest first: when, the delivery's id, the webhook, the event, its state, the receiver's status code, how long it took, the attempts, and the last error.",
+    options: { webhook: { type: 'string' }, limit: { type: 'string' }, json: { type: 'boolean' } },
+    positionals: ['PRODUCT_ID'],
+    async run(db, [productId], v) {
+      const webhookId = v.webhook === undefined ? undefined : idArgument('--webhook', String(v.webhook));
+      const limit = v.limit === undefined ? 50 : idArgument('--limit', String(v.limit));
+      const rows = (await deliveryLog(db, idArgument('PRODUCT_ID', productId), webhookId, Math.max(1, Math.min(limit, 1000)))).map(presentDelivery);
+      if (v.json) return JSON.stringify(rows, null, 2);
+      return rows.length ? rows.map(formatDelivery).join('\n') : 'No deliveries yet.';
+    },
+  },
+  'webhooks replay': {
+    usage: 'shiplog webhooks replay DELIVERY_ID',
+    help: 'Sends the event of a delivery to its webhook again: a new delivery with a new id, the same event id and payload. A running server sends it within a second.',
+    options: {},
+    positionals: ['DELIVERY_ID'],
+    async run(db, [deliveryId]) {
+      const replay = await db.transaction().execute((trx) => replayDelivery(trx, deliveryId));
+      return `Queued delivery ${replay.uid} of event ${replay.eventUid} to webhook ${replay.webhook.id} (${replay.webhook.url}).`;
     },
   },
 };

@@ -34,6 +34,14 @@ export interface Config {
   readonly maxConnections: number;
   /** A signed-in browser that makes no request for this long is signed out. */
   readonly webSessionIdleMinutes: number;
+  /** The deadline of one webhook delivery: connect, send, and the receiver's answer. */
+  readonly webhookTimeoutSeconds: number;
+  /** How long a worker holds a claimed webhook delivery before another may take it over. */
+  readonly webhookLeaseSeconds: number;
+  /** A webhook is disabled after this many failed attempts in a row (or 24 hours of failing). */
+  readonly webhookDisableAfterFailures: number;
+  /** Whether webhooks may point at loopback, private and link-local addresses (a receiver on the same network). */
+  readonly webhooksAllowPrivate: boolean;
   /** The bearer token `GET /metrics` asks for; without it there is no `/metrics`. */
   readonly metricsToken: string | undefined;
 }
@@ -97,6 +105,13 @@ function parsePositive(name: string, raw: string, max = Number.MAX_SAFE_INTEGER)
   return Number(raw);
 }
 
+function parseFlag(name: string, raw: string): boolean {
+  const value = raw.trim().toLowerCase();
+  if (['1', 'true', 'yes'].includes(value)) return true;
+  if (['0', 'false', 'no', ''].includes(value)) return false;
+  throw new ConfigError(`${name} must be 1 or 0, got "${raw}".`);
+}
+
 /** Node's timers take at most 2^31-1 ms; a larger value would silently fire at once. */
 const MAX_TIMER_MS = 2_147_483_647;
 
@@ -154,6 +169,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
       `MAIL_SEND_TIMEOUT_SECONDS (${mailSendTimeoutSeconds}) must be shorter than MAIL_LEASE_SECONDS (${mailLeaseSeconds}), so an attempt ends while its claim holds.`,
     );
   }
+  const webhookTimeoutSeconds = positive('WEBHOOK_TIMEOUT_SECONDS', 10, 300);
+  const webhookLeaseSeconds = positive('WEBHOOK_LEASE_SECONDS', 60, 3600);
+  if (webhookTimeoutSeconds >= webhookLeaseSeconds) {
+    throw new ConfigError(
+      `WEBHOOK_TIMEOUT_SECONDS (${webhookTimeoutSeconds}) must be shorter than WEBHOOK_LEASE_SECONDS (${webhookLeaseSeconds}), so a delivery ends while its claim holds.`,
+    );
+  }
   return Object.freeze({
     port,
     host,
@@ -175,6 +197,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     keepAliveTimeoutMs: positive('KEEP_ALIVE_TIMEOUT_MS', 5_000, MAX_TIMER_MS),
     maxConnections: positive('MAX_CONNECTIONS', 1_000),
     webSessionIdleMinutes: positive('WEB_SESSION_IDLE_MINUTES', 7 * 24 * 60, 366 * 24 * 60),
+    webhookTimeoutSeconds,
+    webhookLeaseSeconds,
+    webhookDisableAfterFailures: positive('WEBHOOK_DISABLE_AFTER_FAILURES', 20, 1000),
+    webhooksAllowPrivate: parseFlag('WEBHOOKS_ALLOW_PRIVATE', env.WEBHOOKS_ALLOW_PRIVATE ?? ''),
     metricsToken: env.METRICS_TOKEN ? parseMetricsToken(env.METRICS_TOKEN) : undefined,
     ...overrides,
   });

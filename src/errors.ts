@@ -102,5 +102,6 @@ export const databaseReadOnly = () =>
 
 export const productNotFound = () => new NotFoundError('No product with that id.');
 export const itemNotFound = (n: number | string) => new NotFoundError(`No item number ${n} in this product.`);
+export const webhookNotFound = () => new NotFoundError('No webhook with that id in this product.');
 export const userNotFound = (param: string) =>
   new AppError(404, `Parameter ${param} names no known user.`, { [param]: 'unknown user' });

@@ -236,7 +236,8 @@ describe('the board, kept between changes', () => {
     const colleague = await makeUser(t.db);
     await t.db.transaction().execute(async (trx) => {
       const { insertMembership } = await import('../src/products/repository.js');
-      await insertMembership(trx, product.id, colleague.user.id, false, '2026-01-01T00:00:00+00:00');
+      // An admin like the owner: admins' navigation differs from members'.
+      await insertMembership(trx, product.id, colleague.user.id, true, '2026-01-01T00:00:00+00:00');
     });
     const theirs = await signInByMail(t, colleague.email);
     const [a, b] = [await makeItem(t.app, owner, product.id, { title: 'A' }), await makeItem(t.app, owner, product.id, { title: 'B' })];

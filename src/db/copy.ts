@@ -21,9 +21,12 @@ const TABLES: Partial<Record<keyof Database, string[]>> = {
   outbox: ['id'],
   notification_environments: ['product_id', 'user_id', 'environment'],
   settings: ['name'],
+  webhooks: ['id'],
+  webhook_events: ['id'],
+  webhook_deliveries: ['id'],
 };
 const SELF_REFERENCES = { items: 'parent_id', deploys: 'reverted_by' } as const;
-const SERIAL_TABLES: (keyof Database)[] = ['users', 'products', 'items', 'deploys', 'invitations', 'outbox'];
+const SERIAL_TABLES: (keyof Database)[] = ['users', 'products', 'items', 'deploys', 'invitations', 'outbox', 'webhooks', 'webhook_events', 'webhook_deliveries'];
 const BATCH = 500;
 
 export interface CopyReport {

@@ -9,6 +9,7 @@ import * as webSignIn from './migrations/2026_11_23_0005_web_sign_in.js';
 import * as deployedWhere from './migrations/2026_11_23_0010_deployed_where.js';
 import * as notificationEnvironments from './migrations/2026_11_23_0020_notification_environments.js';
 import * as productRevision from './migrations/2026_11_23_0030_product_revision.js';
+import * as webhooks from './migrations/2026_11_23_0050_webhooks.js';
 
 /** Every migration, by name; names sort in the order they apply. */
 export const MIGRATIONS: Readonly<Record<string, Migration>> = {
@@ -21,6 +22,7 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '2026_11_23_0010_deployed_where': deployedWhere,
   '2026_11_23_0020_notification_environments': notificationEnvironments,
   '2026_11_23_0030_product_revision': productRevision,
+  '2026_11_23_0050_webhooks': webhooks,
 };
 
 /** The names of every migration, in the order they apply. */

@@ -222,6 +222,61 @@ export interface WebSessionsTable {
   last_seen_at: string;
 }
 
+/** A product's webhook: where its events go, which, in what form, and whether it still gets them. */
+export interface WebhooksTable {
+  id: Generated<number>;
+  product_id: number;
+  url: string;
+  /** The event types it gets, comma-separated. */
+  events: string;
+  /** `shiplog` (signed JSON) or `slack` (an incoming-webhook message). */
+  format: string;
+  /** Signs every delivery; kept as given, since signing needs it (see README, Webhooks). */
+  secret: string;
+  created_by_id: number;
+  created_at: string;
+  /** Set when it stopped getting events (after repeated failures), with why; cleared when re-enabled. */
+  disabled_at: string | null;
+  disabled_reason: string | null;
+  /** Failed attempts since the last success, and since when they have been failing. */
+  consecutive_failures: Generated<number>;
+  failing_since: string | null;
+}
+
+/** Something that happened to a product, with the resource as it was then (JSON, without delivery details). */
+export interface WebhookEventsTable {
+  id: Generated<number>;
+  /** The event's id in every delivery of it (replays included). */
+  uid: string;
+  product_id: number;
+  type: string;
+  payload: string;
+  created_at: string;
+}
+
+/** One event to one webhook: pending -> sending -> delivered, or failed when given up. */
+export interface WebhookDeliveriesTable {
+  id: Generated<number>;
+  /** The delivery's id (the Shiplog-Delivery header). */
+  uid: string;
+  webhook_id: number;
+  event_id: number;
+  /** 0 for the delivery the change queued, then 1, 2 ... for replays. */
+  replay: Generated<number>;
+  status: string;
+  attempts: Generated<number>;
+  next_attempt_at: string;
+  /** After this, a temporary failure is final. */
+  retry_until: string;
+  /** A delivery `sending` past its lease is free for another worker. */
+  lease_until: string | null;
+  response_code: number | null;
+  duration_ms: number | null;
+  last_error: string | null;
+  created_at: string;
+  delivered_at: string | null;
+}
+
 export interface Database {
   users: UsersTable;
   products: ProductsTable;
@@ -239,6 +294,9 @@ export interface Database {
   signin_links: SigninLinksTable;
   signin_requests: SigninRequestsTable;
   web_sessions: WebSessionsTable;
+  webhooks: WebhooksTable;
+  webhook_events: WebhookEventsTable;
+  webhook_deliveries: WebhookDeliveriesTable;
 }
 
 export type UserRow = Selectable<UsersTable>;
@@ -251,3 +309,6 @@ export type OutboxRow = Selectable<OutboxTable>;
 export type InvitationRow = Selectable<InvitationsTable>;
 export type SigninLinkRow = Selectable<SigninLinksTable>;
 export type WebSessionRow = Selectable<WebSessionsTable>;
+export type WebhookRow = Selectable<WebhooksTable>;
+export type WebhookEventRow = Selectable<WebhookEventsTable>;
+export type WebhookDeliveryRow = Selectable<WebhookDeliveriesTable>;

@@ -1,4 +1,4 @@
-/** Deploys: recording that items went to an environment, listing them, and their mail. */
+/** Deploys: recording that items went to an environment, listing them, their mail and webhook events. */
 export { deployMessageRenderer, rollbackMessageRenderer } from './mail.js';
 export { deployRoutes } from './routes.js';
 export { parseDeployList } from './input.js';

@@ -8,7 +8,6 @@ import { findUsersByIds, presentUser, UserSchema } from '../users/index.js';
 import { nowTimestamp } from '../time.js';
 import type { DeployInput } from './input.js';
 import { itemsOfDeploys } from './repository.js';
-import type { DeployPlan } from './service.js';
 
 const deployFields = {
   id: Type.Integer(),
@@ -83,18 +82,32 @@ export async function presentDeploys(db: Db, scope: ProductScope, deploys: Deplo
   return json;
 }
 
+/**
+ * A deploy just recorded, as deploys.json renders it to `viewerId` (the caller, or nobody in
+ * particular for webhooks): its items and its deployer (the caller) are in hand.
+ */
+export async function presentRecorded(db: Db, scope: ProductScope, deploy: DeployRow, items: ItemRow[], urls: Urls, viewerId: number): Promise<DeployJson> {
+  const json = presentDeploy(deploy, scope.user, viewerId, await presentItems(db, scope.product, items, urls, viewerId, true));
+  if (items.length > BIG_PAGE) await nextTurn();
+  return json;
+}
+
 /** The receipt of a deploy recorded now or earlier (an Idempotency-Key repeat): as its row keeps it. */
 export async function presentReceipt(db: Db, scope: ProductScope, deploy: DeployRow, items: ItemRow[] | undefined, urls: Urls): Promise<DeployReceiptJson> {
-  // Just recorded, its items and its deployer (the caller) are in hand; a repeat reads them again.
-  const json = items
-    ? presentDeploy(deploy, scope.user, scope.user.id, await presentItems(db, scope.product, items, urls, scope.user.id, true))
-    : (await presentDeploys(db, scope, [deploy], urls))[0];
-  if ((items?.length ?? 0) > BIG_PAGE) await nextTurn();
+  // Just recorded, its items are in hand; a repeat reads them again.
+  const json = items ? await presentRecorded(db, scope, deploy, items, urls, scope.user.id) : (await presentDeploys(db, scope, [deploy], urls))[0];
   return { ...json, unknown_numbers: JSON.parse(deploy.unknown_numbers) as number[], emailed: deploy.emailed, dry_run: false };
 }
 
+/** What a dry run shows of its plan (the service's DeployPlan; named here, so the service can use this module). */
+interface PlannedDeploy {
+  items: ItemRow[];
+  unknownNumbers: number[];
+  recipients: { user: UserRow; items: ItemRow[] }[];
+}
+
 /** The receipt of a dry run: the deploy as it would be recorded now (no id), and whom it would mail about what. */
-export async function presentDryRun(db: Db, scope: ProductScope, input: DeployInput, plan: DeployPlan, urls: Urls): Promise<DeployReceiptJson> {
+export async function presentDryRun(db: Db, scope: ProductScope, input: DeployInput, plan: PlannedDeploy, urls: Urls): Promise<DeployReceiptJson> {
   const items = await presentItems(db, scope.product, plan.items, urls, scope.user.id, true);
   if (plan.items.length > BIG_PAGE) await nextTurn();
   return {

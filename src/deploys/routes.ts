@@ -42,7 +42,7 @@ export async function deployRoutes(app: FastifyInstance): Promise<void> {
       // nothing, so its Idempotency-Key is neither looked up nor used up.
       if (input.dryRun) return presentDryRun(app.db, request.scope, input, await planDeploy(app.db, request.scope, input), urls);
       const key = parseIdempotencyKey(request.headers['idempotency-key']);
-      const recorded = await app.db.transaction().execute((trx) => recordDeploy(trx, request.scope, input, key, urls.mailDomain));
+      const recorded = await app.db.transaction().execute((trx) => recordDeploy(trx, request.scope, input, key, urls));
       if (recorded.created) app.outbox.nudge();
       return presentReceipt(app.db, request.scope, recorded.deploy, recorded.created ? recorded.items : undefined, urls);
     },

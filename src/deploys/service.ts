@@ -6,9 +6,10 @@ import { findItemsByIds, findItemsByNumbers, touchActivity } from '../items/inde
 import { queueDeployNotifications } from '../mail/index.js';
 import { wantDeployMail } from '../notifications/index.js';
 import { lockProduct, markItemsChanged } from '../products/index.js';
-import type { ProductScope } from '../scope.js';
+import type { ProductScope, Urls } from '../scope.js';
 import { formatTimestamp } from '../time.js';
 import { findUsersByIds } from '../users/index.js';
+import { announceDeploy } from './events.js';
 import { DEPLOY_PAGE_ITEMS, type DeployInput } from './input.js';
 import {
   countDeployItems,
@@ -136,9 +137,10 @@ export type RecordedDeploy = { deploy: DeployRow; created: false } | { deploy: D
  * deployRecipients names. The receipt (unknown numbers, how many were mailed) is kept on the
  * deploy, so that a repeat with the same Idempotency-Key returns the first deploy as it was
  * answered and queues nothing; the same key with other parameters is 422. Throws as planDeploy.
- * A new deploy comes with its items as they are after it, in number order.
+ * A new deploy comes with its items as they are after it, in number order, and is an event for
+ * the product's webhooks (`deploy.created`, or `deploy.rolled_back`).
  */
-export async function recordDeploy(trx: Trx, scope: ProductScope, input: DeployInput, key: string | undefined, mailDomain: string): Promise<RecordedDeploy> {
+export async function recordDeploy(trx: Trx, scope: ProductScope, input: DeployInput, key: string | undefined, urls: Urls): Promise<RecordedDeploy> {
   const hash = key === undefined ? null : requestHash(input);
   // Deploys of a product queue here: two requests with one key find each other's deploy, and
   // item rows are always locked after the product's, as every writer does.
@@ -171,9 +173,11 @@ export async function recordDeploy(trx: Trx, scope: ProductScope, input: DeployI
   // Lists filter on where items are deployed: their totals must be counted again.
   await markItemsChanged(trx, scope.product.id, { totals: true });
   await touchActivity(trx, itemIds, at);
-  await queueDeployNotifications(trx, { product: scope.product, deploy, recipients: plan.recipients }, mailDomain, now);
+  await queueDeployNotifications(trx, { product: scope.product, deploy, recipients: plan.recipients }, urls.mailDomain, now);
   // As touchActivity left them, without reading them again.
-  return { deploy, created: true, items: plan.items.map((i) => (i.last_activity < at ? { ...i, last_activity: at } : i)) };
+  const items = plan.items.map((i) => (i.last_activity < at ? { ...i, last_activity: at } : i));
+  await announceDeploy(trx, scope, deploy, items, urls, plan.rollback && { undone: plan.rollback.undone.map((d) => d.id) });
+  return { deploy, created: true, items };
 }
 
 /**

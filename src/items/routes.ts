@@ -101,15 +101,19 @@ async function itemChangeRoutes(app: FastifyInstance): Promise<void> {
     { schema: { params: ProductParams, body: params(itemFields), response: answer } },
     async (request) => {
       const input = parseCreateItem(requestParams(request));
-      const row = await app.db.transaction().execute((trx) => createItem(trx, request.scope, input));
+      const row = await app.db.transaction().execute((trx) => createItem(trx, request.scope, input, app.config));
       return presentOne(app, request.scope, row);
     },
   );
   app.get(item, { schema: { params: ItemParams, response: answer } }, async (request) =>
     presentOne(app, request.scope, await getItem(app.db, request.scope, pathItemNumber(request))),
   );
-  app.post(item, { schema: { params: ItemParams, body: params(itemFields), response: answer } }, change(parseUpdateItem, updateItem));
-  app.delete(item, { schema: { params: ItemParams, response: answer } }, change(noInput, (trx, scope, n) => archiveItem(trx, scope, n)));
+  app.post(
+    item,
+    { schema: { params: ItemParams, body: params(itemFields), response: answer } },
+    change(parseUpdateItem, (trx, scope, n, input) => updateItem(trx, scope, n, input, app.config)),
+  );
+  app.delete(item, { schema: { params: ItemParams, response: answer } }, change(noInput, (trx, scope, n) => archiveItem(trx, scope, n, app.config)));
   app.post(
     '/api/products/:product_id/items/:item_number/resort.json',
     { schema: { params: ItemParams, body: params({ before: Param, after: Param }), response: answer } },

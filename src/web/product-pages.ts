@@ -1,7 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ItemRow } from '../db/schema.js';
 import { findDeploys, deployersOf, parseDeployList, presentDeploys } from '../deploys/index.js';
-import { AppError, ValidationError } from '../errors.js';
 import { params, Param, type ParamValue } from '../http/params.js';
 import { requestParams } from '../http/request.js';
 import {
@@ -29,9 +28,11 @@ import { environmentChoice, parseEnvironmentChoice, setEnvironmentChoice, type E
 import { listMembers, productScope } from '../products/index.js';
 import type { ProductScope } from '../scope.js';
 import { findUsersByIds } from '../users/index.js';
-import { boardQueryString, formToken, pagedItemNumber, parseBoardQuery, parseMove, returnFilters, type BoardQuery } from './input.js';
+import { boardQueryString, pagedItemNumber, parseBoardQuery, parseMove, returnFilters, type BoardQuery } from './input.js';
 import { deployedEnvironments } from './repository.js';
-import { requireFormToken, sendPage } from './session.js';
+import { webhookPages } from './webhook-pages.js';
+import { asText, checkToken, formErrors, productOf, sessionOf, viewerOf } from './pages.js';
+import { sendPage } from './session.js';
 import { RenderedPages } from './rendered-pages.js';
 import { boardPage, type BoardCard, type BoardColumn, type BoardView } from './views/board.js';
 import { deploysPage } from './views/deploys.js';
@@ -60,27 +61,7 @@ const lineBreaks = (v: ParamValue): ParamValue => (typeof v === 'string' ? v.rep
 const wantsJson = (request: FastifyRequest): boolean => /^application\/json\b/.test(request.headers.accept ?? '');
 const emptyForm = (): FormState => ({ values: {}, errors: {} });
 const numberOf = (request: FastifyRequest) => pagedItemNumber((request.params as { item_number: string }).item_number);
-const asText = (p: Record<string, ParamValue>): Record<string, string> =>
-  Object.fromEntries(Object.entries(p).flatMap(([k, v]) => (typeof v === 'string' ? [[k, v]] : typeof v === 'number' ? [[k, String(v)]] : [])));
 
-/**
- * What a form's failure shows next to its fields: the service's own reasons (a 400 of the
- * parameters, a 404 of a person or parent named by one) keep the page and the typed values;
- * anything else is the page error it always is.
- */
-function formErrors(err: unknown): { errors: Record<string, string>; message?: string } | undefined {
-  if (err instanceof ValidationError) return { errors: err.errors ?? {}, message: Object.keys(err.errors ?? {}).length ? undefined : err.message };
-  if (err instanceof AppError && err.statusCode === 404) {
-    const field = /Parameter (\w+)/.exec(err.message)?.[1];
-    if (field) return { errors: { [field]: err.errors?.[field] ?? 'names nobody (or nothing) of this product' } };
-  }
-  return undefined;
-}
-
-const sessionOf = (request: FastifyRequest) => request.webSession!;
-const viewerOf = (request: FastifyRequest) => ({ email: sessionOf(request).user.email, csrfToken: sessionOf(request).csrfToken });
-const productOf = (scope: ProductScope) => ({ id: scope.product.id, name: scope.product.name });
-const checkToken = (request: FastifyRequest) => requireFormToken(sessionOf(request), formToken(requestParams(request)));
 const membersOf = async (app: FastifyInstance, scope: ProductScope) =>
   (await listMembers(app.db, scope.product.id)).map((m) => ({ id: m.id, name: personName(m) }));
 
@@ -100,15 +81,16 @@ export async function productPages(app: FastifyInstance, options: { signIn: (req
   await app.register(itemPages, { boards });
   await app.register(deployPages);
   await app.register(notificationPages);
+  await app.register(webhookPages);
 }
 
 
-/** Board pages kept per product, revision and query (see RenderedPages). */
+/** Board pages kept per product, revision, role and query (see RenderedPages). */
 const BOARDS_KEPT = 32;
 
 /**
  * The board, or one column of it, as the query asks; a form's errors go with the new-item form.
- * Every member asking the same query of the same revision sees the same board, so it is kept.
+ * Every member of the same role asking the same query of the same revision sees the same board, so it is kept.
  */
 async function renderBoard(
   app: FastifyInstance,
@@ -120,7 +102,9 @@ async function renderBoard(
   newItem?: FormState,
 ) {
   const scope = request.scope;
-  const key = status === 200 && newItem === undefined ? `${scope.product.id}:${scope.product.revision}:${JSON.stringify(query)}` : undefined;
+  // Admins' navigation has their pages too: they share boards with admins only.
+  const role = scope.admin ? 'admin' : 'member';
+  const key = status === 200 && newItem === undefined ? `${scope.product.id}:${scope.product.revision}:${role}:${JSON.stringify(query)}` : undefined;
   const body = await boards.render(key, viewerOf(request), async (anybody) => boardPage(await boardView(app, scope, query, newItem), anybody));
   return sendPage(reply, status, `Board · ${scope.product.name}`, body, sessionOf(request));
 }
@@ -182,7 +166,7 @@ async function boardPages(app: FastifyInstance, { boards }: { boards: RenderedPa
       const p = requestParams(request);
       const move = parseMove(p);
       const number = numberOf(request);
-      await app.db.transaction().execute((trx) => moveItem(trx, request.scope, number, move, app.listCounts));
+      await app.db.transaction().execute((trx) => moveItem(trx, request.scope, number, move, app.listCounts, app.config));
       if (wantsJson(request)) return reply.header('cache-control', 'no-store').send({ number });
       const back = boardQueryString(returnFilters(p));
       return reply.header('cache-control', 'no-store').redirect(`/app/products/${request.scope.product.id}/board${back}#item-${number}`, 303);
@@ -253,7 +237,7 @@ async function itemPages(app: FastifyInstance, { boards }: { boards: RenderedPag
     let row: ItemRow;
     try {
       const input = parseCreateItem({ ...p, description: lineBreaks(p.description) });
-      row = await app.db.transaction().execute((trx) => createItem(trx, scope, input));
+      row = await app.db.transaction().execute((trx) => createItem(trx, scope, input, app.config));
     } catch (err) {
       const shown = formErrors(err);
       if (!shown) throw err;
@@ -276,7 +260,7 @@ async function itemPages(app: FastifyInstance, { boards }: { boards: RenderedPag
     try {
       // An unchanged status the form cannot name (someday) comes as none; textareas send CRLF.
       const input = parseUpdateItem({ ...p, status: p.status || undefined, description: lineBreaks(p.description), parent: undefined, type: undefined });
-      await app.db.transaction().execute((trx) => updateItem(trx, scope, number, input));
+      await app.db.transaction().execute((trx) => updateItem(trx, scope, number, input, app.config));
     } catch (err) {
       const shown = formErrors(err);
       if (!shown) throw err;

@@ -26,11 +26,14 @@ export function selectOptions(options: readonly (readonly [string, string])[], c
   return options.map(([value, label]) => html`<option value="${value}"${value === current ? html` selected` : ''}>${label}</option>`);
 }
 
-/** The product's name and its pages. */
-export function productNav(product: { id: number; name: string }, current: 'board' | 'deploys' | 'notifications' | 'item'): Html {
-  const link = (page: 'board' | 'deploys' | 'notifications', label: string) =>
+type ProductPage = 'board' | 'deploys' | 'notifications' | 'webhooks';
+
+/** The product's name and its pages; its admins also see theirs (webhooks). */
+export function productNav(product: { id: number; name: string; admin?: boolean }, current: ProductPage | 'item'): Html {
+  const link = (page: ProductPage, label: string) =>
     html`<a href="/app/products/${product.id}/${page}"${page === current ? html` aria-current="page"` : ''}>${label}</a>`;
-  return html`<nav class="product"><strong>${product.name}</strong> ${link('board', 'Board')} ${link('deploys', 'Deploys')} ${link('notifications', 'Notifications')}</nav>`;
+  const admin = product.admin ? html` ${link('webhooks', 'Webhooks')}` : '';
+  return html`<nav class="product"><strong>${product.name}</strong> ${link('board', 'Board')} ${link('deploys', 'Deploys')} ${link('notifications', 'Notifications')}${admin}</nav>`;
 }
 
 /** `2026-11-22 10:04 UTC` from the interface's timestamp form. */

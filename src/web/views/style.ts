@@ -49,8 +49,11 @@ dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: .25rem 1r
 dl.facts dd { margin: 0; }
 .markdown { background: #fff; border: 1px solid #dcdcde; border-radius: 4px; padding: .25rem 1rem; overflow-wrap: anywhere; }
 .markdown pre { white-space: pre-wrap; }
-table.deploys { border-collapse: collapse; width: 100%; }
-table.deploys th, table.deploys td { text-align: left; padding: .25rem .5rem; border-bottom: 1px solid #dcdcde; }
+table.deploys, table.list { border-collapse: collapse; width: 100%; }
+table.deploys th, table.deploys td, table.list th, table.list td { text-align: left; padding: .25rem .5rem; border-bottom: 1px solid #dcdcde; vertical-align: top; }
+table.list td { overflow-wrap: anywhere; }
+table.list form { display: inline; margin: 0; }
+form.webhook label.check { display: inline-flex; align-items: center; gap: .4rem; font-weight: 400; margin: 0 1rem 0 0; }
 section.deploy { background: #fff; border: 1px solid #dcdcde; border-radius: 4px; padding: .5rem 1rem; margin-bottom: .75rem; }
 section.deploy h2 { font-size: 1.1rem; margin: .25rem 0; }
 fieldset { border: 1px solid #dcdcde; border-radius: 4px; margin: 0 0 1rem; }
