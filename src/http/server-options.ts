@@ -13,15 +13,23 @@ function pathOnly(url: string): string {
   return rest.startsWith('/') ? rest : `/${rest}`;
 }
 
+/** A path segment with a run this long of letters, digits, `-` or `_` may be a key or a token. */
+const TOKEN_LIKE = /[A-Za-z0-9_-]{20}/;
+
 /**
  * URLs as logged: the path alone, with the token of an unsubscribe, invitation or sign-in link
- * replaced (they work as credentials). The query string is left out, since a client may put
- * anything there, a key included.
+ * replaced (they work as credentials), and so any segment that looks like a key or token (a client
+ * may put one in the wrong place). No path of the interface has such a segment. The query string
+ * is left out, since a client may put anything there, a key included.
  */
 export function loggedUrl(url: string): string {
   const query = url.indexOf('?');
   const path = query === -1 ? url : url.slice(0, query);
-  return path.replace(/^\/(unsubscribe|invitations|app\/sign-in)\/[^/]+/i, '/$1/[token]');
+  return path
+    .replace(/^\/(unsubscribe|invitations|app\/sign-in)\/[^/]+/i, '/$1/[token]')
+    .split('/')
+    .map((segment) => (TOKEN_LIKE.test(segment) ? '[token]' : segment))
+    .join('/');
 }
 
 /** Where credentials would show up if a request or reply were ever logged whole. */
