@@ -52,11 +52,12 @@ describe('at LOG_LEVEL=trace, requests carrying secrets', () => {
   /** Signs in to the pages, and replaces their key there. */
   let visitor: TestUser;
   let productId: number;
+  const metricsToken = 'metrics-token-that-must-stay-out';
 
   before(async () => {
     // The server's own logger settings, at the most talkative level, written here instead of stdout.
     t = await makeApp({
-      env: { LOG_LEVEL: 'trace', RATE_LIMIT_PER_KEY: '', RATE_LIMIT_PER_ADDRESS: '' },
+      env: { LOG_LEVEL: 'trace', RATE_LIMIT_PER_KEY: '', RATE_LIMIT_PER_ADDRESS: '', METRICS_TOKEN: metricsToken },
       logger: { stream: { write: (line: string) => void lines.push(line) } },
     });
     owner = await makeUser(t.db);
@@ -91,6 +92,12 @@ describe('at LOG_LEVEL=trace, requests carrying secrets', () => {
     assert.equal((await api.get(`/api/products/${owner.apiKey}/items.json`)).statusCode, 404);
     assert.equal((await inject('GET', `/api/${member.apiKey}.json`, bearer)).statusCode, 404);
     assert.equal((await inject('GET', `/health?key=${owner.apiKey}`)).statusCode, 200);
+  });
+
+  test('the metrics token', async () => {
+    secrets.add('the metrics token', metricsToken);
+    assert.equal((await inject('GET', '/metrics', { authorization: `Bearer ${metricsToken}` })).statusCode, 200);
+    assert.equal((await inject('GET', '/metrics', { authorization: `Bearer ${metricsToken}x` })).statusCode, 401);
   });
 
   test('sign-in links, session cookies, form tokens and a new key on the settings page', async () => {
