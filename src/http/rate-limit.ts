@@ -29,15 +29,16 @@ const digest = (credential: string): string => crypto.createHash('sha256').updat
  * a flood could make expensive. So the limiter counts a request against its user only when its
  * credential (the Authorization header, or the page session cookie) authenticated that user on an
  * earlier request of this process; it remembers a hash of the credential then, and forgets it when
- * a request with it is refused unauthenticated (a rotated key). Everything else (no credential, a new, wrong or expired
- * one) counts against the client address: made-up credentials cannot buy fresh counters, and a
- * new key's first request costs one request of its address. Counters are per process.
+ * a request with it is refused unauthenticated (a replaced key). Everything else (no credential, a
+ * new, wrong or expired one) counts against the client address: made-up credentials cannot buy
+ * fresh counters, and a new key's first request costs one request of its address. Counters are
+ * per process.
  */
 export async function registerRateLimits(app: FastifyInstance, config: Config, identity: RequestIdentity): Promise<void> {
   const { rateLimitPerKey: perKey, rateLimitPerAddress: perAddress, rateLimitWindowSeconds: windowSeconds } = config;
   if (perKey === 0 && perAddress === 0) return;
   const known = new LruCache<string, number>(KNOWN_CREDENTIALS, KNOWN_FOR_MS);
-  const userKey = (request: FastifyRequest): number | undefined => {
+  const knownUser = (request: FastifyRequest): number | undefined => {
     const credential = identity.credentialOf(request);
     return credential === undefined ? undefined : known.get(digest(credential));
   };
@@ -50,7 +51,7 @@ export async function registerRateLimits(app: FastifyInstance, config: Config, i
     timeWindow: windowSeconds * 1000,
     cache: COUNTERS,
     keyGenerator: (request) => {
-      const user = userKey(request);
+      const user = knownUser(request);
       return user === undefined ? `address ${normalizeIP(request.ip)}` : `user ${user}`;
     },
     max: (_request, key) => maxFor(key),
