@@ -7,6 +7,8 @@ import { healthRoutes } from './health.js';
 import { answerExpectations, capConnections } from './http/connections.js';
 import { registerErrorHandling } from './http/errors.js';
 import { registerBodyParsers } from './http/parsers.js';
+import { registerRateLimits, type RequestIdentity } from './http/rate-limit.js';
+import { registerSecurityHeaders } from './http/security-headers.js';
 import { serverOptions } from './http/server-options.js';
 import { invitationMessageRenderer, invitationRoutes, inviteRoutes } from './invitations/index.js';
 import { itemRoutes, ListCounts, shortUrlRoutes } from './items/index.js';
@@ -27,7 +29,7 @@ import { productMemberRoutes, productRoutes, requireMember } from './products/in
 import type { ProductScope } from './scope.js';
 import { sharedSecret } from './settings.js';
 import { requireUser, userRoutes } from './users/index.js';
-import { signinMessageRenderer, WEB_PREFIX, webRoutes, type WebOptions } from './web/index.js';
+import { sessionCookieOf, signinMessageRenderer, WEB_PREFIX, webRoutes, type WebOptions } from './web/index.js';
 import { DEFAULT_WEBHOOK_WORKER_OPTIONS, webhookRoutes, WebhookWorker, type WebhookWorkerOptions } from './webhooks/index.js';
 
 declare module 'fastify' {
@@ -71,6 +73,8 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   app.decorate('listCounts', new ListCounts());
   app.decorateRequest('user', null as unknown as UserRow);
   app.decorateRequest('scope', null as unknown as ProductScope);
+  await registerSecurityHeaders(app, config);
+  await registerRateLimits(app, config, requestIdentity);
   const web: WebOptions = { cookieSecret: await sharedSecret(db, 'session_cookie_key'), signinKey: await sharedSecret(db, 'signin_key') };
   await setUpMail(app, options, web);
   setUpWebhooks(app, options);
@@ -80,6 +84,12 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   await registerRoutes(app, web);
   return app;
 }
+
+/** API callers are known by their Authorization header, people on the pages by their session cookie. */
+const requestIdentity: RequestIdentity = {
+  credentialOf: (request) => request.headers.authorization ?? sessionCookieOf(request),
+  userOf: (request) => request.user?.id ?? request.webSession?.user.id,
+};
 
 /**
  * The outbox worker, with the transport the configuration names and the renderers of the kinds

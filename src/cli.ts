@@ -10,7 +10,7 @@ import { digitsToId } from './http/params.js';
 import { mailStatus, retryMail, type MailStatus } from './mail/index.js';
 import { DEPLOY_SUMMARY, DEPLOY_USAGE, deployCommand } from './pipeline/deploy.js';
 import { addMemberByEmail, createProduct } from './products/index.js';
-import { sharedSecret } from './settings.js';
+import { replaceSharedSecret, sharedSecret } from './settings.js';
 import { createUser, findUserByEmail, rotateApiKey } from './users/index.js';
 import { operatorSignInLink } from './web/index.js';
 import { deliveryLog, presentDelivery, replayDelivery, type DeliveryJson } from './webhooks/index.js';
@@ -90,6 +90,13 @@ function idArgument(name: string, raw: string): number {
   return id;
 }
 
+/** The keys the service signs with, by the name the command line gives them, and what replacing one ends. */
+const SECRETS: Record<string, { setting: string; ends: string }> = {
+  unsubscribe: { setting: 'unsubscribe_key', ends: 'unsubscribe and invitation links already mailed stop working' },
+  'sign-in': { setting: 'signin_key', ends: 'sign-in links not yet used stop working' },
+  session: { setting: 'session_cookie_key', ends: 'everyone signed in to the pages is signed out' },
+};
+
 const COMMANDS: Record<string, Command> = {
   'user add': {
     usage: 'shiplog user add EMAIL --first NAME --last NAME [--api-key KEY]',
@@ -147,6 +154,19 @@ const COMMANDS: Record<string, Command> = {
       const id = idArgument('PRODUCT_ID', productId);
       const { product, admin } = await db.transaction().execute((trx) => addMemberByEmail(trx, id, email, v.admin === true ? true : undefined));
       return `${email.trim().toLowerCase()} is ${admin ? 'an admin' : 'a member'} of product ${product.id} (${product.name}).`;
+    },
+  },
+  'secrets rotate': {
+    usage: `shiplog secrets rotate ${Object.keys(SECRETS).join('|')}`,
+    help: 'Replaces a signing key with a new random one. Restart every instance afterwards: each signs and checks with the new key from its start on, and then ' +
+      Object.entries(SECRETS).map(([name, s]) => `${name}: ${s.ends}`).join('; ') + '.',
+    options: {},
+    positionals: ['NAME'],
+    async run(db, [name]) {
+      const secret = Object.hasOwn(SECRETS, name) ? SECRETS[name] : undefined;
+      if (!secret) throw new UsageError(`NAME must be one of ${Object.keys(SECRETS).join(', ')}, got "${name}".`);
+      await replaceSharedSecret(db, secret.setting);
+      return `The ${name} key is replaced. Restart every instance; from then on ${secret.ends}.`;
     },
   },
   copy: {

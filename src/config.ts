@@ -44,6 +44,11 @@ export interface Config {
   readonly webhooksAllowPrivate: boolean;
   /** The bearer token `GET /metrics` asks for; without it there is no `/metrics`. */
   readonly metricsToken: string | undefined;
+  /** Requests one user (by API key or page session) may make per window; 0 for no limit. */
+  readonly rateLimitPerKey: number;
+  /** Requests one client address may make per window without proving who it is; 0 for no limit. */
+  readonly rateLimitPerAddress: number;
+  readonly rateLimitWindowSeconds: number;
 }
 
 export class ConfigError extends Error {}
@@ -112,6 +117,14 @@ function parseFlag(name: string, raw: string): boolean {
   throw new ConfigError(`${name} must be 1 or 0, got "${raw}".`);
 }
 
+/** A count where 0 means "no limit". */
+function parseLimit(name: string, raw: string, max: number): number {
+  if (!/^\d+$/.test(raw) || Number(raw) > max) {
+    throw new ConfigError(`${name} must be a whole number from 0 (no limit) to ${max}, got "${raw}".`);
+  }
+  return Number(raw);
+}
+
 /** Node's timers take at most 2^31-1 ms; a larger value would silently fire at once. */
 const MAX_TIMER_MS = 2_147_483_647;
 
@@ -162,6 +175,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
   }
   const smtpUrl = env.SMTP_URL ? parseSmtpUrl(env.SMTP_URL) : undefined;
   const positive = (name: string, fallback: number, max?: number) => (env[name] ? parsePositive(name, env[name]!, max) : fallback);
+  const limit = (name: string, fallback: number) => (env[name] ? parseLimit(name, env[name]!, 1_000_000_000) : fallback);
   const mailLeaseSeconds = positive('MAIL_LEASE_SECONDS', 120, 86_400);
   const mailSendTimeoutSeconds = positive('MAIL_SEND_TIMEOUT_SECONDS', 60, 3600);
   if (mailSendTimeoutSeconds >= mailLeaseSeconds) {
@@ -202,6 +216,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     webhookDisableAfterFailures: positive('WEBHOOK_DISABLE_AFTER_FAILURES', 20, 1000),
     webhooksAllowPrivate: parseFlag('WEBHOOKS_ALLOW_PRIVATE', env.WEBHOOKS_ALLOW_PRIVATE ?? ''),
     metricsToken: env.METRICS_TOKEN ? parseMetricsToken(env.METRICS_TOKEN) : undefined,
+    rateLimitPerKey: limit('RATE_LIMIT_PER_KEY', 1_200),
+    rateLimitPerAddress: limit('RATE_LIMIT_PER_ADDRESS', 300),
+    rateLimitWindowSeconds: positive('RATE_LIMIT_WINDOW_SECONDS', 60, 86_400),
     ...overrides,
   });
 }

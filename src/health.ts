@@ -13,9 +13,10 @@ const STORAGE_REASONS = {
  * writes, the outbox counts, and whether mail is moving. 503 when the database cannot be reached,
  * is out of space or read-only, or when due mail has stood still past `MAIL_STALL_SECONDS` (with
  * the reason). No authentication, so no personal data.
+ * Never rate-limited: a probe refused with 429 would take a healthy instance out of rotation.
  */
 export async function healthRoutes(app: FastifyInstance): Promise<void> {
-  app.get('/health', async (request, reply) => {
+  app.get('/health', { config: { rateLimit: false } }, async (request, reply) => {
     const now = new Date();
     let summary;
     try {

@@ -17,3 +17,16 @@ export async function sharedSecret(db: Db, name: string): Promise<string> {
   const row = await db.selectFrom('settings').select('value').where('name', '=', name).executeTakeFirstOrThrow();
   return row.value;
 }
+
+/**
+ * Replaces a shared secret with a new random one. Instances read their secrets when they start,
+ * so each uses the new value from its next start.
+ */
+export async function replaceSharedSecret(db: Db, name: string): Promise<void> {
+  const value = crypto.randomBytes(32).toString('hex');
+  await db
+    .insertInto('settings')
+    .values({ name, value })
+    .onConflict((oc) => oc.column('name').doUpdateSet({ value }))
+    .execute();
+}
