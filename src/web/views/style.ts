@@ -62,12 +62,14 @@ nav.tabs a { padding: .25rem 0; }
 nav.tabs a[aria-current] { font-weight: 700; color: inherit; text-decoration: none; border-bottom: 3px solid #1d2327; }
 .table-scroll { overflow-x: auto; max-width: 100%; margin-bottom: 1rem; background: #fff; border: 1px solid #dcdcde; border-radius: 4px; }
 .table-scroll:focus-visible { outline: 2px solid #0b5cad; outline-offset: 2px; }
-.table-scroll table.deploys th[scope=row] { font-weight: 400; white-space: nowrap; }
+.table-scroll table.deploys { width: auto; min-width: 100%; }
+.table-scroll table.deploys th, .table-scroll table.deploys td { white-space: nowrap; }
+.table-scroll table.deploys th[scope=row] { font-weight: 400; }
 table.matrix { border-collapse: collapse; min-width: 100%; }
 table.matrix caption { caption-side: top; text-align: left; padding: .5rem; color: #50575e; }
 table.matrix th, table.matrix td { text-align: left; vertical-align: top; padding: .3rem .6rem; border-bottom: 1px solid #dcdcde; }
-table.matrix thead th { max-width: 10rem; overflow-wrap: anywhere; background: #eceef1; }
-table.matrix tbody th { font-weight: 400; min-width: 12rem; max-width: 22rem; overflow-wrap: anywhere; position: sticky; left: 0; background: #fff; border-right: 1px solid #dcdcde; }
+table.matrix thead th { overflow-wrap: break-word; background: #eceef1; }
+table.matrix tbody th { font-weight: 400; min-width: 9rem; max-width: 20rem; overflow-wrap: anywhere; position: sticky; left: 0; background: #fff; border-right: 1px solid #dcdcde; }
 table.matrix td { white-space: nowrap; }
 table.matrix td.never { color: #a7aaad; }
 td.reverted a { text-decoration: line-through; }

@@ -156,8 +156,9 @@ ${failed
   ? ''
   : v.environments.length === 0
     ? html`<p class="muted">Nothing of this product has been deployed yet.</p>`
-    : html`<div class="table-scroll" role="region" aria-labelledby="matrix-caption" tabindex="0"><table class="matrix">
-<caption id="matrix-caption">${v.rows.length ? html`Items ${v.offset + 1}–${end} of ${v.total}` : html`No items of ${v.total}`}, newest first: the version each environment runs</caption>
+    : html`<p class="muted">Each cell is the version of the item's latest deploy to that environment.</p>
+<div class="table-scroll" role="region" aria-labelledby="matrix-caption" tabindex="0"><table class="matrix">
+<caption id="matrix-caption">${v.rows.length ? html`Items ${v.offset + 1}–${end} of ${v.total}, newest first` : 'No items'}</caption>
 <thead><tr><th scope="col">Item</th>${v.environments.map((e) => html`<th scope="col">${e}</th>`)}</tr></thead>
 <tbody>${v.rows.map(
   (r) =>
