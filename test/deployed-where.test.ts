@@ -525,7 +525,7 @@ describe('the pages', () => {
     assert.doesNotMatch(sections[2], /rolled back|rollback/);
     const item = await t.app.inject({ method: 'GET', url: `${pages}/items/2`, headers: { cookie } });
     assert.equal(item.statusCode, 200, item.body);
-    assert.match(item.body, /<td>production<\/td><td>v2 <span class="muted">rolled back \d{4}-/);
+    assert.match(item.body, /<li class="reverted">.*\n<p><strong class="environment">production<\/strong> <a class="version" href="[^"]+">v2<\/a>.*\n<p class="reverted-note"><strong>Rolled back<\/strong> <time/);
   });
 });
 

@@ -277,11 +277,11 @@ describe('the item page', () => {
     assert.doesNotMatch(res.body, /href="javascript:/);
     assert.match(res.body, new RegExp(`href="${base}/items/${sub.number}">#${sub.number} Part one`));
     assert.match(res.body, /<li>ui<\/li><li>web<\/li>/);
-    // Deploys, newest first, with who made them.
-    const production = res.body.indexOf('<td>production</td>');
-    const staging = res.body.indexOf('<td>staging</td>');
-    assert.ok(production > 0 && staging > production, 'deploys newest first');
-    assert.match(res.body, new RegExp(`<td>1.1</td><td>First${owner.user.id} Last${owner.user.id}</td>`));
+    // Environments, the latest deployed first, with who made their deploys (test/web-where.test.ts has the rest).
+    const production = res.body.indexOf('<strong class="environment">production</strong>');
+    const staging = res.body.indexOf('<strong class="environment">staging</strong>');
+    assert.ok(production > 0 && staging > production, 'environments latest first');
+    assert.match(res.body, new RegExp(`production</strong> <a class="version" href="${base}/deploys/\\d+">1.1</a> <span class="muted">deployed by First${owner.user.id} Last${owner.user.id}</span>`));
     assert.match(res.body, /1 follower: First/);
 
     const subPage = await page(`${base}/items/${sub.number}`, cookie);

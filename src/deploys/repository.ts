@@ -213,6 +213,39 @@ export async function countDeploys(db: Db, productId: number, filter: DeployFilt
   return Number(row.n);
 }
 
+/** A deploy that had an item: an ordinary deploy of it, or a rollback that changed its entry. */
+export type ItemDeployRow = DeployRow & {
+  /** On a rollback: the deploy the item's entry went back to (null: the entry was reverted). */
+  restored_deploy_id: number | null;
+  restored_version: string | null;
+};
+
+/** The deploys of the product that had the item, through the link table's item index. */
+function deploysOfItem(db: Db, productId: number, itemId: number) {
+  return db
+    .selectFrom('deploy_items')
+    .innerJoin('deploys', 'deploys.id', 'deploy_items.deploy_id')
+    .where('deploy_items.item_id', '=', itemId)
+    .where('deploys.product_id', '=', productId);
+}
+
+/** One page of the deploys that had the item, in the order they were recorded or newest first. */
+export async function listItemDeploys(db: Db, productId: number, itemId: number, newest: boolean, offset: number, limit: number): Promise<ItemDeployRow[]> {
+  return deploysOfItem(db, productId, itemId)
+    .leftJoin('deploys as restored', 'restored.id', 'deploy_items.restored_deploy_id')
+    .selectAll('deploys')
+    .select(['deploy_items.restored_deploy_id', 'restored.version as restored_version'])
+    .orderBy('deploys.id', newest ? 'desc' : 'asc')
+    .limit(limit)
+    .offset(offset)
+    .execute();
+}
+
+export async function countItemDeploys(db: Db, productId: number, itemId: number): Promise<number> {
+  const row = await deploysOfItem(db, productId, itemId).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
 /** How many items each deploy holds, from the link table's key alone. */
 export async function countDeployItems(db: Db, deployIds: number[]): Promise<Map<number, number>> {
   const rows = await inChunks(deployIds, (chunk) =>

@@ -1,7 +1,7 @@
 import crypto from 'node:crypto';
 import type { Db, Trx } from '../db/connection.js';
-import type { DeployRow, ItemRow, UserRow } from '../db/schema.js';
-import { BadRequestError, UnprocessableError } from '../errors.js';
+import { storableId, type DeployRow, type ItemRow, type UserRow } from '../db/schema.js';
+import { BadRequestError, NotFoundError, UnprocessableError } from '../errors.js';
 import { findItemsByIds, findItemsByNumbers, touchActivity } from '../items/index.js';
 import { queueDeployNotifications } from '../mail/index.js';
 import { wantDeployMail } from '../notifications/index.js';
@@ -14,6 +14,7 @@ import { DEPLOY_PAGE_ITEMS, type DeployInput } from './input.js';
 import {
   countDeployItems,
   countDeploys,
+  countItemDeploys,
   deploysInEffectAfter,
   entriesOf,
   findDeployByKey,
@@ -24,9 +25,11 @@ import {
   itemIdsOfDeploys,
   latestDeploysOfItems,
   listDeploys,
+  listItemDeploys,
   recordDeployedItems,
   recordRollback,
   type DeployFilter,
+  type ItemDeployRow,
   type RollbackChange,
 } from './repository.js';
 
@@ -211,4 +214,35 @@ export async function deployersOf(db: Db, scope: ProductScope, deployIds: number
   const deploys = (await findDeploysByIds(db, deployIds)).filter((d) => d.product_id === scope.product.id);
   const users = new Map((await findUsersByIds(db, deploys.map((d) => d.user_id))).map((u) => [u.id, u]));
   return new Map(deploys.map((d) => [d.id, users.get(d.user_id)!]));
+}
+
+/** One deploy of the product; 404 when the product has no deploy of that id. */
+export async function getDeploy(db: Db, scope: ProductScope, id: number): Promise<DeployRow> {
+  const [deploy] = storableId(id) ? await findDeploysByIds(db, [id]) : [];
+  if (!deploy || deploy.product_id !== scope.product.id) throw new NotFoundError(`No deploy ${id} in this product.`);
+  return deploy;
+}
+
+/** A deploy in an item's history, with who made it. */
+export interface ItemDeploy {
+  deploy: ItemDeployRow;
+  by: UserRow;
+}
+
+/**
+ * One page of an item's deploy history: the product's deploys that had the item (its own, and
+ * the rollbacks that restored or reverted its entry), oldest first or `newest` first, each with
+ * who made it, and how many there are in all. The item is the caller's, found in the scope.
+ */
+export async function deployHistoryOf(
+  db: Db,
+  scope: ProductScope,
+  itemId: number,
+  page: { offset: number; limit: number; newest: boolean },
+): Promise<{ deploys: ItemDeploy[]; total: number }> {
+  const rows = await listItemDeploys(db, scope.product.id, itemId, page.newest, page.offset, page.limit);
+  // A first page that is not full holds them all.
+  const total = page.offset === 0 && rows.length < page.limit ? rows.length : await countItemDeploys(db, scope.product.id, itemId);
+  const users = new Map((await findUsersByIds(db, rows.map((d) => d.user_id))).map((u) => [u.id, u]));
+  return { deploys: rows.map((deploy) => ({ deploy, by: users.get(deploy.user_id)! })), total };
 }

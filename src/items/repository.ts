@@ -505,6 +505,26 @@ export async function listDeployments(db: Db, itemId: number, offset: number, li
 }
 
 /**
+ * The items' latest deploy to each of the environments, by item id and then environment: what a
+ * page of items shows per environment. One read of the (item, environment) key per pair, so a
+ * page of 50 items and a dozen environments reads at most 600 rows, whatever else they went to.
+ */
+export async function deploymentsIn(db: Db, itemIds: number[], environments: string[]): Promise<Map<number, Map<string, Deployment>>> {
+  const result = new Map<number, Map<string, Deployment>>();
+  if (environments.length === 0) return result;
+  const rows = await inChunks(itemIds, (chunk) =>
+    db
+      .selectFrom('item_deployments')
+      .select(['item_id', 'environment', 'version', 'deployed_at', 'deploy_id', 'reverted_at', 'reverted_by'])
+      .where('item_id', 'in', chunk)
+      .where('environment', 'in', environments)
+      .execute(),
+  );
+  for (const { item_id, ...deployment } of rows) (result.get(item_id) ?? result.set(item_id, new Map()).get(item_id)!).set(deployment.environment, deployment);
+  return result;
+}
+
+/**
  * Loads what a page of items embeds, each item's `deployed_to` cut to its latest `shown`
  * environments (parents included).
  */

@@ -11,10 +11,11 @@ export interface FormState {
 /** The service's reason next to its field (tied to it for screen readers by the field's id). */
 export function fieldError(s: FormState, name: string): Html | '' {
   const reason = s.errors[name];
-  return reason ? html`<span class="field-error" id="error-${name}" role="alert">${name.replace('_', ' ')} ${reason}</span>` : '';
+  return reason ? html`<span class="field-error" id="error-${name}" role="alert">${name.replaceAll('_', ' ')} ${reason}</span>` : '';
 }
 
 export const itemHref = (productId: number, number: number): string => `/app/products/${productId}/items/${number}`;
+export const deployHref = (productId: number, id: number): string => `/app/products/${productId}/deploys/${id}`;
 
 /** How a person is named on a page: their name, or their address when they gave none. */
 export function personName(user: { first_name: string; last_name: string; email: string }): string {
@@ -42,3 +43,6 @@ export function when(timestamp: string | undefined | null): string {
   const d = new Date(timestamp);
   return Number.isNaN(d.getTime()) ? timestamp : `${d.toISOString().slice(0, 16).replace('T', ' ')} UTC`;
 }
+
+/** A timestamp as `when` shows it, machine-readable too. */
+export const timeTag = (timestamp: string): Html => html`<time datetime="${timestamp}">${when(timestamp)}</time>`;
