@@ -2,11 +2,13 @@ import Fastify, { type FastifyInstance, type FastifyServerOptions, type RouteOpt
 import type { Config } from './config.js';
 import type { Db } from './db/connection.js';
 import type { UserRow } from './db/schema.js';
-import { deployMessageRenderer, deployRoutes } from './deploys/index.js';
+import { deployMessageRenderer, deployRoutes, rollbackMessageRenderer } from './deploys/index.js';
 import { healthRoutes } from './health.js';
 import { answerExpectations, capConnections } from './http/connections.js';
 import { registerErrorHandling } from './http/errors.js';
 import { registerBodyParsers } from './http/parsers.js';
+import { registerRateLimits, type RequestIdentity } from './http/rate-limit.js';
+import { registerSecurityHeaders } from './http/security-headers.js';
 import { serverOptions } from './http/server-options.js';
 import { invitationMessageRenderer, invitationRoutes, inviteRoutes } from './invitations/index.js';
 import { itemRoutes, ListCounts, shortUrlRoutes } from './items/index.js';
@@ -14,23 +16,30 @@ import {
   DEFAULT_WORKER_OPTIONS,
   emlTransport,
   OutboxWorker,
+  SentCount,
   smtpTransport,
   UnsubscribeLinks,
   unsubscribeRoutes,
   type MailTransport,
   type WorkerOptions,
 } from './mail/index.js';
+import { registerMetrics } from './metrics.js';
+import { notificationRoutes } from './notifications/index.js';
 import { productMemberRoutes, productRoutes, requireMember } from './products/index.js';
 import type { ProductScope } from './scope.js';
 import { sharedSecret } from './settings.js';
 import { requireUser, userRoutes } from './users/index.js';
-import { pageProblem, signinMessageRenderer, WEB_PREFIX, webRoutes, type WebOptions } from './web/index.js';
+import { pageProblem, sessionCookieOf, signinMessageRenderer, WEB_PREFIX, webRoutes, type WebOptions } from './web/index.js';
+import { DEFAULT_WEBHOOK_WORKER_OPTIONS, webhookRoutes, WebhookWorker, type WebhookWorkerOptions } from './webhooks/index.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
     db: Db;
     config: Config;
     outbox: OutboxWorker;
+    webhooks: WebhookWorker;
+    /** The sent-message count of /health and /metrics, remembered between their calls. */
+    sentCount: SentCount;
     unsubscribeLinks: UnsubscribeLinks;
     listCounts: ListCounts;
   }
@@ -49,6 +58,8 @@ export interface AppOptions {
   /** Start the outbox worker's timer (the server does; tests deliver by hand). */
   startWorker?: boolean;
   worker?: Partial<WorkerOptions>;
+  /** Tests shorten the webhook worker's backoff. */
+  webhookWorker?: Partial<WebhookWorkerOptions>;
   /** Told of every route as it is registered: the input fuzzer checks that it covers them all. */
   onRoute?: (route: RouteOptions) => void;
 }
@@ -57,6 +68,7 @@ export interface AppOptions {
 export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   const { config, db } = options;
   const app = Fastify(serverOptions(config, options.logger, { prefix: WEB_PREFIX, answer: pageProblem }));
+  if (options.onRoute) app.addHook('onRoute', options.onRoute);
   capConnections(app.server, config.maxConnections, app.log);
   answerExpectations(app.server);
   app.decorate('db', db);
@@ -64,14 +76,23 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   app.decorate('listCounts', new ListCounts());
   app.decorateRequest('user', null as unknown as UserRow);
   app.decorateRequest('scope', null as unknown as ProductScope);
+  await registerSecurityHeaders(app, config);
+  await registerRateLimits(app, config, requestIdentity);
   const web: WebOptions = { cookieSecret: await sharedSecret(db, 'session_cookie_key'), signinKey: await sharedSecret(db, 'signin_key') };
   await setUpMail(app, options, web);
+  setUpWebhooks(app, options);
   registerBodyParsers(app);
   registerErrorHandling(app);
-  if (options.onRoute) app.addHook('onRoute', options.onRoute);
+  if (config.metricsToken) registerMetrics(app, config.metricsToken);
   await registerRoutes(app, web);
   return app;
 }
+
+/** API callers are known by their Authorization header, people on the pages by their session cookie. */
+const requestIdentity: RequestIdentity = {
+  credentialOf: (request) => request.headers.authorization ?? sessionCookieOf(request),
+  userOf: (request) => request.user?.id ?? request.webSession?.user.id,
+};
 
 /**
  * The outbox worker, with the transport the configuration names and the renderers of the kinds
@@ -84,6 +105,7 @@ async function setUpMail(app: FastifyInstance, options: AppOptions, web: WebOpti
   const links = new UnsubscribeLinks(config.publicUrl, await sharedSecret(db, 'unsubscribe_key'));
   const renderers = {
     deploy: deployMessageRenderer(config.publicUrl, links),
+    rollback: rollbackMessageRenderer(config.publicUrl, links),
     invitation: invitationMessageRenderer(links),
     signin: signinMessageRenderer(config.publicUrl, web.signinKey),
   };
@@ -97,12 +119,29 @@ async function setUpMail(app: FastifyInstance, options: AppOptions, web: WebOpti
     ...options.worker,
   });
   app.decorate('outbox', outbox);
+  app.decorate('sentCount', new SentCount());
   app.decorate('unsubscribeLinks', links);
   if (options.startWorker) app.addHook('onReady', async () => outbox.start());
   app.addHook('onClose', async () => {
     await outbox.stop();
     transport.close();
   });
+}
+
+/** The webhook worker, with the configured deadline, lease and guard; it runs and stops as the mail worker does. */
+function setUpWebhooks(app: FastifyInstance, options: AppOptions): void {
+  const { config } = options;
+  const worker = new WebhookWorker(app.db, app.log, {
+    ...DEFAULT_WEBHOOK_WORKER_OPTIONS,
+    timeoutMs: config.webhookTimeoutSeconds * 1000,
+    leaseMs: config.webhookLeaseSeconds * 1000,
+    disableAfterFailures: config.webhookDisableAfterFailures,
+    allowPrivate: config.webhooksAllowPrivate,
+    ...options.webhookWorker,
+  });
+  app.decorate('webhooks', worker);
+  if (options.startWorker) app.addHook('onReady', async () => worker.start());
+  app.addHook('onClose', async () => worker.stop());
 }
 
 /**
@@ -125,6 +164,8 @@ async function registerRoutes(app: FastifyInstance, web: WebOptions): Promise<vo
       await member.register(inviteRoutes);
       await member.register(itemRoutes);
       await member.register(deployRoutes);
+      await member.register(notificationRoutes);
+      await member.register(webhookRoutes);
     });
   });
 }

@@ -1,16 +1,19 @@
+import path from 'node:path';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { databaseOptions, loadConfig, parseDatabaseUrl, type Config } from './config.js';
+import { BackupError, backupDatabase, restoreDatabase, type CopySummary } from './db/backup.js';
 import { copyDatabase, CopyError } from './db/copy.js';
 import { dialectOf } from './db/dialect.js';
-import { openDatabase, type Db } from './db/connection.js';
+import { openDatabase, sqliteFile, type Db } from './db/connection.js';
 import { AppError } from './errors.js';
 import { digitsToId } from './http/params.js';
 import { mailStatus, retryMail, type MailStatus } from './mail/index.js';
 import { DEPLOY_SUMMARY, DEPLOY_USAGE, deployCommand } from './pipeline/deploy.js';
 import { addMemberByEmail, createProduct } from './products/index.js';
-import { sharedSecret } from './settings.js';
+import { replaceSharedSecret, sharedSecret } from './settings.js';
 import { createUser, findUserByEmail, rotateApiKey } from './users/index.js';
 import { operatorSignInLink } from './web/index.js';
+import { deliveryLog, presentDelivery, replayDelivery, type DeliveryJson } from './webhooks/index.js';
 
 class UsageError extends Error {}
 
@@ -19,7 +22,40 @@ interface Command {
   help: string;
   options: NonNullable<ParseArgsConfig['options']>;
   positionals: string[];
-  run(db: Db, args: string[], values: Record<string, string | boolean | undefined>, config: Config): Promise<string>;
+  /** Runs on the configured database, opened (and migrated) for the command. */
+  run?(db: Db, args: string[], values: Record<string, string | boolean | undefined>, config: Config): Promise<string>;
+  /**
+   * Runs on the configuration alone, for the commands that handle the database file themselves:
+   * restore must not open (and so create or migrate) the database it is about to replace.
+   */
+  runOnFiles?(args: string[], values: Record<string, string | boolean | undefined>, config: Config): Promise<string>;
+}
+
+/** The one answer of backup and restore on PostgreSQL: its own tools do this properly. */
+function refuseOnPostgres(config: Config, command: string): void {
+  if (!config.databaseUrl) return;
+  throw new BackupError(
+    `${command} works on the embedded SQLite database, and DATABASE_URL points to PostgreSQL. Use PostgreSQL's own tools: ` +
+      'pg_dump -Fc (and pg_restore to restore) while the servers keep running, or pg_basebackup for the whole cluster.',
+  );
+}
+
+function formatCopy(heading: string, copy: CopySummary, ms: number): string {
+  const schema =
+    copy.migrations === copy.knownMigrations
+      ? `${copy.migrations} of ${copy.knownMigrations} migrations`
+      : `${copy.migrations} of ${copy.knownMigrations} migrations (a server applies the rest when it starts)`;
+  return [
+    heading,
+    `size          ${copy.bytes} bytes (${copy.pages} pages of ${copy.pageSize} bytes)`,
+    `products      ${copy.products}`,
+    `items         ${copy.items}`,
+    `deploys       ${copy.deploys}`,
+    `pending mail  ${copy.pendingMail} outbox message(s)`,
+    `schema        ${schema}`,
+    'integrity     ok',
+    `time          ${(ms / 1000).toFixed(2)} s`,
+  ].join('\n');
 }
 
 function formatStatus(status: MailStatus): string {
@@ -37,6 +73,29 @@ function formatStatus(status: MailStatus): string {
   }
   return lines.join('\n');
 }
+
+/** A delivery as one line of `webhooks log`. */
+function formatDelivery(d: DeliveryJson): string {
+  const answer = d.response_code === null ? '-' : String(d.response_code);
+  const took = d.duration_ms === null ? '' : ` ${d.duration_ms} ms`;
+  const state = d.status === 'pending' && d.next_attempt_at ? `pending (next ${d.next_attempt_at})` : d.status;
+  const error = d.last_error ? `  ${d.last_error}` : '';
+  return `${d.created_at}  ${d.delivery_id}  webhook ${d.webhook_id}  ${d.event} (event ${d.event_id})  ${state}  ${answer}${took}  ${d.attempts} attempt(s)${error}`;
+}
+
+/** A number given on the command line that names something (a product, a webhook). */
+function idArgument(name: string, raw: string): number {
+  const id = digitsToId(raw);
+  if (id === undefined) throw new UsageError(`${name} must be a number, got "${raw}".`);
+  return id;
+}
+
+/** The keys the service signs with, by the name the command line gives them, and what replacing one ends. */
+const SECRETS: Record<string, { setting: string; ends: string }> = {
+  unsubscribe: { setting: 'unsubscribe_key', ends: 'unsubscribe and invitation links already mailed stop working' },
+  'sign-in': { setting: 'signin_key', ends: 'sign-in links not yet used stop working' },
+  session: { setting: 'session_cookie_key', ends: 'everyone signed in to the pages is signed out' },
+};
 
 const COMMANDS: Record<string, Command> = {
   'user add': {
@@ -92,15 +151,27 @@ const COMMANDS: Record<string, Command> = {
     options: { admin: { type: 'boolean' } },
     positionals: ['PRODUCT_ID', 'EMAIL'],
     async run(db, [productId, email], v) {
-      const id = digitsToId(productId);
-      if (id === undefined) throw new UsageError(`PRODUCT_ID must be a number, got "${productId}".`);
+      const id = idArgument('PRODUCT_ID', productId);
       const { product, admin } = await db.transaction().execute((trx) => addMemberByEmail(trx, id, email, v.admin === true ? true : undefined));
       return `${email.trim().toLowerCase()} is ${admin ? 'an admin' : 'a member'} of product ${product.id} (${product.name}).`;
     },
   },
+  'secrets rotate': {
+    usage: `shiplog secrets rotate ${Object.keys(SECRETS).join('|')}`,
+    help: 'Replaces a signing key with a new random one. Restart every instance afterwards: each signs and checks with the new key from its start on, and then ' +
+      Object.entries(SECRETS).map(([name, s]) => `${name}: ${s.ends}`).join('; ') + '.',
+    options: {},
+    positionals: ['NAME'],
+    async run(db, [name]) {
+      const secret = Object.hasOwn(SECRETS, name) ? SECRETS[name] : undefined;
+      if (!secret) throw new UsageError(`NAME must be one of ${Object.keys(SECRETS).join(', ')}, got "${name}".`);
+      await replaceSharedSecret(db, secret.setting);
+      return `The ${name} key is replaced. Restart every instance; from then on ${secret.ends}.`;
+    },
+  },
   copy: {
     usage: 'shiplog copy --to postgres://USER:PASSWORD@HOST:PORT/DATABASE',
-    help: 'Copies the SQLite database under DATA_DIR (users and keys, products, items, deploys, followers, invitations, outbox) into an empty PostgreSQL database, then checks that every table has the same number of rows.',
+    help: 'Copies the SQLite database under DATA_DIR (users and keys, products, items, deploys, followers, invitations, outbox, webhooks and their deliveries) into an empty PostgreSQL database, then checks that every table has the same number of rows.',
     options: { to: { type: 'string' } },
     positionals: [],
     async run(source, _args, v) {
@@ -116,6 +187,30 @@ const COMMANDS: Record<string, Command> = {
       } finally {
         await target.destroy();
       }
+    },
+  },
+  backup: {
+    usage: 'shiplog backup FILE [--force]',
+    help: 'Copies the SQLite database under DATA_DIR to FILE while the server runs and writes (SQLite\'s online backup: the database as of one moment), checks the copy, and prints what it holds. An existing FILE is replaced only with --force. On PostgreSQL, use pg_dump.',
+    options: { force: { type: 'boolean' } },
+    positionals: ['FILE'],
+    async runOnFiles([file], v, config) {
+      refuseOnPostgres(config, 'backup');
+      const started = performance.now();
+      const copy = await backupDatabase(sqliteFile(config.dataDir), file, v.force === true);
+      return formatCopy(`Backed up ${sqliteFile(config.dataDir)} to ${copy.file}.`, copy, performance.now() - started);
+    },
+  },
+  restore: {
+    usage: 'shiplog restore FILE',
+    help: 'Replaces the SQLite database under DATA_DIR with FILE (a copy made by "shiplog backup"), after checking it: undamaged, a Shiplog database, not from a newer version. Refused while a server or another command has the database open: stop the server first. On PostgreSQL, use pg_restore.',
+    options: {},
+    positionals: ['FILE'],
+    async runOnFiles([file], _v, config) {
+      refuseOnPostgres(config, 'restore');
+      const started = performance.now();
+      const copy = await restoreDatabase(file, sqliteFile(config.dataDir));
+      return formatCopy(`Restored ${path.resolve(file)} to ${copy.file}.`, copy, performance.now() - started);
     },
   },
   'mail status': {
@@ -136,6 +231,29 @@ const COMMANDS: Record<string, Command> = {
     async run(db, _args, v) {
       const n = await retryMail(db, v.failed === true);
       return `${n} message(s) queued for delivery.`;
+    },
+  },
+  'webhooks log': {
+    usage: 'shiplog webhooks log PRODUCT_ID [--webhook ID] [--limit N] [--json]',
+    help: "Shows the latest deliveries of a product's webhooks (or of one), newest first: when, the delivery's id, the webhook, the event, its state, the receiver's status code, how long it took, the attempts, and the last error.",
+    options: { webhook: { type: 'string' }, limit: { type: 'string' }, json: { type: 'boolean' } },
+    positionals: ['PRODUCT_ID'],
+    async run(db, [productId], v) {
+      const webhookId = v.webhook === undefined ? undefined : idArgument('--webhook', String(v.webhook));
+      const limit = v.limit === undefined ? 50 : idArgument('--limit', String(v.limit));
+      const rows = (await deliveryLog(db, idArgument('PRODUCT_ID', productId), webhookId, Math.max(1, Math.min(limit, 1000)))).map(presentDelivery);
+      if (v.json) return JSON.stringify(rows, null, 2);
+      return rows.length ? rows.map(formatDelivery).join('\n') : 'No deliveries yet.';
+    },
+  },
+  'webhooks replay': {
+    usage: 'shiplog webhooks replay DELIVERY_ID',
+    help: 'Sends the event of a delivery to its webhook again: a new delivery with a new id, the same event id and payload. A running server sends it within a second.',
+    options: {},
+    positionals: ['DELIVERY_ID'],
+    async run(db, [deliveryId]) {
+      const replay = await db.transaction().execute((trx) => replayDelivery(trx, deliveryId));
+      return `Queued delivery ${replay.uid} of event ${replay.eventUid} to webhook ${replay.webhook.id} (${replay.webhook.url}).`;
     },
   },
 };
@@ -199,8 +317,12 @@ async function execute(
   let db: Db | undefined;
   try {
     const config = loadConfig();
-    db = await openDatabase(databaseOptions(config));
-    out.write((await command.run(db, parsed.positionals, parsed.values, config)) + '\n');
+    if (command.runOnFiles) {
+      out.write((await command.runOnFiles(parsed.positionals, parsed.values, config)) + '\n');
+    } else {
+      db = await openDatabase(databaseOptions(config));
+      out.write((await command.run!(db, parsed.positionals, parsed.values, config)) + '\n');
+    }
     return 0;
   } catch (e) {
     if (e instanceof UsageError) {

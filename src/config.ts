@@ -34,6 +34,21 @@ export interface Config {
   readonly maxConnections: number;
   /** A signed-in browser that makes no request for this long is signed out. */
   readonly webSessionIdleMinutes: number;
+  /** The deadline of one webhook delivery: connect, send, and the receiver's answer. */
+  readonly webhookTimeoutSeconds: number;
+  /** How long a worker holds a claimed webhook delivery before another may take it over. */
+  readonly webhookLeaseSeconds: number;
+  /** A webhook is disabled after this many failed attempts in a row (or 24 hours of failing). */
+  readonly webhookDisableAfterFailures: number;
+  /** Whether webhooks may point at loopback, private and link-local addresses (a receiver on the same network). */
+  readonly webhooksAllowPrivate: boolean;
+  /** The bearer token `GET /metrics` asks for; without it there is no `/metrics`. */
+  readonly metricsToken: string | undefined;
+  /** Requests one user (by API key or page session) may make per window; 0 for no limit. */
+  readonly rateLimitPerKey: number;
+  /** Requests one client address may make per window without proving who it is; 0 for no limit. */
+  readonly rateLimitPerAddress: number;
+  readonly rateLimitWindowSeconds: number;
 }
 
 export class ConfigError extends Error {}
@@ -95,6 +110,21 @@ function parsePositive(name: string, raw: string, max = Number.MAX_SAFE_INTEGER)
   return Number(raw);
 }
 
+function parseFlag(name: string, raw: string): boolean {
+  const value = raw.trim().toLowerCase();
+  if (['1', 'true', 'yes'].includes(value)) return true;
+  if (['0', 'false', 'no', ''].includes(value)) return false;
+  throw new ConfigError(`${name} must be 1 or 0, got "${raw}".`);
+}
+
+/** A count where 0 means "no limit". */
+function parseLimit(name: string, raw: string, max: number): number {
+  if (!/^\d+$/.test(raw) || Number(raw) > max) {
+    throw new ConfigError(`${name} must be a whole number from 0 (no limit) to ${max}, got "${raw}".`);
+  }
+  return Number(raw);
+}
+
 /** Node's timers take at most 2^31-1 ms; a larger value would silently fire at once. */
 const MAX_TIMER_MS = 2_147_483_647;
 
@@ -104,6 +134,16 @@ function parseMailFrom(raw: string): string {
     throw new ConfigError(`MAIL_FROM must be an address such as "Shiplog <shiplog@example.com>", got "${raw}".`);
   }
   return raw.trim();
+}
+
+/** A secret for a header: long enough not to be guessed, and never echoed in the message. */
+function parseMetricsToken(raw: string): string {
+  if (!/^[\x21-\x7e]{16,}$/.test(raw)) {
+    throw new ConfigError(
+      'METRICS_TOKEN must be at least 16 characters without spaces (letters, digits, punctuation), such as the output of `openssl rand -hex 32`.',
+    );
+  }
+  return raw;
 }
 
 /** What openDatabase needs from the configuration. */
@@ -135,11 +175,19 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
   }
   const smtpUrl = env.SMTP_URL ? parseSmtpUrl(env.SMTP_URL) : undefined;
   const positive = (name: string, fallback: number, max?: number) => (env[name] ? parsePositive(name, env[name]!, max) : fallback);
+  const limit = (name: string, fallback: number) => (env[name] ? parseLimit(name, env[name]!, 1_000_000_000) : fallback);
   const mailLeaseSeconds = positive('MAIL_LEASE_SECONDS', 120, 86_400);
   const mailSendTimeoutSeconds = positive('MAIL_SEND_TIMEOUT_SECONDS', 60, 3600);
   if (mailSendTimeoutSeconds >= mailLeaseSeconds) {
     throw new ConfigError(
       `MAIL_SEND_TIMEOUT_SECONDS (${mailSendTimeoutSeconds}) must be shorter than MAIL_LEASE_SECONDS (${mailLeaseSeconds}), so an attempt ends while its claim holds.`,
+    );
+  }
+  const webhookTimeoutSeconds = positive('WEBHOOK_TIMEOUT_SECONDS', 10, 300);
+  const webhookLeaseSeconds = positive('WEBHOOK_LEASE_SECONDS', 60, 3600);
+  if (webhookTimeoutSeconds >= webhookLeaseSeconds) {
+    throw new ConfigError(
+      `WEBHOOK_TIMEOUT_SECONDS (${webhookTimeoutSeconds}) must be shorter than WEBHOOK_LEASE_SECONDS (${webhookLeaseSeconds}), so a delivery ends while its claim holds.`,
     );
   }
   return Object.freeze({
@@ -163,6 +211,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     keepAliveTimeoutMs: positive('KEEP_ALIVE_TIMEOUT_MS', 5_000, MAX_TIMER_MS),
     maxConnections: positive('MAX_CONNECTIONS', 1_000),
     webSessionIdleMinutes: positive('WEB_SESSION_IDLE_MINUTES', 7 * 24 * 60, 366 * 24 * 60),
+    webhookTimeoutSeconds,
+    webhookLeaseSeconds,
+    webhookDisableAfterFailures: positive('WEBHOOK_DISABLE_AFTER_FAILURES', 20, 1000),
+    webhooksAllowPrivate: parseFlag('WEBHOOKS_ALLOW_PRIVATE', env.WEBHOOKS_ALLOW_PRIVATE ?? ''),
+    metricsToken: env.METRICS_TOKEN ? parseMetricsToken(env.METRICS_TOKEN) : undefined,
+    rateLimitPerKey: limit('RATE_LIMIT_PER_KEY', 1_200),
+    rateLimitPerAddress: limit('RATE_LIMIT_PER_ADDRESS', 300),
+    rateLimitWindowSeconds: positive('RATE_LIMIT_WINDOW_SECONDS', 60, 86_400),
     ...overrides,
   });
 }

@@ -92,7 +92,7 @@ async function seedDeploys(product: ProductRow, userId: number): Promise<void> {
     await insertAll(ids, (chunk) => db.insertInto('deploy_items').values(chunk.map((item_id) => ({ deploy_id: deploy.id, item_id }))).execute());
   }
   await insertAll(ids, (chunk) =>
-    db.insertInto('item_deployments').values(chunk.map((item_id) => ({ item_id, environment: 'production', deploy_id: last, version: `v1.${DEPLOYS}`, deployed_at: at(100_000 + DEPLOYS) }))).execute(),
+    db.insertInto('item_deployments').values(chunk.map((item_id) => ({ item_id, environment: 'production', deploy_id: last, version: `v1.${DEPLOYS}`, deployed_at: at(100_000 + DEPLOYS), product_id: product.id }))).execute(),
   );
 }
 
@@ -116,7 +116,7 @@ async function seedStory(product: ProductRow, userId: number): Promise<void> {
   await insertAll(pairs, (chunk) =>
     db
       .insertInto('item_deployments')
-      .values(chunk.map(({ deploy_id, item_id, e }) => ({ item_id, environment: `customer-environment-${e}`, deploy_id, version: `v2.${e}`, deployed_at: at(200_000 + e) })))
+      .values(chunk.map(({ deploy_id, item_id, e }) => ({ item_id, environment: `customer-environment-${e}`, deploy_id, version: `v2.${e}`, deployed_at: at(200_000 + e), product_id: product.id })))
       .execute(),
     1000,
   );
@@ -347,7 +347,8 @@ describe('deploy notes', () => {
     let tries = 0;
     const notes = () => `${++tries} ${'![*'.repeat(21844)}`;
     const mailDir = path.join(root, 'mail');
-    const mail = () => (fs.existsSync(mailDir) ? fs.readdirSync(mailDir) : []);
+    // Delivered messages only: a message being written is a temporary file until it is renamed.
+    const mail = () => (fs.existsSync(mailDir) ? fs.readdirSync(mailDir).filter((file) => file.endsWith('.eml')) : []);
     const number = (await created.json()).number;
     await holdsNobodyUp('a deploy with 64 KB of hostile notes, mailed', async () => {
       const before = mail().length;
@@ -359,8 +360,10 @@ describe('deploy notes', () => {
       assert.equal(res.status, 200);
       await waitFor('the message', () => mail().length > before);
     });
-    // Shown as written, escaped, rather than as Markdown.
-    const message = await readEml(fs.readFileSync(path.join(mailDir, mail()[0])));
+    // Shown as written, escaped, rather than as Markdown (the first such message; other mail may share the folder).
+    const messages = await Promise.all(mail().map(async (file) => readEml(fs.readFileSync(path.join(mailDir, file)))));
+    const message = messages.find((m) => m.html.includes('![*![*'));
+    assert.ok(message, `no message with the notes among ${messages.length}`);
     assert.ok(message.html.includes('<pre'), message.html.slice(0, 500));
     assert.ok(message.html.includes('![*![*![*'));
     assert.ok(!message.html.includes('<em>'));

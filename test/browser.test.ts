@@ -235,6 +235,69 @@ describe('the pages in chromium', { timeout: 120_000 }, () => {
     }
   });
 
+  test('choosing the environments that email me on the notifications page; the API reads the choice back', async () => {
+    const { owner, product, numbers } = await productWithItems(['Shipped often']);
+    for (const environment of ['staging', 'production']) {
+      await api(owner, 'POST', `/api/products/${product.id}/deploys.json`, { environment, numbers: String(numbers[0]) });
+    }
+    const { context, page } = await signedIn(owner.email);
+    try {
+      await page.goto(`${base}/app/products/${product.id}/board`);
+      await page.getByRole('link', { name: 'Notifications' }).click();
+      await page.getByLabel('Only these environments').check();
+      await page.getByLabel('production').check();
+      await page.getByLabel('Other environments').fill('eu-west');
+      await page.getByRole('button', { name: 'Save' }).click();
+      await page.getByText('Saved.').waitFor();
+      assert.ok(await page.getByLabel('production').isChecked());
+      assert.ok(!(await page.getByLabel('staging').isChecked()));
+      assert.deepEqual(await api(owner, 'GET', `/api/products/${product.id}/notifications.json`), { environments: ['eu-west', 'production'] });
+    } finally {
+      await context.close();
+    }
+  });
+
+  test('an item page shows where it is deployed; the matrix filters done work not in production, at phone width', async () => {
+    const { owner, product, numbers } = await productWithItems(['Shipped', 'Pulled back', 'Waiting', 'Open']);
+    const p = `/api/products/${product.id}`;
+    for (const n of numbers.slice(0, 3)) await api(owner, 'POST', `${p}/items/${n}.json`, { status: 'completed' });
+    const deploy = (params: Record<string, string>) => api(owner, 'POST', `${p}/deploys.json`, params);
+    for (const environment of ['dev', 'qa', 'staging', 'canary', 'eu-west', 'us-east']) await deploy({ environment, numbers: numbers.join(','), version: '0.9' });
+    await deploy({ environment: 'production', numbers: String(numbers[0]), version: '1.0' });
+    await deploy({ environment: 'production', numbers: String(numbers[1]), version: '1.1' });
+    await deploy({ environment: 'production', version: '1.0', rollback: 'true' });
+
+    const { context, page } = await signedIn(owner.email, 390);
+    try {
+      await page.goto(`${base}/app/products/${product.id}/items/${numbers[1]}`);
+      const production = page.locator('ol.timeline li', { hasText: 'production' });
+      await production.getByText('Rolled back').waitFor();
+      assert.equal(await production.getAttribute('class'), 'reverted');
+      await page.getByRole('table', { name: `Deploys of #${numbers[1]}` }).getByRole('row', { name: /Rollback/ }).waitFor();
+
+      await page.goto(`${base}/app/products/${product.id}/deploys`);
+      await page.getByRole('link', { name: 'What is where' }).click();
+      await page.getByLabel('Status').selectOption('completed,accepted');
+      await page.getByLabel('Not deployed to').fill('production');
+      await page.getByRole('button', { name: 'Filter' }).click();
+      await page.waitForURL(/not_deployed_to=production/);
+      const rows = await page.locator('table.matrix tbody tr').evaluateAll((trs) => trs.map((tr) => Number(tr.id.replace('row-', ''))));
+      const expected = (await api(owner, 'GET', `${p}/items.json?status=completed,accepted&not_deployed_to=production&order_by=newest`)).map((i: { number: number }) => i.number);
+      assert.deepEqual(rows, expected);
+      assert.deepEqual(rows, [numbers[2], numbers[1]]);
+      await page.getByRole('rowheader', { name: new RegExp(`#${numbers[1]} Pulled back`) }).waitFor();
+      // Seven environments do not fit a phone: the table scrolls inside its box, the page does not.
+      const widths = await page.evaluate(() => {
+        const box = document.querySelector('.table-scroll')!;
+        return { page: document.documentElement.scrollWidth, viewport: window.innerWidth, box: box.clientWidth, table: box.scrollWidth };
+      });
+      assert.ok(widths.table > widths.box, `the table fits: ${JSON.stringify(widths)}`);
+      assert.ok(widths.page <= widths.viewport, `the page scrolls sideways: ${JSON.stringify(widths)}`);
+    } finally {
+      await context.close();
+    }
+  });
+
   test('a script in a title is shown as text and never runs', async () => {
     const title = '<script>alert("title")</script><img src=x onerror=alert("img")>';
     const { owner, product, numbers } = await productWithItems([title]);

@@ -2,9 +2,10 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../src/app.js';
 import { loadConfig } from '../src/config.js';
-import { openDatabase } from '../src/db/connection.js';
+import { openDatabase, type Db } from '../src/db/connection.js';
 import { basic, tempDir } from './helpers.js';
 import { runCli, startServer, stopAll, type CliRun } from './processes.js';
 import { databaseOptionsFor, storageEnv } from './storage.js';
@@ -200,8 +201,48 @@ describe('shiplog user key', () => {
   });
 });
 
+describe('shiplog secrets rotate', () => {
+  /** Runs `use` on an app started on the database under `dir`, as a restarted server would be. */
+  async function started<T>(dir: string, use: (app: FastifyInstance, db: Db) => T | Promise<T>): Promise<T> {
+    const db = await openDatabase(await databaseOptionsFor(dir));
+    const app = await buildApp({ config: loadConfig(await storageEnv(dir)), db, logger: false });
+    try {
+      return await use(app, db);
+    } finally {
+      await app.close();
+      await db.destroy();
+    }
+  }
+
+  const keys = (dir: string) =>
+    started(dir, async (_app, db) => Object.fromEntries((await db.selectFrom('settings').select(['name', 'value']).execute()).map((r) => [r.name, r.value])));
+  const unsubscribeTokenWorks = (dir: string, token: string) => started(dir, (app) => app.unsubscribeLinks.verify(token) !== undefined);
+
+  test('replaces the unsubscribe key: links signed before stop working after a restart, nothing else changes', async () => {
+    const dir = newDataDir();
+    const oldToken = await started(dir, (app) => app.unsubscribeLinks.token('<deploy-1@items.shiplog.test>'));
+    const before = await keys(dir);
+    assert.ok(await unsubscribeTokenWorks(dir, oldToken));
+
+    const out = await ok(dir, 'secrets', 'rotate', 'unsubscribe');
+    assert.match(out, /Restart every instance; from then on unsubscribe and invitation links already mailed stop working\./);
+    const after = await keys(dir);
+    assert.notEqual(after.unsubscribe_key, before.unsubscribe_key);
+    assert.match(after.unsubscribe_key, /^[0-9a-f]{64}$/);
+    assert.deepEqual({ ...after, unsubscribe_key: undefined }, { ...before, unsubscribe_key: undefined });
+    assert.equal(await unsubscribeTokenWorks(dir, oldToken), false);
+
+    await ok(dir, 'secrets', 'rotate', 'session');
+    assert.notEqual((await keys(dir)).session_cookie_key, after.session_cookie_key);
+  });
+
+  test('an unknown key is a usage error', async () => {
+    assertRefused(await shiplog(newDataDir(), 'secrets', 'rotate', 'everything'), 2, /NAME must be one of unsubscribe, sign-in, session, got "everything"/);
+  });
+});
+
 describe('shiplog help', () => {
-  const commands = ['user add', 'user key', 'product add', 'member add', 'deploy'];
+  const commands = ['user add', 'user key', 'product add', 'member add', 'backup', 'restore', 'deploy', 'secrets rotate'];
 
   test('--help prints the usage of every command and exits 0', async () => {
     const run = await shiplog(newDataDir(), '--help');

@@ -42,7 +42,7 @@ async function rejectsWith(promise: Promise<unknown>, status: number, errors?: s
   });
 }
 
-const deploy = (overrides: Partial<DeployInput> = {}): DeployInput => ({ environment: 'production', numbers: [1], version: '1.0', notes: '', ...overrides });
+const deploy = (overrides: Partial<DeployInput> = {}): DeployInput => ({ environment: 'production', numbers: [1], version: '1.0', notes: '', rollback: false, dryRun: false, ...overrides });
 
 describe('recordDeploy', () => {
   async function setup() {
@@ -68,7 +68,7 @@ describe('recordDeploy', () => {
 
   test('records the known numbers and skips the others', async () => {
     const { scope, ids } = await setup();
-    const result = await inTransaction((trx) => recordDeploy(trx, scope, deploy({ numbers: [1, 3, 99] }), undefined, urls.mailDomain));
+    const result = await inTransaction((trx) => recordDeploy(trx, scope, deploy({ numbers: [1, 3, 99] }), undefined, urls));
     assert.equal(result.created, true);
     assert.deepEqual(result.created && result.items.map((i) => i.number), [1, 3]);
     const linked = await t.db.selectFrom('item_deployments').select('item_id').where('deploy_id', '=', result.deploy.id).orderBy('item_id').execute();
@@ -77,14 +77,14 @@ describe('recordDeploy', () => {
 
   test('no known number: a 400 is thrown and nothing is written', async () => {
     const { scope, deploysOf, alice } = await setup();
-    await rejectsWith(inTransaction((trx) => recordDeploy(trx, scope, deploy({ numbers: [77, 78] }), undefined, urls.mailDomain)), 400);
+    await rejectsWith(inTransaction((trx) => recordDeploy(trx, scope, deploy({ numbers: [77, 78] }), undefined, urls)), 400);
     assert.deepEqual(await deploysOf(), []);
     assert.deepEqual(await t.db.selectFrom('outbox').select('id').where('user_id', '=', alice.user.id).execute(), []);
   });
 
   test('one outbox row per following member, listing their items; none for the deployer, non-followers or former members', async () => {
     const { scope, alice, bob, ids, outboxOf } = await setup();
-    const result = await inTransaction((trx) => recordDeploy(trx, scope, deploy({ numbers: [1, 2, 3] }), undefined, urls.mailDomain));
+    const result = await inTransaction((trx) => recordDeploy(trx, scope, deploy({ numbers: [1, 2, 3] }), undefined, urls));
     const expected = [
       { user_id: alice.user.id, item_ids: JSON.stringify([ids[1]]) },
       { user_id: bob.user.id, item_ids: JSON.stringify([ids[0], ids[1]]) },
@@ -95,11 +95,11 @@ describe('recordDeploy', () => {
   test('an Idempotency-Key repeat returns the first deploy and queues nothing', async () => {
     const { scope, outboxOf, deploysOf } = await setup();
     const input = deploy({ numbers: [1, 2] });
-    const first = await inTransaction((trx) => recordDeploy(trx, scope, input, 'release-42', urls.mailDomain));
+    const first = await inTransaction((trx) => recordDeploy(trx, scope, input, 'release-42', urls));
     assert.equal(first.created, true);
     const queued = await outboxOf(first.deploy.id);
     assert.equal(queued.length, 2);
-    const again = await inTransaction((trx) => recordDeploy(trx, scope, { ...input }, 'release-42', urls.mailDomain));
+    const again = await inTransaction((trx) => recordDeploy(trx, scope, { ...input }, 'release-42', urls));
     assert.equal(again.created, false);
     assert.equal(again.deploy.id, first.deploy.id);
     assert.deepEqual(await outboxOf(first.deploy.id), queued);
@@ -108,10 +108,10 @@ describe('recordDeploy', () => {
 
   test('the same key with other parameters is a 422, and records nothing', async () => {
     const { scope, outboxOf, deploysOf } = await setup();
-    const first = await inTransaction((trx) => recordDeploy(trx, scope, deploy({ numbers: [1, 2] }), 'release-43', urls.mailDomain));
+    const first = await inTransaction((trx) => recordDeploy(trx, scope, deploy({ numbers: [1, 2] }), 'release-43', urls));
     const queued = await outboxOf(first.deploy.id);
     for (const other of [deploy({ numbers: [1] }), deploy({ numbers: [1, 2], version: '2.0' }), deploy({ numbers: [1, 2], environment: 'staging' })]) {
-      await rejectsWith(inTransaction((trx) => recordDeploy(trx, scope, other, 'release-43', urls.mailDomain)), 422);
+      await rejectsWith(inTransaction((trx) => recordDeploy(trx, scope, other, 'release-43', urls)), 422);
     }
     assert.deepEqual(await deploysOf(), [{ id: first.deploy.id }]);
     assert.deepEqual(await outboxOf(first.deploy.id), queued);

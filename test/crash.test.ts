@@ -49,7 +49,7 @@ async function seed(database: Db) {
           assignedTo: undefined,
           createdBy: undefined,
           tags: [],
-        }),
+        }, { publicUrl: 'http://shiplog.test', mailDomain: 'items.shiplog.test' }),
       );
     }
     const users = await trx

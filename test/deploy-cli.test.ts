@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { insertMembership } from '../src/products/repository.js';
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
@@ -172,19 +173,26 @@ describe('shiplog deploy against a server', () => {
     assert.deepEqual(numbersOf(answer), [1]);
   });
 
-  test('a dry run never says "nothing recorded" when the server recorded the deploy', async () => {
+  test('a dry run against the server records nothing, sends nothing, and says who would be emailed', async () => {
     const id = await makeProductWithItems();
-    const run = await deploy(['--product', String(id), '--env', 'production', '--version', 'v1.4.0', '--since', 'v1.3.0', '--until', 'v1.4.0', '--dry-run']);
-    const recorded = await deploysOf(id);
-    if (run.code === 0) {
-      assert.deepEqual(recorded, []);
-      assert.match(run.stdout, /^Dry run, nothing recorded/m);
-    } else {
-      assert.equal(run.code, 1, run.stderr);
-      assert.equal(recorded.length, 1);
-      assert.match(run.stderr, new RegExp(`does not know dry runs and recorded deploy ${recorded[0].id}\\n$`));
-      assert.doesNotMatch(run.stdout, /nothing recorded/);
-    }
+    const colleague = await makeUser(t.db, { firstName: 'Ada', lastName: 'Lovelace' });
+    await t.db.transaction().execute((trx) => insertMembership(trx, id, colleague.user.id, false, '2026-01-01T00:00:00+00:00'));
+    // An assignee follows the item: item 2 is in the range (v1.3.0..v1.4.0).
+    assert.equal((await client(t.app, owner).post(`/api/products/${id}/items/2.json`, { assigned_to: String(colleague.user.id) })).statusCode, 200);
+    const outboxBefore = await t.db.selectFrom('outbox').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+
+    const out = await deployed(['--product', String(id), '--env', 'production', '--version', 'v1.4.0', '--since', 'v1.3.0', '--until', 'v1.4.0', '--dry-run']);
+    assert.match(out, /^Dry run, nothing recorded/m);
+    assert.match(out, /^Would email 1 person:/m);
+    assert.match(out, new RegExp(`${colleague.email.replace(/[.]/g, '\\.')}.*#2\\b`));
+    assert.deepEqual(await deploysOf(id), []);
+    const outboxAfter = await t.db.selectFrom('outbox').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+    assert.equal(Number(outboxAfter.n), Number(outboxBefore.n));
+
+    // The real run afterwards records the deploy and mails that person.
+    const real = await deployed(['--product', String(id), '--env', 'production', '--version', 'v1.4.0', '--since', 'v1.3.0', '--until', 'v1.4.0']);
+    assert.match(real, /^Deploy \d+ recorded/m);
+    assert.equal((await deploysOf(id)).length, 1);
   });
 });
 

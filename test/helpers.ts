@@ -42,6 +42,10 @@ export async function makeApp(options: { file?: boolean; env?: NodeJS.ProcessEnv
     ...(await storageEnv(dataDir)),
     PUBLIC_URL: 'http://shiplog.test',
     MAIL_DOMAIN: 'items.shiplog.test',
+    // Off unless a test sets them (test/rate-limits.test.ts): a file's many requests from one
+    // address and key would otherwise meet them.
+    RATE_LIMIT_PER_KEY: '0',
+    RATE_LIMIT_PER_ADDRESS: '0',
     ...options.env,
   });
   const db = await openDatabase(dbOptions);

@@ -16,8 +16,8 @@ const BUILT_CLI = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
  */
 const FAST: Partial<WorkerOptions> = { intervalMs: 100, probeIntervalMs: 1000, sendTimeoutMs: 2000, stuckRoundMs: 6000 };
 
-async function serverWithSink(sink: SmtpSink, env: NodeJS.ProcessEnv = {}): Promise<TestContext> {
-  return makeApp({ file: true, env: { SMTP_URL: sink.url, ...env }, startWorker: true, worker: FAST });
+async function serverWithSink(sink: SmtpSink, env: NodeJS.ProcessEnv = {}, worker: Partial<WorkerOptions> = FAST): Promise<TestContext> {
+  return makeApp({ file: true, env: { SMTP_URL: sink.url, ...env }, startWorker: true, worker });
 }
 
 /**
@@ -68,7 +68,9 @@ async function health(t: TestContext) {
 
 test('an outage that queues 200 messages: the worker probes instead of hammering, then delivers all of them once, promptly, with no restart', { timeout: 150_000 }, async (ctx: NodeTestContext) => {
   const sink = await SmtpSink.create({ listening: false });
-  const t = await serverWithSink(sink, { MAIL_STALL_SECONDS: '2' });
+  // Deadlines long enough that a busy machine never has a slow send missed and sent again: what
+  // this test counts is that the outage itself sends nothing twice.
+  const t = await serverWithSink(sink, { MAIL_STALL_SECONDS: '2' }, { ...FAST, sendTimeoutMs: 20_000, stuckRoundMs: 60_000 });
   try {
     const rows = await queueMessages(t, 20, 10);
     await waitFor('the first refused attempts', async () => (await allRows(t)).some((r) => r.last_error !== null), 10_000);

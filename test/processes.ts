@@ -12,8 +12,10 @@ const SHIPLOG_SETTINGS = [
   'PORT', 'HOST', 'DATA_DIR', 'PUBLIC_URL', 'MAIL_DOMAIN', 'MAIL_FROM', 'LOG_LEVEL', 'SMTP_URL', 'MAIL_LEASE_SECONDS',
   'MAIL_SEND_TIMEOUT_SECONDS', 'MAIL_PROBE_SECONDS', 'MAIL_STALL_SECONDS',
   'DATABASE_URL', 'PG_POOL_MAX', 'PG_STATEMENT_TIMEOUT_MS', 'PG_CONNECT_TIMEOUT_MS',
-  'REQUEST_TIMEOUT_MS', 'KEEP_ALIVE_TIMEOUT_MS', 'MAX_CONNECTIONS',
+  'REQUEST_TIMEOUT_MS', 'KEEP_ALIVE_TIMEOUT_MS', 'MAX_CONNECTIONS', 'WEB_SESSION_IDLE_MINUTES',
+  'WEBHOOK_TIMEOUT_SECONDS', 'WEBHOOK_LEASE_SECONDS', 'WEBHOOK_DISABLE_AFTER_FAILURES', 'WEBHOOKS_ALLOW_PRIVATE',
   'SHIPLOG_URL', 'SHIPLOG_API_KEY', 'SHIPLOG_EMAIL', 'SHIPLOG_ITEM_PATTERN',
+  'RATE_LIMIT_PER_KEY', 'RATE_LIMIT_PER_ADDRESS', 'RATE_LIMIT_WINDOW_SECONDS',
 ];
 
 /** The caller's environment without any Shiplog setting, so only what a test passes counts. */
@@ -105,19 +107,26 @@ export async function spawnServer({ env = {}, envForPort, dataDir, cwd = os.tmpd
   return { child, port, dataDir, stdout: () => out, stderr: () => err, exited };
 }
 
-/** Starts the server and waits (at most ~10 s) until it accepts connections; fails early if it exits. */
+/**
+ * Starts the server and waits (at most ~10 s) until it accepts connections; fails early if it
+ * exits. The port was free when asked for, but another process (test files run side by side) may
+ * take it before the server listens: then the server is started again on another.
+ */
 export async function startServer(options: ServerOptions): Promise<Server> {
-  const server = await spawnServer(options);
-  const { child, port } = server;
-  try {
-    await waitFor(`the server to listen on ${port}`, async () => {
-      if (!isRunning(child)) throw new Error(`server exited early (${child.exitCode ?? child.signalCode})`);
-      return canConnect(port);
-    });
-  } catch (error) {
-    throw new Error(`${(error as Error).message}; stderr: ${server.stderr()}`);
+  for (let attempt = 1; ; attempt++) {
+    const server = await spawnServer(options);
+    const { child, port } = server;
+    try {
+      await waitFor(`the server to listen on ${port}`, async () => {
+        if (!isRunning(child)) throw new Error(`server exited early (${child.exitCode ?? child.signalCode})`);
+        return canConnect(port);
+      });
+      return server;
+    } catch (error) {
+      if (attempt < 3 && server.stderr().includes('EADDRINUSE')) continue;
+      throw new Error(`${(error as Error).message}; stderr: ${server.stderr()}`);
+    }
   }
-  return server;
 }
 
 /** SIGTERM by pid, SIGKILL if it lingers; resolves once the process is gone. */

@@ -298,7 +298,7 @@ describe('sprintly-data SDK against a running Shiplog', () => {
     // Created in one transaction through the service: hundreds of HTTP round trips would only slow this down.
     await t.db.transaction().execute(async (trx) => {
       let n = 0;
-      const add = (params: Record<string, string | number>) => createItem(trx, scope, parseCreateItem(params));
+      const add = (params: Record<string, string | number>) => createItem(trx, scope, parseCreateItem(params), t.config);
       const task = () => add({ type: 'task', title: `Task ${++n}`, status: statuses[n % 2] });
       const storyWith = async (children: number) => {
         const story = await add({ type: 'story', who: 'user', what: `thing ${++n}`, why: 'reasons', status: statuses[n % 2] });

@@ -236,7 +236,8 @@ describe('the board, kept between changes', () => {
     const colleague = await makeUser(t.db);
     await t.db.transaction().execute(async (trx) => {
       const { insertMembership } = await import('../src/products/repository.js');
-      await insertMembership(trx, product.id, colleague.user.id, false, '2026-01-01T00:00:00+00:00');
+      // An admin like the owner: admins' navigation differs from members'.
+      await insertMembership(trx, product.id, colleague.user.id, true, '2026-01-01T00:00:00+00:00');
     });
     const theirs = await signInByMail(t, colleague.email);
     const [a, b] = [await makeItem(t.app, owner, product.id, { title: 'A' }), await makeItem(t.app, owner, product.id, { title: 'B' })];
@@ -276,11 +277,11 @@ describe('the item page', () => {
     assert.doesNotMatch(res.body, /href="javascript:/);
     assert.match(res.body, new RegExp(`href="${base}/items/${sub.number}">#${sub.number} Part one`));
     assert.match(res.body, /<li>ui<\/li><li>web<\/li>/);
-    // Deploys, newest first, with who made them.
-    const production = res.body.indexOf('<td>production</td>');
-    const staging = res.body.indexOf('<td>staging</td>');
-    assert.ok(production > 0 && staging > production, 'deploys newest first');
-    assert.match(res.body, new RegExp(`<td>1.1</td><td>First${owner.user.id} Last${owner.user.id}</td>`));
+    // Environments, the latest deployed first, with who made their deploys (test/web-where.test.ts has the rest).
+    const production = res.body.indexOf('<strong class="environment">production</strong>');
+    const staging = res.body.indexOf('<strong class="environment">staging</strong>');
+    assert.ok(production > 0 && staging > production, 'environments latest first');
+    assert.match(res.body, new RegExp(`production</strong> <a class="version" href="${base}/deploys/\\d+">1.1</a> <span class="muted">deployed by First${owner.user.id} Last${owner.user.id}</span>`));
     assert.match(res.body, /1 follower: First/);
 
     const subPage = await page(`${base}/items/${sub.number}`, cookie);

@@ -90,20 +90,42 @@ export interface DeploysTable {
   created_at: string;
   idempotency_key: string | null;
   request_hash: string | null;
+  /** 1 on a rollback: the environment runs `version` again, as an earlier deploy left it. */
+  rollback: Generated<number>;
+  /** Set when a later rollback undid this deploy: when, and the rollback deploy's id. */
+  reverted_at: Generated<string | null>;
+  reverted_by: Generated<number | null>;
+  /** The receipt a retry with the deploy's Idempotency-Key answers again: a JSON array of numbers. */
+  unknown_numbers: Generated<string>;
+  /** How many people the deploy mailed. */
+  emailed: Generated<number>;
 }
 
 export interface DeployItemsTable {
   deploy_id: number;
   item_id: number;
+  /**
+   * On a rollback's items: the deploy the item's entry for the environment went back to, or null
+   * when the entry was reverted (no earlier deploy had the item). Null on ordinary deploys.
+   */
+  restored_deploy_id: Generated<number | null>;
 }
 
-/** The latest deploy of an item per environment: what `deployed_to` shows. */
+/**
+ * The latest deploy of an item per environment: what `deployed_to` shows. A rollback sets it back
+ * to an earlier deploy, or marks it reverted (the item is no longer deployed there).
+ */
 export interface ItemDeploymentsTable {
   item_id: number;
   environment: string;
   deploy_id: number;
   version: string;
   deployed_at: string;
+  /** The item's product, so that a list's filter reads one product's entries. */
+  product_id: number;
+  reverted_at: Generated<string | null>;
+  /** The rollback deploy that reverted the entry. */
+  reverted_by: Generated<number | null>;
 }
 
 export interface InvitationsTable {
@@ -128,7 +150,7 @@ export interface InvitationsTable {
 
 export interface OutboxTable {
   id: Generated<number>;
-  /** `deploy` (deploy_id, item_ids) or `invitation` (invitation_id): what the bodies are rendered from. */
+  /** `deploy` or `rollback` (deploy_id, item_ids), `invitation` (invitation_id), `signin`: what the bodies are rendered from. */
   kind: Generated<string>;
   deploy_id: number | null;
   invitation_id: Generated<number | null>;
@@ -150,6 +172,16 @@ export interface OutboxTable {
   created_at: string;
   sent_at: string | null;
   unsubscribed_at: string | null;
+}
+
+/**
+ * The deploy environments a member wants mail for, one row each; a member without rows for a
+ * product wants mail for every environment (the default).
+ */
+export interface NotificationEnvironmentsTable {
+  product_id: number;
+  user_id: number;
+  environment: string;
 }
 
 export interface SettingsTable {
@@ -190,6 +222,61 @@ export interface WebSessionsTable {
   last_seen_at: string;
 }
 
+/** A product's webhook: where its events go, which, in what form, and whether it still gets them. */
+export interface WebhooksTable {
+  id: Generated<number>;
+  product_id: number;
+  url: string;
+  /** The event types it gets, comma-separated. */
+  events: string;
+  /** `shiplog` (signed JSON) or `slack` (an incoming-webhook message). */
+  format: string;
+  /** Signs every delivery; kept as given, since signing needs it (see README, Webhooks). */
+  secret: string;
+  created_by_id: number;
+  created_at: string;
+  /** Set when it stopped getting events (after repeated failures), with why; cleared when re-enabled. */
+  disabled_at: string | null;
+  disabled_reason: string | null;
+  /** Failed attempts since the last success, and since when they have been failing. */
+  consecutive_failures: Generated<number>;
+  failing_since: string | null;
+}
+
+/** Something that happened to a product, with the resource as it was then (JSON, without delivery details). */
+export interface WebhookEventsTable {
+  id: Generated<number>;
+  /** The event's id in every delivery of it (replays included). */
+  uid: string;
+  product_id: number;
+  type: string;
+  payload: string;
+  created_at: string;
+}
+
+/** One event to one webhook: pending -> sending -> delivered, or failed when given up. */
+export interface WebhookDeliveriesTable {
+  id: Generated<number>;
+  /** The delivery's id (the Shiplog-Delivery header). */
+  uid: string;
+  webhook_id: number;
+  event_id: number;
+  /** 0 for the delivery the change queued, then 1, 2 ... for replays. */
+  replay: Generated<number>;
+  status: string;
+  attempts: Generated<number>;
+  next_attempt_at: string;
+  /** After this, a temporary failure is final. */
+  retry_until: string;
+  /** A delivery `sending` past its lease is free for another worker. */
+  lease_until: string | null;
+  response_code: number | null;
+  duration_ms: number | null;
+  last_error: string | null;
+  created_at: string;
+  delivered_at: string | null;
+}
+
 export interface Database {
   users: UsersTable;
   products: ProductsTable;
@@ -202,10 +289,14 @@ export interface Database {
   item_deployments: ItemDeploymentsTable;
   invitations: InvitationsTable;
   outbox: OutboxTable;
+  notification_environments: NotificationEnvironmentsTable;
   settings: SettingsTable;
   signin_links: SigninLinksTable;
   signin_requests: SigninRequestsTable;
   web_sessions: WebSessionsTable;
+  webhooks: WebhooksTable;
+  webhook_events: WebhookEventsTable;
+  webhook_deliveries: WebhookDeliveriesTable;
 }
 
 export type UserRow = Selectable<UsersTable>;
@@ -218,3 +309,6 @@ export type OutboxRow = Selectable<OutboxTable>;
 export type InvitationRow = Selectable<InvitationsTable>;
 export type SigninLinkRow = Selectable<SigninLinksTable>;
 export type WebSessionRow = Selectable<WebSessionsTable>;
+export type WebhookRow = Selectable<WebhooksTable>;
+export type WebhookEventRow = Selectable<WebhookEventsTable>;
+export type WebhookDeliveryRow = Selectable<WebhookDeliveriesTable>;

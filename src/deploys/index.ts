@@ -1,6 +1,6 @@
-/** Deploys: recording that items went to an environment, listing them, and their mail. */
-export { deployMessageRenderer } from './mail.js';
+/** Deploys: recording that items went to an environment, listing them, their mail and webhook events. */
+export { deployMessageRenderer, rollbackMessageRenderer } from './mail.js';
 export { deployRoutes } from './routes.js';
 export { parseDeployList } from './input.js';
 export { presentDeploys, type DeployJson } from './present.js';
-export { deployersOf, findDeploys } from './service.js';
+export { deployersOf, deployHistoryOf, findDeploys, getDeploy, type ItemDeploy } from './service.js';

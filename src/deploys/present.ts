@@ -5,9 +5,11 @@ import { BIG_PAGE, ItemSchema, presentItems, type ItemJson } from '../items/inde
 import type { ProductScope, Urls } from '../scope.js';
 import { nextTurn } from '../turns.js';
 import { findUsersByIds, presentUser, UserSchema } from '../users/index.js';
+import { nowTimestamp } from '../time.js';
+import type { DeployInput } from './input.js';
 import { itemsOfDeploys } from './repository.js';
 
-export const DeploySchema = Type.Object({
+const deployFields = {
   id: Type.Integer(),
   environment: Type.String(),
   version: Type.String(),
@@ -15,13 +17,41 @@ export const DeploySchema = Type.Object({
   created_at: Type.String(),
   user: UserSchema,
   items: Type.Array(ItemSchema),
+  /** A rollback: the environment runs `version` again; its items are those it reverted or restored. */
+  rollback: Type.Boolean(),
+  /** Undone by a later rollback: when, and that rollback's id. */
+  reverted: Type.Boolean(),
+  reverted_at: Type.Optional(Type.String()),
+  reverted_by: Type.Optional(Type.Integer()),
+};
+
+export const DeploySchema = Type.Object(deployFields);
+export type DeployJson = Static<typeof DeploySchema>;
+
+const RecipientSchema = Type.Object({
+  email: Type.String(),
+  first_name: Type.String(),
+  last_name: Type.String(),
+  numbers: Type.Array(Type.Integer()),
 });
 
-export type DeployJson = Static<typeof DeploySchema>;
+/**
+ * What POST deploys.json answers: the deploy, the numbers that named no item, and how many people
+ * it mails; a dry run (id null: nothing was recorded) also lists them, with their items' numbers.
+ */
+export const DeployReceiptSchema = Type.Object({
+  ...deployFields,
+  id: Type.Union([Type.Integer(), Type.Null()]),
+  unknown_numbers: Type.Array(Type.Integer()),
+  emailed: Type.Integer(),
+  dry_run: Type.Boolean(),
+  recipients: Type.Optional(Type.Array(RecipientSchema)),
+});
+type DeployReceiptJson = Static<typeof DeployReceiptSchema>;
 
 /** A deploy as the caller (`viewerId`) sees it (see presentUser). */
 export function presentDeploy(row: DeployRow, user: UserRow, viewerId: number, items: ItemJson[]): DeployJson {
-  return {
+  const json: DeployJson = {
     id: row.id,
     environment: row.environment,
     version: row.version,
@@ -29,7 +59,14 @@ export function presentDeploy(row: DeployRow, user: UserRow, viewerId: number, i
     created_at: row.created_at,
     user: presentUser(user, viewerId),
     items,
+    rollback: row.rollback === 1,
+    reverted: row.reverted_at !== null,
   };
+  if (row.reverted_at !== null) {
+    json.reverted_at = row.reverted_at;
+    if (row.reverted_by !== null) json.reverted_by = row.reverted_by;
+  }
+  return json;
 }
 
 /** Deploys as JSON, each with its items (embedded: a short deployed_to) in their current state. */
@@ -45,9 +82,49 @@ export async function presentDeploys(db: Db, scope: ProductScope, deploys: Deplo
   return json;
 }
 
-/** A deploy just recorded as JSON: its items and its deployer (the caller) are in hand. */
-export async function presentNewDeploy(db: Db, scope: ProductScope, deploy: DeployRow, items: ItemRow[], urls: Urls): Promise<DeployJson> {
-  const json = presentDeploy(deploy, scope.user, scope.user.id, await presentItems(db, scope.product, items, urls, scope.user.id, true));
+/**
+ * A deploy just recorded, as deploys.json renders it to `viewerId` (the caller, or nobody in
+ * particular for webhooks): its items and its deployer (the caller) are in hand.
+ */
+export async function presentRecorded(db: Db, scope: ProductScope, deploy: DeployRow, items: ItemRow[], urls: Urls, viewerId: number): Promise<DeployJson> {
+  const json = presentDeploy(deploy, scope.user, viewerId, await presentItems(db, scope.product, items, urls, viewerId, true));
   if (items.length > BIG_PAGE) await nextTurn();
   return json;
+}
+
+/** The receipt of a deploy recorded now or earlier (an Idempotency-Key repeat): as its row keeps it. */
+export async function presentReceipt(db: Db, scope: ProductScope, deploy: DeployRow, items: ItemRow[] | undefined, urls: Urls): Promise<DeployReceiptJson> {
+  // Just recorded, its items are in hand; a repeat reads them again.
+  const json = items ? await presentRecorded(db, scope, deploy, items, urls, scope.user.id) : (await presentDeploys(db, scope, [deploy], urls))[0];
+  return { ...json, unknown_numbers: JSON.parse(deploy.unknown_numbers) as number[], emailed: deploy.emailed, dry_run: false };
+}
+
+/** What a dry run shows of its plan (the service's DeployPlan; named here, so the service can use this module). */
+interface PlannedDeploy {
+  items: ItemRow[];
+  unknownNumbers: number[];
+  recipients: { user: UserRow; items: ItemRow[] }[];
+}
+
+/** The receipt of a dry run: the deploy as it would be recorded now (no id), and whom it would mail about what. */
+export async function presentDryRun(db: Db, scope: ProductScope, input: DeployInput, plan: PlannedDeploy, urls: Urls): Promise<DeployReceiptJson> {
+  const items = await presentItems(db, scope.product, plan.items, urls, scope.user.id, true);
+  if (plan.items.length > BIG_PAGE) await nextTurn();
+  return {
+    id: null,
+    environment: input.environment,
+    version: input.version,
+    notes: input.notes,
+    created_at: nowTimestamp(),
+    user: presentUser(scope.user, scope.user.id),
+    items,
+    rollback: input.rollback,
+    reverted: false,
+    unknown_numbers: plan.unknownNumbers,
+    emailed: plan.recipients.length,
+    dry_run: true,
+    recipients: plan.recipients
+      .map(({ user, items }) => ({ email: user.email, first_name: user.first_name, last_name: user.last_name, numbers: items.map((i) => i.number) }))
+      .sort((a, b) => (a.email < b.email ? -1 : a.email > b.email ? 1 : 0)),
+  };
 }

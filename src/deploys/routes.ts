@@ -4,8 +4,8 @@ import { params, Param } from '../http/params.js';
 import { requestParams } from '../http/request.js';
 import { ProductParams } from '../http/schemas.js';
 import { parseDeploy, parseDeployList, parseIdempotencyKey } from './input.js';
-import { DeploySchema, presentDeploys, presentNewDeploy } from './present.js';
-import { findDeploys, recordDeploy } from './service.js';
+import { DeployReceiptSchema, DeploySchema, presentDeploys, presentDryRun, presentReceipt } from './present.js';
+import { findDeploys, planDeploy, recordDeploy } from './service.js';
 
 export async function deployRoutes(app: FastifyInstance): Promise<void> {
   const urls = app.config;
@@ -32,17 +32,19 @@ export async function deployRoutes(app: FastifyInstance): Promise<void> {
     {
       schema: {
         params: ProductParams,
-        body: params({ environment: Param, numbers: Param, version: Param, notes: Param }),
-        response: { 200: DeploySchema },
+        body: params({ environment: Param, numbers: Param, version: Param, notes: Param, rollback: Param, dry_run: Param }),
+        response: { 200: DeployReceiptSchema },
       },
     },
     async (request) => {
       const input = parseDeploy(requestParams(request));
+      // A dry run reads what is stored now, outside any transaction: it takes no lock and writes
+      // nothing, so its Idempotency-Key is neither looked up nor used up.
+      if (input.dryRun) return presentDryRun(app.db, request.scope, input, await planDeploy(app.db, request.scope, input), urls);
       const key = parseIdempotencyKey(request.headers['idempotency-key']);
-      const recorded = await app.db.transaction().execute((trx) => recordDeploy(trx, request.scope, input, key, urls.mailDomain));
-      if (!recorded.created) return (await presentDeploys(app.db, request.scope, [recorded.deploy], urls))[0];
-      app.outbox.nudge();
-      return presentNewDeploy(app.db, request.scope, recorded.deploy, recorded.items, urls);
+      const recorded = await app.db.transaction().execute((trx) => recordDeploy(trx, request.scope, input, key, urls));
+      if (recorded.created) app.outbox.nudge();
+      return presentReceipt(app.db, request.scope, recorded.deploy, recorded.created ? recorded.items : undefined, urls);
     },
   );
 }

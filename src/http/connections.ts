@@ -2,6 +2,7 @@ import http from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import type { Config } from '../config.js';
+import { EARLY_ANSWER_HEADERS } from './security-headers.js';
 
 /**
  * Server options that keep one slow or greedy client from holding the process: the whole request
@@ -29,7 +30,12 @@ export function connectionOptions(config: Config) {
 export function answerExpectations(server: http.Server): void {
   server.on('checkExpectation', (_request: http.IncomingMessage, response: http.ServerResponse) => {
     const body = JSON.stringify({ code: 417, message: 'Of the Expect header only 100-continue is supported.' });
-    response.writeHead(417, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(body), Connection: 'close' });
+    response.writeHead(417, {
+      'Content-Type': 'application/json; charset=utf-8',
+      'Content-Length': Buffer.byteLength(body),
+      ...EARLY_ANSWER_HEADERS,
+      Connection: 'close',
+    });
     response.end(body);
   });
 }
@@ -70,6 +76,7 @@ export function clientErrorHandler(config: Config) {
         `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\n` +
           'Content-Type: application/json; charset=utf-8\r\n' +
           `Content-Length: ${Buffer.byteLength(body)}\r\n` +
+          Object.entries(EARLY_ANSWER_HEADERS).map(([name, value]) => `${name}: ${value}\r\n`).join('') +
           'Connection: close\r\n\r\n' +
           body,
       );

@@ -3,6 +3,7 @@ import type { Config } from '../config.js';
 import { clientErrorHandler, connectionOptions } from './connections.js';
 import { parseFormText } from './params.js';
 import { BODY_LIMIT } from './parsers.js';
+import { EARLY_ANSWER_HEADERS } from './security-headers.js';
 
 /** Some clients send the absolute form (`GET http://host/api/... HTTP/1.1`); route on the path. */
 function pathOnly(url: string): string {
@@ -12,9 +13,49 @@ function pathOnly(url: string): string {
   return rest.startsWith('/') ? rest : `/${rest}`;
 }
 
-/** URLs as logged: unsubscribe, invitation and sign-in tokens work as credentials, so they stay out of the logs. */
-function loggedUrl(url: string): string {
-  return url.replace(/^\/(unsubscribe|invitations|app\/sign-in)\/[^/?#]+/, '/$1/[token]');
+/** A path segment with a run this long of letters, digits, `-` or `_` may be a key or a token. */
+const TOKEN_LIKE = /[A-Za-z0-9_-]{20}/;
+
+/**
+ * URLs as logged: the path alone, with the token of an unsubscribe, invitation or sign-in link
+ * replaced (they work as credentials), and so any segment that looks like a key or token (a client
+ * may put one in the wrong place). No path of the interface has such a segment. The query string
+ * is left out, since a client may put anything there, a key included.
+ */
+export function loggedUrl(url: string): string {
+  const query = url.indexOf('?');
+  const path = query === -1 ? url : url.slice(0, query);
+  return path
+    .replace(/^\/(unsubscribe|invitations|app\/sign-in)\/[^/]+/i, '/$1/[token]')
+    .split('/')
+    .map((segment) => (TOKEN_LIKE.test(segment) ? '[token]' : segment))
+    .join('/');
+}
+
+/** Where credentials would show up if a request or reply were ever logged whole. */
+const REDACTED = [
+  'req.headers.authorization',
+  'req.headers.cookie',
+  'res.headers["set-cookie"]',
+  'headers.authorization',
+  'headers.cookie',
+  'headers["set-cookie"]',
+];
+
+/**
+ * pino's options: the configured level (unless the caller's options say otherwise: tests give a
+ * stream), credential headers redacted, and requests serialized with their URL as logged.
+ */
+function loggerOptions(config: Config, logger: FastifyServerOptions['logger']): FastifyServerOptions['logger'] {
+  if (logger === false) return false;
+  return {
+    level: config.logLevel,
+    ...(typeof logger === 'object' ? logger : {}),
+    redact: { paths: REDACTED, censor: '[redacted]' },
+    serializers: {
+      req: (request) => ({ method: request.method, url: loggedUrl(request.url), remoteAddress: (request as FastifyRequest).ip }),
+    },
+  };
 }
 
 /** One log line per request, written when it completes. */
@@ -43,7 +84,7 @@ const isUnder = (url: string, prefix: string): boolean => url.startsWith(prefix)
 /** How Fastify is set up for the service: logging, limits, timeouts and URL handling. */
 export function serverOptions(config: Config, logger: FastifyServerOptions['logger'], pages?: PageErrors): FastifyServerOptions {
   return {
-    logger: logger ?? { level: config.logLevel },
+    logger: loggerOptions(config, logger),
     logController: new RequestLine(),
     bodyLimit: BODY_LIMIT,
     ...connectionOptions(config),
@@ -62,6 +103,7 @@ export function serverOptions(config: Config, logger: FastifyServerOptions['logg
     frameworkErrors: (error, request, reply) => {
       const status = error.statusCode && error.statusCode < 500 ? error.statusCode : 400;
       const message = 'The request URL could not be read.';
+      (reply as FastifyReply).headers(EARLY_ANSWER_HEADERS);
       if (pages && isUnder(pathOnly(request.url), pages.prefix)) return void pages.answer(request, reply as FastifyReply, status, message);
       void (reply as FastifyReply).code(status).send({ code: status, message });
     },

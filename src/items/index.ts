@@ -1,9 +1,9 @@
 /** Items: numbered work in a product, its lists, order, followers and deploy history. */
 export { ListCounts } from './counts.js';
-export { parseCreateItem, parseListItems, parseUpdateItem } from './input.js';
+export { parseCreateItem, parseListItems, parseUpdateItem, type ListItemsInput } from './input.js';
 export { INPUT_STATUSES, ITEM_TYPES, SCORES, statusName, STATUSES as STATUS_NAMES, type Status } from './model.js';
 export { BIG_PAGE, ItemSchema, presentItems, type ItemJson } from './present.js';
-export { findItemsByIds, findItemsByNumbers, touchActivity } from './repository.js';
+export { deploymentsIn, findItemsByIds, findItemsByNumbers, touchActivity, type Deployment } from './repository.js';
 export { itemRoutes, shortUrlRoutes } from './routes.js';
 export {
   childrenOf,

@@ -9,7 +9,7 @@ import type { ProductScope } from '../scope.js';
 import { pathItemNumber, parseCreateItem, parseListItems, parseResort, parseUpdateItem } from './input.js';
 import { CHILDREN_PAGE, DEPLOYED_TO_PAGE } from './model.js';
 import { itemPagePath } from './urls.js';
-import { DeploymentListSchema, ItemListSchema, ItemSchema, presentItems } from './present.js';
+import { DeploymentListSchema, ItemListSchema, ItemSchema, presentDeployment, presentItems } from './present.js';
 import {
   archiveItem,
   childrenOf,
@@ -28,7 +28,7 @@ const itemFields = {
 };
 const listFields = {
   type: Param, status: Param, offset: Param, limit: Param, order_by: Param,
-  assigned_to: Param, created_by: Param, tags: Param, children: Param,
+  assigned_to: Param, created_by: Param, tags: Param, children: Param, deployed_to: Param, not_deployed_to: Param,
 };
 
 /** The item routes under `/api/products/{id}`: the lists, then the changes to one item. */
@@ -75,7 +75,7 @@ async function itemListRoutes(app: FastifyInstance): Promise<void> {
       const page = asPage(requestParams(request), DEPLOYED_TO_PAGE);
       const { deployments, total } = await deploymentsOf(app.db, request.scope, pathItemNumber(request), page);
       reply.header('X-Sprintly-Deployed-To-Count', String(total));
-      return deployments;
+      return deployments.map(presentDeployment);
     },
   );
 }
@@ -101,15 +101,19 @@ async function itemChangeRoutes(app: FastifyInstance): Promise<void> {
     { schema: { params: ProductParams, body: params(itemFields), response: answer } },
     async (request) => {
       const input = parseCreateItem(requestParams(request));
-      const row = await app.db.transaction().execute((trx) => createItem(trx, request.scope, input));
+      const row = await app.db.transaction().execute((trx) => createItem(trx, request.scope, input, app.config));
       return presentOne(app, request.scope, row);
     },
   );
   app.get(item, { schema: { params: ItemParams, response: answer } }, async (request) =>
     presentOne(app, request.scope, await getItem(app.db, request.scope, pathItemNumber(request))),
   );
-  app.post(item, { schema: { params: ItemParams, body: params(itemFields), response: answer } }, change(parseUpdateItem, updateItem));
-  app.delete(item, { schema: { params: ItemParams, response: answer } }, change(noInput, (trx, scope, n) => archiveItem(trx, scope, n)));
+  app.post(
+    item,
+    { schema: { params: ItemParams, body: params(itemFields), response: answer } },
+    change(parseUpdateItem, (trx, scope, n, input) => updateItem(trx, scope, n, input, app.config)),
+  );
+  app.delete(item, { schema: { params: ItemParams, response: answer } }, change(noInput, (trx, scope, n) => archiveItem(trx, scope, n, app.config)));
   app.post(
     '/api/products/:product_id/items/:item_number/resort.json',
     { schema: { params: ItemParams, body: params({ before: Param, after: Param }), response: answer } },

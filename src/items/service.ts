@@ -2,7 +2,7 @@ import type { Db, Trx } from '../db/connection.js';
 import type { ItemRow, ItemUpdate } from '../db/schema.js';
 import { BadRequestError, itemNotFound, NotFoundError, userNotFound, ValidationError } from '../errors.js';
 import { allocateItemNumber, filterMembers, lockProduct, markItemsChanged } from '../products/index.js';
-import type { ProductScope } from '../scope.js';
+import type { ProductScope, Urls } from '../scope.js';
 import { nowTimestamp } from '../time.js';
 import { findUserById } from '../users/index.js';
 import { parseListItems, parseUpdateItem, type CreateItemInput, type ListItemsInput, type ResortInput, type UpdateItemInput, type UserRef } from './input.js';
@@ -15,6 +15,7 @@ import {
   storyTitle,
 } from './model.js';
 import type { ListCounts } from './counts.js';
+import { announceItem, previousValues } from './events.js';
 import {
   addFollower,
   bottomSort,
@@ -33,6 +34,7 @@ import {
   listTopLevel,
   listWithChildren,
   neighbourSort,
+  readFilter,
   removeFollower,
   renumberStatus,
   replaceTags,
@@ -81,14 +83,16 @@ export async function listItems(
   input: ListItemsInput,
   counts: ListCounts,
 ): Promise<{ rows: ItemRow[]; total: number }> {
-  const filter = {
+  const filter = await readFilter(db, {
     productId: scope.product.id,
     statuses: input.statuses.map(statusCode),
     types: input.types,
     tags: input.tags,
     assignedTo: input.assignedTo ? await knownUser(db, 'assigned_to', input.assignedTo) : undefined,
     createdBy: input.createdBy ? await knownUser(db, 'created_by', input.createdBy) : undefined,
-  };
+    deployedTo: input.deployedTo,
+    notDeployedTo: input.notDeployedTo,
+  });
   const rows = await (input.children ? listWithChildren : listTopLevel)(db, filter, input.order, input.offset, input.limit);
   const total = await counts.get(scope.product.id, scope.product.items_version, { ...filter, children: input.children }, () =>
     (input.children ? countWithChildren : countTopLevel)(db, filter),
@@ -126,9 +130,10 @@ export async function deploymentsOf(
 
 /**
  * Creates an item at the bottom of its status with the next number of the product; the creator
- * and the assignee follow it. Number and position are taken inside the caller's transaction.
+ * and the assignee follow it. Number and position are taken inside the caller's transaction, as
+ * is the `item.created` event for webhooks (whose links start with `urls`).
  */
-export async function createItem(trx: Trx, scope: ProductScope, input: CreateItemInput): Promise<ItemRow> {
+export async function createItem(trx: Trx, scope: ProductScope, input: CreateItemInput, urls: Urls): Promise<ItemRow> {
   const productId = scope.product.id;
   if (input.createdBy) await knownUser(trx, 'created_by', input.createdBy);
   const assignedTo = input.assignedTo ? await assignee(trx, productId, input.assignedTo) : null;
@@ -164,14 +169,16 @@ export async function createItem(trx: Trx, scope: ProductScope, input: CreateIte
   await replaceTags(trx, item.id, input.tags);
   await addFollower(trx, item.id, scope.user.id, now);
   if (assignedTo) await addFollower(trx, item.id, assignedTo, now);
+  await announceItem(trx, scope, 'item.created', item, urls);
   return item;
 }
 
 /**
  * Applies the given fields (docs/INTERFACE.md §7.4). Only real changes move last_modified; a status
- * change moves the item to the bottom of its new status and updates progress (§5).
+ * change moves the item to the bottom of its new status and updates progress (§5). A real change
+ * is an `item.status_changed` event for webhooks when the status moved, else `item.updated`.
  */
-export async function updateItem(trx: Trx, scope: ProductScope, number: number, input: UpdateItemInput): Promise<ItemRow> {
+export async function updateItem(trx: Trx, scope: ProductScope, number: number, input: UpdateItemInput, urls: Urls): Promise<ItemRow> {
   // Product first: changes of a product's items apply one at a time, and read the item as the
   // previous change left it.
   await lockProduct(trx, scope.product.id);
@@ -183,15 +190,19 @@ export async function updateItem(trx: Trx, scope: ProductScope, number: number, 
     ...(await statusChanges(trx, scope, item, input, now)),
   };
   let tagsChanged = false;
+  const tagsBefore = input.tags === undefined ? [] : await findTags(trx, item.id);
   if (input.tags !== undefined) {
-    tagsChanged = (await findTags(trx, item.id)).join('\u0000') !== input.tags.join('\u0000');
+    tagsChanged = tagsBefore.join('\u0000') !== input.tags.join('\u0000');
     if (tagsChanged) await replaceTags(trx, item.id, input.tags);
   }
 
   if (Object.keys(changes).length === 0 && !tagsChanged) return item;
   const totals = tagsChanged || changes.status !== undefined || 'assigned_to_id' in changes || 'parent_id' in changes;
   await markItemsChanged(trx, scope.product.id, { totals });
-  return updateItemRow(trx, item.id, { ...changes, last_modified: now, last_activity: now });
+  const updated = await updateItemRow(trx, item.id, { ...changes, last_modified: now, last_activity: now });
+  const type = changes.status !== undefined ? 'item.status_changed' : 'item.updated';
+  await announceItem(trx, scope, type, updated, urls, () => previousValues(trx, item, updated, tagsChanged ? tagsBefore : undefined));
+  return updated;
 }
 
 /** Title (or a story's who, what and why, and the title built from them), description, score. */
@@ -250,14 +261,16 @@ async function statusChanges(trx: Trx, scope: ProductScope, item: ItemRow, input
   return {};
 }
 
-/** DELETE on an item archives it; it can still be fetched and deployed. */
-export async function archiveItem(trx: Trx, scope: ProductScope, number: number): Promise<ItemRow> {
+/** DELETE on an item archives it (an `item.updated` event); it can still be fetched and deployed. */
+export async function archiveItem(trx: Trx, scope: ProductScope, number: number, urls: Urls): Promise<ItemRow> {
   await lockProduct(trx, scope.product.id);
   const item = await getItem(trx, scope, number);
   if (item.archived === 1) return item;
   await markItemsChanged(trx, scope.product.id, { totals: true });
   const now = nowTimestamp();
-  return updateItemRow(trx, item.id, { archived: 1, last_modified: now, last_activity: now });
+  const archived = await updateItemRow(trx, item.id, { archived: 1, last_modified: now, last_activity: now });
+  await announceItem(trx, scope, 'item.updated', archived, urls, () => previousValues(trx, item, archived));
+  return archived;
 }
 
 /**
@@ -350,17 +363,17 @@ export type Move =
  * uses: a status change through updateItem (to the bottom of the new status), a place through
  * resortItem. A drop into another column changes the status first, then the place.
  */
-export async function moveItem(trx: Trx, scope: ProductScope, number: number, move: Move, counts: ListCounts): Promise<ItemRow> {
+export async function moveItem(trx: Trx, scope: ProductScope, number: number, move: Move, counts: ListCounts, urls: Urls): Promise<ItemRow> {
   switch (move.to) {
     case 'up':
       return resortItem(trx, scope, number, { after: move.above });
     case 'down':
       return resortItem(trx, scope, number, { before: move.below });
     case 'status':
-      return updateItem(trx, scope, number, parseUpdateItem({ status: move.status }));
+      return updateItem(trx, scope, number, parseUpdateItem({ status: move.status }), urls);
     case 'place': {
       const item = await getItem(trx, scope, number);
-      if (statusName(item.status) !== move.status) await updateItem(trx, scope, number, parseUpdateItem({ status: move.status }));
+      if (statusName(item.status) !== move.status) await updateItem(trx, scope, number, parseUpdateItem({ status: move.status }), urls);
       if (move.above !== undefined) return resortItem(trx, scope, number, { before: move.above });
       if (move.below !== undefined) return resortItem(trx, scope, number, { after: move.below });
       return getItem(trx, scope, number);

@@ -5,3 +5,4 @@
 export { signinMessageRenderer } from './mail.js';
 export { pageProblem, webRoutes, WEB_PREFIX, type WebOptions } from './routes.js';
 export { operatorSignInLink } from './service.js';
+export { sessionCookieOf } from './session.js';

@@ -129,3 +129,13 @@ export function safeNext(raw: ParamValue): string | undefined {
   if (url.origin !== 'http://shiplog.invalid' || !url.pathname.startsWith('/app/')) return undefined;
   return url.pathname + url.search;
 }
+
+/** The matrix's filters as they stand in the URL, each trimmed; empty ones are none. */
+export function matrixFilters(p: Record<string, ParamValue>): { status?: string; not_deployed_to?: string } {
+  const filters: { status?: string; not_deployed_to?: string } = {};
+  for (const name of ['status', 'not_deployed_to'] as const) {
+    const value = asString(name, p[name])?.trim();
+    if (value) filters[name] = value;
+  }
+  return filters;
+}

@@ -1,5 +1,8 @@
-import { statusName, STATUS_NAMES } from '../items/index.js';
+import type { ItemRow, UserRow } from '../db/schema.js';
+import type { ItemDeploy } from '../deploys/index.js';
+import { statusName, STATUS_NAMES, type Deployment } from '../items/index.js';
 import type { productOverviewRows } from './repository.js';
+import { personName } from './views/parts.js';
 
 export interface ProductOverview {
   id: number;
@@ -19,4 +22,91 @@ export function presentProductOverviews(rows: Awaited<ReturnType<typeof productO
     if (row.status !== null) p.byStatus.set(statusName(row.status), Number(row.n));
   }
   return [...products.values()].map(({ byStatus, ...p }) => ({ ...p, counts: STATUS_NAMES.map((status) => ({ status, count: byStatus.get(status) ?? 0 })) }));
+}
+
+/** An environment on an item's timeline: the item's latest deploy there, and the rollback that took it out. */
+export interface EnvironmentEntry {
+  environment: string;
+  version: string;
+  deployId: number;
+  deployedAt: string;
+  by: string;
+  /** A rollback left the environment without the item: when, which rollback, and who made it. */
+  reverted?: { at: string; rollbackId: number | null; by: string };
+}
+
+/** The item's `deployed_to` entries (latest first) with the people who made their deploys and rollbacks. */
+export function presentEnvironments(deployments: Deployment[], deployers: Map<number, UserRow>): EnvironmentEntry[] {
+  const nameOf = (id: number | null) => {
+    const user = id === null ? undefined : deployers.get(id);
+    return user ? personName(user) : '';
+  };
+  return deployments.map((d) => ({
+    environment: d.environment,
+    version: d.version,
+    deployId: d.deploy_id,
+    deployedAt: d.deployed_at,
+    by: nameOf(d.deploy_id),
+    reverted: d.reverted_at === null ? undefined : { at: d.reverted_at, rollbackId: d.reverted_by, by: nameOf(d.reverted_by) },
+  }));
+}
+
+/** A deploy in an item's history. */
+export interface HistoryEntry {
+  deployId: number;
+  environment: string;
+  version: string;
+  at: string;
+  by: string;
+  /** A rollback: the version the item's entry went back to, or null when the item left the environment. */
+  rollback?: { restoredVersion: string | null };
+  /** Undone by a later rollback: when, and that rollback's id. */
+  reverted?: { at: string; rollbackId: number | null };
+}
+
+export function presentHistory(deploys: ItemDeploy[]): HistoryEntry[] {
+  return deploys.map(({ deploy: d, by }) => ({
+    deployId: d.id,
+    environment: d.environment,
+    version: d.version,
+    at: d.created_at,
+    by: personName(by),
+    rollback: d.rollback === 1 ? { restoredVersion: d.restored_deploy_id === null ? null : d.restored_version } : undefined,
+    reverted: d.reverted_at === null ? undefined : { at: d.reverted_at, rollbackId: d.reverted_by },
+  }));
+}
+
+/** What one environment runs of an item, as a cell of the matrix shows it (null: never deployed there). */
+export interface MatrixCell {
+  version: string;
+  deployId: number;
+  deployedAt: string;
+  /** A rollback took the item out of the environment. */
+  reverted: boolean;
+}
+
+export interface MatrixRow {
+  number: number;
+  title: string;
+  type: string;
+  status: string;
+  /** One per environment, in the order of the matrix's columns. */
+  cells: (MatrixCell | null)[];
+}
+
+/** A page of items as rows of the matrix, with their latest deploy to each of the `environments`. */
+export function presentMatrixRows(items: ItemRow[], environments: string[], deployments: Map<number, Map<string, Deployment>>): MatrixRow[] {
+  return items.map((item) => {
+    const mine = deployments.get(item.id);
+    return {
+      number: item.number,
+      title: item.title,
+      type: item.type,
+      status: statusName(item.status),
+      cells: environments.map((environment) => {
+        const d = mine?.get(environment);
+        return d ? { version: d.version, deployId: d.deploy_id, deployedAt: d.deployed_at, reverted: d.reverted_at !== null } : null;
+      }),
+    };
+  });
 }

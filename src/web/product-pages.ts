@@ -1,12 +1,12 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ItemRow } from '../db/schema.js';
-import { findDeploys, deployersOf, parseDeployList, presentDeploys } from '../deploys/index.js';
-import { AppError, ValidationError } from '../errors.js';
-import { digitsToId, params, Param, type ParamValue } from '../http/params.js';
+import { deployersOf, deployHistoryOf, findDeploys, getDeploy, parseDeployList, presentDeploys } from '../deploys/index.js';
+import { asPage, digitsToId, params, Param, type ParamValue } from '../http/params.js';
 import { requestParams } from '../http/request.js';
 import {
   childrenOf,
   createItem,
+  deploymentsIn,
   deploymentsOf,
   findItemsByNumbers,
   followersOf,
@@ -15,6 +15,8 @@ import {
   INPUT_STATUSES,
   ITEM_TYPES,
   listItems,
+  type Deployment,
+  type ListItemsInput,
   parseCreateItem,
   parseListItems,
   parseUpdateItem,
@@ -26,25 +28,39 @@ import {
   updateItem,
 } from '../items/index.js';
 import { notesHtml } from '../mail/index.js';
+import { environmentChoice, parseEnvironmentChoice, setEnvironmentChoice, type EnvironmentChoice } from '../notifications/index.js';
 import { listMembers, productScope } from '../products/index.js';
 import type { ProductScope } from '../scope.js';
 import { findUsersByIds } from '../users/index.js';
-import { boardQueryString, formToken, pagedItemNumber, parseBoardQuery, parseMove, returnFilters, type BoardQuery } from './input.js';
-import { requireFormToken, sendPage } from './session.js';
+import { boardQueryString, matrixFilters, pagedItemNumber, parseBoardQuery, parseMove, returnFilters, type BoardQuery } from './input.js';
+import { presentEnvironments, presentHistory, presentMatrixRows } from './present.js';
+import { deployedEnvironments } from './repository.js';
+import { webhookPages } from './webhook-pages.js';
+import { asText, checkToken, formErrors, productOf, sessionOf, viewerOf } from './pages.js';
+import { sendPage } from './session.js';
 import { RenderedPages } from './rendered-pages.js';
 import { boardPage, type BoardCard, type BoardColumn, type BoardView } from './views/board.js';
-import { deploysPage } from './views/deploys.js';
+import { deployPage, deploysPage } from './views/deploys.js';
 import { editValues, itemPage } from './views/item.js';
+import { notificationsPage, type NotificationForm } from './views/notifications.js';
 import type { FormState } from './views/parts.js';
 import { itemHref, personName } from './views/parts.js';
+import { itemDeploysPage, matrixPage, type MatrixFilters } from './views/where.js';
 
 /** Cards of a column page. */
 export const BOARD_PAGE = 25;
-/** Sub-items, environments and followers an item page lists. */
+/** Sub-items, environments, deploys and followers an item page lists (and its pages of environments and deploys). */
 const ITEM_PAGE_LIST = 100;
+/** Items per page of the matrix of what is deployed where. */
+export const MATRIX_PAGE = 50;
+/** Environments the matrix has columns for: the product's most recently deployed to, and those filtered on. */
+export const MATRIX_ENVIRONMENTS = 12;
+/** Environments the notifications page offers to tick: the product's most recently deployed to. */
+const OFFERED_ENVIRONMENTS = 50;
 
 const ProductPath = { params: { type: 'object', properties: { product_id: { type: 'string' } } } } as const;
 const ItemPath = { params: { type: 'object', properties: { product_id: { type: 'string' }, item_number: { type: 'string' } } } } as const;
+const DeployPath = { params: { type: 'object', properties: { product_id: { type: 'string' }, deploy_id: { type: 'string' } } } } as const;
 const boardQuery = params({ type: Param, assignee: Param, creator: Param, tags: Param, mine: Param, status: Param, offset: Param });
 const itemFields = params({
   csrf: Param, type: Param, title: Param, who: Param, what: Param, why: Param, description: Param,
@@ -56,34 +72,15 @@ const lineBreaks = (v: ParamValue): ParamValue => (typeof v === 'string' ? v.rep
 const wantsJson = (request: FastifyRequest): boolean => /^application\/json\b/.test(request.headers.accept ?? '');
 const emptyForm = (): FormState => ({ values: {}, errors: {} });
 const numberOf = (request: FastifyRequest) => pagedItemNumber((request.params as { item_number: string }).item_number);
-const asText = (p: Record<string, ParamValue>): Record<string, string> =>
-  Object.fromEntries(Object.entries(p).flatMap(([k, v]) => (typeof v === 'string' ? [[k, v]] : typeof v === 'number' ? [[k, String(v)]] : [])));
 
-/**
- * What a form's failure shows next to its fields: the service's own reasons (a 400 of the
- * parameters, a 404 of a person or parent named by one) keep the page and the typed values;
- * anything else is the page error it always is.
- */
-function formErrors(err: unknown): { errors: Record<string, string>; message?: string } | undefined {
-  if (err instanceof ValidationError) return { errors: err.errors ?? {}, message: Object.keys(err.errors ?? {}).length ? undefined : err.message };
-  if (err instanceof AppError && err.statusCode === 404) {
-    const field = /Parameter (\w+)/.exec(err.message)?.[1];
-    if (field) return { errors: { [field]: err.errors?.[field] ?? 'names nobody (or nothing) of this product' } };
-  }
-  return undefined;
-}
-
-const sessionOf = (request: FastifyRequest) => request.webSession!;
-const viewerOf = (request: FastifyRequest) => ({ email: sessionOf(request).user.email, csrfToken: sessionOf(request).csrfToken });
-const productOf = (scope: ProductScope) => ({ id: scope.product.id, name: scope.product.name });
-const checkToken = (request: FastifyRequest) => requireFormToken(sessionOf(request), formToken(requestParams(request)));
 const membersOf = async (app: FastifyInstance, scope: ProductScope) =>
   (await listMembers(app.db, scope.product.id)).map((m) => ({ id: m.id, name: personName(m) }));
 
 /**
- * A product's pages (`/app/products/{id}/...`): the board, the items, the deploys. The signed-in
- * person must be a member (403 page); an unknown product is a 404 page. Every change goes through
- * the same service operation as the API, in one transaction.
+ * A product's pages (`/app/products/{id}/...`): the board, the items, the deploys, and which
+ * deploys email the signed-in person. The signed-in person must be a member (403 page); an
+ * unknown product is a 404 page. Every change goes through the same service operation as the
+ * API, in one transaction.
  */
 export async function productPages(app: FastifyInstance, options: { signIn: (request: FastifyRequest) => string }): Promise<void> {
   app.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
@@ -94,15 +91,18 @@ export async function productPages(app: FastifyInstance, options: { signIn: (req
   await app.register(boardPages, { boards });
   await app.register(itemPages, { boards });
   await app.register(deployPages);
+  await app.register(wherePages);
+  await app.register(notificationPages);
+  await app.register(webhookPages);
 }
 
 
-/** Board pages kept per product, revision and query (see RenderedPages). */
+/** Board pages kept per product, revision, role and query (see RenderedPages). */
 const BOARDS_KEPT = 32;
 
 /**
  * The board, or one column of it, as the query asks; a form's errors go with the new-item form.
- * Every member asking the same query of the same revision sees the same board, so it is kept.
+ * Every member of the same role asking the same query of the same revision sees the same board, so it is kept.
  */
 async function renderBoard(
   app: FastifyInstance,
@@ -114,7 +114,9 @@ async function renderBoard(
   newItem?: FormState,
 ) {
   const scope = request.scope;
-  const key = status === 200 && newItem === undefined ? `${scope.product.id}:${scope.product.revision}:${JSON.stringify(query)}` : undefined;
+  // Admins' navigation has their pages too: they share boards with admins only.
+  const role = scope.admin ? 'admin' : 'member';
+  const key = status === 200 && newItem === undefined ? `${scope.product.id}:${scope.product.revision}:${role}:${JSON.stringify(query)}` : undefined;
   const body = await boards.render(key, viewerOf(request), async (anybody) => boardPage(await boardView(app, scope, query, newItem), anybody));
   return sendPage(reply, status, `Board · ${scope.product.name}`, body, sessionOf(request));
 }
@@ -176,13 +178,17 @@ async function boardPages(app: FastifyInstance, { boards }: { boards: RenderedPa
       const p = requestParams(request);
       const move = parseMove(p);
       const number = numberOf(request);
-      await app.db.transaction().execute((trx) => moveItem(trx, request.scope, number, move, app.listCounts));
+      await app.db.transaction().execute((trx) => moveItem(trx, request.scope, number, move, app.listCounts, app.config));
       if (wantsJson(request)) return reply.header('cache-control', 'no-store').send({ number });
       const back = boardQueryString(returnFilters(p));
       return reply.header('cache-control', 'no-store').redirect(`/app/products/${request.scope.product.id}/board${back}#item-${number}`, 303);
     },
   );
 }
+
+/** Who made each deploy of the entries, and each rollback that reverted one, by deploy id. */
+const environmentDeployers = (app: FastifyInstance, scope: ProductScope, deployments: Deployment[]) =>
+  deployersOf(app.db, scope, deployments.flatMap((d) => (d.reverted_by === null ? [d.deploy_id] : [d.deploy_id, d.reverted_by])));
 
 /**
  * An item's page; a form's errors go next to its fields. Long because the page shows much: what it
@@ -199,15 +205,16 @@ async function renderItem(
   const scope = request.scope;
   const row = await getItem(app.db, scope, number);
   const page = { offset: 0, limit: ITEM_PAGE_LIST };
-  const [[item], children, deployments, followers, people] = await Promise.all([
+  const [[item], children, deployments, history, followers, people] = await Promise.all([
     presentItems(app.db, scope.product, [row], app.config, scope.user.id),
     row.type === 'story' ? childrenOf(app.db, scope, number, page) : undefined,
     deploymentsOf(app.db, scope, number, page),
+    deployHistoryOf(app.db, scope, row.id, { ...page, newest: true }),
     followersOf(app.db, row, scope.user.id, ITEM_PAGE_LIST),
     membersOf(app, scope),
   ]);
   const [deployers, followerRows] = await Promise.all([
-    deployersOf(app.db, scope, deployments.deployments.map((d) => d.deploy_id)),
+    environmentDeployers(app, scope, deployments.deployments),
     findUsersByIds(app.db, followers.userIds),
   ]);
   const followerNames = new Map(followerRows.map((u) => [u.id, personName(u)]));
@@ -217,11 +224,11 @@ async function renderItem(
     descriptionHtml: notesHtml(item.description),
     subItems: children?.rows.map((c) => ({ number: c.number, title: c.title, status: STATUS_NAMES[c.status], type: c.type })),
     subItemsTotal: children?.total ?? 0,
-    deploys: deployments.deployments.map((d) => {
-      const by = deployers.get(d.deploy_id);
-      return { environment: d.environment, version: d.version, deployedAt: d.deployed_at, by: by ? personName(by) : '' };
-    }),
-    deploysTotal: deployments.total,
+    environments: presentEnvironments(deployments.deployments, deployers),
+    environmentsTotal: deployments.total,
+    // The latest deploys, shown in the order they happened.
+    history: presentHistory(history.deploys).reverse(),
+    historyTotal: history.total,
     followers: followers.userIds.map((id) => followerNames.get(id) ?? ''),
     following: followers.following,
     members: people,
@@ -258,7 +265,7 @@ async function itemPages(app: FastifyInstance, { boards }: { boards: RenderedPag
     let row: ItemRow;
     try {
       const input = parseCreateItem({ ...p, description: lineBreaks(p.description) });
-      row = await app.db.transaction().execute((trx) => createItem(trx, scope, input));
+      row = await app.db.transaction().execute((trx) => createItem(trx, scope, input, app.config));
     } catch (err) {
       const shown = formErrors(err);
       if (!shown) throw err;
@@ -281,7 +288,7 @@ async function itemPages(app: FastifyInstance, { boards }: { boards: RenderedPag
     try {
       // An unchanged status the form cannot name (someday) comes as none; textareas send CRLF.
       const input = parseUpdateItem({ ...p, status: p.status || undefined, description: lineBreaks(p.description), parent: undefined, type: undefined });
-      await app.db.transaction().execute((trx) => updateItem(trx, scope, number, input));
+      await app.db.transaction().execute((trx) => updateItem(trx, scope, number, input, app.config));
     } catch (err) {
       const shown = formErrors(err);
       if (!shown) throw err;
@@ -317,5 +324,149 @@ async function deployPages(app: FastifyInstance): Promise<void> {
       environment: filter.environment,
     };
     return sendPage(reply, 200, `Deploys · ${scope.product.name}`, deploysPage(view), sessionOf(request));
+  });
+
+  app.get('/deploys/:deploy_id', { schema: DeployPath }, async (request, reply) => {
+    const scope = request.scope;
+    const raw = (request.params as { deploy_id: string }).deploy_id;
+    const deploy = await getDeploy(app.db, scope, digitsToId(raw) ?? -1);
+    const [json] = await presentDeploys(app.db, scope, [deploy], app.config);
+    const title = `${json.rollback ? 'Rollback' : 'Deploy'} to ${json.environment} · ${scope.product.name}`;
+    return sendPage(reply, 200, title, deployPage(productOf(scope), { ...json, notesHtml: notesHtml(json.notes) }), sessionOf(request));
+  });
+}
+
+/** The `offset` of a page of an item's environments or deploys (400 naming it when malformed). */
+const itemListOffset = (request: FastifyRequest): number => asPage({ offset: requestParams(request).offset }, { default: ITEM_PAGE_LIST, max: ITEM_PAGE_LIST }).offset;
+
+/**
+ * What is deployed where, beyond the item page: all of an item's environments and all of its
+ * deploys, a page at a time; and the matrix of the product's items and environments.
+ */
+async function wherePages(app: FastifyInstance): Promise<void> {
+  const pageQuery = { ...ItemPath, querystring: params({ offset: Param }) };
+
+  app.get('/items/:item_number/environments', { schema: pageQuery }, async (request, reply) => {
+    const scope = request.scope;
+    const page = { offset: itemListOffset(request), limit: ITEM_PAGE_LIST };
+    const [row, { deployments, total }] = await Promise.all([getItem(app.db, scope, numberOf(request)), deploymentsOf(app.db, scope, numberOf(request), page)]);
+    const environments = presentEnvironments(deployments, await environmentDeployers(app, scope, deployments));
+    const view = { product: productOf(scope), item: row, kind: 'environments' as const, environments, history: [], total, offset: page.offset, pageSize: page.limit };
+    return sendPage(reply, 200, `Where #${row.number} is deployed · ${scope.product.name}`, itemDeploysPage(view), sessionOf(request));
+  });
+
+  app.get('/items/:item_number/deploys', { schema: pageQuery }, async (request, reply) => {
+    const scope = request.scope;
+    const page = { offset: itemListOffset(request), limit: ITEM_PAGE_LIST, newest: false };
+    const row = await getItem(app.db, scope, numberOf(request));
+    const { deploys, total } = await deployHistoryOf(app.db, scope, row.id, page);
+    const view = { product: productOf(scope), item: row, kind: 'history' as const, environments: [], history: presentHistory(deploys), total, offset: page.offset, pageSize: page.limit };
+    return sendPage(reply, 200, `Deploys of #${row.number} · ${scope.product.name}`, itemDeploysPage(view), sessionOf(request));
+  });
+
+  app.get('/deploys/matrix', { schema: { ...ProductPath, querystring: params({ status: Param, not_deployed_to: Param, offset: Param }) } }, async (request, reply) => {
+    const p = requestParams(request);
+    let filters: MatrixFilters = {};
+    let input: ListItemsInput;
+    try {
+      filters = matrixFilters(p);
+      // The items list's own parser: the filters mean exactly what they mean on items.json.
+      input = parseListItems({
+        status: filters.status ?? STATUS_NAMES.join(','),
+        not_deployed_to: filters.not_deployed_to,
+        offset: p.offset,
+        limit: String(MATRIX_PAGE),
+        order_by: 'newest',
+      });
+    } catch (err) {
+      const shown = formErrors(err);
+      if (!shown) throw err;
+      const other = Object.entries(shown.errors).find(([name]) => name !== 'status' && name !== 'not_deployed_to');
+      const form = { values: asText(p), errors: shown.errors, message: shown.message ?? (other ? `The ${other[0]} ${other[1]}.` : undefined) };
+      return renderMatrix(app, request, reply, 400, filters, form);
+    }
+    return renderMatrix(app, request, reply, 200, filters, { values: { ...filters }, errors: {} }, input);
+  });
+}
+
+/**
+ * The matrix: one page of the product's items as the items list finds them, newest first, and
+ * their latest deploy to each of the environments shown, in one query. Without `input` (its
+ * filters were refused) the form alone, with the reasons.
+ */
+async function renderMatrix(
+  app: FastifyInstance,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  status: number,
+  filters: MatrixFilters,
+  form: FormState,
+  input?: ListItemsInput,
+) {
+  const scope = request.scope;
+  const [deployed, list] = await Promise.all([
+    deployedEnvironments(app.db, scope.product.id, OFFERED_ENVIRONMENTS),
+    input ? listItems(app.db, scope, input, app.listCounts) : { rows: [], total: 0 },
+  ]);
+  const columns = [...new Set([...(input?.notDeployedTo ?? []), ...deployed])];
+  const environments = columns.slice(0, MATRIX_ENVIRONMENTS).sort((a, b) => a.localeCompare(b));
+  const deployments = await deploymentsIn(app.db, list.rows.map((r) => r.id), environments);
+  const view = {
+    product: productOf(scope),
+    environments,
+    moreEnvironments: columns.length > MATRIX_ENVIRONMENTS,
+    offered: [...deployed].sort((a, b) => a.localeCompare(b)),
+    rows: presentMatrixRows(list.rows, environments, deployments),
+    total: list.total,
+    offset: input?.offset ?? 0,
+    pageSize: MATRIX_PAGE,
+    filters,
+    statuses: STATUS_NAMES,
+    form,
+  };
+  return sendPage(reply, status, `What is deployed where · ${scope.product.name}`, matrixPage(view), sessionOf(request));
+}
+
+/** Deployed environments that cannot be chosen (a comma splits a list; `all` is the keyword) get no box. */
+const choosable = (environment: string): boolean => !environment.includes(',') && environment.trim().toLowerCase() !== 'all';
+/** The text values of a form field (ticked boxes of one name come as several). */
+const strings = (v: ParamValue): string[] => [v ?? []].flat().filter((x): x is string => typeof x === 'string');
+
+/** The page's form for a choice as it is stored. */
+const choiceForm = (choice: EnvironmentChoice): NotificationForm =>
+  choice === 'all' ? { values: { choice: 'all' }, errors: {}, chosen: [] } : { values: { choice: 'some' }, errors: {}, chosen: choice };
+
+async function renderNotifications(app: FastifyInstance, request: FastifyRequest, reply: FastifyReply, status: number, form: NotificationForm, saved = false) {
+  const scope = request.scope;
+  const deployed = (await deployedEnvironments(app.db, scope.product.id, OFFERED_ENVIRONMENTS)).map((e) => e.trim()).filter(choosable);
+  const offered = [...new Set([...deployed, ...form.chosen])].sort((a, b) => a.localeCompare(b));
+  const view = { product: productOf(scope), offered, form, saved };
+  return sendPage(reply, status, `Notifications · ${scope.product.name}`, notificationsPage(view, viewerOf(request)), sessionOf(request));
+}
+
+/**
+ * Which deploy environments email the signed-in person about the product: the rule and its
+ * checks are the API's (notifications.json); the form's ticked boxes and typed names are one list.
+ */
+async function notificationPages(app: FastifyInstance): Promise<void> {
+  app.get('/notifications', { schema: { ...ProductPath, querystring: params({ saved: Param }) } }, async (request, reply) =>
+    renderNotifications(app, request, reply, 200, choiceForm(await environmentChoice(app.db, request.scope)), requestParams(request).saved === '1'),
+  );
+
+  app.post('/notifications', { schema: { ...ProductPath, body: params({ csrf: Param, choice: Param, environments: Param, other: Param }) } }, async (request, reply) => {
+    checkToken(request);
+    const p = requestParams(request);
+    const ticked = strings(p.environments);
+    const other = strings(p.other).at(-1) ?? '';
+    const all = p.choice === 'all';
+    try {
+      const choice = parseEnvironmentChoice({ environments: all ? 'all' : [...ticked, other] });
+      await app.db.transaction().execute((trx) => setEnvironmentChoice(trx, request.scope, choice));
+    } catch (err) {
+      const shown = formErrors(err);
+      if (!shown) throw err;
+      return renderNotifications(app, request, reply, 400, { values: { choice: all ? 'all' : 'some', other }, chosen: ticked, ...shown });
+    }
+    return reply.header('cache-control', 'no-store').redirect(`/app/products/${request.scope.product.id}/notifications?saved=1`, 303);
   });
 }

@@ -12,6 +12,13 @@ declare module 'fastify' {
 }
 
 export const SESSION_COOKIE = 'shiplog_session';
+const SESSION_COOKIE_VALUE = new RegExp(`(?:^|;)\\s*${SESSION_COOKIE}=([^;]+)`);
+
+/** The session cookie as sent, unverified: what the rate limiter knows a page's visitor by before cookies are parsed. */
+export function sessionCookieOf(request: FastifyRequest): string | undefined {
+  const header = request.headers.cookie;
+  return header === undefined ? undefined : SESSION_COOKIE_VALUE.exec(header)?.[1];
+}
 
 /**
  * Every page: scripts of Shiplog's own only (the board's), no framing, forms only to Shiplog, and

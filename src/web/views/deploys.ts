@@ -1,11 +1,12 @@
 import type { DeployJson } from '../../deploys/index.js';
 import type { ItemJson } from '../../items/index.js';
 import { html, raw, type Html } from './html.js';
-import { itemHref, personName, productNav, when } from './parts.js';
+import { deployHref, itemHref, personName, productNav, when } from './parts.js';
+import { deployTabs } from './where.js';
 
 export interface DeploysView {
   product: { id: number; name: string };
-  deploys: (DeployJson & { notesHtml: string })[];
+  deploys: ShownDeploy[];
   total: number;
   offset: number;
   pageSize: number;
@@ -23,19 +24,35 @@ export function deploysPage(v: DeploysView): Html {
   };
   const end = v.offset + v.deploys.length;
   return html`${productNav(v.product, 'deploys')}
+${deployTabs(p, 'list')}
 <form class="filters" method="get" action="/app/products/${p}/deploys">
 <label>Environment <input type="text" name="environment" value="${v.environment ?? ''}" placeholder="production"></label>
 <button type="submit">Filter</button> <a href="/app/products/${p}/deploys">All environments</a>
 </form>
 <p class="muted">${v.total} deploy${v.total === 1 ? '' : 's'}${v.environment ? html` to ${v.environment}` : ''}, newest first.</p>
-${v.deploys.map(
-  (d) => html`<section class="deploy" id="deploy-${d.id}">
-<h2>${d.environment} <span class="version">${d.version}</span></h2>
-<p class="muted">by ${personName(d.user)}, ${when(d.created_at)}</p>
-${d.notes ? html`<div class="markdown">${raw(d.notesHtml)}</div>` : ''}
-<ul class="deploy-items">${(d.items as ItemJson[]).map((i) => html`<li><a href="${itemHref(p, i.number)}">#${i.number} ${i.title}</a> <span class="muted">${i.type} · ${i.status}</span></li>`)}</ul>
-</section>`,
-)}
+${v.deploys.map((d) => deploySection(p, d))}
 <p class="pager">${v.offset > 0 ? html`<a href="${link(Math.max(0, v.offset - v.pageSize))}">Newer</a>` : ''}
 ${end < v.total ? html`<a href="${link(end)}">Older</a>` : ''}</p>`;
+}
+
+type ShownDeploy = DeployJson & { notesHtml: string };
+
+/** A deploy: where, which version, rollback or rolled back (linking to the rollback), by whom, its notes and items. */
+function deploySection(p: number, d: ShownDeploy): Html {
+  const rolledBack = d.reverted_at
+    ? html`; rolled back ${when(d.reverted_at)}${d.reverted_by !== undefined ? html` (<a href="${deployHref(p, d.reverted_by)}">the rollback</a>)` : ''}`
+    : '';
+  return html`<section class="deploy" id="deploy-${d.id}">
+<h2><a href="${deployHref(p, d.id)}">${d.environment}</a> <span class="version">${d.version}</span>${d.rollback ? html` <span class="muted">rollback</span>` : ''}</h2>
+<p class="muted">by ${personName(d.user)}, ${when(d.created_at)}${rolledBack}</p>
+${d.notes ? html`<div class="markdown">${raw(d.notesHtml)}</div>` : ''}
+<ul class="deploy-items">${(d.items as ItemJson[]).map((i) => html`<li><a href="${itemHref(p, i.number)}">#${i.number} ${i.title}</a> <span class="muted">${i.type} · ${i.status}</span></li>`)}</ul>
+</section>`;
+}
+
+/** One deploy, where the matrix's cells and the items' timelines link to. */
+export function deployPage(product: { id: number; name: string }, d: ShownDeploy): Html {
+  return html`${productNav(product, 'deploys')}
+${deploySection(product.id, d)}
+<p><a href="/app/products/${product.id}/deploys?environment=${encodeURIComponent(d.environment)}">Deploys to ${d.environment}</a></p>`;
 }

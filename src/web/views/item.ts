@@ -2,7 +2,9 @@ import type { ItemJson } from '../../items/index.js';
 import { createForm } from './board.js';
 import { csrfField, type Viewer } from './layout.js';
 import { html, raw, type Html } from './html.js';
+import type { EnvironmentEntry, HistoryEntry } from '../present.js';
 import { fieldError, type FormState, itemHref, otherErrors, personName, productNav, selectOptions, when } from './parts.js';
+import { deployHistory, environmentTimeline } from './where.js';
 
 export interface ItemView {
   product: { id: number; name: string };
@@ -11,8 +13,12 @@ export interface ItemView {
   descriptionHtml: string;
   subItems?: { number: number; title: string; status: string; type: string }[];
   subItemsTotal: number;
-  deploys: { environment: string; version: string; deployedAt: string; by: string }[];
-  deploysTotal: number;
+  /** The environments the item went to, the latest first. */
+  environments: EnvironmentEntry[];
+  environmentsTotal: number;
+  /** The item's latest deploys, in the order they happened. */
+  history: HistoryEntry[];
+  historyTotal: number;
   followers: string[];
   following: boolean;
   members: { id: number; name: string }[];
@@ -50,14 +56,24 @@ ${progress.map(([label, at]) => html`<dt>${label}</dt><dd>${when(at)}</dd>`)}
 <button type="submit">${v.following ? 'Unfollow' : 'Follow'}</button></p></form>
 </article>
 ${subItems(v, viewer)}
-<h2>Deploys</h2>
-${v.deploys.length === 0
-  ? html`<p class="muted">Not deployed yet.</p>`
-  : html`<table class="deploys"><thead><tr><th>Environment</th><th>Version</th><th>By</th><th>When</th></tr></thead><tbody>
-${v.deploys.map((d) => html`<tr><td>${d.environment}</td><td>${d.version}</td><td>${d.by}</td><td>${when(d.deployedAt)}</td></tr>`)}
-</tbody></table>${v.deploysTotal > v.deploys.length ? html`<p class="muted">The latest ${v.deploys.length} of ${v.deploysTotal} environments.</p>` : ''}`}
+${whereDeployed(v)}
 <h2 id="edit">Edit</h2>
 ${editForm(v, viewer)}`;
+}
+
+/** Where the item is deployed, and how it got there; links to the rest when there is more than the page shows. */
+function whereDeployed(v: ItemView): Html {
+  const p = v.product.id;
+  const item = itemHref(p, v.item.number);
+  if (v.environmentsTotal === 0) return html`<h2 id="deployed">Deployed to</h2>\n<p class="muted">Not deployed yet.</p>`;
+  const moreEnvironments = v.environmentsTotal > v.environments.length;
+  const earlierDeploys = v.historyTotal > v.history.length;
+  return html`<h2 id="deployed">Deployed to <span class="count">${v.environmentsTotal}</span></h2>
+${environmentTimeline(p, v.environments)}
+${moreEnvironments ? html`<p><a href="${item}/environments?offset=${v.environments.length}">Earlier environments</a> <span class="muted">(${v.environmentsTotal - v.environments.length} more)</span></p>` : ''}
+<h2 id="history">Deploy history <span class="count">${v.historyTotal}</span></h2>
+${earlierDeploys ? html`<p class="muted">The latest ${v.history.length}, oldest first. <a href="${item}/deploys">All ${v.historyTotal} deploys</a></p>` : ''}
+${deployHistory(p, v.history, `Deploys of #${v.item.number}, oldest first`)}`;
 }
 
 function subItems(v: ItemView, viewer: Viewer): Html | '' {

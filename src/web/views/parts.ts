@@ -11,7 +11,7 @@ export interface FormState {
 /** The service's reason next to its field (tied to it for screen readers by the field's id). */
 export function fieldError(s: FormState, name: string): Html | '' {
   const reason = s.errors[name];
-  return reason ? html`<span class="field-error" id="error-${name}" role="alert">${name.replace('_', ' ')} ${reason}</span>` : '';
+  return reason ? html`<span class="field-error" id="error-${name}" role="alert">${name.replaceAll('_', ' ')} ${reason}</span>` : '';
 }
 
 /**
@@ -24,6 +24,7 @@ export function otherErrors(s: FormState, shown: readonly string[]): Html | '' {
 }
 
 export const itemHref = (productId: number, number: number): string => `/app/products/${productId}/items/${number}`;
+export const deployHref = (productId: number, id: number): string => `/app/products/${productId}/deploys/${id}`;
 
 /** How a person is named on a page: their name, or their address when they gave none. */
 export function personName(user: { first_name: string; last_name: string; email: string }): string {
@@ -35,11 +36,14 @@ export function selectOptions(options: readonly (readonly [string, string])[], c
   return options.map(([value, label]) => html`<option value="${value}"${value === current ? html` selected` : ''}>${label}</option>`);
 }
 
-/** The product's name and its pages. */
-export function productNav(product: { id: number; name: string }, current: 'board' | 'deploys' | 'item'): Html {
-  const link = (page: 'board' | 'deploys', label: string) =>
+type ProductPage = 'board' | 'deploys' | 'notifications' | 'webhooks';
+
+/** The product's name and its pages; its admins also see theirs (webhooks). */
+export function productNav(product: { id: number; name: string; admin?: boolean }, current: ProductPage | 'item'): Html {
+  const link = (page: ProductPage, label: string) =>
     html`<a href="/app/products/${product.id}/${page}"${page === current ? html` aria-current="page"` : ''}>${label}</a>`;
-  return html`<nav class="product"><strong>${product.name}</strong> ${link('board', 'Board')} ${link('deploys', 'Deploys')}</nav>`;
+  const admin = product.admin ? html` ${link('webhooks', 'Webhooks')}` : '';
+  return html`<nav class="product"><strong>${product.name}</strong> ${link('board', 'Board')} ${link('deploys', 'Deploys')} ${link('notifications', 'Notifications')}${admin}</nav>`;
 }
 
 /** `2026-11-22 10:04 UTC` from the interface's timestamp form. */
@@ -48,3 +52,6 @@ export function when(timestamp: string | undefined | null): string {
   const d = new Date(timestamp);
   return Number.isNaN(d.getTime()) ? timestamp : `${d.toISOString().slice(0, 16).replace('T', ' ')} UTC`;
 }
+
+/** A timestamp as `when` shows it, machine-readable too. */
+export const timeTag = (timestamp: string): Html => html`<time datetime="${timestamp}">${when(timestamp)}</time>`;

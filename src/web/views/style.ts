@@ -49,10 +49,39 @@ dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: .25rem 1r
 dl.facts dd { margin: 0; }
 .markdown { background: #fff; border: 1px solid #dcdcde; border-radius: 4px; padding: .25rem 1rem; overflow-wrap: anywhere; }
 .markdown pre { white-space: pre-wrap; }
-table.deploys { border-collapse: collapse; width: 100%; }
-table.deploys th, table.deploys td { text-align: left; padding: .25rem .5rem; border-bottom: 1px solid #dcdcde; }
+table.deploys, table.list { border-collapse: collapse; width: 100%; }
+table.deploys th, table.deploys td, table.list th, table.list td { text-align: left; padding: .25rem .5rem; border-bottom: 1px solid #dcdcde; vertical-align: top; }
+table.list td { overflow-wrap: anywhere; }
+table.list form { display: inline; margin: 0; }
+form.webhook label.check { display: inline-flex; align-items: center; gap: .4rem; font-weight: 400; margin: 0 1rem 0 0; }
 section.deploy { background: #fff; border: 1px solid #dcdcde; border-radius: 4px; padding: .5rem 1rem; margin-bottom: .75rem; }
 section.deploy h2 { font-size: 1.1rem; margin: .25rem 0; }
 fieldset { border: 1px solid #dcdcde; border-radius: 4px; margin: 0 0 1rem; }
+form.notifications label.check { display: inline-flex; align-items: center; gap: .4rem; font-weight: 400; margin: 0; }
+ul.environments { list-style: none; padding: 0 0 0 1.5rem; margin: 0 0 .75rem; display: flex; flex-wrap: wrap; gap: .25rem 1.25rem; }
+.sr-only { position: absolute; width: 1px; height: 1px; padding: 0; margin: -1px; overflow: hidden; clip: rect(0 0 0 0); white-space: nowrap; border: 0; }
+nav.tabs { display: flex; flex-wrap: wrap; gap: .25rem 1.25rem; margin: 0 0 1rem; border-bottom: 1px solid #dcdcde; }
+nav.tabs a { padding: .25rem 0; }
+nav.tabs a[aria-current] { font-weight: 700; color: inherit; text-decoration: none; border-bottom: 3px solid #1d2327; }
+.table-scroll { overflow-x: auto; max-width: 100%; margin-bottom: 1rem; background: #fff; border: 1px solid #dcdcde; border-radius: 4px; }
+.table-scroll:focus-visible { outline: 2px solid #0b5cad; outline-offset: 2px; }
+.table-scroll table.deploys { width: auto; min-width: 100%; }
+.table-scroll table.deploys th, .table-scroll table.deploys td { white-space: nowrap; }
+.table-scroll table.deploys th[scope=row] { font-weight: 400; }
+table.matrix { border-collapse: collapse; min-width: 100%; }
+table.matrix caption { caption-side: top; text-align: left; padding: .5rem; color: #50575e; }
+table.matrix th, table.matrix td { text-align: left; vertical-align: top; padding: .3rem .6rem; border-bottom: 1px solid #dcdcde; }
+table.matrix thead th { overflow-wrap: break-word; background: #eceef1; }
+table.matrix tbody th { font-weight: 400; min-width: 9rem; max-width: 20rem; overflow-wrap: anywhere; position: sticky; left: 0; background: #fff; border-right: 1px solid #dcdcde; }
+table.matrix td { white-space: nowrap; }
+table.matrix td.never { color: #a7aaad; }
+td.reverted a { text-decoration: line-through; }
+.reverted-note { color: #b32d2e; }
+ol.timeline { list-style: none; margin: 0 0 1rem; padding: 0 0 0 1.25rem; border-left: 2px solid #c3c4c7; }
+ol.timeline li { position: relative; margin: 0 0 .75rem; }
+ol.timeline li::before { content: ""; position: absolute; left: calc(-1.25rem - 1px); top: .45rem; width: .75rem; height: .75rem; transform: translateX(-50%); border-radius: 50%; background: #0b5cad; border: 2px solid #f6f7f9; }
+ol.timeline li.reverted::before { background: #fff; border-color: #b32d2e; }
+ol.timeline time { font-size: .85rem; color: #50575e; }
+ol.timeline p { margin: 0; overflow-wrap: anywhere; }
 @media (max-width: 40rem) { .board { flex-direction: column; width: auto; margin-left: 0; } .column { flex: none; } }
 `;

@@ -1,0 +1,23 @@
+/**
+ * Webhooks: a product's admins name URLs that are told about its changes. A feature that changes
+ * something queues the event here inside its own transaction (queueEvent), rendering its own
+ * resource, so webhooks know no feature but products and users; a worker signs and sends it after
+ * commit.
+ */
+export { parseCreateWebhook, webhookIdOf } from './input.js';
+export { EVENT_TYPES, NO_VIEWER, type EventType } from './model.js';
+export { presentDelivery, presentWebhooks, type DeliveryJson, type WebhookJson } from './present.js';
+export { webhookRoutes } from './routes.js';
+export {
+  createWebhook,
+  deleteWebhook,
+  deliveriesOf,
+  deliveryLog,
+  getWebhook,
+  listWebhooks,
+  queueEvent,
+  replayDelivery,
+  updateWebhook,
+  vetTarget,
+} from './service.js';
+export { DEFAULT_WEBHOOK_WORKER_OPTIONS, WebhookWorker, type WebhookWorkerOptions } from './worker.js';

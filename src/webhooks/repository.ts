@@ -1,0 +1,209 @@
+import type { Expression, ExpressionBuilder, Insertable, SqlBool, Updateable } from 'kysely';
+import type { Db, Trx } from '../db/connection.js';
+import { dialectOf } from '../db/dialect.js';
+import { storableId, type Database, type WebhookDeliveriesTable, type WebhookDeliveryRow, type WebhookEventRow, type WebhookRow, type WebhooksTable } from '../db/schema.js';
+
+export async function insertWebhook(trx: Trx, row: Insertable<WebhooksTable>): Promise<WebhookRow> {
+  return trx.insertInto('webhooks').values(row).returningAll().executeTakeFirstOrThrow();
+}
+
+export async function findWebhook(db: Db, productId: number, id: number): Promise<WebhookRow | undefined> {
+  if (!storableId(id)) return undefined;
+  return db.selectFrom('webhooks').selectAll().where('product_id', '=', productId).where('id', '=', id).executeTakeFirst();
+}
+
+export async function findWebhooksByIds(db: Db, ids: number[]): Promise<WebhookRow[]> {
+  return ids.length ? db.selectFrom('webhooks').selectAll().where('id', 'in', ids).execute() : [];
+}
+
+export async function listWebhookRows(db: Db, productId: number): Promise<WebhookRow[]> {
+  return db.selectFrom('webhooks').selectAll().where('product_id', '=', productId).orderBy('id').execute();
+}
+
+/** The enabled webhooks of a product and their events: what every change of the product asks (by the product index). */
+export async function enabledWebhooks(db: Db, productId: number): Promise<Pick<WebhookRow, 'id' | 'events'>[]> {
+  return db.selectFrom('webhooks').select(['id', 'events']).where('product_id', '=', productId).where('disabled_at', 'is', null).execute();
+}
+
+export async function countWebhooks(db: Db, productId: number): Promise<number> {
+  const row = await db.selectFrom('webhooks').select((eb) => eb.fn.countAll<number>().as('n')).where('product_id', '=', productId).executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
+export async function updateWebhookRow(trx: Trx, id: number, changes: Updateable<WebhooksTable>): Promise<WebhookRow> {
+  return trx.updateTable('webhooks').set(changes).where('id', '=', id).returningAll().executeTakeFirstOrThrow();
+}
+
+export async function deleteWebhookRow(trx: Trx, id: number): Promise<void> {
+  await trx.deleteFrom('webhooks').where('id', '=', id).execute();
+}
+
+export async function insertEvent(trx: Trx, row: Omit<WebhookEventRow, 'id'>): Promise<number> {
+  const inserted = await trx.insertInto('webhook_events').values(row).returning('id').executeTakeFirstOrThrow();
+  return inserted.id;
+}
+
+export async function findEventsByIds(db: Db, ids: number[]): Promise<WebhookEventRow[]> {
+  return ids.length ? db.selectFrom('webhook_events').selectAll().where('id', 'in', ids).execute() : [];
+}
+
+export async function insertDeliveries(trx: Trx, rows: Insertable<WebhookDeliveriesTable>[]): Promise<void> {
+  if (rows.length) await trx.insertInto('webhook_deliveries').values(rows).execute();
+}
+
+/** A delivery as the log shows it: with its event's id and type. */
+export type LoggedDelivery = WebhookDeliveryRow & { event_uid: string; event_type: string };
+
+function loggedDeliveries(db: Db) {
+  return db
+    .selectFrom('webhook_deliveries as d')
+    .innerJoin('webhook_events as e', 'e.id', 'd.event_id')
+    .selectAll('d')
+    .select(['e.uid as event_uid', 'e.type as event_type']);
+}
+
+/** One page of a webhook's deliveries, newest first (the (webhook_id, id) index). */
+export async function deliveriesPage(db: Db, webhookIds: number[], offset: number, limit: number): Promise<LoggedDelivery[]> {
+  if (webhookIds.length === 0) return [];
+  return loggedDeliveries(db).where('d.webhook_id', 'in', webhookIds).orderBy('d.id', 'desc').offset(offset).limit(limit).execute();
+}
+
+export async function countDeliveries(db: Db, webhookId: number): Promise<number> {
+  const row = await db
+    .selectFrom('webhook_deliveries')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('webhook_id', '=', webhookId)
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
+export async function findDeliveryByUid(db: Db, uid: string): Promise<LoggedDelivery | undefined> {
+  return loggedDeliveries(db).where('d.uid', '=', uid).executeTakeFirst();
+}
+
+/** The next replay number of an event's deliveries to a webhook. */
+export async function nextReplay(trx: Trx, webhookId: number, eventId: number): Promise<number> {
+  const row = await trx
+    .selectFrom('webhook_deliveries')
+    .select((eb) => eb.fn.max('replay').as('last'))
+    .where('webhook_id', '=', webhookId)
+    .where('event_id', '=', eventId)
+    .executeTakeFirst();
+  return Number(row?.last ?? -1) + 1;
+}
+
+type Condition = (eb: ExpressionBuilder<Database, 'webhook_deliveries'>) => Expression<SqlBool>;
+
+/** How many more deliveries this worker may have in flight to each webhook (absent: `perWebhook`). */
+export interface Shares {
+  perWebhook: number;
+  inFlight: ReadonlyMap<number, number>;
+}
+
+/**
+ * Takes up to `limit` due deliveries, as the mail outbox's claimDue does: first those whose
+ * claimant's lease ran out (it died mid-delivery), then pending ones by due time; each claim an
+ * UPDATE guarded by the due state that was read (and on PostgreSQL over rows locked with SKIP
+ * LOCKED), so two workers never take the same delivery. No webhook gets more than its share of
+ * the worker (`shares`): webhooks at their share are left out of the look-up, so that a backlog of
+ * one cannot hide the others' deliveries.
+ */
+export async function claimDue(db: Db, now: string, leaseUntil: string, limit: number, shares: Shares): Promise<WebhookDeliveryRow[]> {
+  const full = [...shares.inFlight].filter(([, n]) => n >= shares.perWebhook).map(([id]) => id);
+  const open: Condition = (eb) => (full.length ? eb('webhook_id', 'not in', full) : eb.lit(true));
+  const lapsed: Condition = (eb) => eb.and([eb('status', '=', 'sending'), eb('lease_until', '<', now), open(eb)]);
+  const pending: Condition = (eb) => eb.and([eb('status', '=', 'pending'), eb('next_attempt_at', '<=', now), open(eb)]);
+  return db.transaction().execute(async (trx) => {
+    const taken = new Map(shares.inFlight);
+    const claimed = await claimWhere(trx, lapsed, leaseUntil, limit, shares.perWebhook, taken);
+    if (claimed.length < limit) claimed.push(...(await claimWhere(trx, pending, leaseUntil, limit - claimed.length, shares.perWebhook, taken)));
+    return claimed;
+  });
+}
+
+/**
+ * Candidates first (locked on PostgreSQL), then the UPDATE by id under the same condition (see the
+ * outbox's claimWhere); of the candidates, each webhook's first ones up to its share (`taken`
+ * counts what it has).
+ */
+async function claimWhere(
+  trx: Db,
+  due: Condition,
+  leaseUntil: string,
+  limit: number,
+  perWebhook: number,
+  taken: Map<number, number>,
+): Promise<WebhookDeliveryRow[]> {
+  let candidates = trx.selectFrom('webhook_deliveries').select(['id', 'webhook_id']).where(due).orderBy('next_attempt_at').orderBy('id').limit(limit);
+  if (dialectOf(trx) === 'postgres') candidates = candidates.forUpdate().skipLocked();
+  const ids: number[] = [];
+  for (const { id, webhook_id } of await candidates.execute()) {
+    const n = taken.get(webhook_id) ?? 0;
+    if (n >= perWebhook || ids.length >= limit) continue;
+    taken.set(webhook_id, n + 1);
+    ids.push(id);
+  }
+  if (ids.length === 0) return [];
+  const rows = await trx
+    .updateTable('webhook_deliveries')
+    .set((eb) => ({ status: 'sending', lease_until: leaseUntil, attempts: eb('attempts', '+', 1) }))
+    .where('id', 'in', ids)
+    .where(due)
+    .returningAll()
+    .execute();
+  return rows.sort((a, b) => a.id - b.id);
+}
+
+/** A claimed delivery: its outcome is recorded only while the claim is still this worker's. */
+export type Claim = Pick<WebhookDeliveryRow, 'id' | 'attempts'>;
+
+/** Writes a claimed delivery's outcome; false when the claim had lapsed (another worker took it over). */
+export async function recordAttempt(trx: Trx, claim: Claim, changes: Updateable<WebhookDeliveriesTable>): Promise<boolean> {
+  const res = await trx
+    .updateTable('webhook_deliveries')
+    .set({ ...changes, lease_until: null })
+    .where('id', '=', claim.id)
+    .where('status', '=', 'sending')
+    .where('attempts', '=', claim.attempts)
+    .executeTakeFirst();
+  return Number(res.numUpdatedRows) === 1;
+}
+
+/** A failed attempt counts against its webhook, while enabled; returns the webhook as it is then. */
+export async function countFailure(trx: Trx, webhookId: number, now: string): Promise<WebhookRow | undefined> {
+  return trx
+    .updateTable('webhooks')
+    .set((eb) => ({ consecutive_failures: eb('consecutive_failures', '+', 1), failing_since: eb.fn.coalesce('failing_since', eb.val(now)) }))
+    .where('id', '=', webhookId)
+    .where('disabled_at', 'is', null)
+    .returningAll()
+    .executeTakeFirst();
+}
+
+export async function clearFailures(trx: Trx, webhookId: number): Promise<void> {
+  await trx
+    .updateTable('webhooks')
+    .set({ consecutive_failures: 0, failing_since: null })
+    .where('id', '=', webhookId)
+    .where((eb) => eb.or([eb('consecutive_failures', '>', 0), eb('failing_since', 'is not', null)]))
+    .execute();
+}
+
+/** Stops a webhook getting events, saying why, and gives up its waiting deliveries. */
+export async function disableWebhook(trx: Trx, webhookId: number, at: string, reason: string): Promise<void> {
+  await trx.updateTable('webhooks').set({ disabled_at: at, disabled_reason: reason }).where('id', '=', webhookId).execute();
+  await failPending(trx, webhookId, reason);
+}
+
+/**
+ * Gives up the deliveries still waiting for a webhook (it was disabled): those tried before keep
+ * their last error, the others say why they were never sent.
+ */
+export async function failPending(trx: Trx, webhookId: number, reason: string): Promise<void> {
+  await trx
+    .updateTable('webhook_deliveries')
+    .set((eb) => ({ status: 'failed', last_error: eb.fn.coalesce('last_error', eb.val(reason)) }))
+    .where('webhook_id', '=', webhookId)
+    .where('status', '=', 'pending')
+    .execute();
+}
