@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { LightMyRequestResponse, RouteOptions } from 'fastify';
 import fc from 'fast-check';
+import { insertMembership } from '../src/products/repository.js';
 import { changesBetween, encodeLoosely, formComponent, fuzzParameters, jsonText, numberText, oddText, pageSession, signInPath, snapshot, type Snapshot } from './fuzz.js';
 import {
   assertError,
@@ -41,8 +42,14 @@ interface RouteSpec {
 /** Stands in a generated request for the form token of the session it is sent with, put in when it is sent. */
 const CSRF = 'CSRF-OF-THE-SESSION';
 
+/** A webhook target that needs no name lookup and is no private address: it is never called here (the webhook worker does not run). */
+const WEBHOOK_URL = 'https://93.184.216.34/hook';
+/** /metrics answers this bearer token only. */
+const METRICS_TOKEN = 'fuzz-metrics-token-0123456789abcdef';
+
 const ITEM_FIELDS = ['type', 'title', 'who', 'what', 'why', 'description', 'score', 'status', 'assigned_to', 'created_by', 'tags', 'parent', 'close_reason'];
-const LIST_FIELDS = ['type', 'status', 'offset', 'limit', 'order_by', 'assigned_to', 'created_by', 'tags', 'children'];
+const LIST_FIELDS = ['type', 'status', 'offset', 'limit', 'order_by', 'assigned_to', 'created_by', 'tags', 'children', 'deployed_to', 'not_deployed_to'];
+const WEBHOOK_FIELDS = ['url', 'events', 'format', 'secret', 'enabled'];
 const PAGE_ITEM_FIELDS = ['csrf', 'type', 'title', 'who', 'what', 'why', 'description', 'status', 'score', 'tags', 'assigned_to', 'parent'];
 const PAGE = ['offset', 'limit'];
 
@@ -52,6 +59,7 @@ const PAGE = ['offset', 'limit'];
  */
 const ROUTES: Record<string, RouteSpec> = {
   'GET /health': { access: 'open', params: [] },
+  'GET /metrics': { access: 'open', params: [], headers: ['authorization'] },
   'GET /i/:product_id/:item_number/': { access: 'open', params: [] },
   'GET /unsubscribe/:token': { access: 'open', params: [] },
   'POST /unsubscribe/:token': { access: 'open', params: [] },
@@ -76,6 +84,17 @@ const ROUTES: Record<string, RouteSpec> = {
   'POST /app/products/:product_id/items/:item_number/move': { access: 'page', params: ['csrf', 'to', 'above', 'below', 'status', 'back'], example: { csrf: CSRF, to: 'place', status: 'backlog', above: '3' } },
   'POST /app/products/:product_id/items/:item_number/follow': { access: 'page', params: ['csrf', 'follow'], example: { csrf: CSRF, follow: '1' } },
   'GET /app/products/:product_id/deploys': { access: 'page', params: ['environment', 'offset'], example: { environment: 'production' } },
+  'GET /app/products/:product_id/deploys/:deploy_id': { access: 'page', params: [] },
+  'GET /app/products/:product_id/deploys/matrix': { access: 'page', params: ['status', 'not_deployed_to', 'offset'], example: { status: 'completed,accepted', not_deployed_to: 'production' } },
+  'GET /app/products/:product_id/items/:item_number/environments': { access: 'page', params: ['offset'] },
+  'GET /app/products/:product_id/items/:item_number/deploys': { access: 'page', params: ['offset'] },
+  'GET /app/products/:product_id/notifications': { access: 'page', params: ['saved'] },
+  'POST /app/products/:product_id/notifications': { access: 'page', params: ['csrf', 'choice', 'environments', 'other'], example: { csrf: CSRF, choice: 'some', environments: 'production', other: 'staging' } },
+  'GET /app/products/:product_id/webhooks': { access: 'page', params: [] },
+  'POST /app/products/:product_id/webhooks': { access: 'page', params: ['csrf', 'url', 'events', 'format', 'secret'], example: { csrf: CSRF, url: WEBHOOK_URL, events: 'deploy.created' } },
+  'GET /app/products/:product_id/webhooks/:webhook_id': { access: 'page', params: ['offset'] },
+  'POST /app/products/:product_id/webhooks/:webhook_id/delete': { access: 'page', params: ['csrf'], example: { csrf: CSRF } },
+  'POST /app/products/:product_id/webhooks/:webhook_id/enable': { access: 'page', params: ['csrf'], example: { csrf: CSRF } },
 
   'GET /api/user/whoami.json': { access: 'api', params: [] },
   'GET /api/products.json': { access: 'api', params: [] },
@@ -93,10 +112,18 @@ const ROUTES: Record<string, RouteSpec> = {
   'POST /api/products/:product_id/items/:item_number/resort.json': { access: 'api', params: ['before', 'after'], example: { before: '7' } },
   'POST /api/products/:product_id/items/:item_number/follow.json': { access: 'api', params: [] },
   'DELETE /api/products/:product_id/items/:item_number/follow.json': { access: 'api', params: [] },
+  'GET /api/products/:product_id/notifications.json': { access: 'api', params: [] },
+  'POST /api/products/:product_id/notifications.json': { access: 'api', params: ['environments'], example: { environments: 'production,staging' } },
+  'GET /api/products/:product_id/webhooks.json': { access: 'api', params: [] },
+  'POST /api/products/:product_id/webhooks.json': { access: 'api', params: WEBHOOK_FIELDS, example: { url: WEBHOOK_URL, events: 'item.created,deploy.created' } },
+  'GET /api/products/:product_id/webhooks/:webhook_id.json': { access: 'api', params: [] },
+  'POST /api/products/:product_id/webhooks/:webhook_id.json': { access: 'api', params: WEBHOOK_FIELDS, example: { enabled: 'true', format: 'slack' } },
+  'DELETE /api/products/:product_id/webhooks/:webhook_id.json': { access: 'api', params: [] },
+  'GET /api/products/:product_id/webhooks/:webhook_id/deliveries.json': { access: 'api', params: PAGE },
   'GET /api/products/:product_id/deploys.json': { access: 'api', params: ['environment', 'offset', 'limit', 'order_by'], example: { environment: 'production', order_by: 'newest' } },
   'POST /api/products/:product_id/deploys.json': {
     access: 'api',
-    params: ['environment', 'numbers', 'version', 'notes'],
+    params: ['environment', 'numbers', 'version', 'notes', 'dry_run', 'rollback'],
     headers: ['idempotency-key'],
     example: { environment: 'staging', numbers: '1,2' },
   },
@@ -120,21 +147,32 @@ let t: TestContext;
 let owner: TestUser;
 let member: TestUser;
 let outsider: TestUser;
-/** Page users: a member and a non-member, each with a session; neither calls the API (a page may rotate their key). */
+/** Page users: an admin and a non-member, each with a session; neither calls the API (a page may rotate their key). */
 let web: TestUser;
 let webOutsider: TestUser;
 let productId: number;
 let otherProductId: number;
 let numbers: number[];
+let deployId: number;
+let webhookId: number;
 const sessions = new Map<string, { cookie: string; csrf: string }>();
 const tokens = { invitation: '', unsubscribe: '', signIn: '' };
 
+async function addWebhook(): Promise<void> {
+  const webhook = await client(t.app, owner).post(`/api/products/${productId}/webhooks.json`, { url: WEBHOOK_URL, events: 'deploy.created,item.created' });
+  assert.equal(webhook.statusCode, 200, webhook.body);
+  webhookId = webhook.json().id;
+}
+
 before(async () => {
-  t = await makeApp({ onRoute: noteRoute });
+  // Rate limits far above what the run sends, so that every case reaches the route; /metrics on.
+  t = await makeApp({ onRoute: noteRoute, env: { RATE_LIMIT_PER_KEY: '1000000000', RATE_LIMIT_PER_ADDRESS: '1000000000', METRICS_TOKEN } });
   const users: TestUser[] = [];
   for (let i = 0; i < 5; i++) users.push(await makeUser(t.db));
   [owner, member, outsider, web, webOutsider] = users;
-  productId = (await makeProduct(t.db, owner, [member, web])).id;
+  productId = (await makeProduct(t.db, owner, [member])).id;
+  // The page user is an admin: the webhook pages are for admins only.
+  await t.db.transaction().execute((trx) => insertMembership(trx, productId, web.user.id, true, '2026-01-01T00:00:00+00:00'));
   otherProductId = (await makeProduct(t.db, outsider, [webOutsider], 'Not yours')).id;
 
   // A small product: a story with sub-items, items of every type and status, tags, assignees, an archived one, a deploy.
@@ -149,6 +187,8 @@ before(async () => {
   numbers = Array.from({ length: archived.number }, (_, i) => i + 1);
   const deploy = await client(t.app, owner).post(`/api/products/${productId}/deploys.json`, { environment: 'production', numbers: '1,2,3', version: 'v1' });
   assert.equal(deploy.statusCode, 200, deploy.body);
+  deployId = deploy.json().id;
+  await addWebhook();
 
   // Tokens that work, so that bodies sent with them reach the code behind the token check.
   const unsubscribe = (await deliveredMail(t)).map((m) => /\/unsubscribe\/([A-Za-z0-9_.-]+)>/.exec(m.headers.get('list-unsubscribe') ?? '')?.[1]).find(Boolean);
@@ -229,7 +269,27 @@ function plausible(name: string): fc.Arbitrary<string> {
     case 'next':
       return fc.constantFrom('/app/products', `/app/products/${productId}/board?type=task`, '//evil.example/', 'http://evil.example/', '/app/sign-in', '/app/\\evil', '/api/user/whoami.json');
     case 'environment':
-      return fc.constantFrom('production', 'staging', 'https://example.com/deploy?id=1', ' ');
+    case 'deployed_to':
+    case 'not_deployed_to':
+      return fc.constantFrom('production', 'staging', 'https://example.com/deploy?id=1', ' ', 'production,staging');
+    case 'environments':
+    case 'other':
+      return fc.constantFrom('production', 'production,staging', '', ' , ', 'x'.repeat(256));
+    case 'choice':
+      return fc.constantFrom('all', 'some', 'none');
+    case 'saved':
+    case 'dry_run':
+    case 'rollback':
+    case 'enabled':
+      return fc.constantFrom('true', 'false', '1', '0', 'yes', 'maybe', '');
+    case 'url':
+      return fc.constantFrom(WEBHOOK_URL, 'http://127.0.0.1/hook', 'http://10.0.0.1/x', 'http://[::1]/x', 'ftp://example.com/x', 'not a url', 'https://', 'http://169.254.169.254/latest');
+    case 'events':
+      return fc.constantFrom('deploy.created', 'item.created,item.updated', 'deploy.rolled_back,item.status_changed', '', 'nope');
+    case 'format':
+      return fc.constantFrom('shiplog', 'slack', 'xml');
+    case 'secret':
+      return fc.constantFrom('s3cret-s3cret-s3cret', 'short', '');
     case 'version':
     case 'notes':
     case 'title':
@@ -322,7 +382,11 @@ function pathValue(name: string, url: string): fc.Arbitrary<string> {
       ? fc.oneof({ weight: 9, arbitrary: fc.constant(String(productId)) }, fc.constant(String(otherProductId)))
       : name === 'item_number'
         ? fc.constantFrom(...['1', ...numbers.map(String)])
-        : fc.constant(url.startsWith('/invitations') ? tokens.invitation : url.startsWith('/unsubscribe') ? tokens.unsubscribe : tokens.signIn);
+        : name === 'deploy_id'
+          ? fc.constant(String(deployId))
+          : name === 'webhook_id'
+            ? fc.constant(null).map(() => String(webhookId))
+            : fc.constant(url.startsWith('/invitations') ? tokens.invitation : url.startsWith('/unsubscribe') ? tokens.unsubscribe : tokens.signIn);
   return fc.oneof({ weight: 16, arbitrary: good }, { weight: 1, arbitrary: bad }, { weight: 1, arbitrary: oddText.map(encodeLoosely) });
 }
 
@@ -347,6 +411,7 @@ function requestFor(route: string, spec: RouteSpec): fc.Arbitrary<FuzzRequest> {
     origin: rarely(['http://shiplog.test', 'http://evil.example', 'null']),
     'sec-fetch-site': rarely(['same-origin', 'cross-site', 'none']),
     'idempotency-key': spec.headers?.includes('idempotency-key') ? fc.oneof(fc.constantFrom('key-1', 'key-2', '', 'k'.repeat(256)), oddText) : fc.constant(''),
+    authorization: spec.headers?.includes('authorization') ? fc.constantFrom(`Bearer ${METRICS_TOKEN}`, `Bearer ${METRICS_TOKEN}`, 'Bearer wrong', `Basic ${METRICS_TOKEN}`, '') : fc.constant(''),
   });
   const sometimes = <T>(arbitrary: fc.Arbitrary<T>, weight: number) => fc.oneof({ weight: 10 - weight, arbitrary: fc.constant(undefined) }, { weight, arbitrary });
   // A GET with a body now and then; a POST with (some of) its parameters in the query string.
@@ -491,6 +556,11 @@ async function runCase(route: string, request: FuzzRequest): Promise<void> {
     const changes = changesBetween(before, after);
     // A column that every request moves on purpose (a last-seen time) belongs in VOLATILE of test/fuzz.ts.
     assert.equal(changes, undefined, `${label}\n  changed the database:\n${changes}`);
+  }
+  // The webhook deleted: the next cases get another.
+  if (/webhook/.test(route) && (request.method === 'DELETE' || route.endsWith('/delete')) && res.statusCode < 400) {
+    await addWebhook();
+    return;
   }
   // Signed out: the next requests of that person come with a new session.
   if (route === 'POST /app/sign-out' && res.statusCode === 200 && session) {
