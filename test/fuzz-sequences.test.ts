@@ -40,7 +40,9 @@ type Op =
   | { kind: 'move'; by: Actor; n: number; to: 'up' | 'down' | 'top' | 'status' | 'place'; above?: number; below?: number; status: string }
   | { kind: 'archive'; by: Actor; n: number }
   | { kind: 'follow'; by: Actor; n: number; follow: boolean }
-  | { kind: 'deploy'; by: Actor; numbers: number[]; environment: string; version: string; key?: string };
+  | { kind: 'deploy'; by: Actor; numbers: number[]; environment: string; version: string; key?: string; dryRun?: boolean }
+  /** Which environments email the person about the product's deploys: all, or a list. */
+  | { kind: 'choose'; by: Actor; environments: string };
 
 const actor = fc.constantFrom(...ACTORS);
 /** Item numbers: mostly of items that exist (or soon will), sometimes of none, or too large for any. */
@@ -95,17 +97,22 @@ const op: fc.Arbitrary<Op> = fc.oneof(
         kind: fc.constant('deploy' as const),
         by: actor,
         numbers: fc.array(itemNumber, { minLength: 1, maxLength: 4 }),
-        environment: fc.oneof({ weight: 4, arbitrary: fc.constantFrom('production', 'staging') }, oddText.filter((s) => s.trim() !== '' && !/[\u0000\ud800-\udfff]/.test(s) && [...s].length <= 255)),
+        environment: fc.oneof({ weight: 4, arbitrary: fc.constantFrom('production', 'staging', ' production ') }, oddText.filter((s) => s.trim() !== '' && !/[\u0000\ud800-\udfff]/.test(s) && [...s].length <= 255)),
         version: fc.constantFrom('', 'v1', 'v2'),
         key: maybe(fc.constantFrom('k1', 'k2')),
+        dryRun: fc.option(fc.constant(true), { nil: undefined, freq: 4 }),
       },
       { requiredKeys: ['kind', 'by', 'numbers', 'environment', 'version'] },
     ),
   },
 );
 
+// Completes the ops above: a person's choice of deploy environments.
+const choose = fc.record({ kind: fc.constant('choose' as const), by: actor, environments: fc.constantFrom('all', 'production', 'staging', 'production, staging', 'Production') });
+
 /** A step: one request, or a few sent at once. */
-const step = fc.oneof({ weight: 3, arbitrary: op.map((o) => [o]) }, { weight: 1, arbitrary: fc.array(op, { minLength: 2, maxLength: 5 }) });
+const anyOp: fc.Arbitrary<Op> = fc.oneof({ weight: 12, arbitrary: op }, { weight: 1, arbitrary: choose });
+const step = fc.oneof({ weight: 3, arbitrary: anyOp.map((o) => [o]) }, { weight: 1, arbitrary: fc.array(anyOp, { minLength: 2, maxLength: 5 }) });
 
 /** What the requests did, as far as the checks need it: how many items, who is assigned and who follows what, the deploys. */
 interface Model {
@@ -115,6 +122,8 @@ interface Model {
   followers: Map<number, Set<number>>;
   /** Idempotency keys by user: the first deploy made with each, and its parameters. */
   keys: Map<string, { id: number; params: string }>;
+  /** The environments each person chose to be emailed about (absent: all). */
+  choices: Map<number, Set<string>>;
 }
 
 /** A request that ran, with its answer. */
@@ -159,12 +168,18 @@ async function send(model: Model, o: Op): Promise<LightMyRequestResponse> {
     case 'follow':
       return o.follow ? api.post(`${base}/items/${o.n}/follow.json`) : api.delete(`${base}/items/${o.n}/follow.json`);
     case 'deploy':
-      return api.post(`${base}/deploys.json`, { environment: o.environment, numbers: o.numbers.join(','), version: o.version || undefined }, o.key ? { 'idempotency-key': o.key } : {});
+      return api.post(
+        `${base}/deploys.json`,
+        { environment: o.environment, numbers: o.numbers.join(','), version: o.version || undefined, dry_run: o.dryRun ? 'true' : undefined },
+        o.key ? { 'idempotency-key': o.key } : {},
+      );
+    case 'choose':
+      return api.post(`${base}/notifications.json`, { environments: o.environments });
   }
 }
 
 /** Ops that change who follows an item that exists: run one at a time before the rest of their step. */
-const changesFollowers = (o: Op): boolean => o.kind === 'follow' || o.kind === 'save' || (o.kind === 'update' && o.assignee !== undefined);
+const changesFollowers = (o: Op): boolean => o.kind === 'follow' || o.kind === 'save' || o.kind === 'choose' || (o.kind === 'update' && o.assignee !== undefined);
 
 /**
  * Runs one step: all its requests at once, except that follows and assignments go first, one by
@@ -206,6 +221,10 @@ function apply(model: Model, done: Done[]): void {
       const assignee = body.assigned_to?.id ?? null;
       if (assignee !== null && assignee !== model.assignees.get(o.n)) model.followers.get(o.n)!.add(assignee);
       model.assignees.set(o.n, assignee);
+    } else if (o.kind === 'choose') {
+      const user = people[o.by].user.id;
+      if (o.environments === 'all') model.choices.delete(user);
+      else model.choices.set(user, new Set(o.environments.split(',').map((e) => e.trim())));
     } else if (o.kind === 'follow') {
       if (o.follow) model.followers.get(o.n)!.add(people[o.by].user.id);
       else model.followers.get(o.n)!.delete(people[o.by].user.id);
@@ -236,6 +255,16 @@ async function checkDeploys(model: Model, done: Done[], itemsBefore: number): Pr
     }
     assert.equal(d.res.statusCode, 200, label);
     const deploy = d.res.json();
+    const expected = recipientsOf(model, o, deploy.items);
+    if (o.dryRun) {
+      // A dry run names who the deploy would mail, about which items, and records nothing.
+      assert.equal(deploy.id, null, label);
+      const named = deploy.recipients.map((r: { email: string; numbers: number[] }) => [ACTORS.find((a) => people[a].email === r.email), r.numbers]);
+      const numberOf = new Map<number, number>(deploy.items.map((i: { number: number; email: { files: string } }) => [idOf(i), i.number]));
+      const wanted = [...expected].map(([user, ids]) => [ACTORS.find((a) => people[a].user.id === user), ids.map((id) => numberOf.get(id)).sort((a, b) => a! - b!)]);
+      assert.deepEqual(named.sort(), wanted.sort(), `who a dry run would mail: ${label}`);
+      continue;
+    }
     if (keyed) {
       assert.equal(deploy.id, keyed.id, `a repeated key made another deploy: ${label}`);
       assert.equal(params, keyed.params, `a key reused with other parameters was accepted: ${label}`);
@@ -247,16 +276,27 @@ async function checkDeploys(model: Model, done: Done[], itemsBefore: number): Pr
     for (const n of o.numbers) if (n >= 1 && n <= itemsBefore) assert.ok(deployed.includes(n), `item ${n} left out: ${label}`);
     for (const n of deployed) assert.ok(o.numbers.includes(n) && n <= model.items, `item ${n} not asked for: ${label}`);
 
-    const expected = new Map<number, number[]>();
-    for (const item of deploy.items) {
-      for (const user of model.followers.get(item.number) ?? []) {
-        if (user !== people[o.by].user.id) expected.set(user, [...(expected.get(user) ?? []), idOf(item)].sort((a, b) => a - b));
-      }
-    }
+    assert.equal(deploy.emailed, expected.size, `emailed: ${label}`);
     const rows = await t.db.selectFrom('outbox').select(['user_id', 'item_ids']).where('deploy_id', '=', deploy.id).execute();
     const queued = rows.map((r) => [r.user_id, (JSON.parse(r.item_ids) as number[]).sort((a, b) => a - b)] as const).sort(([a], [b]) => a! - b!);
     assert.deepEqual(queued, [...expected].sort(([a], [b]) => a - b), `messages of deploy ${deploy.id} (user, item ids) differ from who follows what: ${label}`);
   }
+}
+
+/**
+ * Who a deploy mails (user id -> item ids): the members following any of its items, the deployer
+ * excepted, who chose every environment or this one (names compared trimmed).
+ */
+function recipientsOf(model: Model, o: DeployOp, items: { number: number; email: { files: string } }[]): Map<number, number[]> {
+  const expected = new Map<number, number[]>();
+  for (const item of items) {
+    for (const user of model.followers.get(item.number) ?? []) {
+      const chosen = model.choices.get(user);
+      if (user === people[o.by].user.id || (chosen && !chosen.has(o.environment.trim()))) continue;
+      expected.set(user, [...(expected.get(user) ?? []), idOf(item)].sort((a, b) => a - b));
+    }
+  }
+  return expected;
 }
 
 /** Numbers 1..n, each once; positions distinct within each status; followers as the model has them. */
@@ -336,7 +376,7 @@ test('item numbers, positions and deploy mail stay right under any sequence of c
   await fc.assert(
     fc.asyncProperty(fc.array(step, { minLength: 1, maxLength: 12 }), async (steps) => {
       const product = await makeProduct(t.db, people.owner, [people.ann, people.bob]);
-      const model: Model = { productId: product.id, items: 0, assignees: new Map(), followers: new Map(), keys: new Map() };
+      const model: Model = { productId: product.id, items: 0, assignees: new Map(), followers: new Map(), keys: new Map(), choices: new Map() };
       for (const o of START) {
         const done = await runStep(model, [o]);
         assert.equal(done[0].res.statusCode, 200, labelOf(done[0]));
