@@ -1,6 +1,39 @@
+import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
+import { ref } from './http/documentation.js';
 import { assessDelivery, summarize } from './mail/index.js';
 import { formatTimestamp } from './time.js';
+
+const orNull = (description?: string) => Type.Union([Type.String(), Type.Null()], description ? { description } : {});
+
+/** The answer of /health, in the order the handler builds it (the serialiser follows this order). */
+export const HealthSchema = Type.Object(
+  {
+    status: Type.String({ enum: ['ok', 'stalled', 'unavailable'] }),
+    database: Type.String({ enum: ['reachable', 'unreachable'] }),
+    reason: Type.Optional(Type.String({ description: 'Why mail is stalled.' })),
+    mail: Type.Optional(
+      Type.Object(
+        {
+          pending: Type.Integer(),
+          sending: Type.Integer(),
+          sent: Type.Integer(),
+          failed: Type.Integer(),
+          oldest_pending_at: orNull('When the oldest undelivered message was queued.'),
+          oldest_due_at: orNull('Since when the longest-waiting due message has been due.'),
+          oldest_due_seconds: Type.Integer(),
+          last_sent_at: orNull(),
+          progressing: Type.Boolean(),
+          server: Type.String({ enum: ['reachable', 'unreachable'], description: "What this instance's worker saw of the mail server." }),
+          unreachable_since: orNull(),
+          server_error: orNull(),
+        },
+        { description: 'The outbox: message counts by status, and whether mail is moving.' },
+      ),
+    ),
+  },
+  { $id: 'Health' },
+);
 
 /**
  * `GET /health` for load balancers and operators: database reachability, the outbox counts, and
@@ -8,7 +41,17 @@ import { formatTimestamp } from './time.js';
  * still past `MAIL_STALL_SECONDS` (with the reason). No authentication, so no personal data.
  */
 export async function healthRoutes(app: FastifyInstance): Promise<void> {
-  app.get('/health', async (request, reply) => {
+  const schema = {
+    summary: 'Health',
+    description: 'For load balancers and operators; no credentials, no personal data.',
+    operationId: 'health',
+    tags: ['service'],
+    response: {
+      200: ref(HealthSchema, { description: 'The database is reachable and mail is moving.' }),
+      503: ref(HealthSchema, { description: 'The database cannot be reached, or due mail has stood still past MAIL_STALL_SECONDS (with the reason).' }),
+    },
+  };
+  app.get('/health', { schema }, async (request, reply) => {
     const now = new Date();
     let summary;
     try {

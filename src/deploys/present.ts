@@ -1,23 +1,30 @@
 import { Type, type Static } from '@sinclair/typebox';
 import type { Db } from '../db/connection.js';
 import type { DeployRow, ItemRow, UserRow } from '../db/schema.js';
+import { ref } from '../http/documentation.js';
 import { BIG_PAGE, ItemSchema, presentItems, type ItemJson } from '../items/index.js';
 import type { ProductScope, Urls } from '../scope.js';
 import { nextTurn } from '../turns.js';
 import { findUsersByIds, presentUser, UserSchema } from '../users/index.js';
 import { itemsOfDeploys } from './repository.js';
 
-export const DeploySchema = Type.Object({
-  id: Type.Integer(),
-  environment: Type.String(),
-  version: Type.String(),
-  notes: Type.String(),
-  created_at: Type.String(),
-  user: UserSchema,
-  items: Type.Array(ItemSchema),
-});
+export const DeploySchema = Type.Object(
+  {
+    id: Type.Integer(),
+    environment: Type.String(),
+    version: Type.String({ description: 'Empty when not given.' }),
+    notes: Type.String({ description: 'Markdown; empty when not given.' }),
+    created_at: Type.String(),
+    user: ref(UserSchema, { description: 'Who recorded the deploy.' }),
+    items: Type.Array(ref(ItemSchema), { description: 'The deployed items as they are now, by number.' }),
+  },
+  { $id: 'Deploy', description: 'Items that went to an environment (docs/INTERFACE.md §4.4).' },
+);
 
 export type DeployJson = Static<typeof DeploySchema>;
+
+/** The named schemas of the feature, registered on the app so that responses reference them. */
+export const DEPLOY_SCHEMAS = [DeploySchema];
 
 /** A deploy as the caller (`viewerId`) sees it (see presentUser). */
 export function presentDeploy(row: DeployRow, user: UserRow, viewerId: number, items: ItemJson[]): DeployJson {

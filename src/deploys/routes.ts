@@ -1,22 +1,49 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
-import { params, Param } from '../http/params.js';
+import { BODY_ERRORS, doc, documentAs, errorAnswers, ref } from '../http/documentation.js';
+import { params } from '../http/params.js';
 import { requestParams } from '../http/request.js';
 import { ProductParams } from '../http/schemas.js';
-import { parseDeploy, parseDeployList, parseIdempotencyKey } from './input.js';
+import { DEPLOY_PAGE, MAX_DEPLOY_ITEMS, parseDeploy, parseDeployList, parseIdempotencyKey } from './input.js';
 import { DeploySchema, presentDeploys, presentNewDeploy } from './present.js';
 import { findDeploys, recordDeploy } from './service.js';
 
+// Only documents the header: parseIdempotencyKey reads and checks it.
+const IdempotencyHeader = documentAs(
+  Type.Object({}),
+  Type.Object({
+    'Idempotency-Key': Type.Optional(
+      doc.text('A retry with the same key and the same parameters records nothing and answers with the first deploy.', 255),
+    ),
+  }),
+);
+
 export async function deployRoutes(app: FastifyInstance): Promise<void> {
   const urls = app.config;
+  const tags = ['deploys'];
 
   app.get(
     '/api/products/:product_id/deploys.json',
     {
       schema: {
+        summary: 'List deploys',
+        description: `Oldest first unless order_by=newest; a page also ends before it would embed more than ${MAX_DEPLOY_ITEMS} items (docs/INTERFACE.md §7.7).`,
+        operationId: 'listDeploys',
+        tags,
         params: ProductParams,
-        querystring: params({ environment: Param, offset: Param, limit: Param, order_by: Param }),
-        response: { 200: Type.Array(DeploySchema) },
+        querystring: params({
+          environment: doc.text('Only deploys to exactly this environment; empty is no filter.', 255),
+          offset: doc.integer('Deploys to skip; 0 by default.'),
+          limit: doc.integer(`Page size: ${DEPLOY_PAGE.default} by default, above ${DEPLOY_PAGE.max} taken as ${DEPLOY_PAGE.max}.`, 1),
+          order_by: doc.choice(['oldest', 'newest'], '`oldest` by default.'),
+        }),
+        response: {
+          200: Type.Array(ref(DeploySchema), {
+            description: 'The page of deploys.',
+            headers: { 'X-Sprintly-Deploy-Count': { type: 'integer', description: 'How many deploys match, before paging.' } },
+          }),
+          ...errorAnswers([{ 400: 'A malformed limit or offset; order_by other than oldest or newest.' }]),
+        },
       },
     },
     async (request, reply) => {
@@ -31,9 +58,30 @@ export async function deployRoutes(app: FastifyInstance): Promise<void> {
     '/api/products/:product_id/deploys.json',
     {
       schema: {
+        summary: 'Record a deploy',
+        description:
+          "One transaction records the deploy, makes it each item's latest to the environment and queues one email per follower (docs/INTERFACE.md §7.8).",
+        operationId: 'createDeploy',
+        tags,
         params: ProductParams,
-        body: params({ environment: Param, numbers: Param, version: Param, notes: Param }),
-        response: { 200: DeploySchema },
+        headers: IdempotencyHeader,
+        body: params({
+          environment: doc.required(doc.text('Where the items went: a name, a host, even a URL.', 255)),
+          numbers: doc.required(doc.list(`The numbers of the deployed items (at most ${MAX_DEPLOY_ITEMS}); numbers that name no item are skipped.`, Type.Integer({ minimum: 0 }))),
+          version: doc.text("The deployed software's version.", 255),
+          notes: doc.text('Markdown.', 65535),
+        }),
+        response: {
+          200: ref(DeploySchema, { description: 'The deploy, with its items as they are after it; or, for a repeated Idempotency-Key, the first deploy.' }),
+          ...errorAnswers([
+            {
+              400: `An entry of numbers is not an integer; more than ${MAX_DEPLOY_ITEMS} numbers; none of them names an item of the product; environment, version, notes or Idempotency-Key too long.`,
+              403: 'environment or numbers is missing or empty, as the Sprint.ly service answers.',
+              422: 'The Idempotency-Key was used for a deploy with other parameters.',
+            },
+            BODY_ERRORS,
+          ]),
+        },
       },
     },
     async (request) => {
