@@ -42,8 +42,8 @@ export async function deployRoutes(app: FastifyInstance): Promise<void> {
             description: 'The page of deploys.',
             headers: { 'X-Sprintly-Deploy-Count': { type: 'integer', description: 'How many deploys match, before paging.' } },
           }),
-          ...errorAnswers([{ 400: 'A malformed limit or offset; order_by other than oldest or newest.' }]),
         },
+        errors: errorAnswers([{ 400: 'A malformed limit or offset; order_by other than oldest or newest.' }]),
       },
     },
     async (request, reply) => {
@@ -73,15 +73,15 @@ export async function deployRoutes(app: FastifyInstance): Promise<void> {
         }),
         response: {
           200: ref(DeploySchema, { description: 'The deploy, with its items as they are after it; or, for a repeated Idempotency-Key, the first deploy.' }),
-          ...errorAnswers([
-            {
-              400: `An entry of numbers is not an integer; more than ${MAX_DEPLOY_ITEMS} numbers; none of them names an item of the product; environment, version, notes or Idempotency-Key too long.`,
-              403: 'environment or numbers is missing or empty, as the Sprint.ly service answers.',
-              422: 'The Idempotency-Key was used for a deploy with other parameters.',
-            },
-            BODY_ERRORS,
-          ]),
         },
+        errors: errorAnswers([
+          {
+            400: `An entry of numbers is not an integer; more than ${MAX_DEPLOY_ITEMS} numbers; none of them names an item of the product; environment, version, notes or Idempotency-Key too long.`,
+            403: 'environment or numbers is missing or empty, as the Sprint.ly service answers.',
+            422: 'The Idempotency-Key was used for a deploy with other parameters.',
+          },
+          BODY_ERRORS,
+        ]),
       },
     },
     async (request) => {

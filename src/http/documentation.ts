@@ -1,6 +1,16 @@
 import { Type, type SchemaOptions, type Static, type TSchema } from '@sinclair/typebox';
 import type { FastifyInstance, FastifySchema } from 'fastify';
 
+declare module 'fastify' {
+  interface FastifySchema {
+    /**
+     * The error answers of a route (`errorAnswers`), for the document only: the one error handler
+     * writes every error body, so no route compiles a serialiser for them.
+     */
+    errors?: Record<string, object>;
+  }
+}
+
 /**
  * What the API's description (`GET /openapi.json`) is made of, besides the route schemas:
  * parameter meanings, the shared error answer, security, and the errors a scope's hooks add.
@@ -144,20 +154,19 @@ type Answer = { description?: string; headers?: object; [EXPLAINED]?: { own?: st
 export function documentScope(scope: FastifyInstance, what: ScopeDocumentation): void {
   scope.addHook('onRoute', (route) => {
     const schema: FastifySchema = { ...route.schema };
-    const response = { ...(schema.response as Record<string, Answer> | undefined) };
+    const errors = { ...(schema.errors as Record<string, Answer> | undefined) };
     for (const [status, text] of Object.entries(what.errors) as [string, string][]) {
-      const previous: Answer = response[status] ?? errorAnswers([{ [status]: text }])[status];
-      const explained = previous[EXPLAINED] ?? { own: response[status]?.description, scopes: [] };
+      const previous: Answer = errors[status] ?? errorAnswers([{ [status]: text }])[status];
+      const explained = previous[EXPLAINED] ?? { own: errors[status]?.description, scopes: [] };
       const scopes = [...explained.scopes, text];
       const headers = { ...previous.headers, ...what.headers?.[Number(status) as ErrorStatus] };
-      response[status] = {
+      errors[status] = {
         ...previous,
         description: [...scopes, explained.own].filter(Boolean).join(' '),
         ...(Object.keys(headers).length ? { headers } : {}),
         [EXPLAINED]: { own: explained.own, scopes },
       };
     }
-    const sorted = Object.fromEntries(Object.entries(response).sort(([a], [b]) => a.localeCompare(b)));
-    route.schema = { ...schema, response: sorted, ...(what.security ? { security: what.security } : {}) };
+    route.schema = { ...schema, errors, ...(what.security ? { security: what.security } : {}) };
   });
 }

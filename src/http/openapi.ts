@@ -33,9 +33,14 @@ const DOCS_CSP =
   "default-src 'self'; base-uri 'self'; connect-src 'self'; font-src 'self' data:; form-action 'self'; frame-ancestors 'self'; " +
   "img-src 'self' data:; object-src 'none'; script-src 'self'; script-src-attr 'none'; style-src 'self' 'unsafe-inline'";
 
-/** The route schema as the document shows it: each part that declares a meaning (`documentAs`) in its place. */
-function documented(schema: FastifySchema): FastifySchema {
+/**
+ * The route schema as the document shows it: each part that declares a meaning (`documentAs`) in
+ * its place, and the error answers among the responses.
+ */
+function documented({ errors, ...schema }: FastifySchema): FastifySchema {
   const shown: FastifySchema = { ...schema };
+  const responses = Object.entries({ ...(schema.response as object | undefined), ...errors });
+  if (responses.length) shown.response = Object.fromEntries(responses.sort(([a], [b]) => a.localeCompare(b)));
   for (const part of ['params', 'querystring', 'body', 'headers'] as const) {
     const meaning = meaningOf(schema[part]);
     if (meaning) shown[part] = meaning;

@@ -67,17 +67,15 @@ export async function inviteRoutes(app: FastifyInstance): Promise<void> {
           last_name: doc.text('For a new account.', 255),
           admin: doc.flag('Whether the person is to be an admin (sets the role of a member already).'),
         }),
-        response: {
-          200: ref(InviteAnswerSchema, { description: 'The invitation, or the member.' }),
-          ...errorAnswers([
-            {
-              400: 'email is not an email address; a name too long.',
-              403: 'The caller is not an admin of the product.',
-              429: 'The inviter sent 20 invitations in the last hour, or the product received 50.',
-            },
-            BODY_ERRORS,
-          ]),
-        },
+        response: { 200: ref(InviteAnswerSchema, { description: 'The invitation, or the member.' }) },
+        errors: errorAnswers([
+          {
+            400: 'email is not an email address; a name too long.',
+            403: 'The caller is not an admin of the product.',
+            429: 'The inviter sent 20 invitations in the last hour, or the product received 50.',
+          },
+          BODY_ERRORS,
+        ]),
       },
     },
     async (request) => {
@@ -154,7 +152,8 @@ export async function invitationRoutes(app: FastifyInstance): Promise<void> {
     operationId: 'showInvitation',
     tags,
     params: TokenParams,
-    response: { 200: jsonOrPage(ref(InvitationSchema), 'The invitation.', noStore), ...errorAnswers(linkErrors, html) },
+    response: { 200: jsonOrPage(ref(InvitationSchema), 'The invitation.', noStore) },
+    errors: errorAnswers(linkErrors, html),
   };
   app.get('/invitations/:token', { schema: showSchema }, async (request, reply) => {
     try {
@@ -176,10 +175,8 @@ export async function invitationRoutes(app: FastifyInstance): Promise<void> {
       first_name: doc.text('For a new account: its first name, instead of the one the invitation gives.', 255),
       last_name: doc.text('For a new account: its last name, instead of the one the invitation gives.', 255),
     }),
-    response: {
-      200: jsonOrPage(ref(AcceptedSchema), 'The new membership.', noStore),
-      ...errorAnswers([{ 400: 'A new account would have no name (neither the invitation nor the form gives one); a name too long.' }, BODY_ERRORS, ...linkErrors], html),
-    },
+    response: { 200: jsonOrPage(ref(AcceptedSchema), 'The new membership.', noStore) },
+    errors: errorAnswers([{ 400: 'A new account would have no name (neither the invitation nor the form gives one); a name too long.' }, BODY_ERRORS, ...linkErrors], html),
   };
   app.post('/invitations/:token', { schema: acceptSchema }, async (request, reply) => {
     try {

@@ -96,15 +96,13 @@ async function itemListRoutes(app: FastifyInstance): Promise<void> {
         tags: ['items'],
         params: ProductParams,
         querystring: params(listFields),
-        response: {
-          200: items('The page of items.'),
-          ...errorAnswers([
-            {
-              400: `An invalid type, status, order_by, offset, limit or children; more than ${MAX_TAG_FILTER} tags; offset above ${MAX_LIST_OFFSET} (${MAX_CHILDREN_OFFSET} with children=true).`,
-              404: 'assigned_to or created_by names no user.',
-            },
-          ]),
-        },
+        response: { 200: items('The page of items.') },
+        errors: errorAnswers([
+          {
+            400: `An invalid type, status, order_by, offset, limit or children; more than ${MAX_TAG_FILTER} tags; offset above ${MAX_LIST_OFFSET} (${MAX_CHILDREN_OFFSET} with children=true).`,
+            404: 'assigned_to or created_by names no user.',
+          },
+        ]),
       },
     },
     async (request, reply) => {
@@ -125,7 +123,8 @@ async function itemListRoutes(app: FastifyInstance): Promise<void> {
         tags: ['items'],
         params: ItemParams,
         querystring: page(CHILDREN_PAGE),
-        response: { 200: items('The page of sub-items.'), ...errorAnswers([{ 400: 'A malformed offset or limit; the item is not a story.' }, ITEM_MISSING]) },
+        response: { 200: items('The page of sub-items.') },
+        errors: errorAnswers([{ 400: 'A malformed offset or limit; the item is not a story.' }, ITEM_MISSING]),
       },
     },
     async (request, reply) => {
@@ -149,8 +148,8 @@ async function itemListRoutes(app: FastifyInstance): Promise<void> {
         querystring: page(DEPLOYED_TO_PAGE),
         response: {
           200: Type.Array(ref(DeploymentSchema), { description: 'The page of environments.', headers: count('X-Sprintly-Deployed-To-Count', 'environments') }),
-          ...errorAnswers([{ 400: 'A malformed offset or limit.' }, ITEM_MISSING]),
         },
+        errors: errorAnswers([{ 400: 'A malformed offset or limit.' }, ITEM_MISSING]),
       },
     },
     async (request, reply) => {
@@ -168,7 +167,7 @@ async function itemListRoutes(app: FastifyInstance): Promise<void> {
  */
 async function itemChangeRoutes(app: FastifyInstance): Promise<void> {
   const item = '/api/products/:product_id/items/:item_number.json';
-  const answer = (description: string, ...errors: Explained[]) => ({ 200: ref(ItemSchema, { description }), ...errorAnswers(errors) });
+  const answer = (description: string, ...errors: Explained[]) => ({ response: { 200: ref(ItemSchema, { description }) }, errors: errorAnswers(errors) });
   const tags = ['items'];
   const change = <T>(parse: (p: Record<string, ParamValue>) => T, run: (trx: Trx, scope: ProductScope, number: number, input: T) => Promise<ItemRow>) =>
     async (request: FastifyRequest) => {
@@ -189,7 +188,7 @@ async function itemChangeRoutes(app: FastifyInstance): Promise<void> {
         tags,
         params: ProductParams,
         body: params(createFields),
-        response: answer(
+        ...answer(
           'The new item.',
           {
             400: 'A missing or invalid type; an invalid status, score or close_reason; a missing title (task, defect, test) or who, what or why (story); a value too long; too many tags; a parent for a story, or one that is not a story.',
@@ -207,7 +206,7 @@ async function itemChangeRoutes(app: FastifyInstance): Promise<void> {
   );
   app.get(
     item,
-    { schema: { summary: 'Fetch an item', operationId: 'getItem', tags, params: ItemParams, response: answer('The item, archived or not.', ITEM_MISSING) } },
+    { schema: { summary: 'Fetch an item', operationId: 'getItem', tags, params: ItemParams, ...answer('The item, archived or not.', ITEM_MISSING) } },
     async (request) =>
     presentOne(app, request.scope, await getItem(app.db, request.scope, pathItemNumber(request))),
   );
@@ -221,7 +220,7 @@ async function itemChangeRoutes(app: FastifyInstance): Promise<void> {
         tags,
         params: ItemParams,
         body: params(itemFields),
-        response: answer(
+        ...answer(
           'The item as it now is.',
           {
             400: 'An invalid status, score or close_reason; an empty title, who, what or why; a value too long; too many tags; a parent the rules do not allow.',
@@ -242,7 +241,7 @@ async function itemChangeRoutes(app: FastifyInstance): Promise<void> {
         operationId: 'archiveItem',
         tags,
         params: ItemParams,
-        response: answer('The archived item.', ITEM_MISSING, BODY_ERRORS),
+        ...answer('The archived item.', ITEM_MISSING, BODY_ERRORS),
       },
     },
     change(noInput, (trx, scope, n) => archiveItem(trx, scope, n)),
@@ -260,7 +259,7 @@ async function itemChangeRoutes(app: FastifyInstance): Promise<void> {
           before: doc.integer('The number of the item that is to stand directly before this one.'),
           after: doc.integer('The number of the item that is to come directly after this one.'),
         }),
-        response: answer(
+        ...answer(
           'The item.',
           { 400: 'Neither before nor after given; one in another status than the item, or the item itself.' },
           { 404: 'No item with that number in the product, or before or after names none.' },
@@ -277,7 +276,7 @@ async function itemChangeRoutes(app: FastifyInstance): Promise<void> {
     app.route({
       method,
       url: '/api/products/:product_id/items/:item_number/follow.json',
-      schema: { summary, operationId, tags, params: ItemParams, response: answer('The item; repeating is harmless.', ITEM_MISSING, BODY_ERRORS) },
+      schema: { summary, operationId, tags, params: ItemParams, ...answer('The item; repeating is harmless.', ITEM_MISSING, BODY_ERRORS) },
       handler: change(noInput, (trx, scope, n) => setFollowing(trx, scope, n, follow)),
     });
   }
@@ -324,8 +323,8 @@ export async function shortUrlRoutes(app: FastifyInstance): Promise<void> {
             description: "A browser asking for HTML goes to the item's page, any other client to the item's API address.",
             headers: { Location: { type: 'string', description: 'The absolute address of the item.' } },
           },
-          ...errorAnswers([{ 404: 'The product id or the item number is not a number.' }]),
         },
+        errors: errorAnswers([{ 404: 'The product id or the item number is not a number.' }]),
       },
     },
     async (request, reply) => {

@@ -21,7 +21,8 @@ const UnsubscribedSchema = Type.Object(
 /** The named schemas of the feature, registered on the app so that responses reference them. */
 export const MAIL_SCHEMAS = [UnsubscribeLinkSchema, UnsubscribedSchema];
 
-const linkErrors = errorAnswers([{ 404: 'The link was not signed by this installation.', 410: 'The link was used already.' }, UNAVAILABLE], { html: [404, 410] });
+const linkErrors = [{ 404: 'The link was not signed by this installation.', 410: 'The link was used already.' }, UNAVAILABLE];
+const html = { html: [404, 410] as const };
 const tags = ['links'];
 
 const itemList = (t: UnsubscribeTarget) =>
@@ -39,7 +40,8 @@ export async function unsubscribeRoutes(app: FastifyInstance): Promise<void> {
     operationId: 'showUnsubscribe',
     tags,
     params: TokenParams,
-    response: { 200: jsonOrPage(ref(UnsubscribeLinkSchema), 'What the link does.'), ...linkErrors },
+    response: { 200: jsonOrPage(ref(UnsubscribeLinkSchema), 'What the link does.') },
+    errors: errorAnswers(linkErrors, html),
   };
   app.get('/unsubscribe/:token', { schema: showSchema }, async (request, reply) => {
     try {
@@ -64,7 +66,8 @@ export async function unsubscribeRoutes(app: FastifyInstance): Promise<void> {
     operationId: 'unsubscribe',
     tags,
     params: TokenParams,
-    response: { 200: jsonOrPage(ref(UnsubscribedSchema), 'The items are no longer followed.'), ...linkErrors, ...errorAnswers([{ 413: TOO_LARGE }]) },
+    response: { 200: jsonOrPage(ref(UnsubscribedSchema), 'The items are no longer followed.') },
+    errors: errorAnswers([...linkErrors, { 413: TOO_LARGE }], html),
   };
   app.post('/unsubscribe/:token', { schema: unsubscribeSchema }, async (request, reply) => {
     try {

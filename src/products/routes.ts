@@ -37,10 +37,8 @@ export async function productRoutes(app: FastifyInstance): Promise<void> {
         operationId: 'createProduct',
         tags,
         body: params({ name: doc.required(doc.text("The product's name.", 255)) }),
-        response: {
-          200: ref(ProductSchema, { description: 'The new product.' }),
-          ...errorAnswers([{ 400: 'name is missing, empty or too long.' }, BODY_ERRORS]),
-        },
+        response: { 200: ref(ProductSchema, { description: 'The new product.' }) },
+        errors: errorAnswers([{ 400: 'name is missing, empty or too long.' }, BODY_ERRORS]),
       },
     },
     async (request) => {
