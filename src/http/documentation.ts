@@ -126,9 +126,10 @@ export function errorAnswers(sets: Explained[], options: { html?: readonly Error
   }
   const answers: Record<string, object> = {};
   for (const [status, texts] of [...joined].sort(([a], [b]) => a - b)) {
-    const description = texts.join(' ');
-    const headers = HEADERS[status] ? { headers: HEADERS[status] } : {};
-    answers[status] = options.html?.includes(status) ? jsonOrPage(ref(ErrorSchema), description, HEADERS[status]) : ref(ErrorSchema, { description, ...headers });
+    const [description, headers] = [texts.join(' '), HEADERS[status]];
+    answers[status] = options.html?.includes(status)
+      ? jsonOrPage(ref(ErrorSchema), description, headers)
+      : ref(ErrorSchema, { description, ...(headers ? { headers } : {}) });
   }
   return answers;
 }

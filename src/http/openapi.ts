@@ -4,6 +4,7 @@ import swaggerUi from '@fastify/swagger-ui';
 import { Type, type TSchema } from '@sinclair/typebox';
 import type { FastifyInstance, FastifySchema } from 'fastify';
 import { ErrorSchema, meaningOf, SECURITY_SCHEMES } from './documentation.js';
+import { Param } from './params.js';
 
 /** Where the description is served, and the reference page that reads it. */
 export const OPENAPI_PATH = '/openapi.json';
@@ -70,6 +71,12 @@ export async function registerOpenApi(app: FastifyInstance, options: { schemas: 
     // Components keep their own names (User, Item, Deploy ...) instead of def-0, def-1 ...
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
     transform: ({ schema, url }) => ({ schema: hidden(url) || !schema ? { hide: true } : documented(schema), url }),
+    // Param only validates; the document shows what each parameter means in its place.
+    transformObject: (document) => {
+      const { openapiObject } = document as Extract<typeof document, { openapiObject: unknown }>;
+      delete openapiObject.components?.schemas?.[Param.$id!];
+      return openapiObject;
+    },
   });
 
   let text: string | undefined;

@@ -16,7 +16,7 @@ export const Param = Type.Union([
   Type.Array(Type.Union([Type.String(), Type.Number(), Type.Boolean(), Type.Null()])),
   // An item posted back whole carries embedded objects (assigned_to, parent, ...).
   Type.Object({}, { additionalProperties: true }),
-], { $id: 'Param', description: 'A parameter as the wire may carry it; each endpoint documents what it reads in it.' });
+], { $id: 'Param' });
 export type ParamValue = Static<typeof Param> | undefined;
 
 /**
