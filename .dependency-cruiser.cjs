@@ -2,7 +2,7 @@
  * The architecture's rules, checked on every test run (scripts/check-architecture.mjs):
  * features reach each other only through an index.ts; the shared layers know no feature.
  */
-const FEATURES = '(items|deploys|products|users|mail|invitations|web)';
+const FEATURES = '(items|deploys|products|users|mail|invitations|notifications|web)';
 
 module.exports = {
   forbidden: [

@@ -26,6 +26,12 @@ export interface BenchConfig {
    * e.g. `page:,list: no parameters`; mail is then not measured and BENCHMARKS.md is not written.
    */
   readonly only: string[] | undefined;
+  /**
+   * BENCH_LOAD: the load generator, `wrk` (the default: C, light on a 2-core machine) or
+   * `autocannon` (Node, which takes a core itself). With wrk, the baseline and every list are
+   * also measured with autocannon, so a change of generator shows in the figures.
+   */
+  readonly load: 'wrk' | 'autocannon';
 }
 
 function positiveInt(name: string, fallback: number): number {
@@ -45,6 +51,12 @@ function sizes(): number[] {
   return list.map(Number);
 }
 
+function loadGenerator(): 'wrk' | 'autocannon' {
+  const raw = process.env.BENCH_LOAD || 'wrk';
+  if (raw !== 'wrk' && raw !== 'autocannon') throw new Error(`BENCH_LOAD must be wrk or autocannon, got "${raw}".`);
+  return raw;
+}
+
 export function loadBenchConfig(): BenchConfig {
   return Object.freeze({
     sizes: sizes(),
@@ -53,13 +65,14 @@ export function loadBenchConfig(): BenchConfig {
     connections: positiveInt('BENCH_CONNECTIONS', 50),
     mailMessages: positiveInt('BENCH_MAIL_MESSAGES', 5000),
     databaseUrl: process.env.DATABASE_URL || undefined,
+    load: loadGenerator(),
     only: process.env.BENCH_SCENARIOS ? process.env.BENCH_SCENARIOS.split(',').map((s) => s.trim()).filter(Boolean) : undefined,
   });
 }
 
 /** The command that reproduces this run, with any password in DATABASE_URL hidden. */
 export function commandLine(): string {
-  const names = ['BENCH_SIZES', 'BENCH_SCENARIOS', 'BENCH_SECONDS', 'BENCH_WARMUP_SECONDS', 'BENCH_CONNECTIONS', 'BENCH_MAIL_MESSAGES', 'DATABASE_URL'];
+  const names = ['BENCH_SIZES', 'BENCH_SCENARIOS', 'BENCH_LOAD', 'BENCH_SECONDS', 'BENCH_WARMUP_SECONDS', 'BENCH_CONNECTIONS', 'BENCH_MAIL_MESSAGES', 'DATABASE_URL'];
   const env = names
     .filter((name) => process.env[name])
     .map((name) => `${name}=${name === 'DATABASE_URL' ? redactUrl(process.env[name]!) : process.env[name]}`);

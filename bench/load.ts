@@ -9,7 +9,10 @@ export interface Scenario {
   method: 'GET' | 'POST';
   /** Headers instead of the run's (which authenticate as the API does): a page sends its session cookie. */
   headers?: Record<string, string>;
-  /** The next request's path (with query) and, for POST, its form body. */
+  /**
+   * The next request's path (with query) and, for POST, its form body; `{n}` in either becomes a
+   * number unique to the request (whichever generator sends it), so writes never repeat.
+   */
   next(): { path: string; body?: string };
 }
 
@@ -21,6 +24,10 @@ export interface LoadResult {
   /** Latency of successful responses in the measured window, ms. */
   p50: number;
   p99: number;
+  /** The slowest response, ms (wrk runs only). */
+  max?: number;
+  /** The same scenario under autocannon, when wrk is the generator: how the change of generator shows. */
+  autocannon?: { rps: number; p99: number };
   ok: number;
   /** Over warm-up and measurement: a scenario that fails while warming up is not to be trusted either. */
   non2xx: number;
@@ -82,6 +89,7 @@ class Window {
  * warm-up. Latencies are taken from each response (autocannon's histogram rounds to whole ms).
  */
 export async function runLoad(scenario: Scenario, options: LoadOptions): Promise<LoadResult> {
+  let sent = 0;
   const headers = { ...(scenario.headers ?? options.headers), ...(scenario.method === 'POST' ? { 'content-type': 'application/x-www-form-urlencoded' } : {}) };
   const settings: autocannon.Options = {
     url: `http://127.0.0.1:${options.port}`,
@@ -93,8 +101,9 @@ export async function runLoad(scenario: Scenario, options: LoadOptions): Promise
         method: scenario.method,
         setupRequest: (req) => {
           const next = scenario.next();
-          req.path = next.path;
-          if (next.body !== undefined) req.body = next.body;
+          const n = String(++sent);
+          req.path = next.path.replaceAll('{n}', n);
+          if (next.body !== undefined) req.body = next.body.replaceAll('{n}', n);
           return req;
         },
       },

@@ -63,18 +63,26 @@ function statusSummary(r: LoadResult): string {
   return `**${parts.join(', ')}**`;
 }
 
-/** One dataset's scenarios as a Markdown table; read rows carry their ratio to the baseline. */
+/**
+ * One dataset's scenarios as a Markdown table; read rows carry their ratio to the baseline, and
+ * with wrk as the generator the lists also their figures under autocannon (against autocannon's
+ * own baseline), so the change of generator is visible.
+ */
 export function scenarioTable(s: SizeReport): string {
+  const both = s.baseline.autocannon !== undefined;
   const head = [
-    '| Scenario | req/s | p50 ms | p99 ms | vs baseline | X-Sprintly-Item-Count | non-2xx / errors | RSS after, MB |',
-    '|---|---:|---:|---:|---:|---:|---|---:|',
+    `| Scenario | req/s | p50 ms | p99 ms | max ms | vs baseline |${both ? ' autocannon: req/s, vs its baseline, p99 ms |' : ''} X-Sprintly-Item-Count | non-2xx / errors | RSS after, MB |`,
+    `|---|---:|---:|---:|---:|---:|${both ? '---:|' : ''}---:|---|---:|`,
   ];
   const row = (r: LoadResult) => {
     const ratio = r.kind === 'list' || r.kind === 'read' || r.kind === 'page' ? `${fmt((100 * r.rps) / s.baseline.rps, 0)}%` : '';
     const count = r.kind === 'list' ? (r.itemCount ?? '**missing**') : '';
     const name = flagged(r) ? `${r.name} ⚠` : r.name;
     const rss = r.rssMb === undefined ? '' : fmt(r.rssMb, 0);
-    return `| ${name} | ${whole(r.rps)} | ${fmt(r.p50, 2)} | ${fmt(r.p99, 2)} | ${ratio} | ${count} | ${statusSummary(r)} | ${rss} |`;
+    const a = r.autocannon;
+    const other = !both ? '' : a ? ` ${whole(a.rps)}, ${r === s.baseline ? '—' : `${fmt((100 * a.rps) / s.baseline.autocannon!.rps, 0)}%`}, ${fmt(a.p99, 2)} |` : ' |';
+    const max = r.max === undefined ? '' : fmt(r.max, 2);
+    return `| ${name} | ${whole(r.rps)} | ${fmt(r.p50, 2)} | ${fmt(r.p99, 2)} | ${max} | ${ratio} |${other} ${count} | ${statusSummary(r)} | ${rss} |`;
   };
   return [...head, row(s.baseline), ...s.results.map(row)].join('\n');
 }
@@ -251,9 +259,14 @@ export function renderSection(run: RunReport, targets: TargetResult[]): string {
     `Run ${run.startedAt.toISOString().replace(/\.\d+Z$/, 'Z')} with \`${run.command}\`.`,
     '',
     machine(run),
-    `- Load: autocannon, ${c.connections} keep-alive connections on 127.0.0.1. The freshly started server first serves every list scenario ` +
-      `for 2 s, unmeasured (its JIT warms up); then per scenario ${c.warmupSeconds} s of warm-up, then ${c.seconds} s ` +
-      'measured on the same connections (req/s counts 2xx responses; p50/p99 are of those). Every request authenticates with HTTP Basic as a ' +
+    (c.load === 'wrk'
+      ? `- Load: wrk (one thread), ${c.connections} keep-alive connections on 127.0.0.1. The freshly started server first serves every list scenario ` +
+        `for 2 s, unmeasured (its JIT warms up); then per scenario ${c.warmupSeconds} s of warm-up and ${c.seconds} s measured (req/s counts ` +
+        'responses below 400; p50/p99/max are of every response). The baseline and the lists are then loaded the same way by autocannon, ' +
+        'whose figures are in their own column. Every request authenticates with HTTP Basic as a '
+      : `- Load: autocannon, ${c.connections} keep-alive connections on 127.0.0.1. The freshly started server first serves every list scenario ` +
+        `for 2 s, unmeasured (its JIT warms up); then per scenario ${c.warmupSeconds} s of warm-up, then ${c.seconds} s ` +
+        'measured on the same connections (req/s counts 2xx responses; p50/p99 are of those). Every request authenticates with HTTP Basic as a ') +
       'product member. Non-2xx and errors are counted over warm-up and measurement; a scenario with any, with no response at all, or a ' +
       'list without X-Sprintly-Item-Count is flagged ⚠ and fails its targets.',
     `- Baseline: Fastify + better-sqlite3 answering \`GET /items\` with 20 rows of the same items table in (product_id, status, sort) ` +

@@ -12,6 +12,7 @@ import pg from 'pg';
 import SQLite from 'better-sqlite3';
 import { CLI_SCRIPT, commandLine, DATA_ROOT, loadBenchConfig, SERVER_SCRIPT, sizeLabel, type BenchConfig } from './config.js';
 import { runLoad, type LoadOptions, type LoadResult, type Scenario } from './load.js';
+import { runWrk } from './wrk.js';
 import {
   freePort,
   peakRssMb,
@@ -58,11 +59,24 @@ function loadOptions(ctx: SizeContext, port: number): LoadOptions {
   return { port, seconds: ctx.cfg.seconds, warmupSeconds: ctx.cfg.warmupSeconds, connections: ctx.cfg.connections, headers: ctx.headers };
 }
 
+/**
+ * One scenario under the run's generator. With wrk, the baseline and the lists are driven by
+ * autocannon too (after wrk, on the same warm server), and both figures are kept.
+ */
+async function drive(ctx: SizeContext, scenario: Scenario, options: LoadOptions): Promise<LoadResult> {
+  if (ctx.cfg.load === 'autocannon') return runLoad(scenario, options);
+  const result = await runWrk(scenario, options);
+  if (scenario.kind !== 'list' && scenario.kind !== 'baseline') return result;
+  const other = await runLoad(scenario, options);
+  return { ...result, autocannon: { rps: other.rps, p99: other.p99 } };
+}
+
 /** A progress line on stderr as each scenario ends, so a long run shows where it is. */
 function describe(ctx: SizeContext, r: LoadResult, baseline?: LoadResult): void {
   const ratio = baseline && r.kind !== 'write' && r.kind !== 'baseline' ? `  ${Math.round((100 * r.rps) / baseline.rps)}% of baseline` : '';
   const errors = r.non2xx || r.errors || !r.ok ? `  !! ${r.ok} 2xx, ${r.non2xx} non-2xx, ${r.errors} errors` : '';
-  log(`  [${ctx.label}] ${r.name.padEnd(44)} ${Math.round(r.rps).toString().padStart(6)} req/s  p50 ${r.p50.toFixed(2)} ms  p99 ${r.p99.toFixed(2)} ms${ratio}${errors}`);
+  const other = r.autocannon ? `  (autocannon ${Math.round(r.autocannon.rps)} req/s, p99 ${r.autocannon.p99.toFixed(2)} ms)` : '';
+  log(`  [${ctx.label}] ${r.name.padEnd(44)} ${Math.round(r.rps).toString().padStart(6)} req/s  p50 ${r.p50.toFixed(2)} ms  p99 ${r.p99.toFixed(2)} ms${ratio}${errors}${other}`);
 }
 
 /** The baseline in its own process on the dataset's SQLite file, loaded like every scenario. */
@@ -72,7 +86,7 @@ async function measureBaseline(ctx: SizeContext, file: string): Promise<LoadResu
   try {
     await waitForOk(child, port, '/items', 30_000, 20);
     const scenario: Scenario = { name: 'baseline: GET /items (20 rows, no auth)', kind: 'baseline', method: 'GET', next: () => ({ path: '/items' }) };
-    const result = await runLoad(scenario, { ...loadOptions(ctx, port), headers: {} });
+    const result = await drive(ctx, scenario, { ...loadOptions(ctx, port), headers: {} });
     describe(ctx, result);
     return result;
   } finally {
@@ -211,7 +225,7 @@ async function measureMail(ctx: SizeContext, server: RunningServer, store: Bench
 /** Warms up and measures one scenario against the server, noting its memory afterwards. */
 async function measure(ctx: SizeContext, server: RunningServer, scenario: Scenario, baseline?: LoadResult): Promise<LoadResult> {
   const itemCount = scenario.kind === 'list' ? await itemCountOf(server, ctx, scenario) : undefined;
-  const result = { ...(await runLoad(scenario, loadOptions(ctx, server.port))), itemCount, rssMb: rssMb(server.child.pid) };
+  const result = { ...(await drive(ctx, scenario, loadOptions(ctx, server.port))), itemCount, rssMb: rssMb(server.child.pid) };
   describe(ctx, result, baseline);
   return result;
 }

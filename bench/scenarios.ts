@@ -10,8 +10,9 @@ export interface ScenarioData {
 }
 
 const pick = <T>(list: readonly T[]): T => list[Math.floor(Math.random() * list.length)];
+/** A form body; `{n}` (see Scenario.next) is kept as it is for the generator to fill in. */
 const form = (fields: Record<string, string | number>): string =>
-  new URLSearchParams(Object.entries(fields).map(([k, v]) => [k, String(v)])).toString();
+  new URLSearchParams(Object.entries(fields).map(([k, v]) => [k, String(v)])).toString().replaceAll('%7Bn%7D', '{n}');
 
 const fixed = (name: string, path: string): Scenario => ({ name, kind: 'list', method: 'GET', next: () => ({ path }) });
 
@@ -32,6 +33,11 @@ export function listScenarios(data: ScenarioData): Scenario[] {
     fixed('list: status+type+tags+assigned_to', `${items}?status=backlog,in-progress&type=task,defect&tags=api&assigned_to=3`),
     fixed(`list: deep page (backlog, offset ${deepOffset(data.info.size)})`, `${items}?status=backlog&offset=${deepOffset(data.info.size)}`),
     fixed('list: children=true', `${items}?children=true`),
+    // The seed deploys closed items only, to staging and production alternately: the first list
+    // asks for open items deployed to production (the seed has none), the second for done work
+    // not shipped there.
+    fixed('list: deployed_to=production', `${items}?deployed_to=production`),
+    fixed('list: status=completed,accepted&not_deployed_to=production', `${items}?status=completed,accepted&not_deployed_to=production`),
   ];
 }
 
@@ -80,7 +86,6 @@ export function pageScenarios(data: ScenarioData, cookie: string): Scenario[] {
 export function itemWriteScenarios(data: ScenarioData): Scenario[] {
   const base = `/api/products/${data.info.productId}`;
   const userIds = data.info.users.map((u) => u.id);
-  let counter = 0;
   return [
     {
       name: 'create item',
@@ -90,7 +95,7 @@ export function itemWriteScenarios(data: ScenarioData): Scenario[] {
         path: `${base}/items.json`,
         body: form({
           type: pick(['task', 'defect', 'test']),
-          title: `Bench item ${++counter}`,
+          title: 'Bench item {n}',
           description: 'Created by the load test.',
           score: pick(['S', 'M', 'L']),
           assigned_to: pick(userIds),
@@ -102,7 +107,7 @@ export function itemWriteScenarios(data: ScenarioData): Scenario[] {
       name: 'update item (title)',
       kind: 'write',
       method: 'POST',
-      next: () => ({ path: `${base}/items/${pick(data.titled)}.json`, body: form({ title: `Renamed ${++counter % 2 ? 'A' : 'B'} ${counter}` }) }),
+      next: () => ({ path: `${base}/items/${pick(data.titled)}.json`, body: form({ title: 'Renamed {n}' }) }),
     },
     {
       name: 'resort (inside backlog)',
@@ -130,7 +135,7 @@ export function deployScenario(data: ScenarioData): Scenario {
       const group = data.info.deployGroups[counter++ % data.info.deployGroups.length];
       return {
         path: `${base}/deploys.json`,
-        body: form({ environment: 'production', version: `v9.${counter}.0`, notes: 'Load test deploy.', numbers: group.join(',') }),
+        body: form({ environment: 'production', version: 'v9.{n}.0', notes: 'Load test deploy.', numbers: group.join(',') }),
       };
     },
   };

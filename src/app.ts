@@ -2,7 +2,7 @@ import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastif
 import type { Config } from './config.js';
 import type { Db } from './db/connection.js';
 import type { UserRow } from './db/schema.js';
-import { DEPLOY_SCHEMAS, deployMessageRenderer, deployRoutes } from './deploys/index.js';
+import { DEPLOY_SCHEMAS, deployMessageRenderer, deployRoutes, rollbackMessageRenderer } from './deploys/index.js';
 import { HealthSchema, healthRoutes } from './health.js';
 import { answerExpectations, capConnections } from './http/connections.js';
 import { documentScope } from './http/documentation.js';
@@ -17,12 +17,15 @@ import {
   emlTransport,
   MAIL_SCHEMAS,
   OutboxWorker,
+  SentCount,
   smtpTransport,
   UnsubscribeLinks,
   unsubscribeRoutes,
   type MailTransport,
   type WorkerOptions,
 } from './mail/index.js';
+import { registerMetrics } from './metrics.js';
+import { NOTIFICATION_SCHEMAS, notificationRoutes } from './notifications/index.js';
 import { PRODUCT_SCHEMAS, productMemberRoutes, productRoutes, requireMember, requireMemberDocumentation } from './products/index.js';
 import type { ProductScope } from './scope.js';
 import { sharedSecret } from './settings.js';
@@ -34,6 +37,8 @@ declare module 'fastify' {
     db: Db;
     config: Config;
     outbox: OutboxWorker;
+    /** The sent-message count of /health and /metrics, remembered between their calls. */
+    sentCount: SentCount;
     unsubscribeLinks: UnsubscribeLinks;
     listCounts: ListCounts;
   }
@@ -69,7 +74,9 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   await setUpMail(app, options, web);
   registerBodyParsers(app);
   registerErrorHandling(app);
+  // Before every route, /metrics included, so that the description sees them all.
   await registerOpenApi(app, { schemas: RESPONSE_SCHEMAS, hidden: [WEB_PREFIX] });
+  if (config.metricsToken) registerMetrics(app, config.metricsToken);
   await registerRoutes(app, web);
   return app;
 }
@@ -85,6 +92,7 @@ async function setUpMail(app: FastifyInstance, options: AppOptions, web: WebOpti
   const links = new UnsubscribeLinks(config.publicUrl, await sharedSecret(db, 'unsubscribe_key'));
   const renderers = {
     deploy: deployMessageRenderer(config.publicUrl, links),
+    rollback: rollbackMessageRenderer(config.publicUrl, links),
     invitation: invitationMessageRenderer(links),
     signin: signinMessageRenderer(config.publicUrl, web.signinKey),
   };
@@ -98,6 +106,7 @@ async function setUpMail(app: FastifyInstance, options: AppOptions, web: WebOpti
     ...options.worker,
   });
   app.decorate('outbox', outbox);
+  app.decorate('sentCount', new SentCount());
   app.decorate('unsubscribeLinks', links);
   if (options.startWorker) app.addHook('onReady', async () => outbox.start());
   app.addHook('onClose', async () => {
@@ -113,6 +122,7 @@ const RESPONSE_SCHEMAS = [
   ...ITEM_SCHEMAS,
   ...DEPLOY_SCHEMAS,
   ...INVITATION_SCHEMAS,
+  ...NOTIFICATION_SCHEMAS,
   ...MAIL_SCHEMAS,
   HealthSchema,
 ];
@@ -139,6 +149,7 @@ async function registerRoutes(app: FastifyInstance, web: WebOptions): Promise<vo
       await member.register(inviteRoutes);
       await member.register(itemRoutes);
       await member.register(deployRoutes);
+      await member.register(notificationRoutes);
     });
   });
 }

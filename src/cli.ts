@@ -1,8 +1,10 @@
+import path from 'node:path';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { databaseOptions, loadConfig, parseDatabaseUrl, type Config } from './config.js';
+import { BackupError, backupDatabase, restoreDatabase, type CopySummary } from './db/backup.js';
 import { copyDatabase, CopyError } from './db/copy.js';
 import { dialectOf } from './db/dialect.js';
-import { openDatabase, type Db } from './db/connection.js';
+import { openDatabase, sqliteFile, type Db } from './db/connection.js';
 import { AppError } from './errors.js';
 import { digitsToId } from './http/params.js';
 import { mailStatus, retryMail, type MailStatus } from './mail/index.js';
@@ -19,7 +21,40 @@ interface Command {
   help: string;
   options: NonNullable<ParseArgsConfig['options']>;
   positionals: string[];
-  run(db: Db, args: string[], values: Record<string, string | boolean | undefined>, config: Config): Promise<string>;
+  /** Runs on the configured database, opened (and migrated) for the command. */
+  run?(db: Db, args: string[], values: Record<string, string | boolean | undefined>, config: Config): Promise<string>;
+  /**
+   * Runs on the configuration alone, for the commands that handle the database file themselves:
+   * restore must not open (and so create or migrate) the database it is about to replace.
+   */
+  runOnFiles?(args: string[], values: Record<string, string | boolean | undefined>, config: Config): Promise<string>;
+}
+
+/** The one answer of backup and restore on PostgreSQL: its own tools do this properly. */
+function refuseOnPostgres(config: Config, command: string): void {
+  if (!config.databaseUrl) return;
+  throw new BackupError(
+    `${command} works on the embedded SQLite database, and DATABASE_URL points to PostgreSQL. Use PostgreSQL's own tools: ` +
+      'pg_dump -Fc (and pg_restore to restore) while the servers keep running, or pg_basebackup for the whole cluster.',
+  );
+}
+
+function formatCopy(heading: string, copy: CopySummary, ms: number): string {
+  const schema =
+    copy.migrations === copy.knownMigrations
+      ? `${copy.migrations} of ${copy.knownMigrations} migrations`
+      : `${copy.migrations} of ${copy.knownMigrations} migrations (a server applies the rest when it starts)`;
+  return [
+    heading,
+    `size          ${copy.bytes} bytes (${copy.pages} pages of ${copy.pageSize} bytes)`,
+    `products      ${copy.products}`,
+    `items         ${copy.items}`,
+    `deploys       ${copy.deploys}`,
+    `pending mail  ${copy.pendingMail} outbox message(s)`,
+    `schema        ${schema}`,
+    'integrity     ok',
+    `time          ${(ms / 1000).toFixed(2)} s`,
+  ].join('\n');
 }
 
 function formatStatus(status: MailStatus): string {
@@ -118,6 +153,30 @@ const COMMANDS: Record<string, Command> = {
       }
     },
   },
+  backup: {
+    usage: 'shiplog backup FILE [--force]',
+    help: 'Copies the SQLite database under DATA_DIR to FILE while the server runs and writes (SQLite\'s online backup: the database as of one moment), checks the copy, and prints what it holds. An existing FILE is replaced only with --force. On PostgreSQL, use pg_dump.',
+    options: { force: { type: 'boolean' } },
+    positionals: ['FILE'],
+    async runOnFiles([file], v, config) {
+      refuseOnPostgres(config, 'backup');
+      const started = performance.now();
+      const copy = await backupDatabase(sqliteFile(config.dataDir), file, v.force === true);
+      return formatCopy(`Backed up ${sqliteFile(config.dataDir)} to ${copy.file}.`, copy, performance.now() - started);
+    },
+  },
+  restore: {
+    usage: 'shiplog restore FILE',
+    help: 'Replaces the SQLite database under DATA_DIR with FILE (a copy made by "shiplog backup"), after checking it: undamaged, a Shiplog database, not from a newer version. Refused while a server or another command has the database open: stop the server first. On PostgreSQL, use pg_restore.',
+    options: {},
+    positionals: ['FILE'],
+    async runOnFiles([file], _v, config) {
+      refuseOnPostgres(config, 'restore');
+      const started = performance.now();
+      const copy = await restoreDatabase(file, sqliteFile(config.dataDir));
+      return formatCopy(`Restored ${path.resolve(file)} to ${copy.file}.`, copy, performance.now() - started);
+    },
+  },
   'mail status': {
     usage: 'shiplog mail status [--json]',
     help: 'Shows the outbox: messages by state, the oldest one not yet delivered, how long the oldest due one has waited, the last delivery, whether delivery is progressing, and the last errors.',
@@ -199,8 +258,12 @@ async function execute(
   let db: Db | undefined;
   try {
     const config = loadConfig();
-    db = await openDatabase(databaseOptions(config));
-    out.write((await command.run(db, parsed.positionals, parsed.values, config)) + '\n');
+    if (command.runOnFiles) {
+      out.write((await command.runOnFiles(parsed.positionals, parsed.values, config)) + '\n');
+    } else {
+      db = await openDatabase(databaseOptions(config));
+      out.write((await command.run!(db, parsed.positionals, parsed.values, config)) + '\n');
+    }
     return 0;
   } catch (e) {
     if (e instanceof UsageError) {

@@ -34,6 +34,8 @@ export interface Config {
   readonly maxConnections: number;
   /** A signed-in browser that makes no request for this long is signed out. */
   readonly webSessionIdleMinutes: number;
+  /** The bearer token `GET /metrics` asks for; without it there is no `/metrics`. */
+  readonly metricsToken: string | undefined;
 }
 
 export class ConfigError extends Error {}
@@ -106,6 +108,16 @@ function parseMailFrom(raw: string): string {
   return raw.trim();
 }
 
+/** A secret for a header: long enough not to be guessed, and never echoed in the message. */
+function parseMetricsToken(raw: string): string {
+  if (!/^[\x21-\x7e]{16,}$/.test(raw)) {
+    throw new ConfigError(
+      'METRICS_TOKEN must be at least 16 characters without spaces (letters, digits, punctuation), such as the output of `openssl rand -hex 32`.',
+    );
+  }
+  return raw;
+}
+
 /** What openDatabase needs from the configuration. */
 export function databaseOptions(config: Config) {
   return {
@@ -163,6 +175,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     keepAliveTimeoutMs: positive('KEEP_ALIVE_TIMEOUT_MS', 5_000, MAX_TIMER_MS),
     maxConnections: positive('MAX_CONNECTIONS', 1_000),
     webSessionIdleMinutes: positive('WEB_SESSION_IDLE_MINUTES', 7 * 24 * 60, 366 * 24 * 60),
+    metricsToken: env.METRICS_TOKEN ? parseMetricsToken(env.METRICS_TOKEN) : undefined,
     ...overrides,
   });
 }

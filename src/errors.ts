@@ -33,6 +33,13 @@ export class InvalidUserError extends AppError {
   }
 }
 
+/** 401 for a bearer token that is missing or wrong where only a token is taken (`/metrics`). */
+export class UnauthorizedError extends AppError {
+  constructor(message: string) {
+    super(401, message);
+  }
+}
+
 export class ForbiddenError extends AppError {
   constructor(message = 'You are not a member of this product.') {
     super(403, message);
@@ -72,6 +79,26 @@ export class TooManyRequestsError extends AppError {
     super(429, message);
   }
 }
+
+/**
+ * 503: the service cannot do this now and will again without anyone changing the request: the
+ * database is out of reach, out of space or not taking writes. `retryAfter` seconds.
+ */
+export class ServiceUnavailableError extends AppError {
+  constructor(
+    message: string,
+    readonly retryAfter: number,
+  ) {
+    super(503, message);
+  }
+}
+
+export const databaseUnreachable = () =>
+  new ServiceUnavailableError('The database cannot be reached right now; try again in a few seconds.', 5);
+// Space and writability come back when an operator acts, not in seconds: clients need not hurry.
+export const databaseFull = () => new ServiceUnavailableError('The database is out of space; try again later.', 30);
+export const databaseReadOnly = () =>
+  new ServiceUnavailableError('The database cannot take changes right now (its storage is read-only or failing); try again later.', 30);
 
 export const productNotFound = () => new NotFoundError('No product with that id.');
 export const itemNotFound = (n: number | string) => new NotFoundError(`No item number ${n} in this product.`);

@@ -1,8 +1,14 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
+import { checkStorage, type StorageState } from './db/storage.js';
 import { ref } from './http/documentation.js';
 import { assessDelivery, summarize } from './mail/index.js';
 import { formatTimestamp } from './time.js';
+
+const STORAGE_REASONS = {
+  full: 'The database is out of space: changes are refused until space is freed.',
+  'read-only': 'The database does not take writes (read-only or failing storage): changes are refused until it does.',
+};
 
 const orNull = (description?: string) => Type.Union([Type.String(), Type.Null()], description ? { description } : {});
 
@@ -10,8 +16,9 @@ const orNull = (description?: string) => Type.Union([Type.String(), Type.Null()]
 export const HealthSchema = Type.Object(
   {
     status: Type.String({ enum: ['ok', 'stalled', 'unavailable'] }),
-    database: Type.String({ enum: ['reachable', 'unreachable'] }),
-    reason: Type.Optional(Type.String({ description: 'Why mail is stalled.' })),
+    database: Type.String({ enum: ['reachable', 'unreachable', 'out of space', 'read-only'] }),
+    reason: Type.Optional(Type.String({ description: 'Why the service is unavailable or mail is stalled.' })),
+    storage: Type.Optional(Type.Object({ free_bytes: Type.Integer() }, { description: "The free space of the database's disk, where it can be told." })),
     mail: Type.Optional(
       Type.Object(
         {
@@ -36,9 +43,10 @@ export const HealthSchema = Type.Object(
 );
 
 /**
- * `GET /health` for load balancers and operators: database reachability, the outbox counts, and
- * whether mail is moving. 503 when the database cannot be reached, or when due mail has stood
- * still past `MAIL_STALL_SECONDS` (with the reason). No authentication, so no personal data.
+ * `GET /health` for load balancers and operators: database reachability, whether it can take
+ * writes, the outbox counts, and whether mail is moving. 503 when the database cannot be reached,
+ * is out of space or read-only, or when due mail has stood still past `MAIL_STALL_SECONDS` (with
+ * the reason). No authentication, so no personal data.
  */
 export async function healthRoutes(app: FastifyInstance): Promise<void> {
   const schema = {
@@ -48,18 +56,24 @@ export async function healthRoutes(app: FastifyInstance): Promise<void> {
     tags: ['service'],
     response: {
       200: ref(HealthSchema, { description: 'The database is reachable and mail is moving.' }),
-      503: ref(HealthSchema, { description: 'The database cannot be reached, or due mail has stood still past MAIL_STALL_SECONDS (with the reason).' }),
+      503: ref(HealthSchema, {
+        description: 'The database cannot be reached, is out of space or read-only, or due mail has stood still past MAIL_STALL_SECONDS (with the reason).',
+      }),
     },
   };
   app.get('/health', { schema }, async (request, reply) => {
     const now = new Date();
     let summary;
     try {
-      summary = await summarize(app.db, formatTimestamp(now));
+      summary = await summarize(app.db, formatTimestamp(now), app.sentCount);
     } catch (err) {
       request.log.error({ err }, 'health check: database unreachable');
       return reply.code(503).send({ status: 'unavailable', database: 'unreachable' });
     }
+    const storage: StorageState = await checkStorage(app.db, app.config).catch((err: unknown) => {
+      request.log.warn({ err }, 'health check: storage could not be examined');
+      return {};
+    });
     const delivery = assessDelivery(summary, now, app.config.mailStallSeconds);
     const worker = app.outbox.state();
     const mail = {
@@ -74,10 +88,15 @@ export async function healthRoutes(app: FastifyInstance): Promise<void> {
       unreachable_since: worker.unreachableSince,
       server_error: worker.lastErrorCode,
     };
-    if (delivery.stalled === null) return { status: 'ok', database: 'reachable', mail };
+    const space = storage.freeBytes === undefined ? {} : { storage: { free_bytes: storage.freeBytes } };
+    if (storage.problem) {
+      const database = storage.problem === 'full' ? 'out of space' : 'read-only';
+      return reply.code(503).send({ status: 'unavailable', database, reason: STORAGE_REASONS[storage.problem], ...space, mail });
+    }
+    if (delivery.stalled === null) return { status: 'ok', database: 'reachable', ...space, mail };
     const reason = worker.unreachableSince
       ? `${delivery.stalled} The mail server has been unreachable since ${worker.unreachableSince} (${worker.lastErrorCode}).`
       : delivery.stalled;
-    return reply.code(503).send({ status: 'stalled', database: 'reachable', reason, mail });
+    return reply.code(503).send({ status: 'stalled', database: 'reachable', reason, ...space, mail });
   });
 }

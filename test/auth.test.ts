@@ -71,6 +71,8 @@ function productCalls(productId: number | string, newPersonEmail: string): Call[
     { name: 'list deploys', method: 'GET', url: `${p}/deploys.json` },
     { name: 'create deploy', method: 'POST', url: `${p}/deploys.json`, params: { environment: 'production', numbers: '1,2' } },
     { name: 'delete item', method: 'DELETE', url: `${p}/items/2.json` },
+    { name: 'GET notifications', method: 'GET', url: `${p}/notifications.json` },
+    { name: 'POST notifications', method: 'POST', url: `${p}/notifications.json`, params: { environments: 'production' } },
   ];
 }
 
@@ -88,6 +90,7 @@ async function snapshot(productId: number) {
     deploys: await t.db.selectFrom('deploys').selectAll().where('product_id', '=', productId).execute(),
     deployments: await byItems(t.db.selectFrom('item_deployments').selectAll().where('item_id', 'in', ids).execute()),
     outbox: await t.db.selectFrom('outbox').selectAll().execute(),
+    notifications: await t.db.selectFrom('notification_environments').selectAll().where('product_id', '=', productId).orderBy('user_id').orderBy('environment').execute(),
     users: await t.db.selectFrom('users').select(['id', 'email']).orderBy('id').execute(),
   };
 }

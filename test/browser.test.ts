@@ -235,6 +235,28 @@ describe('the pages in chromium', { timeout: 120_000 }, () => {
     }
   });
 
+  test('choosing the environments that email me on the notifications page; the API reads the choice back', async () => {
+    const { owner, product, numbers } = await productWithItems(['Shipped often']);
+    for (const environment of ['staging', 'production']) {
+      await api(owner, 'POST', `/api/products/${product.id}/deploys.json`, { environment, numbers: String(numbers[0]) });
+    }
+    const { context, page } = await signedIn(owner.email);
+    try {
+      await page.goto(`${base}/app/products/${product.id}/board`);
+      await page.getByRole('link', { name: 'Notifications' }).click();
+      await page.getByLabel('Only these environments').check();
+      await page.getByLabel('production').check();
+      await page.getByLabel('Other environments').fill('eu-west');
+      await page.getByRole('button', { name: 'Save' }).click();
+      await page.getByText('Saved.').waitFor();
+      assert.ok(await page.getByLabel('production').isChecked());
+      assert.ok(!(await page.getByLabel('staging').isChecked()));
+      assert.deepEqual(await api(owner, 'GET', `/api/products/${product.id}/notifications.json`), { environments: ['eu-west', 'production'] });
+    } finally {
+      await context.close();
+    }
+  });
+
   test('a script in a title is shown as text and never runs', async () => {
     const title = '<script>alert("title")</script><img src=x onerror=alert("img")>';
     const { owner, product, numbers } = await productWithItems([title]);

@@ -201,7 +201,7 @@ describe('shiplog user key', () => {
 });
 
 describe('shiplog help', () => {
-  const commands = ['user add', 'user key', 'product add', 'member add', 'deploy'];
+  const commands = ['user add', 'user key', 'product add', 'member add', 'backup', 'restore', 'deploy'];
 
   test('--help prints the usage of every command and exits 0', async () => {
     const run = await shiplog(newDataDir(), '--help');

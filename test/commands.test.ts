@@ -42,7 +42,7 @@ async function rejectsWith(promise: Promise<unknown>, status: number, errors?: s
   });
 }
 
-const deploy = (overrides: Partial<DeployInput> = {}): DeployInput => ({ environment: 'production', numbers: [1], version: '1.0', notes: '', ...overrides });
+const deploy = (overrides: Partial<DeployInput> = {}): DeployInput => ({ environment: 'production', numbers: [1], version: '1.0', notes: '', rollback: false, dryRun: false, ...overrides });
 
 describe('recordDeploy', () => {
   async function setup() {

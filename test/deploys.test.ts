@@ -81,7 +81,7 @@ describe('create deploy', () => {
     assert.equal(deploy.user.id, deployer.user.id);
     assert.deepEqual(deploy.items.map((i: { number: number }) => i.number), [1, 3]);
     assert.deepEqual(deploy.items[0].deployed_to, [
-      { environment: 'production', version: '1.4.2', deployed_at: deploy.created_at, deploy_id: deploy.id },
+      { environment: 'production', version: '1.4.2', deployed_at: deploy.created_at, deploy_id: deploy.id, reverted: false },
     ]);
   });
 

@@ -82,13 +82,18 @@ class Conformance {
       if (mediaType === 'application/json') {
         const validate = this.validatorFor(media.schema);
         assert.ok(validate(JSON.parse(res.body)), `${label}: the body does not match its schema: ${this.ajv.errorsText(validate.errors)}\n${res.body.slice(0, 500)}`);
-      } else {
+      } else if (mediaType === 'text/html') {
         assert.match(res.body, /^<!doctype html>/i, label);
+      } else {
+        assert.ok(res.body.length > 0, `${label}: an empty ${mediaType} body`);
       }
     }
     if (res.statusCode < 400) this.succeeded.add(`${method} ${template}`);
   }
 }
+
+/** /metrics exists only with a token: this app has one, so that it is documented and checked too. */
+const METRICS_TOKEN = 'metrics-token-for-the-test';
 
 let t: TestContext;
 let doc: Document;
@@ -102,7 +107,7 @@ before(async () => {
     });
   diagnostics.subscribe('fastify.initialization', collect);
   try {
-    t = await makeApp();
+    t = await makeApp({ env: { METRICS_TOKEN } });
   } finally {
     diagnostics.unsubscribe('fastify.initialization', collect);
   }
@@ -159,7 +164,7 @@ describe('the API description', () => {
     }
     assert.doesNotMatch(text, /def-\d+/, 'every shared schema keeps its name');
     const schemes = (doc as unknown as { components: { securitySchemes: Record<string, { type: string; scheme: string }> } }).components.securitySchemes;
-    assert.deepEqual(Object.values(schemes).map((s) => `${s.type} ${s.scheme}`).sort(), ['http basic', 'http bearer']);
+    assert.deepEqual([schemes.basicAuth.scheme, schemes.bearerAuth.scheme, schemes.metricsToken.scheme], ['basic', 'bearer', 'bearer']);
 
     const ids = new Set<string>();
     for (const [template, operations] of Object.entries(doc.paths)) {
@@ -171,6 +176,8 @@ describe('the API description', () => {
         if (template.startsWith('/api/')) {
           assert.deepEqual(op.security, [{ basicAuth: [] }, { bearerAuth: [] }], `${label} needs credentials`);
           assert.ok(op.responses['403'] && op.responses['503'], `${label} documents the 403 of credentials and the 503 of the database`);
+        } else if (template === '/metrics') {
+          assert.deepEqual(op.security, [{ metricsToken: [] }], `${label} needs the metrics token`);
         } else {
           assert.equal(op.security, undefined, `${label} needs no credentials`);
         }
@@ -209,6 +216,8 @@ describe('every documented endpoint answers as the document says', () => {
 
     await get('/health');
     await get(OPENAPI_PATH);
+    await get('/metrics', undefined, { authorization: `Bearer ${METRICS_TOKEN}` });
+    await get('/metrics');
 
     await get('/api/user/whoami.json', owner);
     await get('/api/user/whoami.json');
@@ -251,11 +260,22 @@ describe('every documented endpoint answers as the document says', () => {
     await form('POST', `${p}/deploys.json`, owner, { ...deploy, version: '1.4.3' }, { 'idempotency-key': 'release-1.4.2' });
     await form('POST', `${p}/deploys.json`, owner, { numbers });
     await form('POST', `${p}/deploys.json`, owner, { environment: 'production', numbers: 'x' });
+    await form('POST', `${p}/deploys.json`, owner, { environment: 'production', numbers, version: '1.5.0', dry_run: 'true' });
+    await form('POST', `${p}/deploys.json`, owner, { environment: 'production', numbers: `${last.number},999`, version: '1.5.0' });
+    await form('POST', `${p}/deploys.json`, owner, { environment: 'production', version: '1.4.2', rollback: 'true' });
+    await form('POST', `${p}/deploys.json`, owner, { environment: 'production', version: '0.1', rollback: 'true' });
+    await form('POST', `${p}/deploys.json`, owner, { environment: 'production', numbers, dry_run: 'maybe' });
+    await get(`${p}/items.json?deployed_to=production&not_deployed_to=staging`, member);
     await get(`${p}/deploys.json?order_by=newest`, member);
     await get(`${p}/deploys.json?order_by=sideways`, member);
     await get(`${p}/items/${task.number}/deployed_to.json`, member);
     await get(`${p}/items/${task.number}/deployed_to.json?limit=0`, member);
     await form('DELETE', `${p}/items/${other.number}.json`, member);
+
+    await get(`${p}/notifications.json`, member);
+    await json(`${p}/notifications.json`, member, { environments: ['production', 'staging'] });
+    await form('POST', `${p}/notifications.json`, member, { environments: 'all' });
+    await form('POST', `${p}/notifications.json`, member, { environments: '' });
 
     await get(`/i/${product.id}/${task.number}/`);
     await get(`/i/${product.id}/${task.number}/`, undefined, { accept: 'text/html' });

@@ -105,19 +105,26 @@ export async function spawnServer({ env = {}, envForPort, dataDir, cwd = os.tmpd
   return { child, port, dataDir, stdout: () => out, stderr: () => err, exited };
 }
 
-/** Starts the server and waits (at most ~10 s) until it accepts connections; fails early if it exits. */
+/**
+ * Starts the server and waits (at most ~10 s) until it accepts connections; fails early if it
+ * exits. The port was free when asked for, but another process (test files run side by side) may
+ * take it before the server listens: then the server is started again on another.
+ */
 export async function startServer(options: ServerOptions): Promise<Server> {
-  const server = await spawnServer(options);
-  const { child, port } = server;
-  try {
-    await waitFor(`the server to listen on ${port}`, async () => {
-      if (!isRunning(child)) throw new Error(`server exited early (${child.exitCode ?? child.signalCode})`);
-      return canConnect(port);
-    });
-  } catch (error) {
-    throw new Error(`${(error as Error).message}; stderr: ${server.stderr()}`);
+  for (let attempt = 1; ; attempt++) {
+    const server = await spawnServer(options);
+    const { child, port } = server;
+    try {
+      await waitFor(`the server to listen on ${port}`, async () => {
+        if (!isRunning(child)) throw new Error(`server exited early (${child.exitCode ?? child.signalCode})`);
+        return canConnect(port);
+      });
+      return server;
+    } catch (error) {
+      if (attempt < 3 && server.stderr().includes('EADDRINUSE')) continue;
+      throw new Error(`${(error as Error).message}; stderr: ${server.stderr()}`);
+    }
   }
-  return server;
 }
 
 /** SIGTERM by pid, SIGKILL if it lingers; resolves once the process is gone. */

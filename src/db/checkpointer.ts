@@ -11,12 +11,17 @@ const PROGRAM = `
 const { parentPort, workerData } = require('node:worker_threads');
 const Database = require(workerData.driver);
 const db = new Database(workerData.filename, { fileMustExist: true });
+let failing = false;
 const timer = setInterval(() => {
   try {
     // PASSIVE never waits for or blocks readers and writers; what it cannot copy now waits a turn.
     db.pragma('wal_checkpoint(PASSIVE)');
+    if (failing) parentPort.postMessage({ recovered: true });
+    failing = false;
   } catch (err) {
-    parentPort.postMessage(String(err && err.message || err));
+    // Told once per spell: a full disk fails every turn until space is freed.
+    if (!failing) parentPort.postMessage({ error: String(err && err.message || err) });
+    failing = true;
   }
 }, workerData.intervalMs);
 parentPort.on('message', () => {
@@ -31,7 +36,9 @@ parentPort.on('message', () => {
  * whichever commit crosses the WAL's size limit, so every thousand pages or so one write (and all
  * requests queued behind it on the event loop) pays for copying and syncing the whole WAL. The
  * connection's own automatic checkpoints are switched off while the thread runs, and back on if it
- * ever stops, so the WAL cannot grow without bound.
+ * ever stops, so the WAL cannot grow without bound. A checkpoint that fails (a full or read-only
+ * disk) is tried again every turn; `onError` hears when they start failing, `onRecovered` when
+ * they work again.
  */
 export class BackgroundCheckpointer {
   private readonly worker: Worker;
@@ -42,10 +49,11 @@ export class BackgroundCheckpointer {
     filename: string,
     intervalMs = CHECKPOINT_INTERVAL_MS,
     onError: (message: string) => void = () => undefined,
+    onRecovered: () => void = () => undefined,
   ) {
     const driver = createRequire(import.meta.url).resolve('better-sqlite3');
     this.worker = new Worker(PROGRAM, { eval: true, workerData: { filename, driver, intervalMs } });
-    this.worker.on('message', (message: string) => onError(message));
+    this.worker.on('message', (message: { error?: string }) => (message.error === undefined ? onRecovered() : onError(message.error)));
     this.worker.on('error', (err) => {
       onError(err.message);
       this.fallBack();

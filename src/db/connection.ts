@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
-import { Kysely, PostgresDialect, type Transaction } from 'kysely';
+import { Kysely, PostgresDialect, type LogEvent, type Transaction } from 'kysely';
 import type pg from 'pg';
 import { BackgroundCheckpointer } from './checkpointer.js';
 import { ImmediateSqliteDialect } from './dialect.js';
@@ -29,8 +29,10 @@ export interface DatabaseOptions {
   statementTimeoutMs?: number;
   /** PostgreSQL: longest to wait for a connection. */
   connectTimeoutMs?: number;
-  /** SQLite: told when a background WAL checkpoint fails (the next one tries again). */
+  /** SQLite: told when background WAL checkpoints start failing (each next one tries again)... */
   onCheckpointError?: (message: string) => void;
+  /** ...and when they work again. */
+  onCheckpointRecovered?: () => void;
 }
 
 /**
@@ -56,11 +58,41 @@ function withStatementCache(sqlite: SQLite.Database, size = 500): SQLite.Databas
   });
 }
 
+/** Told how long each statement took to run, in seconds (failed ones too). */
+export type QueryObserver = (seconds: number) => void;
+
+const queryObservers = new WeakMap<Db, Set<QueryObserver>>();
+
+/**
+ * Kysely's query log times each statement where it meets the connection (the time it ran, not
+ * the wait for a connection or the building of its SQL), for SQLite and PostgreSQL alike; it is
+ * set when the handle is made, so each handle gets one that tells the observers added since.
+ */
+function withQueryLog(make: (log: (event: LogEvent) => void) => Db): Db {
+  const observers = new Set<QueryObserver>();
+  const db = make((event) => {
+    for (const observe of observers) observe(event.queryDurationMillis / 1000);
+  });
+  queryObservers.set(db, observers);
+  return db;
+}
+
+/** Has `observer` told the duration of every statement run through `db`; returns how to stop. */
+export function observeQueries(db: Db, observer: QueryObserver): () => void {
+  const observers = queryObservers.get(db);
+  if (!observers) throw new Error('observeQueries needs a handle made by openDatabase.');
+  observers.add(observer);
+  return () => observers.delete(observer);
+}
+
+/** The embedded database's file under a data directory. */
+export const sqliteFile = (dataDir: string): string => path.join(dataDir, 'shiplog.db');
+
 function openSqlite(options: DatabaseOptions): Db {
   let filename = options.filename;
   if (!filename) {
     fs.mkdirSync(options.dataDir, { recursive: true });
-    filename = path.join(options.dataDir, 'shiplog.db');
+    filename = sqliteFile(options.dataDir);
   }
   const sqlite = new SQLite(filename);
   // First, so that even switching a new file to WAL waits for another process instead of failing.
@@ -70,11 +102,15 @@ function openSqlite(options: DatabaseOptions): Db {
   sqlite.pragma('synchronous = NORMAL');
   const checkpointer =
     filename !== ':memory:' && sqlite.pragma('journal_mode', { simple: true }) === 'wal'
-      ? new BackgroundCheckpointer(sqlite, filename, undefined, options.onCheckpointError)
+      ? new BackgroundCheckpointer(sqlite, filename, undefined, options.onCheckpointError, options.onCheckpointRecovered)
       : undefined;
-  return new Kysely<Database>({
-    dialect: new ImmediateSqliteDialect({ database: withStatementCache(sqlite) }, async () => checkpointer?.stop()),
-  });
+  return withQueryLog(
+    (log) =>
+      new Kysely<Database>({
+        dialect: new ImmediateSqliteDialect({ database: withStatementCache(sqlite) }, async () => checkpointer?.stop()),
+        log,
+      }),
+  );
 }
 
 /**
@@ -126,7 +162,7 @@ async function openPostgres(options: DatabaseOptions & { databaseUrl: string }):
     // A transaction left open by a stuck client must not hold its locks for ever.
     idle_in_transaction_session_timeout: 60_000,
   });
-  return new Kysely<Database>({ dialect: new PostgresDialect({ pool: resilientPool(pool) as never }) });
+  return withQueryLog((log) => new Kysely<Database>({ dialect: new PostgresDialect({ pool: resilientPool(pool) as never }), log }));
 }
 
 /**

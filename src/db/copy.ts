@@ -4,7 +4,8 @@ import type { Database } from './schema.js';
 
 /**
  * Tables, with their keys, in an order that satisfies their foreign keys. Items refer to their parent items, which
- * may have been created after them, so parents are linked in a second pass.
+ * may have been created after them, and deploys to the later rollbacks that undid them: those columns
+ * (SELF_REFERENCES) are linked in a second pass.
  */
 const TABLES: Partial<Record<keyof Database, string[]>> = {
   users: ['id'],
@@ -18,8 +19,10 @@ const TABLES: Partial<Record<keyof Database, string[]>> = {
   item_deployments: ['item_id', 'environment'],
   invitations: ['id'],
   outbox: ['id'],
+  notification_environments: ['product_id', 'user_id', 'environment'],
   settings: ['name'],
 };
+const SELF_REFERENCES = { items: 'parent_id', deploys: 'reverted_by' } as const;
 const SERIAL_TABLES: (keyof Database)[] = ['users', 'products', 'items', 'deploys', 'invitations', 'outbox'];
 const BATCH = 500;
 
@@ -55,7 +58,8 @@ export async function copyDatabase(source: Db, target: Db, onTable: (table: stri
         for (const column of TABLES[table]!) page = page.orderBy(sql.ref(column));
         const rows = (await page.limit(BATCH).offset(offset).execute()) as Record<string, unknown>[];
         if (rows.length === 0) break;
-        const values = table === 'items' ? rows.map((r) => ({ ...r, parent_id: null })) : rows;
+        const self = SELF_REFERENCES[table as keyof typeof SELF_REFERENCES];
+        const values = self ? rows.map((r) => ({ ...r, [self]: null })) : rows;
         await trx.insertInto(table).values(values as never).execute();
         copied += rows.length;
       }
@@ -64,6 +68,10 @@ export async function copyDatabase(source: Db, target: Db, onTable: (table: stri
     const children = await source.selectFrom('items').select(['id', 'parent_id']).where('parent_id', 'is not', null).execute();
     for (const child of children) {
       await trx.updateTable('items').set({ parent_id: child.parent_id }).where('id', '=', child.id).execute();
+    }
+    const undone = await source.selectFrom('deploys').select(['id', 'reverted_by']).where('reverted_by', 'is not', null).execute();
+    for (const deploy of undone) {
+      await trx.updateTable('deploys').set({ reverted_by: deploy.reverted_by }).where('id', '=', deploy.id).execute();
     }
     for (const table of SERIAL_TABLES) {
       await sql`select setval(pg_get_serial_sequence(${table}, 'id'), coalesce(max(id), 1), max(id) is not null) from ${sql.table(table)}`.execute(trx);

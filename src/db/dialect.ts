@@ -31,13 +31,24 @@ export function idColumn<T extends string>(db: Kysely<any>, table: CreateTableBu
  */
 class ImmediateSqliteDriver extends SqliteDriver {
   constructor(
-    config: SqliteDialectConfig,
+    private readonly config: SqliteDialectConfig,
     private readonly beforeDestroy?: () => Promise<void>,
   ) {
     super(config);
   }
   override async beginTransaction(connection: DatabaseConnection): Promise<void> {
     await connection.executeQuery(CompiledQuery.raw('begin immediate'));
+  }
+  /**
+   * SQLite ends a transaction by itself after some errors (SQLITE_FULL, SQLITE_IOERR_*): a
+   * ROLLBACK then fails with "no transaction is active", and that error would take the place of
+   * the one that says what happened. (The dialect has one connection, so the handle's state is
+   * the transaction's.)
+   */
+  override async rollbackTransaction(connection: DatabaseConnection): Promise<void> {
+    const { database } = this.config;
+    if (typeof database !== 'function' && (database as { inTransaction?: boolean }).inTransaction === false) return;
+    await super.rollbackTransaction(connection);
   }
   override async destroy(): Promise<void> {
     await this.beforeDestroy?.();

@@ -6,21 +6,25 @@ import * as outboxSentAt from './migrations/2026_11_23_0002_outbox_sent_at.js';
 import * as boundedLists from './migrations/2026_11_23_0003_bounded_lists.js';
 import * as outboxBodies from './migrations/2026_11_23_0004_outbox_bodies.js';
 import * as webSignIn from './migrations/2026_11_23_0005_web_sign_in.js';
+import * as deployedWhere from './migrations/2026_11_23_0010_deployed_where.js';
+import * as notificationEnvironments from './migrations/2026_11_23_0020_notification_environments.js';
 import * as productRevision from './migrations/2026_11_23_0030_product_revision.js';
 
 /** Every migration, by name; names sort in the order they apply. */
-const migrations: Record<string, Migration> = {
+export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '2026_11_22_0001_initial': initial,
   '2026_11_23_0001_invitations': invitations,
   '2026_11_23_0002_outbox_sent_at': outboxSentAt,
   '2026_11_23_0003_bounded_lists': boundedLists,
   '2026_11_23_0004_outbox_bodies': outboxBodies,
   '2026_11_23_0005_web_sign_in': webSignIn,
+  '2026_11_23_0010_deployed_where': deployedWhere,
+  '2026_11_23_0020_notification_environments': notificationEnvironments,
   '2026_11_23_0030_product_revision': productRevision,
 };
 
 /** The names of every migration, in the order they apply. */
-export const MIGRATION_NAMES: readonly string[] = Object.keys(migrations).sort();
+export const MIGRATION_NAMES: readonly string[] = Object.keys(MIGRATIONS).sort();
 
 /**
  * Brings the schema up to date; throws with the failing migration's error. Safe when several
@@ -32,7 +36,9 @@ export async function migrateToLatest(db: Kysely<any>): Promise<void> {
   // wherever a table of that name happens to exist.
   const migrationTableSchema =
     dialectOf(db) === 'postgres' ? (await sql<{ schema: string }>`select current_schema() as schema`.execute(db)).rows[0].schema : undefined;
-  const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations }, migrationTableSchema });
+  // Changes made side by side are numbered apart and may be released in another order: a database
+  // that has 0020 already still takes a 0010 that came later (each touches its own columns).
+  const migrator = new Migrator({ db, provider: { getMigrations: async () => MIGRATIONS }, migrationTableSchema, allowUnorderedMigrations: true });
   const { error, results } = await migrator.migrateToLatest();
   if (error) {
     const failed = results?.find((r) => r.status === 'Error');

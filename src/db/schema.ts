@@ -90,20 +90,42 @@ export interface DeploysTable {
   created_at: string;
   idempotency_key: string | null;
   request_hash: string | null;
+  /** 1 on a rollback: the environment runs `version` again, as an earlier deploy left it. */
+  rollback: Generated<number>;
+  /** Set when a later rollback undid this deploy: when, and the rollback deploy's id. */
+  reverted_at: Generated<string | null>;
+  reverted_by: Generated<number | null>;
+  /** The receipt a retry with the deploy's Idempotency-Key answers again: a JSON array of numbers. */
+  unknown_numbers: Generated<string>;
+  /** How many people the deploy mailed. */
+  emailed: Generated<number>;
 }
 
 export interface DeployItemsTable {
   deploy_id: number;
   item_id: number;
+  /**
+   * On a rollback's items: the deploy the item's entry for the environment went back to, or null
+   * when the entry was reverted (no earlier deploy had the item). Null on ordinary deploys.
+   */
+  restored_deploy_id: Generated<number | null>;
 }
 
-/** The latest deploy of an item per environment: what `deployed_to` shows. */
+/**
+ * The latest deploy of an item per environment: what `deployed_to` shows. A rollback sets it back
+ * to an earlier deploy, or marks it reverted (the item is no longer deployed there).
+ */
 export interface ItemDeploymentsTable {
   item_id: number;
   environment: string;
   deploy_id: number;
   version: string;
   deployed_at: string;
+  /** The item's product, so that a list's filter reads one product's entries. */
+  product_id: number;
+  reverted_at: Generated<string | null>;
+  /** The rollback deploy that reverted the entry. */
+  reverted_by: Generated<number | null>;
 }
 
 export interface InvitationsTable {
@@ -128,7 +150,7 @@ export interface InvitationsTable {
 
 export interface OutboxTable {
   id: Generated<number>;
-  /** `deploy` (deploy_id, item_ids) or `invitation` (invitation_id): what the bodies are rendered from. */
+  /** `deploy` or `rollback` (deploy_id, item_ids), `invitation` (invitation_id), `signin`: what the bodies are rendered from. */
   kind: Generated<string>;
   deploy_id: number | null;
   invitation_id: Generated<number | null>;
@@ -150,6 +172,16 @@ export interface OutboxTable {
   created_at: string;
   sent_at: string | null;
   unsubscribed_at: string | null;
+}
+
+/**
+ * The deploy environments a member wants mail for, one row each; a member without rows for a
+ * product wants mail for every environment (the default).
+ */
+export interface NotificationEnvironmentsTable {
+  product_id: number;
+  user_id: number;
+  environment: string;
 }
 
 export interface SettingsTable {
@@ -202,6 +234,7 @@ export interface Database {
   item_deployments: ItemDeploymentsTable;
   invitations: InvitationsTable;
   outbox: OutboxTable;
+  notification_environments: NotificationEnvironmentsTable;
   settings: SettingsTable;
   signin_links: SigninLinksTable;
   signin_requests: SigninRequestsTable;

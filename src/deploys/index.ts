@@ -1,5 +1,5 @@
 /** Deploys: recording that items went to an environment, listing them, and their mail. */
-export { deployMessageRenderer } from './mail.js';
+export { deployMessageRenderer, rollbackMessageRenderer } from './mail.js';
 export { deployRoutes } from './routes.js';
 export { parseDeployList } from './input.js';
 export { DEPLOY_SCHEMAS, presentDeploys, type DeployJson } from './present.js';

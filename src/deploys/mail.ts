@@ -1,10 +1,10 @@
 import type { Db } from '../db/connection.js';
 import type { DeployRow, ItemRow, OutboxRow, ProductRow, UserRow } from '../db/schema.js';
 import { findItemsByIds } from '../items/index.js';
-import { renderDeployEmail, type MessageRenderer, type UnsubscribeLinks } from '../mail/index.js';
+import { renderDeployEmail, renderRollbackEmail, type MessageRenderer, type UnsubscribeLinks } from '../mail/index.js';
 import { findProduct } from '../products/index.js';
 import { findUsersByIds } from '../users/index.js';
-import { findDeploysByIds } from './repository.js';
+import { findDeploysByIds, restoredDeploysOf } from './repository.js';
 
 /** What a batch of deploy messages is rendered from, read in a few queries for the whole batch. */
 interface DeployMail {
@@ -25,23 +25,48 @@ async function loadDeployMail(db: Db, messages: OutboxRow[]): Promise<DeployMail
   return { deploys, deployers, products, items };
 }
 
+/** A message of a batch with what it is rendered from; undefined when its deploy or items are gone (their product was deleted). */
+function messageParts(mail: DeployMail, message: OutboxRow) {
+  const deploy = message.deploy_id === null ? undefined : mail.deploys.get(message.deploy_id);
+  const product = deploy && mail.products.get(deploy.product_id);
+  const deployer = deploy && mail.deployers.get(deploy.user_id);
+  const items = (JSON.parse(message.item_ids) as number[]).flatMap((id) => mail.items.get(id) ?? []).sort((a, b) => a.number - b.number);
+  return deploy && product && deployer && items.length > 0 ? { deploy, product, deployer, items } : undefined;
+}
+
 /**
  * Deploy messages as their recipients read them, rendered when they are sent: items show as they
- * are then, usually seconds after the deploy. A message whose deploy or items are gone (their
- * product was deleted) maps to null.
+ * are then, usually seconds after the deploy. A message whose deploy or items are gone maps to null.
  */
 export function deployMessageRenderer(publicUrl: string, links: UnsubscribeLinks): MessageRenderer {
   return async (db, messages) => {
     const mail = await loadDeployMail(db, messages);
     return new Map(
       messages.map((message) => {
-        const deploy = message.deploy_id === null ? undefined : mail.deploys.get(message.deploy_id);
-        const product = deploy && mail.products.get(deploy.product_id);
-        const deployer = deploy && mail.deployers.get(deploy.user_id);
-        const items = (JSON.parse(message.item_ids) as number[]).flatMap((id) => mail.items.get(id) ?? []).sort((a, b) => a.number - b.number);
-        const complete = deploy && product && deployer && items.length > 0;
+        const parts = messageParts(mail, message);
         const unsubscribeUrl = links.url(message.message_id);
-        return [message.id, complete ? renderDeployEmail({ product, deploy, deployer, items, subject: message.subject, unsubscribeUrl, publicUrl }) : null];
+        return [message.id, parts ? renderDeployEmail({ ...parts, subject: message.subject, unsubscribeUrl, publicUrl }) : null];
+      }),
+    );
+  };
+}
+
+/**
+ * Rollback messages, rendered when they are sent like deploy messages: each item with the deploy
+ * its entry for the environment went back to, as the rollback recorded it.
+ */
+export function rollbackMessageRenderer(publicUrl: string, links: UnsubscribeLinks): MessageRenderer {
+  return async (db, messages) => {
+    const mail = await loadDeployMail(db, messages);
+    const restored = await restoredDeploysOf(db, [...mail.deploys.keys()]);
+    return new Map(
+      messages.map((message) => {
+        const parts = messageParts(mail, message);
+        if (!parts) return [message.id, null];
+        const mine = restored.get(parts.deploy.id);
+        const items = parts.items.map((item) => ({ item, restoredTo: mine?.get(item.id) ?? null }));
+        const unsubscribeUrl = links.url(message.message_id);
+        return [message.id, renderRollbackEmail({ ...parts, rollback: parts.deploy, items, subject: message.subject, unsubscribeUrl, publicUrl })];
       }),
     );
   };

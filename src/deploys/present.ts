@@ -6,29 +6,63 @@ import { BIG_PAGE, ItemSchema, presentItems, type ItemJson } from '../items/inde
 import type { ProductScope, Urls } from '../scope.js';
 import { nextTurn } from '../turns.js';
 import { findUsersByIds, presentUser, UserSchema } from '../users/index.js';
+import { nowTimestamp } from '../time.js';
+import type { DeployInput } from './input.js';
 import { itemsOfDeploys } from './repository.js';
+import type { DeployPlan } from './service.js';
 
-export const DeploySchema = Type.Object(
-  {
-    id: Type.Integer(),
-    environment: Type.String(),
-    version: Type.String({ description: 'Empty when not given.' }),
-    notes: Type.String({ description: 'Markdown; empty when not given.' }),
-    created_at: Type.String(),
-    user: ref(UserSchema, { description: 'Who recorded the deploy.' }),
-    items: Type.Array(ref(ItemSchema), { description: 'The deployed items as they are now, by number.' }),
-  },
-  { $id: 'Deploy', description: 'Items that went to an environment (docs/INTERFACE.md §4.4).' },
-);
+const deployFields = {
+  id: Type.Integer(),
+  environment: Type.String(),
+  version: Type.String({ description: 'Empty when not given.' }),
+  notes: Type.String({ description: 'Markdown; empty when not given.' }),
+  created_at: Type.String(),
+  user: ref(UserSchema, { description: 'Who recorded the deploy.' }),
+  items: Type.Array(ref(ItemSchema), { description: 'The deployed items as they are now, by number; on a rollback, those whose entry it changed.' }),
+  /** A rollback: the environment runs `version` again; its items are those it reverted or restored. */
+  rollback: Type.Boolean({ description: 'A rollback: the environment runs `version` again.' }),
+  /** Undone by a later rollback: when, and that rollback's id. */
+  reverted: Type.Boolean({ description: 'Undone by a later rollback.' }),
+  reverted_at: Type.Optional(Type.String()),
+  reverted_by: Type.Optional(Type.Integer({ description: "The rollback's id." })),
+};
 
+export const DeploySchema = Type.Object(deployFields, { $id: 'Deploy', description: 'Items that went to an environment (docs/INTERFACE.md §4.4).' });
 export type DeployJson = Static<typeof DeploySchema>;
 
+const RecipientSchema = Type.Object(
+  {
+    email: Type.String(),
+    first_name: Type.String(),
+    last_name: Type.String(),
+    numbers: Type.Array(Type.Integer(), { description: 'The items they would be mailed about.' }),
+  },
+  { $id: 'DeployRecipient', description: 'A person a deploy would mail.' },
+);
+
+/**
+ * What POST deploys.json answers: the deploy, the numbers that named no item, and how many people
+ * it mails; a dry run (id null: nothing was recorded) also lists them, with their items' numbers.
+ */
+export const DeployReceiptSchema = Type.Object(
+  {
+    ...deployFields,
+    id: Type.Union([Type.Integer(), Type.Null()], { description: 'null on a dry run: nothing was recorded.' }),
+    unknown_numbers: Type.Array(Type.Integer(), { description: 'The numbers of the request that named no item, in request order.' }),
+    emailed: Type.Integer({ description: 'How many people the deploy mails.' }),
+    dry_run: Type.Boolean(),
+    recipients: Type.Optional(Type.Array(ref(RecipientSchema), { description: 'On a dry run only.' })),
+  },
+  { $id: 'DeployReceipt', description: 'A deploy, and what recording it did (docs/INTERFACE.md §7.8).' },
+);
+type DeployReceiptJson = Static<typeof DeployReceiptSchema>;
+
 /** The named schemas of the feature, registered on the app so that responses reference them. */
-export const DEPLOY_SCHEMAS = [DeploySchema];
+export const DEPLOY_SCHEMAS = [DeploySchema, RecipientSchema, DeployReceiptSchema];
 
 /** A deploy as the caller (`viewerId`) sees it (see presentUser). */
 export function presentDeploy(row: DeployRow, user: UserRow, viewerId: number, items: ItemJson[]): DeployJson {
-  return {
+  const json: DeployJson = {
     id: row.id,
     environment: row.environment,
     version: row.version,
@@ -36,7 +70,14 @@ export function presentDeploy(row: DeployRow, user: UserRow, viewerId: number, i
     created_at: row.created_at,
     user: presentUser(user, viewerId),
     items,
+    rollback: row.rollback === 1,
+    reverted: row.reverted_at !== null,
   };
+  if (row.reverted_at !== null) {
+    json.reverted_at = row.reverted_at;
+    if (row.reverted_by !== null) json.reverted_by = row.reverted_by;
+  }
+  return json;
 }
 
 /** Deploys as JSON, each with its items (embedded: a short deployed_to) in their current state. */
@@ -52,9 +93,35 @@ export async function presentDeploys(db: Db, scope: ProductScope, deploys: Deplo
   return json;
 }
 
-/** A deploy just recorded as JSON: its items and its deployer (the caller) are in hand. */
-export async function presentNewDeploy(db: Db, scope: ProductScope, deploy: DeployRow, items: ItemRow[], urls: Urls): Promise<DeployJson> {
-  const json = presentDeploy(deploy, scope.user, scope.user.id, await presentItems(db, scope.product, items, urls, scope.user.id, true));
-  if (items.length > BIG_PAGE) await nextTurn();
-  return json;
+/** The receipt of a deploy recorded now or earlier (an Idempotency-Key repeat): as its row keeps it. */
+export async function presentReceipt(db: Db, scope: ProductScope, deploy: DeployRow, items: ItemRow[] | undefined, urls: Urls): Promise<DeployReceiptJson> {
+  // Just recorded, its items and its deployer (the caller) are in hand; a repeat reads them again.
+  const json = items
+    ? presentDeploy(deploy, scope.user, scope.user.id, await presentItems(db, scope.product, items, urls, scope.user.id, true))
+    : (await presentDeploys(db, scope, [deploy], urls))[0];
+  if ((items?.length ?? 0) > BIG_PAGE) await nextTurn();
+  return { ...json, unknown_numbers: JSON.parse(deploy.unknown_numbers) as number[], emailed: deploy.emailed, dry_run: false };
+}
+
+/** The receipt of a dry run: the deploy as it would be recorded now (no id), and whom it would mail about what. */
+export async function presentDryRun(db: Db, scope: ProductScope, input: DeployInput, plan: DeployPlan, urls: Urls): Promise<DeployReceiptJson> {
+  const items = await presentItems(db, scope.product, plan.items, urls, scope.user.id, true);
+  if (plan.items.length > BIG_PAGE) await nextTurn();
+  return {
+    id: null,
+    environment: input.environment,
+    version: input.version,
+    notes: input.notes,
+    created_at: nowTimestamp(),
+    user: presentUser(scope.user, scope.user.id),
+    items,
+    rollback: input.rollback,
+    reverted: false,
+    unknown_numbers: plan.unknownNumbers,
+    emailed: plan.recipients.length,
+    dry_run: true,
+    recipients: plan.recipients
+      .map(({ user, items }) => ({ email: user.email, first_name: user.first_name, last_name: user.last_name, numbers: items.map((i) => i.number) }))
+      .sort((a, b) => (a.email < b.email ? -1 : a.email > b.email ? 1 : 0)),
+  };
 }

@@ -1,8 +1,8 @@
-import { sql, type RawBuilder } from 'kysely';
+import { sql, type Insertable, type RawBuilder, type Selectable } from 'kysely';
 import { inChunks } from '../db/chunks.js';
 import type { Db } from '../db/connection.js';
 import { dialectOf } from '../db/dialect.js';
-import type { DeployRow, ItemRow } from '../db/schema.js';
+import type { DeployRow, DeploysTable, ItemDeploymentsTable, ItemRow } from '../db/schema.js';
 
 export async function findDeployByKey(db: Db, productId: number, userId: number, key: string): Promise<DeployRow | undefined> {
   return db
@@ -18,14 +18,14 @@ export async function findDeploysByIds(db: Db, ids: number[]): Promise<DeployRow
   return inChunks([...new Set(ids)], (chunk) => db.selectFrom('deploys').selectAll().where('id', 'in', chunk).execute());
 }
 
-export async function insertDeploy(
-  trx: Db,
-  deploy: Omit<DeployRow, 'id'>,
-): Promise<DeployRow> {
+export async function insertDeploy(trx: Db, deploy: Insertable<DeploysTable>): Promise<DeployRow> {
   return trx.insertInto('deploys').values(deploy).returningAll().executeTakeFirstOrThrow();
 }
 
-/** Links the items to the deploy and makes it their latest deploy to its environment. */
+/**
+ * Links the items to an ordinary deploy and makes it their latest deploy to its environment, in
+ * effect again where a rollback had reverted the entry.
+ */
 export async function recordDeployedItems(trx: Db, deploy: DeployRow, itemIds: number[]): Promise<void> {
   await trx
     .insertInto('deploy_items')
@@ -40,6 +40,7 @@ export async function recordDeployedItems(trx: Db, deploy: DeployRow, itemIds: n
         deploy_id: deploy.id,
         version: deploy.version,
         deployed_at: deploy.created_at,
+        product_id: deploy.product_id,
       })),
     )
     .onConflict((oc) =>
@@ -47,9 +48,117 @@ export async function recordDeployedItems(trx: Db, deploy: DeployRow, itemIds: n
         deploy_id: eb.ref('excluded.deploy_id'),
         version: eb.ref('excluded.version'),
         deployed_at: eb.ref('excluded.deployed_at'),
+        reverted_at: null,
+        reverted_by: null,
       })),
     )
     .execute();
+}
+
+/** The product's deploys to the environment that no rollback undid. */
+function inEffect(db: Db, productId: number, environment: string) {
+  return db.selectFrom('deploys').selectAll().where('product_id', '=', productId).where('environment', '=', environment).where('reverted_at', 'is', null);
+}
+
+/** The deploy a rollback to `version` goes back to: the latest to the environment with that version that no rollback undid. */
+export async function findRollbackTarget(db: Db, productId: number, environment: string, version: string): Promise<DeployRow | undefined> {
+  return inEffect(db, productId, environment).where('version', '=', version).orderBy('id', 'desc').limit(1).executeTakeFirst();
+}
+
+/** The deploys to the environment after `afterId` that no rollback undid yet, oldest first. */
+export async function deploysInEffectAfter(db: Db, productId: number, environment: string, afterId: number): Promise<DeployRow[]> {
+  return inEffect(db, productId, environment).where('id', '>', afterId).orderBy('id').execute();
+}
+
+/** The distinct ids of the items of the given deploys. */
+export async function itemIdsOfDeploys(db: Db, deployIds: number[]): Promise<number[]> {
+  const rows = await inChunks(deployIds, (chunk) => db.selectFrom('deploy_items').select('item_id').distinct().where('deploy_id', 'in', chunk).execute());
+  return [...new Set(rows.map((r) => r.item_id))];
+}
+
+/**
+ * For each of the items, the latest ordinary deploy to the environment, at or before deploy
+ * `atOrBefore`, that had the item and that no rollback undid: what the item's entry for the
+ * environment was as that deploy left it. Items without one are left out.
+ */
+export async function latestDeploysOfItems(
+  db: Db,
+  productId: number,
+  environment: string,
+  atOrBefore: number,
+  itemIds: number[],
+): Promise<Map<number, DeployRow>> {
+  const latest = await inChunks(itemIds, (chunk) =>
+    db
+      .selectFrom('deploy_items')
+      .innerJoin('deploys', 'deploys.id', 'deploy_items.deploy_id')
+      .select(['deploy_items.item_id', (eb) => eb.fn.max('deploys.id').as('deploy_id')])
+      .where('deploy_items.item_id', 'in', chunk)
+      .where('deploys.product_id', '=', productId)
+      .where('deploys.environment', '=', environment)
+      .where('deploys.id', '<=', atOrBefore)
+      .where('deploys.rollback', '=', 0)
+      .where('deploys.reverted_at', 'is', null)
+      .groupBy('deploy_items.item_id')
+      .execute(),
+  );
+  const deploys = new Map((await findDeploysByIds(db, latest.map((r) => Number(r.deploy_id)))).map((d) => [d.id, d]));
+  return new Map(latest.map((r) => [r.item_id, deploys.get(Number(r.deploy_id))!]));
+}
+
+/** The items' entries for one environment (their latest deploy there), by item id. */
+export async function entriesOf(db: Db, environment: string, itemIds: number[]): Promise<Map<number, Selectable<ItemDeploymentsTable>>> {
+  const rows = await inChunks(itemIds, (chunk) =>
+    db.selectFrom('item_deployments').selectAll().where('environment', '=', environment).where('item_id', 'in', chunk).execute(),
+  );
+  return new Map(rows.map((r) => [r.item_id, r]));
+}
+
+/** What a rollback changes for one item: its entry goes back to `restoredTo`, or (null) is reverted. */
+export interface RollbackChange {
+  itemId: number;
+  restoredTo: DeployRow | null;
+}
+
+/**
+ * Writes a rollback: the deploys it undoes are marked reverted by it, each changed item's entry
+ * for the environment goes back to its earlier deploy or is marked reverted, and the changed items
+ * become the rollback's own, each with the deploy it went back to.
+ */
+export async function recordRollback(trx: Db, rollback: DeployRow, undone: number[], changes: RollbackChange[]): Promise<void> {
+  const reverted = { reverted_at: rollback.created_at, reverted_by: rollback.id };
+  await inChunks(undone, (chunk) => trx.updateTable('deploys').set(reverted).where('id', 'in', chunk).execute());
+  const byDeploy = new Map<DeployRow | null, number[]>();
+  for (const { itemId, restoredTo } of changes) (byDeploy.get(restoredTo) ?? byDeploy.set(restoredTo, []).get(restoredTo)!).push(itemId);
+  for (const [deploy, itemIds] of byDeploy) {
+    const entry = deploy === null
+      ? reverted
+      : { deploy_id: deploy.id, version: deploy.version, deployed_at: deploy.created_at, reverted_at: null, reverted_by: null };
+    await inChunks(itemIds, (chunk) =>
+      trx.updateTable('item_deployments').set(entry).where('environment', '=', rollback.environment).where('item_id', 'in', chunk).execute(),
+    );
+  }
+  if (changes.length === 0) return;
+  await trx
+    .insertInto('deploy_items')
+    .values(changes.map((c) => ({ deploy_id: rollback.id, item_id: c.itemId, restored_deploy_id: c.restoredTo?.id ?? null })))
+    .execute();
+}
+
+/** For each rollback, the deploy each of its items went back to (an item absent: its entry was reverted). */
+export async function restoredDeploysOf(db: Db, rollbackIds: number[]): Promise<Map<number, Map<number, DeployRow>>> {
+  const rows = await inChunks(rollbackIds, (chunk) =>
+    db
+      .selectFrom('deploy_items')
+      .innerJoin('deploys', 'deploys.id', 'deploy_items.restored_deploy_id')
+      .selectAll('deploys')
+      .select(['deploy_items.deploy_id as rollback_id', 'deploy_items.item_id'])
+      .where('deploy_items.deploy_id', 'in', chunk)
+      .execute(),
+  );
+  const restored = new Map<number, Map<number, DeployRow>>();
+  for (const { rollback_id, item_id, ...deploy } of rows) (restored.get(rollback_id) ?? restored.set(rollback_id, new Map()).get(rollback_id)!).set(item_id, deploy);
+  return restored;
 }
 
 /**

@@ -4,9 +4,9 @@ import { BODY_ERRORS, doc, documentAs, errorAnswers, ref } from '../http/documen
 import { params } from '../http/params.js';
 import { requestParams } from '../http/request.js';
 import { ProductParams } from '../http/schemas.js';
-import { DEPLOY_PAGE, MAX_DEPLOY_ITEMS, parseDeploy, parseDeployList, parseIdempotencyKey } from './input.js';
-import { DeploySchema, presentDeploys, presentNewDeploy } from './present.js';
-import { findDeploys, recordDeploy } from './service.js';
+import { DEPLOY_ORDERS, DEPLOY_PAGE, MAX_DEPLOY_ITEMS, parseDeploy, parseDeployList, parseIdempotencyKey } from './input.js';
+import { DeployReceiptSchema, DeploySchema, presentDeploys, presentDryRun, presentReceipt } from './present.js';
+import { findDeploys, planDeploy, recordDeploy } from './service.js';
 
 // Only documents the header: parseIdempotencyKey reads and checks it.
 const IdempotencyHeader = documentAs(
@@ -35,7 +35,7 @@ export async function deployRoutes(app: FastifyInstance): Promise<void> {
           environment: doc.text('Only deploys to exactly this environment; empty is no filter.', 255),
           offset: doc.integer('Deploys to skip; 0 by default.'),
           limit: doc.integer(`Page size: ${DEPLOY_PAGE.default} by default, above ${DEPLOY_PAGE.max} taken as ${DEPLOY_PAGE.max}.`, 1),
-          order_by: doc.choice(['oldest', 'newest'], '`oldest` by default.'),
+          order_by: doc.choice(DEPLOY_ORDERS, '`oldest` by default.'),
         }),
         response: {
           200: Type.Array(ref(DeploySchema), {
@@ -67,18 +67,27 @@ export async function deployRoutes(app: FastifyInstance): Promise<void> {
         headers: IdempotencyHeader,
         body: params({
           environment: doc.required(doc.text('Where the items went: a name, a host, even a URL.', 255)),
-          numbers: doc.required(doc.list(`The numbers of the deployed items (at most ${MAX_DEPLOY_ITEMS}); numbers that name no item are skipped.`, Type.Integer({ minimum: 0 }))),
-          version: doc.text("The deployed software's version.", 255),
+          numbers: doc.required(
+            doc.list(
+              `The numbers of the deployed items (at most ${MAX_DEPLOY_ITEMS}); numbers that name no item are skipped. Optional on a rollback, where they choose nothing.`,
+              Type.Integer({ minimum: 0 }),
+            ),
+          ),
+          version: doc.text("The deployed software's version; required on a rollback.", 255),
           notes: doc.text('Markdown.', 65535),
+          rollback: doc.strictFlag('The environment runs `version` again: later deploys there are marked reverted, and their items go back to what it ran then; false by default.'),
+          dry_run: doc.strictFlag('Answer the receipt the deploy would get, with `id` null and the recipients, and write nothing; false by default.'),
         }),
         response: {
-          200: ref(DeploySchema, { description: 'The deploy, with its items as they are after it; or, for a repeated Idempotency-Key, the first deploy.' }),
+          200: ref(DeployReceiptSchema, {
+            description: 'The receipt: the deploy with its items as they are after it; for a repeated Idempotency-Key, the first receipt.',
+          }),
         },
         errors: errorAnswers([
           {
-            400: `An entry of numbers is not an integer; more than ${MAX_DEPLOY_ITEMS} numbers; none of them names an item of the product; environment, version, notes or Idempotency-Key too long.`,
-            403: 'environment or numbers is missing or empty, as the Sprint.ly service answers.',
-            422: 'The Idempotency-Key was used for a deploy with other parameters.',
+            400: `An entry of numbers is not an integer; more than ${MAX_DEPLOY_ITEMS} numbers; none of them names an item of the product (not on a rollback); environment, version, notes or Idempotency-Key too long; rollback or dry_run other than true, false, 1 or 0; a rollback without version.`,
+            403: 'environment is missing or empty, or numbers on a deploy that is not a rollback, as the Sprint.ly service answers.',
+            422: 'The Idempotency-Key was used for a deploy with other parameters; a rollback to a version no deploy to the environment had.',
           },
           BODY_ERRORS,
         ]),
@@ -86,11 +95,13 @@ export async function deployRoutes(app: FastifyInstance): Promise<void> {
     },
     async (request) => {
       const input = parseDeploy(requestParams(request));
+      // A dry run reads what is stored now, outside any transaction: it takes no lock and writes
+      // nothing, so its Idempotency-Key is neither looked up nor used up.
+      if (input.dryRun) return presentDryRun(app.db, request.scope, input, await planDeploy(app.db, request.scope, input), urls);
       const key = parseIdempotencyKey(request.headers['idempotency-key']);
       const recorded = await app.db.transaction().execute((trx) => recordDeploy(trx, request.scope, input, key, urls.mailDomain));
-      if (!recorded.created) return (await presentDeploys(app.db, request.scope, [recorded.deploy], urls))[0];
-      app.outbox.nudge();
-      return presentNewDeploy(app.db, request.scope, recorded.deploy, recorded.items, urls);
+      if (recorded.created) app.outbox.nudge();
+      return presentReceipt(app.db, request.scope, recorded.deploy, recorded.created ? recorded.items : undefined, urls);
     },
   );
 }

@@ -2,9 +2,10 @@ import crypto from 'node:crypto';
 import type { Db, Trx } from '../db/connection.js';
 import type { DeployRow, ItemRow, UserRow } from '../db/schema.js';
 import { BadRequestError, UnprocessableError } from '../errors.js';
-import { findItemsByNumbers, touchActivity } from '../items/index.js';
+import { findItemsByIds, findItemsByNumbers, touchActivity } from '../items/index.js';
 import { queueDeployNotifications } from '../mail/index.js';
-import { lockProduct } from '../products/index.js';
+import { wantDeployMail } from '../notifications/index.js';
+import { lockProduct, markItemsChanged } from '../products/index.js';
 import type { ProductScope } from '../scope.js';
 import { formatTimestamp } from '../time.js';
 import { findUsersByIds } from '../users/index.js';
@@ -12,27 +13,130 @@ import { DEPLOY_PAGE_ITEMS, type DeployInput } from './input.js';
 import {
   countDeployItems,
   countDeploys,
+  deploysInEffectAfter,
+  entriesOf,
   findDeployByKey,
   findDeploysByIds,
+  findRollbackTarget,
   followingMembers,
   insertDeploy,
+  itemIdsOfDeploys,
+  latestDeploysOfItems,
   listDeploys,
   recordDeployedItems,
+  recordRollback,
   type DeployFilter,
+  type RollbackChange,
 } from './repository.js';
 
+/**
+ * What identifies a deploy request for its Idempotency-Key: the set of numbers in any order, and
+ * the rollback flag only when set, so that keys stored before rollbacks existed still match.
+ */
 function requestHash(input: DeployInput): string {
-  return crypto.createHash('sha256').update(JSON.stringify(input)).digest('hex');
+  const { environment, version, notes } = input;
+  const numbers = [...input.numbers].sort((a, b) => a - b);
+  const request = input.rollback ? { environment, numbers, version, notes, rollback: true } : { environment, numbers, version, notes };
+  return crypto.createHash('sha256').update(JSON.stringify(request)).digest('hex');
 }
 
+/** A person a deploy mails, with the deploy's items they follow, in number order. */
+export interface Recipient {
+  user: UserRow;
+  items: ItemRow[];
+}
+
+/**
+ * Who gets mail about a deploy (or rollback) of `items` to `environment`: every member of the
+ * product following any of the items, each with the items they follow, except the deployer and
+ * those who chose other environments for this product's deploy mail. The one place that rule
+ * lives: a real deploy, a rollback and a dry run all ask here.
+ */
+export async function deployRecipients(db: Db, scope: ProductScope, environment: string, items: ItemRow[]): Promise<Recipient[]> {
+  const byId = new Map(items.map((i) => [i.id, i]));
+  const perFollower = new Map<number, ItemRow[]>();
+  for (const [userId, followed] of await followingMembers(db, scope.product.id, [...byId.keys()])) {
+    if (userId !== scope.user.id) perFollower.set(userId, followed.map((id) => byId.get(id)!).sort((a, b) => a.number - b.number));
+  }
+  const wanting = await wantDeployMail(db, scope.product.id, environment, [...perFollower.keys()]);
+  const users = await findUsersByIds(db, wanting);
+  return users.sort((a, b) => a.id - b.id).map((user) => ({ user, items: perFollower.get(user.id)! }));
+}
+
+/** What a rollback does besides recording itself: the deploys it undoes and each changed item. */
+interface RollbackPlan {
+  undone: DeployRow[];
+  changes: RollbackChange[];
+}
+
+/**
+ * What a deploy request does, worked out before anything is written: a dry run answers it, a
+ * real deploy writes it. `items` are the deploy's own: the items named (a deploy) or the items
+ * whose entry for the environment it changes (a rollback), in number order.
+ */
+export interface DeployPlan {
+  items: ItemRow[];
+  unknownNumbers: number[];
+  recipients: Recipient[];
+  rollback?: RollbackPlan;
+}
+
+/**
+ * Works out a deploy or rollback from what is stored now, reading only. Throws 400 when no
+ * number of a deploy names an item, 422 when a rollback has no deploy to go back to.
+ */
+export async function planDeploy(db: Db, scope: ProductScope, input: DeployInput): Promise<DeployPlan> {
+  const named = await findItemsByNumbers(db, scope.product.id, input.numbers);
+  const known = new Set(named.map((i) => i.number));
+  const unknownNumbers = input.numbers.filter((n) => !known.has(n));
+  if (!input.rollback) {
+    if (named.length === 0) throw new BadRequestError('None of the numbers names an item of this product.');
+    return { items: named, unknownNumbers, recipients: await deployRecipients(db, scope, input.environment, named) };
+  }
+  const rollback = await planRollback(db, scope, input.environment, input.version);
+  const items = (await findItemsByIds(db, rollback.changes.map((c) => c.itemId))).sort((a, b) => a.number - b.number);
+  return { items, unknownNumbers, recipients: await deployRecipients(db, scope, input.environment, items), rollback };
+}
+
+/**
+ * A rollback of the environment to `version`: back to the latest deploy of that version that no
+ * rollback undid (422 without one), undoing every later deploy not undone yet. Each item of
+ * those goes back to the latest ordinary deploy at or before the target that had it and was not
+ * undone, or, without one, has its entry reverted. Items whose entry would stay as it is are no
+ * change (an entry reverted already stays reverted as it was).
+ */
+async function planRollback(db: Db, scope: ProductScope, environment: string, version: string): Promise<RollbackPlan> {
+  const productId = scope.product.id;
+  const target = await findRollbackTarget(db, productId, environment, version);
+  if (!target) {
+    throw new UnprocessableError(
+      `No deploy to ${environment} had version ${version}, or every one was rolled back: there is nothing to roll back to. To deploy that version anew, post the deploy without rollback.`,
+    );
+  }
+  const undone = await deploysInEffectAfter(db, productId, environment, target.id);
+  const itemIds = await itemIdsOfDeploys(db, undone.map((d) => d.id));
+  const [restore, entries] = await Promise.all([latestDeploysOfItems(db, productId, environment, target.id, itemIds), entriesOf(db, environment, itemIds)]);
+  const changes: RollbackChange[] = [];
+  for (const itemId of itemIds) {
+    const entry = entries.get(itemId);
+    const restoredTo = restore.get(itemId) ?? null;
+    const unchanged = restoredTo ? entry?.deploy_id === restoredTo.id && entry.reverted_at === null : !entry || entry.reverted_at !== null;
+    if (!unchanged) changes.push({ itemId, restoredTo });
+  }
+  return { undone, changes };
+}
+
+/** A deploy as recorded, with what its receipt says besides the deploy itself. */
 export type RecordedDeploy = { deploy: DeployRow; created: false } | { deploy: DeployRow; created: true; items: ItemRow[] };
 
 /**
- * Records a deploy in the caller's transaction: the deploy, its items, their latest deploy per
- * environment, and one outbox message per following member (the deployer excluded) listing that
- * member's items. With an idempotency key, a repeat returns the first deploy and queues nothing;
- * the same key with other parameters is 422. Throws 400 when no number names an item. A new
- * deploy comes with its items as they are after it, in number order.
+ * Records a deploy or rollback in the caller's transaction (docs/INTERFACE.md §7.8): the deploy,
+ * its items and their latest deploy per environment (a rollback: the deploys it undoes, and each
+ * changed item's entry back to an earlier deploy or reverted), and one outbox message per person
+ * deployRecipients names. The receipt (unknown numbers, how many were mailed) is kept on the
+ * deploy, so that a repeat with the same Idempotency-Key returns the first deploy as it was
+ * answered and queues nothing; the same key with other parameters is 422. Throws as planDeploy.
+ * A new deploy comes with its items as they are after it, in number order.
  */
 export async function recordDeploy(trx: Trx, scope: ProductScope, input: DeployInput, key: string | undefined, mailDomain: string): Promise<RecordedDeploy> {
   const hash = key === undefined ? null : requestHash(input);
@@ -44,8 +148,7 @@ export async function recordDeploy(trx: Trx, scope: ProductScope, input: DeployI
     if (earlier.request_hash !== hash) throw new UnprocessableError('This Idempotency-Key was used for a deploy with other parameters.');
     return { deploy: earlier, created: false };
   }
-  const items = await findItemsByNumbers(trx, scope.product.id, input.numbers);
-  if (items.length === 0) throw new BadRequestError('None of the numbers names an item of this product.');
+  const plan = await planDeploy(trx, scope, input);
 
   const now = new Date();
   const at = formatTimestamp(now);
@@ -58,24 +161,19 @@ export async function recordDeploy(trx: Trx, scope: ProductScope, input: DeployI
     created_at: at,
     idempotency_key: key ?? null,
     request_hash: hash,
+    rollback: input.rollback ? 1 : 0,
+    unknown_numbers: JSON.stringify(plan.unknownNumbers),
+    emailed: plan.recipients.length,
   });
-  const itemIds = items.map((i) => i.id);
-  await recordDeployedItems(trx, deploy, itemIds);
+  const itemIds = plan.items.map((i) => i.id);
+  if (plan.rollback) await recordRollback(trx, deploy, plan.rollback.undone.map((d) => d.id), plan.rollback.changes);
+  else await recordDeployedItems(trx, deploy, itemIds);
+  // Lists filter on where items are deployed: their totals must be counted again.
+  await markItemsChanged(trx, scope.product.id, { totals: true });
   await touchActivity(trx, itemIds, at);
-  await notifyFollowers(trx, scope, deploy, items, mailDomain, now);
+  await queueDeployNotifications(trx, { product: scope.product, deploy, recipients: plan.recipients }, mailDomain, now);
   // As touchActivity left them, without reading them again.
-  return { deploy, created: true, items: items.map((i) => (i.last_activity < at ? { ...i, last_activity: at } : i)) };
-}
-
-/** Queues one message per member following any of the deployed items, the deployer excepted. */
-async function notifyFollowers(trx: Trx, scope: ProductScope, deploy: DeployRow, items: ItemRow[], mailDomain: string, now: Date): Promise<void> {
-  const byId = new Map(items.map((i) => [i.id, i]));
-  const perFollower = new Map<number, ItemRow[]>();
-  for (const [userId, followed] of await followingMembers(trx, scope.product.id, [...byId.keys()])) {
-    if (userId !== scope.user.id) perFollower.set(userId, followed.map((id) => byId.get(id)!));
-  }
-  const recipients = (await findUsersByIds(trx, [...perFollower.keys()])).map((user) => ({ user, items: perFollower.get(user.id)! }));
-  await queueDeployNotifications(trx, { product: scope.product, deploy, recipients }, mailDomain, now);
+  return { deploy, created: true, items: plan.items.map((i) => (i.last_activity < at ? { ...i, last_activity: at } : i)) };
 }
 
 /**

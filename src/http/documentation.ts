@@ -50,6 +50,8 @@ export const doc = {
   choice: (values: readonly string[], description: string) => Type.String({ enum: [...values], description }),
   integer: (description: string, minimum = 0) => Type.Integer({ minimum, description }),
   flag: (description: string) => Type.Boolean({ description: `${description} \`true\` or \`false\` (\`1\`/\`0\`, \`yes\`/\`no\` and \`y\`/\`n\` read the same).` }),
+  /** A flag where a typo must not pass for false (a dry run): only these four values. */
+  strictFlag: (description: string) => Type.Boolean({ description: `${description} \`true\` or \`false\` (\`1\`/\`0\`), in any case; anything else is a 400.` }),
   /** A list: comma-separated text (`a,b`), a repeated form key, or a JSON array (of `entry`, or of these values). */
   list: (description: string, entry: readonly string[] | TSchema = Type.String()) => {
     const values = Array.isArray(entry) ? (entry as readonly string[]) : undefined;
@@ -85,19 +87,21 @@ export const ErrorSchema = Type.Object(
 
 /** The security requirement of the API: HTTP Basic (email and API key) or a Bearer API key. */
 export const API_KEY_SECURITY: Array<Record<string, string[]>> = [{ basicAuth: [] }, { bearerAuth: [] }];
+export const METRICS_SECURITY = 'metricsToken';
 export const SECURITY_SCHEMES = {
   basicAuth: { type: 'http', scheme: 'basic', description: "The user's email as the user name, the API key as the password." },
   bearerAuth: { type: 'http', scheme: 'bearer', description: '`Authorization: Bearer <API key>`.' },
+  [METRICS_SECURITY]: { type: 'http', scheme: 'bearer', description: "`Authorization: Bearer <METRICS_TOKEN>`, the operator's scraper's: not an API key." },
 } as const;
 
-export type ErrorStatus = 400 | 403 | 404 | 410 | 413 | 422 | 429 | 503;
+export type ErrorStatus = 400 | 401 | 403 | 404 | 410 | 413 | 422 | 429 | 503;
 export type Explained = Partial<Record<ErrorStatus, string>>;
 
 const RETRY_AFTER = { 'Retry-After': { type: 'integer', description: 'Seconds to wait before trying again.' } };
 const HEADERS: Partial<Record<ErrorStatus, object>> = { 429: RETRY_AFTER, 503: RETRY_AFTER };
 
 /** What any route that reads the database can answer. */
-export const UNAVAILABLE: Explained = { 503: 'The database cannot be reached right now.' };
+export const UNAVAILABLE: Explained = { 503: 'The database cannot be reached right now, or cannot store a change (out of space, or read-only).' };
 
 export const TOO_LARGE = 'The body is larger than 1 MiB.';
 /** What any route that reads a body can answer, besides its own errors (docs/INTERFACE.md §3). */

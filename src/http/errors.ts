@@ -1,11 +1,25 @@
 import type { FastifyError, FastifyInstance } from 'fastify';
-import { isDatabaseUnavailable } from '../db/connection.js';
-import { AppError, InvalidUserError, TooManyRequestsError } from '../errors.js';
+import { databaseFailure } from '../db/storage.js';
+import { AppError, InvalidUserError, ServiceUnavailableError, TooManyRequestsError, UnauthorizedError } from '../errors.js';
+
+/** An error of ours, or the 503 of a database failure; undefined for anything else. */
+export function knownError(error: unknown): AppError | undefined {
+  if (error instanceof AppError) return error;
+  // What Fastify already found to be the client's doing stays that, whatever its code says.
+  const status = (error as FastifyError | null)?.statusCode;
+  if (status !== undefined && status >= 400 && status < 500) return undefined;
+  return databaseFailure(error);
+}
+
+/** The seconds of `Retry-After` that go with an error, if any. */
+export function retryAfter(error: AppError | undefined): number | undefined {
+  return error instanceof TooManyRequestsError || error instanceof ServiceUnavailableError ? error.retryAfter : undefined;
+}
 
 /** Turns anything thrown into the interface's error body; only unknown errors are 500s. */
-function errorBody(error: FastifyError | AppError | Error): { status: number; body: Record<string, unknown> } {
-  if (error instanceof AppError) {
-    return { status: error.statusCode, body: { code: error.statusCode, message: error.message, ...(error.errors ? { errors: error.errors } : {}) } };
+function errorBody(error: FastifyError | Error, known: AppError | undefined): { status: number; body: Record<string, unknown> } {
+  if (known) {
+    return { status: known.statusCode, body: { code: known.statusCode, message: known.message, ...(known.errors ? { errors: known.errors } : {}) } };
   }
   const fe = error as FastifyError;
   if (fe.validation) {
@@ -27,20 +41,19 @@ function errorBody(error: FastifyError | AppError | Error): { status: number; bo
   if (fe.statusCode && fe.statusCode >= 400 && fe.statusCode < 500) {
     return { status: fe.statusCode, body: { code: fe.statusCode, message: fe.message } };
   }
-  if (isDatabaseUnavailable(error)) {
-    return { status: 503, body: { code: 503, message: 'The database cannot be reached right now; try again in a few seconds.' } };
-  }
   return { status: 500, body: { code: 500, message: 'Something went wrong on our side; it has been logged.' } };
 }
 
 /** The one error handler, and the 404 for unknown routes: every error in the interface's shape. */
 export function registerErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((error, request, reply) => {
-    const { status, body } = errorBody(error as Error);
+    const known = knownError(error);
+    const { status, body } = errorBody(error as Error, known);
     if (status >= 500) request.log.error({ err: error }, 'request failed');
-    if (status === 503) reply.header('Retry-After', '5');
+    const seconds = retryAfter(known);
+    if (seconds !== undefined) reply.header('Retry-After', String(seconds));
     if (error instanceof InvalidUserError && error.noCredentials) reply.header('WWW-Authenticate', 'Basic realm="shiplog"');
-    if (error instanceof TooManyRequestsError) reply.header('Retry-After', String(error.retryAfter));
+    if (error instanceof UnauthorizedError) reply.header('WWW-Authenticate', 'Bearer realm="shiplog"');
     return reply.code(status).type('application/json; charset=utf-8').send(body);
   });
   app.setNotFoundHandler((request, reply) =>

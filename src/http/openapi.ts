@@ -25,6 +25,7 @@ const TAGS = [
   { name: 'deploys', description: 'Items that went to an environment; each deploy mails the followers of its items.' },
   { name: 'products', description: 'The products the caller belongs to.' },
   { name: 'people', description: 'The caller, the members of a product, and invitations.' },
+  { name: 'notifications', description: 'Which deploy environments email the caller, per product.' },
   { name: 'links', description: 'Addresses sent in mail and shown in items; the token or the address is the credential, and pages answer browsers in HTML.' },
   { name: 'service', description: 'For operators and tools.' },
 ];

@@ -17,10 +17,12 @@ import {
 import {
   CLOSE_REASONS,
   DEFAULT_LIST_STATUSES,
+  ENVIRONMENT_LENGTH,
   INPUT_STATUSES,
   ITEM_TYPES,
   LIMITS,
   MAX_CHILDREN_OFFSET,
+  MAX_ENVIRONMENT_FILTER,
   MAX_LIST_OFFSET,
   MAX_TAG_FILTER,
   MAX_TAGS,
@@ -61,6 +63,16 @@ function tagList(value: ParamValue, max: number): string[] | undefined {
   return tags;
 }
 
+/** Environments of a `deployed_to` / `not_deployed_to` filter; an empty list is no filter. */
+function environmentList(name: string, value: ParamValue): string[] | undefined {
+  const list = asList(name, value);
+  if (!list?.length) return undefined;
+  if (list.some((environment) => [...environment].length > ENVIRONMENT_LENGTH)) invalid(name, `each environment must be at most ${ENVIRONMENT_LENGTH} characters`);
+  const environments = [...new Set(list)];
+  if (environments.length > MAX_ENVIRONMENT_FILTER) invalid(name, `at most ${MAX_ENVIRONMENT_FILTER} environments`);
+  return environments;
+}
+
 /** `parent`: a number, or null to detach (empty value or JSON null). */
 function parentRef(raw: ParamValue): number | null | undefined {
   const value = asReference('parent', raw, 'number');
@@ -85,6 +97,10 @@ export interface ListItemsInput {
   assignedTo: UserRef;
   createdBy: UserRef;
   tags?: string[];
+  /** Only items deployed (and not reverted) to any of these environments. */
+  deployedTo?: string[];
+  /** Only items not deployed (or reverted) to any of these environments. */
+  notDeployedTo?: string[];
   children: boolean;
 }
 
@@ -111,6 +127,8 @@ export function parseListItems(p: Params): ListItemsInput {
       assignedTo: field(() => userRef('assigned_to', p.assigned_to)),
       createdBy: field(() => userRef('created_by', p.created_by)),
       tags: field(() => tagList(p.tags, MAX_TAG_FILTER)),
+      deployedTo: field(() => environmentList('deployed_to', p.deployed_to)),
+      notDeployedTo: field(() => environmentList('not_deployed_to', p.not_deployed_to)),
       children,
     };
   });

@@ -27,6 +27,9 @@ export const LIMITS = { title: 255, who: 255, what: 255, why: 255, description: 
 /** How many tags an item may carry, and a list may filter by. */
 export const MAX_TAGS = 100;
 export const MAX_TAG_FILTER = 50;
+/** How many environments a list may filter by (`deployed_to`, `not_deployed_to`), each as long as a deploy's. */
+export const MAX_ENVIRONMENT_FILTER = 50;
+export const ENVIRONMENT_LENGTH = 255;
 
 /**
  * `deployed_to` lists an item's latest environments only, so that an item deployed to thousands

@@ -7,23 +7,40 @@ import type { Urls } from '../scope.js';
 import { nextTurn } from '../turns.js';
 import { presentUser, UserSchema } from '../users/index.js';
 import { CLOSE_REASONS, DEPLOYED_TO_SHOWN, DEPLOYED_TO_SHOWN_EMBEDDED, ITEM_TYPES, SCORES, STATUSES, statusName } from './model.js';
-import { loadRelations, type ItemRelations } from './repository.js';
+import { loadRelations, type Deployment, type ItemRelations } from './repository.js';
 import { itemShortUrl } from './urls.js';
 
 // Descriptions and enums are for the API's description; serialising ignores them.
 const Timestamp = Type.String();
 const oneOf = (values: readonly string[], description?: string) => Type.String({ enum: [...values], ...(description ? { description } : {}) });
 
-/** One entry of `deployed_to`: the item's latest deploy to one environment. */
+/**
+ * One entry of `deployed_to`: the item's latest deploy to one environment. A rollback that left
+ * the environment without the item keeps the entry, `reverted`, with when and by which deploy.
+ */
 export const DeploymentSchema = Type.Object(
   {
     environment: Type.String(),
     version: Type.String(),
     deployed_at: Timestamp,
     deploy_id: Type.Integer(),
+    reverted: Type.Boolean({ description: 'A rollback left the environment without the item.' }),
+    reverted_at: Type.Optional(Timestamp),
+    reverted_by: Type.Optional(Type.Integer({ description: "The rollback's id." })),
   },
-  { $id: 'Deployment', description: "An item's latest deploy to one environment." },
+  { $id: 'Deployment', description: 'What one environment runs of an item: its latest deploy there.' },
 );
+type DeploymentJson = Static<typeof DeploymentSchema>;
+
+/** A `deployed_to` entry as JSON, the same on items and in deployed_to.json. */
+export function presentDeployment(d: Deployment): DeploymentJson {
+  const entry: DeploymentJson = { environment: d.environment, version: d.version, deployed_at: d.deployed_at, deploy_id: d.deploy_id, reverted: d.reverted_at !== null };
+  if (d.reverted_at !== null) {
+    entry.reverted_at = d.reverted_at;
+    if (d.reverted_by !== null) entry.reverted_by = d.reverted_by;
+  }
+  return entry;
+}
 
 const itemFields = {
   number: Type.Integer({ description: 'Within the product; never reused.' }),
@@ -102,7 +119,7 @@ function presentOwnFields(row: ItemRow, rel: ItemRelations, urls: Urls, viewerId
     progress: {},
     email: { files: `files-${row.id}@${urls.mailDomain}`, discussion: `discussion-${row.id}@${urls.mailDomain}` },
     counts: { blockers: 0, blocking: 0, comments: 0, favorites: 0 },
-    deployed_to: deployments === undefined ? [] : deployments.length > shown ? deployments.slice(0, shown) : deployments,
+    deployed_to: deployments === undefined ? [] : deployments.slice(0, shown).map(presentDeployment),
     deployed_to_count: rel.deploymentCounts.get(row.id) ?? 0,
   };
   if (row.type === 'story') {

@@ -150,6 +150,12 @@ export interface ItemFilter {
   assignedTo?: number;
   createdBy?: number;
   tags?: string[];
+  /** Deployed, and not reverted, to any of these environments. */
+  deployedTo?: string[];
+  /** Not deployed (or reverted) to any of these environments. */
+  notDeployedTo?: string[];
+  /** PostgreSQL: the `deployedTo` environments hold few items, so queries start from them (see readFilter). */
+  deployedToFew?: boolean;
 }
 
 type OrderKey = { column: 'status' | 'sort' | 'number' | 'created_at' | 'last_modified' | 'last_activity'; dir: 'asc' | 'desc' };
@@ -188,6 +194,39 @@ function statusesAsRange(db: Db, statuses: number[], order: Order | undefined): 
   return statuses.length > 1 && statuses[statuses.length - 1] - statuses[0] === statuses.length - 1;
 }
 
+/** The ids of the product's items deployed, and not reverted, to any of the environments now (index item_deployments_current). */
+function deployedNow(db: Db, productId: number, environments: string[]) {
+  return db
+    .selectFrom('item_deployments')
+    .select('item_deployments.item_id')
+    .where('item_deployments.product_id', '=', productId)
+    .where('item_deployments.environment', 'in', environments)
+    .where('item_deployments.reverted_at', 'is', null);
+}
+
+/** Up to this many items deployed to a list's `deployed_to` environments, PostgreSQL reads the list from them. */
+const FEW_DEPLOYED = 20_000;
+
+/**
+ * The filter as the list's queries will read it. PostgreSQL plans `deployed_to` as a semi-join
+ * whose matches it estimates as if deploys fell on items at random; with a page limit it then
+ * walks the order's index, reading every item, expecting a match soon. Items rarely deployed in
+ * the statuses asked for (backlog items deployed to production) make that a walk over every item
+ * of those statuses: about a second at a million. When the environments hold few items (a count
+ * that stops at FEW_DEPLOYED + 1 says so), the queries start from their ids and read those items
+ * alone, by id. SQLite's walk tests each index entry against the ids without reading the item (a
+ * few tens of milliseconds at a million), so it keeps its own plan.
+ */
+export async function readFilter(db: Db, f: ItemFilter): Promise<ItemFilter> {
+  const { deployedTo } = f;
+  if (dialectOf(db) !== 'postgres' || !deployedTo?.length) return f;
+  const row = await db
+    .selectFrom(deployedNow(db, f.productId, deployedTo).limit(FEW_DEPLOYED + 1).as('d'))
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .executeTakeFirstOrThrow();
+  return { ...f, deployedToFew: Number(row.n) <= FEW_DEPLOYED };
+}
+
 function topLevelQuery(db: Db, f: ItemFilter, order?: Order) {
   let q = db
     .selectFrom('items')
@@ -201,6 +240,15 @@ function topLevelQuery(db: Db, f: ItemFilter, order?: Order) {
   if (f.types?.length) q = q.where('items.type', 'in', f.types);
   if (f.assignedTo !== undefined) q = q.where('items.assigned_to_id', '=', f.assignedTo);
   if (f.createdBy !== undefined) q = q.where('items.created_by_id', '=', f.createdBy);
+  const { deployedTo, notDeployedTo } = f;
+  if (deployedTo?.length) {
+    // ARRAY(...) is computed once, then items are read by id: the plan readFilter asks for.
+    const ids = deployedNow(db, f.productId, deployedTo);
+    q = f.deployedToFew ? q.where(sql<boolean>`${sql.ref('items.id')} = any(array(${ids}))`) : q.where('items.id', 'in', ids);
+  }
+  if (notDeployedTo?.length) {
+    q = q.where((eb) => eb.not(eb.exists(deployedNow(db, f.productId, notDeployedTo).where('item_deployments.item_id', '=', eb.ref('items.id')))));
+  }
   for (const tag of f.tags ?? []) {
     q = q.where((eb) =>
       eb.exists(
@@ -228,6 +276,14 @@ export async function listTopLevel(db: Db, f: ItemFilter, order: Order, offset: 
 
 /** How many top-level items match the filter. */
 export async function countTopLevel(db: Db, f: ItemFilter): Promise<number> {
+  const { notDeployedTo, ...rest } = f;
+  // Counting the items not deployed somewhere probes each candidate (every completed item, say);
+  // counting all candidates and those deployed there, from the environment's own index entries,
+  // and subtracting reads far less.
+  if (notDeployedTo?.length && !rest.deployedTo?.length) {
+    const [all, deployed] = await Promise.all([countTopLevel(db, rest), countTopLevel(db, await readFilter(db, { ...rest, deployedTo: notDeployedTo }))]);
+    return all - deployed;
+  }
   const row = await topLevelQuery(db, f).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
   return Number(row.n);
 }
@@ -353,11 +409,14 @@ export async function listWithChildren(db: Db, f: ItemFilter, order: Order, offs
 }
 
 
+/** An item's latest deploy to one environment, reverted (by a rollback) or not. */
 export interface Deployment {
   environment: string;
   version: string;
   deployed_at: string;
   deploy_id: number;
+  reverted_at: string | null;
+  reverted_by: number | null;
 }
 
 /** Everything an item's JSON embeds, fetched for a whole page of items at once. */
@@ -388,12 +447,12 @@ async function latestDeployments(
     // correlated rowid list per item.
     const query =
       dialectOf(db) === 'postgres'
-        ? sql<Deployment & { item_id: number }>`select d.item_id, d.environment, d.version, d.deployed_at, d.deploy_id
+        ? sql<Deployment & { item_id: number }>`select d.item_id, d.environment, d.version, d.deployed_at, d.deploy_id, d.reverted_at, d.reverted_by
             from unnest(${chunk}::integer[]) as i(id)
             cross join lateral (
               select * from item_deployments x where x.item_id = i.id order by x.deploy_id desc limit ${take}
             ) d`
-        : sql<Deployment & { item_id: number }>`select d.item_id, d.environment, d.version, d.deployed_at, d.deploy_id
+        : sql<Deployment & { item_id: number }>`select d.item_id, d.environment, d.version, d.deployed_at, d.deploy_id, d.reverted_at, d.reverted_by
             from items i
             join item_deployments d on d.rowid in (
               select x.rowid from item_deployments x where x.item_id = i.id order by x.deploy_id desc limit ${take}
@@ -402,8 +461,8 @@ async function latestDeployments(
     return (await query.execute(db)).rows;
   });
   const deployments = new Map<number, Deployment[]>();
-  for (const { item_id, environment, version, deployed_at, deploy_id } of rows) {
-    (deployments.get(item_id) ?? deployments.set(item_id, []).get(item_id)!).push({ environment, version, deployed_at, deploy_id });
+  for (const { item_id, ...deployment } of rows) {
+    (deployments.get(item_id) ?? deployments.set(item_id, []).get(item_id)!).push(deployment);
   }
   const counts = new Map<number, number>();
   const cut: number[] = [];
@@ -437,7 +496,7 @@ export async function countDeployments(db: Db, itemIds: number[]): Promise<Map<n
 export async function listDeployments(db: Db, itemId: number, offset: number, limit: number): Promise<Deployment[]> {
   return db
     .selectFrom('item_deployments')
-    .select(['environment', 'version', 'deployed_at', 'deploy_id'])
+    .select(['environment', 'version', 'deployed_at', 'deploy_id', 'reverted_at', 'reverted_by'])
     .where('item_id', '=', itemId)
     .orderBy('deploy_id', 'desc')
     .limit(limit)

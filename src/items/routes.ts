@@ -17,6 +17,7 @@ import {
   ITEM_TYPES,
   LIMITS,
   MAX_CHILDREN_OFFSET,
+  MAX_ENVIRONMENT_FILTER,
   MAX_LIST_OFFSET,
   MAX_TAG_FILTER,
   MAX_TAGS,
@@ -25,7 +26,7 @@ import {
   STATUSES,
 } from './model.js';
 import { itemPagePath } from './urls.js';
-import { DeploymentSchema, ItemSchema, presentItems } from './present.js';
+import { DeploymentSchema, ItemSchema, presentDeployment, presentItems } from './present.js';
 import {
   archiveItem,
   childrenOf,
@@ -65,6 +66,8 @@ const listFields = {
   created_by: doc.integer('Only items this user id created; empty is no filter.'),
   tags: doc.list(`Only items that carry every one of these tags (at most ${MAX_TAG_FILTER}).`),
   children: doc.flag("Also list, right after each story, its sub-items that are not archived, whatever their status; false by default."),
+  deployed_to: doc.list(`Only items that these environments run now (their entry there is not reverted); at most ${MAX_ENVIRONMENT_FILTER}.`),
+  not_deployed_to: doc.list(`Only items none of these environments runs now (never deployed there, or reverted); at most ${MAX_ENVIRONMENT_FILTER}.`),
 };
 
 const ITEM_MISSING = { 404: 'No item with that number in the product.' };
@@ -99,7 +102,7 @@ async function itemListRoutes(app: FastifyInstance): Promise<void> {
         response: { 200: items('The page of items.') },
         errors: errorAnswers([
           {
-            400: `An invalid type, status, order_by, offset, limit or children; more than ${MAX_TAG_FILTER} tags; offset above ${MAX_LIST_OFFSET} (${MAX_CHILDREN_OFFSET} with children=true).`,
+            400: `An invalid type, status, order_by, offset, limit or children; more than ${MAX_TAG_FILTER} tags, or ${MAX_ENVIRONMENT_FILTER} environments in deployed_to or not_deployed_to, or one longer than 255 characters; offset above ${MAX_LIST_OFFSET} (${MAX_CHILDREN_OFFSET} with children=true).`,
             404: 'assigned_to or created_by names no user.',
           },
         ]),
@@ -156,7 +159,7 @@ async function itemListRoutes(app: FastifyInstance): Promise<void> {
       const page = asPage(requestParams(request), DEPLOYED_TO_PAGE);
       const { deployments, total } = await deploymentsOf(app.db, request.scope, pathItemNumber(request), page);
       reply.header('X-Sprintly-Deployed-To-Count', String(total));
-      return deployments;
+      return deployments.map(presentDeployment);
     },
   );
 }

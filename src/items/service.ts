@@ -33,6 +33,7 @@ import {
   listTopLevel,
   listWithChildren,
   neighbourSort,
+  readFilter,
   removeFollower,
   renumberStatus,
   replaceTags,
@@ -81,14 +82,16 @@ export async function listItems(
   input: ListItemsInput,
   counts: ListCounts,
 ): Promise<{ rows: ItemRow[]; total: number }> {
-  const filter = {
+  const filter = await readFilter(db, {
     productId: scope.product.id,
     statuses: input.statuses.map(statusCode),
     types: input.types,
     tags: input.tags,
     assignedTo: input.assignedTo ? await knownUser(db, 'assigned_to', input.assignedTo) : undefined,
     createdBy: input.createdBy ? await knownUser(db, 'created_by', input.createdBy) : undefined,
-  };
+    deployedTo: input.deployedTo,
+    notDeployedTo: input.notDeployedTo,
+  });
   const rows = await (input.children ? listWithChildren : listTopLevel)(db, filter, input.order, input.offset, input.limit);
   const total = await counts.get(scope.product.id, scope.product.items_version, { ...filter, children: input.children }, () =>
     (input.children ? countWithChildren : countTopLevel)(db, filter),

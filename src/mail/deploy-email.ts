@@ -59,23 +59,67 @@ export interface DeployMessageParts {
  * when, and a link to stop following these items. A pure function of its parts.
  */
 export function renderDeployEmail(parts: DeployMessageParts): { text: string; html: string } {
-  return { text: deployText(parts), html: deployHtml(parts) };
+  const { deploy, deployer, items } = parts;
+  const when = readableTime(deploy.created_at);
+  const text = `${fullName(deployer)} deployed ${deploy.version ? `version ${deploy.version} ` : ''}to ${oneLine(deploy.environment)} on ${when}.`;
+  const html =
+    `<strong>${escapeHtml(fullName(deployer))}</strong> deployed ${deploy.version ? `version <strong>${escapeHtml(deploy.version)}</strong> ` : ''}` +
+    `to <strong>${escapeHtml(deploy.environment)}</strong> on ${escapeHtml(when)}.`;
+  return renderFollowerMessage({
+    ...parts,
+    headline: { text, html },
+    intro: items.length === 1 ? 'The item you follow in this deploy:' : `The ${items.length} items you follow in this deploy:`,
+    items: items.map((item) => ({ item })),
+  });
 }
 
-const introOf = (items: ItemRow[]) =>
-  items.length === 1 ? 'The item you follow in this deploy:' : `The ${items.length} items you follow in this deploy:`;
+/** A message to followers about a deploy of their items: what happened, the items, the notes. */
+export interface FollowerMessageParts {
+  product: ProductRow;
+  /** The deploy whose notes the message ends with. */
+  deploy: DeployRow;
+  /** What happened, one sentence, as text and as HTML. */
+  headline: { text: string; html: string };
+  /** The line above the items. */
+  intro: string;
+  /** The recipient's items in number order, each with a note of what happened to it, if any. */
+  items: { item: ItemRow; note?: string }[];
+  subject: string;
+  unsubscribeUrl: string;
+  publicUrl: string;
+}
 
-function deployText({ product, deploy, deployer, items, unsubscribeUrl, publicUrl }: DeployMessageParts): string {
-  const version = deploy.version ? `version ${deploy.version} ` : '';
+/** The text and HTML of a message to followers; deploy and rollback messages differ in their parts only. */
+export function renderFollowerMessage(parts: FollowerMessageParts): { text: string; html: string } {
+  return { text: followerText(parts), html: followerHtml(parts) };
+}
+
+/** An item in the text of a message: number, type, title, status, a note, the link. */
+function itemLines(item: ItemRow, publicUrl: string, note?: string): string[] {
+  return [
+    `  #${item.number} [${item.type}] ${oneLine(item.title)} (${statusName(item.status)})`,
+    ...(note ? [`      ${note}`] : []),
+    `      ${itemShortUrl(publicUrl, item)}`,
+  ];
+}
+
+/** An item as a row of a message's HTML table, with its note in the last cell. */
+function itemRowHtml(item: ItemRow, publicUrl: string, note?: string): string {
+  return `<tr>
+<td style="padding:4px 8px;white-space:nowrap"><a href="${escapeHtml(itemShortUrl(publicUrl, item))}">#${item.number}</a></td>
+<td style="padding:4px 8px;color:#666">${escapeHtml(item.type)}</td>
+<td style="padding:4px 8px">${escapeHtml(item.title)}</td>
+<td style="padding:4px 8px;color:#666;white-space:nowrap">${escapeHtml(statusName(item.status))}</td>${note ? `\n<td style="padding:4px 8px">${escapeHtml(note)}</td>` : ''}
+</tr>`;
+}
+
+function followerText({ product, deploy, headline, intro, items, unsubscribeUrl, publicUrl }: FollowerMessageParts): string {
   const lines = [
-    `${fullName(deployer)} deployed ${version}to ${oneLine(deploy.environment)} on ${readableTime(deploy.created_at)}.`,
+    headline.text,
     '',
-    introOf(items),
+    intro,
     '',
-    ...items.flatMap((item) => [
-      `  #${item.number} [${item.type}] ${oneLine(item.title)} (${statusName(item.status)})`,
-      `      ${itemShortUrl(publicUrl, item)}`,
-    ]),
+    ...items.flatMap(({ item, note }) => itemLines(item, publicUrl, note)),
     ...(deploy.notes ? ['', 'Notes:', '', deploy.notes] : []),
     '',
     '-- ',
@@ -85,23 +129,13 @@ function deployText({ product, deploy, deployer, items, unsubscribeUrl, publicUr
   return lines.join('\n') + '\n';
 }
 
-function deployHtml({ product, deploy, deployer, items, subject, unsubscribeUrl, publicUrl }: DeployMessageParts): string {
-  const rows = items
-    .map(
-      (item) => `<tr>
-<td style="padding:4px 8px;white-space:nowrap"><a href="${escapeHtml(itemShortUrl(publicUrl, item))}">#${item.number}</a></td>
-<td style="padding:4px 8px;color:#666">${escapeHtml(item.type)}</td>
-<td style="padding:4px 8px">${escapeHtml(item.title)}</td>
-<td style="padding:4px 8px;color:#666;white-space:nowrap">${escapeHtml(statusName(item.status))}</td>
-</tr>`,
-    )
-    .join('\n');
-  const version = deploy.version ? `version <strong>${escapeHtml(deploy.version)}</strong> ` : '';
+function followerHtml({ product, deploy, headline, intro, items, subject, unsubscribeUrl, publicUrl }: FollowerMessageParts): string {
+  const rows = items.map(({ item, note }) => itemRowHtml(item, publicUrl, note)).join('\n');
   return `<!doctype html>
 <html><head><meta charset="utf-8"><title>${escapeHtml(subject)}</title></head>
 <body style="font-family:-apple-system,Segoe UI,Helvetica,Arial,sans-serif;font-size:14px;color:#222;line-height:1.4">
-<p><strong>${escapeHtml(fullName(deployer))}</strong> deployed ${version}to <strong>${escapeHtml(deploy.environment)}</strong> on ${escapeHtml(readableTime(deploy.created_at))}.</p>
-<p>${escapeHtml(introOf(items))}</p>
+<p>${headline.html}</p>
+<p>${escapeHtml(intro)}</p>
 <table style="border-collapse:collapse">
 ${rows}
 </table>

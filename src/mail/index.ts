@@ -4,10 +4,11 @@
  * transaction, and gives the worker a renderer that loads what they are about when they are sent.
  */
 export { renderDeployEmail, deploySubject, notesHtml, type DeployMessageParts } from './deploy-email.js';
+export { renderRollbackEmail, rollbackSubject, type RollbackMessageParts } from './rollback-email.js';
 export { renderInvitationEmail, invitationSubject, type InvitationMessageParts } from './invitation-email.js';
 export { queueDeployNotifications, queueInvitation, queueSignin, RETRY_WINDOW_MS } from './notifications.js';
 export { renderSigninEmail, type SigninMessageParts } from './signin-email.js';
-export { summarize, type OutboxSummary } from './outbox.js';
+export { SentCount, summarize, type OutboxSummary } from './outbox.js';
 export type { MessageBody, MessageRenderer, MessageRenderers } from './render.js';
 export { MAIL_SCHEMAS, unsubscribeRoutes } from './routes.js';
 export { assessDelivery, mailStatus, retryMail, type MailStatus } from './service.js';

@@ -6,6 +6,7 @@ import { deploySubject } from './deploy-email.js';
 import { mailbox } from './format.js';
 import { invitationSubject } from './invitation-email.js';
 import { enqueueMessages } from './outbox.js';
+import { rollbackSubject } from './rollback-email.js';
 import { SIGNIN_SUBJECT } from './signin-email.js';
 
 /** How long temporary failures of a message are retried before it is given up. */
@@ -18,9 +19,9 @@ const unique = () => crypto.randomBytes(6).toString('hex');
 
 /**
  * Queues one message per recipient of a deploy, listing that recipient's items, in the deploy's
- * transaction. The bodies are rendered when the worker sends: a row holds what they are made
- * from (the deploy and the item ids), which keeps this transaction short however many followers
- * there are.
+ * transaction; a rollback deploy's messages are of their own kind (`rollback`). The bodies are
+ * rendered when the worker sends: a row holds what they are made from (the deploy and the item
+ * ids), which keeps this transaction short however many followers there are.
  */
 export async function queueDeployNotifications(
   trx: Trx,
@@ -29,16 +30,19 @@ export async function queueDeployNotifications(
   now: Date,
 ): Promise<void> {
   const { product, deploy } = notice;
+  const kind = deploy.rollback === 1 ? 'rollback' : 'deploy';
+  const subject = kind === 'rollback' ? rollbackSubject : deploySubject;
   const tag = unique();
   const messages = notice.recipients.map(({ user, items }) => {
     const mine = [...items].sort((a, b) => a.number - b.number);
     return {
+      kind,
       deploy_id: deploy.id,
       user_id: user.id,
       to_address: mailbox(user),
-      subject: deploySubject(product, deploy, mine),
+      subject: subject(product, deploy, mine),
       item_ids: JSON.stringify(mine.map((i) => i.id)),
-      message_id: `<deploy-${deploy.id}-${user.id}.${tag}@${mailDomain}>`,
+      message_id: `<${kind}-${deploy.id}-${user.id}.${tag}@${mailDomain}>`,
     };
   });
   await enqueueMessages(trx, messages, formatTimestamp(now), retryUntil(now));

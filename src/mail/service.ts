@@ -5,7 +5,7 @@ import { findItemsByIds, unfollow } from '../items/index.js';
 import { formatTimestamp, nowTimestamp } from '../time.js';
 import { findUserById } from '../users/index.js';
 import { findByMessageId, markUnsubscribed, recentErrors, retryNow, summarize, type OutboxSummary } from './outbox.js';
-import type { UnsubscribeLinks } from './unsubscribe.js';
+import { hasUnsubscribeLink, type UnsubscribeLinks } from './unsubscribe.js';
 import { RETRY_WINDOW_MS } from './notifications.js';
 
 export interface UnsubscribeTarget {
@@ -20,8 +20,8 @@ export interface UnsubscribeTarget {
 export async function unsubscribeTarget(db: Db, links: UnsubscribeLinks, token: string): Promise<UnsubscribeTarget> {
   const messageId = links.verify(token);
   const message = messageId === undefined ? undefined : await findByMessageId(db, messageId);
-  // Only deploy mail has unsubscribe links; other messages go to an address, not a follower.
-  if (!message || message.kind !== 'deploy' || message.user_id === null) throw new NotFoundError('This unsubscribe link is not valid.');
+  // Only mail to followers has unsubscribe links; other messages go to an address, not a follower.
+  if (!message || !hasUnsubscribeLink(message.kind) || message.user_id === null) throw new NotFoundError('This unsubscribe link is not valid.');
   const user = (await findUserById(db, message.user_id))!;
   const items = await findItemsByIds(db, JSON.parse(message.item_ids) as number[]);
   return { outboxId: message.id, user, items: items.sort((a, b) => a.number - b.number), used: message.unsubscribed_at !== null };

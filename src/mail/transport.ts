@@ -4,7 +4,7 @@ import net from 'node:net';
 import path from 'node:path';
 import nodemailer from 'nodemailer';
 import type { OutboxRow } from '../db/schema.js';
-import type { UnsubscribeLinks } from './unsubscribe.js';
+import { hasUnsubscribeLink, type UnsubscribeLinks } from './unsubscribe.js';
 
 /** Hands one composed message to the world; throws when it could not. */
 export interface MailTransport {
@@ -22,7 +22,7 @@ const crlf = (s: string): string => s.replace(/\r?\n/g, '\r\n');
 
 /**
  * The RFC 5322 message for an outbox row and its rendered bodies: plain text and HTML, the stored
- * Message-ID (the same on every attempt), and for deploy mail the one-click unsubscribe headers of
+ * Message-ID (the same on every attempt), and for mail to followers the one-click unsubscribe headers of
  * RFC 8058 (an invitation is a single message, not a subscription: ignoring it is enough).
  */
 export function composeMessage(
@@ -44,9 +44,9 @@ export function composeMessage(
     textEncoding: 'quoted-printable',
     headers: {
       'Auto-Submitted': 'auto-generated',
-      ...(message.kind === 'deploy' ? { 'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click' } : {}),
+      ...(hasUnsubscribeLink(message.kind) ? { 'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click' } : {}),
     },
-    ...(message.kind === 'deploy' ? { list: { unsubscribe: links.url(message.message_id) } } : {}),
+    ...(hasUnsubscribeLink(message.kind) ? { list: { unsubscribe: links.url(message.message_id) } } : {}),
   };
 }
 
@@ -55,13 +55,19 @@ async function writeDurably(file: string, data: Buffer): Promise<void> {
   const tmp = `${file}.${crypto.randomBytes(4).toString('hex')}.tmp`;
   const handle = await fs.open(tmp, 'w');
   try {
-    await handle.writeFile(data);
-    // On disk before the rename: otherwise a power loss can leave the new name on an empty file.
-    await handle.sync();
-  } finally {
-    await handle.close();
+    try {
+      await handle.writeFile(data);
+      // On disk before the rename: otherwise a power loss can leave the new name on an empty file.
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    await fs.rename(tmp, file);
+  } catch (err) {
+    // A full disk: what was written of the message would only take more of the space.
+    await fs.rm(tmp, { force: true }).catch(() => undefined);
+    throw err;
   }
-  await fs.rename(tmp, file);
   // The rename itself is an entry in the directory, durable only once the directory is synced.
   const dir = await fs.open(path.dirname(file), 'r');
   try {

@@ -1,6 +1,14 @@
 import crypto from 'node:crypto';
 
 /**
+ * Whether messages of a kind go to followers about their items (deploys and rollbacks) and so
+ * carry an unsubscribe link; others go to an address once (invitations, sign-in links).
+ */
+export function hasUnsubscribeLink(kind: string): boolean {
+  return kind === 'deploy' || kind === 'rollback';
+}
+
+/**
  * Signed one-click unsubscribe links (RFC 8058). A link names one outbox message; the message row
  * says whom it went to and about which items, so a link can neither be forged nor pointed at
  * another user or item: only the signature over the Message-ID makes it valid.

@@ -151,6 +151,8 @@ export class OutboxWorker {
   private outcomes: { outcome: Outcome; done: (recorded: boolean) => void; failed: (err: unknown) => void }[] = [];
   private writing = false;
   private outage: { since: number; code: string; nextProbeAt: number } | undefined;
+  /** Since when delivery rounds fail, and with what (see roundFailed). */
+  private failing: { since: number; code: string } | undefined;
 
   constructor(
     private readonly db: Db,
@@ -188,7 +190,28 @@ export class OutboxWorker {
       this.log.error({ stuckForMs: Date.now() - this.progressAt }, 'mail delivery round made no progress; starting a new one');
       this.running = undefined;
     }
-    void this.deliverDue().catch((err) => this.log.error({ err }, 'mail delivery round failed'));
+    void this.deliverDue().then(
+      () => this.roundWorked(),
+      (err) => this.roundFailed(err),
+    );
+  }
+
+  /**
+   * A round that fails (the database out of reach, or taking no writes: a full disk) leaves its
+   * messages due and the next tick tries again. The same failure round after round is logged once,
+   * and so is the first round that works again.
+   */
+  private roundFailed(err: unknown): void {
+    const code = String((err as { code?: unknown } | null)?.code ?? (err instanceof Error ? err.message : err));
+    if (this.failing?.code === code) return this.log.debug({ err }, 'mail delivery round failed again');
+    this.failing = { code, since: this.failing?.since ?? Date.now() };
+    this.log.error({ err }, 'mail delivery round failed; trying again every interval');
+  }
+
+  private roundWorked(): void {
+    if (!this.failing) return;
+    this.log.info({ failedForMs: Date.now() - this.failing.since }, 'mail delivery rounds work again');
+    this.failing = undefined;
   }
 
   /** Delivers everything due now; resolves with how many messages were sent. */

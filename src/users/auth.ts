@@ -1,5 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Db } from '../db/connection.js';
+import { unlessStorageRefuses } from '../db/storage.js';
 import type { UserRow } from '../db/schema.js';
 import { InvalidUserError } from '../errors.js';
 import { API_KEY_SECURITY, UNAVAILABLE, type ScopeDocumentation } from '../http/documentation.js';
@@ -37,12 +38,15 @@ export async function authenticate(db: Db, header: string | undefined): Promise<
   return user;
 }
 
-/** last_login moves at most once a minute, so reads do not turn into a write each. */
+/**
+ * last_login moves at most once a minute, so reads do not turn into a write each; and a read goes
+ * on when the storage takes no writes (a full disk), only the note waits.
+ */
 async function noteLogin(db: Db, user: UserRow): Promise<void> {
   const now = new Date();
   if (user.last_login && now.getTime() - Date.parse(user.last_login) < 60_000) return;
   const at = formatTimestamp(now);
-  await setLastLogin(db, user.id, at);
+  if (!(await unlessStorageRefuses(() => setLastLogin(db, user.id, at)))) return;
   forgetProfile(db, user.id);
   user.last_login = at;
 }

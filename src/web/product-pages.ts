@@ -25,15 +25,18 @@ import {
   updateItem,
 } from '../items/index.js';
 import { notesHtml } from '../mail/index.js';
+import { environmentChoice, parseEnvironmentChoice, setEnvironmentChoice, type EnvironmentChoice } from '../notifications/index.js';
 import { listMembers, productScope } from '../products/index.js';
 import type { ProductScope } from '../scope.js';
 import { findUsersByIds } from '../users/index.js';
 import { boardQueryString, formToken, pagedItemNumber, parseBoardQuery, parseMove, returnFilters, type BoardQuery } from './input.js';
+import { deployedEnvironments } from './repository.js';
 import { requireFormToken, sendPage } from './session.js';
 import { RenderedPages } from './rendered-pages.js';
 import { boardPage, type BoardCard, type BoardColumn, type BoardView } from './views/board.js';
 import { deploysPage } from './views/deploys.js';
 import { editValues, itemPage } from './views/item.js';
+import { notificationsPage, type NotificationForm } from './views/notifications.js';
 import type { FormState } from './views/parts.js';
 import { itemHref, personName } from './views/parts.js';
 
@@ -41,6 +44,8 @@ import { itemHref, personName } from './views/parts.js';
 export const BOARD_PAGE = 25;
 /** Sub-items, environments and followers an item page lists. */
 const ITEM_PAGE_LIST = 100;
+/** Environments the notifications page offers to tick: the product's most recently deployed to. */
+const OFFERED_ENVIRONMENTS = 50;
 
 const ProductPath = { params: { type: 'object', properties: { product_id: { type: 'string' } } } } as const;
 const ItemPath = { params: { type: 'object', properties: { product_id: { type: 'string' }, item_number: { type: 'string' } } } } as const;
@@ -80,9 +85,10 @@ const membersOf = async (app: FastifyInstance, scope: ProductScope) =>
   (await listMembers(app.db, scope.product.id)).map((m) => ({ id: m.id, name: personName(m) }));
 
 /**
- * A product's pages (`/app/products/{id}/...`): the board, the items, the deploys. The signed-in
- * person must be a member (403 page); an unknown product is a 404 page. Every change goes through
- * the same service operation as the API, in one transaction.
+ * A product's pages (`/app/products/{id}/...`): the board, the items, the deploys, and which
+ * deploys email the signed-in person. The signed-in person must be a member (403 page); an
+ * unknown product is a 404 page. Every change goes through the same service operation as the
+ * API, in one transaction.
  */
 export async function productPages(app: FastifyInstance, options: { signIn: (request: FastifyRequest) => string }): Promise<void> {
   app.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
@@ -93,6 +99,7 @@ export async function productPages(app: FastifyInstance, options: { signIn: (req
   await app.register(boardPages, { boards });
   await app.register(itemPages, { boards });
   await app.register(deployPages);
+  await app.register(notificationPages);
 }
 
 
@@ -218,7 +225,7 @@ async function renderItem(
     subItemsTotal: children?.total ?? 0,
     deploys: deployments.deployments.map((d) => {
       const by = deployers.get(d.deploy_id);
-      return { environment: d.environment, version: d.version, deployedAt: d.deployed_at, by: by ? personName(by) : '' };
+      return { environment: d.environment, version: d.version, deployedAt: d.deployed_at, by: by ? personName(by) : '', revertedAt: d.reverted_at };
     }),
     deploysTotal: deployments.total,
     followers: followers.userIds.map((id) => followerNames.get(id) ?? ''),
@@ -305,5 +312,49 @@ async function deployPages(app: FastifyInstance): Promise<void> {
       environment: filter.environment,
     };
     return sendPage(reply, 200, `Deploys · ${scope.product.name}`, deploysPage(view), sessionOf(request));
+  });
+}
+
+/** Deployed environments that cannot be chosen (a comma splits a list; `all` is the keyword) get no box. */
+const choosable = (environment: string): boolean => !environment.includes(',') && environment.trim().toLowerCase() !== 'all';
+/** The text values of a form field (ticked boxes of one name come as several). */
+const strings = (v: ParamValue): string[] => [v ?? []].flat().filter((x): x is string => typeof x === 'string');
+
+/** The page's form for a choice as it is stored. */
+const choiceForm = (choice: EnvironmentChoice): NotificationForm =>
+  choice === 'all' ? { values: { choice: 'all' }, errors: {}, chosen: [] } : { values: { choice: 'some' }, errors: {}, chosen: choice };
+
+async function renderNotifications(app: FastifyInstance, request: FastifyRequest, reply: FastifyReply, status: number, form: NotificationForm, saved = false) {
+  const scope = request.scope;
+  const deployed = (await deployedEnvironments(app.db, scope.product.id, OFFERED_ENVIRONMENTS)).map((e) => e.trim()).filter(choosable);
+  const offered = [...new Set([...deployed, ...form.chosen])].sort((a, b) => a.localeCompare(b));
+  const view = { product: productOf(scope), offered, form, saved };
+  return sendPage(reply, status, `Notifications · ${scope.product.name}`, notificationsPage(view, viewerOf(request)), sessionOf(request));
+}
+
+/**
+ * Which deploy environments email the signed-in person about the product: the rule and its
+ * checks are the API's (notifications.json); the form's ticked boxes and typed names are one list.
+ */
+async function notificationPages(app: FastifyInstance): Promise<void> {
+  app.get('/notifications', { schema: { ...ProductPath, querystring: params({ saved: Param }) } }, async (request, reply) =>
+    renderNotifications(app, request, reply, 200, choiceForm(await environmentChoice(app.db, request.scope)), requestParams(request).saved === '1'),
+  );
+
+  app.post('/notifications', { schema: { ...ProductPath, body: params({ csrf: Param, choice: Param, environments: Param, other: Param }) } }, async (request, reply) => {
+    checkToken(request);
+    const p = requestParams(request);
+    const ticked = strings(p.environments);
+    const other = strings(p.other).at(-1) ?? '';
+    const all = p.choice === 'all';
+    try {
+      const choice = parseEnvironmentChoice({ environments: all ? 'all' : [...ticked, other] });
+      await app.db.transaction().execute((trx) => setEnvironmentChoice(trx, request.scope, choice));
+    } catch (err) {
+      const shown = formErrors(err);
+      if (!shown) throw err;
+      return renderNotifications(app, request, reply, 400, { values: { choice: all ? 'all' : 'some', other }, chosen: ticked, ...shown });
+    }
+    return reply.header('cache-control', 'no-store').redirect(`/app/products/${request.scope.product.id}/notifications?saved=1`, 303);
   });
 }

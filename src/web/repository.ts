@@ -134,3 +134,20 @@ export async function productOverviewRows(db: Db, userId: number) {
     .orderBy('products.id')
     .execute();
 }
+
+/**
+ * The environments the product was deployed to, the most recently used first, at most `limit`:
+ * what the notifications page offers to choose from. The (product, environment, id) index holds
+ * every value it reads.
+ */
+export async function deployedEnvironments(db: Db, productId: number, limit: number): Promise<string[]> {
+  const rows = await db
+    .selectFrom('deploys')
+    .select('environment')
+    .where('product_id', '=', productId)
+    .groupBy('environment')
+    .orderBy((eb) => eb.fn.max('id'), 'desc')
+    .limit(limit)
+    .execute();
+  return rows.map((r) => r.environment);
+}

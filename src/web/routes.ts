@@ -1,6 +1,7 @@
 import cookie from '@fastify/cookie';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { AppError, TooManyRequestsError } from '../errors.js';
+import type { AppError } from '../errors.js';
+import { knownError, retryAfter } from '../http/errors.js';
 import { params, Param } from '../http/params.js';
 import { requestParams } from '../http/request.js';
 import { TokenParams } from '../http/schemas.js';
@@ -161,15 +162,18 @@ function registerPageErrors(app: FastifyInstance): void {
   app.setErrorHandler((error: FastifyError | AppError, request, reply) => {
     let status = 500;
     let message = 'Something went wrong on our side; it has been logged.';
-    if (error instanceof AppError) [status, message] = [error.statusCode, error.message];
+    const known = knownError(error);
+    if (known) [status, message] = [known.statusCode, known.message];
     else if ((error as FastifyError).validation || (error as FastifyError).code?.startsWith('FST_ERR_CTP')) [status, message] = [400, 'The form could not be read.'];
     else if (error.statusCode && error.statusCode >= 400 && error.statusCode < 500) [status, message] = [error.statusCode, error.message];
     if (status >= 500) request.log.error({ err: error }, 'request failed');
-    if (error instanceof TooManyRequestsError) reply.header('retry-after', String(error.retryAfter));
+    const seconds = retryAfter(known);
+    if (seconds !== undefined) reply.header('retry-after', String(seconds));
     securityHeaders(reply);
     // The board's script asks for JSON and shows the message itself.
     if (/^application\/json\b/.test(request.headers.accept ?? '')) return reply.code(status).header('cache-control', 'no-store').send({ code: status, message });
-    const title = status === 403 ? 'Not allowed' : status === 429 ? 'Too many requests' : status >= 500 ? 'Something went wrong' : 'Cannot do that';
+    const title =
+      status === 403 ? 'Not allowed' : status === 429 ? 'Too many requests' : status === 503 ? 'Try again later' : status >= 500 ? 'Something went wrong' : 'Cannot do that';
     return sendPage(reply, status, title, problemPage(message), request.webSession);
   });
   app.setNotFoundHandler((request, reply) => {

@@ -1,5 +1,6 @@
 import crypto from 'node:crypto';
 import type { Db, Trx } from '../db/connection.js';
+import { unlessStorageRefuses } from '../db/storage.js';
 import type { UserRow } from '../db/schema.js';
 import { NotFoundError, TooManyRequestsError } from '../errors.js';
 import { queueSignin } from '../mail/index.js';
@@ -116,8 +117,10 @@ export async function resumeSession(db: Db, id: string, idleMs: number, now = ne
   const idHash = sha256(id);
   const found = await findSession(db, idHash, formatTimestamp(new Date(now.getTime() - idleMs)));
   if (!found) return undefined;
-  const touched = now.getTime() - Date.parse(found.session.last_seen_at) >= TOUCH_EVERY_MS;
-  if (touched) await touchSession(db, idHash, formatTimestamp(now));
+  // A page is still shown when the storage takes no writes; the session is then simply not moved on.
+  const touched =
+    now.getTime() - Date.parse(found.session.last_seen_at) >= TOUCH_EVERY_MS &&
+    (await unlessStorageRefuses(() => touchSession(db, idHash, formatTimestamp(now))));
   return { idHash, user: found.user, csrfToken: found.session.csrf_token, touched };
 }
 

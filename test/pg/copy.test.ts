@@ -36,6 +36,10 @@ before(async () => {
   await client(source.app, owner).post(`/api/products/${productId}/deploys.json`, { environment: 'production', numbers: '1,2,3', version: '2.0' });
   await source.app.outbox.deliverDue();
   await client(source.app, owner).post(`/api/products/${productId}/deploys.json`, { environment: 'staging', numbers: '3' });
+  await client(source.app, member).post(`/api/products/${productId}/notifications.json`, { environments: 'production,staging' });
+  // A rollback: the deploy it undid refers to it, a later row.
+  await client(source.app, owner).post(`/api/products/${productId}/deploys.json`, { environment: 'production', numbers: '1', version: '2.1' });
+  await client(source.app, owner).post(`/api/products/${productId}/deploys.json`, { environment: 'production', version: '2.0', rollback: 'true' });
   // A pending invitation: its message goes to an address with no user yet.
   await client(source.app, owner).post(`/api/products/${productId}/people.json`, { email: 'invited@example.com' });
 });
@@ -50,7 +54,7 @@ test('copy moves every row into an empty PostgreSQL database and checks the coun
   const run = await shiplog({ DATA_DIR: sourceDir }, 'copy', '--to', targetUrl);
   assert.equal(run.code, 0, run.stderr);
   assert.match(run.stdout, /every count matches/);
-  for (const table of ['users', 'products', 'memberships', 'items', 'item_tags', 'followers', 'deploys', 'deploy_items', 'item_deployments', 'invitations', 'outbox']) {
+  for (const table of ['users', 'products', 'memberships', 'items', 'item_tags', 'followers', 'deploys', 'deploy_items', 'item_deployments', 'invitations', 'outbox', 'notification_environments']) {
     assert.match(run.stdout, new RegExp(`^${table}\\s+(\\d+)\\s+\\1$`, 'm'), `${table} counts in ${run.stdout}`);
   }
 
@@ -68,6 +72,8 @@ test('copy moves every row into an empty PostgreSQL database and checks the coun
       assert.equal(after.statusCode, 200, `${url}: ${after.body}`);
       assert.deepEqual(after.json(), before.json(), url);
     }
+    const choice = await client(target.app, member).get(`/api/products/${productId}/notifications.json`);
+    assert.deepEqual(choice.json(), { environments: ['production', 'staging'] }, 'the member\'s deploy mail choice moves along');
     const outboxBefore = await source.db.selectFrom('outbox').select(['id', 'status', 'message_id', 'kind', 'invitation_id']).orderBy('id').execute();
     const outboxAfter = await target.db.selectFrom('outbox').select(['id', 'status', 'message_id', 'kind', 'invitation_id']).orderBy('id').execute();
     assert.deepEqual(outboxAfter, outboxBefore, 'pending mail moves along');

@@ -30,8 +30,8 @@ export function deploysPage(v: DeploysView): Html {
 <p class="muted">${v.total} deploy${v.total === 1 ? '' : 's'}${v.environment ? html` to ${v.environment}` : ''}, newest first.</p>
 ${v.deploys.map(
   (d) => html`<section class="deploy" id="deploy-${d.id}">
-<h2>${d.environment} <span class="version">${d.version}</span></h2>
-<p class="muted">by ${personName(d.user)}, ${when(d.created_at)}</p>
+<h2>${d.environment} <span class="version">${d.version}</span>${d.rollback ? html` <span class="muted">rollback</span>` : ''}</h2>
+<p class="muted">by ${personName(d.user)}, ${when(d.created_at)}${d.reverted_at ? html`; rolled back ${when(d.reverted_at)}` : ''}</p>
 ${d.notes ? html`<div class="markdown">${raw(d.notesHtml)}</div>` : ''}
 <ul class="deploy-items">${(d.items as ItemJson[]).map((i) => html`<li><a href="${itemHref(p, i.number)}">#${i.number} ${i.title}</a> <span class="muted">${i.type} · ${i.status}</span></li>`)}</ul>
 </section>`,

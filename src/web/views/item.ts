@@ -11,7 +11,8 @@ export interface ItemView {
   descriptionHtml: string;
   subItems?: { number: number; title: string; status: string; type: string }[];
   subItemsTotal: number;
-  deploys: { environment: string; version: string; deployedAt: string; by: string }[];
+  /** `revertedAt`: when a rollback left the environment without the item. */
+  deploys: { environment: string; version: string; deployedAt: string; by: string; revertedAt: string | null }[];
   deploysTotal: number;
   followers: string[];
   following: boolean;
@@ -54,7 +55,10 @@ ${subItems(v, viewer)}
 ${v.deploys.length === 0
   ? html`<p class="muted">Not deployed yet.</p>`
   : html`<table class="deploys"><thead><tr><th>Environment</th><th>Version</th><th>By</th><th>When</th></tr></thead><tbody>
-${v.deploys.map((d) => html`<tr><td>${d.environment}</td><td>${d.version}</td><td>${d.by}</td><td>${when(d.deployedAt)}</td></tr>`)}
+${v.deploys.map(
+  (d) =>
+    html`<tr><td>${d.environment}</td><td>${d.version}${d.revertedAt ? html` <span class="muted">rolled back ${when(d.revertedAt)}</span>` : ''}</td><td>${d.by}</td><td>${when(d.deployedAt)}</td></tr>`,
+)}
 </tbody></table>${v.deploysTotal > v.deploys.length ? html`<p class="muted">The latest ${v.deploys.length} of ${v.deploysTotal} environments.</p>` : ''}`}
 <h2 id="edit">Edit</h2>
 ${editForm(v, viewer)}`;

@@ -27,10 +27,10 @@ export function selectOptions(options: readonly (readonly [string, string])[], c
 }
 
 /** The product's name and its pages. */
-export function productNav(product: { id: number; name: string }, current: 'board' | 'deploys' | 'item'): Html {
-  const link = (page: 'board' | 'deploys', label: string) =>
+export function productNav(product: { id: number; name: string }, current: 'board' | 'deploys' | 'notifications' | 'item'): Html {
+  const link = (page: 'board' | 'deploys' | 'notifications', label: string) =>
     html`<a href="/app/products/${product.id}/${page}"${page === current ? html` aria-current="page"` : ''}>${label}</a>`;
-  return html`<nav class="product"><strong>${product.name}</strong> ${link('board', 'Board')} ${link('deploys', 'Deploys')}</nav>`;
+  return html`<nav class="product"><strong>${product.name}</strong> ${link('board', 'Board')} ${link('deploys', 'Deploys')} ${link('notifications', 'Notifications')}</nav>`;
 }
 
 /** `2026-11-22 10:04 UTC` from the interface's timestamp form. */

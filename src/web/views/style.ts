@@ -54,5 +54,7 @@ table.deploys th, table.deploys td { text-align: left; padding: .25rem .5rem; bo
 section.deploy { background: #fff; border: 1px solid #dcdcde; border-radius: 4px; padding: .5rem 1rem; margin-bottom: .75rem; }
 section.deploy h2 { font-size: 1.1rem; margin: .25rem 0; }
 fieldset { border: 1px solid #dcdcde; border-radius: 4px; margin: 0 0 1rem; }
+form.notifications label.check { display: inline-flex; align-items: center; gap: .4rem; font-weight: 400; margin: 0; }
+ul.environments { list-style: none; padding: 0 0 0 1.5rem; margin: 0 0 .75rem; display: flex; flex-wrap: wrap; gap: .25rem 1.25rem; }
 @media (max-width: 40rem) { .board { flex-direction: column; width: auto; margin-left: 0; } .column { flex: none; } }
 `;
