@@ -16,7 +16,7 @@ const DESCRIPTION = `Shiplog speaks the HTTP/JSON interface of the Sprint.ly ite
 
 - **Parameters** of a GET come from the query string; a POST reads the body (form-encoded or JSON) and the query string, the body winning. Unknown parameters are ignored, so a whole item can be posted back.
 - **Lists** are comma-separated (\`status=backlog,in-progress\`), a repeated form key, or a JSON array. **Booleans** are \`true\`/\`false\`, \`1\`/\`0\`, \`yes\`/\`no\`, \`y\`/\`n\`. **Integers** are decimal digits.
-- **Credentials**: HTTP Basic with the email and the API key, or \`Authorization: Bearer <API key>\`. Bad or missing credentials are a 403, as Sprint.ly clients expect (only `/metrics`, with a token of its own, answers 401).
+- **Credentials**: HTTP Basic with the email and the API key, or \`Authorization: Bearer <API key>\`. Bad or missing credentials are a 403, as Sprint.ly clients expect (only \`/metrics\`, with a token of its own, answers 401).
 - **Errors** all have one shape (the Error schema). Before a route is reached, a request may also get 408 (too slow), 413, 417 or 431 in that shape, and an unknown path a 404.
 - Success is always 200, creations included. Timestamps are ISO 8601 in UTC to the second (\`2026-11-22T10:04:05+00:00\`).`;
 
