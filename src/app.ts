@@ -33,7 +33,7 @@ import type { ProductScope } from './scope.js';
 import { sharedSecret } from './settings.js';
 import { requireUser, requireUserDocumentation, USER_SCHEMAS, userRoutes } from './users/index.js';
 import { sessionCookieOf, signinMessageRenderer, WEB_PREFIX, webRoutes, type WebOptions } from './web/index.js';
-import { DEFAULT_WEBHOOK_WORKER_OPTIONS, webhookRoutes, WebhookWorker, type WebhookWorkerOptions } from './webhooks/index.js';
+import { DEFAULT_WEBHOOK_WORKER_OPTIONS, WEBHOOK_SCHEMAS, webhookRoutes, WebhookWorker, type WebhookWorkerOptions } from './webhooks/index.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -150,6 +150,7 @@ function setUpWebhooks(app: FastifyInstance, options: AppOptions): void {
 const RESPONSE_SCHEMAS = [
   ...USER_SCHEMAS,
   ...PRODUCT_SCHEMAS,
+  ...WEBHOOK_SCHEMAS,
   ...ITEM_SCHEMAS,
   ...DEPLOY_SCHEMAS,
   ...INVITATION_SCHEMAS,

@@ -71,7 +71,8 @@ class Conformance {
     const documented = operation.responses[String(res.statusCode)];
     assert.ok(documented, `${label}, which the document does not list (it lists ${Object.keys(operation.responses).join(', ')}): ${res.body.slice(0, 200)}`);
     const headers = Object.keys(documented.headers ?? {});
-    const expected = res.statusCode < 400 ? headers : headers.filter((h) => h === 'Retry-After');
+    // Other errors' headers depend on the request (WWW-Authenticate only without credentials).
+    const expected = res.statusCode < 400 ? headers : headers.filter((h) => h === 'Retry-After' || h.startsWith('RateLimit-'));
     for (const header of expected) assert.ok(res.headers[header.toLowerCase()] !== undefined, `${label} without its documented header ${header}`);
     if (!documented.content) {
       assert.equal(res.body, '', `${label} with a body the document does not describe`);
@@ -94,6 +95,13 @@ class Conformance {
 
 /** /metrics exists only with a token: this app has one, so that it is documented and checked too. */
 const METRICS_TOKEN = 'metrics-token-for-the-test';
+/**
+ * Limits high enough never to be met, so that the document has the limiter's 429s; and webhooks
+ * may name this machine, where nothing listens and nothing is sent: no worker runs here.
+ */
+const APP_ENV = { METRICS_TOKEN, RATE_LIMIT_PER_KEY: '100000', RATE_LIMIT_PER_ADDRESS: '100000', WEBHOOKS_ALLOW_PRIVATE: '1' };
+const HOOK_TARGET = 'http://127.0.0.1:9/shiplog';
+const LIMIT_HEADERS = ['RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'Retry-After'];
 
 let t: TestContext;
 let doc: Document;
@@ -107,7 +115,7 @@ before(async () => {
     });
   diagnostics.subscribe('fastify.initialization', collect);
   try {
-    t = await makeApp({ env: { METRICS_TOKEN } });
+    t = await makeApp({ env: APP_ENV });
   } finally {
     diagnostics.unsubscribe('fastify.initialization', collect);
   }
@@ -155,7 +163,7 @@ describe('the API description', () => {
   });
 
   test('names its schemas, says who may call what, and describes each operation', () => {
-    for (const name of ['Error', 'User', 'Product', 'Member', 'Item', 'ParentItem', 'Deployment', 'Deploy', 'InviteAnswer', 'Health']) {
+    for (const name of ['Error', 'User', 'Product', 'Member', 'Item', 'ParentItem', 'Deployment', 'Deploy', 'InviteAnswer', 'Webhook', 'CreatedWebhook', 'WebhookDelivery', 'Health']) {
       assert.ok(doc.components.schemas[name], `components.schemas.${name}`);
     }
     const text = JSON.stringify(doc);
@@ -182,6 +190,19 @@ describe('the API description', () => {
           assert.equal(op.security, undefined, `${label} needs no credentials`);
         }
         if (template.startsWith('/api/products/{product_id}')) assert.match(op.responses['404']?.description ?? '', /No product with that id/, label);
+        if (template.startsWith('/api/products/{product_id}/webhooks')) {
+          assert.match(op.responses['403'].description, /not a member of the product\. The caller is not an admin/, `${label}: admins only`);
+        }
+        // The limiter counts every request but the probe's.
+        if (template === '/health') {
+          assert.equal(op.responses['429'], undefined, `${label} is never limited`);
+        } else {
+          assert.match(op.responses['429']?.description ?? '', /More than 100000 from one user, or 100000 from one client address in 60 s/, `${label} documents the limit`);
+          assert.deepEqual(Object.keys(op.responses['429'].headers ?? {}).sort(), LIMIT_HEADERS.sort(), `${label}: the 429's headers`);
+        }
+        if (label === 'post /api/products/{product_id}/people.json') {
+          assert.match(op.responses['429'].description, /^More than .* in 60 s;.* The inviter sent 20 invitations/, 'the limiter, then the route');
+        }
         for (const [status, response] of Object.entries(op.responses)) {
           if (Number(status) < 400 || template === '/health') continue;
           const schemas = Object.values(response.content ?? {}).map((m) => JSON.stringify(m.schema));
@@ -229,6 +250,16 @@ describe('every documented endpoint answers as the document says', () => {
     await get('/api/products/999999.json', owner);
     await get(`${p}/people.json`, member);
 
+    // Webhooks before the changes below, so that those queue deliveries for the log to show.
+    const hooks = `${p}/webhooks`;
+    const hook = (await form('POST', `${hooks}.json`, owner, { url: HOOK_TARGET, events: 'item.created,item.status_changed,deploy.created' })).json();
+    await json(`${hooks}.json`, owner, { url: HOOK_TARGET, events: ['deploy.rolled_back'], format: 'slack', secret: 'the-receivers-own-secret-0123' });
+    await form('POST', `${hooks}.json`, owner, { url: 'ftp://example.com/', events: 'item.moved', secret: 'short' });
+    await form('POST', `${hooks}.json`, member, { url: HOOK_TARGET, events: 'item.created' });
+    await get(`${hooks}.json`, owner);
+    await get(`${hooks}.json`, member);
+    await get(`${hooks}.json`, stranger);
+
     const story = (await json(`${p}/items.json`, owner, { type: 'story', who: 'user', what: 'a board', why: 'I see the work', tags: ['ui', 'board'] })).json();
     const task = (await form('POST', `${p}/items.json`, owner, { type: 'task', title: 'Draw it', parent: String(story.number), assigned_to: String(member.user.id) })).json();
     const other = (await form('POST', `${p}/items.json`, member, { type: 'defect', title: 'Broken', status: 'completed', close_reason: 'invalid' })).json();
@@ -272,6 +303,25 @@ describe('every documented endpoint answers as the document says', () => {
     await get(`${p}/items/${task.number}/deployed_to.json?limit=0`, member);
     await form('DELETE', `${p}/items/${other.number}.json`, member);
 
+    await get(`${hooks}/${hook.id}.json`, owner);
+    await get(`${hooks}/999999.json`, owner);
+    await get(`${hooks}/x.json`, owner);
+    await get(`${hooks}/${hook.id}.json`, member);
+    const log = await get(`${hooks}/${hook.id}/deliveries.json?limit=3`, owner);
+    assert.deepEqual([log.json().length, log.json()[0].status], [3, 'pending'], 'the changes above queued deliveries');
+    await get(`${hooks}/${hook.id}/deliveries.json?limit=0`, owner);
+    await get(`${hooks}/999999/deliveries.json`, owner);
+    await form('POST', `${hooks}/${hook.id}.json`, owner, { enabled: 'false', events: 'item.updated,deploy.created' });
+    // Disabling gave up the waiting deliveries: the log now shows failures, with their reason.
+    assert.equal((await get(`${hooks}/${hook.id}/deliveries.json`, owner)).json()[0].status, 'failed');
+    await form('POST', `${hooks}/${hook.id}.json`, owner, { enabled: 'perhaps', url: 'not a url' });
+    await form('POST', `${hooks}/999999.json`, owner, { enabled: 'true' });
+    let full: LightMyRequestResponse | undefined;
+    for (let i = 0; i < 20 && full?.statusCode !== 422; i++) full = await form('POST', `${hooks}.json`, owner, { url: `${HOOK_TARGET}/${i}`, events: 'item.created' });
+    assert.equal(full?.statusCode, 422, 'a product has at most 20 webhooks');
+    await form('DELETE', `${hooks}/${hook.id}.json`, owner);
+    await form('DELETE', `${hooks}/${hook.id}.json`, owner);
+
     await get(`${p}/notifications.json`, member);
     await json(`${p}/notifications.json`, member, { environments: ['production', 'staging'] });
     await form('POST', `${p}/notifications.json`, member, { environments: 'all' });
@@ -310,6 +360,40 @@ describe('every documented endpoint answers as the document says', () => {
     const operations = Object.entries(doc.paths).flatMap(([template, ops]) => Object.keys(ops).map((m) => `${m.toUpperCase()} ${template}`));
     const untried = operations.filter((op) => !conformance.succeeded.has(op));
     assert.deepEqual(untried, [], `documented endpoints never answered with success here: ${untried.join(', ')}`);
+  });
+
+  test("the limiter's 429 is of the documented shape, on the API and elsewhere", async () => {
+    const limited = await makeApp({ env: { ...APP_ENV, RATE_LIMIT_PER_KEY: '1', RATE_LIMIT_PER_ADDRESS: '1' } });
+    try {
+      const owner = await makeUser(limited.db);
+      const product = await makeProduct(limited.db, owner);
+      // Its own document, fetched from an address of its own: this app's limits are the ones described.
+      const described = await limited.app.inject({ method: 'GET', url: OPENAPI_PATH, remoteAddress: '10.70.0.1' });
+      const conformance = new Conformance(described.json());
+      const send = async (method: string, url: string, remoteAddress: string, authorization?: string) => {
+        const res = await limited.app.inject({ method, url, remoteAddress, headers: authorization ? { authorization } : {} });
+        conformance.check(method, url, res);
+        return res;
+      };
+      const webhooks = `/api/products/${product.id}/webhooks.json`;
+      // A key's first request counts against its address; once proven, the key counts as its user.
+      assert.equal((await send('GET', webhooks, '10.70.0.2', owner.auth)).statusCode, 200);
+      assert.equal((await send('GET', webhooks, '10.70.0.3', owner.auth)).statusCode, 200);
+      const over: Array<[string, string, string, string | undefined]> = [
+        ['POST', webhooks, '10.70.0.3', owner.auth],
+        ['GET', '/api/user/whoami.json', '10.70.0.4', owner.auth],
+        ['GET', OPENAPI_PATH, '10.70.0.2', undefined],
+      ];
+      for (const [method, url, address, authorization] of over) {
+        const res = await send(method, url, address, authorization);
+        assert.equal(res.statusCode, 429, `${method} ${url}: ${res.body}`);
+        assert.match(res.json().message, /too many requests/i);
+        assert.equal(res.headers['ratelimit-remaining'], '0');
+      }
+      assert.equal((await send('GET', '/health', '10.70.0.2')).statusCode, 200, 'the probe is never limited');
+    } finally {
+      await limited.close();
+    }
   });
 
   test('a stalled /health is a 503 of the documented shape', async () => {

@@ -1,5 +1,5 @@
 import { Type, type SchemaOptions, type Static, type TSchema } from '@sinclair/typebox';
-import type { FastifyInstance, FastifySchema } from 'fastify';
+import type { FastifyInstance, FastifySchema, RouteOptions } from 'fastify';
 
 declare module 'fastify' {
   interface FastifySchema {
@@ -144,6 +144,8 @@ export interface ScopeDocumentation {
   errors: Explained;
   /** Response headers of those errors (`WWW-Authenticate`). */
   headers?: Partial<Record<ErrorStatus, object>>;
+  /** Routes the hooks let through untouched (a probe the rate limiter leaves alone): nothing is added to them. */
+  exempt?: (route: RouteOptions) => boolean;
 }
 
 /** On an answer that scopes added to: the route's own description, and the scopes' sentences (outermost first). */
@@ -158,6 +160,7 @@ type Answer = { description?: string; headers?: object; [EXPLAINED]?: { own?: st
  */
 export function documentScope(scope: FastifyInstance, what: ScopeDocumentation): void {
   scope.addHook('onRoute', (route) => {
+    if (what.exempt?.(route)) return;
     const schema: FastifySchema = { ...route.schema };
     const errors = { ...(schema.errors as Record<string, Answer> | undefined) };
     for (const [status, text] of Object.entries(what.errors) as [string, string][]) {

@@ -18,6 +18,7 @@ const DESCRIPTION = `Shiplog speaks the HTTP/JSON interface of the Sprint.ly ite
 - **Lists** are comma-separated (\`status=backlog,in-progress\`), a repeated form key, or a JSON array. **Booleans** are \`true\`/\`false\`, \`1\`/\`0\`, \`yes\`/\`no\`, \`y\`/\`n\`. **Integers** are decimal digits.
 - **Credentials**: HTTP Basic with the email and the API key, or \`Authorization: Bearer <API key>\`. Bad or missing credentials are a 403, as Sprint.ly clients expect (only \`/metrics\`, with a token of its own, answers 401).
 - **Errors** all have one shape (the Error schema). Before a route is reached, a request may also get 408 (too slow), 413, 417 or 431 in that shape, and an unknown path a 404.
+- **Rate limits**, where the operator sets them: requests count per user, or per client address until credentials have proven who the user is. Every counted answer carries \`RateLimit-Limit\`, \`RateLimit-Remaining\` and \`RateLimit-Reset\`; over the limit the answer is 429 with \`Retry-After\`. \`/health\` is never limited.
 - Success is always 200, creations included. Timestamps are ISO 8601 in UTC to the second (\`2026-11-22T10:04:05+00:00\`).`;
 
 const TAGS = [
@@ -25,6 +26,7 @@ const TAGS = [
   { name: 'deploys', description: 'Items that went to an environment; each deploy mails the followers of its items.' },
   { name: 'products', description: 'The products the caller belongs to.' },
   { name: 'people', description: 'The caller, the members of a product, and invitations.' },
+  { name: 'webhooks', description: "Addresses a product's changes are posted to, and their deliveries; for the product's admins." },
   { name: 'notifications', description: 'Which deploy environments email the caller, per product.' },
   { name: 'links', description: 'Addresses sent in mail and shown in items; the token or the address is the credential, and pages answer browsers in HTML.' },
   { name: 'service', description: 'For operators and tools.' },

@@ -10,6 +10,10 @@ export const ItemParams = documentAs(
   Type.Object({ product_id: Type.String(), item_number: Type.String() }),
   Type.Object({ product_id: productId, item_number: itemNumber }),
 );
+export const WebhookParams = documentAs(
+  Type.Object({ product_id: Type.String(), webhook_id: Type.String() }),
+  Type.Object({ product_id: productId, webhook_id: doc.integer("The webhook's id.") }),
+);
 /** The token of a link sent by mail (an invitation, an unsubscribe link), signed by this installation. */
 export const TokenParams = documentAs(
   Type.Object({ token: Type.String() }),
