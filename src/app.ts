@@ -2,19 +2,22 @@ import Fastify, { type FastifyInstance, type FastifyServerOptions, type RouteOpt
 import type { Config } from './config.js';
 import type { Db } from './db/connection.js';
 import type { UserRow } from './db/schema.js';
-import { deployMessageRenderer, deployRoutes, rollbackMessageRenderer } from './deploys/index.js';
-import { healthRoutes } from './health.js';
+import { DEPLOY_SCHEMAS, deployMessageRenderer, deployRoutes, rollbackMessageRenderer } from './deploys/index.js';
+import { HealthSchema, healthRoutes } from './health.js';
 import { answerExpectations, capConnections } from './http/connections.js';
+import { documentScope } from './http/documentation.js';
 import { registerErrorHandling } from './http/errors.js';
+import { registerOpenApi } from './http/openapi.js';
 import { registerBodyParsers } from './http/parsers.js';
 import { registerRateLimits, type RequestIdentity } from './http/rate-limit.js';
 import { registerSecurityHeaders } from './http/security-headers.js';
 import { serverOptions } from './http/server-options.js';
-import { invitationMessageRenderer, invitationRoutes, inviteRoutes } from './invitations/index.js';
-import { itemRoutes, ListCounts, shortUrlRoutes } from './items/index.js';
+import { INVITATION_SCHEMAS, invitationMessageRenderer, invitationRoutes, inviteRoutes } from './invitations/index.js';
+import { ITEM_SCHEMAS, itemRoutes, ListCounts, shortUrlRoutes } from './items/index.js';
 import {
   DEFAULT_WORKER_OPTIONS,
   emlTransport,
+  MAIL_SCHEMAS,
   OutboxWorker,
   SentCount,
   smtpTransport,
@@ -24,13 +27,13 @@ import {
   type WorkerOptions,
 } from './mail/index.js';
 import { registerMetrics } from './metrics.js';
-import { notificationRoutes } from './notifications/index.js';
-import { productMemberRoutes, productRoutes, requireMember } from './products/index.js';
+import { NOTIFICATION_SCHEMAS, notificationRoutes } from './notifications/index.js';
+import { PRODUCT_SCHEMAS, productMemberRoutes, productRoutes, requireMember, requireMemberDocumentation } from './products/index.js';
 import type { ProductScope } from './scope.js';
 import { sharedSecret } from './settings.js';
-import { requireUser, userRoutes } from './users/index.js';
+import { requireUser, requireUserDocumentation, USER_SCHEMAS, userRoutes } from './users/index.js';
 import { pageProblem, sessionCookieOf, signinMessageRenderer, WEB_PREFIX, webRoutes, type WebOptions } from './web/index.js';
-import { DEFAULT_WEBHOOK_WORKER_OPTIONS, webhookRoutes, WebhookWorker, type WebhookWorkerOptions } from './webhooks/index.js';
+import { DEFAULT_WEBHOOK_WORKER_OPTIONS, WEBHOOK_SCHEMAS, webhookRoutes, WebhookWorker, type WebhookWorkerOptions } from './webhooks/index.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -83,6 +86,8 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   setUpWebhooks(app, options);
   registerBodyParsers(app);
   registerErrorHandling(app);
+  // Before every route, /metrics included, so that the description sees them all.
+  await registerOpenApi(app, { schemas: RESPONSE_SCHEMAS, hidden: [WEB_PREFIX] });
   if (config.metricsToken) registerMetrics(app, config.metricsToken);
   await registerRoutes(app, web);
   return app;
@@ -144,6 +149,19 @@ function setUpWebhooks(app: FastifyInstance, options: AppOptions): void {
   app.addHook('onClose', async () => worker.stop());
 }
 
+/** The named schemas responses reference (each feature's, in the order features depend on each other). */
+const RESPONSE_SCHEMAS = [
+  ...USER_SCHEMAS,
+  ...PRODUCT_SCHEMAS,
+  ...WEBHOOK_SCHEMAS,
+  ...ITEM_SCHEMAS,
+  ...DEPLOY_SCHEMAS,
+  ...INVITATION_SCHEMAS,
+  ...NOTIFICATION_SCHEMAS,
+  ...MAIL_SCHEMAS,
+  HealthSchema,
+];
+
 /**
  * Open routes first; the pages, under their prefix and with their own sessions; then the API,
  * behind the caller's credentials and, under a product, membership.
@@ -156,10 +174,12 @@ async function registerRoutes(app: FastifyInstance, web: WebOptions): Promise<vo
   await app.register(invitationRoutes);
   await app.register(async (api) => {
     api.addHook('onRequest', requireUser(app.db));
+    documentScope(api, requireUserDocumentation);
     await api.register(userRoutes);
     await api.register(productRoutes);
     await api.register(async (member) => {
       member.addHook('onRequest', requireMember(app.db));
+      documentScope(member, requireMemberDocumentation);
       await member.register(productMemberRoutes);
       await member.register(inviteRoutes);
       await member.register(itemRoutes);

@@ -1,5 +1,7 @@
+import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import { checkStorage, type StorageState } from './db/storage.js';
+import { ref } from './http/documentation.js';
 import { assessDelivery, summarize } from './mail/index.js';
 import { formatTimestamp } from './time.js';
 
@@ -7,6 +9,39 @@ const STORAGE_REASONS = {
   full: 'The database is out of space: changes are refused until space is freed.',
   'read-only': 'The database does not take writes (read-only or failing storage): changes are refused until it does.',
 };
+
+// A type list rather than anyOf: the serialiser writes it without a validator to pick the branch.
+const orNull = (description?: string) => Type.Unsafe<string | null>({ type: ['string', 'null'], ...(description ? { description } : {}) });
+
+/** The answer of /health, in the order the handler builds it (the serialiser follows this order). */
+export const HealthSchema = Type.Object(
+  {
+    status: Type.String({ enum: ['ok', 'stalled', 'unavailable'] }),
+    database: Type.String({ enum: ['reachable', 'unreachable', 'out of space', 'read-only'] }),
+    reason: Type.Optional(Type.String({ description: 'Why the service is unavailable or mail is stalled.' })),
+    storage: Type.Optional(Type.Object({ free_bytes: Type.Integer() }, { description: "The free space of the database's disk, where it can be told." })),
+    mail: Type.Optional(
+      Type.Object(
+        {
+          pending: Type.Integer(),
+          sending: Type.Integer(),
+          sent: Type.Integer(),
+          failed: Type.Integer(),
+          oldest_pending_at: orNull('When the oldest undelivered message was queued.'),
+          oldest_due_at: orNull('Since when the longest-waiting due message has been due.'),
+          oldest_due_seconds: Type.Integer(),
+          last_sent_at: orNull(),
+          progressing: Type.Boolean(),
+          server: Type.String({ enum: ['reachable', 'unreachable'], description: "What this instance's worker saw of the mail server." }),
+          unreachable_since: orNull(),
+          server_error: orNull(),
+        },
+        { description: 'The outbox: message counts by status, and whether mail is moving.' },
+      ),
+    ),
+  },
+  { $id: 'Health' },
+);
 
 /**
  * `GET /health` for load balancers and operators: database reachability, whether it can take
@@ -16,7 +51,19 @@ const STORAGE_REASONS = {
  * Never rate-limited: a probe refused with 429 would take a healthy instance out of rotation.
  */
 export async function healthRoutes(app: FastifyInstance): Promise<void> {
-  app.get('/health', { config: { rateLimit: false } }, async (request, reply) => {
+  const schema = {
+    summary: 'Health',
+    description: 'For load balancers and operators; no credentials, no personal data.',
+    operationId: 'health',
+    tags: ['service'],
+    response: {
+      200: ref(HealthSchema, { description: 'The database is reachable and mail is moving.' }),
+      503: ref(HealthSchema, {
+        description: 'The database cannot be reached, is out of space or read-only, or due mail has stood still past MAIL_STALL_SECONDS (with the reason).',
+      }),
+    },
+  };
+  app.get('/health', { schema, config: { rateLimit: false } }, async (request, reply) => {
     const now = new Date();
     let summary;
     try {

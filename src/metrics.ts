@@ -3,6 +3,7 @@ import type { FastifyInstance, onRequestAsyncHookHandler } from 'fastify';
 import { collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import { observeQueries } from './db/connection.js';
 import { UnauthorizedError } from './errors.js';
+import { errorAnswers, METRICS_SECURITY } from './http/documentation.js';
 import { assessDelivery, summarize } from './mail/index.js';
 import { formatTimestamp } from './time.js';
 
@@ -46,7 +47,16 @@ export function registerMetrics(app: FastifyInstance, token: string): void {
   app.addHook('onClose', async () => stopObserving());
   const outbox = outboxMetrics(app);
 
-  app.get('/metrics', { onRequest: requireBearer(token) }, async (_request, reply) => {
+  const schema = {
+    summary: 'Metrics',
+    description: "Prometheus' text format; only when METRICS_TOKEN is set, and only with that token.",
+    operationId: 'metrics',
+    tags: ['service'],
+    security: [{ [METRICS_SECURITY]: [] }],
+    response: { 200: { description: 'The metrics.', content: { 'text/plain': { schema: { type: 'string' } } } } },
+    errors: errorAnswers([{ 401: 'Without the token (`WWW-Authenticate: Bearer realm="shiplog"`).' }]),
+  };
+  app.get('/metrics', { onRequest: requireBearer(token), schema }, async (_request, reply) => {
     const [own, mail] = await Promise.all([registry.metrics(), outbox()]);
     return reply.type(registry.contentType).send(own + mail);
   });

@@ -2,5 +2,5 @@
 export { deployMessageRenderer, rollbackMessageRenderer } from './mail.js';
 export { deployRoutes } from './routes.js';
 export { parseDeployList } from './input.js';
-export { presentDeploys, type DeployJson } from './present.js';
+export { DEPLOY_SCHEMAS, presentDeploys, type DeployJson } from './present.js';
 export { deployersOf, deployHistoryOf, findDeploys, getDeploy, type ItemDeploy } from './service.js';

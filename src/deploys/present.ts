@@ -1,6 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import type { Db } from '../db/connection.js';
 import type { DeployRow, ItemRow, UserRow } from '../db/schema.js';
+import { ref } from '../http/documentation.js';
 import { BIG_PAGE, ItemSchema, presentItems, type ItemJson } from '../items/index.js';
 import type { ProductScope, Urls } from '../scope.js';
 import { nextTurn } from '../turns.js';
@@ -12,42 +13,51 @@ import { itemsOfDeploys } from './repository.js';
 const deployFields = {
   id: Type.Integer(),
   environment: Type.String(),
-  version: Type.String(),
-  notes: Type.String(),
+  version: Type.String({ description: 'Empty when not given.' }),
+  notes: Type.String({ description: 'Markdown; empty when not given.' }),
   created_at: Type.String(),
-  user: UserSchema,
-  items: Type.Array(ItemSchema),
+  user: ref(UserSchema, { description: 'Who recorded the deploy.' }),
+  items: Type.Array(ref(ItemSchema), { description: 'The deployed items as they are now, by number; on a rollback, those whose entry it changed.' }),
   /** A rollback: the environment runs `version` again; its items are those it reverted or restored. */
-  rollback: Type.Boolean(),
+  rollback: Type.Boolean({ description: 'A rollback: the environment runs `version` again.' }),
   /** Undone by a later rollback: when, and that rollback's id. */
-  reverted: Type.Boolean(),
+  reverted: Type.Boolean({ description: 'Undone by a later rollback.' }),
   reverted_at: Type.Optional(Type.String()),
-  reverted_by: Type.Optional(Type.Integer()),
+  reverted_by: Type.Optional(Type.Integer({ description: "The rollback's id." })),
 };
 
-export const DeploySchema = Type.Object(deployFields);
+export const DeploySchema = Type.Object(deployFields, { $id: 'Deploy', description: 'Items that went to an environment (docs/INTERFACE.md §4.4).' });
 export type DeployJson = Static<typeof DeploySchema>;
 
-const RecipientSchema = Type.Object({
-  email: Type.String(),
-  first_name: Type.String(),
-  last_name: Type.String(),
-  numbers: Type.Array(Type.Integer()),
-});
+const RecipientSchema = Type.Object(
+  {
+    email: Type.String(),
+    first_name: Type.String(),
+    last_name: Type.String(),
+    numbers: Type.Array(Type.Integer(), { description: 'The items they would be mailed about.' }),
+  },
+  { $id: 'DeployRecipient', description: 'A person a deploy would mail.' },
+);
 
 /**
  * What POST deploys.json answers: the deploy, the numbers that named no item, and how many people
  * it mails; a dry run (id null: nothing was recorded) also lists them, with their items' numbers.
  */
-export const DeployReceiptSchema = Type.Object({
-  ...deployFields,
-  id: Type.Union([Type.Integer(), Type.Null()]),
-  unknown_numbers: Type.Array(Type.Integer()),
-  emailed: Type.Integer(),
-  dry_run: Type.Boolean(),
-  recipients: Type.Optional(Type.Array(RecipientSchema)),
-});
+export const DeployReceiptSchema = Type.Object(
+  {
+    ...deployFields,
+    id: Type.Union([Type.Integer(), Type.Null()], { description: 'null on a dry run: nothing was recorded.' }),
+    unknown_numbers: Type.Array(Type.Integer(), { description: 'The numbers of the request that named no item, in request order.' }),
+    emailed: Type.Integer({ description: 'How many people the deploy mails.' }),
+    dry_run: Type.Boolean(),
+    recipients: Type.Optional(Type.Array(ref(RecipientSchema), { description: 'On a dry run only.' })),
+  },
+  { $id: 'DeployReceipt', description: 'A deploy, and what recording it did (docs/INTERFACE.md §7.8).' },
+);
 type DeployReceiptJson = Static<typeof DeployReceiptSchema>;
+
+/** The named schemas of the feature, registered on the app so that responses reference them. */
+export const DEPLOY_SCHEMAS = [DeploySchema, RecipientSchema, DeployReceiptSchema];
 
 /** A deploy as the caller (`viewerId`) sees it (see presentUser). */
 export function presentDeploy(row: DeployRow, user: UserRow, viewerId: number, items: ItemJson[]): DeployJson {

@@ -1,22 +1,49 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
-import { params, Param } from '../http/params.js';
+import { BODY_ERRORS, doc, documentAs, errorAnswers, ref } from '../http/documentation.js';
+import { params } from '../http/params.js';
 import { requestParams } from '../http/request.js';
 import { ProductParams } from '../http/schemas.js';
-import { parseDeploy, parseDeployList, parseIdempotencyKey } from './input.js';
+import { DEPLOY_ORDERS, DEPLOY_PAGE, MAX_DEPLOY_ITEMS, parseDeploy, parseDeployList, parseIdempotencyKey } from './input.js';
 import { DeployReceiptSchema, DeploySchema, presentDeploys, presentDryRun, presentReceipt } from './present.js';
 import { findDeploys, planDeploy, recordDeploy } from './service.js';
 
+// Only documents the header: parseIdempotencyKey reads and checks it.
+const IdempotencyHeader = documentAs(
+  Type.Object({}),
+  Type.Object({
+    'Idempotency-Key': Type.Optional(
+      doc.text('A retry with the same key and the same parameters records nothing and answers with the first deploy.', 255),
+    ),
+  }),
+);
+
 export async function deployRoutes(app: FastifyInstance): Promise<void> {
   const urls = app.config;
+  const tags = ['deploys'];
 
   app.get(
     '/api/products/:product_id/deploys.json',
     {
       schema: {
+        summary: 'List deploys',
+        description: `Oldest first unless order_by=newest; a page also ends before it would embed more than ${MAX_DEPLOY_ITEMS} items (docs/INTERFACE.md §7.7).`,
+        operationId: 'listDeploys',
+        tags,
         params: ProductParams,
-        querystring: params({ environment: Param, offset: Param, limit: Param, order_by: Param }),
-        response: { 200: Type.Array(DeploySchema) },
+        querystring: params({
+          environment: doc.text('Only deploys to exactly this environment; empty is no filter.', 255),
+          offset: doc.integer('Deploys to skip; 0 by default.'),
+          limit: doc.integer(`Page size: ${DEPLOY_PAGE.default} by default, above ${DEPLOY_PAGE.max} taken as ${DEPLOY_PAGE.max}.`, 1),
+          order_by: doc.choice(DEPLOY_ORDERS, '`oldest` by default.'),
+        }),
+        response: {
+          200: Type.Array(ref(DeploySchema), {
+            description: 'The page of deploys.',
+            headers: { 'X-Sprintly-Deploy-Count': { type: 'integer', description: 'How many deploys match, before paging.' } },
+          }),
+        },
+        errors: errorAnswers([{ 400: 'A malformed limit or offset; order_by other than oldest or newest.' }]),
       },
     },
     async (request, reply) => {
@@ -31,9 +58,39 @@ export async function deployRoutes(app: FastifyInstance): Promise<void> {
     '/api/products/:product_id/deploys.json',
     {
       schema: {
+        summary: 'Record a deploy',
+        description:
+          "One transaction records the deploy, makes it each item's latest to the environment and queues one email per follower (docs/INTERFACE.md §7.8).",
+        operationId: 'createDeploy',
+        tags,
         params: ProductParams,
-        body: params({ environment: Param, numbers: Param, version: Param, notes: Param, rollback: Param, dry_run: Param }),
-        response: { 200: DeployReceiptSchema },
+        headers: IdempotencyHeader,
+        body: params({
+          environment: doc.required(doc.text('Where the items went: a name, a host, even a URL.', 255)),
+          numbers: doc.required(
+            doc.list(
+              `The numbers of the deployed items (at most ${MAX_DEPLOY_ITEMS}); numbers that name no item are skipped. Optional on a rollback, where they choose nothing.`,
+              Type.Integer({ minimum: 0 }),
+            ),
+          ),
+          version: doc.text("The deployed software's version; required on a rollback.", 255),
+          notes: doc.text('Markdown.', 65535),
+          rollback: doc.strictFlag('The environment runs `version` again: later deploys there are marked reverted, and their items go back to what it ran then; false by default.'),
+          dry_run: doc.strictFlag('Answer the receipt the deploy would get, with `id` null and the recipients, and write nothing; false by default.'),
+        }),
+        response: {
+          200: ref(DeployReceiptSchema, {
+            description: 'The receipt: the deploy with its items as they are after it; for a repeated Idempotency-Key, the first receipt.',
+          }),
+        },
+        errors: errorAnswers([
+          {
+            400: `An entry of numbers is not an integer; more than ${MAX_DEPLOY_ITEMS} numbers; none of them names an item of the product (not on a rollback); environment, version, notes or Idempotency-Key too long; rollback or dry_run other than true, false, 1 or 0; a rollback without version.`,
+            403: 'environment is missing or empty, or numbers on a deploy that is not a rollback, as the Sprint.ly service answers.',
+            422: 'The Idempotency-Key was used for a deploy with other parameters; a rollback to a version no deploy to the environment had.',
+          },
+          BODY_ERRORS,
+        ]),
       },
     },
     async (request) => {

@@ -18,13 +18,17 @@ ${body}
 /** The policy of those pages: the JSON one (http/security-headers.ts), with their inline styles and own forms. */
 const PAGE_POLICY = "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'";
 
-/** People click links in mail, programs call them: HTML for browsers, the usual JSON otherwise. */
+/**
+ * People click links in mail, programs call them: HTML for browsers, the usual JSON otherwise. The
+ * JSON is sent as built: the route's response schemas describe it, and the serialiser, which
+ * writes optional fields last, would reorder it.
+ */
 export function answer(request: FastifyRequest, reply: FastifyReply, status: number, title: string, html: string, json: object) {
   reply.code(status);
   if (/text\/html/.test(request.headers.accept ?? '')) {
     return reply.type('text/html; charset=utf-8').header('content-security-policy', PAGE_POLICY).send(page(title, html));
   }
-  return reply.send(json);
+  return reply.type('application/json; charset=utf-8').send(JSON.stringify(json));
 }
 
 /** An error of ours as `answer` gives it; anything else goes on to the error handler. */

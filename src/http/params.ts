@@ -1,5 +1,6 @@
-import { Type, type Static, type TOptional } from '@sinclair/typebox';
+import { Type, type Static, type TOptional, type TSchema } from '@sinclair/typebox';
 import { ValidationError } from '../errors.js';
+import { documentAs, parameterMeanings } from './documentation.js';
 
 /**
  * What a parameter may look like on the wire: form bodies and query strings give strings (arrays
@@ -21,11 +22,12 @@ export type ParamValue = Static<typeof Param> | undefined;
 /**
  * A loose parameter object: the named ones declared, unknown ones allowed and ignored. Each names
  * the shared Param schema (registered once on the app), so it is compiled once, not per field.
+ * `props` says what each parameter means, for the API's description (`doc` of documentation.ts).
  */
-export function params<K extends string>(props: Record<K, typeof Param>) {
+export function params<K extends string>(props: Record<K, TSchema>) {
   const ref = Type.Ref(Param);
   const optional = Object.fromEntries(Object.keys(props).map((k) => [k, Type.Optional(ref)])) as Record<K, TOptional<typeof ref>>;
-  return Type.Object(optional, { additionalProperties: true });
+  return documentAs(Type.Object(optional, { additionalProperties: true }), parameterMeanings(props));
 }
 
 export function invalid(name: string, problem: string): never {

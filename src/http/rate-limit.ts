@@ -4,6 +4,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Config } from '../config.js';
 import { TooManyRequestsError } from '../errors.js';
 import { LruCache } from '../lru.js';
+import { documentScope } from './documentation.js';
 
 /** How the limiter tells who a request is; given by the app, which knows the features' credentials. */
 export interface RequestIdentity {
@@ -18,6 +19,13 @@ const KNOWN_CREDENTIALS = 10_000;
 const KNOWN_FOR_MS = 3_600_000;
 /** Counters the store keeps; beyond it the least recently seen key starts afresh. */
 const COUNTERS = 10_000;
+
+/** The headers of the IETF draft, which every counted answer carries; the 429's tell when to come back. */
+const LIMIT_HEADERS = {
+  'RateLimit-Limit': { type: 'integer', description: 'The requests this user or client address may make in the window.' },
+  'RateLimit-Remaining': { type: 'integer', description: 'The requests left in the window: 0.' },
+  'RateLimit-Reset': { type: 'integer', description: 'Seconds until the window starts again.' },
+};
 
 const digest = (credential: string): string => crypto.createHash('sha256').update(credential).digest('base64url');
 
@@ -63,6 +71,16 @@ export async function registerRateLimits(app: FastifyInstance, config: Config, i
     },
   });
   app.addHook('onRequest', app.rateLimit());
+  // Here, beside the hook, so that every route counted (those registered from now on) documents
+  // its 429, and a route exempted from the limit does not.
+  const limits = [perKey && `${perKey} from one user`, perAddress && `${perAddress} from one client address`].filter(Boolean).join(', or ');
+  documentScope(app, {
+    errors: {
+      429: `More than ${limits} in ${windowSeconds} s; a request counts against its user once its credentials have authenticated them on this instance, against its address until then. Checked before anything else, credentials included.`,
+    },
+    headers: { 429: LIMIT_HEADERS },
+    exempt: (route) => route.config?.rateLimit === false,
+  });
   app.addHook('onResponse', async (request, reply) => {
     const credential = identity.credentialOf(request);
     if (credential === undefined) return;

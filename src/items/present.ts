@@ -1,30 +1,35 @@
 import { Type, type Static, type TObject } from '@sinclair/typebox';
 import type { Db } from '../db/connection.js';
 import type { ItemRow, ProductRow } from '../db/schema.js';
+import { ref } from '../http/documentation.js';
 import { presentProductSummary, ProductSummarySchema } from '../products/index.js';
 import type { Urls } from '../scope.js';
 import { nextTurn } from '../turns.js';
 import { presentUser, UserSchema } from '../users/index.js';
-import { DEPLOYED_TO_SHOWN, DEPLOYED_TO_SHOWN_EMBEDDED, statusName } from './model.js';
+import { CLOSE_REASONS, DEPLOYED_TO_SHOWN, DEPLOYED_TO_SHOWN_EMBEDDED, ITEM_TYPES, SCORES, STATUSES, statusName } from './model.js';
 import { loadRelations, type Deployment, type ItemRelations } from './repository.js';
 import { itemShortUrl } from './urls.js';
 
+// Descriptions and enums are for the API's description; serialising ignores them.
 const Timestamp = Type.String();
+const oneOf = (values: readonly string[], description?: string) => Type.String({ enum: [...values], ...(description ? { description } : {}) });
 
 /**
  * One entry of `deployed_to`: the item's latest deploy to one environment. A rollback that left
  * the environment without the item keeps the entry, `reverted`, with when and by which deploy.
  */
-const DeploymentSchema = Type.Object({
-  environment: Type.String(),
-  version: Type.String(),
-  deployed_at: Timestamp,
-  deploy_id: Type.Integer(),
-  reverted: Type.Boolean(),
-  reverted_at: Type.Optional(Timestamp),
-  reverted_by: Type.Optional(Type.Integer()),
-});
-export const DeploymentListSchema = Type.Array(DeploymentSchema);
+export const DeploymentSchema = Type.Object(
+  {
+    environment: Type.String(),
+    version: Type.String(),
+    deployed_at: Timestamp,
+    deploy_id: Type.Integer(),
+    reverted: Type.Boolean({ description: 'A rollback left the environment without the item.' }),
+    reverted_at: Type.Optional(Timestamp),
+    reverted_by: Type.Optional(Type.Integer({ description: "The rollback's id." })),
+  },
+  { $id: 'Deployment', description: 'What one environment runs of an item: its latest deploy there.' },
+);
 type DeploymentJson = Static<typeof DeploymentSchema>;
 
 /** A `deployed_to` entry as JSON, the same on items and in deployed_to.json. */
@@ -38,31 +43,34 @@ export function presentDeployment(d: Deployment): DeploymentJson {
 }
 
 const itemFields = {
-  number: Type.Integer(),
-  type: Type.String(),
-  status: Type.String(),
-  title: Type.String(),
-  who: Type.Optional(Type.String()),
-  what: Type.Optional(Type.String()),
-  why: Type.Optional(Type.String()),
-  description: Type.String(),
-  score: Type.String(),
+  number: Type.Integer({ description: 'Within the product; never reused.' }),
+  type: oneOf(ITEM_TYPES, 'Set at creation, never changed.'),
+  status: oneOf(STATUSES),
+  title: Type.String({ description: "A story's is built from who, what and why." }),
+  who: Type.Optional(Type.String({ description: 'Stories only.' })),
+  what: Type.Optional(Type.String({ description: 'Stories only.' })),
+  why: Type.Optional(Type.String({ description: 'Stories only.' })),
+  description: Type.String({ description: 'Markdown; empty when none was given.' }),
+  score: oneOf(SCORES),
   tags: Type.Array(Type.String()),
   archived: Type.Boolean(),
-  product: ProductSummarySchema,
-  created_by: UserSchema,
-  assigned_to: Type.Union([UserSchema, Type.Null()]),
+  product: ref(ProductSummarySchema),
+  created_by: ref(UserSchema),
+  assigned_to: Type.Union([ref(UserSchema), Type.Null()]),
   created_at: Timestamp,
-  last_modified: Timestamp,
-  last_activity: Timestamp,
-  short_url: Type.String(),
-  sort: Type.Integer(),
-  close_reason: Type.Optional(Type.String()),
-  progress: Type.Object({
-    started_at: Type.Optional(Timestamp),
-    closed_at: Type.Optional(Timestamp),
-    accepted_at: Type.Optional(Timestamp),
-  }),
+  last_modified: Type.String({ description: "When one of the item's own fields last changed." }),
+  last_activity: Type.String({ description: 'The latest of last_modified, its deploys and new follows.' }),
+  short_url: Type.String({ description: 'An absolute URL that redirects to the item.' }),
+  sort: Type.Integer({ description: 'Position within the status, smaller first.' }),
+  close_reason: Type.Optional(oneOf(CLOSE_REASONS, 'Only while completed or accepted.')),
+  progress: Type.Object(
+    {
+      started_at: Type.Optional(Timestamp),
+      closed_at: Type.Optional(Timestamp),
+      accepted_at: Type.Optional(Timestamp),
+    },
+    { description: 'Each moment once it has happened.' },
+  ),
   email: Type.Object({ files: Type.String(), discussion: Type.String() }),
   counts: Type.Object({
     blockers: Type.Integer(),
@@ -70,15 +78,22 @@ const itemFields = {
     comments: Type.Integer(),
     favorites: Type.Integer(),
   }),
-  deployed_to: Type.Array(DeploymentSchema),
-  deployed_to_count: Type.Integer(),
+  deployed_to: Type.Array(ref(DeploymentSchema), {
+    description: `The latest deploy to each environment, newest first: at most ${DEPLOYED_TO_SHOWN} (${DEPLOYED_TO_SHOWN_EMBEDDED} on an embedded item).`,
+  }),
+  deployed_to_count: Type.Integer({ description: 'How many environments the item went to in all.' }),
 };
 
 /** The parent as embedded in a sub-item: the item without its own parent or children. */
-export const ParentItemSchema = Type.Object(itemFields);
-export const ItemSchema: TObject = Type.Object({ ...itemFields, parent: Type.Optional(ParentItemSchema) });
-export const ItemListSchema = Type.Array(ItemSchema);
+export const ParentItemSchema = Type.Object(itemFields, { $id: 'ParentItem', description: 'The parent story of a sub-item: an Item without a parent.' });
+export const ItemSchema: TObject = Type.Object(
+  { ...itemFields, parent: Type.Optional(ref(ParentItemSchema, { description: 'On sub-items only.' })) },
+  { $id: 'Item', description: 'An item: every endpoint returns this complete object (docs/INTERFACE.md §4.3).' },
+);
 export type ItemJson = Static<typeof ParentItemSchema> & { parent?: Static<typeof ParentItemSchema> };
+
+/** The named schemas of the feature, registered on the app so that responses reference them. */
+export const ITEM_SCHEMAS = [DeploymentSchema, ParentItemSchema, ItemSchema];
 
 /** The shared fields, as the caller (`viewerId`) sees them; `deployed_to` cut to the latest `shown` environments. */
 function presentOwnFields(row: ItemRow, rel: ItemRelations, urls: Urls, viewerId: number, shown: number): ItemJson {

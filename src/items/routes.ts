@@ -1,15 +1,32 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Trx } from '../db/connection.js';
 import type { ItemRow } from '../db/schema.js';
+import { Type } from '@sinclair/typebox';
 import { productNotFound } from '../errors.js';
+import { BODY_ERRORS, doc, errorAnswers, ref, type Explained } from '../http/documentation.js';
 import { requestParams } from '../http/request.js';
-import { asPage, digitsToId, params, Param, type ParamValue } from '../http/params.js';
+import { asPage, digitsToId, params, type ParamValue } from '../http/params.js';
 import { ItemParams, ProductParams } from '../http/schemas.js';
 import type { ProductScope } from '../scope.js';
 import { pathItemNumber, parseCreateItem, parseListItems, parseResort, parseUpdateItem } from './input.js';
-import { CHILDREN_PAGE, DEPLOYED_TO_PAGE } from './model.js';
+import {
+  CHILDREN_PAGE,
+  CLOSE_REASONS,
+  DEPLOYED_TO_PAGE,
+  INPUT_STATUSES,
+  ITEM_TYPES,
+  LIMITS,
+  MAX_CHILDREN_OFFSET,
+  MAX_ENVIRONMENT_FILTER,
+  MAX_LIST_OFFSET,
+  MAX_TAG_FILTER,
+  MAX_TAGS,
+  ORDERS,
+  SCORES,
+  STATUSES,
+} from './model.js';
 import { itemPagePath } from './urls.js';
-import { DeploymentListSchema, ItemListSchema, ItemSchema, presentDeployment, presentItems } from './present.js';
+import { DeploymentSchema, ItemSchema, presentDeployment, presentItems } from './present.js';
 import {
   archiveItem,
   childrenOf,
@@ -22,14 +39,39 @@ import {
   updateItem,
 } from './service.js';
 
+/** What an item's parameters mean (docs/INTERFACE.md §7.2, §7.4); `type` only counts on creation. */
 const itemFields = {
-  type: Param, title: Param, who: Param, what: Param, why: Param, description: Param, score: Param,
-  status: Param, assigned_to: Param, created_by: Param, tags: Param, parent: Param, close_reason: Param,
+  type: doc.choice(ITEM_TYPES, "Ignored: an item's type never changes."),
+  title: doc.text('Required for a task, defect or test, and not empty; ignored for a story, whose title is built from who, what and why.', LIMITS.title),
+  who: doc.text('A story\'s "As a …"; required for a story, and not empty.', LIMITS.who),
+  what: doc.text('A story\'s "I want …"; required for a story, and not empty.', LIMITS.what),
+  why: doc.text('A story\'s "so that …"; required for a story, and not empty.', LIMITS.why),
+  description: doc.text('Markdown.', LIMITS.description),
+  score: doc.choice(SCORES, '`~` unless given.'),
+  status: doc.choice(INPUT_STATUSES, '`backlog` for a new item unless given; a change moves the item to the bottom of its new status.'),
+  assigned_to: doc.reference('A user id, of a member of the product, who starts following the item; empty or null unassigns.', 'id'),
+  created_by: doc.reference('Accepted for compatibility: it must name a user, but the creator is always the caller.', 'id'),
+  tags: doc.list(`Each at most ${LIMITS.tag} characters, at most ${MAX_TAGS}; on an update the whole set, and empty removes every tag.`),
+  parent: doc.reference('The number of a story of this product, under which the item is placed (not for a story); empty or null detaches it.', 'number'),
+  close_reason: doc.choice(CLOSE_REASONS, 'Used while the status is completed or accepted; `fixed` unless given.'),
 };
+const createFields = { ...itemFields, type: doc.required(doc.choice(ITEM_TYPES, 'The kind of item; never changes.')) };
 const listFields = {
-  type: Param, status: Param, offset: Param, limit: Param, order_by: Param,
-  assigned_to: Param, created_by: Param, tags: Param, children: Param, deployed_to: Param, not_deployed_to: Param,
+  type: doc.list('Only items of these types.', ITEM_TYPES),
+  status: doc.list('Only items in these statuses; `backlog,in-progress` by default.', STATUSES),
+  offset: doc.integer(`Entries to skip: at most ${MAX_LIST_OFFSET} (${MAX_CHILDREN_OFFSET} with children=true); 0 by default.`),
+  limit: doc.integer('Page size: 20 by default, above 500 taken as 500.', 1),
+  order_by: doc.choice(ORDERS, '`priority` by default (docs/INTERFACE.md §6).'),
+  assigned_to: doc.integer('Only items assigned to this user id; empty is no filter.'),
+  created_by: doc.integer('Only items this user id created; empty is no filter.'),
+  tags: doc.list(`Only items that carry every one of these tags (at most ${MAX_TAG_FILTER}).`),
+  children: doc.flag("Also list, right after each story, its sub-items that are not archived, whatever their status; false by default."),
+  deployed_to: doc.list(`Only items that these environments run now (their entry there is not reverted); at most ${MAX_ENVIRONMENT_FILTER}.`),
+  not_deployed_to: doc.list(`Only items none of these environments runs now (never deployed there, or reverted); at most ${MAX_ENVIRONMENT_FILTER}.`),
 };
+
+const ITEM_MISSING = { 404: 'No item with that number in the product.' };
+const count = (header: string, what: string) => ({ [header]: { type: 'integer', description: `How many ${what} there are in all, before paging.` } });
 
 /** The item routes under `/api/products/{id}`: the lists, then the changes to one item. */
 export async function itemRoutes(app: FastifyInstance): Promise<void> {
@@ -43,11 +85,29 @@ const presentOne = async (app: FastifyInstance, scope: ProductScope, row: ItemRo
 
 /** Lists: the items of a product, a story's sub-items, an item's environments. */
 async function itemListRoutes(app: FastifyInstance): Promise<void> {
-  const pageParams = params({ offset: Param, limit: Param });
+  const page = (size: { default: number; max: number }) =>
+    params({ offset: doc.integer('Entries to skip; 0 by default.'), limit: doc.integer(`Page size: ${size.default} by default, above ${size.max} taken as ${size.max}.`, 1) });
+  const items = (description: string) => Type.Array(ref(ItemSchema), { description, headers: count('X-Sprintly-Item-Count', 'entries') });
 
   app.get(
     '/api/products/:product_id/items.json',
-    { schema: { params: ProductParams, querystring: params(listFields), response: { 200: ItemListSchema } } },
+    {
+      schema: {
+        summary: 'List items',
+        description: 'Top-level items that are not archived, a page at a time (docs/INTERFACE.md §7.1).',
+        operationId: 'listItems',
+        tags: ['items'],
+        params: ProductParams,
+        querystring: params(listFields),
+        response: { 200: items('The page of items.') },
+        errors: errorAnswers([
+          {
+            400: `An invalid type, status, order_by, offset, limit or children; more than ${MAX_TAG_FILTER} tags, or ${MAX_ENVIRONMENT_FILTER} environments in deployed_to or not_deployed_to, or one longer than 255 characters; offset above ${MAX_LIST_OFFSET} (${MAX_CHILDREN_OFFSET} with children=true).`,
+            404: 'assigned_to or created_by names no user.',
+          },
+        ]),
+      },
+    },
     async (request, reply) => {
       const input = parseListItems(requestParams(request));
       const { rows, total } = await listItems(app.db, request.scope, input, app.listCounts);
@@ -58,7 +118,18 @@ async function itemListRoutes(app: FastifyInstance): Promise<void> {
 
   app.get(
     '/api/products/:product_id/items/:item_number/children.json',
-    { schema: { params: ItemParams, querystring: pageParams, response: { 200: ItemListSchema } } },
+    {
+      schema: {
+        summary: "List a story's sub-items",
+        description: 'Sub-items that are not archived, in priority order, whatever their status.',
+        operationId: 'listChildren',
+        tags: ['items'],
+        params: ItemParams,
+        querystring: page(CHILDREN_PAGE),
+        response: { 200: items('The page of sub-items.') },
+        errors: errorAnswers([{ 400: 'A malformed offset or limit; the item is not a story.' }, ITEM_MISSING]),
+      },
+    },
     async (request, reply) => {
       const page = asPage(requestParams(request), CHILDREN_PAGE);
       const { rows, total } = await childrenOf(app.db, request.scope, pathItemNumber(request), page);
@@ -70,7 +141,20 @@ async function itemListRoutes(app: FastifyInstance): Promise<void> {
   // Every environment an item went to; the item itself shows only the latest (deployed_to).
   app.get(
     '/api/products/:product_id/items/:item_number/deployed_to.json',
-    { schema: { params: ItemParams, querystring: pageParams, response: { 200: DeploymentListSchema } } },
+    {
+      schema: {
+        summary: 'List every environment an item went to',
+        description: "The item's latest deploy to each environment, newest first; the item shows only the latest few.",
+        operationId: 'listDeployedTo',
+        tags: ['items'],
+        params: ItemParams,
+        querystring: page(DEPLOYED_TO_PAGE),
+        response: {
+          200: Type.Array(ref(DeploymentSchema), { description: 'The page of environments.', headers: count('X-Sprintly-Deployed-To-Count', 'environments') }),
+        },
+        errors: errorAnswers([{ 400: 'A malformed offset or limit.' }, ITEM_MISSING]),
+      },
+    },
     async (request, reply) => {
       const page = asPage(requestParams(request), DEPLOYED_TO_PAGE);
       const { deployments, total } = await deploymentsOf(app.db, request.scope, pathItemNumber(request), page);
@@ -86,7 +170,8 @@ async function itemListRoutes(app: FastifyInstance): Promise<void> {
  */
 async function itemChangeRoutes(app: FastifyInstance): Promise<void> {
   const item = '/api/products/:product_id/items/:item_number.json';
-  const answer = { 200: ItemSchema };
+  const answer = (description: string, ...errors: Explained[]) => ({ response: { 200: ref(ItemSchema, { description }) }, errors: errorAnswers(errors) });
+  const tags = ['items'];
   const change = <T>(parse: (p: Record<string, ParamValue>) => T, run: (trx: Trx, scope: ProductScope, number: number, input: T) => Promise<ItemRow>) =>
     async (request: FastifyRequest) => {
       const input = parse(requestParams(request));
@@ -98,32 +183,103 @@ async function itemChangeRoutes(app: FastifyInstance): Promise<void> {
 
   app.post(
     '/api/products/:product_id/items.json',
-    { schema: { params: ProductParams, body: params(itemFields), response: answer } },
+    {
+      schema: {
+        summary: 'Create an item',
+        description: "The item gets the product's next number and goes to the bottom of its status; the creator and the assignee follow it.",
+        operationId: 'createItem',
+        tags,
+        params: ProductParams,
+        body: params(createFields),
+        ...answer(
+          'The new item.',
+          {
+            400: 'A missing or invalid type; an invalid status, score or close_reason; a missing title (task, defect, test) or who, what or why (story); a value too long; too many tags; a parent for a story, or one that is not a story.',
+            404: 'assigned_to names no member of the product, created_by no user, or parent no item of the product.',
+          },
+          BODY_ERRORS,
+        ),
+      },
+    },
     async (request) => {
       const input = parseCreateItem(requestParams(request));
       const row = await app.db.transaction().execute((trx) => createItem(trx, request.scope, input, app.config));
       return presentOne(app, request.scope, row);
     },
   );
-  app.get(item, { schema: { params: ItemParams, response: answer } }, async (request) =>
+  app.get(
+    item,
+    { schema: { summary: 'Fetch an item', operationId: 'getItem', tags, params: ItemParams, ...answer('The item, archived or not.', ITEM_MISSING) } },
+    async (request) =>
     presentOne(app, request.scope, await getItem(app.db, request.scope, pathItemNumber(request))),
   );
   app.post(
     item,
-    { schema: { params: ItemParams, body: params(itemFields), response: answer } },
+    {
+      schema: {
+        summary: 'Update an item',
+        description: 'Only the parameters given change anything, and only when they differ from what is stored (docs/INTERFACE.md §7.4).',
+        operationId: 'updateItem',
+        tags,
+        params: ItemParams,
+        body: params(itemFields),
+        ...answer(
+          'The item as it now is.',
+          {
+            400: 'An invalid status, score or close_reason; an empty title, who, what or why; a value too long; too many tags; a parent the rules do not allow.',
+            404: 'No item with that number in the product; assigned_to names no member of the product, or parent no item of it.',
+          },
+          BODY_ERRORS,
+        ),
+      },
+    },
     change(parseUpdateItem, (trx, scope, n, input) => updateItem(trx, scope, n, input, app.config)),
   );
-  app.delete(item, { schema: { params: ItemParams, response: answer } }, change(noInput, (trx, scope, n) => archiveItem(trx, scope, n, app.config)));
+  app.delete(
+    item,
+    {
+      schema: {
+        summary: 'Archive an item',
+        description: 'Archived items leave every list but can still be fetched, updated and deployed.',
+        operationId: 'archiveItem',
+        tags,
+        params: ItemParams,
+        ...answer('The archived item.', ITEM_MISSING, BODY_ERRORS),
+      },
+    },
+    change(noInput, (trx, scope, n) => archiveItem(trx, scope, n, app.config)),
+  );
   app.post(
     '/api/products/:product_id/items/:item_number/resort.json',
-    { schema: { params: ItemParams, body: params({ before: Param, after: Param }), response: answer } },
+    {
+      schema: {
+        summary: 'Move an item within its status',
+        description: 'docs/INTERFACE.md §6: with both before and after, the item lands between them.',
+        operationId: 'resortItem',
+        tags,
+        params: ItemParams,
+        body: params({
+          before: doc.integer('The number of the item that is to stand directly before this one.'),
+          after: doc.integer('The number of the item that is to come directly after this one.'),
+        }),
+        ...answer(
+          'The item.',
+          { 400: 'Neither before nor after given; one in another status than the item, or the item itself.' },
+          { 404: 'No item with that number in the product, or before or after names none.' },
+          BODY_ERRORS,
+        ),
+      },
+    },
     change(parseResort, resortItem),
   );
-  for (const [method, follow] of [['POST', true], ['DELETE', false]] as const) {
+  for (const [method, follow, summary, operationId] of [
+    ['POST', true, 'Follow an item', 'followItem'],
+    ['DELETE', false, 'Stop following an item', 'unfollowItem'],
+  ] as const) {
     app.route({
       method,
       url: '/api/products/:product_id/items/:item_number/follow.json',
-      schema: { params: ItemParams, response: answer },
+      schema: { summary, operationId, tags, params: ItemParams, ...answer('The item; repeating is harmless.', ITEM_MISSING, BODY_ERRORS) },
       handler: change(noInput, (trx, scope, n) => setFollowing(trx, scope, n, follow)),
     });
   }
@@ -157,7 +313,23 @@ export const prefersHtml = (accept: string | undefined): boolean => acceptQualit
 export async function shortUrlRoutes(app: FastifyInstance): Promise<void> {
   app.get(
     '/i/:product_id/:item_number/',
-    { schema: { params: ItemParams } },
+    {
+      schema: {
+        summary: "Follow an item's short_url",
+        description: 'Needs no credentials and looks nothing up; the address it leads to asks for them as usual.',
+        operationId: 'followShortUrl',
+        tags: ['links'],
+        params: ItemParams,
+        response: {
+          302: {
+            type: 'null',
+            description: "A browser asking for HTML goes to the item's page, any other client to the item's API address.",
+            headers: { Location: { type: 'string', description: 'The absolute address of the item.' } },
+          },
+        },
+        errors: errorAnswers([{ 404: 'The product id or the item number is not a number.' }]),
+      },
+    },
     async (request, reply) => {
       const productId = digitsToId((request.params as { product_id: string }).product_id);
       const number = pathItemNumber(request);

@@ -1,9 +1,29 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
+import { errorAnswers, jsonOrPage, ref, TOO_LARGE, UNAVAILABLE } from '../http/documentation.js';
 import { answer, escapeHtml, failure } from '../http/html.js';
+import { TokenParams } from '../http/schemas.js';
 import { unsubscribe, unsubscribeTarget, type UnsubscribeTarget } from './service.js';
 
-const TokenParams = Type.Object({ token: Type.String() });
+const UnsubscribeLinkSchema = Type.Object(
+  {
+    email: Type.String({ description: 'The recipient of the message.' }),
+    items: Type.Array(Type.Integer(), { description: 'The numbers of the items the link stops following.' }),
+    used: Type.Boolean(),
+  },
+  { $id: 'UnsubscribeLink', description: 'What following the link would do.' },
+);
+const UnsubscribedSchema = Type.Object(
+  { email: Type.String(), unfollowed: Type.Array(Type.Integer(), { description: 'The numbers of the items no longer followed.' }) },
+  { $id: 'Unsubscribed' },
+);
+
+/** The named schemas of the feature, registered on the app so that responses reference them. */
+export const MAIL_SCHEMAS = [UnsubscribeLinkSchema, UnsubscribedSchema];
+
+const linkErrors = [{ 404: 'The link was not signed by this installation.', 410: 'The link was used already.' }, UNAVAILABLE];
+const html = { html: [404, 410] as const };
+const tags = ['links'];
 
 const itemList = (t: UnsubscribeTarget) =>
   `<ul>${t.items.map((i) => `<li>#${i.number} ${escapeHtml(i.title)}</li>`).join('')}</ul>`;
@@ -14,7 +34,16 @@ export async function unsubscribeRoutes(app: FastifyInstance): Promise<void> {
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, _body, done) => done(null, {}));
 
-  app.get('/unsubscribe/:token', { schema: { params: TokenParams } }, async (request, reply) => {
+  const showSchema = {
+    summary: 'Show an unsubscribe link',
+    description: "A deploy email's List-Unsubscribe link; GET changes nothing.",
+    operationId: 'showUnsubscribe',
+    tags,
+    params: TokenParams,
+    response: { 200: jsonOrPage(ref(UnsubscribeLinkSchema), 'What the link does.') },
+    errors: errorAnswers(linkErrors, html),
+  };
+  app.get('/unsubscribe/:token', { schema: showSchema }, async (request, reply) => {
     try {
       const target = await unsubscribeTarget(app.db, app.unsubscribeLinks, (request.params as { token: string }).token);
       const html = target.used
@@ -31,7 +60,16 @@ export async function unsubscribeRoutes(app: FastifyInstance): Promise<void> {
     }
   });
 
-  app.post('/unsubscribe/:token', { schema: { params: TokenParams } }, async (request, reply) => {
+  const unsubscribeSchema = {
+    summary: 'Unsubscribe (one click, RFC 8058)',
+    description: "The recipient stops following the message's items. Any body is accepted and ignored.",
+    operationId: 'unsubscribe',
+    tags,
+    params: TokenParams,
+    response: { 200: jsonOrPage(ref(UnsubscribedSchema), 'The items are no longer followed.') },
+    errors: errorAnswers([...linkErrors, { 413: TOO_LARGE }], html),
+  };
+  app.post('/unsubscribe/:token', { schema: unsubscribeSchema }, async (request, reply) => {
     try {
       const token = (request.params as { token: string }).token;
       const target = await app.db.transaction().execute((trx) => unsubscribe(trx, app.unsubscribeLinks, token));

@@ -2,9 +2,17 @@ import { Type, type Static } from '@sinclair/typebox';
 import type { EnvironmentChoice } from './input.js';
 
 /** docs/INTERFACE.md §9: `{"environments": "all"}` or `{"environments": ["production", ...]}`. */
-export const EnvironmentChoiceSchema = Type.Object({
-  environments: Type.Union([Type.Literal('all'), Type.Array(Type.String())]),
-});
+export const EnvironmentChoiceSchema = Type.Object(
+  {
+    environments: Type.Union([Type.Literal('all'), Type.Array(Type.String())], {
+      description: '`all` (the default), or the environments whose deploys email the caller, sorted by code point.',
+    }),
+  },
+  { $id: 'EnvironmentChoice', description: "Which of the product's deploy environments email the caller." },
+);
+
+/** The named schemas of the feature, registered on the app so that responses reference them. */
+export const NOTIFICATION_SCHEMAS = [EnvironmentChoiceSchema];
 
 export function presentEnvironmentChoice(choice: EnvironmentChoice): Static<typeof EnvironmentChoiceSchema> {
   return { environments: choice };

@@ -1,6 +1,12 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Db } from '../db/connection.js';
+import type { ScopeDocumentation } from '../http/documentation.js';
 import { productScope } from './service.js';
+
+/** What requireMember adds to each route it guards, for the API's description. */
+export const requireMemberDocumentation: ScopeDocumentation = {
+  errors: { 403: 'The caller is not a member of the product.', 404: 'No product with that id.' },
+};
 
 /** onRequest hook for `/api/products/{product_id}/...`: product exists (404), caller is a member (403). */
 export function requireMember(db: Db) {

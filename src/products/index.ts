@@ -2,8 +2,8 @@
  * Products: who belongs to which, and the product row every writer of a product locks first
  * (lockProduct), which is also where item numbers are allocated and list totals are versioned.
  */
-export { requireMember } from './hooks.js';
-export { presentProductSummary, ProductSummarySchema } from './present.js';
+export { requireMember, requireMemberDocumentation } from './hooks.js';
+export { presentProductSummary, PRODUCT_SCHEMAS, ProductSummarySchema } from './present.js';
 export {
   allocateItemNumber,
   markItemsChanged,

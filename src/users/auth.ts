@@ -3,6 +3,7 @@ import type { Db } from '../db/connection.js';
 import { unlessStorageRefuses } from '../db/storage.js';
 import type { UserRow } from '../db/schema.js';
 import { InvalidUserError } from '../errors.js';
+import { API_KEY_SECURITY, UNAVAILABLE, type ScopeDocumentation } from '../http/documentation.js';
 import { formatTimestamp } from '../time.js';
 import { apiKeyMatches, API_KEY_PATTERN, hashApiKey } from './keys.js';
 import { forgetProfile } from './profiles.js';
@@ -49,6 +50,13 @@ async function noteLogin(db: Db, user: UserRow): Promise<void> {
   forgetProfile(db, user.id);
   user.last_login = at;
 }
+
+/** What requireUser adds to each route it guards, for the API's description. */
+export const requireUserDocumentation: ScopeDocumentation = {
+  security: API_KEY_SECURITY,
+  errors: { 403: 'Credentials missing, malformed or wrong ("Invalid or unknown user.").', ...UNAVAILABLE },
+  headers: { 403: { 'WWW-Authenticate': { type: 'string', description: '`Basic realm="shiplog"`, when no Authorization header was sent.' } } },
+};
 
 /** onRequest hook: the caller, before anything else is looked at (docs/INTERFACE.md §2). */
 export function requireUser(db: Db) {

@@ -1,15 +1,23 @@
 import { Type, type Static } from '@sinclair/typebox';
 import type { UserProfile } from './profiles.js';
 
-export const UserSchema = Type.Object({
-  id: Type.Integer(),
-  first_name: Type.String(),
-  last_name: Type.String(),
-  email: Type.String(),
-  created_at: Type.Optional(Type.String()),
-  last_login: Type.Optional(Type.String()),
-});
+export const UserSchema = Type.Object(
+  {
+    id: Type.Integer(),
+    first_name: Type.String(),
+    last_name: Type.String(),
+    email: Type.String(),
+    created_at: Type.Optional(Type.String({ description: 'When the account was made; shown to the user themselves only.' })),
+    last_login: Type.Optional(
+      Type.String({ description: "The user's last authenticated request (recorded at most once a minute); shown to the user themselves only." }),
+    ),
+  },
+  { $id: 'User', description: 'A person (docs/INTERFACE.md §4.1). Timestamps are ISO 8601 in UTC, to the second.' },
+);
 export type UserJson = Static<typeof UserSchema>;
+
+/** The named schemas of the feature, registered on the app so that responses reference them. */
+export const USER_SCHEMAS = [UserSchema];
 
 /**
  * A user as the viewer (the caller) may see them. `created_at` and `last_login` are the user's

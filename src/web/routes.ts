@@ -1,10 +1,10 @@
 import cookie from '@fastify/cookie';
-import { Type } from '@sinclair/typebox';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { AppError } from '../errors.js';
 import { knownError, retryAfter } from '../http/errors.js';
 import { params, Param } from '../http/params.js';
 import { requestParams } from '../http/request.js';
+import { TokenParams } from '../http/schemas.js';
 import { rotateApiKey } from '../users/index.js';
 import { productPages } from './product-pages.js';
 import { formToken, parseSignInRequest, safeNext, wellFormedToken } from './input.js';
@@ -43,7 +43,6 @@ export function signInFor(request: FastifyRequest): string {
   return next ? `${SIGN_IN}?next=${encodeURIComponent(next)}` : SIGN_IN;
 }
 
-const TokenParams = Type.Object({ token: Type.String() });
 const FormBody = params({ csrf: Param });
 
 /** The session of a page that needs one, or a redirect to the sign-in page (then undefined). */

@@ -6,7 +6,7 @@
  */
 export { parseCreateWebhook, webhookIdOf } from './input.js';
 export { EVENT_TYPES, NO_VIEWER, type EventType } from './model.js';
-export { presentDelivery, presentWebhooks, type DeliveryJson, type WebhookJson } from './present.js';
+export { presentDelivery, presentWebhooks, WEBHOOK_SCHEMAS, type DeliveryJson, type WebhookJson } from './present.js';
 export { webhookRoutes } from './routes.js';
 export {
   createWebhook,

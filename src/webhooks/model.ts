@@ -6,6 +6,9 @@ export type EventType = (typeof EVENT_TYPES)[number];
 export const FORMATS = ['shiplog', 'slack'] as const;
 export type WebhookFormat = (typeof FORMATS)[number];
 
+/** Where a delivery stands: pending -> sending -> delivered, or failed when given up. */
+export const DELIVERY_STATUSES = ['pending', 'sending', 'delivered', 'failed'] as const;
+
 /** A product has at most this many webhooks: each event is written once per webhook. */
 export const MAX_WEBHOOKS = 20;
 export const MAX_URL_LENGTH = 2000;

@@ -1,16 +1,40 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { asPage, params, Param } from '../http/params.js';
+import { BODY_ERRORS, doc, documentScope, errorAnswers, ref, type Explained } from '../http/documentation.js';
+import { asPage, params } from '../http/params.js';
 import { requestParams } from '../http/request.js';
-import { ProductParams } from '../http/schemas.js';
+import { ProductParams, WebhookParams } from '../http/schemas.js';
 import { requireAdmin } from '../products/index.js';
 import { parseCreateWebhook, parseUpdateWebhook, webhookIdOf } from './input.js';
-import { DELIVERY_PAGE } from './model.js';
+import { DELIVERY_PAGE, EVENT_TYPES, FORMATS, MAX_URL_LENGTH, MAX_WEBHOOKS } from './model.js';
 import { CreatedWebhookSchema, DeliverySchema, presentDelivery, presentWebhooks, WebhookSchema } from './present.js';
 import { createWebhook, deleteWebhook, deliveriesOf, getWebhook, listWebhooks, updateWebhook, vetTarget } from './service.js';
 
-const WebhookParams = Type.Object({ product_id: Type.String(), webhook_id: Type.String() });
-const webhookFields = { url: Param, events: Param, format: Param, secret: Param, enabled: Param };
+const FORMAT = '`shiplog` (the signed JSON event) or `slack` (a message for incoming webhooks of Slack, Mattermost and Rocket.Chat).';
+
+/** What a webhook's parameters mean (docs/INTERFACE.md §10); `secret` only counts on creation, `enabled` on a change. */
+const webhookFields = {
+  url: doc.text(
+    'An absolute http:// or https:// URL whose host is not, and does not resolve to, a loopback, private, shared, link-local, multicast or reserved address (unless the operator allows them).',
+    MAX_URL_LENGTH,
+  ),
+  events: doc.list('The event types it gets; at least one.', EVENT_TYPES),
+  format: doc.choice(FORMATS, FORMAT),
+  secret: doc.text("Ignored: a webhook's secret never changes.", 200),
+  enabled: doc.flag('`true` re-enables a disabled webhook, its failures forgotten; `false` disables it, and gives up its deliveries waiting then.'),
+};
+const createFields = {
+  ...webhookFields,
+  url: doc.required(webhookFields.url),
+  events: doc.required(webhookFields.events),
+  format: doc.choice(FORMATS, `${FORMAT} \`shiplog\` unless given.`),
+  secret: doc.text('16 to 200 printable ASCII characters without spaces, to sign deliveries with; without it one is made.', 200),
+  enabled: doc.flag('Ignored: a new webhook is enabled.'),
+};
+
+const BAD_FIELDS =
+  'url not an absolute http(s) URL, too long, or leading to an address not allowed or to a host name that does not resolve; events empty or naming an unknown event type; an unknown format';
+const WEBHOOK_MISSING = { 404: 'No webhook with that id in the product.' };
 
 /**
  * A product's webhooks under `/api/products/{id}`, for its admins only (403 for other members):
@@ -18,18 +42,48 @@ const webhookFields = { url: Param, events: Param, format: Param, secret: Param,
  */
 export async function webhookRoutes(app: FastifyInstance): Promise<void> {
   app.addHook('preHandler', async (request) => requireAdmin(request.scope));
+  documentScope(app, { errors: { 403: 'The caller is not an admin of the product.' } });
   const one = '/api/products/:product_id/webhooks/:webhook_id.json';
+  const tags = ['webhooks'];
+  const answer = (description: string, ...errors: Explained[]) => ({ response: { 200: ref(WebhookSchema, { description }) }, errors: errorAnswers(errors) });
   const idOf = (request: FastifyRequest) => webhookIdOf((request.params as { webhook_id: string }).webhook_id);
   const present = async (request: FastifyRequest, rows: Parameters<typeof presentWebhooks>[1]) => presentWebhooks(app.db, rows, request.scope.user.id);
   const allowPrivate = app.config.webhooksAllowPrivate;
 
-  app.get('/api/products/:product_id/webhooks.json', { schema: { params: ProductParams, response: { 200: Type.Array(WebhookSchema) } } }, async (request) =>
-    present(request, await listWebhooks(app.db, request.scope)),
+  app.get(
+    '/api/products/:product_id/webhooks.json',
+    {
+      schema: {
+        summary: 'List webhooks',
+        operationId: 'listWebhooks',
+        tags,
+        params: ProductParams,
+        response: { 200: Type.Array(ref(WebhookSchema), { description: "The product's webhooks, by id." }) },
+      },
+    },
+    async (request) => present(request, await listWebhooks(app.db, request.scope)),
   );
 
   app.post(
     '/api/products/:product_id/webhooks.json',
-    { schema: { params: ProductParams, body: params(webhookFields), response: { 200: CreatedWebhookSchema } } },
+    {
+      schema: {
+        summary: 'Add a webhook',
+        description: "The answer shows the webhook's secret, this once.",
+        operationId: 'createWebhook',
+        tags,
+        params: ProductParams,
+        body: params(createFields),
+        response: { 200: ref(CreatedWebhookSchema, { description: 'The new webhook, with its secret.' }) },
+        errors: errorAnswers([
+          {
+            400: `url or events missing; ${BAD_FIELDS}; a secret not of 16 to 200 printable ASCII characters without spaces.`,
+            422: `The product has ${MAX_WEBHOOKS} webhooks already.`,
+          },
+          BODY_ERRORS,
+        ]),
+      },
+    },
     async (request) => {
       const input = parseCreateWebhook(requestParams(request));
       await vetTarget(input.url, allowPrivate);
@@ -38,27 +92,75 @@ export async function webhookRoutes(app: FastifyInstance): Promise<void> {
     },
   );
 
-  app.get(one, { schema: { params: WebhookParams, response: { 200: WebhookSchema } } }, async (request) =>
-    (await present(request, [await getWebhook(app.db, request.scope, idOf(request))]))[0],
+  app.get(
+    one,
+    { schema: { summary: 'Fetch a webhook', operationId: 'getWebhook', tags, params: WebhookParams, ...answer('The webhook.', WEBHOOK_MISSING) } },
+    async (request) => (await present(request, [await getWebhook(app.db, request.scope, idOf(request))]))[0],
   );
 
-  app.post(one, { schema: { params: WebhookParams, body: params(webhookFields), response: { 200: WebhookSchema } } }, async (request) => {
-    const id = idOf(request);
-    const change = parseUpdateWebhook(requestParams(request));
-    await vetTarget(change.url, allowPrivate);
-    const webhook = await app.db.transaction().execute((trx) => updateWebhook(trx, request.scope, id, change));
-    return (await present(request, [webhook]))[0];
-  });
+  app.post(
+    one,
+    {
+      schema: {
+        summary: 'Change a webhook',
+        description: 'Changes what is given. A disabled webhook gets no events; those of meanwhile are not sent later.',
+        operationId: 'updateWebhook',
+        tags,
+        params: WebhookParams,
+        body: params(webhookFields),
+        ...answer('The webhook as it is now.', { 400: `${BAD_FIELDS}; enabled not a flag.` }, WEBHOOK_MISSING, BODY_ERRORS),
+      },
+    },
+    async (request) => {
+      const id = idOf(request);
+      const change = parseUpdateWebhook(requestParams(request));
+      await vetTarget(change.url, allowPrivate);
+      const webhook = await app.db.transaction().execute((trx) => updateWebhook(trx, request.scope, id, change));
+      return (await present(request, [webhook]))[0];
+    },
+  );
 
-  app.delete(one, { schema: { params: WebhookParams, response: { 200: WebhookSchema } } }, async (request) => {
-    const id = idOf(request);
-    const webhook = await app.db.transaction().execute((trx) => deleteWebhook(trx, request.scope, id));
-    return (await present(request, [webhook]))[0];
-  });
+  app.delete(
+    one,
+    {
+      schema: {
+        summary: 'Delete a webhook',
+        description: 'Its delivery log goes with it.',
+        operationId: 'deleteWebhook',
+        tags,
+        params: WebhookParams,
+        ...answer('The webhook as it was.', WEBHOOK_MISSING, BODY_ERRORS),
+      },
+    },
+    async (request) => {
+      const id = idOf(request);
+      const webhook = await app.db.transaction().execute((trx) => deleteWebhook(trx, request.scope, id));
+      return (await present(request, [webhook]))[0];
+    },
+  );
 
   app.get(
     '/api/products/:product_id/webhooks/:webhook_id/deliveries.json',
-    { schema: { params: WebhookParams, querystring: params({ offset: Param, limit: Param }), response: { 200: Type.Array(DeliverySchema) } } },
+    {
+      schema: {
+        summary: "List a webhook's deliveries",
+        description: 'Newest first.',
+        operationId: 'listWebhookDeliveries',
+        tags,
+        params: WebhookParams,
+        querystring: params({
+          offset: doc.integer('Deliveries to skip; 0 by default.'),
+          limit: doc.integer(`Page size: ${DELIVERY_PAGE.default} by default, above ${DELIVERY_PAGE.max} taken as ${DELIVERY_PAGE.max}.`, 1),
+        }),
+        response: {
+          200: Type.Array(ref(DeliverySchema), {
+            description: 'The page of deliveries.',
+            headers: { 'X-Sprintly-Delivery-Count': { type: 'integer', description: 'How many deliveries the webhook has, before paging.' } },
+          }),
+        },
+        errors: errorAnswers([{ 400: 'A malformed offset or limit.' }, WEBHOOK_MISSING]),
+      },
+    },
     async (request, reply) => {
       const page = asPage(requestParams(request), DELIVERY_PAGE);
       const { rows, total } = await deliveriesOf(app.db, request.scope, idOf(request), page);
