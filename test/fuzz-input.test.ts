@@ -60,6 +60,13 @@ const PAGE = ['offset', 'limit'];
 const ROUTES: Record<string, RouteSpec> = {
   'GET /health': { access: 'open', params: [] },
   'GET /metrics': { access: 'open', params: [], headers: ['authorization'] },
+  'GET /openapi.json': { access: 'open', params: [] },
+  'GET /docs': { access: 'open', params: [] },
+  'GET /docs/json': { access: 'open', params: [] },
+  'GET /docs/yaml': { access: 'open', params: [] },
+  'GET /docs/static/index.html': { access: 'open', params: [] },
+  'GET /docs/static/swagger-initializer.js': { access: 'open', params: [] },
+  'GET /docs/static/*': { access: 'open', params: [] },
   'GET /i/:product_id/:item_number/': { access: 'open', params: [] },
   'GET /unsubscribe/:token': { access: 'open', params: [] },
   'POST /unsubscribe/:token': { access: 'open', params: [] },
@@ -376,6 +383,13 @@ function bodyFor(names: string[], example?: Record<string, string>): fc.Arbitrar
 
 /** Path parameters: mostly ones that name something, else malformed, huge, negative or not text at all. */
 function pathValue(name: string, url: string): fc.Arbitrary<string> {
+  // The rest of a path (files served under it): names that exist, and ways out of the folder.
+  if (name === '*') {
+    return fc.oneof(
+      fc.constantFrom('swagger-ui.css', 'index.html', 'swagger-ui-bundle.js', '../../package.json', '%2e%2e/%2e%2e/package.json', '..%2f..%2f..%2fpackage.json', '....//....//etc/passwd', '%00', ''),
+      oddText.map(encodeLoosely),
+    );
+  }
   const bad = fc.constantFrom('0', '-1', '1.5', '1e3', 'abc', '%F0%9F%98%80', '%00', '%FF', '%20', '%2E%2E', '1%2F2', '%D9%A3', '2147483648', '99999999999999999999999999', 'x'.repeat(300));
   const good =
     name === 'product_id'
@@ -393,9 +407,9 @@ function pathValue(name: string, url: string): fc.Arbitrary<string> {
 function requestFor(route: string, spec: RouteSpec): fc.Arbitrary<FuzzRequest> {
   const [method, template] = route.split(' ');
   const names = [...spec.params, ...(spec.query ?? [])];
-  const inPath: string[] = template.match(/:\w+/g) ?? [];
-  const path = fc.tuple(...inPath.map((p) => pathValue(p.slice(1), template))).map((values) => ({
-    path: values.reduce((url: string, value) => url.replace(/:\w+/, value), template),
+  const inPath: string[] = template.match(/:\w+|\*/g) ?? [];
+  const path = fc.tuple(...inPath.map((p) => pathValue(p.replace(/^:/, ''), template))).map((values) => ({
+    path: values.reduce((url: string, value) => url.replace(/:\w+|\*/, value), template),
     product: values[inPath.indexOf(':product_id')],
   }));
   const callers: fc.Arbitrary<FuzzRequest['as']> =
@@ -487,6 +501,8 @@ function assertAnswer(request: FuzzRequest, url: string, res: LightMyRequestResp
   } else if (res.statusCode < 300 && url.startsWith('/api/')) {
     assert.doesNotThrow(() => JSON.parse(res.body), label);
   }
+  // No answer is a file from outside what is served.
+  assert.doesNotMatch(res.body, /root:x:0:0|"name": "shiplog"|"name": "fast-check"/, `${label}: a file served from outside its folder`);
 }
 
 /** Answers by status, per route: what the run reached, shown with each route's result. */
