@@ -101,7 +101,7 @@ const TABLES = {
   followers: cols('item_id:int4 user_id:int4 created_at'),
   deploys: cols('id:int4 product_id:int4 user_id:int4 environment version notes created_at idempotency_key request_hash'),
   deploy_items: cols('deploy_id:int4 item_id:int4'),
-  item_deployments: cols('item_id:int4 environment deploy_id:int4 version deployed_at product_id:int4'),
+  item_deployments: cols('item_id:int4 environment deploy_id:int4 version deployed_at product_id:int4 status:int4'),
 } as const;
 type TableName = keyof typeof TABLES;
 /** Parents before children, so foreign keys hold after every flush. */
@@ -263,7 +263,7 @@ class Generator {
     }
     this.latestDeployments = [...latest].map(([key, d]) => {
       const n = Math.floor(key / 2);
-      return [n, ENVIRONMENTS[key % 2], d, `v1.${d}.0`, ts(deployTimes[d]), PRODUCT_ID] as Row;
+      return [n, ENVIRONMENTS[key % 2], d, `v1.${d}.0`, ts(deployTimes[d]), PRODUCT_ID, this.status[n]] as Row;
     });
   }
 

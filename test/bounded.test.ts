@@ -92,7 +92,7 @@ async function seedDeploys(product: ProductRow, userId: number): Promise<void> {
     await insertAll(ids, (chunk) => db.insertInto('deploy_items').values(chunk.map((item_id) => ({ deploy_id: deploy.id, item_id }))).execute());
   }
   await insertAll(ids, (chunk) =>
-    db.insertInto('item_deployments').values(chunk.map((item_id) => ({ item_id, environment: 'production', deploy_id: last, version: `v1.${DEPLOYS}`, deployed_at: at(100_000 + DEPLOYS), product_id: product.id }))).execute(),
+    db.insertInto('item_deployments').values(chunk.map((item_id) => ({ item_id, environment: 'production', deploy_id: last, version: `v1.${DEPLOYS}`, deployed_at: at(100_000 + DEPLOYS), product_id: product.id, status: 1 }))).execute(),
   );
 }
 
@@ -116,7 +116,7 @@ async function seedStory(product: ProductRow, userId: number): Promise<void> {
   await insertAll(pairs, (chunk) =>
     db
       .insertInto('item_deployments')
-      .values(chunk.map(({ deploy_id, item_id, e }) => ({ item_id, environment: `customer-environment-${e}`, deploy_id, version: `v2.${e}`, deployed_at: at(200_000 + e), product_id: product.id })))
+      .values(chunk.map(({ deploy_id, item_id, e }) => ({ item_id, environment: `customer-environment-${e}`, deploy_id, version: `v2.${e}`, deployed_at: at(200_000 + e), product_id: product.id, status: 1 })))
       .execute(),
     1000,
   );

@@ -8,6 +8,7 @@ import pg from 'pg';
 import { openDatabase } from '../src/db/connection.js';
 import { ImmediateSqliteDialect } from '../src/db/dialect.js';
 import { MIGRATIONS } from '../src/db/migrate.js';
+import { moveItem } from '../src/items/index.js';
 import { assertError, client, makeApp, makeItem, makeProduct, makeUser, readEml, signInByMail, tempDir, type TestContext } from './helpers.js';
 import { databaseOptionsFor } from './storage.js';
 
@@ -533,8 +534,9 @@ describe('upgrading a database made before rollbacks', () => {
   test('deployments get their product and stay current, deploys their mail count, even after later-numbered migrations', async () => {
     const dataDir = tempDir();
     const options = await databaseOptionsFor(dataDir);
-    // Every migration but this change's, as a database that took the others first has them.
-    const others = Object.fromEntries(Object.entries(MIGRATIONS).filter(([name]) => name !== '2026_11_23_0010_deployed_where'));
+    // Every migration but this change's (and the one that indexes its columns), as a database that took the others first has them.
+    const later = ['2026_11_23_0010_deployed_where', '2026_11_23_0070_deployed_status'];
+    const others = Object.fromEntries(Object.entries(MIGRATIONS).filter(([name]) => !later.includes(name)));
     const old = new Kysely<any>({
       dialect: options.databaseUrl
         ? new PostgresDialect({ pool: new pg.Pool({ connectionString: options.databaseUrl, max: 1 }) })
@@ -583,5 +585,36 @@ describe('upgrading a database made before rollbacks', () => {
     } finally {
       await db.destroy();
     }
+  });
+});
+
+describe('deployed_to follows status changes', () => {
+  test('an item deployed, then moved to another status (by update and on the board) and rolled back, is listed under its new status', async () => {
+    const { api, base, deployer, product } = await setup();
+    await makeItem(t.app, deployer, product.id, { title: 'Done', status: 'completed' });
+    await makeItem(t.app, deployer, product.id, { title: 'Also done', status: 'completed' });
+    await deploy(api, base, { environment: 'production', numbers: '1,2', version: '1' });
+    await deploy(api, base, { environment: 'production', numbers: '2', version: '2' });
+    assert.deepEqual(await list(api, base, { deployed_to: 'production' }), { numbers: [], total: 0 });
+
+    assert.equal((await api.post(`${base}/items/1.json`, { status: 'backlog' })).statusCode, 200);
+    assert.deepEqual(await list(api, base, { deployed_to: 'production' }), { numbers: [1], total: 1 });
+    assert.deepEqual(await list(api, base, { deployed_to: 'production', status: 'completed' }), { numbers: [2], total: 1 });
+
+    const scope = {
+      user: await t.db.selectFrom('users').selectAll().where('id', '=', deployer.user.id).executeTakeFirstOrThrow(),
+      product: await t.db.selectFrom('products').selectAll().where('id', '=', product.id).executeTakeFirstOrThrow(),
+      admin: true,
+    };
+    await t.db.transaction().execute((trx) => moveItem(trx, scope, 2, { to: 'status', status: 'in-progress' }, t.app.listCounts, t.app.config));
+    assert.deepEqual(await list(api, base, { deployed_to: 'production', status: 'in-progress' }), { numbers: [2], total: 1 });
+    assert.deepEqual(await list(api, base, { deployed_to: 'production', status: 'completed' }), { numbers: [], total: 0 });
+
+    // The rollback restores item 2's entry to version 1: still deployed, still in progress.
+    await deploy(api, base, { environment: 'production', version: '1', rollback: 'true' });
+    assert.deepEqual(await list(api, base, { deployed_to: 'production' }), { numbers: [1, 2], total: 2 });
+    assert.equal((await api.post(`${base}/items/2.json`, { status: 'accepted' })).statusCode, 200);
+    assert.deepEqual(await list(api, base, { deployed_to: 'production', status: 'accepted' }), { numbers: [2], total: 1 });
+    assert.deepEqual(await list(api, base, { deployed_to: 'production', not_deployed_to: 'staging' }), { numbers: [1], total: 1 });
   });
 });

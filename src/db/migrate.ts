@@ -10,6 +10,7 @@ import * as deployedWhere from './migrations/2026_11_23_0010_deployed_where.js';
 import * as notificationEnvironments from './migrations/2026_11_23_0020_notification_environments.js';
 import * as productRevision from './migrations/2026_11_23_0030_product_revision.js';
 import * as webhooks from './migrations/2026_11_23_0050_webhooks.js';
+import * as deployedStatus from './migrations/2026_11_23_0070_deployed_status.js';
 
 /** Every migration, by name; names sort in the order they apply. */
 export const MIGRATIONS: Readonly<Record<string, Migration>> = {
@@ -23,6 +24,7 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '2026_11_23_0020_notification_environments': notificationEnvironments,
   '2026_11_23_0030_product_revision': productRevision,
   '2026_11_23_0050_webhooks': webhooks,
+  '2026_11_23_0070_deployed_status': deployedStatus,
 };
 
 /** The names of every migration, in the order they apply. */

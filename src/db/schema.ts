@@ -126,6 +126,8 @@ export interface ItemDeploymentsTable {
   reverted_at: Generated<string | null>;
   /** The rollback deploy that reverted the entry. */
   reverted_by: Generated<number | null>;
+  /** The item's status, kept equal to it, so that a list's filter reads the entries in its statuses. */
+  status: number;
 }
 
 export interface InvitationsTable {

@@ -26,21 +26,23 @@ export async function insertDeploy(trx: Db, deploy: Insertable<DeploysTable>): P
  * Links the items to an ordinary deploy and makes it their latest deploy to its environment, in
  * effect again where a rollback had reverted the entry.
  */
-export async function recordDeployedItems(trx: Db, deploy: DeployRow, itemIds: number[]): Promise<void> {
+export async function recordDeployedItems(trx: Db, deploy: DeployRow, items: Pick<ItemRow, 'id' | 'status'>[]): Promise<void> {
   await trx
     .insertInto('deploy_items')
-    .values(itemIds.map((item_id) => ({ deploy_id: deploy.id, item_id })))
+    .values(items.map((item) => ({ deploy_id: deploy.id, item_id: item.id })))
     .execute();
   await trx
     .insertInto('item_deployments')
     .values(
-      itemIds.map((item_id) => ({
-        item_id,
+      items.map((item) => ({
+        item_id: item.id,
         environment: deploy.environment,
         deploy_id: deploy.id,
         version: deploy.version,
         deployed_at: deploy.created_at,
         product_id: deploy.product_id,
+        // Read after the product's lock, which every change of an item's status takes first.
+        status: item.status,
       })),
     )
     .onConflict((oc) =>
@@ -48,6 +50,7 @@ export async function recordDeployedItems(trx: Db, deploy: DeployRow, itemIds: n
         deploy_id: eb.ref('excluded.deploy_id'),
         version: eb.ref('excluded.version'),
         deployed_at: eb.ref('excluded.deployed_at'),
+        status: eb.ref('excluded.status'),
         reverted_at: null,
         reverted_by: null,
       })),

@@ -172,7 +172,7 @@ export async function recordDeploy(trx: Trx, scope: ProductScope, input: DeployI
   });
   const itemIds = plan.items.map((i) => i.id);
   if (plan.rollback) await recordRollback(trx, deploy, plan.rollback.undone.map((d) => d.id), plan.rollback.changes);
-  else await recordDeployedItems(trx, deploy, itemIds);
+  else await recordDeployedItems(trx, deploy, plan.items);
   // Lists filter on where items are deployed: their totals must be counted again.
   await markItemsChanged(trx, scope.product.id, { totals: true });
   await touchActivity(trx, itemIds, at);

@@ -37,6 +37,8 @@ export async function insertItem(trx: Db, item: NewItem): Promise<ItemRow> {
 }
 
 export async function updateItemRow(trx: Db, id: number, changes: ItemUpdate): Promise<ItemRow> {
+  // Its deployments carry its status (a `deployed_to` list reads them by status): same transaction.
+  if (changes.status !== undefined) await trx.updateTable('item_deployments').set({ status: changes.status }).where('item_id', '=', id).execute();
   return trx.updateTable('items').set(changes).where('id', '=', id).returningAll().executeTakeFirstOrThrow();
 }
 
@@ -154,7 +156,7 @@ export interface ItemFilter {
   deployedTo?: string[];
   /** Not deployed (or reverted) to any of these environments. */
   notDeployedTo?: string[];
-  /** PostgreSQL: the `deployedTo` environments hold few items, so queries start from them (see readFilter). */
+  /** Few of the items deployed to the `deployedTo` environments have the statuses: queries start from them (see readFilter). */
   deployedToFew?: boolean;
 }
 
@@ -204,32 +206,52 @@ function deployedNow(db: Db, productId: number, environments: string[]) {
     .where('item_deployments.reverted_at', 'is', null);
 }
 
-/** Up to this many items deployed to a list's `deployed_to` environments, PostgreSQL reads the list from them. */
-const FEW_DEPLOYED = 20_000;
+/** The product's items in the statuses deployed, and not reverted, to any of the environments now (index item_deployments_current_status). */
+function deployedNowIn(db: Db, productId: number, environments: string[], statuses: number[]) {
+  return deployedNow(db, productId, environments).where('item_deployments.status', 'in', statuses);
+}
 
 /**
- * The filter as the list's queries will read it. PostgreSQL plans `deployed_to` as a semi-join
- * whose matches it estimates as if deploys fell on items at random; with a page limit it then
- * walks the order's index, reading every item, expecting a match soon. Items rarely deployed in
- * the statuses asked for (backlog items deployed to production) make that a walk over every item
- * of those statuses: about a second at a million. When the environments hold few items (a count
- * that stops at FEW_DEPLOYED + 1 says so), the queries start from their ids and read those items
- * alone, by id. SQLite's walk tests each index entry against the ids without reading the item (a
- * few tens of milliseconds at a million), so it keeps its own plan.
+ * Up to this many items in a list's statuses deployed to its `deployed_to` environments, the list
+ * is read from them. SQLite reads rows fast enough that its index walk wins sooner (10,000
+ * candidates: about 30 ms from the ids, 3 ms walking the index, at a million items).
+ */
+const FEW_DEPLOYED = { postgres: 20_000, sqlite: 2_000 };
+
+/**
+ * The filter as the list's queries will read it. Both databases plan `deployed_to` from the
+ * order's index, testing each item against the environments' entries: cheap when the list's
+ * items are often deployed there, but a walk over every item of the list's statuses when they
+ * rarely are (open items in production, which holds the done ones): about a second at a million
+ * on PostgreSQL, tens of milliseconds on SQLite, for every page. When the environments' entries
+ * in the list's statuses are few (a count that stops at FEW_DEPLOYED + 1 says so), the queries
+ * start from those items instead and read them alone, by id.
  */
 export async function readFilter(db: Db, f: ItemFilter): Promise<ItemFilter> {
   const { deployedTo } = f;
-  if (dialectOf(db) !== 'postgres' || !deployedTo?.length) return f;
+  if (!deployedTo?.length) return f;
+  const few = FEW_DEPLOYED[dialectOf(db)];
   const row = await db
-    .selectFrom(deployedNow(db, f.productId, deployedTo).limit(FEW_DEPLOYED + 1).as('d'))
+    .selectFrom(deployedNowIn(db, f.productId, deployedTo, f.statuses).distinct().limit(few + 1).as('d'))
     .select((eb) => eb.fn.countAll<number>().as('n'))
     .executeTakeFirstOrThrow();
-  return { ...f, deployedToFew: Number(row.n) <= FEW_DEPLOYED };
+  return { ...f, deployedToFew: Number(row.n) <= few };
+}
+
+/**
+ * The product's items, from the few ids of readFilter first on SQLite: its planner, without
+ * statistics, prefers any index of items to the ids, and CROSS JOIN fixes the order of the tables.
+ */
+function itemsFrom(db: Db, f: ItemFilter) {
+  const items = db.selectFrom('items');
+  if (!f.deployedToFew || dialectOf(db) === 'postgres') return items;
+  const ids = deployedNowIn(db, f.productId, f.deployedTo!, f.statuses).distinct().as('few');
+  // The same rows and columns as items alone: selectAll('items') and items.* still name them.
+  return db.selectFrom(ids).crossJoin('items').whereRef('items.id', '=', 'few.item_id') as unknown as typeof items;
 }
 
 function topLevelQuery(db: Db, f: ItemFilter, order?: Order) {
-  let q = db
-    .selectFrom('items')
+  let q = itemsFrom(db, f)
     .where('items.product_id', '=', f.productId)
     .where('items.archived', '=', 0)
     .where('items.parent_id', 'is', null);
@@ -242,9 +264,10 @@ function topLevelQuery(db: Db, f: ItemFilter, order?: Order) {
   if (f.createdBy !== undefined) q = q.where('items.created_by_id', '=', f.createdBy);
   const { deployedTo, notDeployedTo } = f;
   if (deployedTo?.length) {
-    // ARRAY(...) is computed once, then items are read by id: the plan readFilter asks for.
-    const ids = deployedNow(db, f.productId, deployedTo);
-    q = f.deployedToFew ? q.where(sql<boolean>`${sql.ref('items.id')} = any(array(${ids}))`) : q.where('items.id', 'in', ids);
+    // The plan readFilter asks for: the few ids first, then their items by id. PostgreSQL computes
+    // ARRAY(...) once; SQLite reads them first in itemsFrom.
+    if (!f.deployedToFew) q = q.where('items.id', 'in', deployedNow(db, f.productId, deployedTo));
+    else if (dialectOf(db) === 'postgres') q = q.where(sql<boolean>`${sql.ref('items.id')} = any(array(${deployedNowIn(db, f.productId, deployedTo, statuses)}))`);
   }
   if (notDeployedTo?.length) {
     q = q.where((eb) => eb.not(eb.exists(deployedNow(db, f.productId, notDeployedTo).where('item_deployments.item_id', '=', eb.ref('items.id')))));
