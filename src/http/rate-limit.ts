@@ -46,9 +46,21 @@ export async function registerRateLimits(app: FastifyInstance, config: Config, i
   const { rateLimitPerKey: perKey, rateLimitPerAddress: perAddress, rateLimitWindowSeconds: windowSeconds } = config;
   if (perKey === 0 && perAddress === 0) return;
   const known = new LruCache<string, number>(KNOWN_CREDENTIALS, KNOWN_FOR_MS);
+  // Each request's credential is hashed once, when it is counted, and looked at again when answered.
+  const digests = new WeakMap<FastifyRequest, string>();
+  const digestOf = (request: FastifyRequest): string | undefined => {
+    let hash = digests.get(request);
+    if (hash === undefined) {
+      const credential = identity.credentialOf(request);
+      if (credential === undefined) return undefined;
+      hash = digest(credential);
+      digests.set(request, hash);
+    }
+    return hash;
+  };
   const knownUser = (request: FastifyRequest): number | undefined => {
-    const credential = identity.credentialOf(request);
-    return credential === undefined ? undefined : known.get(digest(credential));
+    const hash = digestOf(request);
+    return hash === undefined ? undefined : known.get(hash);
   };
   const maxFor = (key: string) => (key.startsWith('user ') ? perKey : perAddress);
   await app.register(rateLimit, {
@@ -82,10 +94,11 @@ export async function registerRateLimits(app: FastifyInstance, config: Config, i
     exempt: (route) => route.config?.rateLimit === false,
   });
   app.addHook('onResponse', async (request, reply) => {
-    const credential = identity.credentialOf(request);
-    if (credential === undefined) return;
+    const hash = digestOf(request);
+    if (hash === undefined) return;
     const user = identity.userOf(request);
-    if (user !== undefined) known.set(digest(credential), user);
-    else if (reply.statusCode === 403) known.delete(digest(credential));
+    // Known already as this user: left as it is (forgotten an hour after it was learnt, then learnt again here).
+    if (user !== undefined && known.get(hash) !== user) known.set(hash, user);
+    else if (user === undefined && reply.statusCode === 403) known.delete(hash);
   });
 }
