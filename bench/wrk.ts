@@ -89,7 +89,8 @@ function wrk(args: string[], seconds: number): Promise<WrkSummary> {
 /**
  * Drives `scenario` with wrk (C, one thread per core it is given, far lighter than autocannon) at
  * `connections` keep-alive connections: a warm-up run, then the measured run on new connections.
- * wrk counts as errors the responses of status 400 and above; the harness's scenarios all expect
+ * The measured run's latencies include each new connection's first request (wrk cannot leave out
+ * a warm-up window), which shows in p99 and max. wrk counts as errors the responses of status 400 and above; the harness's scenarios all expect
  * 2xx, so requests minus those are the successful ones. Latencies are of every response.
  */
 export async function runWrk(scenario: Scenario, options: LoadOptions): Promise<LoadResult> {
