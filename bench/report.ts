@@ -263,7 +263,7 @@ export function renderSection(run: RunReport, targets: TargetResult[]): string {
       ? `- Load: wrk (one thread), ${c.connections} keep-alive connections on 127.0.0.1. The freshly started server first serves every list scenario ` +
         `for 2 s, unmeasured (its JIT warms up); then per scenario ${c.warmupSeconds} s of warm-up and ${c.seconds} s measured (req/s counts ` +
         'responses below 400; p50/p99/max are of every response, and the measured run opens its own connections, so the first request of each of ' +
-        `them, which waits behind all the others, is in its p99 and max: with ${c.connections} connections that is 1% of a run of ${c.connections * 100} requests). The baseline and the lists are then loaded the same way by autocannon, ' +
+        `them, which waits behind all the others, is in its p99 and max: with ${c.connections} connections that is 1% of a run of ${c.connections * 100} requests). The baseline and the lists are then loaded the same way by autocannon, ` +
         'whose figures are in their own column. Every request authenticates with HTTP Basic as a '
       : `- Load: autocannon, ${c.connections} keep-alive connections on 127.0.0.1. The freshly started server first serves every list scenario ` +
         `for 2 s, unmeasured (its JIT warms up); then per scenario ${c.warmupSeconds} s of warm-up, then ${c.seconds} s ` +
