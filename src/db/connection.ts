@@ -100,6 +100,8 @@ function openSqlite(options: DatabaseOptions): Db {
   sqlite.pragma('journal_mode = WAL');
   sqlite.pragma('foreign_keys = ON');
   sqlite.pragma('synchronous = NORMAL');
+  if (process.env.MMAP) sqlite.pragma('mmap_size = ' + process.env.MMAP);
+  if (process.env.CACHE) sqlite.pragma('cache_size = ' + process.env.CACHE);
   const checkpointer =
     filename !== ':memory:' && sqlite.pragma('journal_mode', { simple: true }) === 'wal'
       ? new BackgroundCheckpointer(sqlite, filename, undefined, options.onCheckpointError, options.onCheckpointRecovered)

@@ -9,6 +9,8 @@ import { DeployReceiptSchema, DeploySchema, presentDeploys, presentDryRun, prese
 import { findDeploys, planDeploy, recordDeploy } from './service.js';
 
 // Only documents the header: parseIdempotencyKey reads and checks it.
+/** How many deploys a list matches, before paging. */
+const DEPLOY_COUNT = 'X-Sprintly-Deploy-Count';
 const IdempotencyHeader = documentAs(
   Type.Object({}),
   Type.Object({
@@ -40,7 +42,7 @@ export async function deployRoutes(app: FastifyInstance): Promise<void> {
         response: {
           200: Type.Array(ref(DeploySchema), {
             description: 'The page of deploys.',
-            headers: { 'X-Sprintly-Deploy-Count': { type: 'integer', description: 'How many deploys match, before paging.' } },
+            headers: { [DEPLOY_COUNT]: { type: 'integer', description: 'How many deploys match, before paging.' } },
           }),
         },
         errors: errorAnswers([{ 400: 'A malformed limit or offset; order_by other than oldest or newest.' }]),
@@ -48,9 +50,11 @@ export async function deployRoutes(app: FastifyInstance): Promise<void> {
     },
     async (request, reply) => {
       const { filter, page } = parseDeployList(requestParams(request));
-      const { deploys, total } = await findDeploys(app.db, request.scope, filter, page);
-      reply.header('X-Sprintly-Deploy-Count', String(total));
-      return presentDeploys(app.db, request.scope, deploys, urls);
+      return app.keptAnswers.answer(request, reply, `deploys:${JSON.stringify({ filter, page })}`, [DEPLOY_COUNT], async () => {
+        const { deploys, total } = await findDeploys(app.db, request.scope, filter, page);
+        reply.header(DEPLOY_COUNT, String(total));
+        return presentDeploys(app.db, request.scope, deploys, urls);
+      });
     },
   );
 

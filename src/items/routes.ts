@@ -70,6 +70,8 @@ const listFields = {
   not_deployed_to: doc.list(`Only items none of these environments runs now (never deployed there, or reverted); at most ${MAX_ENVIRONMENT_FILTER}.`),
 };
 
+/** The total of an item list, before paging. */
+const ITEM_COUNT = 'X-Sprintly-Item-Count';
 const ITEM_MISSING = { 404: 'No item with that number in the product.' };
 const count = (header: string, what: string) => ({ [header]: { type: 'integer', description: `How many ${what} there are in all, before paging.` } });
 
@@ -87,7 +89,7 @@ const presentOne = async (app: FastifyInstance, scope: ProductScope, row: ItemRo
 async function itemListRoutes(app: FastifyInstance): Promise<void> {
   const page = (size: { default: number; max: number }) =>
     params({ offset: doc.integer('Entries to skip; 0 by default.'), limit: doc.integer(`Page size: ${size.default} by default, above ${size.max} taken as ${size.max}.`, 1) });
-  const items = (description: string) => Type.Array(ref(ItemSchema), { description, headers: count('X-Sprintly-Item-Count', 'entries') });
+  const items = (description: string) => Type.Array(ref(ItemSchema), { description, headers: count(ITEM_COUNT, 'entries') });
 
   app.get(
     '/api/products/:product_id/items.json',
@@ -110,9 +112,11 @@ async function itemListRoutes(app: FastifyInstance): Promise<void> {
     },
     async (request, reply) => {
       const input = parseListItems(requestParams(request));
-      const { rows, total } = await listItems(app.db, request.scope, input, app.listCounts);
-      reply.header('X-Sprintly-Item-Count', String(total));
-      return presentItems(app.db, request.scope.product, rows, app.config, request.scope.user.id);
+      return app.keptAnswers.answer(request, reply, `items:${JSON.stringify(input)}`, [ITEM_COUNT], async () => {
+        const { rows, total } = await listItems(app.db, request.scope, input, app.listCounts);
+        reply.header(ITEM_COUNT, String(total));
+        return presentItems(app.db, request.scope.product, rows, app.config, request.scope.user.id);
+      });
     },
   );
 
@@ -133,7 +137,7 @@ async function itemListRoutes(app: FastifyInstance): Promise<void> {
     async (request, reply) => {
       const page = asPage(requestParams(request), CHILDREN_PAGE);
       const { rows, total } = await childrenOf(app.db, request.scope, pathItemNumber(request), page);
-      reply.header('X-Sprintly-Item-Count', String(total));
+      reply.header(ITEM_COUNT, String(total));
       return presentItems(app.db, request.scope.product, rows, app.config, request.scope.user.id);
     },
   );

@@ -1,0 +1,99 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { PROFILE_TTL_MS } from './users/index.js';
+import type { ProductScope } from './scope.js';
+
+/** A serialized answer, the headers its handler set, and until when it may be used. */
+interface KeptAnswer {
+  body: string;
+  headers: [string, string][];
+  until: number;
+}
+
+/** What the kept answers may hold in all, in UTF-16 code units of their bodies (about bytes for JSON). */
+const DEFAULT_BUDGET = 32 * 1024 * 1024;
+
+/**
+ * JSON answers of a product's reads (item lists, deploy lists) kept per product revision, caller
+ * and question. A product's revision is read from the database with the product on every request
+ * and moves in the same transaction as every change to what its items and deploys show, so an
+ * answer kept under the revision a request reads is exactly what rendering it again would give;
+ * an instance never answers from before the last commit, wherever it was made.
+ *
+ * One thing can be older: the caller's own `last_login`, embedded where they created or are
+ * assigned an item. User profiles are remembered for PROFILE_TTL_MS already, and kept answers are
+ * forgotten after as long, so that bound stays the same.
+ *
+ * A request with `Cache-Control: no-cache` is rendered afresh (and kept), as HTTP asks of caches.
+ * Bounded by the total size of the bodies: the least recently used go first; an answer bigger
+ * than a quarter of the budget is not kept.
+ */
+export class KeptAnswers {
+  /** In order of use, the least recent first. */
+  private readonly answers = new Map<string, KeptAnswer>();
+  private size = 0;
+
+  constructor(private readonly budget = DEFAULT_BUDGET) {}
+
+  private drop(key: string): void {
+    const kept = this.answers.get(key);
+    if (kept === undefined) return;
+    this.answers.delete(key);
+    this.size -= kept.body.length;
+  }
+
+  /** The answer kept under `key` if it is fresh, which becomes the most recently used. */
+  private take(key: string, now: number): KeptAnswer | undefined {
+    const kept = this.answers.get(key);
+    if (kept === undefined) return undefined;
+    this.drop(key);
+    if (kept.until <= now) return undefined;
+    this.answers.set(key, kept);
+    this.size += kept.body.length;
+    return kept;
+  }
+
+  private keep(key: string, answer: KeptAnswer): void {
+    if (answer.body.length > this.budget / 4) return;
+    this.drop(key);
+    this.answers.set(key, answer);
+    this.size += answer.body.length;
+    for (const [oldest, { body }] of this.answers) {
+      if (this.size <= this.budget) break;
+      this.answers.delete(oldest);
+      this.size -= body.length;
+    }
+  }
+
+  /** How much the kept bodies hold, in UTF-16 code units. */
+  get held(): number {
+    return this.size;
+  }
+
+  /**
+   * Answers `request` with what was kept for `question` (a string naming everything of the
+   * request the answer depends on besides product, revision and caller), or with what `make`
+   * returns, serialized by the route's schema and kept with the `headers` it set.
+   */
+  async answer(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    question: string,
+    headers: readonly string[],
+    make: () => Promise<unknown>,
+  ): Promise<string> {
+    const scope: ProductScope = request.scope;
+    const key = `${scope.product.id}:${scope.product.revision}:${scope.user.id}:${question}`;
+    const fresh = /\bno-(cache|store)\b/i.test(request.headers['cache-control'] ?? '');
+    const now = Date.now();
+    const kept = fresh ? undefined : this.take(key, now);
+    reply.type('application/json; charset=utf-8');
+    if (kept !== undefined) {
+      for (const [name, value] of kept.headers) reply.header(name, value);
+      return kept.body;
+    }
+    // The route's serializer, from its response schema, gives a string.
+    const body = reply.serialize(await make()) as string;
+    this.keep(key, { body, headers: headers.map((name) => [name, String(reply.getHeader(name))]), until: now + PROFILE_TTL_MS });
+    return body;
+  }
+}

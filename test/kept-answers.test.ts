@@ -1,0 +1,128 @@
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { KeptAnswers } from '../src/kept-answers.js';
+import { client, makeApp, makeItem, makeProduct, makeUser, type TestContext, type TestUser } from './helpers.js';
+
+// Item and deploy lists are kept per product revision, caller and question (src/kept-answers.ts).
+// test/instances.test.ts shows a change through one instance on lists kept by the other.
+let t: TestContext;
+let ada: TestUser;
+let bob: TestUser;
+let productId: number;
+
+before(async () => {
+  t = await makeApp();
+  ada = await makeUser(t.db, { email: 'ada@example.com' });
+  bob = await makeUser(t.db, { email: 'bob@example.com' });
+  productId = (await makeProduct(t.db, ada, [bob])).id;
+  await makeItem(t.app, ada, productId, { type: 'task', title: 'Mine', assigned_to: ada.user.id });
+  await makeItem(t.app, bob, productId, { type: 'defect', title: 'Theirs', assigned_to: bob.user.id });
+  await client(t.app, ada).post(`/api/products/${productId}/deploys.json`, { environment: 'production', version: '1.0', numbers: '1,2' });
+});
+after(() => t.close());
+
+const ANSWERED = ['content-type', 'x-sprintly-item-count', 'x-sprintly-deploy-count'];
+const picked = (headers: Record<string, unknown>) => Object.fromEntries(ANSWERED.filter((h) => h in headers).map((h) => [h, headers[h]]));
+
+for (const path of ['/items.json', '/items.json?order_by=recent&limit=1', '/deploys.json', '/deploys.json?order_by=newest&limit=1']) {
+  test(`a kept answer of ${path} is the same, byte for byte and header for header, as a fresh one`, async () => {
+    const url = `/api/products/${productId}${path}`;
+    const auth = { authorization: ada.auth };
+    const first = await t.app.inject({ url, headers: auth });
+    const kept = await t.app.inject({ url, headers: auth });
+    const fresh = await t.app.inject({ url, headers: { ...auth, 'cache-control': 'no-cache' } });
+    for (const res of [first, kept, fresh]) assert.equal(res.statusCode, 200, res.body);
+    assert.equal(kept.body, first.body);
+    assert.equal(fresh.body, first.body);
+    assert.deepEqual(picked(kept.headers), picked(first.headers));
+    assert.deepEqual(picked(fresh.headers), picked(first.headers));
+    assert.match(String(kept.headers['content-type']), /^application\/json; charset=utf-8$/);
+  });
+}
+
+test('each caller gets their own answer: only their own profile shows when they joined', async () => {
+  const url = `/api/products/${productId}/items.json?order_by=oldest`;
+  const asAda = JSON.parse((await client(t.app, ada).get(url)).body);
+  const asBob = JSON.parse((await client(t.app, bob).get(url)).body);
+  const asAdaAgain = JSON.parse((await client(t.app, ada).get(url)).body);
+  assert.deepEqual(asAdaAgain, asAda);
+  // Ada's item shows her created_at to her, not to Bob; Bob's shows his to him.
+  assert.ok('created_at' in asAda[0].created_by);
+  assert.ok(!('created_at' in asBob[0].created_by));
+  assert.ok('created_at' in asBob[1].created_by);
+  assert.ok(!('created_at' in asAda[1].created_by));
+});
+
+test('a list answered for one member is not answered to a person who is not a member', async () => {
+  const eve = await makeUser(t.db, { email: 'eve@example.com' });
+  const url = `/api/products/${productId}/items.json`;
+  assert.equal((await client(t.app, ada).get(url)).statusCode, 200);
+  assert.equal((await client(t.app, eve).get(url)).statusCode, 403);
+});
+
+test('an invalid question is refused, never answered from what was kept', async () => {
+  const url = `/api/products/${productId}/items.json`;
+  assert.equal((await client(t.app, ada).get(url)).statusCode, 200);
+  assert.equal((await client(t.app, ada).get(`${url}?order_by=sideways`)).statusCode, 400);
+  assert.equal((await client(t.app, ada).get(`${url}?limit=0`)).statusCode, 400);
+});
+
+/** Just enough of a request and reply for KeptAnswers, outside any route. */
+function fakeExchange(revision: number, cacheControl?: string) {
+  const set = new Map<string, string>();
+  const request = {
+    scope: { product: { id: 1, revision }, user: { id: 1 } },
+    headers: cacheControl ? { 'cache-control': cacheControl } : {},
+  } as unknown as FastifyRequest;
+  const reply = {
+    type: () => reply,
+    header: (name: string, value: string) => set.set(name, value),
+    getHeader: (name: string) => set.get(name),
+    serialize: (value: unknown) => JSON.stringify(value),
+  } as unknown as FastifyReply;
+  return { request, reply, set };
+}
+
+test('kept answers stay within their budget, the least recently used going first; a huge one is not kept', async () => {
+  const kept = new KeptAnswers(4000);
+  let made = 0;
+  const ask = (question: string, size: number, revision = 1, cacheControl?: string) => {
+    const { request, reply } = fakeExchange(revision, cacheControl);
+    return kept.answer(request, reply, question, [], async () => {
+      made++;
+      return 'x'.repeat(size);
+    });
+  };
+  for (let i = 0; i < 10; i++) await ask(`q${i}`, 900);
+  assert.equal(made, 10);
+  assert.ok(kept.held <= 4000, `${kept.held} held`);
+  // The last four fit: asked again, none is made anew; the first ones were dropped.
+  for (const i of [9, 8, 7, 6]) await ask(`q${i}`, 900);
+  assert.equal(made, 10);
+  await ask('q0', 900);
+  assert.equal(made, 11);
+  // Bigger than a quarter of the budget: answered, never kept.
+  await ask('huge', 1200);
+  await ask('huge', 1200);
+  assert.equal(made, 13);
+  // Another revision is another answer; no-cache renders afresh.
+  await ask('q9', 900, 2);
+  assert.equal(made, 14);
+  await ask('q9', 900, 2, 'no-cache');
+  assert.equal(made, 15);
+  assert.ok(kept.held <= 4000, `${kept.held} held`);
+});
+
+test('a kept answer carries the headers its first answer set', async () => {
+  const kept = new KeptAnswers();
+  const first = fakeExchange(1);
+  await kept.answer(first.request, first.reply, 'q', ['X-Count'], async () => {
+    first.reply.header('X-Count', '42');
+    return [1, 2];
+  });
+  const again = fakeExchange(1);
+  const body = await kept.answer(again.request, again.reply, 'q', ['X-Count'], async () => assert.fail('made again'));
+  assert.equal(body, '[1,2]');
+  assert.equal(again.set.get('X-Count'), '42');
+});
