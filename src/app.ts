@@ -84,7 +84,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   app.decorateRequest('user', null as unknown as UserRow);
   app.decorateRequest('scope', null as unknown as ProductScope);
   registerSecurityHeaders(app, config);
-  if (!process.env.NO_RL) await registerRateLimits(app, config, requestIdentity);
+  await registerRateLimits(app, config, requestIdentity);
   const web: WebOptions = { cookieSecret: await sharedSecret(db, 'session_cookie_key'), signinKey: await sharedSecret(db, 'signin_key') };
   await setUpMail(app, options, web);
   setUpWebhooks(app, options);

@@ -24,6 +24,8 @@ export interface Config {
   /** postgres:// URL; without it the embedded SQLite database under dataDir is used. */
   readonly databaseUrl: string | undefined;
   readonly pgPoolMax: number;
+  /** SQLite's page cache per connection, in MiB. */
+  readonly sqliteCacheMb: number;
   readonly pgStatementTimeoutMs: number;
   readonly pgConnectTimeoutMs: number;
   /** A request (head and body) must arrive within this; a slower one is answered 408 and cut off. */
@@ -152,6 +154,7 @@ export function databaseOptions(config: Config) {
     dataDir: config.dataDir,
     databaseUrl: config.databaseUrl,
     poolMax: config.pgPoolMax,
+    cacheMb: config.sqliteCacheMb,
     statementTimeoutMs: config.pgStatementTimeoutMs,
     connectTimeoutMs: config.pgConnectTimeoutMs,
   };
@@ -205,6 +208,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     mailStallSeconds: positive('MAIL_STALL_SECONDS', 300, 86_400),
     databaseUrl: env.DATABASE_URL ? parseDatabaseUrl(env.DATABASE_URL) : undefined,
     pgPoolMax: positive('PG_POOL_MAX', 10),
+    sqliteCacheMb: positive('SQLITE_CACHE_MB', 32, 4096),
     pgStatementTimeoutMs: positive('PG_STATEMENT_TIMEOUT_MS', 5000),
     pgConnectTimeoutMs: positive('PG_CONNECT_TIMEOUT_MS', 5000),
     requestTimeoutMs: positive('REQUEST_TIMEOUT_MS', 30_000, MAX_TIMER_MS),

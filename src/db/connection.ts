@@ -25,6 +25,8 @@ export interface DatabaseOptions {
   databaseUrl?: string;
   /** PostgreSQL pool size. */
   poolMax?: number;
+  /** SQLite: the page cache, in MiB (SQLite's own default is 2). */
+  cacheMb?: number;
   /** PostgreSQL: longest a statement may run before it is cancelled. */
   statementTimeoutMs?: number;
   /** PostgreSQL: longest to wait for a connection. */
@@ -100,8 +102,9 @@ function openSqlite(options: DatabaseOptions): Db {
   sqlite.pragma('journal_mode = WAL');
   sqlite.pragma('foreign_keys = ON');
   sqlite.pragma('synchronous = NORMAL');
-  if (process.env.MMAP) sqlite.pragma('mmap_size = ' + process.env.MMAP);
-  if (process.env.CACHE) sqlite.pragma('cache_size = ' + process.env.CACHE);
+  // SQLite's 2 MiB default holds the indexes' upper levels of a small database only: every page
+  // beyond it is read from the operating system again on each request.
+  if (options.cacheMb !== undefined) sqlite.pragma(`cache_size = ${-options.cacheMb * 1024}`);
   const checkpointer =
     filename !== ':memory:' && sqlite.pragma('journal_mode', { simple: true }) === 'wal'
       ? new BackgroundCheckpointer(sqlite, filename, undefined, options.onCheckpointError, options.onCheckpointRecovered)

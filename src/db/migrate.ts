@@ -11,6 +11,7 @@ import * as notificationEnvironments from './migrations/2026_11_23_0020_notifica
 import * as productRevision from './migrations/2026_11_23_0030_product_revision.js';
 import * as webhooks from './migrations/2026_11_23_0050_webhooks.js';
 import * as deployedStatus from './migrations/2026_11_23_0070_deployed_status.js';
+import * as itemDeploysInOrder from './migrations/2026_11_23_0080_item_deploys_in_order.js';
 
 /** Every migration, by name; names sort in the order they apply. */
 export const MIGRATIONS: Readonly<Record<string, Migration>> = {
@@ -25,6 +26,7 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '2026_11_23_0030_product_revision': productRevision,
   '2026_11_23_0050_webhooks': webhooks,
   '2026_11_23_0070_deployed_status': deployedStatus,
+  '2026_11_23_0080_item_deploys_in_order': itemDeploysInOrder,
 };
 
 /** The names of every migration, in the order they apply. */

@@ -223,7 +223,7 @@ export type ItemDeployRow = DeployRow & {
   restored_version: string | null;
 };
 
-/** The deploys of the product that had the item, through the link table's item index. */
+/** The deploys of the product that had the item, through the link table's (item, deploy) index. */
 function deploysOfItem(db: Db, productId: number, itemId: number) {
   return db
     .selectFrom('deploy_items')
@@ -238,7 +238,8 @@ export async function listItemDeploys(db: Db, productId: number, itemId: number,
     .leftJoin('deploys as restored', 'restored.id', 'deploy_items.restored_deploy_id')
     .selectAll('deploys')
     .select(['deploy_items.restored_deploy_id', 'restored.version as restored_version'])
-    .orderBy('deploys.id', newest ? 'desc' : 'asc')
+    // The link table's deploy id (the same as the deploy's), so that its index gives the order.
+    .orderBy('deploy_items.deploy_id', newest ? 'desc' : 'asc')
     .limit(limit)
     .offset(offset)
     .execute();

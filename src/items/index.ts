@@ -7,8 +7,10 @@ export { deploymentsIn, findItemsByIds, findItemsByNumbers, touchActivity, type 
 export { itemRoutes, shortUrlRoutes } from './routes.js';
 export {
   childrenOf,
+  childrenOfItem,
   createItem,
   deploymentsOf,
+  deploymentsOfItem,
   followersOf,
   getItem,
   listItems,

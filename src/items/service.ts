@@ -107,7 +107,11 @@ export async function childrenOf(
   number: number,
   page: { offset: number; limit: number },
 ): Promise<{ rows: ItemRow[]; total: number }> {
-  const item = await getItem(db, scope, number);
+  return childrenOfItem(db, await getItem(db, scope, number), page);
+}
+
+/** The same, for an item already read. */
+export async function childrenOfItem(db: Db, item: ItemRow, page: { offset: number; limit: number }): Promise<{ rows: ItemRow[]; total: number }> {
   if (item.type !== 'story') throw new BadRequestError('Only stories have sub-items.');
   const rows = await listChildrenPage(db, item.id, page.offset, page.limit);
   // A first page that is not full holds them all.
@@ -122,7 +126,11 @@ export async function deploymentsOf(
   number: number,
   page: { offset: number; limit: number },
 ): Promise<{ deployments: Deployment[]; total: number }> {
-  const item = await getItem(db, scope, number);
+  return deploymentsOfItem(db, await getItem(db, scope, number), page);
+}
+
+/** The same, for an item already read. */
+export async function deploymentsOfItem(db: Db, item: ItemRow, page: { offset: number; limit: number }): Promise<{ deployments: Deployment[]; total: number }> {
   const deployments = await listDeployments(db, item.id, page.offset, page.limit);
   const total = page.offset === 0 && deployments.length < page.limit ? deployments.length : ((await countDeployments(db, [item.id])).get(item.id) ?? 0);
   return { deployments, total };

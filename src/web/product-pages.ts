@@ -4,10 +4,10 @@ import { deployersOf, deployHistoryOf, findDeploys, getDeploy, parseDeployList, 
 import { asPage, digitsToId, params, Param, type ParamValue } from '../http/params.js';
 import { requestParams } from '../http/request.js';
 import {
-  childrenOf,
+  childrenOfItem,
   createItem,
   deploymentsIn,
-  deploymentsOf,
+  deploymentsOfItem,
   findItemsByNumbers,
   followersOf,
   getItem,
@@ -207,8 +207,8 @@ async function renderItem(
   const page = { offset: 0, limit: ITEM_PAGE_LIST };
   const [[item], children, deployments, history, followers, people] = await Promise.all([
     presentItems(app.db, scope.product, [row], app.config, scope.user.id),
-    row.type === 'story' ? childrenOf(app.db, scope, number, page) : undefined,
-    deploymentsOf(app.db, scope, number, page),
+    row.type === 'story' ? childrenOfItem(app.db, row, page) : undefined,
+    deploymentsOfItem(app.db, row, page),
     deployHistoryOf(app.db, scope, row.id, { ...page, newest: true }),
     followersOf(app.db, row, scope.user.id, ITEM_PAGE_LIST),
     membersOf(app, scope),
@@ -349,7 +349,8 @@ async function wherePages(app: FastifyInstance): Promise<void> {
   app.get('/items/:item_number/environments', { schema: pageQuery }, async (request, reply) => {
     const scope = request.scope;
     const page = { offset: itemListOffset(request), limit: ITEM_PAGE_LIST };
-    const [row, { deployments, total }] = await Promise.all([getItem(app.db, scope, numberOf(request)), deploymentsOf(app.db, scope, numberOf(request), page)]);
+    const row = await getItem(app.db, scope, numberOf(request));
+    const { deployments, total } = await deploymentsOfItem(app.db, row, page);
     const environments = presentEnvironments(deployments, await environmentDeployers(app, scope, deployments));
     const view = { product: productOf(scope), item: row, kind: 'environments' as const, environments, history: [], total, offset: page.offset, pageSize: page.limit };
     return sendPage(reply, 200, `Where #${row.number} is deployed · ${scope.product.name}`, itemDeploysPage(view), sessionOf(request));
