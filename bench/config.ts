@@ -27,11 +27,13 @@ export interface BenchConfig {
    */
   readonly only: string[] | undefined;
   /**
-   * BENCH_LOAD: the load generator, `wrk` (the default: C, light on a 2-core machine) or
-   * `autocannon` (Node, which takes a core itself). With wrk, the baseline and every list are
-   * also measured with autocannon, so a change of generator shows in the figures.
+   * BENCH_LOAD: the load generator at saturation. `h2load` (the default; nghttp2's, C, light on a
+   * 2-core machine) drives the reads, warming up and measuring on the same connections, and wrk
+   * the writes (whose bodies differ per request); `wrk` drives everything; `autocannon` (Node,
+   * which takes a core itself) too. With h2load or wrk, the baseline and every list are also
+   * measured with the other generators, so a change of generator shows in the figures.
    */
-  readonly load: 'wrk' | 'autocannon';
+  readonly load: LoadGenerator;
 }
 
 function positiveInt(name: string, fallback: number): number {
@@ -51,9 +53,11 @@ function sizes(): number[] {
   return list.map(Number);
 }
 
-function loadGenerator(): 'wrk' | 'autocannon' {
-  const raw = process.env.BENCH_LOAD || 'wrk';
-  if (raw !== 'wrk' && raw !== 'autocannon') throw new Error(`BENCH_LOAD must be wrk or autocannon, got "${raw}".`);
+export type LoadGenerator = 'h2load' | 'wrk' | 'autocannon';
+
+function loadGenerator(): LoadGenerator {
+  const raw = process.env.BENCH_LOAD || 'h2load';
+  if (raw !== 'h2load' && raw !== 'wrk' && raw !== 'autocannon') throw new Error(`BENCH_LOAD must be h2load, wrk or autocannon, got "${raw}".`);
   return raw;
 }
 

@@ -9,6 +9,8 @@ export interface Scenario {
   method: 'GET' | 'POST';
   /** Headers instead of the run's (which authenticate as the API does): a page sends its session cookie. */
   headers?: Record<string, string>;
+  /** Headers sent besides the run's (or the scenario's own). */
+  extraHeaders?: Record<string, string>;
   /**
    * The next request's path (with query) and, for POST, its form body; `{n}` in either becomes a
    * number unique to the request (whichever generator sends it), so writes never repeat.
@@ -26,8 +28,10 @@ export interface LoadResult {
   p99: number;
   /** The slowest response, ms (wrk runs only). */
   max?: number;
-  /** The same scenario under autocannon, when wrk is the generator: how the change of generator shows. */
-  autocannon?: { rps: number; p99: number };
+  /** Which generator measured it. */
+  generator?: string;
+  /** The same scenario under the other generators (lists and the baseline): how a change of generator shows. */
+  others?: { generator: string; rps: number; p99: number }[];
   ok: number;
   /** Over warm-up and measurement: a scenario that fails while warming up is not to be trusted either. */
   non2xx: number;
@@ -39,6 +43,15 @@ export interface LoadResult {
   itemCount?: string | null;
   /** The server's resident memory right after the scenario, MiB. */
   rssMb?: number;
+}
+
+/** What every request of a scenario carries, whichever generator sends it. */
+export function headersOf(scenario: Scenario, options: LoadOptions): Record<string, string> {
+  return {
+    ...(scenario.headers ?? options.headers),
+    ...scenario.extraHeaders,
+    ...(scenario.method === 'POST' ? { 'content-type': 'application/x-www-form-urlencoded' } : {}),
+  };
 }
 
 export interface LoadOptions {
@@ -90,7 +103,7 @@ class Window {
  */
 export async function runLoad(scenario: Scenario, options: LoadOptions): Promise<LoadResult> {
   let sent = 0;
-  const headers = { ...(scenario.headers ?? options.headers), ...(scenario.method === 'POST' ? { 'content-type': 'application/x-www-form-urlencoded' } : {}) };
+  const headers = headersOf(scenario, options);
   const settings: autocannon.Options = {
     url: `http://127.0.0.1:${options.port}`,
     connections: options.connections,
@@ -131,5 +144,70 @@ export async function runLoad(scenario: Scenario, options: LoadOptions): Promise
     non2xx: result.non2xx,
     errors: result.errors + result.timeouts,
     statuses,
+  };
+}
+
+/** Latency at an offered rate below saturation. */
+export interface RateResult {
+  name: string;
+  kind: ScenarioKind;
+  /** Requests per second offered, and answered (2xx) in the measured window. */
+  offered: number;
+  rps: number;
+  p50: number;
+  p99: number;
+  max: number;
+  non2xx: number;
+  errors: number;
+}
+
+/**
+ * Offers `scenario` at a fixed `rate` (requests per second over all connections) with autocannon's
+ * overallRate, as users arrive whatever the server is doing: `seconds` measured after a separate
+ * warm-up run of `warmupSeconds`. Latencies are autocannon's, corrected for coordinated omission
+ * (a request held up delays the ones scheduled behind it, and they count as late from when they
+ * were due); its histogram has whole milliseconds.
+ */
+export async function runAtRate(scenario: Scenario, options: LoadOptions, rate: number): Promise<RateResult> {
+  let sent = 0;
+  const headers = headersOf(scenario, options);
+  const run = (seconds: number) =>
+    new Promise<autocannon.Result>((resolve, reject) => {
+      autocannon(
+        {
+          url: `http://127.0.0.1:${options.port}`,
+          connections: Math.min(options.connections, Math.max(1, Math.ceil(rate / 10))),
+          overallRate: rate,
+          duration: seconds,
+          headers,
+          requests: [
+            {
+              method: scenario.method,
+              setupRequest: (req) => {
+                const next = scenario.next();
+                const n = `r${++sent}`;
+                req.path = next.path.replaceAll('{n}', n);
+                if (next.body !== undefined) req.body = next.body.replaceAll('{n}', n);
+                return req;
+              },
+            },
+          ],
+        },
+        (err, result) => (err ? reject(err) : resolve(result)),
+      );
+    });
+  const warm = options.warmupSeconds > 0 ? await run(options.warmupSeconds) : undefined;
+  const result = await run(options.seconds);
+  const ok = result.requests.total - result.non2xx;
+  return {
+    name: scenario.name,
+    kind: scenario.kind,
+    offered: rate,
+    rps: ok / options.seconds,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    max: result.latency.max,
+    non2xx: result.non2xx + (warm?.non2xx ?? 0),
+    errors: result.errors + result.timeouts + (warm ? warm.errors + warm.timeouts : 0),
   };
 }

@@ -10,9 +10,10 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import SQLite from 'better-sqlite3';
-import { CLI_SCRIPT, commandLine, DATA_ROOT, loadBenchConfig, SERVER_SCRIPT, sizeLabel, type BenchConfig } from './config.js';
-import { runLoad, type LoadOptions, type LoadResult, type Scenario } from './load.js';
+import { CLI_SCRIPT, commandLine, DATA_ROOT, loadBenchConfig, SERVER_SCRIPT, sizeLabel, type BenchConfig, type LoadGenerator } from './config.js';
+import { runAtRate, runLoad, type LoadOptions, type LoadResult, type RateResult, type Scenario } from './load.js';
 import { runWrk } from './wrk.js';
+import { runH2load } from './h2load.js';
 import {
   freePort,
   peakRssMb,
@@ -59,23 +60,37 @@ function loadOptions(ctx: SizeContext, port: number): LoadOptions {
   return { port, seconds: ctx.cfg.seconds, warmupSeconds: ctx.cfg.warmupSeconds, connections: ctx.cfg.connections, headers: ctx.headers };
 }
 
+const GENERATORS: Record<LoadGenerator, (scenario: Scenario, options: LoadOptions) => Promise<LoadResult>> = {
+  h2load: runH2load,
+  wrk: runWrk,
+  autocannon: runLoad,
+};
+
+/** The generator of a scenario: h2load takes GETs only, wrk the writes then. */
+const generatorOf = (load: LoadGenerator, scenario: Scenario): LoadGenerator => (load === 'h2load' && scenario.method !== 'GET' ? 'wrk' : load);
+
 /**
- * One scenario under the run's generator. With wrk, the baseline and the lists are driven by
- * autocannon too (after wrk, on the same warm server), and both figures are kept.
+ * One scenario under the run's generator. Unless that is autocannon, the baseline and the lists
+ * are driven by the other two generators too (after it, on the same warm server), and every
+ * figure is kept.
  */
 async function drive(ctx: SizeContext, scenario: Scenario, options: LoadOptions): Promise<LoadResult> {
-  if (ctx.cfg.load === 'autocannon') return runLoad(scenario, options);
-  const result = await runWrk(scenario, options);
-  if (scenario.kind !== 'list' && scenario.kind !== 'baseline') return result;
-  const other = await runLoad(scenario, options);
-  return { ...result, autocannon: { rps: other.rps, p99: other.p99 } };
+  const generator = generatorOf(ctx.cfg.load, scenario);
+  const result = { ...(await GENERATORS[generator](scenario, options)), generator };
+  if (generator === 'autocannon' || (scenario.kind !== 'list' && scenario.kind !== 'baseline')) return result;
+  const others: NonNullable<LoadResult['others']> = [];
+  for (const other of (['h2load', 'wrk', 'autocannon'] as const).filter((g) => g !== generator)) {
+    const r = await GENERATORS[other](scenario, options);
+    others.push({ generator: other, rps: r.rps, p99: r.p99 });
+  }
+  return { ...result, others };
 }
 
 /** A progress line on stderr as each scenario ends, so a long run shows where it is. */
 function describe(ctx: SizeContext, r: LoadResult, baseline?: LoadResult): void {
   const ratio = baseline && r.kind !== 'write' && r.kind !== 'baseline' ? `  ${Math.round((100 * r.rps) / baseline.rps)}% of baseline` : '';
   const errors = r.non2xx || r.errors || !r.ok ? `  !! ${r.ok} 2xx, ${r.non2xx} non-2xx, ${r.errors} errors` : '';
-  const other = r.autocannon ? `  (autocannon ${Math.round(r.autocannon.rps)} req/s, p99 ${r.autocannon.p99.toFixed(2)} ms)` : '';
+  const other = (r.others ?? []).map((o) => `  (${o.generator} ${Math.round(o.rps)} req/s, p99 ${o.p99.toFixed(2)} ms)`).join('');
   log(`  [${ctx.label}] ${r.name.padEnd(44)} ${Math.round(r.rps).toString().padStart(6)} req/s  p50 ${r.p50.toFixed(2)} ms  p99 ${r.p99.toFixed(2)} ms${ratio}${errors}${other}`);
 }
 
@@ -251,19 +266,50 @@ async function signInToPages(ctx: SizeContext, server: RunningServer, env: NodeJ
 const chosen = (ctx: SizeContext, scenarios: Scenario[]): Scenario[] =>
   ctx.cfg.only ? scenarios.filter((s) => ctx.cfg.only!.some((part) => s.name.includes(part))) : scenarios;
 
-/** Every HTTP scenario against the running server, reads first; the deploy scenario is separate. */
-async function runScenarios(ctx: SizeContext, server: RunningServer, data: ScenarioData, baseline: LoadResult, cookie: string): Promise<LoadResult[]> {
+/** The rate the fixed-rate runs offer reads and creates at: 40% of the baseline's saturated req/s. */
+const steadyRate = (baseline: LoadResult): number => Math.max(1, Math.round(0.4 * baseline.rps));
+/** Resorts and deploys are offered at the rates their targets name. */
+const RESORT_RATE = 300;
+const DEPLOY_RATE = 20;
+
+/** One scenario offered at a fixed rate, with a progress line. */
+async function measureAtRate(ctx: SizeContext, server: RunningServer, scenario: Scenario, rate: number): Promise<RateResult> {
+  const r = await runAtRate(scenario, loadOptions(ctx, server.port), rate);
+  const errors = r.non2xx || r.errors ? `  !! ${r.non2xx} non-2xx, ${r.errors} errors` : '';
+  log(`  [${ctx.label}] at ${rate}/s: ${r.name.padEnd(40)} ${Math.round(r.rps).toString().padStart(6)} req/s  p50 ${fmt2(r.p50)} ms  p99 ${fmt2(r.p99)} ms  max ${fmt2(r.max)} ms${errors}`);
+  return r;
+}
+const fmt2 = (n: number) => (Number.isFinite(n) ? n.toFixed(2) : '-');
+
+/**
+ * Every HTTP scenario against the running server: reads at saturation, then the lists and fetch
+ * at a fixed rate, then writes at saturation and at a fixed rate. The deploy scenario is separate.
+ */
+async function runScenarios(
+  ctx: SizeContext,
+  server: RunningServer,
+  data: ScenarioData,
+  baseline: LoadResult,
+  cookie: string,
+): Promise<{ results: LoadResult[]; atRate: RateResult[] }> {
   // A fresh process compiles its hot paths while it serves; without this the first scenario
   // alone pays for it. Every list and page is loaded for two seconds, unmeasured, before anything counts.
   for (const scenario of chosen(ctx, [...listScenarios(data), ...pageScenarios(data, cookie)])) {
     await runLoad(scenario, { ...loadOptions(ctx, server.port), seconds: 2, warmupSeconds: 0 });
   }
   const results: LoadResult[] = [];
-  const all = [...listScenarios(data), ...readScenarios(data), ...pageScenarios(data, cookie), ...itemWriteScenarios(data)];
-  for (const scenario of chosen(ctx, all)) {
+  const atRate: RateResult[] = [];
+  for (const scenario of chosen(ctx, [...listScenarios(data), ...readScenarios(data), ...pageScenarios(data, cookie)])) {
     results.push(await measure(ctx, server, scenario, baseline));
   }
-  return results;
+  const steady = steadyRate(baseline);
+  const fetch = readScenarios(data).filter((s) => s.name === 'fetch item');
+  for (const scenario of chosen(ctx, [...listScenarios(data), ...fetch])) atRate.push(await measureAtRate(ctx, server, scenario, steady));
+  const writes = itemWriteScenarios(data);
+  for (const scenario of chosen(ctx, writes)) results.push(await measure(ctx, server, scenario, baseline));
+  for (const scenario of chosen(ctx, writes.filter((s) => s.name === 'create item'))) atRate.push(await measureAtRate(ctx, server, scenario, steady));
+  for (const scenario of chosen(ctx, writes.filter((s) => s.name.startsWith('resort')))) atRate.push(await measureAtRate(ctx, server, scenario, RESORT_RATE));
+  return { results, atRate };
 }
 
 async function startSink(ctx: SizeContext): Promise<{ child: Child; port: number }> {
@@ -327,9 +373,12 @@ async function benchSize(cfg: BenchConfig, backend: Backend, size: number): Prom
     store = backend === 'sqlite' ? sqliteStore(path.join(runDir, 'shiplog.db')) : postgresStore(cfg.databaseUrl!);
     const data: ScenarioData = { info: ctx.info, backlog: await store.backlogNumbers(size), titled: await store.titledNumbers(size) };
     server = await startServer(ctx, env);
-    const results = await runScenarios(ctx, server, data, baseline, await signInToPages(ctx, server, env));
+    const { results, atRate } = await runScenarios(ctx, server, data, baseline, await signInToPages(ctx, server, env));
     const mail = ctx.cfg.only ? undefined : await measureMail(ctx, server, store);
-    for (const scenario of chosen(ctx, [deployScenario(data)])) results.push(await measure(ctx, server, scenario));
+    for (const scenario of chosen(ctx, [deployScenario(data)])) {
+      results.push(await measure(ctx, server, scenario));
+      atRate.push(await measureAtRate(ctx, server, scenario, DEPLOY_RATE));
+    }
     const peakRss = peakRssMb(server.child.pid);
     log(`  [${ctx.label}] server peak RSS ${Math.round(peakRss)} MB`);
     return {
@@ -337,6 +386,7 @@ async function benchSize(cfg: BenchConfig, backend: Backend, size: number): Prom
       seedSeconds: backend === 'postgres' ? ctx.info.seedSeconds : dataset.built ? dataset.info.seedSeconds : 0,
       baseline,
       results,
+      atRate,
       mail,
       peakRssMb: peakRss,
       startupMs,

@@ -29,6 +29,8 @@ export function listScenarios(data: ScenarioData): Scenario[] {
   const items = `/api/products/${data.info.productId}/items.json`;
   return [
     fixed('list: no parameters', items),
+    // The same list rendered for every request: what a list costs when its product has just changed.
+    { ...fixed('list: no parameters, rendered afresh (Cache-Control: no-cache)', items), extraHeaders: { 'cache-control': 'no-cache' } },
     ...ORDERS.map((order) => fixed(`list: order_by=${order}`, `${items}?order_by=${order}`)),
     fixed('list: status+type+tags+assigned_to', `${items}?status=backlog,in-progress&type=task,defect&tags=api&assigned_to=3`),
     fixed(`list: deep page (backlog, offset ${deepOffset(data.info.size)})`, `${items}?status=backlog&offset=${deepOffset(data.info.size)}`),
@@ -52,9 +54,9 @@ export function readScenarios(data: ScenarioData): Scenario[] {
       method: 'GET',
       next: () => ({ path: `${base}/items/${1 + Math.floor(Math.random() * data.info.size)}.json` }),
     },
+    // The default page: the first 20 deploys with their items.
+    { name: 'list deploys (default page)', kind: 'read', method: 'GET', next: () => ({ path: `${base}/deploys.json` }) },
     {
-      // The interface returns every deploy without a limit; a page of 20 keeps one response from
-      // rendering ~10,000 items.
       name: 'list deploys (production, 20 per page)',
       kind: 'read',
       method: 'GET',

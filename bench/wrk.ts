@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type { LoadOptions, LoadResult, Scenario } from './load.js';
+import { headersOf, type LoadOptions, type LoadResult, type Scenario } from './load.js';
 
 /**
  * Requests a wrk run cycles through, drawn from the scenario up front (wrk's Lua cannot call
@@ -94,7 +94,7 @@ function wrk(args: string[], seconds: number): Promise<WrkSummary> {
  * 2xx, so requests minus those are the successful ones. Latencies are of every response.
  */
 export async function runWrk(scenario: Scenario, options: LoadOptions): Promise<LoadResult> {
-  const headers = { ...(scenario.headers ?? options.headers), ...(scenario.method === 'POST' ? { 'content-type': 'application/x-www-form-urlencoded' } : {}) };
+  const headers = headersOf(scenario, options);
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'shiplog-wrk-'));
   const file = path.join(dir, 'scenario.lua');
   fs.writeFileSync(file, script(scenario, headers));

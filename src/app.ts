@@ -27,7 +27,6 @@ import {
   type MailTransport,
   type WorkerOptions,
 } from './mail/index.js';
-import { registerMetrics } from './metrics.js';
 import { NOTIFICATION_SCHEMAS, notificationRoutes } from './notifications/index.js';
 import { PRODUCT_SCHEMAS, productMemberRoutes, productRoutes, requireMember, requireMemberDocumentation } from './products/index.js';
 import type { ProductScope } from './scope.js';
@@ -92,7 +91,8 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   registerErrorHandling(app);
   // Before every route, /metrics included, so that the description sees them all.
   await registerOpenApi(app, { schemas: RESPONSE_SCHEMAS, hidden: [WEB_PREFIX] });
-  if (config.metricsToken) registerMetrics(app, config.metricsToken);
+  // prom-client is loaded only where metrics are asked for.
+  if (config.metricsToken) (await import('./metrics.js')).registerMetrics(app, config.metricsToken);
   await registerRoutes(app, web);
   return app;
 }

@@ -1,3 +1,4 @@
+import SerializerSelector from '@fastify/fast-json-stringify-compiler';
 import { LogController, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
 import type { Config } from '../config.js';
 import { clientErrorHandler, connectionOptions } from './connections.js';
@@ -82,6 +83,23 @@ export interface PageErrors {
 const isUnder = (url: string, prefix: string): boolean => url.startsWith(prefix) && (url.length === prefix.length || '/?#'.includes(url[prefix.length]));
 
 /** How Fastify is set up for the service: logging, limits, timeouts and URL handling. */
+/**
+ * Fastify's response serializers (fast-json-stringify, from each route's response schemas),
+ * each compiled when its route first answers with that status rather than when the route is
+ * registered: compiling all of them took a fifth of start-up, mostly for answers (error
+ * statuses of rare routes) that a process may never send.
+ */
+function lazySerializers(): NonNullable<NonNullable<FastifyServerOptions['schemaController']>['compilersFactory']>['buildSerializer'] {
+  const select = SerializerSelector();
+  return (externalSchemas, options) => {
+    const compile = select(externalSchemas as never, options as never);
+    return (route) => {
+      let serialize: ((data: unknown) => string) | undefined;
+      return (data) => (serialize ??= compile(route as never) as (data: unknown) => string)(data);
+    };
+  };
+}
+
 export function serverOptions(config: Config, logger: FastifyServerOptions['logger'], pages?: PageErrors): FastifyServerOptions {
   return {
     logger: loggerOptions(config, logger),
@@ -96,6 +114,7 @@ export function serverOptions(config: Config, logger: FastifyServerOptions['logg
     // Parameters all name the one shared Param schema; referenced, not copied into every field,
     // it compiles once instead of once per field of every route (most of start-up otherwise).
     ajv: { customOptions: { inlineRefs: false } },
+    schemaController: { compilersFactory: { buildSerializer: lazySerializers() } },
     // While shutting down, requests in flight and on open connections are still answered.
     return503OnClosing: false,
     // Errors Fastify meets before routing (a malformed URL) get the interface's shape too, or

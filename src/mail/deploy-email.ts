@@ -1,4 +1,5 @@
-import MarkdownIt from 'markdown-it';
+import { createRequire } from 'node:module';
+import type MarkdownIt from 'markdown-it';
 import type { DeployRow, ItemRow, ProductRow, UserRow } from '../db/schema.js';
 import { escapeHtml } from '../http/html.js';
 import { itemShortUrl, statusName } from '../items/index.js';
@@ -7,7 +8,15 @@ import { fullName } from '../users/index.js';
 import { oneLine, readableTime } from './format.js';
 
 // Raw HTML in notes is shown as text, never passed through; links are limited to safe schemes.
-const markdown = new MarkdownIt({ html: false, linkify: true, breaks: true });
+/** Loaded on the first notes to render: it is a tenth of start-up, and many processes never render any. */
+let markdown: MarkdownIt | undefined;
+const markdownIt = (): MarkdownIt => {
+  if (!markdown) {
+    const Markdown = createRequire(import.meta.url)('markdown-it') as typeof MarkdownIt;
+    markdown = new Markdown({ html: false, linkify: true, breaks: true });
+  }
+  return markdown;
+};
 
 /** `[Product] Deployed to production: #12 Title and 2 more`, from a follower's items in number order. */
 export function deploySubject(product: ProductRow, deploy: DeployRow, items: ItemRow[]): string {
@@ -34,7 +43,7 @@ export function notesHtml(notes: string): string {
   if (html === undefined) {
     html =
       notes.length <= MARKDOWN_MAX_CHARS
-        ? markdown.render(notes)
+        ? markdownIt().render(notes)
         : `<pre style="white-space:pre-wrap;font-family:inherit;margin:0">${escapeHtml(notes)}</pre>\n`;
     renderedNotes.set(notes, html);
   }
