@@ -157,57 +157,9 @@ export interface RateResult {
   p50: number;
   p99: number;
   max: number;
+  /** Requests sent after their slot (every connection busy), and how late the latest was, ms. */
+  late: number;
+  latestMs: number;
   non2xx: number;
   errors: number;
-}
-
-/**
- * Offers `scenario` at a fixed `rate` (requests per second over all connections) with autocannon's
- * overallRate, as users arrive whatever the server is doing: `seconds` measured after a separate
- * warm-up run of `warmupSeconds`. Latencies are autocannon's, corrected for coordinated omission
- * (a request held up delays the ones scheduled behind it, and they count as late from when they
- * were due); its histogram has whole milliseconds.
- */
-export async function runAtRate(scenario: Scenario, options: LoadOptions, rate: number): Promise<RateResult> {
-  let sent = 0;
-  const headers = headersOf(scenario, options);
-  const run = (seconds: number) =>
-    new Promise<autocannon.Result>((resolve, reject) => {
-      autocannon(
-        {
-          url: `http://127.0.0.1:${options.port}`,
-          connections: Math.min(options.connections, Math.max(1, Math.ceil(rate / 10))),
-          overallRate: rate,
-          duration: seconds,
-          headers,
-          requests: [
-            {
-              method: scenario.method,
-              setupRequest: (req) => {
-                const next = scenario.next();
-                const n = `r${++sent}`;
-                req.path = next.path.replaceAll('{n}', n);
-                if (next.body !== undefined) req.body = next.body.replaceAll('{n}', n);
-                return req;
-              },
-            },
-          ],
-        },
-        (err, result) => (err ? reject(err) : resolve(result)),
-      );
-    });
-  const warm = options.warmupSeconds > 0 ? await run(options.warmupSeconds) : undefined;
-  const result = await run(options.seconds);
-  const ok = result.requests.total - result.non2xx;
-  return {
-    name: scenario.name,
-    kind: scenario.kind,
-    offered: rate,
-    rps: ok / options.seconds,
-    p50: result.latency.p50,
-    p99: result.latency.p99,
-    max: result.latency.max,
-    non2xx: result.non2xx + (warm?.non2xx ?? 0),
-    errors: result.errors + result.timeouts + (warm ? warm.errors + warm.timeouts : 0),
-  };
 }

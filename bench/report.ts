@@ -97,9 +97,12 @@ export function scenarioTable(s: SizeReport): string {
 
 /** The fixed-rate runs as a Markdown table. */
 export function rateTable(s: SizeReport): string {
-  const head = ['| Scenario | offered req/s | answered req/s | p50 ms | p99 ms | max ms | non-2xx / errors |', '|---|---:|---:|---:|---:|---:|---|'];
+  const head = [
+    '| Scenario | offered req/s | answered req/s | p50 ms | p99 ms | max ms | sent late (latest, ms) | non-2xx / errors |',
+    '|---|---:|---:|---:|---:|---:|---:|---|',
+  ];
   const row = (r: RateResult) =>
-    `| ${r.name} | ${whole(r.offered)} | ${whole(r.rps)} | ${fmt(r.p50, 0)} | ${fmt(r.p99, 0)} | ${fmt(r.max, 0)} | ${r.non2xx || r.errors ? `**${r.non2xx} non-2xx, ${r.errors} errors**` : '0'} |`;
+    `| ${r.name} | ${whole(r.offered)} | ${whole(r.rps)} | ${fmt(r.p50, 2)} | ${fmt(r.p99, 2)} | ${fmt(r.max, 2)} | ${r.late ? `${whole(r.late)} (${fmt(r.latestMs, 0)})` : '0'} | ${r.non2xx || r.errors ? `**${r.non2xx} non-2xx, ${r.errors} errors**` : '0'} |`;
   return [...head, ...s.atRate.map(row)].join('\n');
 }
 
@@ -170,10 +173,11 @@ const ms = (v: number) => `${fmt(v, 2)} ms`;
 /** A fixed-rate run's p99 against a limit; errors fail it. */
 function rateTarget(target: string, runs: RateResult[], limitMs: number): TargetResult {
   if (!runs.length) return { verdict: 'SKIP', target, detail: 'not measured' };
-  const failing = runs.filter((r) => r.non2xx > 0 || r.errors > 0 || !(r.p99 <= limitMs));
-  if (failing.length) return { verdict: 'FAIL', target, detail: failing.map((r) => `${r.name}: p99 ${fmt(r.p99, 0)} ms${r.non2xx || r.errors ? ' (errors)' : ''}`).join('; ') };
+  // A request sent later than its slot by more than the limit was late by that much already.
+  const failing = runs.filter((r) => r.non2xx > 0 || r.errors > 0 || !(r.p99 <= limitMs) || r.latestMs > limitMs);
+  if (failing.length) return { verdict: 'FAIL', target, detail: failing.map((r) => `${r.name}: p99 ${fmt(r.p99, 2)} ms${r.latestMs > limitMs ? `, sent up to ${fmt(r.latestMs, 0)} ms late` : ''}${r.non2xx || r.errors ? ' (errors)' : ''}`).join('; ') };
   const worst = runs.reduce((w, r) => (r.p99 > w.p99 ? r : w));
-  return { verdict: 'PASS', target, detail: `worst ${worst.name}: p99 ${fmt(worst.p99, 0)} ms` };
+  return { verdict: 'PASS', target, detail: `worst ${worst.name}: p99 ${fmt(worst.p99, 2)} ms` };
 }
 
 /** The deploy list's default page before this round: 61 req/s (with 32 timeouts). */
@@ -289,9 +293,10 @@ export function renderSection(run: RunReport, targets: TargetResult[]): string {
     '- Reads run before writes, with nothing else writing; writes run in the order shown; the deploy scenario runs last, with the mail worker delivering its messages meanwhile.',
     `- With ${c.connections} connections always waiting, mean latency is about ${c.connections} / req/s: a p99 of 25 ms needs well over ` +
       `${whole((c.connections / 25) * 1000)} req/s, so latency at saturation follows from throughput (the baseline's own p99 is in each table for scale).`,
-    "- At a fixed rate: autocannon offers the lists, fetch and create at 40% of the baseline's saturated req/s, resort at 300/s and the " +
-      `deploy at 20/s, ${c.warmupSeconds} s of warm-up then ${c.seconds} s measured; its latencies are corrected for coordinated omission ` +
-      '(a request held up makes those scheduled behind it late from when they were due) and have whole milliseconds.',
+    "- At a fixed rate: wrk offers the lists, fetch and create at 40% of the baseline's saturated req/s, resort at 300/s and the " +
+      `deploy at 20/s, spread evenly over time (a Lua schedule, ${c.connections} connections), ${c.warmupSeconds} s of warm-up then ${c.seconds} s measured. ` +
+      'Latency is from sending; a request sent after its slot because every connection was busy counts as late, with how late the latest was. ' +
+      "(autocannon's own rate option was tried first: with 50 connections its timers fire together, and it showed a p50 of 13 ms on the bare baseline at 1,000 req/s, where wrk shows 0.7 ms.)",
     '',
   ];
   for (const s of run.sizes) {

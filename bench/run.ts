@@ -11,8 +11,8 @@ import path from 'node:path';
 import pg from 'pg';
 import SQLite from 'better-sqlite3';
 import { CLI_SCRIPT, commandLine, DATA_ROOT, loadBenchConfig, SERVER_SCRIPT, sizeLabel, type BenchConfig, type LoadGenerator } from './config.js';
-import { runAtRate, runLoad, type LoadOptions, type LoadResult, type RateResult, type Scenario } from './load.js';
-import { runWrk } from './wrk.js';
+import { runLoad, type LoadOptions, type LoadResult, type RateResult, type Scenario } from './load.js';
+import { runWrk, runWrkAtRate } from './wrk.js';
 import { runH2load } from './h2load.js';
 import {
   freePort,
@@ -274,9 +274,9 @@ const DEPLOY_RATE = 20;
 
 /** One scenario offered at a fixed rate, with a progress line. */
 async function measureAtRate(ctx: SizeContext, server: RunningServer, scenario: Scenario, rate: number): Promise<RateResult> {
-  const r = await runAtRate(scenario, loadOptions(ctx, server.port), rate);
+  const r = await runWrkAtRate(scenario, loadOptions(ctx, server.port), rate);
   const errors = r.non2xx || r.errors ? `  !! ${r.non2xx} non-2xx, ${r.errors} errors` : '';
-  log(`  [${ctx.label}] at ${rate}/s: ${r.name.padEnd(40)} ${Math.round(r.rps).toString().padStart(6)} req/s  p50 ${fmt2(r.p50)} ms  p99 ${fmt2(r.p99)} ms  max ${fmt2(r.max)} ms${errors}`);
+  log(`  [${ctx.label}] at ${rate}/s: ${r.name.padEnd(40)} ${Math.round(r.rps).toString().padStart(6)} req/s  p50 ${fmt2(r.p50)} ms  p99 ${fmt2(r.p99)} ms  max ${fmt2(r.max)} ms  ${r.late} late (latest ${fmt2(r.latestMs)} ms)${errors}`);
   return r;
 }
 const fmt2 = (n: number) => (Number.isFinite(n) ? n.toFixed(2) : '-');

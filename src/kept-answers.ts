@@ -2,14 +2,14 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { PROFILE_TTL_MS } from './users/index.js';
 import type { ProductScope } from './scope.js';
 
-/** A serialized answer, the headers its handler set, and until when it may be used. */
+/** A serialized answer (its bytes, sent as they are), the headers its handler set, and until when it may be used. */
 interface KeptAnswer {
-  body: string;
+  body: Buffer;
   headers: [string, string][];
   until: number;
 }
 
-/** What the kept answers may hold in all, in UTF-16 code units of their bodies (about bytes for JSON). */
+/** What the kept answers may hold in all, in bytes of their bodies. */
 const DEFAULT_BUDGET = 32 * 1024 * 1024;
 
 /**
@@ -64,7 +64,7 @@ export class KeptAnswers {
     }
   }
 
-  /** How much the kept bodies hold, in UTF-16 code units. */
+  /** How much the kept bodies hold, in bytes. */
   get held(): number {
     return this.size;
   }
@@ -80,7 +80,7 @@ export class KeptAnswers {
     question: string,
     headers: readonly string[],
     make: () => Promise<unknown>,
-  ): Promise<string> {
+  ): Promise<Buffer> {
     const scope: ProductScope = request.scope;
     const key = `${scope.product.id}:${scope.product.revision}:${scope.user.id}:${question}`;
     const fresh = /\bno-(cache|store)\b/i.test(request.headers['cache-control'] ?? '');
@@ -91,8 +91,9 @@ export class KeptAnswers {
       for (const [name, value] of kept.headers) reply.header(name, value);
       return kept.body;
     }
-    // The route's serializer, from its response schema, gives a string.
-    const body = reply.serialize(await make()) as string;
+    // The route's serializer, from its response schema, gives a string; kept as the bytes sent,
+    // so that a big answer (a page of deploys is hundreds of KiB) is not encoded again each time.
+    const body = Buffer.from(reply.serialize(await make()) as string);
     this.keep(key, { body, headers: headers.map((name) => [name, String(reply.getHeader(name))]), until: now + PROFILE_TTL_MS });
     return body;
   }

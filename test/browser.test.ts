@@ -184,6 +184,51 @@ describe('the pages in chromium', { timeout: 120_000 }, () => {
     }
   });
 
+  test('on a phone, a finger on a card\'s grip drags it to a new place and to another column; the page does not scroll', async () => {
+    const { owner, product, numbers } = await productWithItems(['Uno', 'Dos', 'Tres']);
+    const { context, page } = await signedIn(owner.email, 390);
+    try {
+      await page.goto(`${base}/app/products/${product.id}/board`);
+      const touch = await context.newCDPSession(page);
+      /** A finger pressed on the grip of card `from`, moved in steps to `to` (a point in the page), lifted there. */
+      const drag = async (from: number, to: () => Promise<{ x: number; y: number }>) => {
+        const grip = page.locator(`#item-${from} .grip`);
+        await grip.scrollIntoViewIfNeeded();
+        const box = (await grip.boundingBox())!;
+        const start = { x: Math.round(box.x + box.width / 2), y: Math.round(box.y + box.height / 2) };
+        const scrolled = await page.evaluate(() => window.scrollY);
+        await touch.send('Input.dispatchTouchEvent', { type: 'touchStart', touchPoints: [start] });
+        const end = await to();
+        for (let step = 1; step <= 8; step++) {
+          const at = { x: Math.round(start.x + ((end.x - start.x) * step) / 8), y: Math.round(start.y + ((end.y - start.y) * step) / 8) };
+          await touch.send('Input.dispatchTouchEvent', { type: 'touchMove', touchPoints: [at] });
+        }
+        assert.equal(await page.evaluate(() => window.scrollY), scrolled, 'dragging the grip does not scroll the page');
+        const reloaded = page.waitForEvent('load');
+        await touch.send('Input.dispatchTouchEvent', { type: 'touchEnd', touchPoints: [] });
+        await reloaded;
+      };
+      const upperHalfOf = (n: number) => async () => {
+        const box = (await page.locator(`#item-${n}`).boundingBox())!;
+        return { x: Math.round(box.x + 20), y: Math.round(box.y + 4) };
+      };
+      // Tres above Uno.
+      await drag(numbers[2], upperHalfOf(numbers[0]));
+      assert.deepEqual(await order(owner, product.id, 'backlog'), [numbers[2], numbers[0], numbers[1]]);
+      // Dos into the empty in-progress column (at phone width, the columns are stacked).
+      await drag(numbers[1], async () => {
+        const list = page.locator('section.column[data-status="in-progress"] ol.cards');
+        const box = (await page.locator('section.column[data-status="in-progress"]').boundingBox())!;
+        assert.ok(await list.count());
+        return { x: Math.round(box.x + box.width / 2), y: Math.round(box.y + box.height - 4) };
+      });
+      assert.deepEqual(await order(owner, product.id, 'in-progress'), [numbers[1]]);
+      assert.deepEqual(await order(owner, product.id, 'backlog'), [numbers[2], numbers[0]]);
+    } finally {
+      await context.close();
+    }
+  });
+
   test('a short_url from a deploy email leads a signed-out follower, through signing in, to the item page', async () => {
     const follower = await makeUser(db);
     const { owner, product, numbers } = await productWithItems(['Ship the thing'], 'Deployed product', [follower]);

@@ -105,6 +105,11 @@ export async function findTags(db: Db, itemId: number): Promise<string[]> {
 
 export async function replaceTags(trx: Db, itemId: number, tags: string[]): Promise<void> {
   await trx.deleteFrom('item_tags').where('item_id', '=', itemId).execute();
+  await insertTags(trx, itemId, tags);
+}
+
+/** The tags of an item that has none yet (a new one). */
+export async function insertTags(trx: Db, itemId: number, tags: string[]): Promise<void> {
   if (tags.length) {
     await trx
       .insertInto('item_tags')
@@ -114,9 +119,14 @@ export async function replaceTags(trx: Db, itemId: number, tags: string[]): Prom
 }
 
 export async function addFollower(trx: Db, itemId: number, userId: number, at: string): Promise<void> {
+  await addFollowers(trx, itemId, [userId], at);
+}
+
+/** Several followers in one statement; those who follow already are left as they were. */
+export async function addFollowers(trx: Db, itemId: number, userIds: number[], at: string): Promise<void> {
   await trx
     .insertInto('followers')
-    .values({ item_id: itemId, user_id: userId, created_at: at })
+    .values([...new Set(userIds)].map((userId) => ({ item_id: itemId, user_id: userId, created_at: at })))
     .onConflict((oc) => oc.columns(['item_id', 'user_id']).doNothing())
     .execute();
 }

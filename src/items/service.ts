@@ -18,6 +18,7 @@ import type { ListCounts } from './counts.js';
 import { announceItem, previousValues } from './events.js';
 import {
   addFollower,
+  addFollowers,
   bottomSort,
   countChildren,
   countDeployments,
@@ -37,6 +38,7 @@ import {
   readFilter,
   removeFollower,
   renumberStatus,
+  insertTags,
   replaceTags,
   touchActivity,
   updateItemRow,
@@ -174,9 +176,8 @@ export async function createItem(trx: Trx, scope: ProductScope, input: CreateIte
     last_modified: now,
     last_activity: now,
   });
-  await replaceTags(trx, item.id, input.tags);
-  await addFollower(trx, item.id, scope.user.id, now);
-  if (assignedTo) await addFollower(trx, item.id, assignedTo, now);
+  await insertTags(trx, item.id, input.tags);
+  await addFollowers(trx, item.id, assignedTo ? [scope.user.id, assignedTo] : [scope.user.id], now);
   await announceItem(trx, scope, 'item.created', item, urls);
   return item;
 }

@@ -37,7 +37,8 @@ import { presentEnvironments, presentHistory, presentMatrixRows } from './presen
 import { deployedEnvironments } from './repository.js';
 import { webhookPages } from './webhook-pages.js';
 import { asText, checkToken, formErrors, productOf, sessionOf, viewerOf } from './pages.js';
-import { sendPage } from './session.js';
+import { sendHtml, sendPage } from './session.js';
+import { layout } from './views/layout.js';
 import { RenderedPages } from './rendered-pages.js';
 import { boardPage, type BoardCard, type BoardColumn, type BoardView } from './views/board.js';
 import { deployPage, deploysPage } from './views/deploys.js';
@@ -117,8 +118,9 @@ async function renderBoard(
   // Admins' navigation has their pages too: they share boards with admins only.
   const role = scope.admin ? 'admin' : 'member';
   const key = status === 200 && newItem === undefined ? `${scope.product.id}:${scope.product.revision}:${role}:${JSON.stringify(query)}` : undefined;
-  const body = await boards.render(key, viewerOf(request), async (anybody) => boardPage(await boardView(app, scope, query, newItem), anybody));
-  return sendPage(reply, status, `Board · ${scope.product.name}`, body, sessionOf(request));
+  const title = `Board · ${scope.product.name}`;
+  const page = await boards.render(key, viewerOf(request), async (anybody) => layout(title, boardPage(await boardView(app, scope, query, newItem), anybody), anybody));
+  return sendHtml(reply, status, page);
 }
 
 /** What the board shows: each column's page of cards with their neighbours, the filters, the members. */

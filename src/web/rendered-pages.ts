@@ -1,19 +1,25 @@
 import crypto from 'node:crypto';
 import { LruCache } from '../lru.js';
-import { raw, type Html } from './views/html.js';
+import { escapeHtml, type Html } from './views/html.js';
 import type { Viewer } from './views/layout.js';
 
+/** A kept page: its bytes between the places where each viewer's own address and form token go. */
+type Parts = (Buffer | 'email' | 'token')[];
+
 /**
- * Pages that look the same to every member who asks the same question, rendered once and kept
- * under a key that names everything they show (a product's revision, read from the database on
- * each request, moves with every change to its items and members; so every instance renders
- * anew as soon as a change commits, wherever it was made). The one thing that differs between
- * people, the form token, is rendered as a slot that no typed text can contain and filled in per
- * request. Bounded by count; a board page is a few hundred KiB.
+ * Whole pages (the layout included) that look the same to every member who asks the same question,
+ * rendered once and kept as bytes under a key that names everything they show (a product's
+ * revision, read from the database on each request, moves with every change to its items and
+ * members; so every instance renders anew as soon as a change commits, wherever it was made).
+ * The two things that differ between people, their address in the navigation and their form
+ * token, are rendered as slots that no typed text can contain and filled in per request, so a
+ * kept page costs one copy of its bytes. Bounded by count; a board page is a few hundred KiB.
  */
 export class RenderedPages {
-  private readonly slot = `slot-${crypto.randomBytes(16).toString('hex')}`;
-  private readonly pages: LruCache<string, string[]>;
+  private readonly id = crypto.randomBytes(16).toString('hex');
+  private readonly slots = { email: `slot-email-${this.id}`, token: `slot-token-${this.id}` };
+  private readonly slotPattern = new RegExp(`(${this.slots.email}|${this.slots.token})`);
+  private readonly pages: LruCache<string, Parts>;
 
   constructor(capacity: number) {
     this.pages = new LruCache(capacity);
@@ -21,14 +27,19 @@ export class RenderedPages {
 
   /**
    * The page under `key` for this viewer, rendered by `make` when it is not kept (nothing is kept
-   * without a key). `make` renders for anybody: its viewer has no email and a slot for a token.
+   * without a key). `make` renders the whole page for anybody: its viewer's address and token are slots.
    */
-  async render(key: string | undefined, viewer: Viewer, make: (anybody: Viewer) => Promise<Html>): Promise<Html> {
+  async render(key: string | undefined, viewer: Viewer, make: (anybody: Viewer) => Promise<Html>): Promise<Buffer> {
     let parts = key === undefined ? undefined : this.pages.get(key);
     if (parts === undefined) {
-      parts = (await make({ email: '', csrfToken: this.slot })).text.split(this.slot);
+      const text = (await make({ email: this.slots.email, csrfToken: this.slots.token })).text;
+      parts = text
+        .split(this.slotPattern)
+        .map((piece, i) => (i % 2 === 0 ? Buffer.from(piece) : piece === this.slots.email ? 'email' : 'token'));
       if (key !== undefined) this.pages.set(key, parts);
     }
-    return raw(parts.join(viewer.csrfToken));
+    const email = Buffer.from(escapeHtml(viewer.email));
+    const token = Buffer.from(escapeHtml(viewer.csrfToken));
+    return Buffer.concat(parts.map((part) => (part === 'email' ? email : part === 'token' ? token : part)));
   }
 }

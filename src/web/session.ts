@@ -40,11 +40,12 @@ export const viewerOf = (session: ActiveSession): Viewer => ({ email: session.us
 
 /** A page: HTML, never kept by a cache (pages show keys and personal data). */
 export function sendPage(reply: FastifyReply, status: number, title: string, body: Html, session?: ActiveSession | null) {
-  return reply
-    .code(status)
-    .header('cache-control', 'no-store')
-    .type('text/html; charset=utf-8')
-    .send(layout(title, body, session ? viewerOf(session) : undefined).text);
+  return sendHtml(reply, status, layout(title, body, session ? viewerOf(session) : undefined).text);
+}
+
+/** A whole page already rendered, layout and all (see RenderedPages). */
+export function sendHtml(reply: FastifyReply, status: number, page: string | Buffer) {
+  return reply.code(status).header('cache-control', 'no-store').type('text/html; charset=utf-8').send(page);
 }
 
 export interface CookieSettings {

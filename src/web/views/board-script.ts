@@ -1,9 +1,11 @@
 /**
  * The one script of the pages (`/app/board.js`), served by Shiplog itself: it lets a card of the
- * board be dragged to another place in its column or into another column. It only adds to the
- * page: a drop sends the card's own move form (its form token and action) with `to=place`, the
- * column's status and the cards it now sits between, and the server makes the same change as the
- * buttons do. Without it (or without JavaScript) the buttons and the status select still work.
+ * board be dragged to another place in its column or into another column, with a mouse (the
+ * browser's drag and drop) or by a finger or pen on the card's grip (pointer events; the grip does
+ * not scroll the page, the rest of the card does). It only adds to the page: a drop sends the
+ * card's own move form (its form token and action) with `to=place`, the column's status and the
+ * cards it now sits between, and the server makes the same change as the buttons do. Without it
+ * (or without JavaScript) the buttons and the status select still work.
  * Plain ES5 with no dependencies, so there is nothing to build.
  */
 export const BOARD_SCRIPT = `(function () {
@@ -43,35 +45,33 @@ export const BOARD_SCRIPT = `(function () {
     note.textContent = message;
   }
 
-  Array.prototype.forEach.call(board.querySelectorAll('li.card[data-number]'), function (card) { card.draggable = true; });
+  Array.prototype.forEach.call(board.querySelectorAll('li.card[data-number]'), function (card) {
+    card.draggable = true;
+    var grip = document.createElement('span');
+    grip.className = 'grip';
+    grip.setAttribute('aria-hidden', 'true');
+    grip.title = 'Drag to move';
+    card.insertBefore(grip, card.firstChild);
+  });
   board.classList.add('draggable');
 
-  board.addEventListener('dragstart', function (e) {
-    var card = e.target.closest ? e.target.closest('li.card[data-number]') : null;
-    if (!card) return;
+  function start(card) {
     dragged = card;
     dropped = false;
     origin = { list: card.parentNode, next: card.nextSibling };
     card.classList.add('dragging');
-    e.dataTransfer.effectAllowed = 'move';
-    e.dataTransfer.setData('text/plain', '#' + numberOf(card));
-  });
-  board.addEventListener('dragover', function (e) {
-    if (dragged && listAt(e.target)) e.preventDefault();
-  });
-  board.addEventListener('dragend', function () {
+  }
+  function end() {
     if (!dragged) return;
     dragged.classList.remove('dragging');
     if (!dropped) origin.list.insertBefore(dragged, origin.next);
     dragged = null;
-  });
-  board.addEventListener('drop', function (e) {
-    var list = listAt(e.target);
-    if (!dragged || !list) return;
-    e.preventDefault();
+  }
+  /** Drops the dragged card into \`list\` where \`y\` falls, and asks the server to make the move. */
+  function place(list, y) {
     dropped = true;
     var card = dragged;
-    var next = cardAfter(list, e.clientY);
+    var next = cardAfter(list, y);
     var all = cards(list);
     var prev = next ? all[all.indexOf(next) - 1] : all[all.length - 1];
     var status = list.closest('.column').getAttribute('data-status');
@@ -94,6 +94,60 @@ export const BOARD_SCRIPT = `(function () {
         from.list.insertBefore(card, from.next);
         say((err && err.message) || 'The card could not be moved.');
       });
+  }
+
+  board.addEventListener('dragstart', function (e) {
+    var card = e.target.closest ? e.target.closest('li.card[data-number]') : null;
+    if (!card) return;
+    start(card);
+    e.dataTransfer.effectAllowed = 'move';
+    e.dataTransfer.setData('text/plain', '#' + numberOf(card));
+  });
+  board.addEventListener('dragover', function (e) {
+    if (dragged && listAt(e.target)) e.preventDefault();
+  });
+  board.addEventListener('dragend', end);
+  board.addEventListener('drop', function (e) {
+    var list = listAt(e.target);
+    if (!dragged || !list) return;
+    e.preventDefault();
+    place(list, e.clientY);
+  });
+
+  // Fingers and pens: a press on a grip picks the card up, the card under the finger is marked as
+  // where it will go, and lifting the finger drops it there.
+  var marked = null;
+  function mark(list, y) {
+    if (marked) marked.classList.remove('drop-before', 'drop-end');
+    marked = null;
+    if (!list) return;
+    var next = cardAfter(list, y);
+    marked = next || list;
+    marked.classList.add(next ? 'drop-before' : 'drop-end');
+  }
+  function listUnder(e) { return listAt(document.elementFromPoint(e.clientX, e.clientY)); }
+  board.addEventListener('pointerdown', function (e) {
+    if (e.pointerType === 'mouse' || dragged || !e.target.closest || !e.target.closest('.grip')) return;
+    var card = e.target.closest('li.card[data-number]');
+    if (!card) return;
+    e.preventDefault();
+    start(card);
+    board.setPointerCapture(e.pointerId);
+  });
+  board.addEventListener('pointermove', function (e) {
+    if (dragged && e.pointerType !== 'mouse') mark(listUnder(e), e.clientY);
+  });
+  board.addEventListener('pointerup', function (e) {
+    if (!dragged || e.pointerType === 'mouse') return;
+    var list = listUnder(e);
+    mark(null);
+    if (list) place(list, e.clientY);
+    end();
+  });
+  board.addEventListener('pointercancel', function (e) {
+    if (e.pointerType === 'mouse') return;
+    mark(null);
+    end();
   });
 })();
 `;

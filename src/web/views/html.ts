@@ -11,7 +11,8 @@ export class Html {
 }
 
 const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;', '`': '&#96;' };
-const escape = (s: string): string => s.replace(/[&<>"'`]/g, (c) => ESCAPES[c]);
+/** Text as HTML text or attribute value. */
+export const escapeHtml = (s: string): string => s.replace(/[&<>"'`]/g, (c) => ESCAPES[c]);
 
 type Value = Html | string | number | boolean | null | undefined | readonly Value[];
 
@@ -19,7 +20,7 @@ function render(value: Value): string {
   if (value === null || value === undefined || value === false) return '';
   if (value instanceof Html) return value.text;
   if (Array.isArray(value)) return value.map(render).join('');
-  return escape(String(value));
+  return escapeHtml(String(value));
 }
 
 export function html(strings: TemplateStringsArray, ...values: Value[]): Html {

@@ -39,6 +39,9 @@ ol.cards { list-style: none; padding: 0; margin: 0; }
 .card .meta, .item .meta { font-size: .85rem; color: #50575e; }
 .board.draggable .card[draggable=true] { cursor: grab; }
 .card.dragging { opacity: .5; }
+.card .grip { float: right; width: 1.75rem; height: 1.75rem; margin: -.25rem -.25rem 0 .25rem; cursor: grab; touch-action: none; border-radius: 4px; background: radial-gradient(#8c8f94 1.5px, transparent 2px) 0 0 / .5rem .5rem content-box; padding: .35rem; }
+.card.drop-before { box-shadow: 0 -3px 0 #2271b1; }
+ol.cards.drop-end { box-shadow: 0 3px 0 #2271b1; }
 .card form.move { display: flex; flex-wrap: wrap; gap: .25rem; margin-top: .25rem; }
 .card form.move button, .card form.move select { padding: .15rem .45rem; font-size: .8rem; }
 ul.tags { display: flex; flex-wrap: wrap; gap: .25rem; list-style: none; padding: 0; margin: .25rem 0; }
