@@ -79,7 +79,8 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   app.decorate('db', db);
   app.decorate('config', config);
   app.decorate('listCounts', new ListCounts());
-  app.decorate('keptAnswers', new KeptAnswers());
+  // Renders at once: as many as the pool's connections on PostgreSQL, where renders wait on the network.
+  app.decorate('keptAnswers', new KeptAnswers(undefined, config.databaseUrl ? config.pgPoolMax : 2));
   app.decorateRequest('user', null as unknown as UserRow);
   app.decorateRequest('scope', null as unknown as ProductScope);
   registerSecurityHeaders(app, config);

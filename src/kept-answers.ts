@@ -26,13 +26,38 @@ const DEFAULT_BUDGET = 32 * 1024 * 1024;
  * A request with `Cache-Control: no-cache` is rendered afresh (and kept), as HTTP asks of caches.
  * Bounded by the total size of the bodies: the least recently used go first; an answer bigger
  * than a quarter of the budget is not kept.
+ *
+ * At most `renders` answers are rendered at once; the others wait their turn. A page of deploys
+ * holds up to 1,000 items, several MiB of objects while it renders: fifty of them interleaved
+ * held hundreds of MiB at once, for no more answers per second (rendering is work for the one
+ * JavaScript thread; on PostgreSQL, as many as the pool has connections still wait on it at once).
  */
 export class KeptAnswers {
   /** In order of use, the least recent first. */
   private readonly answers = new Map<string, KeptAnswer>();
   private size = 0;
 
-  constructor(private readonly budget = DEFAULT_BUDGET) {}
+  private rendering = 0;
+  private readonly waiting: (() => void)[] = [];
+
+  constructor(
+    private readonly budget = DEFAULT_BUDGET,
+    private readonly renders = 2,
+  ) {}
+
+  /** `make()`, once fewer than `renders` others are under way. */
+  private async rendered<T>(make: () => Promise<T>): Promise<T> {
+    if (this.rendering >= this.renders) await new Promise<void>((resolve) => this.waiting.push(resolve));
+    else this.rendering++;
+    try {
+      return await make();
+    } finally {
+      // The turn passes straight to the next in line, if any.
+      const next = this.waiting.shift();
+      if (next) next();
+      else this.rendering--;
+    }
+  }
 
   private drop(key: string): void {
     const kept = this.answers.get(key);
@@ -93,7 +118,7 @@ export class KeptAnswers {
     }
     // The route's serializer, from its response schema, gives a string; kept as the bytes sent,
     // so that a big answer (a page of deploys is hundreds of KiB) is not encoded again each time.
-    const body = Buffer.from(reply.serialize(await make()) as string);
+    const body = await this.rendered(async () => Buffer.from(reply.serialize(await make()) as string));
     this.keep(key, { body, headers: headers.map((name) => [name, String(reply.getHeader(name))]), until: now + PROFILE_TTL_MS });
     return body;
   }

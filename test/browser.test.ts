@@ -184,44 +184,64 @@ describe('the pages in chromium', { timeout: 120_000 }, () => {
     }
   });
 
-  test('on a phone, a finger on a card\'s grip drags it to a new place and to another column; the page does not scroll', async () => {
+  test('on a phone, a finger on a card\'s grip drags it to a new place, and down the page to another column', async () => {
     const { owner, product, numbers } = await productWithItems(['Uno', 'Dos', 'Tres']);
     const { context, page } = await signedIn(owner.email, 390);
     try {
       await page.goto(`${base}/app/products/${product.id}/board`);
       const touch = await context.newCDPSession(page);
-      /** A finger pressed on the grip of card `from`, moved in steps to `to` (a point in the page), lifted there. */
-      const drag = async (from: number, to: () => Promise<{ x: number; y: number }>) => {
-        const grip = page.locator(`#item-${from} .grip`);
-        await grip.scrollIntoViewIfNeeded();
+      const finger = (type: 'touchStart' | 'touchMove', x: number, y: number) =>
+        touch.send('Input.dispatchTouchEvent', { type, touchPoints: [{ x: Math.round(x), y: Math.round(y) }] });
+      /** Puts a finger on the grip of card `n`; returns where it is. */
+      const pressGrip = async (n: number) => {
+        const grip = page.locator(`#item-${n} .grip`);
+        // In the middle of the screen, away from the edges where a held finger scrolls the page.
+        await grip.evaluate((e) => e.scrollIntoView({ block: 'center' }));
+        // Until the page has stopped moving.
+        let y = -1;
+        while (y !== (y = await page.evaluate(() => window.scrollY))) await page.waitForTimeout(50);
         const box = (await grip.boundingBox())!;
-        const start = { x: Math.round(box.x + box.width / 2), y: Math.round(box.y + box.height / 2) };
-        const scrolled = await page.evaluate(() => window.scrollY);
-        await touch.send('Input.dispatchTouchEvent', { type: 'touchStart', touchPoints: [start] });
-        const end = await to();
-        for (let step = 1; step <= 8; step++) {
-          const at = { x: Math.round(start.x + ((end.x - start.x) * step) / 8), y: Math.round(start.y + ((end.y - start.y) * step) / 8) };
-          await touch.send('Input.dispatchTouchEvent', { type: 'touchMove', touchPoints: [at] });
-        }
-        assert.equal(await page.evaluate(() => window.scrollY), scrolled, 'dragging the grip does not scroll the page');
+        const at = { x: box.x + box.width / 2, y: box.y + box.height / 2 };
+        await finger('touchStart', at.x, at.y);
+        return at;
+      };
+      /** Moves the finger from `from` to `to` in steps. */
+      const slide = async (from: { x: number; y: number }, to: { x: number; y: number }) => {
+        for (let step = 1; step <= 8; step++) await finger('touchMove', from.x + ((to.x - from.x) * step) / 8, from.y + ((to.y - from.y) * step) / 8);
+      };
+      const lift = async () => {
         const reloaded = page.waitForEvent('load');
         await touch.send('Input.dispatchTouchEvent', { type: 'touchEnd', touchPoints: [] });
         await reloaded;
       };
-      const upperHalfOf = (n: number) => async () => {
-        const box = (await page.locator(`#item-${n}`).boundingBox())!;
-        return { x: Math.round(box.x + 20), y: Math.round(box.y + 4) };
-      };
-      // Tres above Uno.
-      await drag(numbers[2], upperHalfOf(numbers[0]));
+
+      // Tres above Uno, both on screen: the page does not scroll under the finger.
+      const from = await pressGrip(numbers[2]);
+      const scrolled = await page.evaluate(() => window.scrollY);
+      const uno = (await page.locator(`#item-${numbers[0]}`).boundingBox())!;
+      assert.ok(uno.y > 60, 'Uno is clear of the top edge, where a finger scrolls the page');
+      await slide(from, { x: uno.x + 20, y: uno.y + 4 });
+      assert.equal(await page.evaluate(() => window.scrollY), scrolled, 'dragging by the grip does not scroll the page');
+      await lift();
       assert.deepEqual(await order(owner, product.id, 'backlog'), [numbers[2], numbers[0], numbers[1]]);
-      // Dos into the empty in-progress column (at phone width, the columns are stacked).
-      await drag(numbers[1], async () => {
-        const list = page.locator('section.column[data-status="in-progress"] ol.cards');
-        const box = (await page.locator('section.column[data-status="in-progress"]').boundingBox())!;
-        assert.ok(await list.count());
-        return { x: Math.round(box.x + box.width / 2), y: Math.round(box.y + box.height - 4) };
-      });
+
+      // Dos down to the in-progress column, below the screen: held at the bottom edge, the page
+      // scrolls until the column shows, then the finger moves onto it.
+      await page.evaluate(() => window.scrollTo(0, 0));
+      const start = await pressGrip(numbers[1]);
+      const viewport = page.viewportSize()!;
+      const edge = { x: start.x, y: viewport.height - 10 };
+      await slide(start, edge);
+      const column = page.locator('section.column[data-status="in-progress"]');
+      let box = (await column.boundingBox())!;
+      for (let i = 0; i < 100 && box.y > viewport.height - 150; i++) {
+        await finger('touchMove', edge.x, edge.y);
+        await page.waitForTimeout(30);
+        box = (await column.boundingBox())!;
+      }
+      assert.ok(box.y <= viewport.height - 150, `the page scrolled to the in-progress column (at ${box.y})`);
+      await slide(edge, { x: box.x + box.width / 2, y: box.y + 40 });
+      await lift();
       assert.deepEqual(await order(owner, product.id, 'in-progress'), [numbers[1]]);
       assert.deepEqual(await order(owner, product.id, 'backlog'), [numbers[2], numbers[0]]);
     } finally {

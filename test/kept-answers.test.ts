@@ -126,3 +126,28 @@ test('a kept answer carries the headers its first answer set', async () => {
   assert.equal(String(body), '[1,2]');
   assert.equal(again.set.get('X-Count'), '42');
 });
+
+test('no more than the given number of answers render at once; the others wait their turn, errors included', async () => {
+  const kept = new KeptAnswers(undefined, 2);
+  let running = 0;
+  let most = 0;
+  const ask = (question: string, fail = false) => {
+    const { request, reply } = fakeExchange(1);
+    return kept.answer(request, reply, question, [], async () => {
+      running++;
+      most = Math.max(most, running);
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      running--;
+      if (fail) throw new Error('refused');
+      return question;
+    });
+  };
+  const answers = await Promise.allSettled(Array.from({ length: 12 }, (_, i) => ask(`q${i}`, i % 3 === 0)));
+  assert.equal(most, 2);
+  assert.deepEqual(
+    answers.map((a) => a.status),
+    Array.from({ length: 12 }, (_, i) => (i % 3 === 0 ? 'rejected' : 'fulfilled')),
+  );
+  // Every turn was given back: a next answer renders at once.
+  assert.equal(String(await ask('last')), '"last"');
+});

@@ -115,8 +115,11 @@ export const BOARD_SCRIPT = `(function () {
   });
 
   // Fingers and pens: a press on a grip picks the card up, the card under the finger is marked as
-  // where it will go, and lifting the finger drops it there.
+  // where it will go, and lifting the finger drops it there. Held near the top or bottom of the
+  // screen, the finger scrolls the page (columns are stacked on a phone).
   var marked = null;
+  var finger = null;
+  var scrolling = false;
   function mark(list, y) {
     if (marked) marked.classList.remove('drop-before', 'drop-end');
     marked = null;
@@ -125,7 +128,15 @@ export const BOARD_SCRIPT = `(function () {
     marked = next || list;
     marked.classList.add(next ? 'drop-before' : 'drop-end');
   }
-  function listUnder(e) { return listAt(document.elementFromPoint(e.clientX, e.clientY)); }
+  function listUnder(point) { return listAt(document.elementFromPoint(point.x, point.y)); }
+  function scrollNearEdge() {
+    var edge = 56;
+    var step = !dragged || !finger ? 0 : finger.y > window.innerHeight - edge ? 12 : finger.y < edge ? -12 : 0;
+    if (step === 0) { scrolling = false; return; }
+    window.scrollBy(0, step);
+    mark(listUnder(finger), finger.y);
+    requestAnimationFrame(scrollNearEdge);
+  }
   board.addEventListener('pointerdown', function (e) {
     if (e.pointerType === 'mouse' || dragged || !e.target.closest || !e.target.closest('.grip')) return;
     var card = e.target.closest('li.card[data-number]');
@@ -135,18 +146,23 @@ export const BOARD_SCRIPT = `(function () {
     board.setPointerCapture(e.pointerId);
   });
   board.addEventListener('pointermove', function (e) {
-    if (dragged && e.pointerType !== 'mouse') mark(listUnder(e), e.clientY);
+    if (!dragged || e.pointerType === 'mouse') return;
+    finger = { x: e.clientX, y: e.clientY };
+    mark(listUnder(finger), finger.y);
+    if (!scrolling) { scrolling = true; requestAnimationFrame(scrollNearEdge); }
   });
   board.addEventListener('pointerup', function (e) {
     if (!dragged || e.pointerType === 'mouse') return;
-    var list = listUnder(e);
+    var list = listUnder({ x: e.clientX, y: e.clientY });
     mark(null);
+    finger = null;
     if (list) place(list, e.clientY);
     end();
   });
   board.addEventListener('pointercancel', function (e) {
     if (e.pointerType === 'mouse') return;
     mark(null);
+    finger = null;
     end();
   });
 })();
