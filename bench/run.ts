@@ -304,7 +304,9 @@ async function runScenarios(
   }
   const steady = steadyRate(baseline);
   const fetch = readScenarios(data).filter((s) => s.name === 'fetch item');
-  for (const scenario of chosen(ctx, [...listScenarios(data), ...fetch])) atRate.push(await measureAtRate(ctx, server, scenario, steady));
+  // Not the list rendered afresh for every request: its saturated rate is below the one offered.
+  const steadyLists = listScenarios(data).filter((s) => s.extraHeaders === undefined);
+  for (const scenario of chosen(ctx, [...steadyLists, ...fetch])) atRate.push(await measureAtRate(ctx, server, scenario, steady));
   const writes = itemWriteScenarios(data);
   for (const scenario of chosen(ctx, writes)) results.push(await measure(ctx, server, scenario, baseline));
   for (const scenario of chosen(ctx, writes.filter((s) => s.name === 'create item'))) atRate.push(await measureAtRate(ctx, server, scenario, steady));
