@@ -2,16 +2,10 @@ import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { headersOf, type LoadOptions, type LoadResult, type Scenario } from './load.js';
+import { headersOf, percentile, type LoadOptions, type LoadResult, type Scenario } from './load.js';
 
 /** Paths an h2load run cycles through, drawn from the scenario up front. */
 const DRAWN = 4000;
-
-/** Nearest-rank percentile of sorted values. */
-function percentile(sorted: Float64Array, p: number): number {
-  if (!sorted.length) return NaN;
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))];
-}
 
 function h2load(args: string[], seconds: number): Promise<string> {
   return new Promise((resolve, reject) => {

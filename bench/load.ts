@@ -65,7 +65,7 @@ export interface LoadOptions {
 }
 
 /** Nearest-rank percentile of sorted values. */
-function percentile(sorted: Float64Array, p: number): number {
+export function percentile(sorted: Float64Array, p: number): number {
   if (!sorted.length) return NaN;
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))];
 }

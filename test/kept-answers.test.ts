@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { KeptAnswers } from '../src/kept-answers.js';
+import { markItemsChanged } from '../src/products/index.js';
 import { client, makeApp, makeItem, makeProduct, makeUser, type TestContext, type TestUser } from './helpers.js';
 
 // Item and deploy lists are kept per product revision, caller and question (src/kept-answers.ts).
@@ -59,6 +60,25 @@ test('a list answered for one member is not answered to a person who is not a me
   const url = `/api/products/${productId}/items.json`;
   assert.equal((await client(t.app, ada).get(url)).statusCode, 200);
   assert.equal((await client(t.app, eve).get(url)).statusCode, 403);
+});
+
+test('following an item shows at once in kept lists: its last_activity, and the order by activity', async () => {
+  const first = await makeItem(t.app, ada, productId, { type: 'task', title: 'Quiet for years', tags: 'activity' });
+  const second = await makeItem(t.app, ada, productId, { type: 'task', title: 'Busy lately', tags: 'activity' });
+  // Both were active long ago, the first earlier than the second.
+  for (const [number, at] of [[first.number, '2020-01-01T00:00:00+00:00'], [second.number, '2021-01-01T00:00:00+00:00']] as const) {
+    await t.db.transaction().execute(async (trx) => {
+      await trx.updateTable('items').set({ last_activity: at }).where('product_id', '=', productId).where('number', '=', number).execute();
+      await markItemsChanged(trx, productId, { totals: false });
+    });
+  }
+  const url = `/api/products/${productId}/items.json?tags=activity&order_by=active`;
+  const read = async () => JSON.parse((await client(t.app, ada).get(url)).body).map((i: any) => [i.number, i.last_activity.slice(0, 4)]);
+  assert.deepEqual(await read(), [[second.number, '2021'], [first.number, '2020']]);
+  assert.deepEqual(await read(), [[second.number, '2021'], [first.number, '2020']], 'kept');
+  assert.equal((await client(t.app, bob).post(`/api/products/${productId}/items/${first.number}/follow.json`)).statusCode, 200);
+  const now = String(new Date().getUTCFullYear());
+  assert.deepEqual(await read(), [[first.number, now], [second.number, '2021']]);
 });
 
 test('an invalid question is refused, never answered from what was kept', async () => {

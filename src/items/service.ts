@@ -339,6 +339,8 @@ export async function setFollowing(trx: Trx, scope: ProductScope, number: number
   const now = nowTimestamp();
   await addFollower(trx, item.id, scope.user.id, now);
   await touchActivity(trx, [item.id], now);
+  // last_activity shows in lists and orders them (order_by=active, stale).
+  await markItemsChanged(trx, scope.product.id, { totals: false });
   return { ...item, last_activity: now > item.last_activity ? now : item.last_activity };
 }
 

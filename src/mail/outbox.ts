@@ -1,8 +1,7 @@
-import type { Expression, ExpressionBuilder, SqlBool } from 'kysely';
 import { inChunks } from '../db/chunks.js';
 import type { Db, Trx } from '../db/connection.js';
-import { dialectOf } from '../db/dialect.js';
-import type { Database, OutboxRow } from '../db/schema.js';
+import { lockedForClaim, takeLeases, type Due } from '../db/leases.js';
+import type { OutboxRow } from '../db/schema.js';
 import { formatTimestamp } from '../time.js';
 
 /**
@@ -51,28 +50,14 @@ export async function claimDue(db: Db, now: string, leaseUntil: string, limit: n
   });
 }
 
-type Condition = (eb: ExpressionBuilder<Database, 'outbox'>) => Expression<SqlBool>;
+type Condition = Due<'outbox'>;
 
-/**
- * Claims up to `limit` rows matching `due`, in the caller's transaction: the candidates are read
- * first (locked on PostgreSQL), then updated by id under the same condition. Not one
- * `UPDATE ... WHERE id IN (SELECT ... LIMIT n)`: with SKIP LOCKED, PostgreSQL may run such a
- * subquery more than once and claim far more than n rows.
- */
+/** Claims up to `limit` rows matching `due`, in `order`, in the caller's transaction (see db/leases.ts). */
 async function claimWhere(trx: Db, due: Condition, order: ('id' | 'next_attempt_at')[], leaseUntil: string, limit: number): Promise<OutboxRow[]> {
   let candidates = trx.selectFrom('outbox').select('id').where(due).limit(limit);
   for (const column of order) candidates = candidates.orderBy(column);
-  if (dialectOf(trx) === 'postgres') candidates = candidates.forUpdate().skipLocked();
-  const ids = (await candidates.execute()).map((r) => r.id);
-  if (ids.length === 0) return [];
-  const rows = await trx
-    .updateTable('outbox')
-    .set((eb) => ({ status: 'sending', lease_until: leaseUntil, attempts: eb('attempts', '+', 1) }))
-    .where('id', 'in', ids)
-    .where(due)
-    .returningAll()
-    .execute();
-  return rows.sort((a, b) => a.id - b.id);
+  const ids = (await lockedForClaim(trx, candidates).execute()).map((r) => r.id);
+  return takeLeases(trx, 'outbox', ids, due, leaseUntil);
 }
 
 /** A claimed message: its outcome is recorded only while the claim is still this worker's. */

@@ -1,7 +1,7 @@
-import type { Expression, ExpressionBuilder, Insertable, SqlBool, Updateable } from 'kysely';
+import type { Insertable, Updateable } from 'kysely';
 import type { Db, Trx } from '../db/connection.js';
-import { dialectOf } from '../db/dialect.js';
-import { storableId, type Database, type WebhookDeliveriesTable, type WebhookDeliveryRow, type WebhookEventRow, type WebhookRow, type WebhooksTable } from '../db/schema.js';
+import { lockedForClaim, takeLeases, type Due } from '../db/leases.js';
+import { storableId, type WebhookDeliveriesTable, type WebhookDeliveryRow, type WebhookEventRow, type WebhookRow, type WebhooksTable } from '../db/schema.js';
 
 export async function insertWebhook(trx: Trx, row: Insertable<WebhooksTable>): Promise<WebhookRow> {
   return trx.insertInto('webhooks').values(row).returningAll().executeTakeFirstOrThrow();
@@ -92,7 +92,7 @@ export async function nextReplay(trx: Trx, webhookId: number, eventId: number): 
   return Number(row?.last ?? -1) + 1;
 }
 
-type Condition = (eb: ExpressionBuilder<Database, 'webhook_deliveries'>) => Expression<SqlBool>;
+type Condition = Due<'webhook_deliveries'>;
 
 /** How many more deliveries this worker may have in flight to each webhook (absent: `perWebhook`). */
 export interface Shares {
@@ -122,9 +122,8 @@ export async function claimDue(db: Db, now: string, leaseUntil: string, limit: n
 }
 
 /**
- * Candidates first (locked on PostgreSQL), then the UPDATE by id under the same condition (see the
- * outbox's claimWhere); of the candidates, each webhook's first ones up to its share (`taken`
- * counts what it has).
+ * Candidates first, then the UPDATE by id under the same condition (see db/leases.ts); of the
+ * candidates, each webhook's first ones up to its share (`taken` counts what it has).
  */
 async function claimWhere(
   trx: Db,
@@ -134,24 +133,15 @@ async function claimWhere(
   perWebhook: number,
   taken: Map<number, number>,
 ): Promise<WebhookDeliveryRow[]> {
-  let candidates = trx.selectFrom('webhook_deliveries').select(['id', 'webhook_id']).where(due).orderBy('next_attempt_at').orderBy('id').limit(limit);
-  if (dialectOf(trx) === 'postgres') candidates = candidates.forUpdate().skipLocked();
+  const candidates = trx.selectFrom('webhook_deliveries').select(['id', 'webhook_id']).where(due).orderBy('next_attempt_at').orderBy('id').limit(limit);
   const ids: number[] = [];
-  for (const { id, webhook_id } of await candidates.execute()) {
+  for (const { id, webhook_id } of await lockedForClaim(trx, candidates).execute()) {
     const n = taken.get(webhook_id) ?? 0;
     if (n >= perWebhook || ids.length >= limit) continue;
     taken.set(webhook_id, n + 1);
     ids.push(id);
   }
-  if (ids.length === 0) return [];
-  const rows = await trx
-    .updateTable('webhook_deliveries')
-    .set((eb) => ({ status: 'sending', lease_until: leaseUntil, attempts: eb('attempts', '+', 1) }))
-    .where('id', 'in', ids)
-    .where(due)
-    .returningAll()
-    .execute();
-  return rows.sort((a, b) => a.id - b.id);
+  return takeLeases(trx, 'webhook_deliveries', ids, due, leaseUntil);
 }
 
 /** A claimed delivery: its outcome is recorded only while the claim is still this worker's. */
