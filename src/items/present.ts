@@ -7,7 +7,7 @@ import type { Urls } from '../scope.js';
 import { nextTurn } from '../turns.js';
 import { presentUser, UserSchema } from '../users/index.js';
 import { CLOSE_REASONS, DEPLOYED_TO_SHOWN, DEPLOYED_TO_SHOWN_EMBEDDED, ITEM_TYPES, SCORES, STATUSES, statusName } from './model.js';
-import { loadRelations, type Deployment, type ItemRelations } from './repository.js';
+import { loadRelations, type Deployment, type ItemRelations, type KnownDeployments } from './repository.js';
 import { itemShortUrl } from './urls.js';
 
 // Descriptions and enums are for the API's description; serialising ignores them.
@@ -154,7 +154,7 @@ export const BIG_PAGE = 100;
 /**
  * Rows as item JSON for the caller (`viewerId`), loading what they embed in a few queries
  * for the whole list. Items `embedded` in another object (a deploy's items) show fewer
- * environments in `deployed_to`.
+ * environments in `deployed_to`. Deployments the caller has read already are passed as `known`.
  */
 export async function presentItems(
   db: Db,
@@ -163,9 +163,10 @@ export async function presentItems(
   urls: Urls,
   viewerId: number,
   embedded = false,
+  known?: KnownDeployments,
 ): Promise<ItemJson[]> {
   const shown = embedded ? DEPLOYED_TO_SHOWN_EMBEDDED : DEPLOYED_TO_SHOWN;
-  const rel = await loadRelations(db, product, rows, shown);
+  const rel = await loadRelations(db, product, rows, shown, known);
   // Big pages let other requests in between loading and presenting (see nextTurn).
   if (rows.length > BIG_PAGE) await nextTurn();
   return rows.map((row) => presentItem(row, rel, urls, viewerId, shown));

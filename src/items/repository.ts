@@ -557,11 +557,17 @@ export async function deploymentsIn(db: Db, itemIds: number[], environments: str
   return result;
 }
 
+/** Deployments of some items read already (latest first, at least as many as are shown), and how many each has in all. */
+export interface KnownDeployments {
+  deployments: Map<number, Deployment[]>;
+  counts: Map<number, number>;
+}
+
 /**
  * Loads what a page of items embeds, each item's `deployed_to` cut to its latest `shown`
- * environments (parents included).
+ * environments (parents included); the deployments of items in `known` are not read again.
  */
-export async function loadRelations(db: Db, product: ProductRow, rows: ItemRow[], shown: number): Promise<ItemRelations> {
+export async function loadRelations(db: Db, product: ProductRow, rows: ItemRow[], shown: number, known?: KnownDeployments): Promise<ItemRelations> {
   // A list with sub-items usually holds their parents too.
   const listed = new Map(rows.map((r) => [r.id, r]));
   const parentIds = [...new Set(rows.map((r) => r.parent_id).filter((id): id is number => id !== null))];
@@ -575,7 +581,7 @@ export async function loadRelations(db: Db, product: ProductRow, rows: ItemRow[]
     inChunks(ids, (chunk) =>
       db.selectFrom('item_tags').select(['item_id', 'tag']).where('item_id', 'in', chunk).orderBy('item_id').orderBy('position').execute(),
     ),
-    latestDeployments(db, ids, shown),
+    latestDeployments(db, known ? ids.filter((id) => !known.counts.has(id)) : ids, shown),
   ]);
   const tagMap = new Map<number, string[]>();
   for (const t of tags) (tagMap.get(t.item_id) ?? tagMap.set(t.item_id, []).get(t.item_id)!).push(t.tag);
@@ -583,8 +589,8 @@ export async function loadRelations(db: Db, product: ProductRow, rows: ItemRow[]
     product,
     users,
     tags: tagMap,
-    deployments: deployments.deployments,
-    deploymentCounts: deployments.counts,
+    deployments: known ? new Map([...deployments.deployments, ...known.deployments]) : deployments.deployments,
+    deploymentCounts: known ? new Map([...deployments.counts, ...known.counts]) : deployments.counts,
     parents: new Map(parents.map((p) => [p.id, p])),
   };
 }

@@ -31,7 +31,7 @@ import { notesHtml } from '../mail/index.js';
 import { environmentChoice, parseEnvironmentChoice, setEnvironmentChoice, type EnvironmentChoice } from '../notifications/index.js';
 import { listMembers, productScope } from '../products/index.js';
 import type { ProductScope } from '../scope.js';
-import { findUsersByIds } from '../users/index.js';
+import { findProfiles } from '../users/index.js';
 import { boardQueryString, matrixFilters, pagedItemNumber, parseBoardQuery, parseMove, returnFilters, type BoardQuery } from './input.js';
 import { presentEnvironments, presentHistory, presentMatrixRows } from './present.js';
 import { deployedEnvironments } from './repository.js';
@@ -40,6 +40,8 @@ import { asText, checkToken, formErrors, productOf, sessionOf, viewerOf } from '
 import { sendHtml, sendPage } from './session.js';
 import { layout } from './views/layout.js';
 import { RenderedPages } from './rendered-pages.js';
+import type { Db } from '../db/connection.js';
+import { LruCache } from '../lru.js';
 import { boardPage, type BoardCard, type BoardColumn, type BoardView } from './views/board.js';
 import { deployPage, deploysPage } from './views/deploys.js';
 import { editValues, itemPage } from './views/item.js';
@@ -74,8 +76,17 @@ const wantsJson = (request: FastifyRequest): boolean => /^application\/json\b/.t
 const emptyForm = (): FormState => ({ values: {}, errors: {} });
 const numberOf = (request: FastifyRequest) => pagedItemNumber((request.params as { item_number: string }).item_number);
 
-const membersOf = async (app: FastifyInstance, scope: ProductScope) =>
-  (await listMembers(app.db, scope.product.id)).map((m) => ({ id: m.id, name: personName(m) }));
+/** Members' lists per database and product revision (every new member or change of role moves it; names never change). */
+const memberLists = new WeakMap<Db, LruCache<string, { id: number; name: string }[]>>();
+
+/** A product's members by name, for the assignee choices: the same on every page of a revision, so read once for it. */
+const membersOf = (app: FastifyInstance, scope: ProductScope) => {
+  let lists = memberLists.get(app.db);
+  if (!lists) memberLists.set(app.db, (lists = new LruCache(256)));
+  return lists.getOrMake(`${scope.product.id}:${scope.product.revision}`, async () =>
+    (await listMembers(app.db, scope.product.id)).map((m) => ({ id: m.id, name: personName(m) })),
+  );
+};
 
 /**
  * A product's pages (`/app/products/{id}/...`): the board, the items, the deploys, and which
@@ -207,19 +218,21 @@ async function renderItem(
   const scope = request.scope;
   const row = await getItem(app.db, scope, number);
   const page = { offset: 0, limit: ITEM_PAGE_LIST };
-  const [[item], children, deployments, history, followers, people] = await Promise.all([
-    presentItems(app.db, scope.product, [row], app.config, scope.user.id),
+  // The page's list of environments holds the item's `deployed_to` too.
+  const deployments = await deploymentsOfItem(app.db, row, page);
+  const known = { deployments: new Map([[row.id, deployments.deployments]]), counts: new Map([[row.id, deployments.total]]) };
+  const [[item], children, history, followers, people] = await Promise.all([
+    presentItems(app.db, scope.product, [row], app.config, scope.user.id, false, known),
     row.type === 'story' ? childrenOfItem(app.db, row, page) : undefined,
-    deploymentsOfItem(app.db, row, page),
     deployHistoryOf(app.db, scope, row.id, { ...page, newest: true }),
     followersOf(app.db, row, scope.user.id, ITEM_PAGE_LIST),
     membersOf(app, scope),
   ]);
   const [deployers, followerRows] = await Promise.all([
     environmentDeployers(app, scope, deployments.deployments),
-    findUsersByIds(app.db, followers.userIds),
+    findProfiles(app.db, followers.userIds),
   ]);
-  const followerNames = new Map(followerRows.map((u) => [u.id, personName(u)]));
+  const followerNames = new Map([...followerRows.values()].map((u) => [u.id, personName(u)]));
   const view = {
     product: productOf(scope),
     item,
