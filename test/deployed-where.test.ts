@@ -9,7 +9,7 @@ import { openDatabase } from '../src/db/connection.js';
 import { ImmediateSqliteDialect } from '../src/db/dialect.js';
 import { MIGRATIONS } from '../src/db/migrate.js';
 import { moveItem } from '../src/items/index.js';
-import { assertError, client, makeApp, makeItem, makeProduct, makeUser, readEml, signInByMail, tempDir, type TestContext } from './helpers.js';
+import { assertError, client, deployTeam, makeApp, makeItem, makeUser, readEml, signInByMail, tempDir, type TestContext } from './helpers.js';
 import { databaseOptionsFor } from './storage.js';
 
 let t: TestContext;
@@ -21,14 +21,7 @@ after(() => t.close());
 type Api = ReturnType<typeof client>;
 const numbers = (body: { number: number }[]) => body.map((i) => i.number);
 
-async function setup() {
-  const deployer = await makeUser(t.db, { firstName: 'Dee', lastName: 'Ployer' });
-  const alice = await makeUser(t.db, { firstName: 'Alice', lastName: 'A' });
-  const bob = await makeUser(t.db, { firstName: 'Bob', lastName: 'B' });
-  const product = await makeProduct(t.db, deployer, [alice, bob], 'Rocket');
-  const base = `/api/products/${product.id}`;
-  return { deployer, alice, bob, product, base, api: client(t.app, deployer) };
-}
+const setup = () => deployTeam(t);
 
 /** Records a deploy through the API and returns its answer; fails the test on any other status. */
 async function deploy(api: Api, base: string, params: Record<string, string>, headers: Record<string, string> = {}) {

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { assertError, client, makeApp, makeItem, makeProduct, makeUser, readEml, type ParsedMail, type TestContext } from './helpers.js';
+import { assertError, client, deployTeam, makeApp, makeItem, makeUser, type ParsedMail, readEml, type TestContext } from './helpers.js';
 
 let t: TestContext;
 before(async () => {
@@ -10,14 +10,7 @@ before(async () => {
 });
 after(() => t.close());
 
-async function setup() {
-  const deployer = await makeUser(t.db, { firstName: 'Dee', lastName: 'Ployer' });
-  const alice = await makeUser(t.db, { firstName: 'Alice', lastName: 'A' });
-  const bob = await makeUser(t.db, { firstName: 'Bob', lastName: 'B' });
-  const product = await makeProduct(t.db, deployer, [alice, bob], 'Rocket');
-  const base = `/api/products/${product.id}`;
-  return { deployer, alice, bob, product, base, api: client(t.app, deployer) };
-}
+const setup = () => deployTeam(t);
 
 /** The .eml files written so far for one deploy's messages, by recipient address. */
 async function deliveredFor(deployId: number): Promise<Map<string, ParsedMail>> {

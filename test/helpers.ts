@@ -107,6 +107,16 @@ function formBody(params: Params): string {
   return form.toString();
 }
 
+/** A deployer and two members, Alice and Bob, in a product of the deployer's; `api` is the deployer's client. */
+export async function deployTeam(t: TestContext) {
+  const deployer = await makeUser(t.db, { firstName: 'Dee', lastName: 'Ployer' });
+  const alice = await makeUser(t.db, { firstName: 'Alice', lastName: 'A' });
+  const bob = await makeUser(t.db, { firstName: 'Bob', lastName: 'B' });
+  const product = await makeProduct(t.db, deployer, [alice, bob], 'Rocket');
+  const base = `/api/products/${product.id}`;
+  return { deployer, alice, bob, product, base, api: client(t.app, deployer) };
+}
+
 /** A small client for one user: form-encoded POSTs, as existing Sprint.ly clients send them. */
 export function client(app: FastifyInstance, user: TestUser | { auth: string }) {
   const headers = { authorization: user.auth };
