@@ -1,12 +1,12 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { LruCache } from './lru.js';
 import { PROFILE_TTL_MS } from './users/index.js';
 import type { ProductScope } from './scope.js';
 
-/** A serialized answer (its bytes, sent as they are), the headers its handler set, and until when it may be used. */
+/** A serialized answer (its bytes, sent as they are) and the headers its handler set. */
 interface KeptAnswer {
   body: Buffer;
   headers: [string, string][];
-  until: number;
 }
 
 /** What the kept answers may hold in all, in bytes of their bodies. */
@@ -33,17 +33,16 @@ const DEFAULT_BUDGET = 32 * 1024 * 1024;
  * JavaScript thread; on PostgreSQL, as many as the pool has connections still wait on it at once).
  */
 export class KeptAnswers {
-  /** In order of use, the least recent first. */
-  private readonly answers = new Map<string, KeptAnswer>();
-  private size = 0;
-
+  private readonly answers: LruCache<string, KeptAnswer>;
   private rendering = 0;
   private readonly waiting: (() => void)[] = [];
 
   constructor(
     private readonly budget = DEFAULT_BUDGET,
     private readonly renders = 2,
-  ) {}
+  ) {
+    this.answers = new LruCache(budget, PROFILE_TTL_MS, (answer) => answer.body.length);
+  }
 
   /** `make()`, once fewer than `renders` others are under way. */
   private async rendered<T>(make: () => Promise<T>): Promise<T> {
@@ -59,39 +58,9 @@ export class KeptAnswers {
     }
   }
 
-  private drop(key: string): void {
-    const kept = this.answers.get(key);
-    if (kept === undefined) return;
-    this.answers.delete(key);
-    this.size -= kept.body.length;
-  }
-
-  /** The answer kept under `key` if it is fresh, which becomes the most recently used. */
-  private take(key: string, now: number): KeptAnswer | undefined {
-    const kept = this.answers.get(key);
-    if (kept === undefined) return undefined;
-    this.drop(key);
-    if (kept.until <= now) return undefined;
-    this.answers.set(key, kept);
-    this.size += kept.body.length;
-    return kept;
-  }
-
-  private keep(key: string, answer: KeptAnswer): void {
-    if (answer.body.length > this.budget / 4) return;
-    this.drop(key);
-    this.answers.set(key, answer);
-    this.size += answer.body.length;
-    for (const [oldest, { body }] of this.answers) {
-      if (this.size <= this.budget) break;
-      this.answers.delete(oldest);
-      this.size -= body.length;
-    }
-  }
-
   /** How much the kept bodies hold, in bytes. */
   get held(): number {
-    return this.size;
+    return this.answers.weight;
   }
 
   /**
@@ -109,8 +78,7 @@ export class KeptAnswers {
     const scope: ProductScope = request.scope;
     const key = `${scope.product.id}:${scope.product.revision}:${scope.user.id}:${question}`;
     const fresh = /\bno-(cache|store)\b/i.test(request.headers['cache-control'] ?? '');
-    const now = Date.now();
-    const kept = fresh ? undefined : this.take(key, now);
+    const kept = fresh ? undefined : this.answers.get(key);
     reply.type('application/json; charset=utf-8');
     if (kept !== undefined) {
       for (const [name, value] of kept.headers) reply.header(name, value);
@@ -119,7 +87,7 @@ export class KeptAnswers {
     // The route's serializer, from its response schema, gives a string; kept as the bytes sent,
     // so that a big answer (a page of deploys is hundreds of KiB) is not encoded again each time.
     const body = await this.rendered(async () => Buffer.from(reply.serialize(await make()) as string));
-    this.keep(key, { body, headers: headers.map((name) => [name, String(reply.getHeader(name))]), until: now + PROFILE_TTL_MS });
+    if (body.length <= this.budget / 4) this.answers.set(key, { body, headers: headers.map((name) => [name, String(reply.getHeader(name))]) });
     return body;
   }
 }

@@ -36,33 +36,6 @@ interface Window {
 }
 
 /**
- * Fixed windows per key, as @fastify/rate-limit's local store keeps them (a window starts with a
- * key's first request and lasts `windowMs`), bounded: beyond `capacity` keys the one seen least
- * recently starts afresh.
- */
-class Windows {
-  private readonly windows = new Map<string, Window>();
-
-  constructor(
-    private readonly windowMs: number,
-    private readonly capacity: number,
-  ) {}
-
-  /** Counts a request of `key`; returns its window after it. */
-  count(key: string, now: number): Window {
-    let window = this.windows.get(key);
-    if (window !== undefined) this.windows.delete(key);
-    if (window === undefined || window.endsAt <= now) {
-      window = { count: 0, endsAt: now + this.windowMs };
-      if (this.windows.size >= this.capacity) this.windows.delete(this.windows.keys().next().value as string);
-    }
-    window.count++;
-    this.windows.set(key, window);
-    return window;
-  }
-}
-
-/**
  * Limits requests per user and per client address, as the first hook of every request after the
  * hardening headers, so a flood is refused before any credential is checked or the database read.
  * Counted as @fastify/rate-limit counts, with the IETF draft's RateLimit headers, but in one
@@ -82,7 +55,17 @@ export async function registerRateLimits(app: FastifyInstance, config: Config, i
   const { rateLimitPerKey: perKey, rateLimitPerAddress: perAddress, rateLimitWindowSeconds: windowSeconds } = config;
   if (perKey === 0 && perAddress === 0) return;
   const known = new LruCache<string, number>(KNOWN_CREDENTIALS, KNOWN_FOR_MS);
-  const windows = new Windows(windowSeconds * 1000, COUNTERS);
+  // Fixed windows per key, as @fastify/rate-limit's local store keeps them: a window starts with a
+  // key's first request and is forgotten when it ends; beyond COUNTERS keys, the one seen least
+  // recently starts afresh.
+  const windowMs = windowSeconds * 1000;
+  const windows = new LruCache<string, Window>(COUNTERS, windowMs);
+  const count = (key: string, now: number): Window => {
+    let window = windows.get(key, now);
+    if (window === undefined) windows.set(key, (window = { count: 0, endsAt: now + windowMs }), now);
+    window.count++;
+    return window;
+  };
   // Each request's credential is hashed once, when it is counted, and looked at again when answered.
   const digests = new WeakMap<FastifyRequest, string>();
   const digestOf = (request: FastifyRequest): string | undefined => {
@@ -103,7 +86,7 @@ export async function registerRateLimits(app: FastifyInstance, config: Config, i
     const max = user === undefined ? perAddress : perKey;
     if (max === 0) return done();
     const now = Date.now();
-    const window = windows.count(user === undefined ? `address ${normalizeIP(request.ip)}` : `user ${user}`, now);
+    const window = count(user === undefined ? `address ${normalizeIP(request.ip)}` : `user ${user}`, now);
     const seconds = Math.max(0, Math.ceil((window.endsAt - now) / 1000));
     reply.header('RateLimit-Limit', max);
     reply.header('RateLimit-Remaining', Math.max(0, max - window.count));
