@@ -1,5 +1,6 @@
 import { sql, type Insertable, type RawBuilder, type Selectable } from 'kysely';
 import { inChunks } from '../db/chunks.js';
+import { prepared } from '../db/prepared.js';
 import type { Db } from '../db/connection.js';
 import { dialectOf } from '../db/dialect.js';
 import type { DeployRow, DeploysTable, ItemDeploymentsTable, ItemRow } from '../db/schema.js';
@@ -232,22 +233,31 @@ function deploysOfItem(db: Db, productId: number, itemId: number) {
     .where('deploys.product_id', '=', productId);
 }
 
+const itemDeploysPage = (direction: 'asc' | 'desc') =>
+  prepared((db, productId: number, itemId: number, offset: number, limit: number) =>
+    deploysOfItem(db, productId, itemId)
+      .leftJoin('deploys as restored', 'restored.id', 'deploy_items.restored_deploy_id')
+      .selectAll('deploys')
+      .select(['deploy_items.restored_deploy_id', 'restored.version as restored_version'])
+      // The link table's deploy id (the same as the deploy's), so that its index gives the order.
+      .orderBy('deploy_items.deploy_id', direction)
+      .limit(limit)
+      .offset(offset),
+  );
+const itemDeploysInOrder = itemDeploysPage('asc');
+const itemDeploysNewestFirst = itemDeploysPage('desc');
+
 /** One page of the deploys that had the item, in the order they were recorded or newest first. */
 export async function listItemDeploys(db: Db, productId: number, itemId: number, newest: boolean, offset: number, limit: number): Promise<ItemDeployRow[]> {
-  return deploysOfItem(db, productId, itemId)
-    .leftJoin('deploys as restored', 'restored.id', 'deploy_items.restored_deploy_id')
-    .selectAll('deploys')
-    .select(['deploy_items.restored_deploy_id', 'restored.version as restored_version'])
-    // The link table's deploy id (the same as the deploy's), so that its index gives the order.
-    .orderBy('deploy_items.deploy_id', newest ? 'desc' : 'asc')
-    .limit(limit)
-    .offset(offset)
-    .execute();
+  return (newest ? itemDeploysNewestFirst : itemDeploysInOrder)(db, productId, itemId, offset, limit);
 }
 
+const itemDeployCount = prepared((db, productId: number, itemId: number) =>
+  deploysOfItem(db, productId, itemId).select((eb) => eb.fn.countAll<number>().as('n')),
+);
+
 export async function countItemDeploys(db: Db, productId: number, itemId: number): Promise<number> {
-  const row = await deploysOfItem(db, productId, itemId).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
-  return Number(row.n);
+  return Number((await itemDeployCount(db, productId, itemId))[0].n);
 }
 
 /** How many items each deploy holds, from the link table's key alone. */

@@ -3,17 +3,17 @@ import { inChunks } from '../db/chunks.js';
 import { findProfiles, type UserProfile } from '../users/index.js';
 import type { Db } from '../db/connection.js';
 import { dialectOf } from '../db/dialect.js';
+import { prepared } from '../db/prepared.js';
 import { storableId, type ItemRow, type ItemUpdate, type NewItem, type ProductRow } from '../db/schema.js';
 import { SORT_STEP, type Order } from './model.js';
 
+const itemByNumber = prepared((db, productId: number, number: number) =>
+  db.selectFrom('items').selectAll().where('product_id', '=', productId).where('number', '=', number),
+);
+
 export async function findItemByNumber(db: Db, productId: number, number: number): Promise<ItemRow | undefined> {
   if (!storableId(number)) return undefined;
-  return db
-    .selectFrom('items')
-    .selectAll()
-    .where('product_id', '=', productId)
-    .where('number', '=', number)
-    .executeTakeFirst();
+  return (await itemByNumber(db, productId, number))[0];
 }
 
 export async function findItemsByNumbers(db: Db, productId: number, requested: number[]): Promise<ItemRow[]> {
@@ -28,28 +28,42 @@ export async function findItemsByNumbers(db: Db, productId: number, requested: n
     .execute();
 }
 
+const itemsByIds = prepared((db, ids: number[]) => db.selectFrom('items').selectAll().where('id', 'in', ids));
+
 export async function findItemsByIds(db: Db, ids: number[]): Promise<ItemRow[]> {
-  return inChunks([...new Set(ids)], (chunk) => db.selectFrom('items').selectAll().where('id', 'in', chunk).execute());
+  return inChunks([...new Set(ids)], (chunk) => itemsByIds(db, chunk));
 }
 
+const newItem = prepared((db, item: NewItem) => db.insertInto('items').values(item).returningAll());
+
 export async function insertItem(trx: Db, item: NewItem): Promise<ItemRow> {
-  return trx.insertInto('items').values(item).returningAll().executeTakeFirstOrThrow();
+  return (await newItem(trx, item))[0];
 }
+
+const itemChanges = prepared((db, id: number, changes: ItemUpdate) => db.updateTable('items').set(changes).where('id', '=', id).returningAll());
+const deploymentsStatus = prepared((db, itemId: number, status: number) =>
+  db.updateTable('item_deployments').set({ status }).where('item_id', '=', itemId),
+);
 
 export async function updateItemRow(trx: Db, id: number, changes: ItemUpdate): Promise<ItemRow> {
   // Its deployments carry its status (a `deployed_to` list reads them by status): same transaction.
-  if (changes.status !== undefined) await trx.updateTable('item_deployments').set({ status: changes.status }).where('item_id', '=', id).execute();
-  return trx.updateTable('items').set(changes).where('id', '=', id).returningAll().executeTakeFirstOrThrow();
+  if (changes.status !== undefined) await deploymentsStatus(trx, id, changes.status);
+  const [row] = await itemChanges(trx, id, changes);
+  if (!row) throw new Error(`No item ${id} to change.`);
+  return row;
 }
 
 /** The position just below the last item of a status. */
-export async function bottomSort(trx: Db, productId: number, status: number): Promise<number> {
-  const row = await trx
+const largestSort = prepared((db, productId: number, status: number) =>
+  db
     .selectFrom('items')
     .select((eb) => eb.fn.max('sort').as('max'))
     .where('product_id', '=', productId)
-    .where('status', '=', status)
-    .executeTakeFirst();
+    .where('status', '=', status),
+);
+
+export async function bottomSort(trx: Db, productId: number, status: number): Promise<number> {
+  const [row] = await largestSort(trx, productId, status);
   return row?.max === null || row?.max === undefined ? SORT_STEP : Number(row.max) + SORT_STEP;
 }
 
@@ -98,9 +112,12 @@ export async function renumberStatus(trx: Db, productId: number, status: number)
   }
 }
 
+const tagsOfItems = prepared((db, itemIds: number[]) =>
+  db.selectFrom('item_tags').select(['item_id', 'tag']).where('item_id', 'in', itemIds).orderBy('item_id').orderBy('position'),
+);
+
 export async function findTags(db: Db, itemId: number): Promise<string[]> {
-  const rows = await db.selectFrom('item_tags').select('tag').where('item_id', '=', itemId).orderBy('position').execute();
-  return rows.map((r) => r.tag);
+  return (await tagsOfItems(db, [itemId])).map((r) => r.tag);
 }
 
 export async function replaceTags(trx: Db, itemId: number, tags: string[]): Promise<void> {
@@ -110,13 +127,12 @@ export async function replaceTags(trx: Db, itemId: number, tags: string[]): Prom
 
 /** The tags of an item that has none yet (a new one). */
 export async function insertTags(trx: Db, itemId: number, tags: string[]): Promise<void> {
-  if (tags.length) {
-    await trx
-      .insertInto('item_tags')
-      .values(tags.map((tag, position) => ({ item_id: itemId, position, tag })))
-      .execute();
-  }
+  if (tags.length) await tagRows(trx, itemId, tags);
 }
+
+const tagRows = prepared((db, itemId: number, tags: string[]) =>
+  db.insertInto('item_tags').values(tags.map((tag, position) => ({ item_id: itemId, position, tag }))),
+);
 
 export async function addFollower(trx: Db, itemId: number, userId: number, at: string): Promise<void> {
   await addFollowers(trx, itemId, [userId], at);
@@ -124,25 +140,35 @@ export async function addFollower(trx: Db, itemId: number, userId: number, at: s
 
 /** Several followers in one statement; those who follow already are left as they were. */
 export async function addFollowers(trx: Db, itemId: number, userIds: number[], at: string): Promise<void> {
-  await trx
-    .insertInto('followers')
-    .values([...new Set(userIds)].map((userId) => ({ item_id: itemId, user_id: userId, created_at: at })))
-    .onConflict((oc) => oc.columns(['item_id', 'user_id']).doNothing())
-    .execute();
+  await followerRows(trx, itemId, [...new Set(userIds)], at);
 }
+
+const followerRows = prepared((db, itemId: number, userIds: number[], at: string) =>
+  db
+    .insertInto('followers')
+    .values(userIds.map((userId) => ({ item_id: itemId, user_id: userId, created_at: at })))
+    .onConflict((oc) => oc.columns(['item_id', 'user_id']).doNothing()),
+);
 
 export async function removeFollower(trx: Db, itemId: number, userId: number): Promise<void> {
   await trx.deleteFrom('followers').where('item_id', '=', itemId).where('user_id', '=', userId).execute();
 }
 
 /** The first `limit` followers of an item, by when they started following. */
+const firstFollowers = prepared((db, itemId: number, limit: number) =>
+  db.selectFrom('followers').select('user_id').where('item_id', '=', itemId).orderBy('created_at').orderBy('user_id').limit(limit),
+);
+
 export async function listFollowerIds(db: Db, itemId: number, limit: number): Promise<number[]> {
-  const rows = await db.selectFrom('followers').select('user_id').where('item_id', '=', itemId).orderBy('created_at').orderBy('user_id').limit(limit).execute();
-  return rows.map((r) => r.user_id);
+  return (await firstFollowers(db, itemId, limit)).map((r) => r.user_id);
 }
 
+const following = prepared((db, itemId: number, userId: number) =>
+  db.selectFrom('followers').select('user_id').where('item_id', '=', itemId).where('user_id', '=', userId),
+);
+
 export async function isFollower(db: Db, itemId: number, userId: number): Promise<boolean> {
-  return (await db.selectFrom('followers').select('user_id').where('item_id', '=', itemId).where('user_id', '=', userId).executeTakeFirst()) !== undefined;
+  return (await following(db, itemId, userId)).length > 0;
 }
 
 export async function touchActivity(trx: Db, itemIds: number[], at: string): Promise<void> {
@@ -354,20 +380,24 @@ export async function listChildren(db: Db, parentIds: number[]): Promise<ItemRow
   return liveChildren(db, parentIds).execute();
 }
 
+const childrenPage = prepared((db, parentId: number, offset: number, limit: number) => liveChildren(db, [parentId]).limit(limit).offset(offset));
+
 /** One page of a story's live sub-items, by priority. */
 export async function listChildrenPage(db: Db, parentId: number, offset: number, limit: number): Promise<ItemRow[]> {
-  return liveChildren(db, [parentId]).limit(limit).offset(offset).execute();
+  return childrenPage(db, parentId, offset, limit);
 }
 
-/** How many live sub-items a story has. */
-export async function countChildren(db: Db, parentId: number): Promise<number> {
-  const row = await db
+const liveChildCount = prepared((db, parentId: number) =>
+  db
     .selectFrom('items')
     .select((eb) => eb.fn.countAll<number>().as('n'))
     .where('parent_id', '=', parentId)
-    .where('archived', '=', 0)
-    .executeTakeFirstOrThrow();
-  return Number(row.n);
+    .where('archived', '=', 0),
+);
+
+/** How many live sub-items a story has. */
+export async function countChildren(db: Db, parentId: number): Promise<number> {
+  return Number((await liveChildCount(db, parentId))[0].n);
 }
 
 /** How many live sub-items each of the given items has (those with none are left out). */
@@ -475,24 +505,28 @@ async function latestDeployments(
   shown: number,
 ): Promise<{ deployments: Map<number, Deployment[]>; counts: Map<number, number> }> {
   const take = shown + 1;
-  const rows = await inChunks(ids, async (chunk) => {
-    // PostgreSQL walks the index per item through LATERAL; SQLite, which has none, through a
-    // correlated rowid list per item.
-    const query =
-      dialectOf(db) === 'postgres'
-        ? sql<Deployment & { item_id: number }>`select d.item_id, d.environment, d.version, d.deployed_at, d.deploy_id, d.reverted_at, d.reverted_by
-            from unnest(${chunk}::integer[]) as i(id)
-            cross join lateral (
-              select * from item_deployments x where x.item_id = i.id order by x.deploy_id desc limit ${take}
-            ) d`
-        : sql<Deployment & { item_id: number }>`select d.item_id, d.environment, d.version, d.deployed_at, d.deploy_id, d.reverted_at, d.reverted_by
-            from items i
-            join item_deployments d on d.rowid in (
-              select x.rowid from item_deployments x where x.item_id = i.id order by x.deploy_id desc limit ${take}
-            )
-            where i.id in (${sql.join(chunk)})`;
-    return (await query.execute(db)).rows;
-  });
+  // One item (a fetch, a create, a page): its own page of deployments, the same index walk.
+  const rows =
+    ids.length === 1
+      ? (await deploymentsPage(db, ids[0], 0, take)).map((d) => ({ item_id: ids[0], ...d }))
+      : await inChunks(ids, async (chunk) => {
+          // PostgreSQL walks the index per item through LATERAL; SQLite, which has none, through a
+          // correlated rowid list per item.
+          const query =
+            dialectOf(db) === 'postgres'
+              ? sql<Deployment & { item_id: number }>`select d.item_id, d.environment, d.version, d.deployed_at, d.deploy_id, d.reverted_at, d.reverted_by
+                  from unnest(${chunk}::integer[]) as i(id)
+                  cross join lateral (
+                    select * from item_deployments x where x.item_id = i.id order by x.deploy_id desc limit ${take}
+                  ) d`
+              : sql<Deployment & { item_id: number }>`select d.item_id, d.environment, d.version, d.deployed_at, d.deploy_id, d.reverted_at, d.reverted_by
+                  from items i
+                  join item_deployments d on d.rowid in (
+                    select x.rowid from item_deployments x where x.item_id = i.id order by x.deploy_id desc limit ${take}
+                  )
+                  where i.id in (${sql.join(chunk)})`;
+          return (await query.execute(db)).rows;
+        });
   const deployments = new Map<number, Deployment[]>();
   for (const { item_id, ...deployment } of rows) {
     (deployments.get(item_id) ?? deployments.set(item_id, []).get(item_id)!).push(deployment);
@@ -525,16 +559,19 @@ export async function countDeployments(db: Db, itemIds: number[]): Promise<Map<n
   return new Map(rows.map((r) => [r.item_id, Number(r.n)]));
 }
 
-/** One page of an item's deployments, latest first. */
-export async function listDeployments(db: Db, itemId: number, offset: number, limit: number): Promise<Deployment[]> {
-  return db
+const deploymentsPage = prepared((db, itemId: number, offset: number, limit: number) =>
+  db
     .selectFrom('item_deployments')
     .select(['environment', 'version', 'deployed_at', 'deploy_id', 'reverted_at', 'reverted_by'])
     .where('item_id', '=', itemId)
     .orderBy('deploy_id', 'desc')
     .limit(limit)
-    .offset(offset)
-    .execute();
+    .offset(offset),
+);
+
+/** One page of an item's deployments, latest first. */
+export async function listDeployments(db: Db, itemId: number, offset: number, limit: number): Promise<Deployment[]> {
+  return deploymentsPage(db, itemId, offset, limit);
 }
 
 /**
@@ -578,9 +615,7 @@ export async function loadRelations(db: Db, product: ProductRow, rows: ItemRow[]
   const userIds = [...new Set(all.flatMap((r) => (r.assigned_to_id ? [r.created_by_id, r.assigned_to_id] : [r.created_by_id])))];
   const [users, tags, deployments] = await Promise.all([
     findProfiles(db, userIds),
-    inChunks(ids, (chunk) =>
-      db.selectFrom('item_tags').select(['item_id', 'tag']).where('item_id', 'in', chunk).orderBy('item_id').orderBy('position').execute(),
-    ),
+    inChunks(ids, (chunk) => tagsOfItems(db, chunk)),
     latestDeployments(db, known ? ids.filter((id) => !known.counts.has(id)) : ids, shown),
   ]);
   const tagMap = new Map<number, string[]>();

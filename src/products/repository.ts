@@ -1,5 +1,6 @@
 import type { Db, Trx } from '../db/connection.js';
 import { dialectOf } from '../db/dialect.js';
+import { prepared } from '../db/prepared.js';
 import { storableId, type ProductRow, type UserRow } from '../db/schema.js';
 
 export async function insertProduct(trx: Trx, name: string, createdAt: string): Promise<ProductRow> {
@@ -15,6 +16,15 @@ export async function findProduct(db: Db, id: number): Promise<ProductRow | unde
   return db.selectFrom('products').selectAll().where('id', '=', id).executeTakeFirst();
 }
 
+const productAs = prepared((db, id: number, userId: number) =>
+  db
+    .selectFrom('products')
+    .leftJoin('memberships', (j) => j.onRef('memberships.product_id', '=', 'products.id').on('memberships.user_id', '=', userId))
+    .selectAll('products')
+    .select('memberships.admin')
+    .where('products.id', '=', id),
+);
+
 /** A product with the given user's membership of it (undefined when not a member), in one read. */
 export async function findProductAs(
   db: Db,
@@ -22,13 +32,7 @@ export async function findProductAs(
   userId: number,
 ): Promise<{ product: ProductRow; membership: Membership | undefined } | undefined> {
   if (!storableId(id)) return undefined;
-  const row = await db
-    .selectFrom('products')
-    .leftJoin('memberships', (j) => j.onRef('memberships.product_id', '=', 'products.id').on('memberships.user_id', '=', userId))
-    .selectAll('products')
-    .select('memberships.admin')
-    .where('products.id', '=', id)
-    .executeTakeFirst();
+  const [row] = await productAs(db, id, userId);
   if (!row) return undefined;
   const { admin, ...product } = row;
   return { product, membership: admin === null ? undefined : { admin: admin === 1 } };
@@ -104,14 +108,18 @@ export async function filterMembers(db: Db, productId: number, userIds: number[]
  * items version (a new item changes list totals) and its revision.
  */
 export async function allocateItemNumber(trx: Trx, productId: number): Promise<number> {
-  const row = await trx
+  const [row] = await nextItemNumber(trx, productId);
+  if (!row) throw new Error(`No product ${productId} to number an item in.`);
+  return row.last_number;
+}
+
+const nextItemNumber = prepared((db, productId: number) =>
+  db
     .updateTable('products')
     .set((eb) => ({ last_number: eb('last_number', '+', 1), items_version: eb('items_version', '+', 1), revision: eb('revision', '+', 1) }))
     .where('id', '=', productId)
-    .returning('last_number')
-    .executeTakeFirstOrThrow();
-  return row.last_number;
-}
+    .returning('last_number'),
+);
 
 /**
  * Serializes changes within a product: every writer that moves positions or changes items takes
@@ -129,9 +137,18 @@ export async function lockProduct(trx: Trx, productId: number): Promise<void> {
  * list totals.
  */
 export async function markItemsChanged(trx: Trx, productId: number, { totals }: { totals: boolean }): Promise<void> {
-  await trx
-    .updateTable('products')
-    .set((eb) => (totals ? { items_version: eb('items_version', '+', 1), revision: eb('revision', '+', 1) } : { revision: eb('revision', '+', 1) }))
-    .where('id', '=', productId)
-    .execute();
+  await (totals ? newItemsVersion : newRevision)(trx, productId);
 }
+
+const newRevision = prepared((db, productId: number) =>
+  db
+    .updateTable('products')
+    .set((eb) => ({ revision: eb('revision', '+', 1) }))
+    .where('id', '=', productId),
+);
+const newItemsVersion = prepared((db, productId: number) =>
+  db
+    .updateTable('products')
+    .set((eb) => ({ items_version: eb('items_version', '+', 1), revision: eb('revision', '+', 1) }))
+    .where('id', '=', productId),
+);

@@ -1,22 +1,27 @@
 import { inChunks } from '../db/chunks.js';
 import type { Db } from '../db/connection.js';
+import { prepared } from '../db/prepared.js';
 import { storableId, type UserRow } from '../db/schema.js';
 
+const userByEmail = prepared((db, email: string) => db.selectFrom('users').selectAll().where('email', '=', email));
+const userByKeyHash = prepared((db, hash: string) => db.selectFrom('users').selectAll().where('api_key_hash', '=', hash));
+const usersByIds = prepared((db, ids: number[]) => db.selectFrom('users').selectAll().where('id', 'in', ids));
+
 export async function findUserByEmail(db: Db, email: string): Promise<UserRow | undefined> {
-  return db.selectFrom('users').selectAll().where('email', '=', email.toLowerCase()).executeTakeFirst();
+  return (await userByEmail(db, email.toLowerCase()))[0];
 }
 
 export async function findUserByKeyHash(db: Db, hash: string): Promise<UserRow | undefined> {
-  return db.selectFrom('users').selectAll().where('api_key_hash', '=', hash).executeTakeFirst();
+  return (await userByKeyHash(db, hash))[0];
 }
 
 export async function findUserById(db: Db, id: number): Promise<UserRow | undefined> {
   if (!storableId(id)) return undefined;
-  return db.selectFrom('users').selectAll().where('id', '=', id).executeTakeFirst();
+  return (await usersByIds(db, [id]))[0];
 }
 
 export async function findUsersByIds(db: Db, ids: number[]): Promise<UserRow[]> {
-  return inChunks([...new Set(ids)], (chunk) => db.selectFrom('users').selectAll().where('id', 'in', chunk).execute());
+  return inChunks([...new Set(ids)], (chunk) => usersByIds(db, chunk));
 }
 
 /** Inserts a user unless the email or key is taken (then undefined), even against a concurrent insert. */
@@ -32,8 +37,10 @@ export async function insertUserIfAbsent(
     .executeTakeFirst();
 }
 
+const lastLogin = prepared((db, id: number, at: string) => db.updateTable('users').set({ last_login: at }).where('id', '=', id));
+
 export async function setLastLogin(db: Db, id: number, at: string): Promise<void> {
-  await db.updateTable('users').set({ last_login: at }).where('id', '=', id).execute();
+  await lastLogin(db, id, at);
 }
 
 export async function countUsers(db: Db): Promise<number> {

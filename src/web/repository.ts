@@ -3,6 +3,7 @@ import type { SigninLinkRow, UserRow, WebSessionRow } from '../db/schema.js';
 import { sql } from 'kysely';
 import { inChunks } from '../db/chunks.js';
 import { dialectOf } from '../db/dialect.js';
+import { prepared } from '../db/prepared.js';
 
 // ---- requests for links (what the rate limits count)
 
@@ -89,16 +90,19 @@ export async function insertSession(trx: Trx, session: WebSessionRow): Promise<v
   await trx.insertInto('web_sessions').values(session).execute();
 }
 
-/** A session seen since `activeSince`, with its user. */
-export async function findSession(db: Db, idHash: string, activeSince: string): Promise<{ session: WebSessionRow; user: UserRow } | undefined> {
-  const row = await db
+const activeSession = prepared((db, idHash: string, activeSince: string) =>
+  db
     .selectFrom('web_sessions')
     .innerJoin('users', 'users.id', 'web_sessions.user_id')
     .selectAll('users')
     .select(['web_sessions.id_hash', 'web_sessions.csrf_token', 'web_sessions.created_at as session_created_at', 'web_sessions.last_seen_at'])
     .where('web_sessions.id_hash', '=', idHash)
-    .where('web_sessions.last_seen_at', '>=', activeSince)
-    .executeTakeFirst();
+    .where('web_sessions.last_seen_at', '>=', activeSince),
+);
+
+/** A session seen since `activeSince`, with its user. */
+export async function findSession(db: Db, idHash: string, activeSince: string): Promise<{ session: WebSessionRow; user: UserRow } | undefined> {
+  const [row] = await activeSession(db, idHash, activeSince);
   if (!row) return undefined;
   const { id_hash, csrf_token, session_created_at, last_seen_at, ...user } = row;
   return { session: { id_hash, user_id: user.id, csrf_token, created_at: session_created_at, last_seen_at }, user };

@@ -1,0 +1,68 @@
+import type { Compilable, CompiledQuery, DialectAdapter } from 'kysely';
+import type { Db } from './connection.js';
+
+const STAND = Symbol('stand-in');
+
+/** What `build` is given in place of an argument (or of one element or field of one). */
+interface Stand {
+  readonly [STAND]: readonly [argument: number, part?: number | string];
+}
+const isStand = (value: unknown): value is Stand => typeof value === 'object' && value !== null && STAND in value;
+
+const isRecord = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && Object.getPrototypeOf(value) === Object.prototype;
+/** The fields of a record argument that take part (Kysely leaves undefined ones out of a query). */
+const fieldsOf = (record: Record<string, unknown>): string[] => Object.keys(record).filter((k) => record[k] !== undefined);
+
+/** What decides a query's text besides the dialect: the length of each array, the fields of each record. */
+const shapeOf = (args: unknown[]): string =>
+  args.map((arg) => (Array.isArray(arg) ? arg.length : isRecord(arg) ? fieldsOf(arg).join(' ') : '')).join();
+
+function standIn(arg: unknown, i: number): unknown {
+  if (Array.isArray(arg)) return arg.map((_, j): Stand => ({ [STAND]: [i, j] }));
+  if (isRecord(arg)) return Object.fromEntries(fieldsOf(arg).map((k): [string, Stand] => [k, { [STAND]: [i, k] }]));
+  return { [STAND]: [i] } satisfies Stand;
+}
+
+interface Compiled {
+  query: CompiledQuery;
+  /** Per parameter of the statement: where its value comes from, or the constant it always has. */
+  slots: ({ argument: number; part?: number | string } | { value: unknown })[];
+}
+
+/**
+ * A query Kysely builds and compiles once instead of on every call. Building one (immutable nodes,
+ * parsed references) and compiling it costs more than SQLite takes to run a small indexed read,
+ * and the hottest reads (a session, a product, an item and what its page shows) run on every
+ * request.
+ *
+ * `build` is called once per dialect and shape (the length of each array argument, the defined
+ * fields of each plain-object one) with stand-ins for its arguments. It must use each argument,
+ * element and field only as a value (a comparison's right side, an `in` list, an inserted or set
+ * value, a limit): never look at one or shape the query by it. Each call binds its own arguments
+ * in their places and runs in `db`, a transaction or not, like any other query.
+ */
+export function prepared<A extends unknown[], O>(build: (db: Db, ...args: A) => Compilable<O>): (db: Db, ...args: A) => Promise<O[]> {
+  const byDialect = new WeakMap<DialectAdapter, Map<string, Compiled>>();
+  const compile = (db: Db, args: A): Compiled => {
+    const stands = args.map(standIn);
+    const query = build(db, ...(stands as A)).compile();
+    const slots = query.parameters.map((p) => (isStand(p) ? { argument: p[STAND][0], part: p[STAND][1] } : { value: p }));
+    const every = stands.flatMap((s) => (Array.isArray(s) ? s : isStand(s) ? [s] : Object.values(s as object)));
+    const unused = every.filter((s) => !query.parameters.includes(s));
+    if (unused.length) throw new Error(`A prepared query does not take all its arguments as values: ${query.sql}`);
+    return { query, slots };
+  };
+  return async (db, ...args) => {
+    const adapter = db.getExecutor().adapter;
+    const shapes = byDialect.get(adapter) ?? byDialect.set(adapter, new Map()).get(adapter)!;
+    const shape = shapeOf(args);
+    let compiled = shapes.get(shape);
+    if (!compiled) shapes.set(shape, (compiled = compile(db, args)));
+    const parameters = compiled.slots.map((slot) =>
+      'value' in slot ? slot.value : slot.part === undefined ? args[slot.argument] : (args[slot.argument] as Record<number | string, unknown>)[slot.part],
+    );
+    const result = await db.executeQuery<O>({ ...compiled.query, parameters });
+    return result.rows;
+  };
+}
