@@ -224,7 +224,9 @@ async function renderItem(
   const [[item], children, history, followers, people] = await Promise.all([
     presentItems(app.db, scope.product, [row], app.config, scope.user.id, false, known),
     row.type === 'story' ? childrenOfItem(app.db, row, page) : undefined,
-    deployHistoryOf(app.db, scope, row.id, { ...page, newest: true }),
+    // Every deploy of an item leaves its entry for the environment (a rollback marks it reverted,
+    // nothing removes it): an item deployed nowhere has no history to read.
+    deployments.total === 0 ? { deploys: [], total: 0 } : deployHistoryOf(app.db, scope, row.id, { ...page, newest: true }),
     followersOf(app.db, row, scope.user.id, ITEM_PAGE_LIST),
     membersOf(app, scope),
   ]);
