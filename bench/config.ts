@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 export const ROOT = fileURLToPath(new URL('..', import.meta.url));
 /** Cached datasets and per-run copies; never committed. */
 export const DATA_ROOT = path.join(ROOT, 'bench', '.data');
-export const SERVER_SCRIPT = path.join(ROOT, 'dist', 'server.js');
+export const SERVER_SCRIPT = path.join(ROOT, 'dist', 'bundle', 'server.js');
 export const CLI_SCRIPT = path.join(ROOT, 'bin', 'shiplog.js');
 export const REPORT_FILE = path.join(ROOT, 'BENCHMARKS.md');
 

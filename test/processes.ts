@@ -5,7 +5,7 @@ import os from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { storageEnv } from './storage.js';
 
-const SERVER = fileURLToPath(new URL('../dist/server.js', import.meta.url));
+const SERVER = fileURLToPath(new URL('../dist/bundle/server.js', import.meta.url));
 
 /** Every setting Shiplog reads from its environment. */
 const SHIPLOG_SETTINGS = [
