@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -6,6 +7,8 @@ export const ROOT = fileURLToPath(new URL('..', import.meta.url));
 /** Cached datasets and per-run copies; never committed. */
 export const DATA_ROOT = path.join(ROOT, 'bench', '.data');
 export const SERVER_SCRIPT = path.join(ROOT, 'dist', 'bundle', 'server.js');
+/** The options `npm start` gives Node before the server's script: the bench runs the same process. */
+export const SERVER_NODE_OPTIONS = startOptions();
 export const CLI_SCRIPT = path.join(ROOT, 'bin', 'shiplog.js');
 export const REPORT_FILE = path.join(ROOT, 'BENCHMARKS.md');
 
@@ -98,4 +101,11 @@ export function sizeLabel(size: number): string {
   if (size % 1_000_000 === 0) return `${size / 1_000_000}M`;
   if (size % 1000 === 0) return `${size / 1000}k`;
   return String(size);
+}
+
+function startOptions(): string[] {
+  const { scripts } = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } };
+  const found = /\bnode((?: --\S+)*) dist\/bundle\/server\.js\b/.exec(scripts.start);
+  if (!found) throw new Error(`npm start (${scripts.start}) does not run node dist/bundle/server.js`);
+  return found[1].trim().split(/\s+/).filter(Boolean);
 }

@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import SQLite from 'better-sqlite3';
-import { CLI_SCRIPT, commandLine, DATA_ROOT, loadBenchConfig, SERVER_SCRIPT, sizeLabel, type BenchConfig, type LoadGenerator } from './config.js';
+import { CLI_SCRIPT, commandLine, DATA_ROOT, loadBenchConfig, SERVER_NODE_OPTIONS, SERVER_SCRIPT, sizeLabel, type BenchConfig, type LoadGenerator } from './config.js';
 import { runLoad, type LoadOptions, type LoadResult, type RateResult, type Scenario } from './load.js';
 import { runWrk, runWrkAtRate } from './wrk.js';
 import { runH2load } from './h2load.js';
@@ -117,7 +117,7 @@ interface RunningServer {
 async function startServer(ctx: SizeContext, env: NodeJS.ProcessEnv): Promise<RunningServer & { startedMs: number }> {
   const port = await freePort();
   const spawned = performance.now();
-  const child = spawnNode([SERVER_SCRIPT], { ...env, PORT: String(port) }, path.join(ctx.logDir, `server-${ctx.backend}-${ctx.size}.log`));
+  const child = spawnNode([...SERVER_NODE_OPTIONS, SERVER_SCRIPT], { ...env, PORT: String(port) }, path.join(ctx.logDir, `server-${ctx.backend}-${ctx.size}.log`));
   try {
     const ready = await waitForOk(child, port, '/health', 120_000, 5);
     return { child, port, startedMs: ready - spawned };

@@ -24,6 +24,8 @@ const DEFAULT_BUDGET = 32 * 1024 * 1024;
  * forgotten after as long, so that bound stays the same.
  *
  * A request with `Cache-Control: no-cache` is rendered afresh (and kept), as HTTP asks of caches.
+ * Requests that ask what is being rendered at that moment wait for that render instead of each
+ * starting their own (a list asked by fifty clients at once right after a change renders once).
  * Bounded by the total size of the bodies: the least recently used go first; an answer bigger
  * than a quarter of the budget is not kept.
  *
@@ -36,6 +38,8 @@ export class KeptAnswers {
   private readonly answers: LruCache<string, KeptAnswer>;
   private rendering = 0;
   private readonly waiting: (() => void)[] = [];
+  /** Answers being rendered, by key: a request asking the same question meanwhile waits for it. */
+  private readonly underway = new Map<string, Promise<KeptAnswer>>();
 
   constructor(
     private readonly budget = DEFAULT_BUDGET,
@@ -78,16 +82,27 @@ export class KeptAnswers {
     const scope: ProductScope = request.scope;
     const key = `${scope.product.id}:${scope.product.revision}:${scope.user.id}:${question}`;
     const fresh = /\bno-(cache|store)\b/i.test(request.headers['cache-control'] ?? '');
-    const kept = fresh ? undefined : this.answers.get(key);
     reply.type('application/json; charset=utf-8');
+    // Kept, or being rendered for another request right now: the same answer either way.
+    const underway = fresh ? undefined : this.underway.get(key);
+    const kept = fresh ? undefined : (this.answers.get(key) ?? (underway && (await underway)));
     if (kept !== undefined) {
       for (const [name, value] of kept.headers) reply.header(name, value);
       return kept.body;
     }
     // The route's serializer, from its response schema, gives a string; kept as the bytes sent,
     // so that a big answer (a page of deploys is hundreds of KiB) is not encoded again each time.
-    const body = await this.rendered(async () => Buffer.from(reply.serialize(await make()) as string));
-    if (body.length <= this.budget / 4) this.answers.set(key, { body, headers: headers.map((name) => [name, String(reply.getHeader(name))]) });
-    return body;
+    const rendering = this.rendered(async (): Promise<KeptAnswer> => {
+      const body = Buffer.from(reply.serialize(await make()) as string);
+      return { body, headers: headers.map((name) => [name, String(reply.getHeader(name))]) };
+    });
+    if (!fresh) this.underway.set(key, rendering);
+    try {
+      const answer = await rendering;
+      if (answer.body.length <= this.budget / 4) this.answers.set(key, answer);
+      return answer.body;
+    } finally {
+      if (this.underway.get(key) === rendering) this.underway.delete(key);
+    }
   }
 }

@@ -171,3 +171,38 @@ test('no more than the given number of answers render at once; the others wait t
   // Every turn was given back: a next answer renders at once.
   assert.equal(String(await ask('last')), '"last"');
 });
+
+test('requests asking what is being rendered wait for that render: it runs once, each gets its answer and headers', async () => {
+  const kept = new KeptAnswers();
+  let made = 0;
+  const ask = (question: string, cacheControl?: string) => {
+    const exchange = fakeExchange(1, cacheControl);
+    const body = kept.answer(exchange.request, exchange.reply, question, ['X-Count'], async () => {
+      made++;
+      await new Promise((resolve) => setTimeout(resolve, 10));
+      exchange.reply.header('X-Count', String(made));
+      return { question, made };
+    });
+    return body.then((b) => ({ body: String(b), count: exchange.set.get('X-Count') }));
+  };
+  const same = await Promise.all(Array.from({ length: 20 }, () => ask('q')));
+  assert.equal(made, 1);
+  for (const answer of same) assert.deepEqual(answer, { body: '{"question":"q","made":1}', count: '1' });
+  // Another question, or no-cache, renders its own.
+  const [other, fresh] = await Promise.all([ask('other'), ask('q', 'no-cache')]);
+  assert.equal(made, 3);
+  assert.notEqual(other.body, fresh.body);
+  // A render that fails fails those that waited for it, and is not kept.
+  const failing = (question: string) => {
+    const { request, reply } = fakeExchange(1);
+    return kept.answer(request, reply, question, [], async () => {
+      made++;
+      await new Promise((resolve) => setTimeout(resolve, 10));
+      throw new Error('refused');
+    });
+  };
+  const results = await Promise.allSettled([failing('bad'), failing('bad'), failing('bad')]);
+  assert.deepEqual(results.map((r) => r.status), ['rejected', 'rejected', 'rejected']);
+  assert.equal(made, 4);
+  assert.equal((await ask('bad')).body, '{"question":"bad","made":5}');
+});
