@@ -53,7 +53,6 @@ export async function updateItemRow(trx: Db, id: number, changes: ItemUpdate): P
   return row;
 }
 
-/** The position just below the last item of a status. */
 const largestSort = prepared((db, productId: number, status: number) =>
   db
     .selectFrom('items')
@@ -62,6 +61,7 @@ const largestSort = prepared((db, productId: number, status: number) =>
     .where('status', '=', status),
 );
 
+/** The position just below the last item of a status. */
 export async function bottomSort(trx: Db, productId: number, status: number): Promise<number> {
   const [row] = await largestSort(trx, productId, status);
   return row?.max === null || row?.max === undefined ? SORT_STEP : Number(row.max) + SORT_STEP;
@@ -154,11 +154,11 @@ export async function removeFollower(trx: Db, itemId: number, userId: number): P
   await trx.deleteFrom('followers').where('item_id', '=', itemId).where('user_id', '=', userId).execute();
 }
 
-/** The first `limit` followers of an item, by when they started following. */
 const firstFollowers = prepared((db, itemId: number, limit: number) =>
   db.selectFrom('followers').select('user_id').where('item_id', '=', itemId).orderBy('created_at').orderBy('user_id').limit(limit),
 );
 
+/** The first `limit` followers of an item, by when they started following. */
 export async function listFollowerIds(db: Db, itemId: number, limit: number): Promise<number[]> {
   return (await firstFollowers(db, itemId, limit)).map((r) => r.user_id);
 }

@@ -208,7 +208,9 @@ async function itemChangeRoutes(app: FastifyInstance): Promise<void> {
     async (request) => {
       const input = parseCreateItem(requestParams(request));
       const row = await app.db.transaction().execute((trx) => createItem(trx, request.scope, input, app.config));
-      return presentOne(app, request.scope, row);
+      // An item made just now was deployed nowhere: none of its deployments to read.
+      const none = { deployments: new Map([[row.id, []]]), counts: new Map([[row.id, 0]]) };
+      return (await presentItems(app.db, request.scope.product, [row], app.config, request.scope.user.id, false, none))[0];
     },
   );
   app.get(
