@@ -25,7 +25,8 @@ const DEFAULT_BUDGET = 32 * 1024 * 1024;
  *
  * A request with `Cache-Control: no-cache` is rendered afresh (and kept), as HTTP asks of caches.
  * Requests that ask what is being rendered at that moment wait for that render instead of each
- * starting their own (a list asked by fifty clients at once right after a change renders once).
+ * starting their own (a list asked by fifty clients at once right after a change renders once);
+ * when that render fails, they fail with it, and the next request renders afresh.
  * Bounded by the total size of the bodies: the least recently used go first; an answer bigger
  * than a quarter of the budget is not kept.
  *

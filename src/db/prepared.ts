@@ -39,8 +39,12 @@ interface Compiled {
  * `build` is called once per dialect and shape (the length of each array argument, the defined
  * fields of each plain-object one) with stand-ins for its arguments. It must use each argument,
  * element and field only as a value (a comparison's right side, an `in` list, an inserted or set
- * value, a limit): never look at one or shape the query by it. Each call binds its own arguments
- * in their places and runs in `db`, a transaction or not, like any other query.
+ * value, a limit): never look at one or shape the query by it. Any other value in the query is
+ * fixed when it is built (so nothing like the current time may be computed inside `build`). Each
+ * call binds its own arguments in their places and runs in `db`, a transaction or not, like any
+ * other query, and returns its rows (none for a write without `returning`). What is compiled is
+ * kept for good: at most one query per dialect and shape, and `in` lists are cut to 500 at most
+ * (`inChunks`).
  */
 export function prepared<A extends unknown[], O>(build: (db: Db, ...args: A) => Compilable<O>): (db: Db, ...args: A) => Promise<O[]> {
   const byDialect = new WeakMap<DialectAdapter, Map<string, Compiled>>();
