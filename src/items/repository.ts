@@ -600,6 +600,12 @@ export interface KnownDeployments {
   counts: Map<number, number>;
 }
 
+/** What is known of one item's deployments: a first page of them (latest first) and how many there are. */
+export const knownDeploymentsOf = (itemId: number, deployments: Deployment[], total: number): KnownDeployments => ({
+  deployments: new Map([[itemId, deployments]]),
+  counts: new Map([[itemId, total]]),
+});
+
 /**
  * Loads what a page of items embeds, each item's `deployed_to` cut to its latest `shown`
  * environments (parents included); the deployments of items in `known` are not read again.

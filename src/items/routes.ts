@@ -27,6 +27,7 @@ import {
 } from './model.js';
 import { itemPagePath } from './urls.js';
 import { DeploymentSchema, ItemSchema, presentDeployment, presentItems } from './present.js';
+import { knownDeploymentsOf, type KnownDeployments } from './repository.js';
 import {
   archiveItem,
   childrenOf,
@@ -82,8 +83,8 @@ export async function itemRoutes(app: FastifyInstance): Promise<void> {
 }
 
 /** The caller's view of one item, as every single-item route answers. */
-const presentOne = async (app: FastifyInstance, scope: ProductScope, row: ItemRow) =>
-  (await presentItems(app.db, scope.product, [row], app.config, scope.user.id))[0];
+const presentOne = async (app: FastifyInstance, scope: ProductScope, row: ItemRow, known?: KnownDeployments) =>
+  (await presentItems(app.db, scope.product, [row], app.config, scope.user.id, false, known))[0];
 
 /** Lists: the items of a product, a story's sub-items, an item's environments. */
 async function itemListRoutes(app: FastifyInstance): Promise<void> {
@@ -209,8 +210,7 @@ async function itemChangeRoutes(app: FastifyInstance): Promise<void> {
       const input = parseCreateItem(requestParams(request));
       const row = await app.db.transaction().execute((trx) => createItem(trx, request.scope, input, app.config));
       // An item made just now was deployed nowhere: none of its deployments to read.
-      const none = { deployments: new Map([[row.id, []]]), counts: new Map([[row.id, 0]]) };
-      return (await presentItems(app.db, request.scope.product, [row], app.config, request.scope.user.id, false, none))[0];
+      return presentOne(app, request.scope, row, knownDeploymentsOf(row.id, [], 0));
     },
   );
   app.get(

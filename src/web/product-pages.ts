@@ -8,6 +8,7 @@ import {
   createItem,
   deploymentsIn,
   deploymentsOfItem,
+  knownDeploymentsOf,
   findItemsByNumbers,
   followersOf,
   getItem,
@@ -220,7 +221,7 @@ async function renderItem(
   const page = { offset: 0, limit: ITEM_PAGE_LIST };
   // The page's list of environments holds the item's `deployed_to` too.
   const deployments = await deploymentsOfItem(app.db, row, page);
-  const known = { deployments: new Map([[row.id, deployments.deployments]]), counts: new Map([[row.id, deployments.total]]) };
+  const known = knownDeploymentsOf(row.id, deployments.deployments, deployments.total);
   const [[item], children, history, followers, people] = await Promise.all([
     presentItems(app.db, scope.product, [row], app.config, scope.user.id, false, known),
     row.type === 'story' ? childrenOfItem(app.db, row, page) : undefined,
