@@ -6,7 +6,7 @@ import SQLite from 'better-sqlite3';
 import { Kysely, Migrator, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
 import { openDatabase } from '../src/db/connection.js';
-import { ImmediateSqliteDialect } from '../src/db/dialect.js';
+import { GroupCommitSqliteDialect } from '../src/db/dialect.js';
 import { MIGRATIONS } from '../src/db/migrate.js';
 import { moveItem } from '../src/items/index.js';
 import { assertError, client, deployTeam, makeApp, makeItem, makeUser, readEml, signInByMail, tempDir, type TestContext } from './helpers.js';
@@ -533,7 +533,7 @@ describe('upgrading a database made before rollbacks', () => {
     const old = new Kysely<any>({
       dialect: options.databaseUrl
         ? new PostgresDialect({ pool: new pg.Pool({ connectionString: options.databaseUrl, max: 1 }) })
-        : new ImmediateSqliteDialect({ database: new SQLite(path.join(dataDir, 'shiplog.db')) }),
+        : new GroupCommitSqliteDialect({ writer: new SQLite(path.join(dataDir, 'shiplog.db')) }),
     });
     const migrationTableSchema = options.databaseUrl ? (await sql<{ s: string }>`select current_schema() as s`.execute(old)).rows[0].s : undefined;
     assert.equal((await new Migrator({ db: old, provider: { getMigrations: async () => others }, migrationTableSchema }).migrateToLatest()).error, undefined);

@@ -21,7 +21,7 @@ import {
   tempDir,
 } from './helpers.js';
 import { openDatabase } from '../src/db/connection.js';
-import { ImmediateSqliteDialect } from '../src/db/dialect.js';
+import { GroupCommitSqliteDialect } from '../src/db/dialect.js';
 import * as initial from '../src/db/migrations/2026_11_22_0001_initial.js';
 import { databaseOptionsFor } from './storage.js';
 
@@ -380,7 +380,7 @@ describe('upgrading a database made before invitations', () => {
     const old = new Kysely<any>({
       dialect: options.databaseUrl
         ? new PostgresDialect({ pool: new pg.Pool({ connectionString: options.databaseUrl, max: 1 }) })
-        : new ImmediateSqliteDialect({ database: new SQLite(path.join(dataDir, 'shiplog.db')) }),
+        : new GroupCommitSqliteDialect({ writer: new SQLite(path.join(dataDir, 'shiplog.db')) }),
     });
     const migrationTableSchema = options.databaseUrl ? (await sql<{ s: string }>`select current_schema() as s`.execute(old)).rows[0].s : undefined;
     const first = await new Migrator({ db: old, provider: { getMigrations: async () => ({ '2026_11_22_0001_initial': initial }) }, migrationTableSchema }).migrateToLatest();

@@ -4,7 +4,7 @@ import SQLite from 'better-sqlite3';
 import { Kysely, PostgresDialect, type LogEvent, type Transaction } from 'kysely';
 import type pg from 'pg';
 import { BackgroundCheckpointer } from './checkpointer.js';
-import { ImmediateSqliteDialect } from './dialect.js';
+import { GroupCommitSqliteDialect } from './dialect.js';
 import { migrateToLatest } from './migrate.js';
 import type { Database } from './schema.js';
 import { LruCache } from '../lru.js';
@@ -102,17 +102,32 @@ function openSqlite(options: DatabaseOptions): Db {
   sqlite.pragma('journal_mode = WAL');
   sqlite.pragma('foreign_keys = ON');
   sqlite.pragma('synchronous = NORMAL');
+  const wal = filename !== ':memory:' && sqlite.pragma('journal_mode', { simple: true }) === 'wal';
+  // Plain reads get a connection of their own (a second one to `:memory:` would be another database).
+  const reader = wal ? new SQLite(filename, { fileMustExist: true }) : undefined;
+  if (reader) {
+    reader.pragma('busy_timeout = 5000');
+    // It only reads: a write sent to it by mistake fails instead of bypassing the writer's turns.
+    reader.pragma('query_only = ON');
+  }
   // SQLite's 2 MiB default holds the indexes' upper levels of a small database only: every page
-  // beyond it is read from the operating system again on each request.
-  if (options.cacheMb !== undefined) sqlite.pragma(`cache_size = ${-options.cacheMb * 1024}`);
-  const checkpointer =
-    filename !== ':memory:' && sqlite.pragma('journal_mode', { simple: true }) === 'wal'
-      ? new BackgroundCheckpointer(sqlite, filename, undefined, options.onCheckpointError, options.onCheckpointRecovered)
-      : undefined;
+  // beyond it is read from the operating system again on each request. Most reads are the
+  // reader's; the writer's transactions mostly touch the pages they write.
+  if (options.cacheMb !== undefined) {
+    (reader ?? sqlite).pragma(`cache_size = ${-options.cacheMb * 1024}`);
+    if (reader) sqlite.pragma(`cache_size = ${-Math.max(2, Math.round(options.cacheMb / 4)) * 1024}`);
+  }
+  const checkpointer = wal
+    ? new BackgroundCheckpointer(sqlite, filename, undefined, options.onCheckpointError, options.onCheckpointRecovered)
+    : undefined;
   return withQueryLog(
     (log) =>
       new Kysely<Database>({
-        dialect: new ImmediateSqliteDialect({ database: withStatementCache(sqlite) }, async () => checkpointer?.stop()),
+        dialect: new GroupCommitSqliteDialect({
+          writer: withStatementCache(sqlite),
+          reader: reader && withStatementCache(reader),
+          beforeDestroy: async () => checkpointer?.stop(),
+        }),
         log,
       }),
   );

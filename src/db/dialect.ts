@@ -1,15 +1,5 @@
-import {
-  CompiledQuery,
-  SqliteAdapter,
-  SqliteDialect,
-  SqliteDriver,
-  type CreateTableBuilder,
-  type DatabaseConnection,
-  type DialectAdapter,
-  type Driver,
-  type Kysely,
-  type SqliteDialectConfig,
-} from 'kysely';
+import { SqliteAdapter, SqliteDialect, type CreateTableBuilder, type DialectAdapter, type Driver, type Kysely } from 'kysely';
+import { GroupCommitSqliteDriver, type SqliteConnections } from './sqlite-driver.js';
 
 export type DialectName = 'sqlite' | 'postgres';
 
@@ -25,38 +15,6 @@ export function idColumn<T extends string>(db: Kysely<any>, table: CreateTableBu
 }
 
 /**
- * Write transactions take SQLite's write lock at BEGIN (BEGIN IMMEDIATE), so a transaction that
- * reads and then writes can never fail half-way with SQLITE_BUSY when another process (the
- * command line) writes at the same time; it waits for busy_timeout instead.
- */
-class ImmediateSqliteDriver extends SqliteDriver {
-  constructor(
-    private readonly config: SqliteDialectConfig,
-    private readonly beforeDestroy?: () => Promise<void>,
-  ) {
-    super(config);
-  }
-  override async beginTransaction(connection: DatabaseConnection): Promise<void> {
-    await connection.executeQuery(CompiledQuery.raw('begin immediate'));
-  }
-  /**
-   * SQLite ends a transaction by itself after some errors (SQLITE_FULL, SQLITE_IOERR_*): a
-   * ROLLBACK then fails with "no transaction is active", and that error would take the place of
-   * the one that says what happened. (The dialect has one connection, so the handle's state is
-   * the transaction's.)
-   */
-  override async rollbackTransaction(connection: DatabaseConnection): Promise<void> {
-    const { database } = this.config;
-    if (typeof database !== 'function' && (database as { inTransaction?: boolean }).inTransaction === false) return;
-    await super.rollbackTransaction(connection);
-  }
-  override async destroy(): Promise<void> {
-    await this.beforeDestroy?.();
-    await super.destroy();
-  }
-}
-
-/**
  * SQLite does roll back DDL, so migrations can run in one transaction: with BEGIN IMMEDIATE that
  * transaction is also the lock that keeps two processes starting at once from migrating twice.
  */
@@ -66,17 +24,20 @@ class TransactionalDdlSqliteAdapter extends SqliteAdapter {
   }
 }
 
-export class ImmediateSqliteDialect extends SqliteDialect {
-  readonly #config: SqliteDialectConfig;
-  readonly #beforeDestroy: (() => Promise<void>) | undefined;
-  /** `beforeDestroy` runs when the Kysely instance is destroyed, before the database closes. */
-  constructor(config: SqliteDialectConfig, beforeDestroy?: () => Promise<void>) {
-    super(config);
-    this.#config = config;
-    this.#beforeDestroy = beforeDestroy;
+/**
+ * The embedded database's dialect: Kysely's SQLite, with transactions on the group-commit driver
+ * (which takes SQLite's write lock at BEGIN, BEGIN IMMEDIATE, so a transaction that reads and then
+ * writes never fails half-way with SQLITE_BUSY when another process writes at the same time: it
+ * waits for busy_timeout instead) and plain reads on a connection of their own.
+ */
+export class GroupCommitSqliteDialect extends SqliteDialect {
+  readonly #connections: SqliteConnections;
+  constructor(connections: SqliteConnections) {
+    super({ database: connections.writer });
+    this.#connections = connections;
   }
   override createDriver(): Driver {
-    return new ImmediateSqliteDriver(this.#config, this.#beforeDestroy);
+    return new GroupCommitSqliteDriver(this.#connections);
   }
   override createAdapter(): DialectAdapter {
     return new TransactionalDdlSqliteAdapter();

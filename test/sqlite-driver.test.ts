@@ -1,0 +1,156 @@
+import assert from 'node:assert/strict';
+import path from 'node:path';
+import { test } from 'node:test';
+import SQLite from 'better-sqlite3';
+import { Kysely, sql } from 'kysely';
+import { GroupCommitSqliteDialect } from '../src/db/dialect.js';
+import { tempDir } from './helpers.js';
+
+// The embedded database's driver: transactions that queue together share one commit. SQLite only,
+// also in the suite's PostgreSQL run (the driver is the embedded database's).
+
+interface Fixture {
+  db: Kysely<any>;
+  /** Another connection to the same file, outside the driver: what a second process would see. */
+  outside: SQLite.Database;
+  /** Transactions per commit, in order. */
+  commits: number[];
+}
+
+async function open(options: { maxBatch?: number; memory?: boolean } = {}): Promise<Fixture> {
+  const file = options.memory ? ':memory:' : path.join(tempDir(), 'driver.db');
+  const writer = new SQLite(file);
+  writer.pragma('journal_mode = WAL');
+  writer.pragma('foreign_keys = ON');
+  const reader = options.memory ? undefined : new SQLite(file, { readonly: false });
+  reader?.pragma('query_only = ON');
+  const commits: number[] = [];
+  const db = new Kysely<any>({
+    dialect: new GroupCommitSqliteDialect({ writer, reader, maxBatch: options.maxBatch, onCommit: (n) => commits.push(n) }),
+  });
+  await sql`create table parents (id integer primary key)`.execute(db);
+  await sql`create table notes (id integer primary key, body text not null unique, parent_id integer references parents(id) deferrable initially deferred)`.execute(db);
+  await db.insertInto('parents').values({ id: 1 }).execute();
+  commits.length = 0;
+  return { db, outside: options.memory ? writer : new SQLite(file, { readonly: true }), commits };
+}
+
+const bodies = (f: Fixture): string[] => (f.outside.prepare('select body from notes order by id').pluck().all() as string[]);
+
+test('transactions queued together are committed together, and each answers only once it is committed', async () => {
+  const f = await open();
+  try {
+    const seenAtAnswer: boolean[] = [];
+    await Promise.all(
+      Array.from({ length: 20 }, async (_, i) => {
+        await f.db.transaction().execute(async (trx) => {
+          await trx.insertInto('notes').values({ body: `n${i}` }).execute();
+          await trx.selectFrom('notes').select('id').execute();
+        });
+        // Answered: another connection must see it already.
+        seenAtAnswer[i] = bodies(f).includes(`n${i}`);
+      }),
+    );
+    assert.deepEqual(seenAtAnswer, Array(20).fill(true));
+    assert.equal(bodies(f).length, 20);
+    assert.ok(f.commits.length < 20, `20 transactions took ${f.commits.length} commits`);
+    assert.equal(f.commits.reduce((a, b) => a + b, 0), 20);
+  } finally {
+    await f.db.destroy();
+  }
+});
+
+test('a transaction that fails in a batch is rolled back alone', async () => {
+  const f = await open();
+  try {
+    const results = await Promise.allSettled(
+      ['a', 'b', 'c', 'd'].map((body) =>
+        f.db.transaction().execute(async (trx) => {
+          await trx.insertInto('notes').values({ body }).execute();
+          if (body === 'b') throw new Error('changed its mind');
+          // A statement that fails inside SQLite (a duplicate) and is caught: the rest stays.
+          if (body === 'c') await trx.insertInto('notes').values({ body: 'a' }).execute().catch(() => undefined);
+        }),
+      ),
+    );
+    assert.deepEqual(results.map((r) => r.status), ['fulfilled', 'rejected', 'fulfilled', 'fulfilled']);
+    assert.deepEqual(bodies(f), ['a', 'c', 'd']);
+    assert.deepEqual(f.commits, [4], 'one commit for the four, the failed one included as nothing');
+  } finally {
+    await f.db.destroy();
+  }
+});
+
+test('a commit that fails fails every transaction of its batch, and the next batch starts clean', async () => {
+  const f = await open();
+  try {
+    // A deferred foreign key is checked at COMMIT: the orphan makes the shared commit fail.
+    const results = await Promise.allSettled(
+      [1, 99, 1].map((parent, i) => f.db.transaction().execute((trx) => trx.insertInto('notes').values({ body: `p${i}`, parent_id: parent }).execute())),
+    );
+    assert.deepEqual(results.map((r) => r.status), ['rejected', 'rejected', 'rejected']);
+    assert.match(String((results[0] as PromiseRejectedResult).reason), /FOREIGN KEY/);
+    assert.deepEqual(bodies(f), [], 'nothing of the failed commit was kept');
+    await f.db.transaction().execute((trx) => trx.insertInto('notes').values({ body: 'after', parent_id: 1 }).execute());
+    assert.deepEqual(bodies(f), ['after']);
+  } finally {
+    await f.db.destroy();
+  }
+});
+
+test('reads outside a transaction never see its uncommitted changes', async () => {
+  const f = await open();
+  try {
+    let during: unknown[] = [];
+    await f.db.transaction().execute(async (trx) => {
+      await trx.insertInto('notes').values({ body: 'pending' }).execute();
+      during = await f.db.selectFrom('notes').select('body').execute();
+    });
+    assert.deepEqual(during, []);
+    assert.deepEqual(await f.db.selectFrom('notes').select('body').execute(), [{ body: 'pending' }]);
+  } finally {
+    await f.db.destroy();
+  }
+});
+
+test('a statement outside any transaction waits for the open batch and is committed alone', async () => {
+  const f = await open();
+  try {
+    await Promise.all([
+      f.db.transaction().execute((trx) => trx.insertInto('notes').values({ body: 't1' }).execute()),
+      f.db.insertInto('notes').values({ body: 'alone' }).execute(),
+      f.db.transaction().execute((trx) => trx.insertInto('notes').values({ body: 't2' }).execute()),
+    ]);
+    assert.deepEqual(bodies(f), ['t1', 'alone', 't2'], 'in the order they asked');
+    // The lone insert is no transaction of a batch: t1 and t2 were each committed without it.
+    assert.deepEqual(f.commits, [1, 1]);
+  } finally {
+    await f.db.destroy();
+  }
+});
+
+test('a batch holds at most maxBatch transactions', async () => {
+  const f = await open({ maxBatch: 4 });
+  try {
+    await Promise.all(Array.from({ length: 10 }, (_, i) => f.db.transaction().execute((trx) => trx.insertInto('notes').values({ body: `m${i}` }).execute())));
+    assert.deepEqual(f.commits, [4, 4, 2]);
+    assert.equal(bodies(f).length, 10);
+  } finally {
+    await f.db.destroy();
+  }
+});
+
+test('in memory, with one connection, reads wait for the batch to be committed', async () => {
+  const f = await open({ memory: true });
+  try {
+    let read: Promise<unknown[]> | undefined;
+    await f.db.transaction().execute(async (trx) => {
+      await trx.insertInto('notes').values({ body: 'm' }).execute();
+      read = f.db.selectFrom('notes').select('body').execute();
+    });
+    assert.deepEqual(await read, [{ body: 'm' }], 'the read ran after the commit, not inside the transaction');
+    assert.deepEqual(f.commits, [1]);
+  } finally {
+    await f.db.destroy();
+  }
+});
