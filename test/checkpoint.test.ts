@@ -68,3 +68,38 @@ test('the background thread never keeps a process alive', { skip: !onSqlite && '
   });
   assert.equal(code, 0, `the process ended with ${code} after ${Date.now() - started} ms`);
 });
+
+test('under writes that never pause, the WAL is started anew instead of growing without end', { skip: !onSqlite && 'SQLite only' }, async () => {
+  const dataDir = tempDir();
+  const file = path.join(dataDir, 'shiplog.db');
+  // Started anew past 256 frames (1 MiB of 4 KiB pages).
+  const db = await openDatabase({ dataDir, walRestartFrames: 256 });
+  const body = 'x'.repeat(6000);
+  let written = 0;
+  try {
+    await sql`create table t (id integer primary key, body text not null)`.execute(db);
+    // The thread is running once the first commits reach the database file.
+    const empty = fs.statSync(file).size;
+    while (fs.statSync(file).size === empty) {
+      await sql`insert into t (body) values (${body})`.execute(db);
+      await sleep(5);
+    }
+    // 72 MB of rows from 20 writers that never pause: a transaction always waits for the next
+    // commit, and the copying thread never finds the WAL all copied. Left alone, the WAL ends at
+    // some 80 MB here; started anew, at a small part of that (the RESTART waits for a moment
+    // between two commits, so the WAL goes past its limit by what those moments let through).
+    await Promise.all(
+      Array.from({ length: 20 }, async () => {
+        for (let i = 0; i < 600; i++) {
+          await db.transaction().execute((trx) => sql`insert into t (body) values (${body})`.execute(trx));
+          written += body.length;
+        }
+      }),
+    );
+    const wal = fs.statSync(`${file}-wal`).size;
+    assert.equal(written, 72_000_000);
+    assert.ok(wal < 40 * 1024 * 1024, `the WAL grew to ${wal} bytes for ${written} bytes written`);
+  } finally {
+    await db.destroy();
+  }
+});

@@ -4,6 +4,8 @@ import type SQLite from 'better-sqlite3';
 
 /** How often the background thread copies committed WAL frames into the database file. */
 export const CHECKPOINT_INTERVAL_MS = 100;
+/** WAL frames (pages) past which the background thread has the next writer start the WAL anew: 64 MiB of 4 KiB pages. */
+export const WAL_RESTART_FRAMES = 16_384;
 
 // The thread's whole program. It is plain CommonJS handed to the Worker as text, so it runs the
 // same from the built code and from the TypeScript sources the tests load.
@@ -11,11 +13,18 @@ const PROGRAM = `
 const { parentPort, workerData } = require('node:worker_threads');
 const Database = require(workerData.driver);
 const db = new Database(workerData.filename, { fileMustExist: true });
+// How long a RESTART waits for the writer of the moment to commit (a batch is open for milliseconds).
+db.pragma('busy_timeout = 1000');
 let failing = false;
 const timer = setInterval(() => {
   try {
     // PASSIVE never waits for or blocks readers and writers; what it cannot copy now waits a turn.
-    db.pragma('wal_checkpoint(PASSIVE)');
+    const [copied] = db.pragma('wal_checkpoint(PASSIVE)');
+    // Writers append to the WAL until one finds every frame copied and starts it anew; under
+    // writes that never pause, that moment never comes and the file grows without end. Past the
+    // limit, RESTART waits for the writer of the moment, copies what little is left while new
+    // writers wait (on timers, in the driver), and has the next one start at the WAL's beginning.
+    if (copied.log > workerData.restartFrames) db.pragma('wal_checkpoint(RESTART)');
     if (failing) parentPort.postMessage({ recovered: true });
     failing = false;
   } catch (err) {
@@ -36,7 +45,8 @@ parentPort.on('message', () => {
  * whichever commit crosses the WAL's size limit, so every thousand pages or so one write (and all
  * requests queued behind it on the event loop) pays for copying and syncing the whole WAL. The
  * connection's own automatic checkpoints are switched off while the thread runs, and back on if it
- * ever stops, so the WAL cannot grow without bound. A checkpoint that fails (a full or read-only
+ * ever stops, so the WAL cannot grow without bound; past `restartFrames`, the thread has the WAL
+ * started anew even while writes never pause. A checkpoint that fails (a full or read-only
  * disk) is tried again every turn; `onError` hears when they start failing, `onRecovered` when
  * they work again.
  */
@@ -50,9 +60,10 @@ export class BackgroundCheckpointer {
     intervalMs = CHECKPOINT_INTERVAL_MS,
     onError: (message: string) => void = () => undefined,
     onRecovered: () => void = () => undefined,
+    restartFrames = WAL_RESTART_FRAMES,
   ) {
     const driver = createRequire(import.meta.url).resolve('better-sqlite3');
-    this.worker = new Worker(PROGRAM, { eval: true, workerData: { filename, driver, intervalMs } });
+    this.worker = new Worker(PROGRAM, { eval: true, workerData: { filename, driver, intervalMs, restartFrames } });
     this.worker.on('message', (message: { error?: string }) => (message.error === undefined ? onRecovered() : onError(message.error)));
     this.worker.on('error', (err) => {
       onError(err.message);

@@ -31,6 +31,8 @@ export interface DatabaseOptions {
   statementTimeoutMs?: number;
   /** PostgreSQL: longest to wait for a connection. */
   connectTimeoutMs?: number;
+  /** SQLite: WAL frames past which the background thread has the WAL started anew (64 MiB of pages). */
+  walRestartFrames?: number;
   /** SQLite: told when background WAL checkpoints start failing (each next one tries again)... */
   onCheckpointError?: (message: string) => void;
   /** ...and when they work again. */
@@ -118,7 +120,7 @@ function openSqlite(options: DatabaseOptions): Db {
     if (reader) sqlite.pragma(`cache_size = ${-Math.max(2, Math.round(options.cacheMb / 4)) * 1024}`);
   }
   const checkpointer = wal
-    ? new BackgroundCheckpointer(sqlite, filename, undefined, options.onCheckpointError, options.onCheckpointRecovered)
+    ? new BackgroundCheckpointer(sqlite, filename, undefined, options.onCheckpointError, options.onCheckpointRecovered, options.walRestartFrames)
     : undefined;
   return withQueryLog(
     (log) =>
