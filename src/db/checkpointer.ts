@@ -13,8 +13,6 @@ const PROGRAM = `
 const { parentPort, workerData } = require('node:worker_threads');
 const Database = require(workerData.driver);
 const db = new Database(workerData.filename, { fileMustExist: true });
-// How long a RESTART waits for the writer of the moment to commit (a batch is open for milliseconds).
-db.pragma('busy_timeout = 1000');
 let failing = false;
 const timer = setInterval(() => {
   try {
@@ -22,9 +20,8 @@ const timer = setInterval(() => {
     const [copied] = db.pragma('wal_checkpoint(PASSIVE)');
     // Writers append to the WAL until one finds every frame copied and starts it anew; under
     // writes that never pause, that moment never comes and the file grows without end. Past the
-    // limit, RESTART waits for the writer of the moment, copies what little is left while new
-    // writers wait (on timers, in the driver), and has the next one start at the WAL's beginning.
-    if (copied.log > workerData.restartFrames) db.pragma('wal_checkpoint(RESTART)');
+    // limit, the writer is told to finish the copy itself between two of its transactions.
+    if (copied.log > workerData.restartFrames) parentPort.postMessage({ pastLimit: true });
     if (failing) parentPort.postMessage({ recovered: true });
     failing = false;
   } catch (err) {
@@ -45,14 +42,15 @@ parentPort.on('message', () => {
  * whichever commit crosses the WAL's size limit, so every thousand pages or so one write (and all
  * requests queued behind it on the event loop) pays for copying and syncing the whole WAL. The
  * connection's own automatic checkpoints are switched off while the thread runs, and back on if it
- * ever stops, so the WAL cannot grow without bound; past `restartFrames`, the thread has the WAL
- * started anew even while writes never pause. A checkpoint that fails (a full or read-only
+ * ever stops, so the WAL cannot grow without bound; past `restartFrames`, the writer restarts the
+ * WAL between two transactions (`restartIfPastLimit`), even while writes never pause. A checkpoint that fails (a full or read-only
  * disk) is tried again every turn; `onError` hears when they start failing, `onRecovered` when
  * they work again.
  */
 export class BackgroundCheckpointer {
   private readonly worker: Worker;
   private stopped = false;
+  private pastLimit = false;
 
   constructor(
     private readonly sqlite: SQLite.Database,
@@ -64,7 +62,11 @@ export class BackgroundCheckpointer {
   ) {
     const driver = createRequire(import.meta.url).resolve('better-sqlite3');
     this.worker = new Worker(PROGRAM, { eval: true, workerData: { filename, driver, intervalMs, restartFrames } });
-    this.worker.on('message', (message: { error?: string }) => (message.error === undefined ? onRecovered() : onError(message.error)));
+    this.worker.on('message', (message: { error?: string; pastLimit?: boolean }) => {
+      if (message.pastLimit) this.pastLimit = true;
+      else if (message.error === undefined) onRecovered();
+      else onError(message.error);
+    });
     this.worker.on('error', (err) => {
       onError(err.message);
       this.fallBack();
@@ -79,6 +81,18 @@ export class BackgroundCheckpointer {
     if (this.stopped) return;
     this.stopped = true;
     if (this.sqlite.open) this.sqlite.pragma('wal_autocheckpoint = 1000');
+  }
+
+  /**
+   * For the writer, between two of its transactions: when the WAL has grown past the limit, copies
+   * what the thread has not yet and restarts the WAL (RESTART), so the next commit writes at its
+   * beginning. Never waits: when another connection writes or checkpoints right now, the next
+   * turn tries again.
+   */
+  restartIfPastLimit(): void {
+    if (!this.pastLimit || this.stopped) return;
+    const [result] = this.sqlite.pragma('wal_checkpoint(RESTART)') as { busy: number }[];
+    if (result.busy === 0) this.pastLimit = false;
   }
 
   /** Asks the thread for a last checkpoint and waits for it to end. */

@@ -128,6 +128,7 @@ function openSqlite(options: DatabaseOptions): Db {
         dialect: new GroupCommitSqliteDialect({
           writer: withStatementCache(sqlite),
           reader: reader && withStatementCache(reader),
+          beforeBatch: checkpointer && (() => checkpointer.restartIfPastLimit()),
           beforeDestroy: async () => checkpointer?.stop(),
         }),
         log,

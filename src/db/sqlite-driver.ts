@@ -24,6 +24,8 @@ export interface SqliteConnections {
    * The driver waits on timers, not in SQLite's busy handler, which would stop the event loop.
    */
   busyTimeoutMs?: number;
+  /** Runs on the writer before each batch begins, outside any transaction. */
+  beforeBatch?: () => void;
   /** Told after each commit (or failed one) how many transactions its batch held. */
   onCommit?: (transactions: number) => void;
 }
@@ -77,6 +79,7 @@ export class GroupCommitSqliteDriver implements Driver {
   readonly #maxBatchMs: number;
   readonly #onCommit: ((transactions: number) => void) | undefined;
   readonly #busyTimeoutMs: number;
+  readonly #beforeBatch: (() => void) | undefined;
   /** Whether a transaction or lone statement has the writer; while none has, no batch is open. */
   #held = false;
   readonly #queue: Waiter[] = [];
@@ -91,6 +94,7 @@ export class GroupCommitSqliteDriver implements Driver {
     this.#maxBatchMs = connections.maxBatchMs ?? 10;
     this.#onCommit = connections.onCommit;
     this.#busyTimeoutMs = connections.busyTimeoutMs ?? 5000;
+    this.#beforeBatch = connections.beforeBatch;
     // Told SQLITE_BUSY at once: `whenUnlocked` waits without blocking the event loop, where the
     // connection holding the lock may be the one that has to go on to release it.
     this.#writer.pragma('busy_timeout = 0');
@@ -168,6 +172,7 @@ export class GroupCommitSqliteDriver implements Driver {
   /** Opens a batch if none is, and a savepoint in it for one transaction (the caller has the writer). */
   async enter(): Promise<{ batch: Batch; savepoint: string }> {
     if (!this.#batch) {
+      this.#beforeBatch?.();
       await this.whenUnlocked(() => this.#writer.prepare('begin immediate').run());
       this.#batch = new Batch();
     }
