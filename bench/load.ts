@@ -12,6 +12,13 @@ export interface Scenario {
   /** Headers sent besides the run's (or the scenario's own). */
   extraHeaders?: Record<string, string>;
   /**
+   * Each request's path is drawn at random. h2load sends the paths of its input file in the same
+   * order on every connection, so its 50 connections would ask for the same item or page at about
+   * the same moment (and a request for what is being rendered waits for that render): such
+   * scenarios are driven by wrk, whose connections take turns on one list of drawn requests.
+   */
+  random?: true;
+  /**
    * The next request's path (with query) and, for POST, its form body; `{n}` in either becomes a
    * number unique to the request (whichever generator sends it), so writes never repeat.
    */

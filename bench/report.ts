@@ -280,7 +280,7 @@ export function renderSection(run: RunReport, targets: TargetResult[]): string {
       ? `- Load: autocannon, ${c.connections} keep-alive connections on 127.0.0.1. The freshly started server first serves every list scenario ` +
         `for 2 s, unmeasured (its JIT warms up); then per scenario ${c.warmupSeconds} s of warm-up, then ${c.seconds} s ` +
         'measured on the same connections (req/s counts 2xx responses; p50/p99 are of those). Every request authenticates with HTTP Basic as a '
-      : `- Load at saturation: ${c.load === 'h2load' ? 'h2load (nghttp2, HTTP/1.1) for reads, warming up and measuring on the same connections, and wrk (one thread) for writes' : 'wrk (one thread)'}, ` +
+      : `- Load at saturation: ${c.load === 'h2load' ? 'h2load (nghttp2, HTTP/1.1) for reads of fixed paths, warming up and measuring on the same connections, and wrk (one thread) for writes and for reads of random items or pages (h2load would send every connection the same paths in the same order, so that 50 requests for one page shared one render)' : 'wrk (one thread)'}, ` +
         `${c.connections} keep-alive connections on 127.0.0.1. The freshly started server first serves every list scenario ` +
         `for 2 s, unmeasured (its JIT warms up); then per scenario ${c.warmupSeconds} s of warm-up and ${c.seconds} s measured. ` +
         "A wrk run's measured window opens its own connections, and the first request of each of them can wait hundreds of milliseconds " +

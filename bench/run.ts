@@ -66,8 +66,9 @@ const GENERATORS: Record<LoadGenerator, (scenario: Scenario, options: LoadOption
   autocannon: runLoad,
 };
 
-/** The generator of a scenario: h2load takes GETs only, wrk the writes then. */
-const generatorOf = (load: LoadGenerator, scenario: Scenario): LoadGenerator => (load === 'h2load' && scenario.method !== 'GET' ? 'wrk' : load);
+/** The generator of a scenario: h2load takes GETs of fixed paths only, wrk the writes and random paths then. */
+const generatorOf = (load: LoadGenerator, scenario: Scenario): LoadGenerator =>
+  load === 'h2load' && (scenario.method !== 'GET' || scenario.random) ? 'wrk' : load;
 
 /**
  * One scenario under the run's generator. Unless that is autocannon, the baseline and the lists

@@ -52,6 +52,7 @@ export function readScenarios(data: ScenarioData): Scenario[] {
       name: 'fetch item',
       kind: 'read',
       method: 'GET',
+      random: true,
       next: () => ({ path: `${base}/items/${1 + Math.floor(Math.random() * data.info.size)}.json` }),
     },
     // The default page: the first 20 deploys with their items.
@@ -60,6 +61,7 @@ export function readScenarios(data: ScenarioData): Scenario[] {
       name: 'list deploys (production, 20 per page)',
       kind: 'read',
       method: 'GET',
+      random: true,
       next: () => ({ path: `${base}/deploys.json?environment=production&limit=20&offset=${Math.floor(Math.random() * (perEnvironment - 20))}` }),
     },
   ];
@@ -78,6 +80,7 @@ export function pageScenarios(data: ScenarioData, cookie: string): Scenario[] {
       name: 'page: item',
       kind: 'page',
       method: 'GET',
+      random: true,
       headers,
       next: () => ({ path: `${base}/items/${1 + Math.floor(Math.random() * data.info.size)}` }),
     },
