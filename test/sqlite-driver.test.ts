@@ -154,3 +154,63 @@ test('in memory, with one connection, reads wait for the batch to be committed',
     await f.db.destroy();
   }
 });
+
+test('a raw SELECT outside a transaction is a plain read too: it neither waits for the writer nor sees the open transaction', async () => {
+  const f = await open();
+  try {
+    let during: unknown;
+    await f.db.transaction().execute(async (trx) => {
+      await trx.insertInto('notes').values({ body: 'pending' }).execute();
+      // Waiting for the writer here would never end: this transaction has it.
+      during = (await sql<{ n: number }>`select count(*) as n from notes`.execute(f.db)).rows[0].n;
+    });
+    assert.equal(during, 0);
+    assert.deepEqual(f.commits, [1], 'the read did not cut the batch short');
+  } finally {
+    await f.db.destroy();
+  }
+});
+
+test('a transaction whose savepoint cannot be released fails, and none of it is committed', async () => {
+  const f = await open();
+  try {
+    const result = f.db.transaction().execute(async (trx) => {
+      await trx.insertInto('notes').values({ body: 'orphan' }).execute();
+      // Releases the driver's savepoint behind its back: the driver's own RELEASE then fails.
+      await sql`release t1`.execute(trx);
+    });
+    await assert.rejects(result, /no such savepoint/);
+    assert.deepEqual(bodies(f), []);
+    await f.db.transaction().execute((trx) => trx.insertInto('notes').values({ body: 'next' }).execute());
+    assert.deepEqual(bodies(f), ['next']);
+  } finally {
+    await f.db.destroy();
+  }
+});
+
+test('destroy waits for the transactions already queued and commits them', async () => {
+  const f = await open();
+  const file = f.outside.name;
+  // The first holds the writer until told to end; the others queue behind it, then destroy.
+  let end!: () => void;
+  const holding = new Promise<void>((resolve) => (end = resolve));
+  let started!: () => void;
+  const holds = new Promise<void>((resolve) => (started = resolve));
+  const first = f.db.transaction().execute(async (trx) => {
+    await trx.insertInto('notes').values({ body: 'q0' }).execute();
+    started();
+    await holding;
+  });
+  await holds;
+  const queued = ['q1', 'q2', 'q3'].map((body) => f.db.transaction().execute((trx) => trx.insertInto('notes').values({ body }).execute()));
+  await new Promise((resolve) => setImmediate(resolve));
+  const destroyed = f.db.destroy();
+  end();
+  await Promise.all([first, ...queued, destroyed]);
+  const check = new SQLite(file, { readonly: true });
+  try {
+    assert.deepEqual(check.prepare('select body from notes order by id').pluck().all(), ['q0', 'q1', 'q2', 'q3']);
+  } finally {
+    check.close();
+  }
+});

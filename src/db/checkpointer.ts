@@ -91,8 +91,12 @@ export class BackgroundCheckpointer {
    */
   restartIfPastLimit(): void {
     if (!this.pastLimit || this.stopped) return;
-    const [result] = this.sqlite.pragma('wal_checkpoint(RESTART)') as { busy: number }[];
-    if (result.busy === 0) this.pastLimit = false;
+    try {
+      const [result] = this.sqlite.pragma('wal_checkpoint(RESTART)') as { busy: number }[];
+      if (result.busy === 0) this.pastLimit = false;
+    } catch {
+      // A full or failing disk: the thread's own checkpoints report it, and the writer goes on.
+    }
   }
 
   /** Asks the thread for a last checkpoint and waits for it to end. */

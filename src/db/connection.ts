@@ -128,6 +128,8 @@ function openSqlite(options: DatabaseOptions): Db {
         dialect: new GroupCommitSqliteDialect({
           writer: withStatementCache(sqlite),
           reader: reader && withStatementCache(reader),
+          // With WAL, waits for another process's write lock on timers (5 s, as busy_timeout).
+          busyTimeoutMs: wal ? 5000 : undefined,
           beforeBatch: checkpointer && (() => checkpointer.restartIfPastLimit()),
           beforeDestroy: async () => checkpointer?.stop(),
         }),
@@ -203,7 +205,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Db> {
   return db;
 }
 
-const UNAVAILABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'SQLITE_BUSY']);
+const UNAVAILABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'SQLITE_BUSY', 'SQLITE_BUSY_SNAPSHOT', 'SQLITE_BUSY_RECOVERY', 'SQLITE_BUSY_TIMEOUT']);
 
 /**
  * Whether an error means the database is out of reach or overloaded for now (a 503 and a retry,

@@ -20,8 +20,10 @@ export interface SqliteConnections {
   /** Longest a batch stays open to transactions that join it, in milliseconds. */
   maxBatchMs?: number;
   /**
-   * Longest to wait for SQLite's write lock while another connection (another process) holds it.
-   * The driver waits on timers, not in SQLite's busy handler, which would stop the event loop.
+   * Longest to wait for SQLite's write lock while another connection (another process) holds it,
+   * on timers rather than in SQLite's busy handler, which would stop the event loop. For WAL
+   * databases only, where the lock is taken at BEGIN IMMEDIATE and a commit never waits for
+   * readers; without it, the writer keeps its connection's own busy_timeout.
    */
   busyTimeoutMs?: number;
   /** Runs on the writer before each batch begins, outside any transaction. */
@@ -36,6 +38,15 @@ function run(db: SQLite.Database, { sql, parameters }: CompiledQuery): QueryResu
   if (stmt.reader) return { rows: stmt.all(parameters) };
   const { changes, lastInsertRowid } = stmt.run(parameters);
   return { numAffectedRows: BigInt(changes), insertId: BigInt(lastInsertRowid), rows: [] };
+}
+
+/**
+ * A SELECT built with Kysely, or raw SQL that is a SELECT (or WITH) changing nothing: a read the
+ * reader answers. Anything else (a PRAGMA, whose answer is the connection's own) goes to the writer.
+ */
+function isPlainRead(reader: SQLite.Database, query: CompiledQuery): boolean {
+  if (SelectQueryNode.is(query.query)) return true;
+  return /^\s*(select|with)\b/i.test(query.sql) && reader.prepare(query.sql).readonly;
 }
 
 /** Transactions that share one SQLite transaction, and so one commit. */
@@ -53,7 +64,10 @@ interface Waiter {
   /** A transaction, which may join the batch the writer has open; otherwise a lone statement. */
   joins: boolean;
   grant: () => void;
+  refuse: (err: Error) => void;
 }
+
+const closedError = () => new Error('The database is closed.');
 
 /**
  * Kysely's driver for the embedded database, with group commit.
@@ -78,13 +92,14 @@ export class GroupCommitSqliteDriver implements Driver {
   readonly #maxBatch: number;
   readonly #maxBatchMs: number;
   readonly #onCommit: ((transactions: number) => void) | undefined;
-  readonly #busyTimeoutMs: number;
+  readonly #busyTimeoutMs: number | undefined;
   readonly #beforeBatch: (() => void) | undefined;
   /** Whether a transaction or lone statement has the writer; while none has, no batch is open. */
   #held = false;
   readonly #queue: Waiter[] = [];
   #batch: Batch | undefined;
   #commitScheduled = false;
+  #closed = false;
 
   constructor(connections: SqliteConnections) {
     this.#writer = connections.writer;
@@ -93,11 +108,11 @@ export class GroupCommitSqliteDriver implements Driver {
     this.#maxBatch = connections.maxBatch ?? 32;
     this.#maxBatchMs = connections.maxBatchMs ?? 10;
     this.#onCommit = connections.onCommit;
-    this.#busyTimeoutMs = connections.busyTimeoutMs ?? 5000;
+    this.#busyTimeoutMs = connections.busyTimeoutMs;
     this.#beforeBatch = connections.beforeBatch;
     // Told SQLITE_BUSY at once: `whenUnlocked` waits without blocking the event loop, where the
     // connection holding the lock may be the one that has to go on to release it.
-    this.#writer.pragma('busy_timeout = 0');
+    if (this.#busyTimeoutMs !== undefined) this.#writer.pragma('busy_timeout = 0');
   }
 
   async init(): Promise<void> {}
@@ -121,8 +136,11 @@ export class GroupCommitSqliteDriver implements Driver {
   async releaseConnection(): Promise<void> {}
 
   async destroy(): Promise<void> {
-    // After the transactions already queued, and the commit of the last batch.
+    // After the transactions already queued, and the commit of the last batch; whatever asks for
+    // the writer later is refused.
     await this.take(false);
+    this.#closed = true;
+    for (const waiter of this.#queue.splice(0)) waiter.refuse(closedError());
     try {
       await this.#beforeDestroy?.();
     } finally {
@@ -133,12 +151,13 @@ export class GroupCommitSqliteDriver implements Driver {
 
   /** Waits for the writer; a transaction (`joins`) may be let into the batch still open. */
   take(joins: boolean): Promise<void> {
+    if (this.#closed) return Promise.reject(closedError());
     if (!this.#held) {
       this.#held = true;
       if (this.#batch && !(joins && this.#joinable(this.#batch))) this.#commit(this.#batch);
       return Promise.resolve();
     }
-    return new Promise((grant) => this.#queue.push({ joins, grant }));
+    return new Promise((grant, refuse) => this.#queue.push({ joins, grant, refuse }));
   }
 
   /**
@@ -172,6 +191,7 @@ export class GroupCommitSqliteDriver implements Driver {
   /** Opens a batch if none is, and a savepoint in it for one transaction (the caller has the writer). */
   async enter(): Promise<{ batch: Batch; savepoint: string }> {
     if (!this.#batch) {
+      this.settle();
       this.#beforeBatch?.();
       await this.whenUnlocked(() => this.#writer.prepare('begin immediate').run());
       this.#batch = new Batch();
@@ -187,15 +207,25 @@ export class GroupCommitSqliteDriver implements Driver {
    * while another connection holds the lock (SQLITE_BUSY), for up to `busyTimeoutMs`.
    */
   async whenUnlocked<T>(attempt: () => T): Promise<T> {
-    const deadline = performance.now() + this.#busyTimeoutMs;
+    const deadline = performance.now() + (this.#busyTimeoutMs ?? 0);
     for (let pause = 1; ; pause = Math.min(pause * 2, 50)) {
       try {
         return attempt();
       } catch (err) {
-        if ((err as { code?: string }).code !== 'SQLITE_BUSY' || performance.now() >= deadline) throw err;
+        // SQLITE_BUSY and its extended codes (SQLITE_BUSY_SNAPSHOT, SQLITE_BUSY_RECOVERY).
+        if (!(err as { code?: string }).code?.startsWith('SQLITE_BUSY') || performance.now() >= deadline) throw err;
       }
       await sleep(pause);
     }
+  }
+
+  /**
+   * Ends a transaction the writer was left in when both a batch's COMMIT and its ROLLBACK failed,
+   * before anything else runs on it: a statement would otherwise join that transaction and never
+   * be committed. Throws when SQLite still refuses (the caller fails instead).
+   */
+  settle(): void {
+    if (this.#batch === undefined && this.#writer.inTransaction) this.#writer.prepare('rollback').run();
   }
 
   get writer(): SQLite.Database {
@@ -240,10 +270,11 @@ class GroupCommitConnection implements DatabaseConnection {
   async executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>> {
     const { driver } = this;
     if (this.#open) return this.#inTransaction(query) as QueryResult<R>;
-    if (driver.reader && SelectQueryNode.is(query.query)) return run(driver.reader, query) as QueryResult<R>;
+    if (driver.reader && isPlainRead(driver.reader, query)) return run(driver.reader, query) as QueryResult<R>;
     // Alone: after the open batch is committed, in a transaction of its own as before.
     await driver.take(false);
     try {
+      driver.settle();
       return (await driver.whenUnlocked(() => run(driver.writer, query))) as QueryResult<R>;
     } finally {
       driver.pass();
@@ -258,7 +289,7 @@ class GroupCommitConnection implements DatabaseConnection {
     try {
       return run(this.driver.writer, query);
     } catch (err) {
-      if (!this.driver.writer.inTransaction) batch.lost = err;
+      if (!this.driver.writer.inTransaction) batch.lost ??= err;
       throw err;
     }
   }
@@ -288,8 +319,9 @@ class GroupCommitConnection implements DatabaseConnection {
     try {
       this.driver.writer.prepare(`release ${savepoint}`).run();
     } catch (err) {
-      if (!this.driver.writer.inTransaction) batch.lost = err;
       batch.waiting.pop();
+      // Not released, so not to be committed with the others: undone, or the batch is lost.
+      this.#undo(batch, savepoint, err);
       this.driver.pass();
       throw err;
     }
@@ -303,17 +335,22 @@ class GroupCommitConnection implements DatabaseConnection {
     // Its commit failed with its batch: nothing left to undo.
     if (!open) return;
     this.#open = undefined;
-    const { writer } = this.driver;
-    if (writer.inTransaction) {
-      try {
-        writer.prepare(`rollback to ${open.savepoint}`).run();
-        writer.prepare(`release ${open.savepoint}`).run();
-      } catch (err) {
-        open.batch.lost = err;
-      }
-    } else {
-      open.batch.lost ??= new Error('SQLite ended the transaction after an error: none of its changes were kept.');
-    }
+    this.#undo(open.batch, open.savepoint, new Error('SQLite ended the transaction after an error: none of its changes were kept.'));
     this.driver.pass();
+  }
+
+  /** Rolls back to the savepoint and releases it; when that cannot be done, nothing of the batch may be committed. */
+  #undo(batch: Batch, savepoint: string, cause: unknown): void {
+    const { writer } = this.driver;
+    if (!writer.inTransaction) {
+      batch.lost ??= cause;
+      return;
+    }
+    try {
+      writer.prepare(`rollback to ${savepoint}`).run();
+      writer.prepare(`release ${savepoint}`).run();
+    } catch (err) {
+      batch.lost ??= err;
+    }
   }
 }
