@@ -57,13 +57,14 @@ async function knownUser(db: Db, param: string, ref: { id: number } | { invalid:
   return ref.id;
 }
 
-/** An assignee must be a user and a member of the product (404 otherwise). */
+/**
+ * An assignee must be a user and a member of the product (404 otherwise). A member is a user: the
+ * user is looked up only to say which of the two is wrong.
+ */
 async function assignee(db: Db, productId: number, ref: Exclude<UserRef, null | undefined>): Promise<number> {
-  const id = await knownUser(db, 'assigned_to', ref);
-  if (!(await filterMembers(db, productId, [id])).has(id)) {
-    throw new NotFoundError('Parameter assigned_to names no member of this product.');
-  }
-  return id;
+  if (!('invalid' in ref) && (await filterMembers(db, productId, [ref.id])).has(ref.id)) return ref.id;
+  await knownUser(db, 'assigned_to', ref);
+  throw new NotFoundError('Parameter assigned_to names no member of this product.');
 }
 
 /** A parent must be a story of the same product. */

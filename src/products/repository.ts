@@ -93,14 +93,13 @@ export async function listMembers(db: Db, productId: number): Promise<(UserRow &
 export async function filterMembers(db: Db, productId: number, userIds: number[]): Promise<Set<number>> {
   const ids = [...new Set(userIds)].filter(storableId);
   if (ids.length === 0) return new Set();
-  const rows = await db
-    .selectFrom('memberships')
-    .select('user_id')
-    .where('product_id', '=', productId)
-    .where('user_id', 'in', ids)
-    .execute();
+  const rows = await membersAmong(db, productId, ids);
   return new Set(rows.map((r) => r.user_id));
 }
+
+const membersAmong = prepared((db, productId: number, ids: number[]) =>
+  db.selectFrom('memberships').select('user_id').where('product_id', '=', productId).where('user_id', 'in', ids),
+);
 
 /**
  * Hands out the next item number. The UPDATE takes the product row's write lock, so concurrent

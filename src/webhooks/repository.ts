@@ -1,6 +1,7 @@
 import type { Insertable, Updateable } from 'kysely';
 import type { Db, Trx } from '../db/connection.js';
 import { lockedForClaim, takeLeases, type Due } from '../db/leases.js';
+import { prepared } from '../db/prepared.js';
 import { storableId, type WebhookDeliveriesTable, type WebhookDeliveryRow, type WebhookEventRow, type WebhookRow, type WebhooksTable } from '../db/schema.js';
 
 export async function insertWebhook(trx: Trx, row: Insertable<WebhooksTable>): Promise<WebhookRow> {
@@ -22,8 +23,13 @@ export async function listWebhookRows(db: Db, productId: number): Promise<Webhoo
 
 /** The enabled webhooks of a product and their events: what every change of the product asks (by the product index). */
 export async function enabledWebhooks(db: Db, productId: number): Promise<Pick<WebhookRow, 'id' | 'events'>[]> {
-  return db.selectFrom('webhooks').select(['id', 'events']).where('product_id', '=', productId).where('disabled_at', 'is', null).execute();
+  return enabledOf(db, productId);
 }
+
+// Read by every change of an item: built and compiled once.
+const enabledOf = prepared((db, productId: number) =>
+  db.selectFrom('webhooks').select(['id', 'events']).where('product_id', '=', productId).where('disabled_at', 'is', null),
+);
 
 export async function countWebhooks(db: Db, productId: number): Promise<number> {
   const row = await db.selectFrom('webhooks').select((eb) => eb.fn.countAll<number>().as('n')).where('product_id', '=', productId).executeTakeFirstOrThrow();
