@@ -43,7 +43,21 @@ function copies(templates: Template[], count: number): Copy[] {
   }));
 }
 
-const OUTBOX_COLUMNS = [...COPIED, 'message_id', 'status', 'attempts', 'next_attempt_at', 'retry_until', 'created_at'];
+/** The outbox columns a copy fills, with their PostgreSQL types (for unnest). */
+const OUTBOX_TYPES = {
+  deploy_id: 'int4',
+  user_id: 'int4',
+  to_address: 'text',
+  subject: 'text',
+  item_ids: 'text',
+  message_id: 'text',
+  status: 'text',
+  attempts: 'int4',
+  next_attempt_at: 'text',
+  retry_until: 'text',
+  created_at: 'text',
+} satisfies Record<(typeof COPIED)[number] | string, string>;
+const OUTBOX_COLUMNS = Object.keys(OUTBOX_TYPES);
 const rowOf = (c: Copy) => [...COPIED.map((k) => c.template[k]), c.messageId, 'pending', 0, c.now, c.retryUntil, c.now];
 
 export function sqliteStore(file: string): BenchStore {
@@ -80,7 +94,7 @@ export function postgresStore(url: string): BenchStore {
     async queueCopies(deployId, count) {
       const templates = (await pool.query<Template>(`select ${COPIED.join(', ')} from outbox where deploy_id = $1`, [deployId])).rows;
       const rows = copies(templates, count).map(rowOf);
-      const types = ['int4', 'int4', 'text', 'text', 'text', 'text', 'text', 'text', 'text', 'int4', 'text', 'text', 'text'];
+      const types = Object.values(OUTBOX_TYPES);
       const arrays = OUTBOX_COLUMNS.map((_, i) => rows.map((r) => r[i]));
       await pool.query(
         `insert into outbox (${OUTBOX_COLUMNS.join(', ')}) select * from unnest(${types.map((t, i) => `$${i + 1}::${t}[]`).join(', ')})`,
