@@ -94,7 +94,10 @@ export class GroupCommitSqliteDriver implements Driver {
   readonly #onCommit: ((transactions: number) => void) | undefined;
   readonly #busyTimeoutMs: number | undefined;
   readonly #beforeBatch: (() => void) | undefined;
-  /** Whether a transaction or lone statement has the writer; while none has, no batch is open. */
+  /**
+   * Whether a transaction or lone statement has the writer. While none has, a batch may still be
+   * open, until the next turn of the event loop commits it (or a transaction joins it first).
+   */
   #held = false;
   readonly #queue: Waiter[] = [];
   #batch: Batch | undefined;
