@@ -56,7 +56,7 @@ const OUTBOX_TYPES = {
   next_attempt_at: 'text',
   retry_until: 'text',
   created_at: 'text',
-} satisfies Record<(typeof COPIED)[number] | string, string>;
+};
 const OUTBOX_COLUMNS = Object.keys(OUTBOX_TYPES);
 const rowOf = (c: Copy) => [...COPIED.map((k) => c.template[k]), c.messageId, 'pending', 0, c.now, c.retryUntil, c.now];
 

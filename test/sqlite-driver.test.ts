@@ -35,11 +35,21 @@ async function open(options: { maxBatch?: number; memory?: boolean } = {}): Prom
   return { db, outside: options.memory ? writer : new SQLite(file, { readonly: true }), commits };
 }
 
+/** Runs `body` on a fixture of its own, and closes both connections after it. */
+async function withFixture(options: Parameters<typeof open>[0], body: (f: Fixture) => Promise<void>): Promise<void> {
+  const f = await open(options);
+  try {
+    await body(f);
+  } finally {
+    await f.db.destroy();
+    if (f.outside.open) f.outside.close();
+  }
+}
+
 const bodies = (f: Fixture): string[] => (f.outside.prepare('select body from notes order by id').pluck().all() as string[]);
 
 test('transactions queued together are committed together, and each answers only once it is committed', async () => {
-  const f = await open();
-  try {
+  await withFixture({}, async (f) => {
     const seenAtAnswer: boolean[] = [];
     await Promise.all(
       Array.from({ length: 20 }, async (_, i) => {
@@ -55,14 +65,11 @@ test('transactions queued together are committed together, and each answers only
     assert.equal(bodies(f).length, 20);
     assert.ok(f.commits.length < 20, `20 transactions took ${f.commits.length} commits`);
     assert.equal(f.commits.reduce((a, b) => a + b, 0), 20);
-  } finally {
-    await f.db.destroy();
-  }
+  });
 });
 
 test('a transaction that fails in a batch is rolled back alone', async () => {
-  const f = await open();
-  try {
+  await withFixture({}, async (f) => {
     const results = await Promise.allSettled(
       ['a', 'b', 'c', 'd'].map((body) =>
         f.db.transaction().execute(async (trx) => {
@@ -76,14 +83,11 @@ test('a transaction that fails in a batch is rolled back alone', async () => {
     assert.deepEqual(results.map((r) => r.status), ['fulfilled', 'rejected', 'fulfilled', 'fulfilled']);
     assert.deepEqual(bodies(f), ['a', 'c', 'd']);
     assert.deepEqual(f.commits, [4], 'one commit for the four, the failed one included as nothing');
-  } finally {
-    await f.db.destroy();
-  }
+  });
 });
 
 test('a commit that fails fails every transaction of its batch, and the next batch starts clean', async () => {
-  const f = await open();
-  try {
+  await withFixture({}, async (f) => {
     // A deferred foreign key is checked at COMMIT: the orphan makes the shared commit fail.
     const results = await Promise.allSettled(
       [1, 99, 1].map((parent, i) => f.db.transaction().execute((trx) => trx.insertInto('notes').values({ body: `p${i}`, parent_id: parent }).execute())),
@@ -93,14 +97,11 @@ test('a commit that fails fails every transaction of its batch, and the next bat
     assert.deepEqual(bodies(f), [], 'nothing of the failed commit was kept');
     await f.db.transaction().execute((trx) => trx.insertInto('notes').values({ body: 'after', parent_id: 1 }).execute());
     assert.deepEqual(bodies(f), ['after']);
-  } finally {
-    await f.db.destroy();
-  }
+  });
 });
 
 test('reads outside a transaction never see its uncommitted changes', async () => {
-  const f = await open();
-  try {
+  await withFixture({}, async (f) => {
     let during: unknown[] = [];
     await f.db.transaction().execute(async (trx) => {
       await trx.insertInto('notes').values({ body: 'pending' }).execute();
@@ -108,14 +109,11 @@ test('reads outside a transaction never see its uncommitted changes', async () =
     });
     assert.deepEqual(during, []);
     assert.deepEqual(await f.db.selectFrom('notes').select('body').execute(), [{ body: 'pending' }]);
-  } finally {
-    await f.db.destroy();
-  }
+  });
 });
 
 test('a statement outside any transaction waits for the open batch and is committed alone', async () => {
-  const f = await open();
-  try {
+  await withFixture({}, async (f) => {
     await Promise.all([
       f.db.transaction().execute((trx) => trx.insertInto('notes').values({ body: 't1' }).execute()),
       f.db.insertInto('notes').values({ body: 'alone' }).execute(),
@@ -124,25 +122,19 @@ test('a statement outside any transaction waits for the open batch and is commit
     assert.deepEqual(bodies(f), ['t1', 'alone', 't2'], 'in the order they asked');
     // The lone insert is no transaction of a batch: t1 and t2 were each committed without it.
     assert.deepEqual(f.commits, [1, 1]);
-  } finally {
-    await f.db.destroy();
-  }
+  });
 });
 
 test('a batch holds at most maxBatch transactions', async () => {
-  const f = await open({ maxBatch: 4 });
-  try {
+  await withFixture({ maxBatch: 4 }, async (f) => {
     await Promise.all(Array.from({ length: 10 }, (_, i) => f.db.transaction().execute((trx) => trx.insertInto('notes').values({ body: `m${i}` }).execute())));
     assert.deepEqual(f.commits, [4, 4, 2]);
     assert.equal(bodies(f).length, 10);
-  } finally {
-    await f.db.destroy();
-  }
+  });
 });
 
 test('in memory, with one connection, reads wait for the batch to be committed', async () => {
-  const f = await open({ memory: true });
-  try {
+  await withFixture({ memory: true }, async (f) => {
     let read: Promise<unknown[]> | undefined;
     await f.db.transaction().execute(async (trx) => {
       await trx.insertInto('notes').values({ body: 'm' }).execute();
@@ -150,14 +142,11 @@ test('in memory, with one connection, reads wait for the batch to be committed',
     });
     assert.deepEqual(await read, [{ body: 'm' }], 'the read ran after the commit, not inside the transaction');
     assert.deepEqual(f.commits, [1]);
-  } finally {
-    await f.db.destroy();
-  }
+  });
 });
 
 test('a raw SELECT outside a transaction is a plain read too: it neither waits for the writer nor sees the open transaction', async () => {
-  const f = await open();
-  try {
+  await withFixture({}, async (f) => {
     let during: unknown;
     await f.db.transaction().execute(async (trx) => {
       await trx.insertInto('notes').values({ body: 'pending' }).execute();
@@ -166,14 +155,11 @@ test('a raw SELECT outside a transaction is a plain read too: it neither waits f
     });
     assert.equal(during, 0);
     assert.deepEqual(f.commits, [1], 'the read did not cut the batch short');
-  } finally {
-    await f.db.destroy();
-  }
+  });
 });
 
 test('a transaction whose savepoint cannot be released fails, and none of it is committed', async () => {
-  const f = await open();
-  try {
+  await withFixture({}, async (f) => {
     const result = f.db.transaction().execute(async (trx) => {
       await trx.insertInto('notes').values({ body: 'orphan' }).execute();
       // Releases the driver's savepoint behind its back: the driver's own RELEASE then fails.
@@ -183,14 +169,11 @@ test('a transaction whose savepoint cannot be released fails, and none of it is 
     assert.deepEqual(bodies(f), []);
     await f.db.transaction().execute((trx) => trx.insertInto('notes').values({ body: 'next' }).execute());
     assert.deepEqual(bodies(f), ['next']);
-  } finally {
-    await f.db.destroy();
-  }
+  });
 });
 
 test('destroy waits for the transactions already queued and commits them', async () => {
   const f = await open();
-  const file = f.outside.name;
   // The first holds the writer until told to end; the others queue behind it, then destroy.
   let end!: () => void;
   const holding = new Promise<void>((resolve) => (end = resolve));
@@ -207,10 +190,9 @@ test('destroy waits for the transactions already queued and commits them', async
   const destroyed = f.db.destroy();
   end();
   await Promise.all([first, ...queued, destroyed]);
-  const check = new SQLite(file, { readonly: true });
   try {
-    assert.deepEqual(check.prepare('select body from notes order by id').pluck().all(), ['q0', 'q1', 'q2', 'q3']);
+    assert.deepEqual(bodies(f), ['q0', 'q1', 'q2', 'q3']);
   } finally {
-    check.close();
+    f.outside.close();
   }
 });

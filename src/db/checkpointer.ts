@@ -43,9 +43,9 @@ parentPort.on('message', () => {
  * requests queued behind it on the event loop) pays for copying and syncing the whole WAL. The
  * connection's own automatic checkpoints are switched off while the thread runs, and back on if it
  * ever stops, so the WAL cannot grow without bound; past `restartFrames`, the writer restarts the
- * WAL between two transactions (`restartIfPastLimit`), even while writes never pause. A checkpoint that fails (a full or read-only
- * disk) is tried again every turn; `onError` hears when they start failing, `onRecovered` when
- * they work again.
+ * WAL between two transactions (`restartIfPastLimit`), even while writes never pause. A
+ * checkpoint that fails (a full or read-only disk) is tried again every turn; `onError` hears
+ * when they start failing, `onRecovered` when they work again.
  */
 export class BackgroundCheckpointer {
   private readonly worker: Worker;

@@ -205,7 +205,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Db> {
   return db;
 }
 
-const UNAVAILABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'SQLITE_BUSY', 'SQLITE_BUSY_SNAPSHOT', 'SQLITE_BUSY_RECOVERY', 'SQLITE_BUSY_TIMEOUT']);
+const UNAVAILABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH']);
 
 /**
  * Whether an error means the database is out of reach or overloaded for now (a 503 and a retry,
@@ -215,6 +215,8 @@ export function isDatabaseUnavailable(err: unknown): boolean {
   const e = err as { code?: string; message?: string } | null;
   if (!e) return false;
   if (e.code && UNAVAILABLE_CODES.has(e.code)) return true;
+  // SQLite's lock held elsewhere: SQLITE_BUSY and its extended codes (SQLITE_BUSY_SNAPSHOT, ...).
+  if (e.code?.startsWith('SQLITE_BUSY')) return true;
   // PostgreSQL: query_canceled (statement_timeout), shutdown and connection classes, too many connections.
   if (e.code && (/^57(014|P0[1-3])$/.test(e.code) || /^08/.test(e.code) || e.code === '53300')) return true;
   return /timeout exceeded when trying to connect|Connection terminated|connection timeout|Query read timeout/i.test(e.message ?? '');

@@ -28,7 +28,7 @@ class TransactionalDdlSqliteAdapter extends SqliteAdapter {
  * The embedded database's dialect: Kysely's SQLite, with transactions on the group-commit driver
  * (which takes SQLite's write lock at BEGIN, BEGIN IMMEDIATE, so a transaction that reads and then
  * writes never fails half-way with SQLITE_BUSY when another process writes at the same time: it
- * waits for busy_timeout instead) and plain reads on a connection of their own.
+ * waits for the lock instead) and plain reads on a connection of their own.
  */
 export class GroupCommitSqliteDialect extends SqliteDialect {
   readonly #connections: SqliteConnections;
