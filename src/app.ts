@@ -178,10 +178,13 @@ async function registerRoutes(app: FastifyInstance, web: WebOptions): Promise<vo
   await app.register(unsubscribeRoutes);
   await app.register(invitationRoutes);
   await app.register(async (api) => {
-    api.addHook('onRequest', requireUser(app.db));
     documentScope(api, requireUserDocumentation);
-    await api.register(userRoutes);
-    await api.register(productRoutes);
+    await api.register(async (caller) => {
+      caller.addHook('onRequest', requireUser(app.db));
+      await caller.register(userRoutes);
+      await caller.register(productRoutes);
+    });
+    // The caller and the product of the path are read together (requireMember checks both).
     await api.register(async (member) => {
       member.addHook('onRequest', requireMember(app.db));
       documentScope(member, requireMemberDocumentation);

@@ -311,6 +311,41 @@ describe('product membership (BOLA)', () => {
     assert.equal(state.deploys.length, 1);
   });
 
+  test('under a product, credentials are checked as everywhere else, with the product read in the same query', async () => {
+    const items = `/api/products/${productA}/items.json`;
+    const get = (authorization?: string, url = items) => t.app.inject({ method: 'GET', url, headers: authorization ? { authorization } : {} });
+    for (const [label, header] of [
+      ['Basic', basic(ownerA.email, ownerA.apiKey)],
+      ['Basic, email in capitals', basic(ownerA.email.toUpperCase(), ownerA.apiKey)],
+      ['Bearer', `Bearer ${ownerA.apiKey}`],
+    ]) {
+      const res = await get(header);
+      assert.equal(res.statusCode, 200, `${label}: ${res.body}`);
+    }
+    for (const [label, header] of [
+      ['wrong key', basic(ownerA.email, ownerB.apiKey)],
+      ['unknown email', basic('nobody-member@example.com', ownerA.apiKey)],
+      ['unknown bearer key', `Bearer ${'C'.repeat(32)}`],
+      ['malformed', `Token ${ownerA.apiKey}`],
+    ]) {
+      assertInvalidUser(await get(header), label);
+      // The same credentials on a product that does not exist: still 403, not 404.
+      assertInvalidUser(await get(header, '/api/products/987654/items.json'), `${label}, unknown product`);
+    }
+    // An id too big to be stored names no product, once the caller is known.
+    assertError(await get(`Bearer ${ownerA.apiKey}`, '/api/products/99999999999999999999/items.json'), 404);
+    assertInvalidUser(await get(`Bearer ${'C'.repeat(32)}`, '/api/products/99999999999999999999/items.json'));
+    // The caller is who the credentials name, on a product route as well.
+    const bearerCreated = await t.app.inject({
+      method: 'POST',
+      url: `/api/products/${productA}/items.json`,
+      headers: { authorization: `Bearer ${ownerA.apiKey}`, 'content-type': 'application/x-www-form-urlencoded' },
+      payload: 'type=task&title=By+bearer',
+    });
+    assert.equal(bearerCreated.statusCode, 200, bearerCreated.body);
+    assert.equal(bearerCreated.json().created_by.id, ownerA.user.id);
+  });
+
   test("product A's member cannot reach B's items through A's id", async () => {
     // Item numbers restart per product: A's item 1 must be A's, never B's.
     const res = await client(t.app, ownerA).get(`/api/products/${productA}/items/1.json`);

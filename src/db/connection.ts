@@ -6,6 +6,7 @@ import type pg from 'pg';
 import { BackgroundCheckpointer } from './checkpointer.js';
 import { GroupCommitSqliteDialect } from './dialect.js';
 import { migrateToLatest } from './migrate.js';
+import { serverStatementName } from './statements.js';
 import type { Database } from './schema.js';
 import { LruCache } from '../lru.js';
 
@@ -142,6 +143,9 @@ function openSqlite(options: DatabaseOptions): Db {
  * The pool as Kysely sees it, with two repairs for a database that stops answering: an error on a
  * connection in use never becomes an uncaught exception, and a connection whose query timed out or
  * broke is discarded on release instead of going back to the pool with a query still stuck on it.
+ * Statements of prepared queries run under their names (see serverStatementName); one whose
+ * prepared plan no longer fits the tables (a column's type changed under it) fails once, as
+ * unavailable, and its connection, which holds that plan, is discarded.
  */
 function resilientPool(pool: pg.Pool) {
   // An idle connection dropped by the server (restart, network) is replaced on next use.
@@ -153,7 +157,10 @@ function resilientPool(pool: pg.Pool) {
       let broken = false;
       return {
         query(...args: Parameters<pg.PoolClient['query']>) {
-          const result = (client.query as (...a: unknown[]) => unknown)(...args);
+          // Kysely passes (text, values); a statement the server prepares goes by its name.
+          const name = typeof args[0] === 'string' ? serverStatementName(args[0]) : undefined;
+          const call = name ? [{ name, text: args[0], values: args[1] }] : args;
+          const result = (client.query as (...a: unknown[]) => unknown)(...call);
           if (result instanceof Promise) {
             return result.catch((err: unknown) => {
               if (isDatabaseUnavailable(err)) broken = true;
@@ -219,5 +226,7 @@ export function isDatabaseUnavailable(err: unknown): boolean {
   if (e.code?.startsWith('SQLITE_BUSY')) return true;
   // PostgreSQL: query_canceled (statement_timeout), shutdown and connection classes, too many connections.
   if (e.code && (/^57(014|P0[1-3])$/.test(e.code) || /^08/.test(e.code) || e.code === '53300')) return true;
+  // PostgreSQL: "cached plan must not change result type", a prepared statement outlived by the schema.
+  if (e.code === '0A000' && /cached plan/i.test(e.message ?? '')) return true;
   return /timeout exceeded when trying to connect|Connection terminated|connection timeout|Query read timeout/i.test(e.message ?? '');
 }

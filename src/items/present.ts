@@ -7,7 +7,7 @@ import type { Urls } from '../scope.js';
 import { nextTurn } from '../turns.js';
 import { presentUser, UserSchema } from '../users/index.js';
 import { CLOSE_REASONS, DEPLOYED_TO_SHOWN, DEPLOYED_TO_SHOWN_EMBEDDED, ITEM_TYPES, SCORES, STATUSES, statusName } from './model.js';
-import { loadRelations, type Deployment, type ItemRelations, type KnownDeployments } from './repository.js';
+import { loadRelations, type Deployment, type ItemRelations, type KnownRelations } from './repository.js';
 import { itemShortUrl } from './urls.js';
 
 // Descriptions and enums are for the API's description; serialising ignores them.
@@ -163,7 +163,7 @@ export async function presentItems(
   urls: Urls,
   viewerId: number,
   embedded = false,
-  known?: KnownDeployments,
+  known?: KnownRelations,
 ): Promise<ItemJson[]> {
   const shown = embedded ? DEPLOYED_TO_SHOWN_EMBEDDED : DEPLOYED_TO_SHOWN;
   const rel = await loadRelations(db, product, rows, shown, known);

@@ -495,9 +495,9 @@ export interface ItemRelations {
 }
 
 /**
- * The latest `shown` deployments of each item, latest first, and how many each has in all. One
- * index walk per item that stops after `shown + 1` entries; only items that have more are counted.
- * Long because the one query is written for each dialect (they walk the index differently).
+ * The latest `shown` deployments of each item, latest first, and how many each has in all (on
+ * SQLite; PostgreSQL reads them with the tags, see extrasOnPostgres). One index walk per item that
+ * stops after `shown + 1` entries; only items that have more are counted.
  */
 async function latestDeployments(
   db: Db,
@@ -510,21 +510,13 @@ async function latestDeployments(
     ids.length === 1
       ? (await deploymentsPage(db, ids[0], 0, take)).map((d) => ({ item_id: ids[0], ...d }))
       : await inChunks(ids, async (chunk) => {
-          // PostgreSQL walks the index per item through LATERAL; SQLite, which has none, through a
-          // correlated rowid list per item.
-          const query =
-            dialectOf(db) === 'postgres'
-              ? sql<Deployment & { item_id: number }>`select d.item_id, d.environment, d.version, d.deployed_at, d.deploy_id, d.reverted_at, d.reverted_by
-                  from unnest(${chunk}::integer[]) as i(id)
-                  cross join lateral (
-                    select * from item_deployments x where x.item_id = i.id order by x.deploy_id desc limit ${take}
-                  ) d`
-              : sql<Deployment & { item_id: number }>`select d.item_id, d.environment, d.version, d.deployed_at, d.deploy_id, d.reverted_at, d.reverted_by
-                  from items i
-                  join item_deployments d on d.rowid in (
-                    select x.rowid from item_deployments x where x.item_id = i.id order by x.deploy_id desc limit ${take}
-                  )
-                  where i.id in (${sql.join(chunk)})`;
+          // Through a correlated rowid list per item: SQLite has no LATERAL.
+          const query = sql<Deployment & { item_id: number }>`select d.item_id, d.environment, d.version, d.deployed_at, d.deploy_id, d.reverted_at, d.reverted_by
+              from items i
+              join item_deployments d on d.rowid in (
+                select x.rowid from item_deployments x where x.item_id = i.id order by x.deploy_id desc limit ${take}
+              )
+              where i.id in (${sql.join(chunk)})`;
           return (await query.execute(db)).rows;
         });
   const deployments = new Map<number, Deployment[]>();
@@ -594,23 +586,103 @@ export async function deploymentsIn(db: Db, itemIds: number[], environments: str
   return result;
 }
 
-/** Deployments of some items read already (latest first, at least as many as are shown), and how many each has in all. */
-export interface KnownDeployments {
+/** What some items embed, read already: deployments (latest first, at least as many as are shown) and how many each has in all, and maybe tags. */
+export interface KnownRelations {
+  tags?: Map<number, string[]>;
   deployments: Map<number, Deployment[]>;
   counts: Map<number, number>;
 }
 
 /** What is known of one item's deployments: a first page of them (latest first) and how many there are. */
-export const knownDeploymentsOf = (itemId: number, deployments: Deployment[], total: number): KnownDeployments => ({
+export const knownDeploymentsOf = (itemId: number, deployments: Deployment[], total: number): KnownRelations => ({
   deployments: new Map([[itemId, deployments]]),
   counts: new Map([[itemId, total]]),
 });
 
+/** Each item's tags in order, its latest deployments (latest first) and how many it has in all. */
+type Extras = Required<KnownRelations>;
+
+/**
+ * What PostgreSQL reads of an item besides its row, as columns of a query over items `i`: tags
+ * and the latest `take` deployments as JSON arrays, and their number in all. One query where
+ * SQLite, in-process, runs three small prepared ones: each query there is a round trip.
+ */
+const extraColumns = (take: number) => [
+  sql<string[]>`coalesce((select json_agg(t.tag order by t.position) from item_tags t where t.item_id = i.id), '[]'::json)`.as('tags'),
+  sql<Deployment[]>`coalesce((select json_agg(d order by d.deploy_id desc) from (
+      select x.environment, x.version, x.deployed_at, x.deploy_id, x.reverted_at, x.reverted_by
+      from item_deployments x where x.item_id = i.id order by x.deploy_id desc limit ${take}
+    ) d), '[]'::json)`.as('deployments'),
+  sql<number>`(select count(*)::integer from item_deployments x where x.item_id = i.id)`.as('deployments_total'),
+];
+
+const itemWithExtras = prepared((db, productId: number, number: number, take: number) =>
+  db.selectFrom('items as i').selectAll('i').select(extraColumns(take)).where('i.product_id', '=', productId).where('i.number', '=', number),
+);
+
+/** The extras of rows read with extraColumns, keyed by item, `deployed_to` cut to `shown`. */
+function extrasOf(rows: { id: number; tags: string[]; deployments: Deployment[]; deployments_total: number }[], shown: number): Extras {
+  const extras: Extras = { tags: new Map(), deployments: new Map(), counts: new Map() };
+  for (const row of rows) {
+    extras.tags.set(row.id, row.tags);
+    if (row.deployments.length) extras.deployments.set(row.id, row.deployments.slice(0, shown));
+    extras.counts.set(row.id, row.deployments_total);
+  }
+  return extras;
+}
+
+async function extrasOnPostgres(db: Db, ids: number[], shown: number): Promise<Extras> {
+  const rows = await inChunks(ids, async (chunk) => {
+    const query = db
+      .selectFrom('items as i')
+      .select(['i.id', ...extraColumns(shown)])
+      .where(sql<boolean>`i.id = any(${chunk}::integer[])`);
+    return query.execute();
+  });
+  return extrasOf(rows, shown);
+}
+
+/**
+ * An item of a product by number, to be shown with its latest `shown` deployments: on PostgreSQL
+ * read with its tags and deployments in the same query (given as `known`, for loadRelations).
+ */
+export async function findItemToShow(db: Db, productId: number, number: number, shown: number): Promise<{ row: ItemRow; known?: KnownRelations } | undefined> {
+  if (dialectOf(db) !== 'postgres') {
+    const row = await findItemByNumber(db, productId, number);
+    return row && { row };
+  }
+  if (!storableId(number)) return undefined;
+  const [found] = await itemWithExtras(db, productId, number, shown);
+  if (!found) return undefined;
+  const { tags, deployments, deployments_total, ...row } = found;
+  return { row, known: extrasOf([{ id: row.id, tags, deployments, deployments_total }], shown) };
+}
+
+/** The extras of items `ids`, those in `known` (tags and deployments alike) not read again. */
+async function readExtras(db: Db, ids: number[], shown: number, known?: KnownRelations): Promise<Extras> {
+  const lacking = (had?: Map<number, unknown>) => (had ? ids.filter((id) => !had.has(id)) : ids);
+  let read: Extras;
+  if (dialectOf(db) === 'postgres') {
+    read = await extrasOnPostgres(db, [...new Set([...lacking(known?.tags), ...lacking(known?.counts)])], shown);
+  } else {
+    const [tags, deployments] = await Promise.all([inChunks(lacking(known?.tags), (chunk) => tagsOfItems(db, chunk)), latestDeployments(db, lacking(known?.counts), shown)]);
+    const tagMap = new Map<number, string[]>();
+    for (const t of tags) (tagMap.get(t.item_id) ?? tagMap.set(t.item_id, []).get(t.item_id)!).push(t.tag);
+    read = { tags: tagMap, ...deployments };
+  }
+  if (!known) return read;
+  return {
+    tags: new Map([...read.tags, ...(known.tags ?? [])]),
+    deployments: new Map([...read.deployments, ...known.deployments]),
+    counts: new Map([...read.counts, ...known.counts]),
+  };
+}
+
 /**
  * Loads what a page of items embeds, each item's `deployed_to` cut to its latest `shown`
- * environments (parents included); the deployments of items in `known` are not read again.
+ * environments (parents included); what `known` holds of an item is not read again.
  */
-export async function loadRelations(db: Db, product: ProductRow, rows: ItemRow[], shown: number, known?: KnownDeployments): Promise<ItemRelations> {
+export async function loadRelations(db: Db, product: ProductRow, rows: ItemRow[], shown: number, known?: KnownRelations): Promise<ItemRelations> {
   // A list with sub-items usually holds their parents too.
   const listed = new Map(rows.map((r) => [r.id, r]));
   const parentIds = [...new Set(rows.map((r) => r.parent_id).filter((id): id is number => id !== null))];
@@ -619,19 +691,13 @@ export async function loadRelations(db: Db, product: ProductRow, rows: ItemRow[]
   const all = [...rows, ...parents];
   const ids = [...new Set(all.map((r) => r.id))];
   const userIds = [...new Set(all.flatMap((r) => (r.assigned_to_id ? [r.created_by_id, r.assigned_to_id] : [r.created_by_id])))];
-  const [users, tags, deployments] = await Promise.all([
-    findProfiles(db, userIds),
-    inChunks(ids, (chunk) => tagsOfItems(db, chunk)),
-    latestDeployments(db, known ? ids.filter((id) => !known.counts.has(id)) : ids, shown),
-  ]);
-  const tagMap = new Map<number, string[]>();
-  for (const t of tags) (tagMap.get(t.item_id) ?? tagMap.set(t.item_id, []).get(t.item_id)!).push(t.tag);
+  const [users, extras] = await Promise.all([findProfiles(db, userIds), readExtras(db, ids, shown, known)]);
   return {
     product,
     users,
-    tags: tagMap,
-    deployments: known ? new Map([...deployments.deployments, ...known.deployments]) : deployments.deployments,
-    deploymentCounts: known ? new Map([...deployments.counts, ...known.counts]) : deployments.counts,
+    tags: extras.tags,
+    deployments: extras.deployments,
+    deploymentCounts: extras.counts,
     parents: new Map(parents.map((p) => [p.id, p])),
   };
 }

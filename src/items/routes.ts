@@ -27,13 +27,14 @@ import {
 } from './model.js';
 import { itemPagePath } from './urls.js';
 import { DeploymentSchema, ItemSchema, presentDeployment, presentItems } from './present.js';
-import { knownDeploymentsOf, type KnownDeployments } from './repository.js';
+import { knownDeploymentsOf, type KnownRelations } from './repository.js';
 import {
   archiveItem,
   childrenOf,
   createItem,
   deploymentsOf,
   getItem,
+  getItemToShow,
   listItems,
   resortItem,
   setFollowing,
@@ -83,7 +84,7 @@ export async function itemRoutes(app: FastifyInstance): Promise<void> {
 }
 
 /** The caller's view of one item, as every single-item route answers. */
-const presentOne = async (app: FastifyInstance, scope: ProductScope, row: ItemRow, known?: KnownDeployments) =>
+const presentOne = async (app: FastifyInstance, scope: ProductScope, row: ItemRow, known?: KnownRelations) =>
   (await presentItems(app.db, scope.product, [row], app.config, scope.user.id, false, known))[0];
 
 /** Lists: the items of a product, a story's sub-items, an item's environments. */
@@ -216,8 +217,10 @@ async function itemChangeRoutes(app: FastifyInstance): Promise<void> {
   app.get(
     item,
     { schema: { summary: 'Fetch an item', operationId: 'getItem', tags, params: ItemParams, ...answer('The item, archived or not.', ITEM_MISSING) } },
-    async (request) =>
-    presentOne(app, request.scope, await getItem(app.db, request.scope, pathItemNumber(request))),
+    async (request) => {
+      const { row, known } = await getItemToShow(app.db, request.scope, pathItemNumber(request));
+      return presentOne(app, request.scope, row, known);
+    },
   );
   app.post(
     item,

@@ -7,6 +7,7 @@ import { nowTimestamp } from '../time.js';
 import { findUserById } from '../users/index.js';
 import { parseListItems, parseUpdateItem, type CreateItemInput, type ListItemsInput, type ResortInput, type UpdateItemInput, type UserRef } from './input.js';
 import {
+  DEPLOYED_TO_SHOWN,
   isClosed,
   progressOnEntering,
   SORT_STEP,
@@ -42,13 +43,25 @@ import {
   replaceTags,
   touchActivity,
   updateItemRow,
+  findItemToShow,
   type Deployment,
+  type KnownRelations,
 } from './repository.js';
 
 export async function getItem(db: Db, scope: ProductScope, number: number): Promise<ItemRow> {
   const item = await findItemByNumber(db, scope.product.id, number);
   if (!item) throw itemNotFound(number);
   return item;
+}
+
+/**
+ * An item to be shown on its own (not embedded), and what was read of its relations along with
+ * it (for presentItems), in as few queries as the database allows.
+ */
+export async function getItemToShow(db: Db, scope: ProductScope, number: number): Promise<{ row: ItemRow; known?: KnownRelations }> {
+  const found = await findItemToShow(db, scope.product.id, number, DEPLOYED_TO_SHOWN);
+  if (!found) throw itemNotFound(number);
+  return found;
 }
 
 /** A user id that must name an existing user (404 otherwise). */

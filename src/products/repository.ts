@@ -2,6 +2,7 @@ import type { Db, Trx } from '../db/connection.js';
 import { dialectOf } from '../db/dialect.js';
 import { prepared } from '../db/prepared.js';
 import { storableId, type ProductRow, type UserRow } from '../db/schema.js';
+import { findUserBy, type UserLookup } from '../users/index.js';
 
 export async function insertProduct(trx: Trx, name: string, createdAt: string): Promise<ProductRow> {
   return trx
@@ -40,6 +41,59 @@ export async function findProductAs(
 
 export interface Membership {
   admin: boolean;
+}
+
+/** A product's columns under names of their own, read beside a user's (whose names they share). */
+const PRODUCT_AS = {
+  id: 'products.id as product_id',
+  name: 'products.name as product_name',
+  archived: 'products.archived as product_archived',
+  created_at: 'products.created_at as product_created_at',
+  last_number: 'products.last_number as product_last_number',
+  items_version: 'products.items_version as product_items_version',
+  revision: 'products.revision as product_revision',
+} as const satisfies Record<keyof ProductRow, string>;
+
+const callerIn = (db: Db, productId: number) =>
+  db
+    .selectFrom('users')
+    .leftJoin('products', (j) => j.on('products.id', '=', productId))
+    .leftJoin('memberships', (j) => j.onRef('memberships.product_id', '=', 'products.id').onRef('memberships.user_id', '=', 'users.id'))
+    .selectAll('users')
+    .select([...Object.values(PRODUCT_AS), 'memberships.admin']);
+const callerByEmailIn = prepared((db, productId: number, email: string) => callerIn(db, productId).where('users.email', '=', email));
+const callerByKeyIn = prepared((db, productId: number, hash: string) => callerIn(db, productId).where('users.api_key_hash', '=', hash));
+
+export interface CallerAndProduct {
+  user: UserRow | undefined;
+  product?: ProductRow;
+  membership?: Membership;
+}
+
+/**
+ * The user a request names (see UserLookup), the product `productId` and that user's membership
+ * of it, in one read: each undefined when there is none.
+ */
+export async function findCallerAndProduct(
+  db: Db,
+  lookup: UserLookup,
+  productId: number,
+): Promise<CallerAndProduct> {
+  if (!storableId(productId)) return { user: await findUserBy(db, lookup) };
+  const [row] = 'email' in lookup ? await callerByEmailIn(db, productId, lookup.email) : await callerByKeyIn(db, productId, lookup.keyHash);
+  if (!row) return { user: undefined };
+  const { product_id, product_name, product_archived, product_created_at, product_last_number, product_items_version, product_revision, admin, ...user } = row;
+  if (product_id === null) return { user };
+  const product: ProductRow = {
+    id: product_id,
+    name: product_name!,
+    archived: product_archived!,
+    created_at: product_created_at!,
+    last_number: product_last_number!,
+    items_version: product_items_version!,
+    revision: product_revision!,
+  };
+  return { user, product, membership: admin === null ? undefined : { admin: admin === 1 } };
 }
 
 export async function findMembership(db: Db, productId: number, userId: number): Promise<Membership | undefined> {

@@ -4,8 +4,8 @@ import { ForbiddenError, NotFoundError, productNotFound, ValidationError } from 
 import { digitsToId } from '../http/params.js';
 import type { ProductScope } from '../scope.js';
 import { nowTimestamp } from '../time.js';
-import { findUserByEmail } from '../users/index.js';
-import { findMembership, findProduct, findProductAs, insertMembership, insertProduct } from './repository.js';
+import { authenticateWith, findUserBy, findUserByEmail } from '../users/index.js';
+import { findCallerAndProduct, findMembership, findProduct, findProductAs, insertMembership, insertProduct, type CallerAndProduct } from './repository.js';
 
 /**
  * Resolves the product of a `/api/products/{id}` path for a caller, in the order docs/INTERFACE.md §2
@@ -13,8 +13,23 @@ import { findMembership, findProduct, findProductAs, insertMembership, insertPro
  */
 export async function productScope(db: Db, user: UserRow, rawId: string): Promise<ProductScope> {
   const id = digitsToId(rawId);
-  const found = id === undefined ? undefined : await findProductAs(db, id, user.id);
-  if (!found) throw productNotFound();
+  return scopeOf(user, id === undefined ? undefined : await findProductAs(db, id, user.id));
+}
+
+/**
+ * The caller of an API request (its Authorization header) and the product of its path, read in
+ * one query, checked in the same order as authenticate and productScope one after the other.
+ */
+export async function callerScope(db: Db, header: string | undefined, rawId: string): Promise<ProductScope> {
+  const id = digitsToId(rawId);
+  const found = await authenticateWith(db, header, async (lookup): Promise<CallerAndProduct> =>
+    id === undefined ? { user: await findUserBy(db, lookup) } : findCallerAndProduct(db, lookup, id),
+  );
+  return scopeOf(found.user, found);
+}
+
+function scopeOf(user: UserRow, found: Omit<CallerAndProduct, 'user'> | undefined): ProductScope {
+  if (!found?.product) throw productNotFound();
   if (!found.membership) throw new ForbiddenError();
   return { user, product: found.product, admin: found.membership.admin };
 }

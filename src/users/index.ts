@@ -1,7 +1,7 @@
 /** Users: accounts, API keys, authentication, and how a person is shown to others. */
-export { authenticate, requireUser, requireUserDocumentation } from './auth.js';
+export { authenticate, authenticateWith, requireUser, requireUserDocumentation } from './auth.js';
 export { fullName, presentUser, USER_SCHEMAS, UserSchema, type UserJson } from './present.js';
 export { findProfiles, PROFILE_TTL_MS, type UserProfile } from './profiles.js';
-export { countUsers, findUserByEmail, findUserById, findUsersByIds } from './repository.js';
+export { countUsers, findUserBy, findUserByEmail, findUserById, findUsersByIds, type UserLookup } from './repository.js';
 export { userRoutes } from './routes.js';
 export { createUser, rotateApiKey, validEmail } from './service.js';

@@ -15,6 +15,13 @@ export async function findUserByKeyHash(db: Db, hash: string): Promise<UserRow |
   return (await userByKeyHash(db, hash))[0];
 }
 
+/** How a request names its caller: by email (Basic, the key checked against the row), or by the key's hash (Bearer). */
+export type UserLookup = { email: string } | { keyHash: string };
+
+export async function findUserBy(db: Db, lookup: UserLookup): Promise<UserRow | undefined> {
+  return 'email' in lookup ? findUserByEmail(db, lookup.email) : findUserByKeyHash(db, lookup.keyHash);
+}
+
 export async function findUserById(db: Db, id: number): Promise<UserRow | undefined> {
   if (!storableId(id)) return undefined;
   return (await usersByIds(db, [id]))[0];
