@@ -11,6 +11,10 @@ interface KeptAnswer {
 
 /** What the kept answers may hold in all, in bytes of their bodies. */
 const DEFAULT_BUDGET = 32 * 1024 * 1024;
+/** Answers bigger than this are large: a page of deploys is, a page of a hundred items is not. */
+const LARGE_ANSWER = 128 * 1024;
+/** Of the budget, what large answers may hold together. */
+const LARGE_SHARE = 1 / 4;
 
 /**
  * JSON answers of a product's reads (item lists, deploy lists) kept per product revision, caller
@@ -27,8 +31,10 @@ const DEFAULT_BUDGET = 32 * 1024 * 1024;
  * Requests that ask what is being rendered at that moment wait for that render instead of each
  * starting their own (a list asked by fifty clients at once right after a change renders once);
  * when that render fails, they fail with it, and the next request renders afresh.
- * Bounded by the total size of the bodies: the least recently used go first; an answer bigger
- * than a quarter of the budget is not kept.
+ * Bounded by the total size of the bodies: the least recently used go first. Large answers (pages
+ * of deploys, hundreds of KiB each) have a quarter of the budget to themselves, so that clients
+ * paging through old deploys neither push out the lists nor fill the memory with pages nobody
+ * asks for again; one bigger than half of that quarter is not kept.
  *
  * At most `renders` answers are rendered at once; the others wait their turn. A page of deploys
  * holds up to 1,000 items, several MiB of objects while it renders: fifty of them interleaved
@@ -37,6 +43,7 @@ const DEFAULT_BUDGET = 32 * 1024 * 1024;
  */
 export class KeptAnswers {
   private readonly answers: LruCache<string, KeptAnswer>;
+  private readonly largeAnswers: LruCache<string, KeptAnswer>;
   private rendering = 0;
   private readonly waiting: (() => void)[] = [];
   /** Answers being rendered, by key: a request asking the same question meanwhile waits for it. */
@@ -45,8 +52,20 @@ export class KeptAnswers {
   constructor(
     private readonly budget = DEFAULT_BUDGET,
     private readonly renders = 2,
+    private readonly large = LARGE_ANSWER,
   ) {
-    this.answers = new LruCache(budget, PROFILE_TTL_MS, (answer) => answer.body.length);
+    const weigh = (answer: KeptAnswer) => answer.body.length;
+    this.answers = new LruCache(budget * (1 - LARGE_SHARE), PROFILE_TTL_MS, weigh);
+    this.largeAnswers = new LruCache(budget * LARGE_SHARE, PROFILE_TTL_MS, weigh);
+  }
+
+  private kept(key: string): KeptAnswer | undefined {
+    return this.answers.get(key) ?? this.largeAnswers.get(key);
+  }
+
+  private keep(key: string, answer: KeptAnswer): void {
+    if (answer.body.length <= this.large) this.answers.set(key, answer);
+    else if (answer.body.length <= (this.budget * LARGE_SHARE) / 2) this.largeAnswers.set(key, answer);
   }
 
   /** `make()`, once fewer than `renders` others are under way. */
@@ -65,7 +84,7 @@ export class KeptAnswers {
 
   /** How much the kept bodies hold, in bytes. */
   get held(): number {
-    return this.answers.weight;
+    return this.answers.weight + this.largeAnswers.weight;
   }
 
   /**
@@ -86,7 +105,7 @@ export class KeptAnswers {
     reply.type('application/json; charset=utf-8');
     // Kept, or being rendered for another request right now: the same answer either way.
     const underway = fresh ? undefined : this.underway.get(key);
-    const kept = fresh ? undefined : (this.answers.get(key) ?? (underway && (await underway)));
+    const kept = fresh ? undefined : (this.kept(key) ?? (underway && (await underway)));
     if (kept !== undefined) {
       for (const [name, value] of kept.headers) reply.header(name, value);
       return kept.body;
@@ -100,7 +119,7 @@ export class KeptAnswers {
     if (!fresh) this.underway.set(key, rendering);
     try {
       const answer = await rendering;
-      if (answer.body.length <= this.budget / 4) this.answers.set(key, answer);
+      this.keep(key, answer);
       return answer.body;
     } finally {
       if (this.underway.get(key) === rendering) this.underway.delete(key);

@@ -104,8 +104,9 @@ function fakeExchange(revision: number, cacheControl?: string) {
   return { request, reply, set };
 }
 
-test('kept answers stay within their budget, the least recently used going first; a huge one is not kept', async () => {
-  const kept = new KeptAnswers(4000);
+test('kept answers stay within their budget, the least recently used going first; large ones in a share of their own', async () => {
+  // Answers of at most 100 bytes share 4,800 bytes; larger ones 1,600; above 800 none is kept.
+  const kept = new KeptAnswers(6400, 2, 100);
   let made = 0;
   const ask = (question: string, size: number, revision = 1, cacheControl?: string) => {
     const { request, reply } = fakeExchange(revision, cacheControl);
@@ -114,24 +115,34 @@ test('kept answers stay within their budget, the least recently used going first
       return 'x'.repeat(size);
     });
   };
-  for (let i = 0; i < 10; i++) await ask(`q${i}`, 900);
-  assert.equal(made, 10);
-  assert.ok(kept.held <= 4000, `${kept.held} held`);
-  // The last four fit: asked again, none is made anew; the first ones were dropped.
-  for (const i of [9, 8, 7, 6]) await ask(`q${i}`, 900);
-  assert.equal(made, 10);
-  await ask('q0', 900);
-  assert.equal(made, 11);
-  // Bigger than a quarter of the budget: answered, never kept.
-  await ask('huge', 1200);
-  await ask('huge', 1200);
-  assert.equal(made, 13);
+  // Each body is the size asked for plus its two quotes.
+  for (let i = 0; i < 60; i++) await ask(`q${i}`, 88);
+  assert.equal(made, 60);
+  assert.ok(kept.held <= 4800, `${kept.held} held`);
+  // The last 53 fit: asked again, none is made anew; the first ones were dropped.
+  for (let i = 59; i >= 7; i--) await ask(`q${i}`, 88);
+  assert.equal(made, 60);
+  await ask('q0', 88);
+  assert.equal(made, 61);
+  // Paging through large answers keeps the latest three, and pushes out none of the small ones.
+  for (let i = 0; i < 10; i++) await ask(`page${i}`, 498);
+  assert.equal(made, 71);
+  for (const i of [9, 8, 7]) await ask(`page${i}`, 498);
+  for (let i = 8; i <= 58; i++) await ask(`q${i}`, 88);
+  await ask('q0', 88);
+  assert.equal(made, 71);
+  await ask('page0', 498);
+  assert.equal(made, 72);
+  assert.ok(kept.held <= 6400, `${kept.held} held`);
+  // Bigger than half of the large share: answered, never kept.
+  await ask('huge', 898);
+  await ask('huge', 898);
+  assert.equal(made, 74);
   // Another revision is another answer; no-cache renders afresh.
-  await ask('q9', 900, 2);
-  assert.equal(made, 14);
-  await ask('q9', 900, 2, 'no-cache');
-  assert.equal(made, 15);
-  assert.ok(kept.held <= 4000, `${kept.held} held`);
+  await ask('q9', 88, 2);
+  assert.equal(made, 75);
+  await ask('q9', 88, 2, 'no-cache');
+  assert.equal(made, 76);
 });
 
 test('a kept answer carries the headers its first answer set', async () => {
