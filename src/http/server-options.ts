@@ -59,11 +59,16 @@ function loggerOptions(config: Config, logger: FastifyServerOptions['logger']): 
   };
 }
 
+/** The levels at which the request lines are written. */
+const LINE_LEVELS = new Set(['trace', 'debug', 'info']);
+
 /** One log line per request, written when it completes. */
 class RequestLine extends LogController {
   override incomingRequest(): void {}
   override routeNotFound(): void {}
   override requestCompleted(_error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
+    // The line is built only when it is written (a busy server at `warn` writes none).
+    if (!LINE_LEVELS.has(request.log.level)) return;
     request.log.info(
       { method: request.method, url: loggedUrl(request.url), status: reply.statusCode, ms: Math.round(reply.elapsedTime) },
       'request',

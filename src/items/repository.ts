@@ -586,7 +586,10 @@ export async function deploymentsIn(db: Db, itemIds: number[], environments: str
   return result;
 }
 
-/** What some items embed, read already: deployments (latest first, at least as many as are shown) and how many each has in all, and maybe tags. */
+/**
+ * What some items embed, read already: their deployments (latest first, at least as many as are
+ * shown), how many each has in all, and maybe their tags.
+ */
 export interface KnownRelations {
   tags?: Map<number, string[]>;
   deployments: Map<number, Deployment[]>;
@@ -604,8 +607,9 @@ type Extras = Required<KnownRelations>;
 
 /**
  * What PostgreSQL reads of an item besides its row, as columns of a query over items `i`: tags
- * and the latest `take` deployments as JSON arrays, and their number in all. One query where
- * SQLite, in-process, runs three small prepared ones: each query there is a round trip.
+ * and the latest `take` deployments as JSON arrays, and their number in all. Every query to
+ * PostgreSQL is a round trip and a statement for its backend, so this is one query where SQLite,
+ * in-process, runs three small prepared ones.
  */
 const extraColumns = (take: number) => [
   sql<string[]>`coalesce((select json_agg(t.tag order by t.position) from item_tags t where t.item_id = i.id), '[]'::json)`.as('tags'),
