@@ -208,7 +208,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     mailStallSeconds: positive('MAIL_STALL_SECONDS', 300, 86_400),
     databaseUrl: env.DATABASE_URL ? parseDatabaseUrl(env.DATABASE_URL) : undefined,
     pgPoolMax: positive('PG_POOL_MAX', 10),
-    sqliteCacheMb: positive('SQLITE_CACHE_MB', 16, 4096),
+    sqliteCacheMb: positive('SQLITE_CACHE_MB', 8, 4096),
     pgStatementTimeoutMs: positive('PG_STATEMENT_TIMEOUT_MS', 5000),
     pgConnectTimeoutMs: positive('PG_CONNECT_TIMEOUT_MS', 5000),
     requestTimeoutMs: positive('REQUEST_TIMEOUT_MS', 30_000, MAX_TIMER_MS),

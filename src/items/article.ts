@@ -5,7 +5,7 @@
  * these are the common cases, and anything not covered goes by its first letter.
  */
 export function indefiniteArticle(phrase: string): 'a' | 'an' {
-  const word = /[\p{L}\p{N}][\p{L}\p{N}'’]*/u.exec(phrase)?.[0] ?? '';
+  const word = /[\p{L}\p{N}][\p{L}\p{N}'\u2019]*/u.exec(phrase)?.[0] ?? '';
   if (word === '') return 'a';
   if (/^\d/.test(word)) return numberTakesAn(/^\d+/.exec(word)![0]) ? 'an' : 'a';
   const lower = word.toLowerCase();

@@ -46,7 +46,7 @@ function deploySection(p: number, d: ShownDeploy): Html {
 <h2><a href="${deployHref(p, d.id)}">${d.environment}</a> <span class="version">${d.version}</span>${d.rollback ? html` <span class="muted">rollback</span>` : ''}</h2>
 <p class="muted">by ${personName(d.user)}, ${when(d.created_at)}${rolledBack}</p>
 ${d.notes ? html`<div class="markdown">${raw(d.notesHtml)}</div>` : ''}
-<ul class="deploy-items">${(d.items as ItemJson[]).map((i) => html`<li><a href="${itemHref(p, i.number)}">#${i.number} ${i.title}</a> <span class="muted">${i.type} · ${i.status}</span></li>`)}</ul>
+<ul class="deploy-items">${(d.items as ItemJson[]).map((i) => html`<li><a href="${itemHref(p, i.number)}">#${i.number} ${i.title}</a> <span class="muted">${i.type} \u00b7 ${i.status}</span></li>`)}</ul>
 </section>`;
 }
 

@@ -40,7 +40,7 @@ export function itemPage(v: ItemView, viewer: Viewer): Html {
   ].filter(([, at]) => at);
   return html`${productNav(v.product, 'item')}
 <article class="item">
-<p class="meta">#${i.number} <span class="type type-${i.type}">${i.type}</span> · <strong>${i.status}</strong>${i.close_reason ? html` (${i.close_reason})` : ''} · score ${i.score}${i.archived ? html` · <em>archived</em>` : ''}</p>
+<p class="meta">#${i.number} <span class="type type-${i.type}">${i.type}</span> \u00b7 <strong>${i.status}</strong>${i.close_reason ? html` (${i.close_reason})` : ''} \u00b7 score ${i.score}${i.archived ? html` \u00b7 <em>archived</em>` : ''}</p>
 <h2 class="item-title">${i.title}</h2>
 ${i.tags.length ? html`<ul class="tags">${i.tags.map((t) => html`<li>${t}</li>`)}</ul>` : ''}
 <div class="markdown">${i.description ? raw(v.descriptionHtml) : html`<p class="muted">No description.</p>`}</div>
@@ -81,7 +81,7 @@ function subItems(v: ItemView, viewer: Viewer): Html | '' {
   const p = v.product.id;
   return html`<h2>Sub-items <span class="count">${v.subItemsTotal}</span></h2>
 ${v.subItems.length
-  ? html`<ul class="sub-items">${v.subItems.map((s) => html`<li><a href="${itemHref(p, s.number)}">#${s.number} ${s.title}</a> <span class="muted">${s.type} · ${s.status}</span></li>`)}</ul>`
+  ? html`<ul class="sub-items">${v.subItems.map((s) => html`<li><a href="${itemHref(p, s.number)}">#${s.number} ${s.title}</a> <span class="muted">${s.type} \u00b7 ${s.status}</span></li>`)}</ul>`
   : html`<p class="muted">No sub-items yet.</p>`}
 <details${Object.keys(v.newSubItem.errors).length || v.newSubItem.message ? html` open` : ''}><summary>New sub-item</summary>
 ${createForm(`/app/products/${p}/items`, v.newSubItem, viewer, { types: v.types.filter((t) => t !== 'story'), statuses: v.statuses, parent: v.item.number })}

@@ -65,7 +65,7 @@ export function itemDeploysPage(v: ItemDeploysView): Html {
   const [back, on] = v.kind === 'environments' ? ['Later', 'Earlier'] : ['Earlier', 'Later'];
   return html`${productNav(v.product, 'item')}
 <p><a href="${item}">#${v.item.number} ${v.item.title}</a></p>
-<p class="muted">${shown ? html`${v.offset + 1}–${end} of ${v.total}` : html`None of ${v.total}`}, ${v.kind === 'environments' ? 'the latest deployed first' : 'oldest first'}.</p>
+<p class="muted">${shown ? html`${v.offset + 1}\u2013${end} of ${v.total}` : html`None of ${v.total}`}, ${v.kind === 'environments' ? 'the latest deployed first' : 'oldest first'}.</p>
 ${v.kind === 'environments' ? environmentTimeline(p, v.environments) : deployHistory(p, v.history, `Deploys of #${v.item.number}`)}
 <p class="pager">${v.offset > 0 ? html`<a href="${at(Math.max(0, v.offset - v.pageSize))}">${back}</a>` : ''}
 ${end < v.total ? html`<a href="${at(end)}">${on}</a>` : ''}</p>`;
@@ -119,7 +119,7 @@ export function deployTabs(productId: number, current: 'list' | 'matrix'): Html 
 }
 
 function matrixCell(productId: number, c: MatrixCell | null): Html {
-  if (!c) return html`<td class="never"><span aria-hidden="true">·</span><span class="sr-only">never</span></td>`;
+  if (!c) return html`<td class="never"><span aria-hidden="true">\u00b7</span><span class="sr-only">never</span></td>`;
   const link = html`<a href="${deployHref(productId, c.deployId)}">${versionText(c.version)}</a>`;
   return c.reverted ? html`<td class="reverted">${link} <span class="reverted-note">rolled back</span></td>` : html`<td>${link}</td>`;
 }
@@ -158,11 +158,11 @@ ${failed
     ? html`<p class="muted">Nothing of this product has been deployed yet.</p>`
     : html`<p class="muted">Each cell is the version of the item's latest deploy to that environment.</p>
 <div class="table-scroll" role="region" aria-labelledby="matrix-caption" tabindex="0"><table class="matrix">
-<caption id="matrix-caption">${v.rows.length ? html`Items ${v.offset + 1}–${end} of ${v.total}, newest first` : 'No items'}</caption>
+<caption id="matrix-caption">${v.rows.length ? html`Items ${v.offset + 1}\u2013${end} of ${v.total}, newest first` : 'No items'}</caption>
 <thead><tr><th scope="col">Item</th>${v.environments.map((e) => html`<th scope="col">${e}</th>`)}</tr></thead>
 <tbody>${v.rows.map(
   (r) =>
-    html`<tr id="row-${r.number}"><th scope="row"><a href="${itemHref(p, r.number)}">#${r.number} ${r.title}</a> <span class="muted">${r.type} · ${r.status}</span></th>${r.cells.map((c) => matrixCell(p, c))}</tr>`,
+    html`<tr id="row-${r.number}"><th scope="row"><a href="${itemHref(p, r.number)}">#${r.number} ${r.title}</a> <span class="muted">${r.type} \u00b7 ${r.status}</span></th>${r.cells.map((c) => matrixCell(p, c))}</tr>`,
 )}</tbody></table></div>
 ${v.moreEnvironments ? html`<p class="muted">The ${v.environments.length} environments deployed to most recently (and those filtered on) are shown.</p>` : ''}
 <p class="pager">${v.offset > 0 ? html`<a href="${matrixHref(p, v.filters, Math.max(0, v.offset - v.pageSize))}">Newer items</a>` : ''}
