@@ -80,7 +80,9 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   app.decorate('config', config);
   app.decorate('listCounts', new ListCounts());
   // Renders at once: as many as the pool's connections on PostgreSQL, where renders wait on the network.
-  app.decorate('keptAnswers', new KeptAnswers(undefined, config.databaseUrl ? config.pgPoolMax : 2));
+  // On SQLite one answer renders at a time: its reads block the one thread anyway, and a second
+  // render in between only holds a second page of objects (4 MB more at the peak, no more answers).
+  app.decorate('keptAnswers', new KeptAnswers(undefined, config.databaseUrl ? config.pgPoolMax : 1));
   app.decorateRequest('user', null as unknown as UserRow);
   app.decorateRequest('scope', null as unknown as ProductScope);
   registerSecurityHeaders(app, config);

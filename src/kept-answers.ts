@@ -13,8 +13,8 @@ interface KeptAnswer {
 const DEFAULT_BUDGET = 32 * 1024 * 1024;
 /** Answers bigger than this are large: a page of deploys is, a page of a hundred items is not. */
 const LARGE_ANSWER = 128 * 1024;
-/** Of the budget, what large answers may hold together. */
-const LARGE_SHARE = 1 / 4;
+/** Of the budget, what large answers may hold together (4 MiB by default: six pages of deploys). */
+const LARGE_SHARE = 1 / 8;
 
 /**
  * JSON answers of a product's reads (item lists, deploy lists) kept per product revision, caller
@@ -32,9 +32,9 @@ const LARGE_SHARE = 1 / 4;
  * starting their own (a list asked by fifty clients at once right after a change renders once);
  * when that render fails, they fail with it, and the next request renders afresh.
  * Bounded by the total size of the bodies: the least recently used go first. Large answers (pages
- * of deploys, hundreds of KiB each) have a quarter of the budget to themselves, so that clients
+ * of deploys, hundreds of KiB each) have an eighth of the budget to themselves, so that clients
  * paging through old deploys neither push out the lists nor fill the memory with pages nobody
- * asks for again; one bigger than half of that quarter is not kept.
+ * asks for again; one bigger than half of that eighth is not kept.
  *
  * At most `renders` answers are rendered at once; the others wait their turn. A page of deploys
  * holds up to 1,000 items, several MiB of objects while it renders: fifty of them interleaved

@@ -105,8 +105,8 @@ function fakeExchange(revision: number, cacheControl?: string) {
 }
 
 test('kept answers stay within their budget, the least recently used going first; large ones in a share of their own', async () => {
-  // Answers of at most 100 bytes share 4,800 bytes; larger ones 1,600; above 800 none is kept.
-  const kept = new KeptAnswers(6400, 2, 100);
+  // Answers of at most 100 bytes share 11,200 bytes; larger ones 1,600; above 800 none is kept.
+  const kept = new KeptAnswers(12800, 2, 100);
   let made = 0;
   const ask = (question: string, size: number, revision = 1, cacheControl?: string) => {
     const { request, reply } = fakeExchange(revision, cacheControl);
@@ -115,34 +115,34 @@ test('kept answers stay within their budget, the least recently used going first
       return 'x'.repeat(size);
     });
   };
-  // Each body is the size asked for plus its two quotes.
-  for (let i = 0; i < 60; i++) await ask(`q${i}`, 88);
-  assert.equal(made, 60);
-  assert.ok(kept.held <= 4800, `${kept.held} held`);
-  // The last 53 fit: asked again, none is made anew; the first ones were dropped.
-  for (let i = 59; i >= 7; i--) await ask(`q${i}`, 88);
-  assert.equal(made, 60);
+  // Each body is the size asked for plus its two quotes: 124 small ones of 90 bytes fit.
+  for (let i = 0; i < 150; i++) await ask(`q${i}`, 88);
+  assert.equal(made, 150);
+  assert.ok(kept.held <= 11200, `${kept.held} held`);
+  // The last 124 fit: asked again, none is made anew; the first ones were dropped.
+  for (let i = 149; i >= 26; i--) await ask(`q${i}`, 88);
+  assert.equal(made, 150);
   await ask('q0', 88);
-  assert.equal(made, 61);
+  assert.equal(made, 151);
   // Paging through large answers keeps the latest three, and pushes out none of the small ones.
   for (let i = 0; i < 10; i++) await ask(`page${i}`, 498);
-  assert.equal(made, 71);
+  assert.equal(made, 161);
   for (const i of [9, 8, 7]) await ask(`page${i}`, 498);
-  for (let i = 8; i <= 58; i++) await ask(`q${i}`, 88);
+  for (let i = 26; i <= 148; i++) await ask(`q${i}`, 88);
   await ask('q0', 88);
-  assert.equal(made, 71);
+  assert.equal(made, 161);
   await ask('page0', 498);
-  assert.equal(made, 72);
-  assert.ok(kept.held <= 6400, `${kept.held} held`);
+  assert.equal(made, 162);
+  assert.ok(kept.held <= 12800, `${kept.held} held`);
   // Bigger than half of the large share: answered, never kept.
   await ask('huge', 898);
   await ask('huge', 898);
-  assert.equal(made, 74);
+  assert.equal(made, 164);
   // Another revision is another answer; no-cache renders afresh.
   await ask('q9', 88, 2);
-  assert.equal(made, 75);
+  assert.equal(made, 165);
   await ask('q9', 88, 2, 'no-cache');
-  assert.equal(made, 76);
+  assert.equal(made, 166);
 });
 
 test('a kept answer carries the headers its first answer set', async () => {
