@@ -81,7 +81,8 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   app.decorate('listCounts', new ListCounts());
   // Renders at once: as many as the pool's connections on PostgreSQL, where renders wait on the network.
   // On SQLite one answer renders at a time: its reads block the one thread anyway, and a second
-  // render in between only holds a second page of objects (4 MB more at the peak, no more answers).
+  // render in between only holds a second page of objects (4 MB more at the peak, for no more answers
+  // per second).
   app.decorate('keptAnswers', new KeptAnswers(undefined, config.databaseUrl ? config.pgPoolMax : 1));
   app.decorateRequest('user', null as unknown as UserRow);
   app.decorateRequest('scope', null as unknown as ProductScope);
