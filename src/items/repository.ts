@@ -624,12 +624,12 @@ const itemWithExtras = prepared((db, productId: number, number: number, take: nu
   db.selectFrom('items as i').selectAll('i').select(extraColumns(take)).where('i.product_id', '=', productId).where('i.number', '=', number),
 );
 
-/** The extras of rows read with extraColumns, keyed by item, `deployed_to` cut to `shown`. */
-function extrasOf(rows: { id: number; tags: string[]; deployments: Deployment[]; deployments_total: number }[], shown: number): Extras {
+/** The extras of rows read with extraColumns, keyed by item. */
+function extrasOf(rows: { id: number; tags: string[]; deployments: Deployment[]; deployments_total: number }[]): Extras {
   const extras: Extras = { tags: new Map(), deployments: new Map(), counts: new Map() };
   for (const row of rows) {
     extras.tags.set(row.id, row.tags);
-    if (row.deployments.length) extras.deployments.set(row.id, row.deployments.slice(0, shown));
+    if (row.deployments.length) extras.deployments.set(row.id, row.deployments);
     extras.counts.set(row.id, row.deployments_total);
   }
   return extras;
@@ -643,7 +643,7 @@ async function extrasOnPostgres(db: Db, ids: number[], shown: number): Promise<E
       .where(sql<boolean>`i.id = any(${chunk}::integer[])`);
     return query.execute();
   });
-  return extrasOf(rows, shown);
+  return extrasOf(rows);
 }
 
 /**
@@ -659,7 +659,7 @@ export async function findItemToShow(db: Db, productId: number, number: number, 
   const [found] = await itemWithExtras(db, productId, number, shown);
   if (!found) return undefined;
   const { tags, deployments, deployments_total, ...row } = found;
-  return { row, known: extrasOf([{ id: row.id, tags, deployments, deployments_total }], shown) };
+  return { row, known: extrasOf([{ id: row.id, tags, deployments, deployments_total }]) };
 }
 
 /** The extras of items `ids`, those in `known` (tags and deployments alike) not read again. */

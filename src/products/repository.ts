@@ -72,14 +72,14 @@ export interface CallerAndProduct {
 
 /**
  * The user a request names (see UserLookup), the product `productId` and that user's membership
- * of it, in one read: each undefined when there is none.
+ * of it, in one read: each undefined when there is none (no product for an id that names none).
  */
 export async function findCallerAndProduct(
   db: Db,
   lookup: UserLookup,
-  productId: number,
+  productId: number | undefined,
 ): Promise<CallerAndProduct> {
-  if (!storableId(productId)) return { user: await findUserBy(db, lookup) };
+  if (productId === undefined || !storableId(productId)) return { user: await findUserBy(db, lookup) };
   const [row] = 'email' in lookup ? await callerByEmailIn(db, productId, lookup.email) : await callerByKeyIn(db, productId, lookup.keyHash);
   if (!row) return { user: undefined };
   const { product_id, product_name, product_archived, product_created_at, product_last_number, product_items_version, product_revision, admin, ...user } = row;

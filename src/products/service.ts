@@ -4,7 +4,7 @@ import { ForbiddenError, NotFoundError, productNotFound, ValidationError } from 
 import { digitsToId } from '../http/params.js';
 import type { ProductScope } from '../scope.js';
 import { nowTimestamp } from '../time.js';
-import { authenticateWith, findUserBy, findUserByEmail } from '../users/index.js';
+import { authenticateWith, findUserByEmail } from '../users/index.js';
 import { findCallerAndProduct, findMembership, findProduct, findProductAs, insertMembership, insertProduct, type CallerAndProduct } from './repository.js';
 
 /**
@@ -22,9 +22,7 @@ export async function productScope(db: Db, user: UserRow, rawId: string): Promis
  */
 export async function callerScope(db: Db, header: string | undefined, rawId: string): Promise<ProductScope> {
   const id = digitsToId(rawId);
-  const found = await authenticateWith(db, header, async (lookup): Promise<CallerAndProduct> =>
-    id === undefined ? { user: await findUserBy(db, lookup) } : findCallerAndProduct(db, lookup, id),
-  );
+  const found = await authenticateWith(db, header, (lookup) => findCallerAndProduct(db, lookup, id));
   return scopeOf(found.user, found);
 }
 
