@@ -35,8 +35,8 @@ export const CreatedWebhookSchema = Type.Object(
 
 export const DeliverySchema = Type.Object(
   {
-    delivery_id: Type.String({ description: 'As in the payload; a replay has its own.' }),
-    event_id: Type.String({ description: 'As in the payload.' }),
+    delivery_id: Type.String({ description: 'The Shiplog-Delivery header of its requests; a replay has its own.' }),
+    event_id: Type.String({ description: "The payload's `id`." }),
     event: Type.String({ enum: [...EVENT_TYPES], description: "The event's type." }),
     webhook_id: Type.Integer(),
     replay: Type.Integer({ description: '0 for the delivery the change queued, 1, 2, ... for replays.' }),
