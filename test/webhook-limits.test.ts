@@ -1,10 +1,18 @@
 import assert from 'node:assert/strict';
+import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import SQLite from 'better-sqlite3';
+import { Kysely, Migrator, PostgresDialect, sql } from 'kysely';
+import pg from 'pg';
 import { buildApp } from '../src/app.js';
 import { loadConfig } from '../src/config.js';
+import { openDatabase } from '../src/db/connection.js';
+import { GroupCommitSqliteDialect } from '../src/db/dialect.js';
+import { MIGRATIONS } from '../src/db/migrate.js';
 import type { ProductRow } from '../src/db/schema.js';
 import { replayDelivery, type WebhookWorkerOptions } from '../src/webhooks/index.js';
-import { assertError, client, makeApp, makeProduct, makeUser, signInByMail, type TestContext, type TestUser } from './helpers.js';
+import { assertError, client, makeApp, makeProduct, makeUser, signInByMail, tempDir, type TestContext, type TestUser } from './helpers.js';
+import { databaseOptionsFor } from './storage.js';
 import { Receiver, signatureValid, type Received } from './webhook-receiver.js';
 
 // What a webhook event may weigh and how long it is kept, where deliveries may go, and what of
@@ -286,5 +294,54 @@ describe('credentials in a webhook URL', () => {
       assert.equal(body.includes('s3cret-pass') || body.includes('hook-user'), false, body.slice(0, 300));
     }
     assert.ok(shown[4].includes('***:***@'), 'the page shows where, masked');
+  });
+});
+
+describe('upgrading a database with events written before their bodies were kept', () => {
+  test('their deliveries send the stored payload with the event\'s id, time and type in front; Slack ones are rendered from it', async () => {
+    const dataDir = tempDir();
+    const options = await databaseOptionsFor(dataDir);
+    const others = Object.fromEntries(Object.entries(MIGRATIONS).filter(([name]) => name !== '2026_11_26_0030_webhook_bodies'));
+    const old = new Kysely<any>({
+      dialect: options.databaseUrl
+        ? new PostgresDialect({ pool: new pg.Pool({ connectionString: options.databaseUrl, max: 1 }) })
+        : new GroupCommitSqliteDialect({ writer: new SQLite(path.join(dataDir, 'shiplog.db')) }),
+    });
+    const migrationTableSchema = options.databaseUrl ? (await sql<{ s: string }>`select current_schema() as s`.execute(old)).rows[0].s : undefined;
+    assert.equal((await new Migrator({ db: old, provider: { getMigrations: async () => others }, migrationTableSchema }).migrateToLatest()).error, undefined);
+    const at = '2026-01-01T00:00:00+00:00';
+    const id = async (table: string, values: Record<string, unknown>) => (await old.insertInto(table).values(values).returning('id').executeTakeFirstOrThrow()).id as number;
+    const user = await id('users', { email: 'old@example.com', first_name: 'O', last_name: 'Ld', api_key_hash: 'h', created_at: at });
+    const product = await id('products', { name: 'Old', archived: 0, created_at: at, last_number: 1, items_version: 0 });
+    const hook = (url: string, format: string) => ({ product_id: product, url, events: 'deploy.created', format, secret: SECRET, created_by_id: user, created_at: at });
+    const hooks = [await id('webhooks', hook(receiver.url('/old-shiplog'), 'shiplog')), await id('webhooks', hook(receiver.url('/old-slack'), 'slack'))];
+    const item = { number: 1, title: 'Old item', type: 'task', status: 'accepted', short_url: 'http://shiplog.test/i/1/1/', description: 'All of it' };
+    const payload = JSON.stringify({
+      product: { id: product, name: 'Old' },
+      actor: { id: user, first_name: 'O', last_name: 'Ld', email: 'old@example.com' },
+      deploy: { id: 1, environment: 'production', version: 'v1', notes: '', items: [item] },
+    });
+    const event = await id('webhook_events', { uid: 'old-event', product_id: product, type: 'deploy.created', payload, created_at: at });
+    const due = new Date().toISOString().slice(0, 19) + '+00:00';
+    for (const [n, webhook] of hooks.entries()) {
+      await old.insertInto('webhook_deliveries').values({ uid: `old-delivery-${n}`, webhook_id: webhook, event_id: event, status: 'pending', next_attempt_at: at, retry_until: '2099-01-01T00:00:00+00:00', created_at: due }).execute();
+    }
+    await old.destroy();
+
+    const db = await openDatabase(options);
+    const config = loadConfig({ DATA_DIR: dataDir, PUBLIC_URL: 'http://shiplog.test', WEBHOOKS_ALLOW_PRIVATE: '1' });
+    const app = await buildApp({ config, db, logger: false });
+    try {
+      await app.ready();
+      await app.webhooks.deliverDue();
+    } finally {
+      await app.close();
+      await db.destroy();
+    }
+    const [sent] = receiver.to('/old-shiplog').map(signed);
+    assert.equal(sent.body, `{"id":"old-event","timestamp":"${at}","type":"deploy.created",${payload.slice(1)}`);
+    assert.equal(sent.headers['shiplog-delivery'], 'old-delivery-0');
+    const [slack] = receiver.to('/old-slack').map(signed);
+    assert.equal(slack.json.text, 'v1 to production: <http://shiplog.test/i/1/1/|#1 Old item> (by O Ld)');
   });
 });
