@@ -112,8 +112,8 @@ export async function deleteExpired(
 }
 
 /**
- * Refuses (400 naming `url`) a target on a loopback, private or link-local address, or whose name
- * resolves to one, unless the operator allows them. Called before the change's transaction opens:
+ * Refuses (400 naming `url`) a target that is not, or whose name does not resolve only to, global
+ * unicast addresses (see targets.ts), unless the operator allows them. Called before the change's transaction opens:
  * resolving a name may take a while.
  */
 export async function vetTarget(url: URL | undefined, allowPrivate: boolean): Promise<void> {
