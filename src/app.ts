@@ -150,6 +150,7 @@ function setUpWebhooks(app: FastifyInstance, options: AppOptions): void {
     leaseMs: config.webhookLeaseSeconds * 1000,
     disableAfterFailures: config.webhookDisableAfterFailures,
     allowPrivate: config.webhooksAllowPrivate,
+    retentionMs: config.webhookRetentionDays * 24 * 3600_000,
     ...options.webhookWorker,
   });
   app.decorate('webhooks', worker);

@@ -13,7 +13,7 @@ import { addMemberByEmail, createProduct } from './products/index.js';
 import { replaceSharedSecret, sharedSecret } from './settings.js';
 import { createUser, findUserByEmail, rotateApiKey } from './users/index.js';
 import { operatorSignInLink } from './web/index.js';
-import { deliveryLog, presentDelivery, replayDelivery, type DeliveryJson } from './webhooks/index.js';
+import { deliveryLog, maskedUrl, presentDelivery, replayDelivery, type DeliveryJson } from './webhooks/index.js';
 
 class UsageError extends Error {}
 
@@ -253,7 +253,7 @@ const COMMANDS: Record<string, Command> = {
     positionals: ['DELIVERY_ID'],
     async run(db, [deliveryId]) {
       const replay = await db.transaction().execute((trx) => replayDelivery(trx, deliveryId));
-      return `Queued delivery ${replay.uid} of event ${replay.eventUid} to webhook ${replay.webhook.id} (${replay.webhook.url}).`;
+      return `Queued delivery ${replay.uid} of event ${replay.eventUid} to webhook ${replay.webhook.id} (${maskedUrl(replay.webhook.url)}).`;
     },
   },
 };

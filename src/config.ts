@@ -44,6 +44,8 @@ export interface Config {
   readonly webhookDisableAfterFailures: number;
   /** Whether webhooks may point at loopback, private and link-local addresses (a receiver on the same network). */
   readonly webhooksAllowPrivate: boolean;
+  /** Webhook events and deliveries older than this many days are deleted. */
+  readonly webhookRetentionDays: number;
   /** The bearer token `GET /metrics` asks for; without it there is no `/metrics`. */
   readonly metricsToken: string | undefined;
   /** Requests one user (by API key or page session) may make per window; 0 for no limit. */
@@ -219,6 +221,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     webhookLeaseSeconds,
     webhookDisableAfterFailures: positive('WEBHOOK_DISABLE_AFTER_FAILURES', 20, 1000),
     webhooksAllowPrivate: parseFlag('WEBHOOKS_ALLOW_PRIVATE', env.WEBHOOKS_ALLOW_PRIVATE ?? ''),
+    webhookRetentionDays: positive('WEBHOOK_RETENTION_DAYS', 30, 3650),
     metricsToken: env.METRICS_TOKEN ? parseMetricsToken(env.METRICS_TOKEN) : undefined,
     rateLimitPerKey: limit('RATE_LIMIT_PER_KEY', 1_200),
     rateLimitPerAddress: limit('RATE_LIMIT_PER_ADDRESS', 300),

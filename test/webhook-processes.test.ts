@@ -80,7 +80,8 @@ test('a server killed mid-delivery: after a restart the claim lapses and the del
   const got = receiver.to('/crash');
   assert.equal(got.length, 2);
   for (const r of got) assert.ok(signatureValid(r.headers['shiplog-signature'], SECRET, r.body));
-  assert.equal(got[1].json.delivery_id, atKill[0].uid, 'the same delivery, taken over');
+  assert.equal(got[1].headers['shiplog-delivery'], atKill[0].uid, 'the same delivery, taken over');
+  assert.equal(got[1].body, got[0].body, 'the same bytes');
   assert.equal(got[1].json.id, got[0].json.id);
   const [done] = await db.selectFrom('webhook_deliveries').selectAll().where('webhook_id', '=', webhook.id).execute();
   assert.deepEqual([done.status, done.attempts, done.response_code], ['delivered', 2, 200]);
@@ -102,7 +103,7 @@ test('two instances on one database deliver each event to a webhook once', { tim
   }
   const got = receiver.to('/instances');
   assert.equal(got.length, ITEMS, 'no delivery sent twice');
-  assert.equal(new Set(got.map((r) => r.json.delivery_id)).size, ITEMS);
+  assert.equal(new Set(got.map((r) => r.headers['shiplog-delivery'])).size, ITEMS);
   assert.equal(new Set(got.map((r) => r.json.id)).size, ITEMS);
   assert.deepEqual(new Set(got.map((r) => r.json.item.title)), new Set(Array.from({ length: ITEMS }, (_, i) => `Item ${i}`)));
 });

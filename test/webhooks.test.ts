@@ -229,9 +229,10 @@ function verified(r: Received, secret = SECRET): any {
   const t = Number(/t=(\d+)/.exec(String(r.headers['shiplog-signature']))![1]);
   assert.ok(Math.abs(t - Date.now() / 1000) < 300, 'a current timestamp');
   assert.equal(r.headers['content-type'], 'application/json');
+  assert.match(String(r.headers['shiplog-delivery']), /^[0-9a-f-]{36}$/);
   if (r.json.type) {
     assert.equal(r.headers['shiplog-event'], r.json.type);
-    assert.equal(r.headers['shiplog-delivery'], r.json.delivery_id);
+    assert.equal('delivery_id' in r.json, false, 'the delivery is named by its header: the body is the same in every delivery');
   }
   return r.json;
 }
@@ -273,29 +274,42 @@ describe('deliveries', () => {
     );
     const actor = { id: s.admin.user.id, first_name: 'Ada', last_name: 'Lovelace', email: s.admin.email };
     for (const e of got) {
-      assert.deepEqual(Object.keys(e).slice(0, 6), ['id', 'delivery_id', 'timestamp', 'type', 'product', 'actor']);
+      assert.deepEqual(Object.keys(e).slice(0, 5), ['id', 'timestamp', 'type', 'product', 'actor']);
       assert.deepEqual(e.product, { id: s.product.id, name: 'World Domination' });
       assert.deepEqual(e.actor, actor, 'people as other members see them');
       assert.match(e.timestamp, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00$/);
     }
     assert.equal(new Set(got.map((e) => e.id)).size, got.length, 'an event id each');
-    assert.equal(new Set(got.map((e) => e.delivery_id)).size, got.length, 'a delivery id each');
+    const deliveryIds = receiver.to('/all').map((r) => r.headers['shiplog-delivery']);
+    assert.equal(new Set(deliveryIds).size, got.length, 'a delivery id each');
 
+    // Items as summaries; deploys with their items so, and how many they have.
+    const summary = (i: any) => ({ number: i.number, title: i.title, type: i.type, status: i.status, short_url: i.short_url });
+    const deploySummary = (d: any) => ({
+      id: d.id,
+      environment: d.environment,
+      version: d.version,
+      notes: d.notes,
+      created_at: d.created_at,
+      rollback: d.rollback,
+      item_count: d.items.length,
+      items: d.items.map(summary),
+    });
     const [itemCreated, , itemUpdated, statusChanged, itemArchived, deployCreated, , rolledBack] = got;
-    assert.deepEqual(itemCreated.item, created);
+    assert.deepEqual(itemCreated.item, summary(created));
     assert.equal('changes' in itemCreated, false);
-    assert.deepEqual(itemUpdated.item, updated);
+    assert.deepEqual(itemUpdated.item, summary(updated));
     assert.deepEqual(itemUpdated.changes, { title: 'Checkout fix', assigned_to: null, tags: ['ui'] });
-    assert.deepEqual(statusChanged.item, moved);
+    assert.deepEqual(statusChanged.item, summary(moved));
     assert.deepEqual(statusChanged.changes, { status: 'backlog' });
-    assert.deepEqual(itemArchived.item, archived);
+    assert.deepEqual(itemArchived.item, summary(archived));
     assert.deepEqual(itemArchived.changes, { archived: false });
-    assert.deepEqual(deployCreated.deploy, deployed);
+    assert.deepEqual(deployCreated.deploy, deploySummary(deployed));
     assert.deepEqual(
       deployCreated.deploy.items.map((i: any) => i.number),
       [1, 2],
     );
-    assert.deepEqual(rolledBack.deploy, rolledBackSeen);
+    assert.deepEqual(rolledBack.deploy, deploySummary(rolledBackSeen));
     assert.equal(rolledBack.deploy.rollback, true);
     assert.deepEqual(rolledBack.reverted, [1]);
     assert.deepEqual(rolledBack.reverted_deploys, [later.json().id]);
@@ -310,7 +324,7 @@ describe('deliveries', () => {
       assert.equal(d.next_attempt_at, null);
       assert.ok(d.delivered_at);
     }
-    assert.deepEqual(new Set(log.map((d) => d.delivery_id)), new Set(got.map((e) => e.delivery_id)));
+    assert.deepEqual(new Set(log.map((d) => d.delivery_id)), new Set(deliveryIds));
     const page = await client(s.t.app, s.admin).get(`${s.api}/webhooks/${hook.id}/deliveries.json`, { offset: 5, limit: 1 });
     assert.equal(page.headers['x-sprintly-delivery-count'], '8');
     assert.deepEqual(page.json(), [log[5]]);
@@ -352,7 +366,7 @@ describe('deliveries', () => {
     await deliverUntil(s, 'the third attempt succeeds', async () => (await deliveries(s, hook.id))[0].status === 'delivered');
     const got = receiver.to('/flaky');
     assert.equal(got.length, 3);
-    assert.equal(new Set(got.map((r) => r.json.delivery_id)).size, 1);
+    assert.equal(new Set(got.map((r) => r.headers['shiplog-delivery'])).size, 1);
     assert.equal(new Set(got.map((r) => r.json.id)).size, 1);
     const [d] = await deliveries(s, hook.id);
     assert.deepEqual([d.attempts, d.response_code, d.last_error], [3, 200, null]);
@@ -471,7 +485,7 @@ describe('deliveries', () => {
     } finally {
       await second.stop();
     }
-    const got = receiver.to('/two-workers').map((r) => r.json.delivery_id);
+    const got = receiver.to('/two-workers').map((r) => r.headers['shiplog-delivery']);
     assert.equal(got.length, 30);
     assert.equal(new Set(got).size, 30);
     assert.deepEqual(new Set((await deliveries(s, hook.id)).map((d) => d.status)), new Set(['delivered']));
@@ -523,7 +537,8 @@ describe('the command line', () => {
     await s.t.app.webhooks.deliverDue();
     const [first] = receiver.to('/replayed');
 
-    const replay = await runCli(['webhooks', 'replay', first.json.delivery_id], { dataDir: s.t.dataDir });
+    const firstDelivery = String(first.headers['shiplog-delivery']);
+    const replay = await runCli(['webhooks', 'replay', firstDelivery], { dataDir: s.t.dataDir });
     assert.equal(replay.code, 0, replay.stderr);
     assert.match(replay.stdout, new RegExp(`^Queued delivery [0-9a-f-]{36} of event ${first.json.id} to webhook ${hook.id} `));
     await s.t.app.webhooks.deliverDue();
@@ -531,15 +546,16 @@ describe('the command line', () => {
     assert.ok(second, 'replayed');
     verified(second);
     assert.equal(second.json.id, first.json.id, 'the same event');
-    assert.notEqual(second.json.delivery_id, first.json.delivery_id, 'a new delivery');
-    assert.deepEqual({ ...second.json, delivery_id: undefined }, { ...first.json, delivery_id: undefined });
+    const secondDelivery = String(second.headers['shiplog-delivery']);
+    assert.notEqual(secondDelivery, firstDelivery, 'a new delivery');
+    assert.equal(second.body, first.body, 'the same bytes');
     assert.equal(receiver.to('/other').length, 1, 'other webhooks get nothing again');
 
     const log = await runCli(['webhooks', 'log', String(s.product.id), '--webhook', String(hook.id)], { dataDir: s.t.dataDir });
     assert.equal(log.code, 0, log.stderr);
     const lines = log.stdout.trim().split('\n');
     assert.equal(lines.length, 2);
-    assert.ok(lines[0].includes(second.json.delivery_id) && lines[1].includes(first.json.delivery_id), log.stdout);
+    assert.ok(lines[0].includes(secondDelivery) && lines[1].includes(firstDelivery), log.stdout);
     for (const line of lines) assert.match(line, new RegExp(`webhook ${hook.id}  item\\.created \\(event ${first.json.id}\\)  delivered  200 \\d+ ms  1 attempt\\(s\\)`));
     const all = await runCli(['webhooks', 'log', String(s.product.id), '--json'], { dataDir: s.t.dataDir });
     assert.deepEqual(new Set(JSON.parse(all.stdout).map((d: any) => d.webhook_id)), new Set([hook.id, other.id]));
@@ -548,7 +564,7 @@ describe('the command line', () => {
     assert.equal(unknown.code, 1);
     assert.match(unknown.stderr, /No webhook delivery no-such-delivery/);
     await client(s.t.app, s.admin).post(`${s.api}/webhooks/${hook.id}.json`, { enabled: 'false' });
-    const refused = await runCli(['webhooks', 'replay', first.json.delivery_id], { dataDir: s.t.dataDir });
+    const refused = await runCli(['webhooks', 'replay', firstDelivery], { dataDir: s.t.dataDir });
     assert.equal(refused.code, 1);
     assert.match(refused.stderr, /is disabled \(Disabled by Ada Lovelace\.\); enable it first/);
     const badLog = await runCli(['webhooks', 'log', String(s.product.id), '--webhook', '999999'], { dataDir: s.t.dataDir });

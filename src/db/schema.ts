@@ -245,14 +245,17 @@ export interface WebhooksTable {
   failing_since: string | null;
 }
 
-/** Something that happened to a product, with the resource as it was then (JSON, without delivery details). */
+/** Something that happened to a product, as it was then: the bytes every delivery of it sends. */
 export interface WebhookEventsTable {
   id: Generated<number>;
   /** The event's id in every delivery of it (replays included). */
   uid: string;
   product_id: number;
   type: string;
-  payload: string;
+  /** The `shiplog` format's body, signed and sent as it is. */
+  body: string;
+  /** The `slack` format's body; empty for events written before it was kept. */
+  slack_body: string;
   created_at: string;
 }
 

@@ -1,16 +1,17 @@
 import type { Trx } from '../db/connection.js';
 import type { DeployRow, ItemRow } from '../db/schema.js';
+import { itemSummary } from '../items/index.js';
 import type { ProductScope, Urls } from '../scope.js';
-import { NO_VIEWER, queueEvent } from '../webhooks/index.js';
-import { presentRecorded } from './present.js';
+import { MAX_EVENT_ITEMS, queueEvent } from '../webhooks/index.js';
 
 /**
  * Tells the product's webhooks about a deploy, in its transaction: `deploy.created`, or for a
  * rollback (`rollback`: the ids of the deploys it undid) `deploy.rolled_back`, which also names
  * the numbers of the items it took back (`reverted`, its own items: restored to an earlier deploy
- * or reverted) and those deploys (`reverted_deploys`). The deploy is rendered as deploys.json
- * renders it, its items as they are after it, only when a webhook wants the event. The caller
- * (`scope.user`) is the deployer and the actor.
+ * or reverted) and those deploys (`reverted_deploys`). The deploy is summarised with its first
+ * MAX_EVENT_ITEMS items by number, as they are after it, and how many it has: however large the
+ * deploy, the event is a small one, and only the items it lists are looked at. Rendered only
+ * when a webhook wants the event. The caller (`scope.user`) is the deployer and the actor.
  */
 export async function announceDeploy(
   trx: Trx,
@@ -24,11 +25,21 @@ export async function announceDeploy(
     product: scope.product,
     actor: scope.user,
     type: rollback ? 'deploy.rolled_back' : 'deploy.created',
-    render: async () => ({
-      deploy: await presentRecorded(trx, scope, deploy, items, urls, NO_VIEWER),
-      ...(rollback
-        ? { reverted: items.map((i) => i.number).sort((a, b) => a - b), reverted_deploys: [...rollback.undone].sort((a, b) => a - b) }
-        : {}),
-    }),
+    render: async () => {
+      const listed = [...items].sort((a, b) => a.number - b.number).slice(0, MAX_EVENT_ITEMS);
+      const summary = {
+        id: deploy.id,
+        environment: deploy.environment,
+        version: deploy.version,
+        notes: deploy.notes,
+        created_at: deploy.created_at,
+        rollback: deploy.rollback === 1,
+        item_count: items.length,
+        items: listed.map((i) => itemSummary(i, urls)),
+      };
+      if (!rollback) return { deploy: summary };
+      const undone = [...rollback.undone].sort((a, b) => a - b);
+      return { deploy: summary, reverted: listed.map((i) => i.number), reverted_deploys: undone.slice(0, MAX_EVENT_ITEMS), reverted_deploy_count: undone.length };
+    },
   });
 }

@@ -2,15 +2,20 @@ import type { Db, Trx } from '../db/connection.js';
 import type { ItemRow } from '../db/schema.js';
 import type { ProductScope, Urls } from '../scope.js';
 import { findUserById, presentUser } from '../users/index.js';
-import { NO_VIEWER, queueEvent, type EventType } from '../webhooks/index.js';
+import { NO_VIEWER, queueEvent, type EventType, type ItemSummary } from '../webhooks/index.js';
 import { statusName } from './model.js';
-import { presentItems } from './present.js';
 import { findItemsByIds } from './repository.js';
+import { itemShortUrl } from './urls.js';
+
+/** An item as webhook events show it: which one, what it is, where it stands, and its link. */
+export function itemSummary(row: ItemRow, urls: Urls): ItemSummary {
+  return { number: row.number, title: row.title, type: row.type, status: statusName(row.status), short_url: itemShortUrl(urls.publicUrl, row) };
+}
 
 /**
- * Tells the product's webhooks about a change of an item, in the change's transaction: the item
- * as items.json renders it after the change and, for updates, the previous values of what changed.
- * Rendered only when a webhook wants the event.
+ * Tells the product's webhooks about a change of an item, in the change's transaction: the item's
+ * summary after the change and, for updates, the previous values of what changed (cut to a
+ * bounded length by the event). Rendered only when a webhook wants the event.
  */
 export async function announceItem(
   trx: Trx,
@@ -24,10 +29,7 @@ export async function announceItem(
     product: scope.product,
     actor: scope.user,
     type,
-    render: async () => ({
-      item: (await presentItems(trx, scope.product, [row], urls, NO_VIEWER))[0],
-      ...(previous ? { changes: await previous() } : {}),
-    }),
+    render: async () => ({ item: itemSummary(row, urls), ...(previous ? { changes: await previous() } : {}) }),
   });
 }
 

@@ -22,4 +22,5 @@ export {
   updateItem,
   type Move,
 } from './service.js';
+export { itemSummary } from './events.js';
 export { itemPagePath, itemShortUrl } from './urls.js';

@@ -10,6 +10,7 @@ import {
   EVENT_TYPES,
   getWebhook,
   listWebhooks,
+  maskedUrl,
   parseCreateWebhook,
   presentDelivery,
   presentWebhooks,
@@ -63,7 +64,7 @@ export async function webhookPages(app: FastifyInstance): Promise<void> {
       const input = parseCreateWebhook(p);
       await vetTarget(input.url, app.config.webhooksAllowPrivate);
       const { webhook, secret } = await app.db.transaction().execute((trx) => createWebhook(trx, request.scope, input));
-      return renderWebhooks(app, request, reply, 200, blankForm(), { url: webhook.url, secret });
+      return renderWebhooks(app, request, reply, 200, blankForm(), { url: maskedUrl(webhook.url), secret });
     } catch (err) {
       // A full product is said above the form; the fields' own reasons next to them.
       const shown = formErrors(err) ?? (err instanceof AppError && err.statusCode === 422 ? { errors: {}, message: err.message } : undefined);

@@ -25,3 +25,41 @@ export const DELIVERY_PAGE = { default: 50, max: 200 };
 export const NO_VIEWER = 0;
 
 export const eventList = (events: string): EventType[] => events.split(',').filter((e): e is EventType => (EVENT_TYPES as readonly string[]).includes(e));
+
+/** Items an event lists (a deploy's first, by number); `item_count` says how many there are. */
+export const MAX_EVENT_ITEMS = 50;
+/** The most an event's body may weigh, in bytes: what every delivery of it sends. */
+export const MAX_EVENT_BYTES = 256 * 1024;
+/** Characters kept of a previous value in `changes`, and of a deploy's notes; longer ones are cut, with `…`. */
+export const MAX_CHANGE_LENGTH = 1000;
+export const MAX_NOTES_LENGTH = 4000;
+/** Events and deliveries older than the retention are deleted this many rows at a time. */
+export const RETENTION_BATCH = 200;
+
+/** What stands for a webhook URL's user name and password wherever the URL is shown. */
+export const MASK = '***';
+
+/**
+ * A webhook URL as it is shown (answers, pages, the command line): credentials in it
+ * (`https://user:pass@host/`) are for the receiver only, so they are masked; deliveries use them.
+ */
+export function maskedUrl(stored: string): string {
+  const url = new URL(stored);
+  if (url.username === '' && url.password === '') return stored;
+  if (url.username !== '') url.username = MASK;
+  if (url.password !== '') url.password = MASK;
+  return url.href;
+}
+
+/**
+ * A changed URL that an admin sent back as it was shown (its credentials masked, the rest the
+ * same) keeps the stored credentials, so that copying the URL shown does not lose them.
+ */
+export function unmasked(given: URL, stored: string): URL {
+  if (given.username !== MASK && given.password !== MASK) return given;
+  const before = new URL(stored);
+  const url = new URL(given.href);
+  if (url.username === MASK) url.username = before.username;
+  if (url.password === MASK) url.password = before.password;
+  return url;
+}

@@ -3,7 +3,7 @@ import type { Db } from '../db/connection.js';
 import type { WebhookRow } from '../db/schema.js';
 import { ref } from '../http/documentation.js';
 import { findUsersByIds, presentUser, UserSchema } from '../users/index.js';
-import { DELIVERY_STATUSES, EVENT_TYPES, eventList, FORMATS } from './model.js';
+import { DELIVERY_STATUSES, EVENT_TYPES, eventList, FORMATS, maskedUrl } from './model.js';
 import type { LoggedDelivery } from './repository.js';
 
 const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T, description?: string) =>
@@ -12,7 +12,7 @@ const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T, desc
 export const WebhookSchema = Type.Object(
   {
     id: Type.Integer(),
-    url: Type.String({ description: 'Where the events are posted.' }),
+    url: Type.String({ description: 'Where the events are posted; a user name and password in it are shown as `***`.' }),
     events: Type.Array(Type.String({ enum: [...EVENT_TYPES] }), { description: 'The event types it gets.' }),
     format: Type.String({ enum: [...FORMATS], description: '`shiplog`: the signed JSON event; `slack`: a message for incoming webhooks of Slack, Mattermost and Rocket.Chat.' }),
     enabled: Type.Boolean({ description: 'False once it was disabled, by an admin or after repeated failures.' }),
@@ -35,8 +35,8 @@ export const CreatedWebhookSchema = Type.Object(
 
 export const DeliverySchema = Type.Object(
   {
-    delivery_id: Type.String({ description: 'As in the payload; a replay has its own.' }),
-    event_id: Type.String({ description: 'As in the payload.' }),
+    delivery_id: Type.String({ description: 'The Shiplog-Delivery header of its requests; a replay has its own.' }),
+    event_id: Type.String({ description: "The payload's `id`." }),
     event: Type.String({ enum: [...EVENT_TYPES], description: "The event's type." }),
     webhook_id: Type.Integer(),
     replay: Type.Integer({ description: '0 for the delivery the change queued, 1, 2, ... for replays.' }),
@@ -61,7 +61,7 @@ export async function presentWebhooks(db: Db, rows: WebhookRow[], viewerId: numb
   const users = new Map((await findUsersByIds(db, [...new Set(rows.map((r) => r.created_by_id))])).map((u) => [u.id, u]));
   return rows.map((row) => ({
     id: row.id,
-    url: row.url,
+    url: maskedUrl(row.url),
     events: eventList(row.events),
     format: row.format,
     enabled: row.disabled_at === null,

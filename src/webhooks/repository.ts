@@ -40,8 +40,52 @@ export async function updateWebhookRow(trx: Trx, id: number, changes: Updateable
   return trx.updateTable('webhooks').set(changes).where('id', '=', id).returningAll().executeTakeFirstOrThrow();
 }
 
+/**
+ * Deletes a webhook, its deliveries, and the events that only its deliveries needed (those that
+ * other webhooks of the product got too stay with theirs).
+ */
 export async function deleteWebhookRow(trx: Trx, id: number): Promise<void> {
+  await trx
+    .deleteFrom('webhook_events')
+    .where('id', 'in', (eb) => eb.selectFrom('webhook_deliveries').select('event_id').where('webhook_id', '=', id))
+    .where(({ not, exists, selectFrom }) =>
+      not(exists(selectFrom('webhook_deliveries as other').select('other.id').whereRef('other.event_id', '=', 'webhook_events.id').where('other.webhook_id', '<>', id))),
+    )
+    .execute();
+  await trx.deleteFrom('webhook_deliveries').where('webhook_id', '=', id).execute();
   await trx.deleteFrom('webhooks').where('id', '=', id).execute();
+}
+
+/**
+ * Deletes up to `limit` deliveries made before `before` that are over (delivered or failed), the
+ * oldest first (the created_at index); returns how many. One short statement, so that a large
+ * backlog is deleted a little at a time.
+ */
+export async function deleteOldDeliveries(db: Db, before: string, limit: number): Promise<number> {
+  const res = await db
+    .deleteFrom('webhook_deliveries')
+    .where('id', 'in', (eb) =>
+      eb.selectFrom('webhook_deliveries').select('id').where('created_at', '<', before).where('status', 'in', ['delivered', 'failed']).orderBy('created_at').limit(limit),
+    )
+    .executeTakeFirst();
+  return Number(res.numDeletedRows);
+}
+
+/** Deletes up to `limit` events made before `before` that no delivery points at any more (a replay keeps its event); returns how many. */
+export async function deleteOldEvents(db: Db, before: string, limit: number): Promise<number> {
+  const res = await db
+    .deleteFrom('webhook_events')
+    .where('id', 'in', (eb) =>
+      eb
+        .selectFrom('webhook_events as e')
+        .select('e.id')
+        .where('e.created_at', '<', before)
+        .where(({ not, exists, selectFrom }) => not(exists(selectFrom('webhook_deliveries as d').select('d.id').whereRef('d.event_id', '=', 'e.id'))))
+        .orderBy('e.created_at')
+        .limit(limit),
+    )
+    .executeTakeFirst();
+  return Number(res.numDeletedRows);
 }
 
 export async function insertEvent(trx: Trx, row: Omit<WebhookEventRow, 'id'>): Promise<number> {

@@ -15,7 +15,7 @@ const FORMAT = '`shiplog` (the signed JSON event) or `slack` (a message for inco
 /** What a webhook's parameters mean (docs/INTERFACE.md §10); `secret` only counts on creation, `enabled` on a change. */
 const webhookFields = {
   url: doc.text(
-    'An absolute http:// or https:// URL whose host is not, and does not resolve to, a loopback, private, shared, link-local, multicast or reserved address (unless the operator allows them).',
+    'An absolute http:// or https:// URL whose host is, and resolves only to, global unicast addresses (unless the operator allows others); credentials in it are never shown back, and a URL sent back as shown (`***`) keeps them.',
     MAX_URL_LENGTH,
   ),
   events: doc.list('The event types it gets; at least one.', EVENT_TYPES),
@@ -125,7 +125,7 @@ export async function webhookRoutes(app: FastifyInstance): Promise<void> {
     {
       schema: {
         summary: 'Delete a webhook',
-        description: 'Its delivery log goes with it.',
+        description: 'Its delivery log goes with it, and the events no other webhook got.',
         operationId: 'deleteWebhook',
         tags,
         params: WebhookParams,

@@ -44,7 +44,7 @@ export class WebhookSender {
   }
 
   /** Sends `body`; resolves with what happened, never rejects. */
-  post(target: string, body: string, headers: Record<string, string>): Promise<Answer> {
+  post(target: string, body: Buffer, headers: Record<string, string>): Promise<Answer> {
     const started = Date.now();
     return new Promise((resolve) => {
       let settled = false;
@@ -76,7 +76,7 @@ export class WebhookSender {
         request = (secure ? https : http).request(url, {
           method: 'POST',
           agent: secure ? this.httpsAgent : this.httpAgent,
-          headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) },
+          headers: { ...headers, 'content-length': String(body.length) },
         });
       } catch (err) {
         failed(err);

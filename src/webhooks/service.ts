@@ -7,10 +7,12 @@ import type { ProductScope } from '../scope.js';
 import { formatTimestamp, nowTimestamp } from '../time.js';
 import { fullName, presentUser } from '../users/index.js';
 import type { WebhookChange, WebhookInput } from './input.js';
-import { eventList, MAX_WEBHOOKS, NO_VIEWER, RETRY_WINDOW_MS, type EventType } from './model.js';
+import { eventList, MAX_WEBHOOKS, NO_VIEWER, RETRY_WINDOW_MS, unmasked, type EventType } from './model.js';
 import {
   countDeliveries,
   countWebhooks,
+  deleteOldDeliveries,
+  deleteOldEvents,
   deleteWebhookRow,
   deliveriesPage,
   enabledWebhooks,
@@ -26,6 +28,7 @@ import {
   updateWebhookRow,
   type LoggedDelivery,
 } from './repository.js';
+import { eventBodies, type EventParts } from './payload.js';
 import { checkTarget, ForbiddenTargetError } from './targets.js';
 
 /** A new delivery of an event to a webhook: due now, retried for a day. */
@@ -49,35 +52,68 @@ export interface NewEvent {
   actor: UserRow;
   type: EventType;
   /**
-   * The event's own part: the resource as the API renders it (`item`, `deploy`) and, for
-   * updates, `changes`. Called only when some webhook wants the event.
+   * The event's own part: a summary of the resource (`item`, `deploy` with its first items) and,
+   * for updates, `changes`. Called only when some webhook wants the event.
    */
-  render: () => Promise<Record<string, unknown>>;
+  render: () => Promise<EventParts>;
 }
 
 /**
  * Writes an event, and one delivery to each enabled webhook of the product that wants it, in
  * the caller's transaction: rolled back with the change, it never happened; committed, a worker
- * sends it. A product without such webhooks costs the one indexed query that finds none.
+ * sends it. Its bodies are built here, once, bounded (see eventBodies); every delivery, retry and
+ * replay sends them as they are. A product without such webhooks costs the one indexed query
+ * that finds none.
  */
 export async function queueEvent(trx: Trx, event: NewEvent): Promise<void> {
   const wanting = (await enabledWebhooks(trx, event.product.id)).filter((w) => eventList(w.events).includes(event.type));
   if (wanting.length === 0) return;
-  const payload = { product: { id: event.product.id, name: event.product.name }, actor: presentUser(event.actor, NO_VIEWER), ...(await event.render()) };
   const now = new Date();
-  const eventId = await insertEvent(trx, {
-    uid: crypto.randomUUID(),
-    product_id: event.product.id,
+  const uid = crypto.randomUUID();
+  const head = {
+    id: uid,
+    timestamp: formatTimestamp(now),
     type: event.type,
-    payload: JSON.stringify(payload),
-    created_at: formatTimestamp(now),
-  });
+    product: { id: event.product.id, name: event.product.name },
+    actor: presentUser(event.actor, NO_VIEWER),
+  };
+  const { body, slack } = eventBodies(head, await event.render());
+  const eventId = await insertEvent(trx, { uid, product_id: event.product.id, type: event.type, body, slack_body: slack, created_at: head.timestamp });
   await insertDeliveries(trx, wanting.map((w) => newDelivery(w.id, eventId, 0, now)));
 }
 
 /**
- * Refuses (400 naming `url`) a target on a loopback, private or link-local address, or whose name
- * resolves to one, unless the operator allows them. Called before the change's transaction opens:
+ * Deletes the deliveries that are over and the events no delivery needs any more, made before
+ * `before`: `batch` rows per statement, each its own short transaction, with a turn for other
+ * work between them, so that a large backlog never holds the database. Stops early when `stop`
+ * says so. Returns what it deleted and in how many statements.
+ */
+export async function deleteExpired(
+  db: Db,
+  before: Date,
+  batch: number,
+  stop: () => boolean = () => false,
+): Promise<{ deliveries: number; events: number; statements: number }> {
+  const at = formatTimestamp(before);
+  const done = { deliveries: 0, events: 0, statements: 0 };
+  for (const [kind, remove] of [
+    ['deliveries', deleteOldDeliveries],
+    ['events', deleteOldEvents],
+  ] as const) {
+    while (!stop()) {
+      const n = await remove(db, at, batch);
+      done[kind] += n;
+      done.statements += 1;
+      if (n < batch) break;
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+  }
+  return done;
+}
+
+/**
+ * Refuses (400 naming `url`) a target that is not, or whose name does not resolve only to, global
+ * unicast addresses (see targets.ts), unless the operator allows them. Called before the change's transaction opens:
  * resolving a name may take a while.
  */
 export async function vetTarget(url: URL | undefined, allowPrivate: boolean): Promise<void> {
@@ -128,13 +164,14 @@ export async function createWebhook(trx: Trx, scope: ProductScope, input: Webhoo
 
 /**
  * Changes a webhook's target, events or format; `enabled` true re-enables it (its failures
- * forgotten), false disables it, naming who did. Deliveries waiting when it is disabled are given up.
+ * forgotten), false disables it, naming who did. A URL given with its credentials masked, as
+ * shown, keeps the stored ones. Deliveries waiting when it is disabled are given up.
  */
 export async function updateWebhook(trx: Trx, scope: ProductScope, id: number, change: WebhookChange): Promise<WebhookRow> {
   const webhook = await getWebhook(trx, scope, id);
   const now = nowTimestamp();
   const fields = {
-    ...(change.url ? { url: change.url.href } : {}),
+    ...(change.url ? { url: unmasked(change.url, webhook.url).href } : {}),
     ...(change.events ? { events: change.events.join(',') } : {}),
     ...(change.format ? { format: change.format } : {}),
   };
@@ -147,7 +184,7 @@ export async function updateWebhook(trx: Trx, scope: ProductScope, id: number, c
   return updated;
 }
 
-/** Deletes a webhook and its delivery log; answers with it as it was. */
+/** Deletes a webhook, its delivery log and the events only it got; answers with it as it was. */
 export async function deleteWebhook(trx: Trx, scope: ProductScope, id: number): Promise<WebhookRow> {
   const webhook = await getWebhook(trx, scope, id);
   await deleteWebhookRow(trx, webhook.id);

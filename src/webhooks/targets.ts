@@ -1,49 +1,47 @@
 import dns from 'node:dns';
 import net from 'node:net';
+import ipaddr from 'ipaddr.js';
 
 /**
- * Addresses a webhook may not reach unless the operator allows it (WEBHOOKS_ALLOW_PRIVATE): this
- * host and its network, the cloud's metadata service, and what no public receiver uses. Without
- * the guard, anyone who may add a webhook could make the server call services that trust it.
+ * Webhooks may reach global unicast addresses only, unless the operator allows the rest
+ * (WEBHOOKS_ALLOW_PRIVATE): without the guard, anyone who may add a webhook could make the server
+ * call this host, its network, the cloud's metadata service, or them again through an IPv6 form
+ * that embeds an IPv4 address (NAT64, 6to4, Teredo, IPv4-mapped and -compatible). What an
+ * address is, is ipaddr.js's judgement (it follows IANA's special-purpose registries); an IPv6
+ * address must also lie in 2000::/3, the only block IANA allocates global unicast from, which
+ * leaves out the deprecated forms it still calls unicast (`::127.0.0.1`).
  */
-const RANGES: [label: string, family: 'ipv4' | 'ipv6', network: string, prefix: number][] = [
-  ['an unspecified address', 'ipv4', '0.0.0.0', 8],
-  ['a private address', 'ipv4', '10.0.0.0', 8],
-  ['a shared (carrier-grade NAT) address', 'ipv4', '100.64.0.0', 10],
-  ['a loopback address', 'ipv4', '127.0.0.0', 8],
-  ['a link-local address (such as the metadata service)', 'ipv4', '169.254.0.0', 16],
-  ['a private address', 'ipv4', '172.16.0.0', 12],
-  ['a reserved address', 'ipv4', '192.0.0.0', 24],
-  ['a documentation address', 'ipv4', '192.0.2.0', 24],
-  ['a private address', 'ipv4', '192.168.0.0', 16],
-  ['a benchmarking address', 'ipv4', '198.18.0.0', 15],
-  ['a documentation address', 'ipv4', '198.51.100.0', 24],
-  ['a documentation address', 'ipv4', '203.0.113.0', 24],
-  ['a multicast address', 'ipv4', '224.0.0.0', 4],
-  ['a reserved address', 'ipv4', '240.0.0.0', 4],
-  ['an unspecified address', 'ipv6', '::', 128],
-  ['a loopback address', 'ipv6', '::1', 128],
-  ['a discard address', 'ipv6', '100::', 64],
-  ['a local NAT64 address', 'ipv6', '64:ff9b:1::', 48],
-  ['a documentation address', 'ipv6', '2001:db8::', 32],
-  ['a private (unique local) address', 'ipv6', 'fc00::', 7],
-  ['a link-local address', 'ipv6', 'fe80::', 10],
-  ['a multicast address', 'ipv6', 'ff00::', 8],
-];
+const LABELS: Record<string, string> = {
+  unspecified: 'an unspecified address',
+  broadcast: 'a broadcast address',
+  multicast: 'a multicast address',
+  linkLocal: 'a link-local address (such as the metadata service)',
+  loopback: 'a loopback address',
+  carrierGradeNat: 'a shared (carrier-grade NAT) address',
+  private: 'a private address',
+  reserved: 'a reserved address',
+  uniqueLocal: 'a private (unique local) address',
+  ipv4Mapped: 'an IPv4-mapped address',
+  rfc6145: 'an IPv4-translated address',
+  rfc6052: 'a NAT64 address (it embeds an IPv4 address)',
+  '6to4': 'a 6to4 address (it embeds an IPv4 address)',
+  teredo: 'a Teredo address (it embeds an IPv4 address)',
+  deprecatedSiteLocal: 'a site-local address',
+  discard: 'a discard address',
+};
 
-/** One list per label; an IPv4-mapped IPv6 address (::ffff:127.0.0.1) is checked as the IPv4 one. */
-const LISTS = RANGES.map(([label, family, network, prefix]) => {
-  const list = new net.BlockList();
-  list.addSubnet(network, prefix, family);
-  return { label, list };
-});
+/** 2000::/3: IPv6 global unicast. */
+const GLOBAL_UNICAST_V6 = ipaddr.parseCIDR('2000::/3');
 
 /** What kind of address this is when webhooks may not go there (`a loopback address`), else undefined. */
 export function forbiddenRange(address: string): string | undefined {
-  const family = net.isIP(address);
-  if (family === 0) return 'not an IP address';
-  const type = family === 4 ? 'ipv4' : 'ipv6';
-  return LISTS.find(({ list }) => list.check(address, type))?.label;
+  // Strictly an address: ipaddr.js alone would read `1.2.3` as one.
+  if (net.isIP(address) === 0) return 'not an IP address';
+  const parsed = ipaddr.parse(address);
+  const range = parsed.range();
+  if (range !== 'unicast') return LABELS[range] ?? `not a global unicast address (${range})`;
+  if (parsed.kind() === 'ipv6' && !parsed.match(GLOBAL_UNICAST_V6)) return 'not a global unicast address';
+  return undefined;
 }
 
 /** Raised when a target is, or resolves to, an address webhooks may not reach. */

@@ -2,10 +2,11 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Db } from '../db/connection.js';
 import type { WebhookDeliveryRow, WebhookEventRow, WebhookRow } from '../db/schema.js';
 import { formatTimestamp } from '../time.js';
-import { FAILING_FOR_MS } from './model.js';
-import { eventBody, signatureHeader, slackMessage } from './payload.js';
+import { FAILING_FOR_MS, RETENTION_BATCH } from './model.js';
+import { signatureHeader, slackOfStoredBody } from './payload.js';
 import { claimDue, clearFailures, countFailure, disableWebhook, findEventsByIds, findWebhooksByIds, recordAttempt } from './repository.js';
 import { WebhookSender, type Answer } from './sender.js';
+import { deleteExpired } from './service.js';
 
 export interface WebhookWorkerOptions {
   /** How often due deliveries are looked for. */
@@ -25,6 +26,14 @@ export interface WebhookWorkerOptions {
   disableAfterFailures: number;
   /** Whether targets on loopback, private and link-local addresses may be called. */
   allowPrivate: boolean;
+  /** Events and deliveries older than this are deleted. */
+  retentionMs: number;
+  /** How often they are looked for. */
+  sweepIntervalMs: number;
+  /** Rows deleted per statement. */
+  retentionBatch: number;
+  /** The time retention counts from (tests move it). */
+  clock: () => number;
 }
 
 export const DEFAULT_WEBHOOK_WORKER_OPTIONS: WebhookWorkerOptions = {
@@ -37,6 +46,10 @@ export const DEFAULT_WEBHOOK_WORKER_OPTIONS: WebhookWorkerOptions = {
   retryMaxMs: 3600_000,
   disableAfterFailures: 20,
   allowPrivate: false,
+  retentionMs: 30 * 24 * 3600_000,
+  sweepIntervalMs: 600_000,
+  retentionBatch: RETENTION_BATCH,
+  clock: () => Date.now(),
 };
 
 /** What became of an attempt, as it is written back. */
@@ -66,9 +79,12 @@ export function retryable(answer: Answer): boolean {
  * deliveries only. A worker that dies leaves its claims to lapse; another (or the restarted one)
  * takes them over, so a delivery can arrive twice only if the process died between the
  * receiver's answer and the write of the outcome. Receivers tell repeats apart by the delivery's id.
+ * It also deletes, a batch at a time, what is older than the retention.
  */
 export class WebhookWorker {
   private timer: NodeJS.Timeout | undefined;
+  private sweepTimer: NodeJS.Timeout | undefined;
+  private sweeping: Promise<unknown> | undefined;
   private running: Promise<number> | undefined;
   private again = false;
   private started = false;
@@ -92,7 +108,26 @@ export class WebhookWorker {
     this.started = true;
     this.timer = setInterval(() => this.nudge(), this.options.intervalMs);
     this.timer.unref();
+    this.sweepTimer = setInterval(() => {
+      if (!this.sweeping) this.sweeping = this.sweep().catch((err) => this.log.error({ err }, 'deleting old webhook events failed'));
+    }, this.options.sweepIntervalMs);
+    this.sweepTimer.unref();
     this.nudge();
+  }
+
+  /**
+   * Deletes the deliveries and events older than the retention, a batch per statement (see
+   * deleteExpired); resolves with what it deleted.
+   */
+  async sweep(): Promise<{ deliveries: number; events: number; statements: number }> {
+    try {
+      const before = new Date(this.options.clock() - this.options.retentionMs);
+      const done = await deleteExpired(this.db, before, this.options.retentionBatch, () => this.stopping);
+      if (done.deliveries + done.events > 0) this.log.info(done, 'old webhook events and deliveries deleted');
+      return done;
+    } finally {
+      this.sweeping = undefined;
+    }
   }
 
   /** Asks for a round soon, once started; rounds never overlap. */
@@ -183,7 +218,8 @@ export class WebhookWorker {
       );
       return false;
     }
-    const body = webhook.format === 'slack' ? slackMessage(event) : eventBody(event, delivery.uid);
+    // The bytes written with the event, as they are (events older than the kept Slack body render theirs).
+    const body = Buffer.from(webhook.format === 'slack' ? event.slack_body || slackOfStoredBody(event.body) : event.body);
     const answer = await this.sender.post(webhook.url, body, {
       'content-type': 'application/json',
       'user-agent': 'Shiplog-Webhooks/1',
@@ -259,8 +295,10 @@ export class WebhookWorker {
     this.started = false;
     this.stopping = true;
     if (this.timer) clearInterval(this.timer);
+    if (this.sweepTimer) clearInterval(this.sweepTimer);
     this.wake?.();
     await this.running?.catch(() => undefined);
+    await this.sweeping?.catch(() => undefined);
     this.sender.close();
   }
 }
