@@ -99,7 +99,7 @@ export async function insertSession(trx: Trx, session: WebSessionRow): Promise<v
   await trx.insertInto('web_sessions').values(session).execute();
 }
 
-const activeSession = prepared((db, idHash: string, activeSince: string, startedSince: string) =>
+const activeSession = prepared((db, idHash: string, activeSince: string, startedAfter: string) =>
   db
     .selectFrom('web_sessions')
     .innerJoin('users', 'users.id', 'web_sessions.user_id')
@@ -107,12 +107,12 @@ const activeSession = prepared((db, idHash: string, activeSince: string, started
     .select(['web_sessions.id_hash', 'web_sessions.csrf_token', 'web_sessions.created_at as session_created_at', 'web_sessions.last_seen_at'])
     .where('web_sessions.id_hash', '=', idHash)
     .where('web_sessions.last_seen_at', '>=', activeSince)
-    .where('web_sessions.created_at', '>=', startedSince),
+    .where('web_sessions.created_at', '>', startedAfter),
 );
 
-/** A session seen since `activeSince` and begun since `startedSince`, with its user. */
-export async function findSession(db: Db, idHash: string, activeSince: string, startedSince: string): Promise<{ session: WebSessionRow; user: UserRow } | undefined> {
-  const [row] = await activeSession(db, idHash, activeSince, startedSince);
+/** A session seen since `activeSince` and begun after `startedAfter`, with its user. */
+export async function findSession(db: Db, idHash: string, activeSince: string, startedAfter: string): Promise<{ session: WebSessionRow; user: UserRow } | undefined> {
+  const [row] = await activeSession(db, idHash, activeSince, startedAfter);
   if (!row) return undefined;
   const { id_hash, csrf_token, session_created_at, last_seen_at, ...user } = row;
   return { session: { id_hash, user_id: user.id, csrf_token, created_at: session_created_at, last_seen_at }, user };
