@@ -101,8 +101,6 @@ export interface SessionPolicy {
 }
 
 export interface ActiveSession {
-  /** What the cookie holds when the session is new (the database keeps its hash only). */
-  id?: string;
   idHash: string;
   user: UserRow;
   csrfToken: string;
@@ -112,10 +110,13 @@ export interface ActiveSession {
   touched: boolean;
 }
 
+/** A session with the id its cookie holds (the database keeps only the id's hash). */
+export type NewSession = ActiveSession & { id: string };
+
 /** Until when a session can last at most: its start and the policy's lifetime. */
 export const sessionEndsAt = (session: ActiveSession, policy: SessionPolicy): number => Date.parse(session.startedAt) + policy.lifetimeMs;
 
-async function startSession(trx: Trx, user: UserRow, startedAt: string, now: Date): Promise<ActiveSession & { id: string }> {
+async function startSession(trx: Trx, user: UserRow, startedAt: string, now: Date): Promise<NewSession> {
   const id = randomToken();
   const csrfToken = randomToken();
   await insertSession(trx, { id_hash: sha256(id), user_id: user.id, csrf_token: csrfToken, created_at: startedAt, last_seen_at: formatTimestamp(now) });
@@ -123,7 +124,7 @@ async function startSession(trx: Trx, user: UserRow, startedAt: string, now: Dat
 }
 
 /** Uses a link up and starts a session for its user; undefined when the link no longer works. */
-export async function signIn(trx: Trx, token: string, policy: SessionPolicy, now = new Date()): Promise<(ActiveSession & { id: string }) | undefined> {
+export async function signIn(trx: Trx, token: string, policy: SessionPolicy, now = new Date()): Promise<NewSession | undefined> {
   const at = formatTimestamp(now);
   const userId = await useLink(trx, sha256(token), at);
   const user = userId === undefined ? undefined : await findUserById(trx, userId);
@@ -172,7 +173,7 @@ export async function replaceApiKey(trx: Trx, email: string): Promise<string> {
  * browser that asked goes on in a new one (a new id and form token) that keeps its sign-in time,
  * so that a new key never lengthens a session.
  */
-export async function replaceApiKeyFromPage(trx: Trx, session: ActiveSession, now = new Date()): Promise<{ apiKey: string; session: ActiveSession & { id: string } }> {
+export async function replaceApiKeyFromPage(trx: Trx, session: ActiveSession, now = new Date()): Promise<{ apiKey: string; session: NewSession }> {
   const apiKey = await replaceApiKey(trx, session.user.email);
   return { apiKey, session: await startSession(trx, session.user, session.startedAt, now) };
 }

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ForbiddenError } from '../errors.js';
-import { formTokenMatches, resumeSession, sessionEndsAt, type ActiveSession, type SessionPolicy } from './service.js';
+import { formTokenMatches, resumeSession, sessionEndsAt, type ActiveSession, type NewSession, type SessionPolicy } from './service.js';
 import { layout, type Viewer } from './views/layout.js';
 import type { Html } from './views/html.js';
 
@@ -53,12 +53,9 @@ export interface CookieSettings extends SessionPolicy {
 }
 
 /** The cookie of a session, kept by the browser for the idle time from now, and never past the session's end. */
-export function setSessionCookie(reply: FastifyReply, session: ActiveSession & { id: string }, settings: CookieSettings, now = Date.now()): void {
-  writeSessionCookie(reply, session.id, Math.min(settings.idleMs, sessionEndsAt(session, settings) - now), settings);
-}
-
-function writeSessionCookie(reply: FastifyReply, id: string, maxAgeMs: number, settings: CookieSettings): void {
-  reply.setCookie(SESSION_COOKIE, id, {
+export function setSessionCookie(reply: FastifyReply, session: NewSession, settings: CookieSettings, now = Date.now()): void {
+  const maxAgeMs = Math.min(settings.idleMs, sessionEndsAt(session, settings) - now);
+  reply.setCookie(SESSION_COOKIE, session.id, {
     signed: true,
     httpOnly: true,
     sameSite: 'lax',
