@@ -11,8 +11,8 @@ import { mailStatus, retryMail, type MailStatus } from './mail/index.js';
 import { DEPLOY_SUMMARY, DEPLOY_USAGE, deployCommand } from './pipeline/deploy.js';
 import { addMemberByEmail, createProduct } from './products/index.js';
 import { replaceSharedSecret, sharedSecret } from './settings.js';
-import { createUser, findUserByEmail, rotateApiKey } from './users/index.js';
-import { operatorSignInLink } from './web/index.js';
+import { createUser, findUserByEmail } from './users/index.js';
+import { operatorSignInLink, replaceApiKey } from './web/index.js';
 import { deliveryLog, maskedUrl, presentDelivery, replayDelivery, type DeliveryJson } from './webhooks/index.js';
 
 class UsageError extends Error {}
@@ -113,11 +113,11 @@ const COMMANDS: Record<string, Command> = {
   },
   'user key': {
     usage: 'shiplog user key EMAIL',
-    help: 'Issues a new API key for a user and prints it; the old key stops working.',
+    help: 'Issues a new API key for a user and prints it; the old key stops working, and the user is signed out of the pages everywhere.',
     options: {},
     positionals: ['EMAIL'],
     async run(db, [email]) {
-      return db.transaction().execute((trx) => rotateApiKey(trx, email));
+      return db.transaction().execute((trx) => replaceApiKey(trx, email));
     },
   },
   'user login-link': {

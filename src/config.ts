@@ -36,6 +36,8 @@ export interface Config {
   readonly maxConnections: number;
   /** A signed-in browser that makes no request for this long is signed out. */
   readonly webSessionIdleMinutes: number;
+  /** A page session ends this long after signing in, however active it has been. */
+  readonly webSessionLifetimeDays: number;
   /** The deadline of one webhook delivery: connect, send, and the receiver's answer. */
   readonly webhookTimeoutSeconds: number;
   /** How long a worker holds a claimed webhook delivery before another may take it over. */
@@ -217,6 +219,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     keepAliveTimeoutMs: positive('KEEP_ALIVE_TIMEOUT_MS', 5_000, MAX_TIMER_MS),
     maxConnections: positive('MAX_CONNECTIONS', 1_000),
     webSessionIdleMinutes: positive('WEB_SESSION_IDLE_MINUTES', 7 * 24 * 60, 366 * 24 * 60),
+    webSessionLifetimeDays: positive('WEB_SESSION_LIFETIME_DAYS', 30, 366),
     webhookTimeoutSeconds,
     webhookLeaseSeconds,
     webhookDisableAfterFailures: positive('WEBHOOK_DISABLE_AFTER_FAILURES', 20, 1000),

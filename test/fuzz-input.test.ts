@@ -84,6 +84,7 @@ const ROUTES: Record<string, RouteSpec> = {
   'GET /app/products': { access: 'page', params: [] },
   'GET /app/settings': { access: 'page', params: [] },
   'POST /app/settings/api-key': { access: 'page', params: ['csrf'], example: { csrf: CSRF } },
+  'POST /app/settings/sign-out-everywhere': { access: 'page', params: ['csrf'], example: { csrf: CSRF } },
   'GET /app/products/:product_id/board': { access: 'page', params: ['type', 'assignee', 'creator', 'tags', 'mine', 'status', 'offset'], example: { type: 'task', tags: 'a' } },
   'POST /app/products/:product_id/items': { access: 'page', params: PAGE_ITEM_FIELDS, example: { csrf: CSRF, type: 'task', title: 'From the board' } },
   'GET /app/products/:product_id/items/:item_number': { access: 'page', params: [] },
@@ -578,8 +579,8 @@ async function runCase(route: string, request: FuzzRequest): Promise<void> {
     await addWebhook();
     return;
   }
-  // Signed out: the next requests of that person come with a new session.
-  if (route === 'POST /app/sign-out' && res.statusCode === 200 && session) {
+  // Signed out (a new API key signs out everywhere too): the next requests of that person come with a new session.
+  if (['POST /app/sign-out', 'POST /app/settings/sign-out-everywhere', 'POST /app/settings/api-key'].includes(route) && res.statusCode === 200 && session) {
     sessions.set(session, await pageSession(t, session === web.email ? web : webOutsider));
     return;
   }

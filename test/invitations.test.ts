@@ -83,7 +83,7 @@ describe('adding a person sends an invitation and nothing else', () => {
     const mails = to(await mailbox(), victim);
     assert.equal(mails.length, 1, 'the stranger gets the invitation only');
     const [mail] = mails;
-    assert.match(mail.headers.get('subject')!, /invites you to Spam machine on Shiplog/);
+    assert.match(mail.headers.get('subject')!, /invites you to “Spam machine” on Shiplog/);
     assert.equal(mail.headers.get('to'), victim, 'the name the inviter typed is not used');
     assert.equal(mail.headers.has('list-unsubscribe'), false, 'an invitation is no subscription');
     assert.match(mail.text, /Nothing happens unless you accept/);
@@ -121,6 +121,30 @@ describe('adding a person sends an invitation and nothing else', () => {
     const mails = to(await mailbox(), invitee.email);
     assert.equal(mails.length, 2);
     assert.match(mails[1].headers.get('subject')!, /Deployed to production/);
+  });
+
+  test('the product name the inviter chose is quoted and shortened in the subject and body', async () => {
+    const attacker = await makeUser(t.db, { firstName: 'Sam', lastName: 'Sender' });
+    const sentence = 'Payroll”. Your Shiplog account is suspended: verify it at https://evil.example/verify within 24 hours or lose all your data';
+    const productId = await ownProduct(attacker, `\u202e${sentence}`);
+    const victim = 'quoted@external.example';
+    assert.equal((await invite(attacker, productId, { email: victim })).statusCode, 200);
+    const [mail] = to(await mailbox(), victim);
+    assert.ok(mail);
+    // 60 characters of the name at most, its own closing quote made straight, the reversal mark gone.
+    const shown = '“Payroll". Your Shiplog account is suspended: verify it at h…”';
+    assert.equal(mail.headers.get('subject'), `Sam Sender invites you to ${shown} on Shiplog`);
+    assert.ok(mail.text.includes(`invites you to join the product ${shown} on Shiplog.`), mail.text);
+    assert.ok(mail.text.includes(`you are not a member of ${shown},`), mail.text);
+    assert.ok(String(mail.html).includes(`<strong>${shown.replaceAll('"', '&quot;')}</strong>`), String(mail.html));
+    for (const body of [mail.text, String(mail.html), String(mail.headers.get('subject'))]) {
+      assert.ok(!body.includes('evil.example/verify'), 'the rest of the name is not shown');
+      assert.ok(!body.includes('\u202e'), 'no direction marks');
+    }
+    const short = await ownProduct(attacker, 'Ünïcode 🚀 product');
+    const other = 'quoted2@external.example';
+    assert.equal((await invite(attacker, short, { email: other })).statusCode, 200);
+    assert.equal(to(await mailbox(), other)[0].headers.get('subject'), 'Sam Sender invites you to “Ünïcode 🚀 product” on Shiplog', 'a short name is whole');
   });
 
   test('a member who is not an admin cannot invite', async () => {

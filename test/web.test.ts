@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { after, before, describe, test } from 'node:test';
+import { after, before, describe, mock, test } from 'node:test';
 import type { LightMyRequestResponse } from 'fastify';
 import { buildApp } from '../src/app.js';
 import { loadConfig } from '../src/config.js';
@@ -135,12 +135,13 @@ describe('signing in with a mailed link', () => {
     assert.match(res.body, /Enter an email address/);
   });
 
-  test('links are limited per address (known or not) and per client', async () => {
+  test('links are limited per address and client, per client, and per address from anywhere (known or not)', async () => {
     const person = await makeUser(t.db);
     const stranger = `stranger-${process.pid}@example.com`;
     for (const email of [person.email, stranger]) {
-      for (let i = 0; i < 5; i++) assert.equal((await askForLink(email, newIp())).statusCode, 200);
-      const limited = await askForLink(email, newIp());
+      const ip = newIp();
+      for (let i = 0; i < 5; i++) assert.equal((await askForLink(email, ip)).statusCode, 200);
+      const limited = await askForLink(email, ip);
       assert.equal(limited.statusCode, 429, email);
       assert.match(limited.body, /Too many sign-in links/);
       assert.ok(Number(limited.headers['retry-after']) > 0);
@@ -154,13 +155,61 @@ describe('signing in with a mailed link', () => {
     assert.equal((await askForLink(`client-last-${process.pid}@example.com`, newIp())).statusCode, 200, 'another client is not limited');
   });
 
-  test('30 requests for one address at once: exactly the 5 the limit allows are mailed, the rest are 429', async () => {
+  test('a stranger asking from one network cannot lock a person out; the address from anywhere has a ceiling', async () => {
     const person = await makeUser(t.db);
-    const answers = await Promise.all(Array.from({ length: 30 }, () => askForLink(person.email, newIp())));
+    const strangerIp = newIp();
+    for (let i = 0; i < 5; i++) assert.equal((await askForLink(person.email, strangerIp)).statusCode, 200);
+    assert.equal((await askForLink(person.email, strangerIp)).statusCode, 429, 'the stranger has used up their own count');
+    // The person, from their own network, still gets a link, and can use it.
+    const own = await askForLink(person.email, newIp());
+    assert.equal(own.statusCode, 200, own.body);
+    const link = await mailedLink(person.email);
+    assert.ok(link);
+    assert.equal((await follow(link, 'POST')).statusCode, 303);
+
+    // Requests from many networks at once are bounded by the ceiling per address: 30 messages an hour.
+    for (let i = 0; i < 24; i++) assert.equal((await askForLink(person.email, newIp())).statusCode, 200, `request ${i}`);
+    const ceiling = await askForLink(person.email, newIp());
+    assert.equal(ceiling.statusCode, 429);
+    assert.match(ceiling.body, /Too many sign-in links were asked for this address/);
+    const sent = await t.db.selectFrom('outbox').select('id').where('kind', '=', 'signin').where('user_id', '=', person.user.id).execute();
+    assert.equal(sent.length, 30);
+  });
+
+  test('IPv6 clients count per /64: other addresses of the same network share its counts', async () => {
+    const network = () => `2001:db8:${(++ipSeq).toString(16)}:1`;
+    const crowd = network();
+    for (let i = 1; i <= 20; i++) assert.equal((await askForLink(`v6-${i}-${process.pid}@example.com`, `${crowd}::${i.toString(16)}`)).statusCode, 200);
+    assert.equal((await askForLink(`v6-last-${process.pid}@example.com`, `${crowd}:ffff:ffff:ffff:ffff`)).statusCode, 429, 'another address of the same /64');
+    assert.equal((await askForLink(`v6-last-${process.pid}@example.com`, `${network()}::1`)).statusCode, 200, 'another /64');
+
+    const person = await makeUser(t.db);
+    const own = network();
+    for (let i = 1; i <= 5; i++) assert.equal((await askForLink(person.email, `${own}::${i.toString(16)}`)).statusCode, 200);
+    assert.equal((await askForLink(person.email, `${own}:ffff::1`)).statusCode, 429, 'the address from the same /64');
+    assert.equal((await askForLink(person.email, `${network()}::1`)).statusCode, 200, 'the address from another /64');
+    const v4 = newIp();
+    for (let i = 0; i < 5; i++) assert.equal((await askForLink(person.email, v4)).statusCode, 200);
+    assert.equal((await askForLink(person.email, `::ffff:${v4}`)).statusCode, 429, 'an IPv4-mapped address is its IPv4 address');
+  });
+
+  test('30 requests for one address at once from one client: exactly the 5 the limit allows are mailed, the rest are 429', async () => {
+    const person = await makeUser(t.db);
+    const ip = newIp();
+    const answers = await Promise.all(Array.from({ length: 30 }, () => askForLink(person.email, ip)));
     const byStatus = answers.reduce<Record<number, number>>((n, r) => ({ ...n, [r.statusCode]: (n[r.statusCode] ?? 0) + 1 }), {});
     assert.deepEqual(byStatus, { 200: 5, 429: 25 });
     const sent = await t.db.selectFrom('outbox').select('id').where('kind', '=', 'signin').where('user_id', '=', person.user.id).execute();
     assert.equal(sent.length, 5);
+  });
+
+  test('40 requests for one address at once from 40 networks: exactly the 30 of the ceiling are mailed', async () => {
+    const person = await makeUser(t.db);
+    const answers = await Promise.all(Array.from({ length: 40 }, () => askForLink(person.email, newIp())));
+    const byStatus = answers.reduce<Record<number, number>>((n, r) => ({ ...n, [r.statusCode]: (n[r.statusCode] ?? 0) + 1 }), {});
+    assert.deepEqual(byStatus, { 200: 30, 429: 10 });
+    const sent = await t.db.selectFrom('outbox').select('id').where('kind', '=', 'signin').where('user_id', '=', person.user.id).execute();
+    assert.equal(sent.length, 30);
   });
 });
 
@@ -225,6 +274,104 @@ describe('sessions', () => {
     assert.equal((await page('/app/settings', cookie)).statusCode, 200);
     await t.db.updateTable('web_sessions').set({ last_seen_at: '2020-01-01T00:00:00+00:00' }).where('user_id', '=', person.user.id).execute();
     assert.equal((await page('/app/settings', cookie)).statusCode, 303);
+  });
+
+  test('a session ends 30 days after signing in, however active; a new key does not lengthen it', async () => {
+    const day = 24 * 3600_000;
+    mock.timers.enable({ apis: ['Date'], now: Date.now() });
+    try {
+      const person = await makeUser(t.db);
+      const cookie = await signIn(person.email);
+      const renewedBy = await makeUser(t.db);
+      let renewed = await signIn(renewedBy.email);
+      // Both are used every 5 days, well within the idle time of 7.
+      for (let days = 5; days < 30; days += 5) {
+        mock.timers.tick(5 * day);
+        assert.equal((await page('/app/settings', cookie)).statusCode, 200, `day ${days}`);
+        const settings = await page('/app/settings', renewed);
+        assert.equal(settings.statusCode, 200, `day ${days}`);
+        if (days === 25) {
+          const key = await postForm('/app/settings/api-key', renewed, { csrf: csrfOf(settings) });
+          assert.equal(key.statusCode, 200);
+          renewed = sessionCookie(key);
+        }
+      }
+      mock.timers.tick(5 * day - 3600_000);
+      const last = await page('/app/settings', cookie);
+      assert.equal(last.statusCode, 200, 'an hour before the end');
+      const maxAge = Number(/Max-Age=(\d+)/.exec(String([last.headers['set-cookie']].flat()[0]))?.[1]);
+      assert.ok(maxAge > 0 && maxAge <= 3600, `the cookie is kept until the session ends at most, not ${maxAge} s`);
+      assert.equal((await page('/app/settings', renewed)).statusCode, 200);
+      mock.timers.tick(3600_000);
+      assert.equal((await page('/app/settings', cookie)).statusCode, 303, '30 days after signing in');
+      assert.equal((await page('/app/settings', renewed)).statusCode, 303, 'the session renewed by a new key ends as the one it replaced');
+      assert.equal((await page('/app/settings', await signIn(person.email))).statusCode, 200, 'signing in again starts afresh');
+    } finally {
+      mock.timers.reset();
+    }
+  });
+
+  test('WEB_SESSION_LIFETIME_DAYS sets the lifetime', async () => {
+    const short = await makeApp({ env: { WEB_SESSION_LIFETIME_DAYS: '2' } });
+    mock.timers.enable({ apis: ['Date'], now: Date.now() });
+    try {
+      const person = await makeUser(short.db);
+      const cookie = await signIn(person.email, short);
+      const used = await short.app.inject({ method: 'GET', url: '/app/settings', headers: { cookie } });
+      assert.equal(used.statusCode, 200);
+      mock.timers.tick(47 * 3600_000);
+      assert.equal((await short.app.inject({ method: 'GET', url: '/app/settings', headers: { cookie } })).statusCode, 200);
+      mock.timers.tick(3600_000);
+      assert.equal((await short.app.inject({ method: 'GET', url: '/app/settings', headers: { cookie } })).statusCode, 303);
+    } finally {
+      mock.timers.reset();
+      await short.close();
+    }
+  });
+
+  test('a new API key from the settings page ends every session of the person; this browser goes on in a new one', async () => {
+    const person = await makeUser(t.db);
+    const other = await makeUser(t.db);
+    const here = await signIn(person.email);
+    const elsewhere = await signIn(person.email);
+    const someoneElse = await signIn(other.email);
+    const res = await postForm('/app/settings/api-key', here, { csrf: csrfOf(await page('/app/settings', here)) });
+    assert.equal(res.statusCode, 200, res.body);
+    assert.match(res.body, /<code class="key">[A-Za-z0-9]{32}<\/code>/);
+    assert.equal((await page('/app/settings', elsewhere)).statusCode, 303, 'the other browser is signed out');
+    assert.equal((await page('/app/settings', here)).statusCode, 303, 'the old cookie of this browser too');
+    const renewed = sessionCookie(res);
+    const settings = await page('/app/settings', renewed);
+    assert.equal(settings.statusCode, 200, 'this browser goes on in its new session');
+    assert.equal(csrfOf(settings), csrfOf(res), 'the page shown with the key carries the new form token');
+    assert.equal((await page('/app/settings', someoneElse)).statusCode, 200, 'nobody else is signed out');
+    const left = await t.db.selectFrom('web_sessions').select('id_hash').where('user_id', '=', person.user.id).execute();
+    assert.equal(left.length, 1);
+  });
+
+  test('sign out everywhere ends every session of the person, this one included', async () => {
+    const person = await makeUser(t.db);
+    const other = await makeUser(t.db);
+    const here = await signIn(person.email);
+    const elsewhere = await signIn(person.email);
+    const someoneElse = await signIn(other.email);
+    const settings = await page('/app/settings', here);
+    assert.match(settings.body, /<form method="post" action="\/app\/settings\/sign-out-everywhere"><input type="hidden" name="csrf" value="[^"]+"><button type="submit">Sign out everywhere<\/button><\/form>/);
+    const csrf = csrfOf(settings);
+    assert.equal((await postForm('/app/settings/sign-out-everywhere', here, {})).statusCode, 403, 'without the form token');
+    assert.equal((await postForm('/app/settings/sign-out-everywhere', here, { csrf }, { origin: 'https://evil.example' })).statusCode, 403, 'from another site');
+    assert.equal((await page('/app/settings', elsewhere)).statusCode, 200, 'a refused form ends nothing');
+
+    const res = await postForm('/app/settings/sign-out-everywhere', here, { csrf });
+    assert.equal(res.statusCode, 200, res.body);
+    assert.match(res.body, /You are signed out everywhere/);
+    assert.match(String([res.headers['set-cookie']].flat()[0]), /^shiplog_session=;/);
+    assert.equal((await page('/app/settings', here)).statusCode, 303);
+    assert.equal((await page('/app/settings', elsewhere)).statusCode, 303);
+    assert.equal((await page('/app/settings', someoneElse)).statusCode, 200, 'nobody else is signed out');
+    assert.equal((await client(t.app, person).get('/api/user/whoami.json')).statusCode, 200, 'the API key still works');
+    const left = await t.db.selectFrom('web_sessions').select('id_hash').where('user_id', '=', person.user.id).execute();
+    assert.equal(left.length, 0);
   });
 
   test('a session cookie does not authenticate the API', async () => {
@@ -334,6 +481,56 @@ describe('pages', () => {
     assert.equal(own.statusCode, 200, 'the own origin is fine');
   });
 
+  test('the form token counts only in the body, never in the query string', async () => {
+    const person = await makeUser(t.db);
+    const owner = await makeUser(t.db);
+    const product = await makeProduct(t.db, owner, [person]);
+    const item = await makeItem(t.app, owner, product.id, { title: 'To follow' });
+    const cookie = await signIn(person.email);
+    const csrf = csrfOf(await page('/app/settings', cookie));
+    const inQuery = (url: string, params: Record<string, string> = {}) => postForm(`${url}?csrf=${encodeURIComponent(csrf)}`, cookie, params);
+    for (const res of [
+      await inQuery('/app/settings/api-key'),
+      await inQuery(`/app/products/${product.id}/items/${item.number}/follow`, { follow: '1' }),
+      await inQuery('/app/settings/sign-out-everywhere'),
+      await inQuery('/app/sign-out'),
+    ]) {
+      assert.equal(res.statusCode, 403, res.body);
+      assert.match(res.body, /This form has expired or did not come from Shiplog/);
+    }
+    assert.equal((await client(t.app, person).get('/api/user/whoami.json')).statusCode, 200, 'the key is unchanged');
+    const followers = await t.db.selectFrom('followers').select('user_id').where('user_id', '=', person.user.id).execute();
+    assert.equal(followers.length, 0, 'nothing was followed');
+    assert.equal((await page('/app/settings', cookie)).statusCode, 200, 'still signed in');
+    assert.equal((await postForm(`/app/products/${product.id}/items/${item.number}/follow`, cookie, { csrf, follow: '1' })).statusCode, 303, 'in the body it works');
+  });
+
+  test('Origin is compared with PUBLIC_URL, not with the Host the request names; Referer when there is no Origin', async () => {
+    const person = await makeUser(t.db);
+    const cookie = await signIn(person.email);
+    const csrf = csrfOf(await page('/app/settings', cookie));
+    const refused = [
+      // A name of the attacker's that resolves to the server: its pages' Origin matches the Host.
+      await postForm('/app/settings/api-key', cookie, { csrf }, { host: 'rebound.evil.example', origin: 'http://rebound.evil.example' }),
+      await postForm('/app/settings/api-key', cookie, { csrf }, { origin: 'https://shiplog.test' }),
+      await postForm('/app/settings/api-key', cookie, { csrf }, { origin: 'http://shiplog.test:8080' }),
+      await postForm('/app/settings/api-key', cookie, { csrf }, { origin: 'null' }),
+      await postForm('/app/settings/api-key', cookie, { csrf }, { referer: 'https://evil.example/page' }),
+      await postForm('/app/settings/api-key', cookie, { csrf }, { host: 'rebound.evil.example', referer: 'http://rebound.evil.example/app/settings' }),
+      await postForm('/app/settings/api-key', cookie, { csrf }, { referer: 'not a url' }),
+    ];
+    for (const res of refused) {
+      assert.equal(res.statusCode, 403, res.body);
+      assert.match(res.body, /sent from another site/);
+    }
+    assert.equal((await client(t.app, person).get('/api/user/whoami.json')).statusCode, 200, 'the key is unchanged');
+    const fromReferer = await postForm('/app/settings/api-key', cookie, { csrf }, { referer: 'http://shiplog.test/app/settings' });
+    assert.equal(fromReferer.statusCode, 200, 'a Referer of the own origin is fine');
+    const renewed = sessionCookie(fromReferer);
+    const own = await postForm('/app/sign-out', renewed, { csrf: csrfOf(fromReferer) }, { host: '127.0.0.1:3000', origin: 'http://shiplog.test' });
+    assert.equal(own.statusCode, 200, 'PUBLIC_URL\'s origin is fine whatever the Host');
+  });
+
   test('asking for a link from another site is refused', async () => {
     const person = await makeUser(t.db);
     const res = await t.app.inject({
@@ -369,6 +566,30 @@ describe('shiplog user login-link', () => {
       assert.equal(res.statusCode, 303, res.body);
       assert.match(String([res.headers['set-cookie']].flat()[0]), /; Secure/);
       assert.equal((await app.inject({ method: 'POST', url: match[1] })).statusCode, 410);
+    } finally {
+      await app.close();
+      await db.destroy();
+    }
+  });
+});
+
+describe('shiplog user key', () => {
+  test('a new key signs the user out of the pages everywhere', async () => {
+    const dataDir = fs.mkdtempSync(path.join(tempDir('shiplog-web-cli-'), 'data-'));
+    const env = { PUBLIC_URL: 'http://shiplog.test' };
+    assert.equal((await runCli(['user', 'add', 'keyed@example.com', '--first', 'Key', '--last', 'Holder'], { dataDir, env })).code, 0);
+    const printed = await runCli(['user', 'login-link', 'keyed@example.com'], { dataDir, env });
+    const link = /(\/app\/sign-in\/[A-Za-z0-9_-]{43})\n$/.exec(printed.stdout)?.[1];
+    assert.ok(link, printed.stdout + printed.stderr);
+    const db = await openDatabase(await databaseOptionsFor(dataDir));
+    const app = await buildApp({ config: loadConfig({ ...(await storageEnv(dataDir)), ...env }), db, logger: false });
+    try {
+      const cookie = sessionCookie(await app.inject({ method: 'POST', url: link }));
+      assert.equal((await app.inject({ method: 'GET', url: '/app/settings', headers: { cookie } })).statusCode, 200);
+      const keyed = await runCli(['user', 'key', 'keyed@example.com'], { dataDir, env });
+      assert.equal(keyed.code, 0, keyed.stderr);
+      assert.match(keyed.stdout, /^[A-Za-z0-9]{32}\n$/);
+      assert.equal((await app.inject({ method: 'GET', url: '/app/settings', headers: { cookie } })).statusCode, 303);
     } finally {
       await app.close();
       await db.destroy();

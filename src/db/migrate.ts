@@ -14,6 +14,7 @@ import * as deployedStatus from './migrations/2026_11_23_0070_deployed_status.js
 import * as itemDeploysInOrder from './migrations/2026_11_23_0080_item_deploys_in_order.js';
 import * as coveringItemLookups from './migrations/2026_11_23_0090_covering_item_lookups.js';
 import * as webhookBodies from './migrations/2026_11_26_0030_webhook_bodies.js';
+import * as sessions from './migrations/2026_11_26_0060_sessions.js';
 
 /** Every migration, by name; names sort in the order they apply. */
 export const MIGRATIONS: Readonly<Record<string, Migration>> = {
@@ -31,6 +32,7 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '2026_11_23_0080_item_deploys_in_order': itemDeploysInOrder,
   '2026_11_23_0090_covering_item_lookups': coveringItemLookups,
   '2026_11_26_0030_webhook_bodies': webhookBodies,
+  '2026_11_26_0060_sessions': sessions,
 };
 
 /** The names of every migration, in the order they apply. */

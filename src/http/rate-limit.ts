@@ -27,6 +27,12 @@ const LIMIT_HEADERS = {
   'RateLimit-Reset': { type: 'integer', description: 'Seconds until the window starts again.' },
 };
 
+/**
+ * What a client address counts as: IPv4 as it is (an IPv4-mapped IPv6 address as its IPv4 one),
+ * IPv6 by its /64, the least a network hands one subscriber, as @fastify/rate-limit groups it.
+ */
+export const clientKey = (ip: string): string => normalizeIP(ip);
+
 const digest = (credential: string): string => crypto.createHash('sha256').update(credential).digest('base64url');
 
 /** One key's requests in its current window. */
@@ -86,7 +92,7 @@ export async function registerRateLimits(app: FastifyInstance, config: Config, i
     const max = user === undefined ? perAddress : perKey;
     if (max === 0) return done();
     const now = Date.now();
-    const window = count(user === undefined ? `address ${normalizeIP(request.ip)}` : `user ${user}`, now);
+    const window = count(user === undefined ? `address ${clientKey(request.ip)}` : `user ${user}`, now);
     const seconds = Math.max(0, Math.ceil((window.endsAt - now) / 1000));
     reply.header('RateLimit-Limit', max);
     reply.header('RateLimit-Remaining', Math.max(0, max - window.count));

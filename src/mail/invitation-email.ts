@@ -1,11 +1,11 @@
 import type { InvitationRow, ProductRow, UserRow } from '../db/schema.js';
 import { escapeHtml } from '../http/html.js';
 import { fullName } from '../users/index.js';
-import { oneLine, readableTime } from './format.js';
+import { oneLine, quotedName, readableTime } from './format.js';
 
-/** `Ada Lovelace invites you to World Domination on Shiplog`. */
+/** `Ada Lovelace invites you to “World Domination” on Shiplog`: the name the inviter chose, quoted and shortened. */
 export function invitationSubject(product: ProductRow, inviter: UserRow): string {
-  return oneLine(`${fullName(inviter)} invites you to ${product.name} on Shiplog`);
+  return oneLine(`${fullName(inviter)} invites you to ${quotedName(product.name)} on Shiplog`);
 }
 
 export interface InvitationMessageParts {
@@ -19,15 +19,16 @@ export interface InvitationMessageParts {
 /**
  * The text and HTML of an invitation: who invites whom to what, the link and how long it works,
  * and that nothing happens without accepting. Nothing the inviter typed about the recipient
- * (names) appears: only the product's and the inviter's own names.
+ * (names) appears: only the product's name, quoted and shortened (quotedName), and the inviter's own.
  */
 export function renderInvitationEmail(parts: InvitationMessageParts): { text: string; html: string } {
   const { invitation, product, inviter, subject, acceptUrl } = parts;
   const who = `${fullName(inviter)} (${inviter.email})`;
   const role = invitation.admin === 1 ? ' as an admin' : '';
+  const name = quotedName(product.name);
   const until = readableTime(invitation.expires_at);
   const text = [
-    `${who} invites you to join ${oneLine(product.name)} on Shiplog${role}.`,
+    `${who} invites you to join the product ${name} on Shiplog${role}.`,
     '',
     `Accept the invitation (the link works until ${until}):`,
     acceptUrl,
@@ -36,16 +37,16 @@ export function renderInvitationEmail(parts: InvitationMessageParts): { text: st
     'API key once.',
     '',
     '-- ',
-    `Nothing happens unless you accept: until then you are not a member of ${oneLine(product.name)},`,
+    `Nothing happens unless you accept: until then you are not a member of ${name},`,
     'cannot be assigned work there and get no mail about it. If you did not expect this, ignore it.',
   ].join('\n') + '\n';
   const html = `<!doctype html>
 <html><head><meta charset="utf-8"><title>${escapeHtml(subject)}</title></head>
 <body style="font-family:-apple-system,Segoe UI,Helvetica,Arial,sans-serif;font-size:14px;color:#222;line-height:1.4">
-<p><strong>${escapeHtml(who)}</strong> invites you to join <strong>${escapeHtml(product.name)}</strong> on Shiplog${role}.</p>
+<p><strong>${escapeHtml(who)}</strong> invites you to join the product <strong>${escapeHtml(name)}</strong> on Shiplog${role}.</p>
 <p><a href="${escapeHtml(acceptUrl)}">See and accept the invitation</a> (the link works until ${escapeHtml(until)}).</p>
 <p>If you have no Shiplog account yet, accepting creates one for this address and shows you its API key once.</p>
-<p style="color:#888;font-size:12px;margin-top:24px">Nothing happens unless you accept: until then you are not a member of ${escapeHtml(product.name)},
+<p style="color:#888;font-size:12px;margin-top:24px">Nothing happens unless you accept: until then you are not a member of ${escapeHtml(name)},
 cannot be assigned work there and get no mail about it. If you did not expect this, ignore it.</p>
 </body></html>
 `;

@@ -4,5 +4,5 @@
  */
 export { signinMessageRenderer } from './mail.js';
 export { pageProblem, webRoutes, WEB_PREFIX, type WebOptions } from './routes.js';
-export { operatorSignInLink } from './service.js';
+export { operatorSignInLink, replaceApiKey } from './service.js';
 export { sessionCookieOf } from './session.js';

@@ -14,9 +14,6 @@ export function parseSignInRequest(p: Record<string, ParamValue>): { email: stri
 /** Tokens of sign-in links are 43 base64url characters; anything else names no link. */
 export const wellFormedToken = (token: string): boolean => /^[A-Za-z0-9_-]{43}$/.test(token);
 
-/** The form token of a POST, as sent (checked against the session's). */
-export const formToken = (p: Record<string, ParamValue>): string => (typeof p.csrf === 'string' ? p.csrf : '');
-
 /** What the board shows: its filters (as they stand in the URL) and, when paging one column, which. */
 export interface BoardQuery {
   /** The filters as given, non-empty ones only: what links and forms of the board carry along. */

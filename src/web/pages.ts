@@ -1,9 +1,7 @@
 import type { FastifyRequest } from 'fastify';
 import { AppError, ValidationError } from '../errors.js';
 import type { ParamValue } from '../http/params.js';
-import { requestParams } from '../http/request.js';
 import type { ProductScope } from '../scope.js';
-import { formToken } from './input.js';
 import { requireFormToken } from './session.js';
 
 /**
@@ -24,7 +22,7 @@ export const sessionOf = (request: FastifyRequest) => request.webSession!;
 export const viewerOf = (request: FastifyRequest) => ({ email: sessionOf(request).user.email, csrfToken: sessionOf(request).csrfToken });
 /** The product as pages show it; its admins see its admin pages in the navigation. */
 export const productOf = (scope: ProductScope) => ({ id: scope.product.id, name: scope.product.name, admin: scope.admin });
-export const checkToken = (request: FastifyRequest) => requireFormToken(sessionOf(request), formToken(requestParams(request)));
+export const checkToken = (request: FastifyRequest) => requireFormToken(sessionOf(request), request);
 /** The text values of a form as sent, to show them again. */
 export const asText = (p: Record<string, ParamValue>): Record<string, string> =>
   Object.fromEntries(Object.entries(p).flatMap(([k, v]) => (typeof v === 'string' ? [[k, v]] : typeof v === 'number' ? [[k, String(v)]] : [])));

@@ -20,22 +20,31 @@ export async function insertSigninRequest(trx: Trx, email: string, clientIp: str
   await trx.insertInto('signin_requests').values({ email, client_ip: clientIp, created_at: at }).execute();
 }
 
-/** How many requests since `since` came for the address and from the client, and the oldest of each. */
+/**
+ * How many requests since `since` came for the address from anywhere, for the address from the
+ * client, and from the client for any address; and the oldest of each, for Retry-After.
+ */
 export async function countSigninRequests(
   db: Db,
   email: string,
-  clientIp: string,
+  client: string,
   since: string,
-): Promise<{ byEmail: number; oldestByEmail: string | null; byClient: number; oldestByClient: string | null }> {
-  const count = (column: 'email' | 'client_ip', value: string) =>
-    db
+): Promise<Record<'byEmail' | 'byEmailAndClient' | 'byClient', { n: number; oldest: string | null }>> {
+  const count = async (where: { email?: string; client_ip?: string }) => {
+    let query = db
       .selectFrom('signin_requests')
       .select((eb) => [eb.fn.countAll<number>().as('n'), eb.fn.min('created_at').as('oldest')])
-      .where(column, '=', value)
-      .where('created_at', '>=', since)
-      .executeTakeFirstOrThrow();
-  const [e, c] = [await count('email', email), await count('client_ip', clientIp)];
-  return { byEmail: Number(e.n), oldestByEmail: e.oldest, byClient: Number(c.n), oldestByClient: c.oldest };
+      .where('created_at', '>=', since);
+    if (where.email !== undefined) query = query.where('email', '=', where.email);
+    if (where.client_ip !== undefined) query = query.where('client_ip', '=', where.client_ip);
+    const row = await query.executeTakeFirstOrThrow();
+    return { n: Number(row.n), oldest: row.oldest };
+  };
+  return {
+    byEmail: await count({ email }),
+    byEmailAndClient: await count({ email, client_ip: client }),
+    byClient: await count({ client_ip: client }),
+  };
 }
 
 /** Requests and links of the past are of no use to anyone; they go as new ones come. */
@@ -90,19 +99,20 @@ export async function insertSession(trx: Trx, session: WebSessionRow): Promise<v
   await trx.insertInto('web_sessions').values(session).execute();
 }
 
-const activeSession = prepared((db, idHash: string, activeSince: string) =>
+const activeSession = prepared((db, idHash: string, activeSince: string, startedAfter: string) =>
   db
     .selectFrom('web_sessions')
     .innerJoin('users', 'users.id', 'web_sessions.user_id')
     .selectAll('users')
     .select(['web_sessions.id_hash', 'web_sessions.csrf_token', 'web_sessions.created_at as session_created_at', 'web_sessions.last_seen_at'])
     .where('web_sessions.id_hash', '=', idHash)
-    .where('web_sessions.last_seen_at', '>=', activeSince),
+    .where('web_sessions.last_seen_at', '>=', activeSince)
+    .where('web_sessions.created_at', '>', startedAfter),
 );
 
-/** A session seen since `activeSince`, with its user. */
-export async function findSession(db: Db, idHash: string, activeSince: string): Promise<{ session: WebSessionRow; user: UserRow } | undefined> {
-  const [row] = await activeSession(db, idHash, activeSince);
+/** A session seen since `activeSince` and begun after `startedAfter`, with its user. */
+export async function findSession(db: Db, idHash: string, activeSince: string, startedAfter: string): Promise<{ session: WebSessionRow; user: UserRow } | undefined> {
+  const [row] = await activeSession(db, idHash, activeSince, startedAfter);
   if (!row) return undefined;
   const { id_hash, csrf_token, session_created_at, last_seen_at, ...user } = row;
   return { session: { id_hash, user_id: user.id, csrf_token, created_at: session_created_at, last_seen_at }, user };
@@ -116,8 +126,15 @@ export async function deleteSession(db: Db, idHash: string): Promise<void> {
   await db.deleteFrom('web_sessions').where('id_hash', '=', idHash).execute();
 }
 
-export async function pruneSessions(trx: Trx, seenBefore: string): Promise<void> {
+/** Every session of a user, wherever it was started. */
+export async function deleteSessionsOf(db: Db, userId: number): Promise<void> {
+  await db.deleteFrom('web_sessions').where('user_id', '=', userId).execute();
+}
+
+/** Sessions that have ended: unused since `seenBefore`, or begun before `startedBefore`. */
+export async function pruneSessions(trx: Trx, seenBefore: string, startedBefore: string): Promise<void> {
   await trx.deleteFrom('web_sessions').where('last_seen_at', '<', seenBefore).execute();
+  await trx.deleteFrom('web_sessions').where('created_at', '<', startedBefore).execute();
 }
 
 // ---- pages

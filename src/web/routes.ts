@@ -5,17 +5,16 @@ import { knownError, retryAfter } from '../http/errors.js';
 import { params, Param } from '../http/params.js';
 import { requestParams } from '../http/request.js';
 import { TokenParams } from '../http/schemas.js';
-import { rotateApiKey } from '../users/index.js';
 import { productPages } from './product-pages.js';
-import { formToken, parseSignInRequest, safeNext, wellFormedToken } from './input.js';
+import { parseSignInRequest, safeNext, wellFormedToken } from './input.js';
 import { presentProductOverviews } from './present.js';
 import { productOverviewRows } from './repository.js';
-import { linkUsable, requestSignInLink, signIn, signOut, type ActiveSession } from './service.js';
+import { linkUsable, replaceApiKeyFromPage, requestSignInLink, signIn, signOut, signOutEverywhere, type ActiveSession } from './service.js';
 import { clearSessionCookie, loadSession, requireFormToken, sameOrigin, securityHeaders, sendPage, setSessionCookie, type CookieSettings } from './session.js';
 import { html } from './views/html.js';
 import { productsPage } from './views/products.js';
 import { settingsPage } from './views/settings.js';
-import { confirmSignInPage, linkRefusedPage, linkSentPage, problemPage, signedOutPage, signInForm } from './views/signin.js';
+import { confirmSignInPage, linkRefusedPage, linkSentPage, problemPage, signedOutEverywherePage, signedOutPage, signInForm } from './views/signin.js';
 import { BOARD_SCRIPT } from './views/board-script.js';
 import { STYLESHEET } from './views/style.js';
 import { viewerOf } from './session.js';
@@ -57,7 +56,11 @@ function signedIn(request: FastifyRequest, reply: FastifyReply): ActiveSession |
  * no cookie ever reaches, let alone authenticates, a route of the API.
  */
 export async function webRoutes(app: FastifyInstance, options: WebOptions): Promise<void> {
-  const settings: CookieSettings = { secure: app.config.publicUrl.startsWith('https:'), idleMs: app.config.webSessionIdleMinutes * 60_000 };
+  const settings: CookieSettings = {
+    secure: app.config.publicUrl.startsWith('https:'),
+    idleMs: app.config.webSessionIdleMinutes * 60_000,
+    lifetimeMs: app.config.webSessionLifetimeDays * 24 * 3600_000,
+  };
   await app.register(cookie, { secret: options.cookieSecret, hook: 'onRequest' });
   app.decorateRequest('webSession', null);
   app.addHook('onRequest', async (_request, reply) => securityHeaders(reply));
@@ -72,7 +75,7 @@ export async function webRoutes(app: FastifyInstance, options: WebOptions): Prom
   app.get('/', async (request, reply) => reply.redirect(request.webSession ? HOME : SIGN_IN, 303));
 
   await app.register(signInPages, { cookieSecret: options.cookieSecret, signinKey: options.signinKey, settings });
-  await app.register(accountPages);
+  await app.register(accountPages, { settings });
   await app.register(productPages, { prefix: '/products/:product_id', signIn: signInFor });
 }
 
@@ -113,9 +116,9 @@ async function signInPages(app: FastifyInstance, options: WebOptions & { setting
 
   app.post('/sign-in/:token', { schema: { params: TokenParams } }, async (request, reply) => {
     const token = tokenOf(request);
-    const session = wellFormedToken(token) ? await app.db.transaction().execute((trx) => signIn(trx, token, settings.idleMs)) : undefined;
+    const session = wellFormedToken(token) ? await app.db.transaction().execute((trx) => signIn(trx, token, settings)) : undefined;
     if (!session) return sendPage(reply, 410, 'Sign-in link not valid', linkRefusedPage());
-    setSessionCookie(reply, session.id, settings);
+    setSessionCookie(reply, session, settings);
     // A link may name the page itself (?next=, kept by the button's form); else the page this browser came from.
     const kept = request.cookies[NEXT_COOKIE] ? request.unsignCookie(request.cookies[NEXT_COOKIE]) : undefined;
     const next = safeNext((request.query as Record<string, unknown>).next as string) ?? (kept?.valid ? safeNext(kept.value ?? undefined) : undefined);
@@ -126,7 +129,7 @@ async function signInPages(app: FastifyInstance, options: WebOptions & { setting
   app.post('/sign-out', { schema: { body: FormBody } }, async (request, reply) => {
     const session = signedIn(request, reply);
     if (!session) return reply;
-    requireFormToken(session, formToken(requestParams(request)));
+    requireFormToken(session, request);
     await signOut(app.db, session);
     clearSessionCookie(reply, settings);
     return sendPage(reply, 200, 'Signed out', signedOutPage());
@@ -134,7 +137,8 @@ async function signInPages(app: FastifyInstance, options: WebOptions & { setting
 }
 
 /** The signed-in person's own pages: their products, their settings. */
-async function accountPages(app: FastifyInstance): Promise<void> {
+async function accountPages(app: FastifyInstance, options: { settings: CookieSettings }): Promise<void> {
+  const { settings } = options;
   app.get('/products', async (request, reply) => {
     const session = signedIn(request, reply);
     if (!session) return reply;
@@ -148,12 +152,23 @@ async function accountPages(app: FastifyInstance): Promise<void> {
     return sendPage(reply, 200, 'Settings', settingsPage(viewerOf(session)), session);
   });
 
+  // Every session of the person ends with the old key; this browser goes on in a new one.
   app.post('/settings/api-key', { schema: { body: FormBody } }, async (request, reply) => {
     const session = signedIn(request, reply);
     if (!session) return reply;
-    requireFormToken(session, formToken(requestParams(request)));
-    const apiKey = await app.db.transaction().execute((trx) => rotateApiKey(trx, session.user.email));
-    return sendPage(reply, 200, 'Settings', settingsPage(viewerOf(session), apiKey), session);
+    requireFormToken(session, request);
+    const renewed = await app.db.transaction().execute((trx) => replaceApiKeyFromPage(trx, session));
+    setSessionCookie(reply, renewed.session, settings);
+    return sendPage(reply, 200, 'Settings', settingsPage(viewerOf(renewed.session), renewed.apiKey), renewed.session);
+  });
+
+  app.post('/settings/sign-out-everywhere', { schema: { body: FormBody } }, async (request, reply) => {
+    const session = signedIn(request, reply);
+    if (!session) return reply;
+    requireFormToken(session, request);
+    await signOutEverywhere(app.db, session);
+    clearSessionCookie(reply, settings);
+    return sendPage(reply, 200, 'Signed out everywhere', signedOutEverywherePage());
   });
 }
 

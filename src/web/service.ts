@@ -5,11 +5,13 @@ import type { UserRow } from '../db/schema.js';
 import { NotFoundError, TooManyRequestsError } from '../errors.js';
 import { queueSignin } from '../mail/index.js';
 import { formatTimestamp } from '../time.js';
-import { findUserByEmail, findUserById } from '../users/index.js';
+import { clientKey } from '../http/rate-limit.js';
+import { findUserByEmail, findUserById, rotateApiKey } from '../users/index.js';
 import {
   countSigninRequests,
   lockSigninRequests,
   deleteSession,
+  deleteSessionsOf,
   findSession,
   findUsableLink,
   insertSession,
@@ -23,8 +25,13 @@ import {
 
 /** A sign-in link works this long, and once. */
 export const LINK_VALID_MS = 15 * 60_000;
-/** Links asked for one address, and from one client, within the window. */
-export const LINK_LIMITS = { perAddress: 5, perClient: 20, windowMs: 3600_000 } as const;
+/**
+ * Links asked for within the window: for one address from one client (IPv6 by /64), from one
+ * client for any addresses, and for one address from anywhere. A stranger's requests use up only
+ * their own count for an address, not its owner's; the higher ceiling per address still bounds
+ * the mail one inbox gets (30 an hour), and reaching it takes requests from six networks at once.
+ */
+export const LINK_LIMITS = { perAddressAndClient: 5, perClient: 20, perAddress: 30, windowMs: 3600_000 } as const;
 /** last_seen_at (and the cookie's lifetime) moves at most this often, so pages are not a write each. */
 const TOUCH_EVERY_MS = 60_000;
 
@@ -47,23 +54,24 @@ async function newLink(trx: Trx, signinKey: string, user: UserRow, messageId: st
 }
 
 /**
- * Someone asks for a link for `email` from `clientIp`. Every request counts towards both limits,
+ * Someone asks for a link for `email` from `clientIp`. Every request counts towards the limits,
  * known address or not, so that the answer (and when a 429 comes) says nothing about accounts;
  * only an address with an account gets a message. Returns whether one was queued.
  */
 export async function requestSignInLink(trx: Trx, request: { email: string; clientIp: string }, signinKey: string, mailDomain: string, now: Date): Promise<boolean> {
   await lockSigninRequests(trx);
+  const client = clientKey(request.clientIp);
   const since = formatTimestamp(new Date(now.getTime() - LINK_LIMITS.windowMs));
-  const counts = await countSigninRequests(trx, request.email, request.clientIp, since);
-  const retryAfter = (oldest: string | null) => Math.max(1, Math.ceil((Date.parse(oldest ?? '') + LINK_LIMITS.windowMs - now.getTime()) / 1000) || 60);
-  if (counts.byEmail >= LINK_LIMITS.perAddress) {
-    throw new TooManyRequestsError('Too many sign-in links were asked for this address; try again later.', retryAfter(counts.oldestByEmail));
+  const counts = await countSigninRequests(trx, request.email, client, since);
+  const refuse = (message: string, oldest: string | null) =>
+    new TooManyRequestsError(message, Math.max(1, Math.ceil((Date.parse(oldest ?? '') + LINK_LIMITS.windowMs - now.getTime()) / 1000) || 60));
+  if (counts.byEmailAndClient.n >= LINK_LIMITS.perAddressAndClient) {
+    throw refuse('Too many sign-in links were asked for this address from your network; try again later.', counts.byEmailAndClient.oldest);
   }
-  if (counts.byClient >= LINK_LIMITS.perClient) {
-    throw new TooManyRequestsError('Too many sign-in links were asked for from your network; try again later.', retryAfter(counts.oldestByClient));
-  }
+  if (counts.byClient.n >= LINK_LIMITS.perClient) throw refuse('Too many sign-in links were asked for from your network; try again later.', counts.byClient.oldest);
+  if (counts.byEmail.n >= LINK_LIMITS.perAddress) throw refuse('Too many sign-in links were asked for this address; try again later.', counts.byEmail.oldest);
   await pruneSignin(trx, since, formatTimestamp(new Date(now.getTime() - 24 * 3600_000)));
-  await insertSigninRequest(trx, request.email, request.clientIp, formatTimestamp(now));
+  await insertSigninRequest(trx, request.email, client, formatTimestamp(now));
   const user = await findUserByEmail(trx, request.email);
   if (!user) return false;
   const messageId = await queueSignin(trx, user, mailDomain, now, LINK_VALID_MS);
@@ -86,46 +94,88 @@ export async function linkUsable(db: Db, token: string, now = new Date()): Promi
   return (await findUsableLink(db, sha256(token), formatTimestamp(now))) !== undefined;
 }
 
-export interface NewSession {
-  /** What the cookie holds; the database keeps its hash. */
-  id: string;
-  user: UserRow;
-}
-
-/** Uses a link up and starts a session for its user; undefined when the link no longer works. */
-export async function signIn(trx: Trx, token: string, idleMs: number, now = new Date()): Promise<NewSession | undefined> {
-  const at = formatTimestamp(now);
-  const userId = await useLink(trx, sha256(token), at);
-  const user = userId === undefined ? undefined : await findUserById(trx, userId);
-  if (!user) return undefined;
-  await pruneSessions(trx, formatTimestamp(new Date(now.getTime() - idleMs)));
-  const id = randomToken();
-  await insertSession(trx, { id_hash: sha256(id), user_id: user.id, csrf_token: randomToken(), created_at: at, last_seen_at: at });
-  return { id, user };
+/** How long a page session lasts: since its last request, and since it began, whatever its activity. */
+export interface SessionPolicy {
+  idleMs: number;
+  lifetimeMs: number;
 }
 
 export interface ActiveSession {
   idHash: string;
   user: UserRow;
   csrfToken: string;
+  /** When the browser signed in, which a renewed session keeps. */
+  startedAt: string;
   /** Whether last_seen_at moved now (the cookie is then given its full lifetime again). */
   touched: boolean;
 }
 
-/** The session of a cookie's id while it is active; its last_seen_at moves at most once a minute. */
-export async function resumeSession(db: Db, id: string, idleMs: number, now = new Date()): Promise<ActiveSession | undefined> {
+/** A session with the id its cookie holds (the database keeps only the id's hash). */
+export type NewSession = ActiveSession & { id: string };
+
+/** Until when a session can last at most: its start and the policy's lifetime. */
+export const sessionEndsAt = (session: ActiveSession, policy: SessionPolicy): number => Date.parse(session.startedAt) + policy.lifetimeMs;
+
+async function startSession(trx: Trx, user: UserRow, startedAt: string, now: Date): Promise<NewSession> {
+  const id = randomToken();
+  const csrfToken = randomToken();
+  await insertSession(trx, { id_hash: sha256(id), user_id: user.id, csrf_token: csrfToken, created_at: startedAt, last_seen_at: formatTimestamp(now) });
+  return { id, idHash: sha256(id), user, csrfToken, startedAt, touched: true };
+}
+
+/** Uses a link up and starts a session for its user; undefined when the link no longer works. */
+export async function signIn(trx: Trx, token: string, policy: SessionPolicy, now = new Date()): Promise<NewSession | undefined> {
+  const at = formatTimestamp(now);
+  const userId = await useLink(trx, sha256(token), at);
+  const user = userId === undefined ? undefined : await findUserById(trx, userId);
+  if (!user) return undefined;
+  await pruneSessions(trx, formatTimestamp(new Date(now.getTime() - policy.idleMs)), formatTimestamp(new Date(now.getTime() - policy.lifetimeMs)));
+  return startSession(trx, user, at, now);
+}
+
+/**
+ * The session of a cookie's id while it is active: used within the idle time and begun within the
+ * lifetime. Its last_seen_at moves at most once a minute.
+ */
+export async function resumeSession(db: Db, id: string, policy: SessionPolicy, now = new Date()): Promise<ActiveSession | undefined> {
   const idHash = sha256(id);
-  const found = await findSession(db, idHash, formatTimestamp(new Date(now.getTime() - idleMs)));
+  const found = await findSession(db, idHash, formatTimestamp(new Date(now.getTime() - policy.idleMs)), formatTimestamp(new Date(now.getTime() - policy.lifetimeMs)));
   if (!found) return undefined;
   // A page is still shown when the storage takes no writes; the session is then simply not moved on.
   const touched =
     now.getTime() - Date.parse(found.session.last_seen_at) >= TOUCH_EVERY_MS &&
     (await unlessStorageRefuses(() => touchSession(db, idHash, formatTimestamp(now))));
-  return { idHash, user: found.user, csrfToken: found.session.csrf_token, touched };
+  return { idHash, user: found.user, csrfToken: found.session.csrf_token, startedAt: found.session.created_at, touched };
 }
 
 export async function signOut(db: Db, session: ActiveSession): Promise<void> {
   await deleteSession(db, session.idHash);
+}
+
+/** Ends every page session of the session's person, this one included ("sign out everywhere"). */
+export async function signOutEverywhere(db: Db, session: ActiveSession): Promise<void> {
+  await deleteSessionsOf(db, session.user.id);
+}
+
+/**
+ * Issues a new API key for `email` and ends every page session of the person: whoever may have
+ * had the old key may have had a session too. For the operator's command line.
+ */
+export async function replaceApiKey(trx: Trx, email: string): Promise<string> {
+  const apiKey = await rotateApiKey(trx, email);
+  const user = await findUserByEmail(trx, email.trim());
+  if (user) await deleteSessionsOf(trx, user.id);
+  return apiKey;
+}
+
+/**
+ * A new API key asked for from the settings page: every session of the person ends, and the
+ * browser that asked goes on in a new one (a new id and form token) that keeps its sign-in time,
+ * so that a new key never lengthens a session.
+ */
+export async function replaceApiKeyFromPage(trx: Trx, session: ActiveSession, now = new Date()): Promise<{ apiKey: string; session: NewSession }> {
+  const apiKey = await replaceApiKey(trx, session.user.email);
+  return { apiKey, session: await startSession(trx, session.user, session.startedAt, now) };
 }
 
 /** Whether a form's token is the session's, compared in constant time. */

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ForbiddenError } from '../errors.js';
-import { formTokenMatches, resumeSession, type ActiveSession } from './service.js';
+import { formTokenMatches, resumeSession, sessionEndsAt, type ActiveSession, type NewSession, type SessionPolicy } from './service.js';
 import { layout, type Viewer } from './views/layout.js';
 import type { Html } from './views/html.js';
 
@@ -48,19 +48,20 @@ export function sendHtml(reply: FastifyReply, status: number, page: string | Buf
   return reply.code(status).header('cache-control', 'no-store').type('text/html; charset=utf-8').send(page);
 }
 
-export interface CookieSettings {
+export interface CookieSettings extends SessionPolicy {
   secure: boolean;
-  idleMs: number;
 }
 
-export function setSessionCookie(reply: FastifyReply, id: string, settings: CookieSettings): void {
-  reply.setCookie(SESSION_COOKIE, id, {
+/** The cookie of a session, kept by the browser for the idle time from now, and never past the session's end. */
+export function setSessionCookie(reply: FastifyReply, session: NewSession, settings: CookieSettings, now = Date.now()): void {
+  const maxAgeMs = Math.min(settings.idleMs, sessionEndsAt(session, settings) - now);
+  reply.setCookie(SESSION_COOKIE, session.id, {
     signed: true,
     httpOnly: true,
     sameSite: 'lax',
     path: '/',
     secure: settings.secure,
-    maxAge: Math.floor(settings.idleMs / 1000),
+    maxAge: Math.max(0, Math.floor(maxAgeMs / 1000)),
   });
 }
 
@@ -76,30 +77,41 @@ export function loadSession(app: FastifyInstance, settings: CookieSettings) {
     if (!raw) return;
     const unsigned = request.unsignCookie(raw);
     if (!unsigned.valid || !unsigned.value) return;
-    request.webSession = (await resumeSession(app.db, unsigned.value, settings.idleMs)) ?? null;
-    // An active session's cookie lives as long again as the idle time, from its last use.
-    if (request.webSession?.touched) setSessionCookie(reply, unsigned.value, settings);
+    request.webSession = (await resumeSession(app.db, unsigned.value, settings)) ?? null;
+    // An active session's cookie lives as long again as the idle time, from its last use, until the session's end.
+    if (request.webSession?.touched) setSessionCookie(reply, { ...request.webSession, id: unsigned.value }, settings);
   };
 }
 
 /**
- * Requests that change something come from Shiplog's own pages only: a browser's Origin (or
- * Sec-Fetch-Site) naming another site is refused before anything is read.
+ * Requests that change something come from Shiplog's own pages only: a browser's Origin (or, when
+ * it sends none, its Referer), or Sec-Fetch-Site, naming another site is refused before anything
+ * is read. Shiplog's own origin is PUBLIC_URL's, never the Host the request names: a name of the
+ * attacker's that resolves to the server (DNS rebinding) would otherwise be its own origin.
  */
 export function sameOrigin(publicUrl: string) {
   const ownOrigin = new URL(publicUrl).origin;
   return async (request: FastifyRequest): Promise<void> => {
     if (request.method === 'GET' || request.method === 'HEAD') return;
-    const origin = request.headers.origin;
-    const site = request.headers['sec-fetch-site'];
-    const asServed = `${request.protocol}://${request.host}`;
-    if ((origin !== undefined && origin !== ownOrigin && origin !== asServed) || site === 'cross-site') {
+    const origin = request.headers.origin ?? originOf(request.headers.referer);
+    if ((origin !== undefined && origin !== ownOrigin) || request.headers['sec-fetch-site'] === 'cross-site') {
       throw new ForbiddenError('This form was sent from another site; nothing was changed.');
     }
   };
 }
 
-/** The session of a page that needs one; a POST must also carry the session's form token. */
-export function requireFormToken(session: ActiveSession, sent: string): void {
+/** The origin of a Referer header: undefined without one, and `null` (no match) when it is no URL. */
+function originOf(referer: string | undefined): string | undefined {
+  if (referer === undefined) return undefined;
+  return URL.canParse(referer) ? new URL(referer).origin : 'null';
+}
+
+/**
+ * A POST of a page must carry the session's form token in its body: a token in the query string
+ * would be in a URL, which browsers keep in history and proxies and servers log.
+ */
+export function requireFormToken(session: ActiveSession, request: FastifyRequest): void {
+  const body = request.body as Record<string, unknown> | undefined;
+  const sent = typeof body?.csrf === 'string' ? body.csrf : '';
   if (!formTokenMatches(session, sent)) throw new ForbiddenError('This form has expired or did not come from Shiplog; reload the page and try again. Nothing was changed.');
 }

@@ -1,7 +1,7 @@
 import { csrfField, type Viewer } from './layout.js';
 import { html, type Html } from './html.js';
 
-/** The API key of the signed-in person: how clients use it, and a button for a new one (shown once). */
+/** The API key of the signed-in person (how clients use it, a button for a new one, shown once), and signing out everywhere. */
 export function settingsPage(viewer: Viewer, newKey?: string): Html {
   const key = newKey
     ? html`<p class="notice">Your new API key, shown only this once; keep it somewhere safe. The old key no longer works.</p>
@@ -12,5 +12,9 @@ have leaked, make a new one: the old one stops working at once.</p>`;
 ${key}
 <p class="muted">Deploy scripts and other clients sign in with HTTP Basic (user name ${viewer.email}, the key as the
 password) or with <code>Authorization: Bearer</code> and the key.</p>
-<form method="post" action="/app/settings/api-key">${csrfField(viewer)}<button type="submit">Make a new API key</button></form>`;
+<form method="post" action="/app/settings/api-key">${csrfField(viewer)}<button type="submit">Make a new API key</button></form>
+<p class="muted">A new key also signs you out in every other browser.</p>
+<h2>Sessions</h2>
+<p>Signed in somewhere you no longer are, or on a computer that is not yours? Sign out in every browser at once, this one included.</p>
+<form method="post" action="/app/settings/sign-out-everywhere">${csrfField(viewer)}<button type="submit">Sign out everywhere</button></form>`;
 }

@@ -32,6 +32,11 @@ export function signedOutPage(): Html {
   return html`<p>You are signed out.</p><p><a href="/app/sign-in">Sign in again</a></p>`;
 }
 
+export function signedOutEverywherePage(): Html {
+  return html`<p>You are signed out everywhere: every browser that was signed in to Shiplog as you, this one included, has to sign in again.</p>
+<p>Your API key still works; make a new one in the settings if it may have leaked.</p><p><a href="/app/sign-in">Sign in again</a></p>`;
+}
+
 export function problemPage(message: string): Html {
   return html`<p class="error">${message}</p><p><a href="/app/">Back to Shiplog</a></p>`;
 }
