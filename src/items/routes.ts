@@ -285,7 +285,7 @@ async function itemChangeRoutes(app: FastifyInstance): Promise<void> {
     },
     change(
       parseUpdateItem,
-      async (trx, scope, n, input, ifMatch) => (await updateItem(trx, scope, n, input, app.config, ifMatch && { tags: ifMatch })).row,
+      async (trx, scope, n, input, ifMatch) => (await updateItem(trx, scope, n, input, app.config, ifMatch && { etags: ifMatch })).row,
       true,
     ),
   );

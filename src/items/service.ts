@@ -213,7 +213,7 @@ export async function createItem(trx: Trx, scope: ProductScope, input: CreateIte
  */
 export interface Seen {
   /** The entity tags the caller holds (see entityTag); `*` is any version. */
-  tags: IfMatch;
+  etags: IfMatch;
   /** A form's fields as it showed them, read as the update's own parameters are. */
   fields?: UpdateItemInput;
 }
@@ -266,9 +266,12 @@ async function storedValues(trx: Trx, item: ItemRow, wanted: UpdateItemInput): P
   };
 }
 
-/** 412 unless the caller holds the item's current version, or takes any (`*`). */
-function requireVersion(item: ItemRow, tags: IfMatch): void {
-  if (tags === '*' || tags.includes(entityTag(item))) return;
+/** Whether the caller holds the item's current version, or takes any (`*`). */
+const holdsCurrent = (item: ItemRow, etags: IfMatch): boolean => etags === '*' || etags.includes(entityTag(item));
+
+/** 412 unless the caller holds the item's current version, or takes any. */
+function requireVersion(item: ItemRow, etags: IfMatch): void {
+  if (holdsCurrent(item, etags)) return;
   throw new PreconditionFailedError(
     `Item #${item.number} changed since the version given in If-Match; its ETag is now "${entityTag(item)}": fetch it again and apply your change to it.`,
   );
@@ -285,10 +288,10 @@ function requireVersion(item: ItemRow, tags: IfMatch): void {
 async function unseenChanges(trx: Trx, item: ItemRow, input: UpdateItemInput, seen: Seen | undefined): Promise<{ input: UpdateItemInput; conflicts: string[] }> {
   if (seen === undefined) return { input, conflicts: [] };
   if (seen.fields === undefined) {
-    requireVersion(item, seen.tags);
+    requireVersion(item, seen.etags);
     return { input, conflicts: [] };
   }
-  if (seen.tags === '*' || seen.tags.includes(entityTag(item))) return { input, conflicts: [] };
+  if (holdsCurrent(item, seen.etags)) return { input, conflicts: [] };
   const stored = await storedValues(trx, item, input);
   const applied: Record<string, unknown> = { assignedTo: undefined };
   const conflicts: string[] = [];

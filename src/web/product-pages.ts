@@ -102,7 +102,7 @@ function seenByForm(p: Record<string, ParamValue>): { seen?: Seen; fields: Recor
   for (const f of EDIT_FIELDS) if (p[`keep_${f}`] === 'theirs') fields[f] = undefined;
   const status = typeof shown.status === 'string' && (STATUS_NAMES as readonly string[]).includes(shown.status) ? shown.status : undefined;
   try {
-    return { fields, seen: { tags: [p.version], fields: { ...editInput({ ...shown, status: undefined }), status: status as Status | undefined } } };
+    return { fields, seen: { etags: [p.version], fields: { ...editInput({ ...shown, status: undefined }), status: status as Status | undefined } } };
   } catch (err) {
     if (err instanceof ValidationError) throw new ValidationError({}, 'This form was not sent as the page made it: open the item again, and make your change there.');
     throw err;
