@@ -58,6 +58,13 @@ export class ConflictError extends AppError {
   }
 }
 
+/** 412: the request's precondition (If-Match) does not hold: the resource changed since the caller read it. */
+export class PreconditionFailedError extends AppError {
+  constructor(message: string) {
+    super(412, message);
+  }
+}
+
 export class UnprocessableError extends AppError {
   constructor(message: string) {
     super(422, message);

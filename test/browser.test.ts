@@ -300,6 +300,57 @@ describe('the pages in chromium', { timeout: 120_000 }, () => {
     }
   });
 
+  test('two people edit one item: changes to different fields are both kept; the same field shows both values to the second', async () => {
+    const bob = await makeUser(db, { firstName: 'Bob', lastName: 'B' });
+    const { owner: ada, product, numbers } = await productWithItems(['Item fifty'], 'Two editors', [bob]);
+    const n = numbers[0];
+    const url = `${base}/app/products/${product.id}/items/${n}`;
+    const read = () => api(ada, 'GET', `/api/products/${product.id}/items/${n}.json`);
+    const adas = await signedIn(ada.email);
+    const bobs = await signedIn(bob.email);
+    try {
+      // Both open the item; Bob changes the title and saves, then Ada, who opened it before, only the description.
+      await adas.page.goto(url);
+      await bobs.page.goto(url);
+      await bobs.page.locator('#edit-title').fill("Bob's title");
+      await bobs.page.getByRole('button', { name: 'Save' }).click();
+      await bobs.page.getByRole('heading', { level: 2, name: "Bob's title" }).waitFor();
+      await adas.page.locator('#edit-description').fill("Ada's description");
+      await adas.page.getByRole('button', { name: 'Save' }).click();
+      await adas.page.locator('.markdown').getByText("Ada's description").waitFor();
+      let item = await read();
+      assert.deepEqual([item.title, item.description], ["Bob's title", "Ada's description"]);
+      assert.equal(await adas.page.locator('#edit-title').inputValue(), "Bob's title", "Ada's page shows Bob's title now");
+
+      // Both open it again and change the description: Bob saves first.
+      await adas.page.goto(url);
+      await bobs.page.goto(url);
+      await bobs.page.locator('#edit-description').fill('Written by Bob');
+      await bobs.page.getByRole('button', { name: 'Save' }).click();
+      await bobs.page.locator('.markdown').getByText('Written by Bob').waitFor();
+      await adas.page.locator('#edit-description').fill('Written by Ada');
+      await adas.page.locator('#edit-score').selectOption('L');
+      await adas.page.getByRole('button', { name: 'Save' }).click();
+      const note = adas.page.locator('#conflict-description');
+      await note.waitFor();
+      assert.match((await note.textContent()) ?? '', /Somebody else changed the description since you opened this form/);
+      assert.equal((await note.locator('.theirs').textContent())?.trim(), 'Written by Bob', "Bob's value is shown");
+      assert.equal(await adas.page.locator('#edit-description').inputValue(), 'Written by Ada', "Ada's is kept in the field");
+      item = await read();
+      assert.deepEqual([item.description, item.score], ['Written by Bob', 'L'], "Bob's description stays until Ada chooses; her score is saved");
+
+      // Ada keeps hers.
+      await note.getByLabel('Keep yours').check();
+      await adas.page.getByRole('button', { name: 'Save' }).click();
+      await adas.page.locator('#conflict-description').waitFor({ state: 'detached' });
+      item = await read();
+      assert.deepEqual([item.title, item.description, item.score], ["Bob's title", 'Written by Ada', 'L']);
+    } finally {
+      await adas.context.close();
+      await bobs.context.close();
+    }
+  });
+
   test('choosing the environments that email me on the notifications page; the API reads the choice back', async () => {
     const { owner, product, numbers } = await productWithItems(['Shipped often']);
     for (const environment of ['staging', 'production']) {

@@ -51,6 +51,9 @@ const ITEM_FIELDS = ['type', 'title', 'who', 'what', 'why', 'description', 'scor
 const LIST_FIELDS = ['type', 'status', 'offset', 'limit', 'order_by', 'assigned_to', 'created_by', 'tags', 'children', 'deployed_to', 'not_deployed_to'];
 const WEBHOOK_FIELDS = ['url', 'events', 'format', 'secret', 'enabled'];
 const PAGE_ITEM_FIELDS = ['csrf', 'type', 'title', 'who', 'what', 'why', 'description', 'status', 'score', 'tags', 'assigned_to', 'parent'];
+const EDITED = ['title', 'who', 'what', 'why', 'description', 'status', 'score', 'tags', 'assigned_to'];
+/** The edit form: its fields, each as shown (`seen_`) and which value to keep after a conflict (`keep_`), and its version. */
+const PAGE_EDIT_FIELDS = ['csrf', 'version', ...EDITED, ...EDITED.flatMap((f) => [`seen_${f}`, `keep_${f}`])];
 const PAGE = ['offset', 'limit'];
 
 /**
@@ -88,7 +91,7 @@ const ROUTES: Record<string, RouteSpec> = {
   'GET /app/products/:product_id/board': { access: 'page', params: ['type', 'assignee', 'creator', 'tags', 'mine', 'status', 'offset'], example: { type: 'task', tags: 'a' } },
   'POST /app/products/:product_id/items': { access: 'page', params: PAGE_ITEM_FIELDS, example: { csrf: CSRF, type: 'task', title: 'From the board' } },
   'GET /app/products/:product_id/items/:item_number': { access: 'page', params: [] },
-  'POST /app/products/:product_id/items/:item_number': { access: 'page', params: PAGE_ITEM_FIELDS, example: { csrf: CSRF, title: 'Edited', status: 'in-progress' } },
+  'POST /app/products/:product_id/items/:item_number': { access: 'page', params: PAGE_EDIT_FIELDS, example: { csrf: CSRF, title: 'Edited', status: 'in-progress' } },
   'POST /app/products/:product_id/items/:item_number/move': { access: 'page', params: ['csrf', 'to', 'above', 'below', 'status', 'back'], example: { csrf: CSRF, to: 'place', status: 'backlog', above: '3' } },
   'POST /app/products/:product_id/items/:item_number/follow': { access: 'page', params: ['csrf', 'follow'], example: { csrf: CSRF, follow: '1' } },
   'GET /app/products/:product_id/deploys': { access: 'page', params: ['environment', 'offset'], example: { environment: 'production' } },
@@ -113,11 +116,11 @@ const ROUTES: Record<string, RouteSpec> = {
   'GET /api/products/:product_id/items.json': { access: 'api', params: LIST_FIELDS, example: { status: 'backlog,completed', children: 'true' } },
   'POST /api/products/:product_id/items.json': { access: 'api', params: ITEM_FIELDS, example: { type: 'task', title: 'A task' } },
   'GET /api/products/:product_id/items/:item_number.json': { access: 'api', params: [] },
-  'POST /api/products/:product_id/items/:item_number.json': { access: 'api', params: ITEM_FIELDS, example: { title: 'Renamed', status: 'completed' } },
+  'POST /api/products/:product_id/items/:item_number.json': { access: 'api', params: ITEM_FIELDS, headers: ['if-match'], example: { title: 'Renamed', status: 'completed' } },
   'DELETE /api/products/:product_id/items/:item_number.json': { access: 'api', params: [] },
   'GET /api/products/:product_id/items/:item_number/children.json': { access: 'api', params: PAGE, example: { limit: '10' } },
   'GET /api/products/:product_id/items/:item_number/deployed_to.json': { access: 'api', params: PAGE, example: { limit: '10' } },
-  'POST /api/products/:product_id/items/:item_number/resort.json': { access: 'api', params: ['before', 'after'], example: { before: '7' } },
+  'POST /api/products/:product_id/items/:item_number/resort.json': { access: 'api', params: ['before', 'after'], headers: ['if-match'], example: { before: '7' } },
   'POST /api/products/:product_id/items/:item_number/follow.json': { access: 'api', params: [] },
   'DELETE /api/products/:product_id/items/:item_number/follow.json': { access: 'api', params: [] },
   'GET /api/products/:product_id/notifications.json': { access: 'api', params: [] },
@@ -426,6 +429,7 @@ function requestFor(route: string, spec: RouteSpec): fc.Arbitrary<FuzzRequest> {
     origin: rarely(['http://shiplog.test', 'http://evil.example', 'null']),
     'sec-fetch-site': rarely(['same-origin', 'cross-site', 'none']),
     'idempotency-key': spec.headers?.includes('idempotency-key') ? fc.oneof(fc.constantFrom('key-1', 'key-2', '', 'k'.repeat(256)), oddText) : fc.constant(''),
+    'if-match': spec.headers?.includes('if-match') ? fc.oneof(fc.constantFrom('*', '"1-1"', '"1-2", "2-1"', 'W/"1-1"', '', ',', '1-1'), oddText) : fc.constant(''),
     authorization: spec.headers?.includes('authorization') ? fc.constantFrom(`Bearer ${METRICS_TOKEN}`, `Bearer ${METRICS_TOKEN}`, 'Bearer wrong', `Basic ${METRICS_TOKEN}`, '') : fc.constant(''),
   });
   const sometimes = <T>(arbitrary: fc.Arbitrary<T>, weight: number) => fc.oneof({ weight: 10 - weight, arbitrary: fc.constant(undefined) }, { weight, arbitrary });
@@ -433,7 +437,7 @@ function requestFor(route: string, spec: RouteSpec): fc.Arbitrary<FuzzRequest> {
   const body = method === 'GET' ? sometimes(bodyFor(names), 1) : bodyFor(names, spec.example);
   const query = method === 'GET' ? formText(names, spec.example) : sometimes(formText(names), 3);
   return fc.record({ method: methods, path, query, as: callers, headers, body }).map(({ method, path, query, as, headers, body }) => {
-    const all: Record<string, string> = Object.fromEntries(Object.entries(headers).filter(([name, value]) => value !== '' && !(name === 'idempotency-key' && /[^\t\x20-\x7e\x80-\xff]/.test(value))));
+    const all: Record<string, string> = Object.fromEntries(Object.entries(headers).filter(([name, value]) => value !== '' && !((name === 'idempotency-key' || name === 'if-match') && /[^\t\x20-\x7e\x80-\xff]/.test(value))));
     if (body?.type !== undefined) all['content-type'] = body.type;
     return { method, url: query === undefined ? path.path : `${path.path}?${query}`, product: path.product, as, headers: all, payload: body?.payload };
   });

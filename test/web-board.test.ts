@@ -299,7 +299,7 @@ describe('the item page', () => {
     const bad = await postForm(url, cookie, fields);
     assert.equal(bad.statusCode, 400);
     assert.match(bad.body, /<span class="field-error" id="error-title" role="alert">title must not be empty<\/span>/);
-    assert.match(bad.body, />New text kept<\/textarea>/);
+    assert.match(bad.body, />\nNew text kept<\/textarea>/);
     assert.match(bad.body, /<option value="M" selected>M<\/option>/);
     let json = (await client(t.app, owner).get(`/api/products/${product.id}/items/${item.number}.json`)).json();
     assert.deepEqual([json.title, json.description, json.score], ['Before', 'Old', '~']);

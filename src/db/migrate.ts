@@ -13,6 +13,7 @@ import * as webhooks from './migrations/2026_11_23_0050_webhooks.js';
 import * as deployedStatus from './migrations/2026_11_23_0070_deployed_status.js';
 import * as itemDeploysInOrder from './migrations/2026_11_23_0080_item_deploys_in_order.js';
 import * as coveringItemLookups from './migrations/2026_11_23_0090_covering_item_lookups.js';
+import * as itemVersion from './migrations/2026_11_26_0010_item_version.js';
 import * as webhookBodies from './migrations/2026_11_26_0030_webhook_bodies.js';
 import * as sessions from './migrations/2026_11_26_0060_sessions.js';
 
@@ -31,6 +32,7 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '2026_11_23_0070_deployed_status': deployedStatus,
   '2026_11_23_0080_item_deploys_in_order': itemDeploysInOrder,
   '2026_11_23_0090_covering_item_lookups': coveringItemLookups,
+  '2026_11_26_0010_item_version': itemVersion,
   '2026_11_26_0030_webhook_bodies': webhookBodies,
   '2026_11_26_0060_sessions': sessions,
 };

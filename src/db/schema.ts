@@ -66,6 +66,8 @@ export interface ItemsTable {
   created_at: string;
   last_modified: string;
   last_activity: string;
+  /** Moves with every change to what the item shows (its ETag; see items/model.ts entityTag). */
+  version: Generated<number>;
 }
 
 export interface ItemTagsTable {

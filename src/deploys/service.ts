@@ -178,7 +178,7 @@ export async function recordDeploy(trx: Trx, scope: ProductScope, input: DeployI
   await touchActivity(trx, itemIds, at);
   await queueDeployNotifications(trx, { product: scope.product, deploy, recipients: plan.recipients }, urls.mailDomain, now);
   // As touchActivity left them, without reading them again.
-  const items = plan.items.map((i) => (i.last_activity < at ? { ...i, last_activity: at } : i));
+  const items = plan.items.map((i) => ({ ...i, version: i.version + 1, last_activity: i.last_activity < at ? at : i.last_activity }));
   await announceDeploy(trx, scope, deploy, items, urls, plan.rollback && { undone: plan.rollback.undone.map((d) => d.id) });
   return { deploy, created: true, items };
 }

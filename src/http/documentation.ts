@@ -94,7 +94,7 @@ export const SECURITY_SCHEMES = {
   [METRICS_SECURITY]: { type: 'http', scheme: 'bearer', description: "`Authorization: Bearer <METRICS_TOKEN>`, the operator's scraper's: not an API key." },
 } as const;
 
-export type ErrorStatus = 400 | 401 | 403 | 404 | 410 | 413 | 422 | 429 | 503;
+export type ErrorStatus = 400 | 401 | 403 | 404 | 410 | 412 | 413 | 422 | 429 | 503;
 export type Explained = Partial<Record<ErrorStatus, string>>;
 
 const RETRY_AFTER = { 'Retry-After': { type: 'integer', description: 'Seconds to wait before trying again.' } };

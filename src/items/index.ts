@@ -1,7 +1,7 @@
 /** Items: numbered work in a product, its lists, order, followers and deploy history. */
 export { ListCounts } from './counts.js';
 export { parseCreateItem, parseListItems, parseUpdateItem, type ListItemsInput } from './input.js';
-export { INPUT_STATUSES, ITEM_TYPES, SCORES, statusName, STATUSES as STATUS_NAMES, type Status } from './model.js';
+export { entityTag, INPUT_STATUSES, ITEM_TYPES, SCORES, statusName, STATUSES as STATUS_NAMES, type Status } from './model.js';
 export { BIG_PAGE, ITEM_SCHEMAS, ItemSchema, presentItems, type ItemJson } from './present.js';
 export { deploymentsIn, findItemsByIds, findItemsByNumbers, knownDeploymentsOf, touchActivity, type Deployment } from './repository.js';
 export { itemRoutes, shortUrlRoutes } from './routes.js';
@@ -20,7 +20,9 @@ export {
   subItemCounts,
   unfollow,
   updateItem,
+  type Edited,
   type Move,
+  type Seen,
 } from './service.js';
 export { itemSummary } from './events.js';
 export { itemPagePath, itemShortUrl } from './urls.js';

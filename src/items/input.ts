@@ -226,6 +226,39 @@ export function parseResort(p: Params): ResortInput {
   return input;
 }
 
+/** An If-Match header read: any version (`*`), or the strong entity tags it lists, unquoted. */
+export type IfMatch = '*' | string[];
+
+/** One element of an If-Match list: an entity tag, strong or weak (`W/`), or nothing (empty elements are allowed). */
+const IF_MATCH_ELEMENT = /[ \t]*(?:(W\/)?"([\x21\x23-\x7e\x80-\uffff]*)")?[ \t]*(,|$)/y;
+
+/**
+ * If-Match (RFC 9110 §13.1.1): undefined when absent, so that clients that send none change items
+ * as they always did. Weak tags are read but never match (If-Match compares strongly). Anything
+ * but `*` or a list of quoted tags is a 400 naming the header, rather than a guess.
+ */
+export function parseIfMatch(header: string | string[] | undefined): IfMatch | undefined {
+  if (header === undefined) return undefined;
+  const value = Array.isArray(header) ? header.join(', ') : header;
+  if (value.trim() === '*') return '*';
+  const malformed = () => invalid('If-Match', 'must be * or a list of quoted entity tags, as an ETag header gives them');
+  const tags: string[] = [];
+  let elements = 0;
+  // Each element ends at a comma (consumed) or at the end (where the loop stops).
+  for (let at = 0; ; ) {
+    IF_MATCH_ELEMENT.lastIndex = at;
+    const m = IF_MATCH_ELEMENT.exec(value) ?? malformed();
+    if (m[2] !== undefined) {
+      elements += 1;
+      if (!m[1]) tags.push(m[2]);
+    }
+    at += m[0].length;
+    if (m[3] === '') break;
+  }
+  if (elements === 0) malformed();
+  return tags;
+}
+
 /** The item number of an `.../items/{item_number}...` path; anything but digits names no item (404). */
 export function pathItemNumber(request: FastifyRequest): number {
   const raw = (request.params as { item_number: string }).item_number;

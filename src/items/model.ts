@@ -1,3 +1,4 @@
+import type { ItemRow } from '../db/schema.js';
 import { indefiniteArticle } from './article.js';
 /** The vocabulary of items (docs/INTERFACE.md §4.3, §5). */
 export const ITEM_TYPES = ['story', 'task', 'defect', 'test'] as const;
@@ -92,3 +93,9 @@ export function progressOnEntering(to: Status, p: Progress, now: string, closeRe
       };
   }
 }
+
+/**
+ * The opaque part of an item's ETag (quoted in the header): the item and its version, so that the
+ * tag of one item never passes for another's.
+ */
+export const entityTag = (item: Pick<ItemRow, 'id' | 'version'>): string => `${item.id}-${item.version}`;

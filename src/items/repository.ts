@@ -40,7 +40,10 @@ export async function insertItem(trx: Db, item: NewItem): Promise<ItemRow> {
   return (await newItem(trx, item))[0];
 }
 
-const itemChanges = prepared((db, id: number, changes: ItemUpdate) => db.updateTable('items').set(changes).where('id', '=', id).returningAll());
+// Every change of an item's row is a new version of it (see entityTag).
+const itemChanges = prepared((db, id: number, changes: ItemUpdate) =>
+  db.updateTable('items').set(changes).set((eb) => ({ version: eb('version', '+', 1) })).where('id', '=', id).returningAll(),
+);
 const deploymentsStatus = prepared((db, itemId: number, status: number) =>
   db.updateTable('item_deployments').set({ status }).where('item_id', '=', itemId),
 );
@@ -108,7 +111,8 @@ export async function renumberStatus(trx: Db, productId: number, status: number)
     .orderBy('sort')
     .execute();
   for (const [i, row] of rows.entries()) {
-    await trx.updateTable('items').set({ sort: top + i * SORT_STEP }).where('id', '=', row.id).execute();
+    // Each item shows its sort: a new position is a new version of it.
+    await trx.updateTable('items').set((eb) => ({ sort: top + i * SORT_STEP, version: eb('version', '+', 1) })).where('id', '=', row.id).execute();
   }
 }
 
@@ -171,13 +175,19 @@ export async function isFollower(db: Db, itemId: number, userId: number): Promis
   return (await following(db, itemId, userId)).length > 0;
 }
 
+/**
+ * Something happened to the items (a deploy changed their `deployed_to`, someone follows one):
+ * each is a new version, and `last_activity` moves to `at` unless it is later already.
+ */
 export async function touchActivity(trx: Db, itemIds: number[], at: string): Promise<void> {
   if (itemIds.length === 0) return;
   await trx
     .updateTable('items')
-    .set({ last_activity: at })
+    .set((eb) => ({
+      last_activity: eb.case().when('last_activity', '<', at).then(at).else(eb.ref('last_activity')).end(),
+      version: eb('version', '+', 1),
+    }))
     .where('id', 'in', itemIds)
-    .where('last_activity', '<', at)
     .execute();
 }
 

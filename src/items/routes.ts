@@ -1,18 +1,19 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Trx } from '../db/connection.js';
 import type { ItemRow } from '../db/schema.js';
 import { Type } from '@sinclair/typebox';
 import { productNotFound } from '../errors.js';
-import { BODY_ERRORS, doc, errorAnswers, ref, type Explained } from '../http/documentation.js';
+import { BODY_ERRORS, doc, documentAs, errorAnswers, ref, type Explained } from '../http/documentation.js';
 import { requestParams } from '../http/request.js';
 import { asPage, digitsToId, params, type ParamValue } from '../http/params.js';
 import { ItemParams, ProductParams } from '../http/schemas.js';
 import type { ProductScope } from '../scope.js';
-import { pathItemNumber, parseCreateItem, parseListItems, parseResort, parseUpdateItem } from './input.js';
+import { parseIfMatch, pathItemNumber, parseCreateItem, parseListItems, parseResort, parseUpdateItem, type IfMatch } from './input.js';
 import {
   CHILDREN_PAGE,
   CLOSE_REASONS,
   DEPLOYED_TO_PAGE,
+  entityTag,
   INPUT_STATUSES,
   ITEM_TYPES,
   LIMITS,
@@ -83,9 +84,38 @@ export async function itemRoutes(app: FastifyInstance): Promise<void> {
   await app.register(itemChangeRoutes);
 }
 
-/** The caller's view of one item, as every single-item route answers. */
-const presentOne = async (app: FastifyInstance, scope: ProductScope, row: ItemRow, known?: KnownRelations) =>
-  (await presentItems(app.db, scope.product, [row], app.config, scope.user.id, false, known))[0];
+/** The caller's view of one item, as every single-item route answers, with its version as the ETag. */
+const presentOne = async (app: FastifyInstance, reply: FastifyReply, scope: ProductScope, row: ItemRow, known?: KnownRelations) => {
+  reply.header('ETag', `"${entityTag(row)}"`);
+  return (await presentItems(app.db, scope.product, [row], app.config, scope.user.id, false, known))[0];
+};
+
+/** The header every answer of one item carries. */
+const ETAG = {
+  ETag: {
+    type: 'string',
+    description:
+      "The item's version, a strong entity tag: it changes with every change to the item (fields, status, order, tags, assignee, parent, archiving, deploys, follows). Send it in If-Match to change the item only as you saw it.",
+  },
+};
+
+// Only documents the header: parseIfMatch reads and checks it.
+const IfMatchHeader = documentAs(
+  Type.Object({}),
+  Type.Object({
+    'If-Match': Type.Optional(
+      Type.String({
+        description:
+          'The ETag of the item as you last read it (several may be listed), or `*` for any version: the change is made only if the item is still at that version, else 412. Without it the change is made whatever happened since.',
+      }),
+    ),
+  }),
+);
+const IF_MATCH_ERRORS: Explained = {
+  400: 'If-Match is neither `*` nor a list of quoted entity tags.',
+  412: 'If-Match names none of the item\'s current version: somebody changed it since; nothing was changed.',
+};
+const ifMatchOf = (request: FastifyRequest): IfMatch | undefined => parseIfMatch(request.headers['if-match']);
 
 /** Lists: the items of a product, a story's sub-items, an item's environments. */
 async function itemListRoutes(app: FastifyInstance): Promise<void> {
@@ -176,14 +206,23 @@ async function itemListRoutes(app: FastifyInstance): Promise<void> {
  */
 async function itemChangeRoutes(app: FastifyInstance): Promise<void> {
   const item = '/api/products/:product_id/items/:item_number.json';
-  const answer = (description: string, ...errors: Explained[]) => ({ response: { 200: ref(ItemSchema, { description }) }, errors: errorAnswers(errors) });
+  const answer = (description: string, ...errors: Explained[]) => ({
+    response: { 200: ref(ItemSchema, { description, headers: ETAG }) },
+    errors: errorAnswers(errors),
+  });
   const tags = ['items'];
-  const change = <T>(parse: (p: Record<string, ParamValue>) => T, run: (trx: Trx, scope: ProductScope, number: number, input: T) => Promise<ItemRow>) =>
-    async (request: FastifyRequest) => {
+  const change =
+    <T>(
+      parse: (p: Record<string, ParamValue>) => T,
+      run: (trx: Trx, scope: ProductScope, number: number, input: T, ifMatch: IfMatch | undefined) => Promise<ItemRow>,
+      conditional = false,
+    ) =>
+    async (request: FastifyRequest, reply: FastifyReply) => {
       const input = parse(requestParams(request));
+      const ifMatch = conditional ? ifMatchOf(request) : undefined;
       const number = pathItemNumber(request);
-      const row = await app.db.transaction().execute((trx) => run(trx, request.scope, number, input));
-      return presentOne(app, request.scope, row);
+      const row = await app.db.transaction().execute((trx) => run(trx, request.scope, number, input, ifMatch));
+      return presentOne(app, reply, request.scope, row);
     };
   const noInput = () => undefined;
 
@@ -207,19 +246,19 @@ async function itemChangeRoutes(app: FastifyInstance): Promise<void> {
         ),
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const input = parseCreateItem(requestParams(request));
       const row = await app.db.transaction().execute((trx) => createItem(trx, request.scope, input, app.config));
       // An item made just now was deployed nowhere: none of its deployments to read.
-      return presentOne(app, request.scope, row, knownDeploymentsOf(row.id, [], 0));
+      return presentOne(app, reply, request.scope, row, knownDeploymentsOf(row.id, [], 0));
     },
   );
   app.get(
     item,
     { schema: { summary: 'Fetch an item', operationId: 'getItem', tags, params: ItemParams, ...answer('The item, archived or not.', ITEM_MISSING) } },
-    async (request) => {
+    async (request, reply) => {
       const { row, known } = await getItemToShow(app.db, request.scope, pathItemNumber(request));
-      return presentOne(app, request.scope, row, known);
+      return presentOne(app, reply, request.scope, row, known);
     },
   );
   app.post(
@@ -231,6 +270,7 @@ async function itemChangeRoutes(app: FastifyInstance): Promise<void> {
         operationId: 'updateItem',
         tags,
         params: ItemParams,
+        headers: IfMatchHeader,
         body: params(itemFields),
         ...answer(
           'The item as it now is.',
@@ -238,11 +278,16 @@ async function itemChangeRoutes(app: FastifyInstance): Promise<void> {
             400: 'An invalid status, score or close_reason; an empty title, who, what or why; a value too long; too many tags; a parent the rules do not allow.',
             404: 'No item with that number in the product; assigned_to names no member of the product, or parent no item of it.',
           },
+          IF_MATCH_ERRORS,
           BODY_ERRORS,
         ),
       },
     },
-    change(parseUpdateItem, (trx, scope, n, input) => updateItem(trx, scope, n, input, app.config)),
+    change(
+      parseUpdateItem,
+      async (trx, scope, n, input, ifMatch) => (await updateItem(trx, scope, n, input, app.config, ifMatch && { etags: ifMatch })).row,
+      true,
+    ),
   );
   app.delete(
     item,
@@ -267,6 +312,7 @@ async function itemChangeRoutes(app: FastifyInstance): Promise<void> {
         operationId: 'resortItem',
         tags,
         params: ItemParams,
+        headers: IfMatchHeader,
         body: params({
           before: doc.integer('The number of the item that is to stand directly before this one.'),
           after: doc.integer('The number of the item that is to come directly after this one.'),
@@ -275,11 +321,12 @@ async function itemChangeRoutes(app: FastifyInstance): Promise<void> {
           'The item.',
           { 400: 'Neither before nor after given; one in another status than the item, or the item itself.' },
           { 404: 'No item with that number in the product, or before or after names none.' },
+          IF_MATCH_ERRORS,
           BODY_ERRORS,
         ),
       },
     },
-    change(parseResort, resortItem),
+    change(parseResort, resortItem, true),
   );
   for (const [method, follow, summary, operationId] of [
     ['POST', true, 'Follow an item', 'followItem'],

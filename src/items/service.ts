@@ -1,13 +1,23 @@
 import type { Db, Trx } from '../db/connection.js';
 import type { ItemRow, ItemUpdate } from '../db/schema.js';
-import { BadRequestError, itemNotFound, NotFoundError, userNotFound, ValidationError } from '../errors.js';
+import { BadRequestError, itemNotFound, NotFoundError, PreconditionFailedError, userNotFound, ValidationError } from '../errors.js';
 import { allocateItemNumber, filterMembers, lockProduct, markItemsChanged } from '../products/index.js';
 import type { ProductScope, Urls } from '../scope.js';
 import { nowTimestamp } from '../time.js';
 import { findUserById } from '../users/index.js';
-import { parseListItems, parseUpdateItem, type CreateItemInput, type ListItemsInput, type ResortInput, type UpdateItemInput, type UserRef } from './input.js';
+import {
+  parseListItems,
+  parseUpdateItem,
+  type CreateItemInput,
+  type IfMatch,
+  type ListItemsInput,
+  type ResortInput,
+  type UpdateItemInput,
+  type UserRef,
+} from './input.js';
 import {
   DEPLOYED_TO_SHOWN,
+  entityTag,
   isClosed,
   progressOnEntering,
   SORT_STEP,
@@ -26,6 +36,7 @@ import {
   countTopLevel,
   countWithChildren,
   findItemByNumber,
+  findItemsByIds,
   countLiveChildren,
   findTags,
   insertItem,
@@ -197,15 +208,119 @@ export async function createItem(trx: Trx, scope: ProductScope, input: CreateIte
 }
 
 /**
- * Applies the given fields (docs/INTERFACE.md §7.4). Only real changes move last_modified; a status
- * change moves the item to the bottom of its new status and updates progress (§5). A real change
- * is an `item.status_changed` event for webhooks when the status moved, else `item.updated`.
+ * What a caller saw of an item before asking to change it: the version (If-Match, or the version
+ * a form was opened at) and, from a form, the values its fields showed then.
  */
-export async function updateItem(trx: Trx, scope: ProductScope, number: number, input: UpdateItemInput, urls: Urls): Promise<ItemRow> {
+export interface Seen {
+  /** The entity tags the caller holds (see entityTag); `*` is any version. */
+  etags: IfMatch;
+  /** A form's fields as it showed them, read as the update's own parameters are. */
+  fields?: UpdateItemInput;
+}
+
+/** An update as made: the item as it now is, and the parameters not applied because somebody else changed them since. */
+export interface Edited {
+  row: ItemRow;
+  /** Parameter names (`title`, `assigned_to`, ...): the caller's value is not stored; the item keeps the other's. */
+  conflicts: string[];
+}
+
+/** The update's fields and the parameters that set them, which conflicts are named by. */
+const EDITABLE = {
+  title: 'title',
+  who: 'who',
+  what: 'what',
+  why: 'why',
+  description: 'description',
+  score: 'score',
+  status: 'status',
+  closeReason: 'close_reason',
+  assignedTo: 'assigned_to',
+  tags: 'tags',
+  parent: 'parent',
+} as const satisfies Record<keyof UpdateItemInput, string>;
+type Editable = keyof typeof EDITABLE;
+
+/** A field's value in one comparable form; undefined when the field is not given. */
+function comparable(field: Editable, value: UpdateItemInput[Editable]): string | undefined {
+  if (value === undefined) return undefined;
+  if (field === 'assignedTo') return value === null ? 'null' : 'invalid' in (value as object) ? 'invalid' : String((value as { id: number }).id);
+  return JSON.stringify(value);
+}
+
+/** The item's fields now, in the form `comparable` gives the caller's. */
+async function storedValues(trx: Trx, item: ItemRow, wanted: UpdateItemInput): Promise<Record<Editable, string>> {
+  const parent = wanted.parent !== undefined && item.parent_id !== null ? (await findItemsByIds(trx, [item.parent_id]))[0] : undefined;
+  return {
+    title: JSON.stringify(item.title),
+    who: JSON.stringify(item.who ?? ''),
+    what: JSON.stringify(item.what ?? ''),
+    why: JSON.stringify(item.why ?? ''),
+    description: JSON.stringify(item.description),
+    score: JSON.stringify(item.score),
+    status: JSON.stringify(statusName(item.status)),
+    closeReason: JSON.stringify(item.close_reason),
+    assignedTo: item.assigned_to_id === null ? 'null' : String(item.assigned_to_id),
+    tags: JSON.stringify(wanted.tags === undefined ? [] : await findTags(trx, item.id)),
+    parent: JSON.stringify(parent?.number ?? null),
+  };
+}
+
+/** Whether the caller holds the item's current version, or takes any (`*`). */
+const holdsCurrent = (item: ItemRow, etags: IfMatch): boolean => etags === '*' || etags.includes(entityTag(item));
+
+/** 412 unless the caller holds the item's current version, or takes any. */
+function requireVersion(item: ItemRow, etags: IfMatch): void {
+  if (holdsCurrent(item, etags)) return;
+  throw new PreconditionFailedError(
+    `Item #${item.number} changed since the version given in If-Match; its ETag is now "${entityTag(item)}": fetch it again and apply your change to it.`,
+  );
+}
+
+/**
+ * The one rule of concurrent edits, for the API and the pages alike: which of an update's fields
+ * to apply, given what the caller saw. Nothing seen: all of them, as clients without If-Match have
+ * always had. The current version seen (or any): all of them. An older version: a 412, unless the
+ * caller shows the values it saw (a form); then each field it changed is applied if nobody else
+ * changed it since, and is a conflict if somebody did (left as they made it: nothing of theirs is
+ * overwritten unseen); a field it left alone is not written, so another's change to it stays.
+ */
+async function unseenChanges(trx: Trx, item: ItemRow, input: UpdateItemInput, seen: Seen | undefined): Promise<{ input: UpdateItemInput; conflicts: string[] }> {
+  if (seen === undefined) return { input, conflicts: [] };
+  if (seen.fields === undefined) {
+    requireVersion(item, seen.etags);
+    return { input, conflicts: [] };
+  }
+  if (holdsCurrent(item, seen.etags)) return { input, conflicts: [] };
+  const stored = await storedValues(trx, item, input);
+  const applied: Record<string, unknown> = { assignedTo: undefined };
+  const conflicts: string[] = [];
+  for (const field of Object.keys(EDITABLE) as Editable[]) {
+    const mine = comparable(field, input[field]);
+    if (mine === undefined) continue;
+    const was = comparable(field, seen.fields[field]);
+    // Left as it was shown: whatever is stored now stays.
+    if (mine === was) continue;
+    if (was !== undefined && stored[field] === was) applied[field] = input[field];
+    // Changed by somebody else too, unless to the very same value.
+    else if (stored[field] !== mine) conflicts.push(EDITABLE[field]);
+  }
+  return { input: applied as unknown as UpdateItemInput, conflicts };
+}
+
+/**
+ * Applies the given fields (docs/INTERFACE.md §7.4), as far as what the caller `seen` allows (see
+ * unseenChanges: a 412, or conflicts, when somebody else changed the item since). Only real changes
+ * move last_modified and the version; a status change moves the item to the bottom of its new
+ * status and updates progress (§5). A real change is an `item.status_changed` event for webhooks
+ * when the status moved, else `item.updated`.
+ */
+export async function updateItem(trx: Trx, scope: ProductScope, number: number, given: UpdateItemInput, urls: Urls, seen?: Seen): Promise<Edited> {
   // Product first: changes of a product's items apply one at a time, and read the item as the
   // previous change left it.
   await lockProduct(trx, scope.product.id);
   const item = await getItem(trx, scope, number);
+  const { input, conflicts } = await unseenChanges(trx, item, given, seen);
   const now = nowTimestamp();
   const changes: ItemUpdate = {
     ...textChanges(item, input),
@@ -219,13 +334,13 @@ export async function updateItem(trx: Trx, scope: ProductScope, number: number, 
     if (tagsChanged) await replaceTags(trx, item.id, input.tags);
   }
 
-  if (Object.keys(changes).length === 0 && !tagsChanged) return item;
+  if (Object.keys(changes).length === 0 && !tagsChanged) return { row: item, conflicts };
   const totals = tagsChanged || changes.status !== undefined || 'assigned_to_id' in changes || 'parent_id' in changes;
   await markItemsChanged(trx, scope.product.id, { totals });
   const updated = await updateItemRow(trx, item.id, { ...changes, last_modified: now, last_activity: now });
   const type = changes.status !== undefined ? 'item.status_changed' : 'item.updated';
   await announceItem(trx, scope, type, updated, urls, () => previousValues(trx, item, updated, tagsChanged ? tagsBefore : undefined));
-  return updated;
+  return { row: updated, conflicts };
 }
 
 /** Title (or a story's who, what and why, and the title built from them), description, score. */
@@ -299,12 +414,14 @@ export async function archiveItem(trx: Trx, scope: ProductScope, number: number,
 /**
  * Moves an item within its status (docs/INTERFACE.md §6): below `before`, above `after`, or with both
  * directly below the upper of the two. Only the item's sort changes unless the gap is used up,
- * when the status is renumbered first, in the same transaction.
+ * when the status is renumbered first, in the same transaction. With `ifMatch`, a 412 unless the
+ * caller holds the item's current version.
  */
-export async function resortItem(trx: Trx, scope: ProductScope, number: number, input: ResortInput): Promise<ItemRow> {
+export async function resortItem(trx: Trx, scope: ProductScope, number: number, input: ResortInput, ifMatch?: IfMatch): Promise<ItemRow> {
   const productId = scope.product.id;
   await lockProduct(trx, productId);
   const item = await getItem(trx, scope, number);
+  if (ifMatch !== undefined) requireVersion(item, ifMatch);
   const refs: ItemRow[] = [];
   for (const [param, ref] of [['before', input.before], ['after', input.after]] as const) {
     if (ref === undefined) continue;
@@ -355,7 +472,8 @@ export async function setFollowing(trx: Trx, scope: ProductScope, number: number
   await touchActivity(trx, [item.id], now);
   // last_activity shows in lists and orders them (order_by=active, stale).
   await markItemsChanged(trx, scope.product.id, { totals: false });
-  return { ...item, last_activity: now > item.last_activity ? now : item.last_activity };
+  // As touchActivity left it, without reading it again.
+  return { ...item, version: item.version + 1, last_activity: now > item.last_activity ? now : item.last_activity };
 }
 
 /** Stops a user following an item (an unsubscribe link); nothing else changes. */
@@ -395,7 +513,7 @@ export async function moveItem(trx: Trx, scope: ProductScope, number: number, mo
     case 'down':
       return resortItem(trx, scope, number, { before: move.below });
     case 'status':
-      return updateItem(trx, scope, number, parseUpdateItem({ status: move.status }), urls);
+      return (await updateItem(trx, scope, number, parseUpdateItem({ status: move.status }), urls)).row;
     case 'place': {
       const item = await getItem(trx, scope, number);
       if (statusName(item.status) !== move.status) await updateItem(trx, scope, number, parseUpdateItem({ status: move.status }), urls);

@@ -2,12 +2,14 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ItemRow } from '../db/schema.js';
 import { deployersOf, deployHistoryOf, findDeploys, getDeploy, parseDeployList, presentDeploys } from '../deploys/index.js';
 import { asPage, digitsToId, params, Param, type ParamValue } from '../http/params.js';
+import { ValidationError } from '../errors.js';
 import { requestParams } from '../http/request.js';
 import {
   childrenOfItem,
   createItem,
   deploymentsIn,
   deploymentsOfItem,
+  entityTag,
   knownDeploymentsOf,
   findItemsByNumbers,
   followersOf,
@@ -27,6 +29,8 @@ import {
   STATUS_NAMES,
   subItemCounts,
   updateItem,
+  type Seen,
+  type Status,
 } from '../items/index.js';
 import { notesHtml } from '../mail/index.js';
 import { environmentChoice, parseEnvironmentChoice, setEnvironmentChoice, type EnvironmentChoice } from '../notifications/index.js';
@@ -45,7 +49,7 @@ import type { Db } from '../db/connection.js';
 import { LruCache } from '../lru.js';
 import { boardPage, type BoardCard, type BoardColumn, type BoardView } from './views/board.js';
 import { deployPage, deploysPage } from './views/deploys.js';
-import { editValues, itemPage } from './views/item.js';
+import { EDIT_FIELDS, editValues, itemPage, type EditForm } from './views/item.js';
 import { notificationsPage, type NotificationForm } from './views/notifications.js';
 import type { FormState } from './views/parts.js';
 import { itemHref, personName } from './views/parts.js';
@@ -70,11 +74,41 @@ const itemFields = params({
   csrf: Param, type: Param, title: Param, who: Param, what: Param, why: Param, description: Param,
   status: Param, score: Param, tags: Param, assigned_to: Param, parent: Param,
 });
+/** The edit form: its fields, each as it was shown (`seen_`) and, after a conflict, which value to keep (`keep_`), and the version it was opened at. */
+const editFields = params({
+  csrf: Param, title: Param, who: Param, what: Param, why: Param, description: Param, status: Param, score: Param, tags: Param, assigned_to: Param,
+  version: Param, ...Object.fromEntries(EDIT_FIELDS.flatMap((f) => [[`seen_${f}`, Param], [`keep_${f}`, Param]])),
+});
 
 /** Browsers send a textarea's line breaks as CRLF (HTML says so); what the API stores is what was typed. */
 const lineBreaks = (v: ParamValue): ParamValue => (typeof v === 'string' ? v.replace(/\r\n?/g, '\n') : v);
 const wantsJson = (request: FastifyRequest): boolean => /^application\/json\b/.test(request.headers.accept ?? '');
 const emptyForm = (): FormState => ({ values: {}, errors: {} });
+
+/** The edit form's fields as the update reads them: an unchanged status the form cannot name (someday) comes as none; textareas send CRLF. */
+const editInput = (fields: Record<string, ParamValue>) =>
+  parseUpdateItem({ ...fields, status: fields.status || undefined, description: lineBreaks(fields.description), parent: undefined, type: undefined });
+
+/**
+ * What the person saw when the form was opened: its version and the values its fields showed, read
+ * as the fields are (a form without a version, from before forms carried one, saw nothing). A
+ * field whose other value the person chose to keep after a conflict counts as left as shown.
+ */
+function seenByForm(p: Record<string, ParamValue>): { seen?: Seen; fields: Record<string, ParamValue> } {
+  const fields: Record<string, ParamValue> = { ...p };
+  if (typeof p.version !== 'string' || p.version === '') return { fields };
+  const shown = Object.fromEntries(EDIT_FIELDS.map((f) => [f, p[`seen_${f}`]]));
+  // Not sent is not changed: whatever is stored stays.
+  for (const f of EDIT_FIELDS) if (p[`keep_${f}`] === 'theirs') fields[f] = undefined;
+  const status = typeof shown.status === 'string' && (STATUS_NAMES as readonly string[]).includes(shown.status) ? shown.status : undefined;
+  try {
+    return { fields, seen: { etags: [p.version], fields: { ...editInput({ ...shown, status: undefined }), status: status as Status | undefined } } };
+  } catch (err) {
+    if (err instanceof ValidationError) throw new ValidationError({}, 'This form was not sent as the page made it: open the item again, and make your change there.');
+    throw err;
+  }
+}
+
 const numberOf = (request: FastifyRequest) => pagedItemNumber((request.params as { item_number: string }).item_number);
 
 /** Members' lists per database and product revision (every new member or change of role moves it; names never change). */
@@ -214,7 +248,7 @@ async function renderItem(
   reply: FastifyReply,
   number: number,
   status: number,
-  forms: { edit?: FormState; newSubItem?: FormState } = {},
+  forms: { edit?: EditState; newSubItem?: FormState } = {},
 ) {
   const scope = request.scope;
   const row = await getItem(app.db, scope, number);
@@ -253,10 +287,27 @@ async function renderItem(
     types: ITEM_TYPES,
     statuses: INPUT_STATUSES,
     scores: SCORES,
-    edit: forms.edit ?? { values: editValues(item), errors: {} },
+    edit: editForm(editValues(item), entityTag(row), forms.edit),
     newSubItem: forms.newSubItem ?? emptyForm(),
   };
   return sendPage(reply, status, `#${item.number} · ${scope.product.name}`, itemPage(view, viewerOf(request)), sessionOf(request));
+}
+
+/**
+ * How the edit form comes back after a save that did not go through: `refused` (values kept as
+ * typed, and what the form was opened with, so that the next save still compares against that),
+ * or in `conflict` on some fields (the item as it now is, with the person's own values in those).
+ */
+type EditState =
+  | { refused: FormState; seen: Record<string, string>; version: string }
+  | { conflicts: string[]; typed: Record<string, string> };
+
+function editForm(current: Record<string, string>, version: string, state: EditState | undefined): EditForm {
+  if (state === undefined) return { values: current, errors: {}, seen: current, version, conflicts: [] };
+  if ('refused' in state) return { ...state.refused, seen: state.seen, version: state.version, conflicts: [] };
+  const values = { ...current };
+  for (const f of state.conflicts) values[f] = state.typed[f] ?? '';
+  return { values, errors: {}, seen: current, version, conflicts: state.conflicts };
 }
 
 /**
@@ -297,21 +348,25 @@ async function itemPages(app: FastifyInstance, { boards }: { boards: RenderedPag
 
   app.get('/items/:item_number', { schema: ItemPath }, async (request, reply) => renderItem(app, request, reply, numberOf(request), 200));
 
-  // The edit form sends every field; only those that differ change (as updateItem decides).
-  app.post('/items/:item_number', { schema: { ...ItemPath, body: itemFields } }, async (request, reply) => {
+  // The edit form sends every field with the values it showed: updateItem saves those the person
+  // changed, and names those somebody else changed meanwhile, shown again to choose from.
+  app.post('/items/:item_number', { schema: { ...ItemPath, body: editFields } }, async (request, reply) => {
     checkToken(request);
     const number = numberOf(request);
     const p = requestParams(request);
     const scope = request.scope;
+    let conflicts: string[];
     try {
-      // An unchanged status the form cannot name (someday) comes as none; textareas send CRLF.
-      const input = parseUpdateItem({ ...p, status: p.status || undefined, description: lineBreaks(p.description), parent: undefined, type: undefined });
-      await app.db.transaction().execute((trx) => updateItem(trx, scope, number, input, app.config));
+      const { seen, fields } = seenByForm(p);
+      const input = editInput(fields);
+      ({ conflicts } = await app.db.transaction().execute((trx) => updateItem(trx, scope, number, input, app.config, seen)));
     } catch (err) {
       const shown = formErrors(err);
       if (!shown) throw err;
-      return renderItem(app, request, reply, number, 400, { edit: { values: asText(p), ...shown } });
+      const seen = Object.fromEntries(EDIT_FIELDS.map((f) => [f, asText(p)[`seen_${f}`] ?? '']));
+      return renderItem(app, request, reply, number, 400, { edit: { refused: { values: asText(p), ...shown }, seen, version: asText(p).version ?? '' } });
     }
+    if (conflicts.length) return renderItem(app, request, reply, number, 409, { edit: { conflicts, typed: asText(p) } });
     return reply.header('cache-control', 'no-store').redirect(itemHref(scope.product.id, number), 303);
   });
 

@@ -25,8 +25,23 @@ export interface ItemView {
   types: readonly string[];
   statuses: readonly string[];
   scores: readonly string[];
-  edit: FormState;
+  edit: EditForm;
   newSubItem: FormState;
+}
+
+/** The fields of the edit form, each also carried as it was shown (`seen_<field>`), so that a save changes only what the person changed. */
+export const EDIT_FIELDS = ['title', 'who', 'what', 'why', 'description', 'status', 'score', 'tags', 'assigned_to'] as const;
+export type EditField = (typeof EDIT_FIELDS)[number];
+
+/**
+ * The edit form: the values in its fields, the values it was opened with (`seen`) and the item's
+ * version then, and the fields somebody else changed meanwhile that the person changed too
+ * (`conflicts`), whose other value the page shows beside theirs.
+ */
+export interface EditForm extends FormState {
+  seen: Record<string, string>;
+  version: string;
+  conflicts: readonly string[];
 }
 
 export function itemPage(v: ItemView, viewer: Viewer): Html {
@@ -88,21 +103,53 @@ ${createForm(`/app/products/${p}/items`, v.newSubItem, viewer, { types: v.types.
 </details>`;
 }
 
+const FIELD_LABELS: Record<EditField, string> = {
+  title: 'title',
+  who: '"As a"',
+  what: '"I want"',
+  why: '"So that"',
+  description: 'description',
+  status: 'status',
+  score: 'score',
+  tags: 'tags',
+  assigned_to: 'assignee',
+};
+
+/**
+ * Beside a field somebody else changed since the form was opened, that the person changed too:
+ * their value, and the choice of which to keep (the person's own stays in the field).
+ */
+function conflictNote(v: ItemView, name: EditField): Html | '' {
+  if (!v.edit.conflicts.includes(name)) return '';
+  const raw = editValues(v.item)[name];
+  const theirs = name === 'assigned_to' ? (v.members.find((m) => String(m.id) === raw)?.name ?? (raw ? `user ${raw}` : 'nobody')) : raw;
+  return html`<div class="conflict" id="conflict-${name}" role="alert"><p>Somebody else changed the ${FIELD_LABELS[name]} since you opened this form. Theirs:</p>
+<blockquote class="theirs">${theirs === '' ? html`<span class="muted">(empty)</span>` : theirs}</blockquote>
+<p>Yours is in the field. <label><input type="radio" name="keep_${name}" value="yours" checked> Keep yours</label> <label><input type="radio" name="keep_${name}" value="theirs"> Keep theirs</label></p></div>`;
+}
+
 function editForm(v: ItemView, viewer: Viewer): Html {
   const s = v.edit;
   const val = s.values;
   const i = v.item;
-  const text = (name: string, label: string) =>
-    html`<p><label for="edit-${name}">${label}</label><input id="edit-${name}" type="text" name="${name}" maxlength="255" value="${val[name] ?? ''}"${s.errors[name] ? html` aria-invalid="true" aria-describedby="error-${name}"` : ''}>${fieldError(s, name)}</p>`;
-  const shown = [...(i.type === 'story' ? ['who', 'what', 'why'] : ['title']), 'description', 'status', 'score', 'tags', 'assigned_to'];
+  const described = (name: string) => {
+    const ids = [s.errors[name] ? `error-${name}` : '', s.conflicts.includes(name) ? `conflict-${name}` : ''].filter(Boolean).join(' ');
+    return ids ? html` aria-invalid="true" aria-describedby="${ids}"` : '';
+  };
+  const text = (name: EditField, label: string) =>
+    html`<p><label for="edit-${name}">${label}</label><input id="edit-${name}" type="text" name="${name}" maxlength="255" value="${val[name] ?? ''}"${described(name)}>${fieldError(s, name)}</p>${conflictNote(v, name)}`;
+  const shown: EditField[] = [...(i.type === 'story' ? (['who', 'what', 'why'] as const) : (['title'] as const)), 'description', 'status', 'score', 'tags', 'assigned_to'];
+  // A newline right after <textarea> is dropped by the parser: one is written so that a description's own first one stays.
   return html`<form class="item-form" method="post" action="${itemHref(v.product.id, i.number)}">${csrfField(viewer)}
+<input type="hidden" name="version" value="${s.version}">${shown.map((name) => html`<input type="hidden" name="seen_${name}" value="${s.seen[name] ?? ''}">`)}
 ${s.message ? html`<p class="error">${s.message}</p>` : ''}${otherErrors(s, shown)}
 ${i.type === 'story' ? [text('who', 'As a (who)'), text('what', 'I want (what)'), text('why', 'So that (why)')] : text('title', 'Title')}
-<p><label for="edit-description">Description <span class="muted">(Markdown)</span></label><textarea id="edit-description" name="description" rows="8">${val.description ?? ''}</textarea>${fieldError(s, 'description')}</p>
-<p><label for="edit-status">Status</label><select id="edit-status" name="status">${v.statuses.includes(i.status) ? '' : html`<option value="">${i.status} (as it is)</option>`}${selectOptions(v.statuses.map((x) => [x, x]), val.status)}</select>${fieldError(s, 'status')}</p>
-<p><label for="edit-score">Score</label><select id="edit-score" name="score">${selectOptions(v.scores.map((x) => [x, x]), val.score)}</select>${fieldError(s, 'score')}</p>
+<p><label for="edit-description">Description <span class="muted">(Markdown)</span></label><textarea id="edit-description" name="description" rows="8"${described('description')}>
+${val.description ?? ''}</textarea>${fieldError(s, 'description')}</p>${conflictNote(v, 'description')}
+<p><label for="edit-status">Status</label><select id="edit-status" name="status"${described('status')}>${v.statuses.includes(i.status) ? '' : html`<option value="">${i.status} (as it is)</option>`}${selectOptions(v.statuses.map((x) => [x, x]), val.status)}</select>${fieldError(s, 'status')}</p>${conflictNote(v, 'status')}
+<p><label for="edit-score">Score</label><select id="edit-score" name="score"${described('score')}>${selectOptions(v.scores.map((x) => [x, x]), val.score)}</select>${fieldError(s, 'score')}</p>${conflictNote(v, 'score')}
 ${text('tags', 'Tags (comma-separated)')}
-<p><label for="edit-assigned_to">Assignee</label><select id="edit-assigned_to" name="assigned_to"><option value="">nobody</option>${selectOptions(v.members.map((m) => [String(m.id), m.name]), val.assigned_to)}</select>${fieldError(s, 'assigned_to')}</p>
+<p><label for="edit-assigned_to">Assignee</label><select id="edit-assigned_to" name="assigned_to"${described('assigned_to')}><option value="">nobody</option>${selectOptions(v.members.map((m) => [String(m.id), m.name]), val.assigned_to)}</select>${fieldError(s, 'assigned_to')}</p>${conflictNote(v, 'assigned_to')}
 <p><button type="submit">Save</button></p>
 </form>`;
 }

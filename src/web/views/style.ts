@@ -48,6 +48,8 @@ ul.tags { display: flex; flex-wrap: wrap; gap: .25rem; list-style: none; padding
 ul.tags li { background: #e7f1fb; border-radius: 3px; padding: 0 .4rem; font-size: .8rem; }
 a.more { display: block; text-align: center; padding: .25rem; }
 .field-error { display: block; color: #b32d2e; font-size: .9rem; }
+.conflict { border-left: 3px solid #b32d2e; padding-left: .5rem; margin: .25rem 0; }
+.conflict .theirs { white-space: pre-wrap; margin: .25rem 0; }
 dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: .25rem 1rem; }
 dl.facts dd { margin: 0; }
 .markdown { background: #fff; border: 1px solid #dcdcde; border-radius: 4px; padding: .25rem 1rem; overflow-wrap: anywhere; }
