@@ -13,6 +13,7 @@ import * as webhooks from './migrations/2026_11_23_0050_webhooks.js';
 import * as deployedStatus from './migrations/2026_11_23_0070_deployed_status.js';
 import * as itemDeploysInOrder from './migrations/2026_11_23_0080_item_deploys_in_order.js';
 import * as coveringItemLookups from './migrations/2026_11_23_0090_covering_item_lookups.js';
+import * as renderedMarkdown from './migrations/2026_11_26_0050_rendered_markdown.js';
 
 /** Every migration, by name; names sort in the order they apply. */
 export const MIGRATIONS: Readonly<Record<string, Migration>> = {
@@ -29,6 +30,7 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '2026_11_23_0070_deployed_status': deployedStatus,
   '2026_11_23_0080_item_deploys_in_order': itemDeploysInOrder,
   '2026_11_23_0090_covering_item_lookups': coveringItemLookups,
+  '2026_11_26_0050_rendered_markdown': renderedMarkdown,
 };
 
 /** The names of every migration, in the order they apply. */

@@ -36,6 +36,7 @@ import {
   getItem,
   getItemToShow,
   listItems,
+  renderDescription,
   resortItem,
   setFollowing,
   updateItem,
@@ -178,9 +179,14 @@ async function itemChangeRoutes(app: FastifyInstance): Promise<void> {
   const item = '/api/products/:product_id/items/:item_number.json';
   const answer = (description: string, ...errors: Explained[]) => ({ response: { 200: ref(ItemSchema, { description }) }, errors: errorAnswers(errors) });
   const tags = ['items'];
-  const change = <T>(parse: (p: Record<string, ParamValue>) => T, run: (trx: Trx, scope: ProductScope, number: number, input: T) => Promise<ItemRow>) =>
+  const change = <T>(
+    parse: (p: Record<string, ParamValue>) => T,
+    run: (trx: Trx, scope: ProductScope, number: number, input: T) => Promise<ItemRow>,
+    // What is worked out before the transaction opens: the description's HTML.
+    prepare: (input: T) => Promise<T> = async (input) => input,
+  ) =>
     async (request: FastifyRequest) => {
-      const input = parse(requestParams(request));
+      const input = await prepare(parse(requestParams(request)));
       const number = pathItemNumber(request);
       const row = await app.db.transaction().execute((trx) => run(trx, request.scope, number, input));
       return presentOne(app, request.scope, row);
@@ -208,7 +214,7 @@ async function itemChangeRoutes(app: FastifyInstance): Promise<void> {
       },
     },
     async (request) => {
-      const input = parseCreateItem(requestParams(request));
+      const input = await renderDescription(app.markdown, parseCreateItem(requestParams(request)));
       const row = await app.db.transaction().execute((trx) => createItem(trx, request.scope, input, app.config));
       // An item made just now was deployed nowhere: none of its deployments to read.
       return presentOne(app, request.scope, row, knownDeploymentsOf(row.id, [], 0));
@@ -242,7 +248,11 @@ async function itemChangeRoutes(app: FastifyInstance): Promise<void> {
         ),
       },
     },
-    change(parseUpdateItem, (trx, scope, n, input) => updateItem(trx, scope, n, input, app.config)),
+    change(
+      parseUpdateItem,
+      (trx, scope, n, input) => updateItem(trx, scope, n, input, app.config),
+      (input) => renderDescription(app.markdown, input),
+    ),
   );
   app.delete(
     item,

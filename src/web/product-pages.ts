@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ItemRow } from '../db/schema.js';
-import { deployersOf, deployHistoryOf, findDeploys, getDeploy, parseDeployList, presentDeploys } from '../deploys/index.js';
+import { deployersOf, deployHistoryOf, findDeploys, getDeploy, notesHtmlOf, parseDeployList, presentDeploys } from '../deploys/index.js';
 import { asPage, digitsToId, params, Param, type ParamValue } from '../http/params.js';
 import { requestParams } from '../http/request.js';
 import {
@@ -8,6 +8,7 @@ import {
   createItem,
   deploymentsIn,
   deploymentsOfItem,
+  descriptionHtmlOf,
   knownDeploymentsOf,
   findItemsByNumbers,
   followersOf,
@@ -22,13 +23,13 @@ import {
   parseListItems,
   parseUpdateItem,
   presentItems,
+  renderDescription,
   SCORES,
   setFollowing,
   STATUS_NAMES,
   subItemCounts,
   updateItem,
 } from '../items/index.js';
-import { notesHtml } from '../mail/index.js';
 import { environmentChoice, parseEnvironmentChoice, setEnvironmentChoice, type EnvironmentChoice } from '../notifications/index.js';
 import { listMembers, productScope } from '../products/index.js';
 import type { ProductScope } from '../scope.js';
@@ -222,8 +223,9 @@ async function renderItem(
   // The page's list of environments holds the item's `deployed_to` too.
   const deployments = await deploymentsOfItem(app.db, row, page);
   const known = knownDeploymentsOf(row.id, deployments.deployments, deployments.total);
-  const [[item], children, history, followers, people] = await Promise.all([
+  const [[item], descriptionHtml, children, history, followers, people] = await Promise.all([
     presentItems(app.db, scope.product, [row], app.config, scope.user.id, false, known),
+    descriptionHtmlOf(app.db, row),
     row.type === 'story' ? childrenOfItem(app.db, row, page) : undefined,
     // Every deploy of an item leaves its entry for the environment (a rollback marks it reverted,
     // nothing removes it): an item deployed nowhere has no history to read.
@@ -239,7 +241,7 @@ async function renderItem(
   const view = {
     product: productOf(scope),
     item,
-    descriptionHtml: notesHtml(item.description),
+    descriptionHtml,
     subItems: children?.rows.map((c) => ({ number: c.number, title: c.title, status: STATUS_NAMES[c.status], type: c.type })),
     subItemsTotal: children?.total ?? 0,
     environments: presentEnvironments(deployments.deployments, deployers),
@@ -282,7 +284,7 @@ async function itemPages(app: FastifyInstance, { boards }: { boards: RenderedPag
     const scope = request.scope;
     let row: ItemRow;
     try {
-      const input = parseCreateItem({ ...p, description: lineBreaks(p.description) });
+      const input = await renderDescription(app.markdown, parseCreateItem({ ...p, description: lineBreaks(p.description) }));
       row = await app.db.transaction().execute((trx) => createItem(trx, scope, input, app.config));
     } catch (err) {
       const shown = formErrors(err);
@@ -305,7 +307,8 @@ async function itemPages(app: FastifyInstance, { boards }: { boards: RenderedPag
     const scope = request.scope;
     try {
       // An unchanged status the form cannot name (someday) comes as none; textareas send CRLF.
-      const input = parseUpdateItem({ ...p, status: p.status || undefined, description: lineBreaks(p.description), parent: undefined, type: undefined });
+      const parsed = parseUpdateItem({ ...p, status: p.status || undefined, description: lineBreaks(p.description), parent: undefined, type: undefined });
+      const input = await renderDescription(app.markdown, parsed);
       await app.db.transaction().execute((trx) => updateItem(trx, scope, number, input, app.config));
     } catch (err) {
       const shown = formErrors(err);
@@ -332,10 +335,10 @@ async function deployPages(app: FastifyInstance): Promise<void> {
     const p = requestParams(request);
     const { filter, page } = parseDeployList({ environment: p.environment, offset: p.offset, order_by: 'newest' });
     const { deploys, total } = await findDeploys(app.db, scope, filter, page);
-    const json = await presentDeploys(app.db, scope, deploys, app.config);
+    const [json, notes] = await Promise.all([presentDeploys(app.db, scope, deploys, app.config), notesHtmlOf(app.db, deploys)]);
     const view = {
       product: productOf(scope),
-      deploys: json.map((d) => ({ ...d, notesHtml: notesHtml(d.notes) })),
+      deploys: json.map((d) => ({ ...d, notesHtml: notes.get(d.id)! })),
       total,
       offset: page.offset,
       pageSize: page.limit,
@@ -348,9 +351,9 @@ async function deployPages(app: FastifyInstance): Promise<void> {
     const scope = request.scope;
     const raw = (request.params as { deploy_id: string }).deploy_id;
     const deploy = await getDeploy(app.db, scope, digitsToId(raw) ?? -1);
-    const [json] = await presentDeploys(app.db, scope, [deploy], app.config);
+    const [[json], notes] = await Promise.all([presentDeploys(app.db, scope, [deploy], app.config), notesHtmlOf(app.db, [deploy])]);
     const title = `${json.rollback ? 'Rollback' : 'Deploy'} to ${json.environment} · ${scope.product.name}`;
-    return sendPage(reply, 200, title, deployPage(productOf(scope), { ...json, notesHtml: notesHtml(json.notes) }), sessionOf(request));
+    return sendPage(reply, 200, title, deployPage(productOf(scope), { ...json, notesHtml: notes.get(deploy.id)! }), sessionOf(request));
   });
 }
 
