@@ -1,8 +1,9 @@
 /**
  * Pages that show Markdown, under notes and descriptions written to be slow to render: 120 deploys,
  * each with 8 KB of `![*` repeated as its notes (each one different, so no cache of renders helps),
- * and 120 items with such descriptions. Times the deploys pages (every page, twice), the item
- * pages, and how long /health, polled alongside every 10 ms, waited at the longest.
+ * and 120 items with such descriptions. Times the writes, the deploys pages (every page, twice),
+ * the item pages and single deploy pages, and how long /health, polled alongside every 10 ms,
+ * waited at the longest, during the writes and during the pages.
  *
  *   npm run build && node --import tsx bench/hostile-markdown.ts
  *

@@ -186,8 +186,9 @@ async function itemChangeRoutes(app: FastifyInstance): Promise<void> {
     prepare: (input: T) => Promise<T> = async (input) => input,
   ) =>
     async (request: FastifyRequest) => {
-      const input = await prepare(parse(requestParams(request)));
+      const parsed = parse(requestParams(request));
       const number = pathItemNumber(request);
+      const input = await prepare(parsed);
       const row = await app.db.transaction().execute((trx) => run(trx, request.scope, number, input));
       return presentOne(app, request.scope, row);
     };
