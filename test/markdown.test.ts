@@ -120,6 +120,50 @@ describe('rendered when written', () => {
   });
 });
 
+describe('no lock while rendering', () => {
+  test('a write waiting for its render holds no transaction: another write goes through meanwhile', async () => {
+    const held = await makeApp();
+    try {
+      const { api, base, deployer, product } = await deployTeam(held);
+      await makeItem(held.app, deployer, product.id);
+      const renderer = held.app.markdown;
+      const render = renderer.render.bind(renderer);
+      let release!: () => void;
+      const gate = new Promise<void>((resolve) => (release = resolve));
+      let rendering = 0;
+      renderer.render = async (source: string) => {
+        if (source.startsWith('Slow')) {
+          rendering += 1;
+          await gate;
+        }
+        return render(source);
+      };
+      const slowItem = api.post(`${base}/items.json`, { type: 'task', title: 'Slow one', description: 'Slow *description*' });
+      const slowDeploy = api.post(`${base}/deploys.json`, { environment: 'production', numbers: '1', notes: 'Slow *notes*' });
+      // Only if the other writes never finish (a render inside a transaction would hold them): let the renders go.
+      let gaveUp = false;
+      const giveUp = setTimeout(() => {
+        gaveUp = true;
+        release();
+      }, 5_000);
+      const other = await api.post(`${base}/items.json`, { type: 'task', title: 'Meanwhile', description: 'Quick' });
+      const otherDeploy = await api.post(`${base}/deploys.json`, { environment: 'staging', numbers: '1', notes: 'Quick' });
+      const finishedFirst = !gaveUp && rendering === 2;
+      clearTimeout(giveUp);
+      release();
+      assert.equal(other.statusCode, 200);
+      assert.equal(otherDeploy.statusCode, 200);
+      assert.ok(finishedFirst, 'the other writes waited for the renders');
+      assert.equal((await slowItem).statusCode, 200);
+      assert.equal((await slowDeploy).statusCode, 200);
+      const kept = await held.db.selectFrom('items').select('description_html').where('product_id', '=', product.id).where('title', '=', 'Slow one').executeTakeFirstOrThrow();
+      assert.equal(kept.description_html, '<p>Slow <em>description</em></p>\n');
+    } finally {
+      await held.close();
+    }
+  });
+});
+
 describe('bounds', () => {
   test('a render past its deadline is kept as the text escaped, in paragraphs; so is a text past the size bound', async () => {
     const quick = await makeApp({ markdown: { deadlineMs: 1, maxChars: 60_000 } });
