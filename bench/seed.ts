@@ -2,6 +2,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
+import MarkdownIt from 'markdown-it';
 import pg from 'pg';
 import { openDatabase } from '../src/db/connection.js';
 import { SCORES, SORT_STEP, STATUSES, storyTitle } from '../src/items/model.js';
@@ -29,6 +30,19 @@ export interface DatasetInfo {
   deploys: number;
   seedSeconds: number;
 }
+
+/**
+ * Descriptions and notes as the server keeps them, rendered on write (src/markdown.ts, same
+ * options): a dataset without them would have the server render them all when it starts. The
+ * seed's texts are few and repeat, so each is rendered once.
+ */
+const markdown = new MarkdownIt({ html: false, linkify: true, breaks: true });
+const renderedTexts = new Map<string, string>();
+const rendered = (text: string): string => {
+  let html = renderedTexts.get(text);
+  if (html === undefined) renderedTexts.set(text, (html = markdown.render(text)));
+  return html;
+};
 
 const USER_COUNT = 20;
 const DEPLOY_COUNT = 1000;
@@ -95,11 +109,11 @@ const TABLES = {
   memberships: cols('product_id:int4 user_id:int4 admin:int4 created_at'),
   items: cols(
     'id:int4 product_id:int4 number:int4 type status:int4 title who what why description score archived:int4 created_by_id:int4 ' +
-      'assigned_to_id:int4 parent_id:int4 sort:int8 close_reason started_at closed_at accepted_at created_at last_modified last_activity',
+      'assigned_to_id:int4 parent_id:int4 sort:int8 close_reason started_at closed_at accepted_at created_at last_modified last_activity description_html',
   ),
   item_tags: cols('item_id:int4 position:int4 tag'),
   followers: cols('item_id:int4 user_id:int4 created_at'),
-  deploys: cols('id:int4 product_id:int4 user_id:int4 environment version notes created_at idempotency_key request_hash'),
+  deploys: cols('id:int4 product_id:int4 user_id:int4 environment version notes created_at idempotency_key request_hash notes_html'),
   deploy_items: cols('deploy_id:int4 item_id:int4'),
   item_deployments: cols('item_id:int4 environment deploy_id:int4 version deployed_at product_id:int4 status:int4'),
 } as const;
@@ -247,7 +261,8 @@ class Generator {
       const at = START + (END - START) * (0.1 + (0.9 * (d - 0.5)) / DEPLOY_COUNT);
       const env = d % 2;
       deployTimes.push(at);
-      out.add('deploys', [d, PRODUCT_ID, this.user(), ENVIRONMENTS[env], `v1.${d}.0`, `Release ${d}: fixes and small features.`, ts(at), null, null]);
+      const notes = `Release ${d}: fixes and small features.`;
+      out.add('deploys', [d, PRODUCT_ID, this.user(), ENVIRONMENTS[env], `v1.${d}.0`, notes, ts(at), null, null, rendered(notes)]);
       const cap = Math.max(1, Math.floor((this.size * (at - START)) / (END - START)));
       const wanted = 5 + Math.floor(this.random() * 36);
       const numbers = new Set<number>();
@@ -297,10 +312,11 @@ class Generator {
     const assignee = r() < ASSIGNED_SHARE ? this.user() : null;
     sorts[status] += SORT_STEP;
     const closeReason = status >= 3 ? (r() < 0.9 ? 'fixed' : this.pick(CLOSE_REASONS)) : null;
+    const description = this.description();
     out.add('items', [
-      n, PRODUCT_ID, n, type, status, title, who, what, why, this.description(), this.pick(SCORES), 0, creator, assignee,
+      n, PRODUCT_ID, n, type, status, title, who, what, why, description, this.pick(SCORES), 0, creator, assignee,
       this.parent[n] || null, sorts[status], closeReason, started === null ? null : ts(started), closed === null ? null : ts(closed),
-      accepted === null ? null : ts(accepted), ts(created), ts(modified), ts(activity),
+      accepted === null ? null : ts(accepted), ts(created), ts(modified), ts(activity), rendered(description),
     ]);
     const tagCount = Math.floor(r() * 4);
     const tags = new Set<string>();

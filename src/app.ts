@@ -2,7 +2,7 @@ import Fastify, { type FastifyInstance, type FastifyServerOptions, type RouteOpt
 import type { Config } from './config.js';
 import type { Db } from './db/connection.js';
 import type { UserRow } from './db/schema.js';
-import { DEPLOY_SCHEMAS, deployMessageRenderer, deployRoutes, rollbackMessageRenderer } from './deploys/index.js';
+import { DEPLOY_SCHEMAS, deployMessageRenderer, deployRoutes, fillNotesHtml, rollbackMessageRenderer } from './deploys/index.js';
 import { HealthSchema, healthRoutes } from './health.js';
 import { answerExpectations, capConnections } from './http/connections.js';
 import { documentScope } from './http/documentation.js';
@@ -11,10 +11,11 @@ import { registerOpenApi } from './http/openapi.js';
 import { registerBodyParsers } from './http/parsers.js';
 import { registerRateLimits, type RequestIdentity } from './http/rate-limit.js';
 import { KeptAnswers } from './kept-answers.js';
+import { DEFAULT_MARKDOWN_OPTIONS, MarkdownRenderer, type MarkdownOptions } from './markdown.js';
 import { registerSecurityHeaders } from './http/security-headers.js';
 import { serverOptions } from './http/server-options.js';
 import { INVITATION_SCHEMAS, invitationMessageRenderer, invitationRoutes, inviteRoutes } from './invitations/index.js';
-import { ITEM_SCHEMAS, itemRoutes, ListCounts, shortUrlRoutes } from './items/index.js';
+import { fillDescriptionHtml, ITEM_SCHEMAS, itemRoutes, ListCounts, shortUrlRoutes } from './items/index.js';
 import {
   DEFAULT_WORKER_OPTIONS,
   emlTransport,
@@ -47,6 +48,8 @@ declare module 'fastify' {
     listCounts: ListCounts;
     /** Item and deploy lists kept per product revision (see KeptAnswers). */
     keptAnswers: KeptAnswers;
+    /** Renders descriptions and notes when they are written, off the event loop (markdown.ts). */
+    markdown: MarkdownRenderer;
   }
   interface FastifyRequest {
     user: UserRow;
@@ -65,6 +68,8 @@ export interface AppOptions {
   worker?: Partial<WorkerOptions>;
   /** Tests shorten the webhook worker's backoff. */
   webhookWorker?: Partial<WebhookWorkerOptions>;
+  /** Tests shorten the Markdown render deadline. */
+  markdown?: Partial<MarkdownOptions>;
   /** Told of every route as it is registered: the input fuzzer checks that it covers them all. */
   onRoute?: (route: RouteOptions) => void;
 }
@@ -91,6 +96,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   const web: WebOptions = { cookieSecret: await sharedSecret(db, 'session_cookie_key'), signinKey: await sharedSecret(db, 'signin_key') };
   await setUpMail(app, options, web);
   setUpWebhooks(app, options);
+  setUpMarkdown(app, options);
   registerBodyParsers(app);
   registerErrorHandling(app);
   // Before every route, /metrics included, so that the description sees them all.
@@ -156,6 +162,48 @@ function setUpWebhooks(app: FastifyInstance, options: AppOptions): void {
   app.decorate('webhooks', worker);
   if (options.startWorker) app.addHook('onReady', async () => worker.start());
   app.addHook('onClose', async () => worker.stop());
+}
+
+/**
+ * The Markdown renderer, and the fill of what was written before descriptions and notes were
+ * rendered on write: it starts with the workers (the server's), renders a batch at a time until
+ * none is left, and stops with the app.
+ */
+function setUpMarkdown(app: FastifyInstance, options: AppOptions): void {
+  const markdown = new MarkdownRenderer({ ...DEFAULT_MARKDOWN_OPTIONS, ...options.markdown });
+  app.decorate('markdown', markdown);
+  const state: { stopped: boolean; running: Promise<unknown> } = { stopped: false, running: Promise.resolve() };
+  if (options.startWorker) {
+    app.addHook('onReady', async () => {
+      state.running = fillRenderedMarkdown(app, () => state.stopped).catch((err) => app.log.warn({ err }, 'filling rendered Markdown stopped'));
+    });
+  }
+  app.addHook('onClose', async () => {
+    state.stopped = true;
+    await state.running;
+    await markdown.close();
+  });
+}
+
+/** Rows rendered by one batch of the fill: one short write transaction each. */
+const FILL_BATCH = 50;
+
+/**
+ * Renders the descriptions and notes written before they were rendered on write, a batch at a time,
+ * yielding between batches; returns how many it rendered. Rows not reached yet are shown as
+ * escaped text meanwhile. Several instances may fill at once: each row is kept once.
+ */
+export async function fillRenderedMarkdown(app: FastifyInstance, stopped: () => boolean = () => false): Promise<number> {
+  let total = 0;
+  for (const fill of [fillDescriptionHtml, fillNotesHtml]) {
+    while (!stopped()) {
+      const rendered = await fill(app.db, app.markdown, FILL_BATCH);
+      if (rendered === 0) break;
+      total += rendered;
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+  }
+  return total;
 }
 
 /** The named schemas responses reference (each feature's, in the order features depend on each other). */

@@ -1,7 +1,7 @@
 /**
  * A bounded map that forgets the least recently used entry first, and optionally entries older
- * than `ttlMs`. The service's caches (prepared statements, list totals, user profiles, rendered
- * notes, kept answers, rate-limit windows) are all this: what differs is only the key, how long a
+ * than `ttlMs`. The service's caches (prepared statements, list totals, user profiles, kept
+ * answers, rate-limit windows) are all this: what differs is only the key, how long a
  * value may be trusted, and what counts against the capacity (one per entry unless `weigh` says
  * otherwise, e.g. the bytes of a kept answer).
  */

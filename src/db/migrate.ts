@@ -15,6 +15,7 @@ import * as itemDeploysInOrder from './migrations/2026_11_23_0080_item_deploys_i
 import * as coveringItemLookups from './migrations/2026_11_23_0090_covering_item_lookups.js';
 import * as itemVersion from './migrations/2026_11_26_0010_item_version.js';
 import * as webhookBodies from './migrations/2026_11_26_0030_webhook_bodies.js';
+import * as renderedMarkdown from './migrations/2026_11_26_0050_rendered_markdown.js';
 import * as sessions from './migrations/2026_11_26_0060_sessions.js';
 
 /** Every migration, by name; names sort in the order they apply. */
@@ -34,6 +35,7 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '2026_11_23_0090_covering_item_lookups': coveringItemLookups,
   '2026_11_26_0010_item_version': itemVersion,
   '2026_11_26_0030_webhook_bodies': webhookBodies,
+  '2026_11_26_0050_rendered_markdown': renderedMarkdown,
   '2026_11_26_0060_sessions': sessions,
 };
 

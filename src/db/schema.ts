@@ -53,6 +53,11 @@ export interface ItemsTable {
   what: string | null;
   why: string | null;
   description: string;
+  /**
+   * The description as safe HTML, rendered when it was written (markdown.ts); null on a row
+   * written before, until the fill at start renders it. Lists never read it (ITEM_COLUMNS).
+   */
+  description_html: string | null;
   score: string;
   archived: number;
   created_by_id: number;
@@ -89,6 +94,8 @@ export interface DeploysTable {
   environment: string;
   version: string;
   notes: string;
+  /** The notes as safe HTML, rendered when they were written; null as description_html is. */
+  notes_html: string | null;
   created_at: string;
   idempotency_key: string | null;
   request_hash: string | null;
@@ -308,10 +315,12 @@ export interface Database {
 
 export type UserRow = Selectable<UsersTable>;
 export type ProductRow = Selectable<ProductsTable>;
-export type ItemRow = Selectable<ItemsTable>;
+/** An item as every read but its page's sees it: without the rendered description, which can be large. */
+export type ItemRow = Omit<Selectable<ItemsTable>, 'description_html'>;
 export type NewItem = Insertable<ItemsTable>;
 export type ItemUpdate = Updateable<ItemsTable>;
-export type DeployRow = Selectable<DeploysTable>;
+/** A deploy as every read sees it, without its rendered notes (read only where they are shown). */
+export type DeployRow = Omit<Selectable<DeploysTable>, 'notes_html'>;
 export type OutboxRow = Selectable<OutboxTable>;
 export type InvitationRow = Selectable<InvitationsTable>;
 export type SigninLinkRow = Selectable<SigninLinksTable>;
@@ -319,3 +328,27 @@ export type WebSessionRow = Selectable<WebSessionsTable>;
 export type WebhookRow = Selectable<WebhooksTable>;
 export type WebhookEventRow = Selectable<WebhookEventsTable>;
 export type WebhookDeliveryRow = Selectable<WebhookDeliveriesTable>;
+
+/** Columns of a row type, each once; a column of the type missing from the list does not compile. */
+const allColumns =
+  <Row>() =>
+  <const C extends readonly (keyof Row & string)[]>(columns: C & ([Exclude<keyof Row, C[number]>] extends [never] ? unknown : 'a column is missing')): C =>
+    columns;
+
+/**
+ * What reads of items and deploys select instead of `*`: every column of ItemRow and DeployRow,
+ * so that the rendered HTML beside a description or notes (up to a few hundred KB each) is read
+ * only where it is shown, not by every list.
+ */
+export const ITEM_COLUMNS = allColumns<ItemRow>()([
+  'id', 'product_id', 'number', 'type', 'status', 'title', 'who', 'what', 'why', 'description', 'score', 'archived', 'created_by_id',
+  'assigned_to_id', 'parent_id', 'sort', 'close_reason', 'started_at', 'closed_at', 'accepted_at', 'created_at', 'last_modified', 'last_activity',
+  'version',
+]);
+export const DEPLOY_COLUMNS = allColumns<DeployRow>()([
+  'id', 'product_id', 'user_id', 'environment', 'version', 'notes', 'created_at', 'idempotency_key', 'request_hash', 'rollback',
+  'reverted_at', 'reverted_by', 'unknown_numbers', 'emailed',
+]);
+
+/** The same columns of a table named by an alias in a join (`items.id`, `i.id`). */
+export const columnsOf = <A extends string, C extends string>(alias: A, columns: readonly C[]) => columns.map((c) => `${alias}.${c}` as `${A}.${C}`);

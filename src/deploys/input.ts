@@ -23,6 +23,8 @@ export interface DeployInput {
   numbers: number[];
   version: string;
   notes: string;
+  /** The notes as HTML, rendered before the transaction opens (markdown.ts); without it the row waits for the fill. */
+  notesHtml?: string;
   /** The environment runs `version` again, as an earlier deploy to it left it (docs/INTERFACE.md §7.8). */
   rollback: boolean;
   /** Answer what the deploy would do, write nothing. */

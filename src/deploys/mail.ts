@@ -5,10 +5,13 @@ import { renderDeployEmail, renderRollbackEmail, type MessageRenderer, type Unsu
 import { findProduct } from '../products/index.js';
 import { findUsersByIds } from '../users/index.js';
 import { findDeploysByIds, restoredDeploysOf } from './repository.js';
+import { notesHtmlOf } from './service.js';
 
 /** What a batch of deploy messages is rendered from, read in a few queries for the whole batch. */
 interface DeployMail {
   deploys: Map<number, DeployRow>;
+  /** Each deploy's notes as kept when it was recorded. */
+  notes: Map<number, string>;
   deployers: Map<number, UserRow>;
   products: Map<number, ProductRow | undefined>;
   items: Map<number, ItemRow>;
@@ -17,12 +20,13 @@ interface DeployMail {
 async function loadDeployMail(db: Db, messages: OutboxRow[]): Promise<DeployMail> {
   const deployIds = [...new Set(messages.flatMap((m) => (m.deploy_id === null ? [] : [m.deploy_id])))];
   const deploys = new Map((await findDeploysByIds(db, deployIds)).map((d) => [d.id, d]));
+  const notes = await notesHtmlOf(db, [...deploys.values()]);
   const deployers = new Map((await findUsersByIds(db, [...deploys.values()].map((d) => d.user_id))).map((u) => [u.id, u]));
   const products = new Map<number, ProductRow | undefined>();
   for (const productId of new Set([...deploys.values()].map((d) => d.product_id))) products.set(productId, await findProduct(db, productId));
   const itemIds = messages.flatMap((m) => JSON.parse(m.item_ids) as number[]);
   const items = new Map((await findItemsByIds(db, itemIds)).map((i) => [i.id, i]));
-  return { deploys, deployers, products, items };
+  return { deploys, notes, deployers, products, items };
 }
 
 /** A message of a batch with what it is rendered from; undefined when its deploy or items are gone (their product was deleted). */
@@ -31,7 +35,7 @@ function messageParts(mail: DeployMail, message: OutboxRow) {
   const product = deploy && mail.products.get(deploy.product_id);
   const deployer = deploy && mail.deployers.get(deploy.user_id);
   const items = (JSON.parse(message.item_ids) as number[]).flatMap((id) => mail.items.get(id) ?? []).sort((a, b) => a.number - b.number);
-  return deploy && product && deployer && items.length > 0 ? { deploy, product, deployer, items } : undefined;
+  return deploy && product && deployer && items.length > 0 ? { deploy, product, deployer, items, notesHtml: mail.notes.get(deploy.id)! } : undefined;
 }
 
 /**

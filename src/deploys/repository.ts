@@ -3,12 +3,12 @@ import { inChunks } from '../db/chunks.js';
 import { prepared } from '../db/prepared.js';
 import type { Db } from '../db/connection.js';
 import { dialectOf } from '../db/dialect.js';
-import type { DeployRow, DeploysTable, ItemDeploymentsTable, ItemRow } from '../db/schema.js';
+import { columnsOf, DEPLOY_COLUMNS, ITEM_COLUMNS, type DeployRow, type DeploysTable, type ItemDeploymentsTable, type ItemRow } from '../db/schema.js';
 
 export async function findDeployByKey(db: Db, productId: number, userId: number, key: string): Promise<DeployRow | undefined> {
   return db
     .selectFrom('deploys')
-    .selectAll()
+    .select(DEPLOY_COLUMNS)
     .where('product_id', '=', productId)
     .where('user_id', '=', userId)
     .where('idempotency_key', '=', key)
@@ -16,11 +16,11 @@ export async function findDeployByKey(db: Db, productId: number, userId: number,
 }
 
 export async function findDeploysByIds(db: Db, ids: number[]): Promise<DeployRow[]> {
-  return inChunks([...new Set(ids)], (chunk) => db.selectFrom('deploys').selectAll().where('id', 'in', chunk).execute());
+  return inChunks([...new Set(ids)], (chunk) => db.selectFrom('deploys').select(DEPLOY_COLUMNS).where('id', 'in', chunk).execute());
 }
 
 export async function insertDeploy(trx: Db, deploy: Insertable<DeploysTable>): Promise<DeployRow> {
-  return trx.insertInto('deploys').values(deploy).returningAll().executeTakeFirstOrThrow();
+  return trx.insertInto('deploys').values(deploy).returning(DEPLOY_COLUMNS).executeTakeFirstOrThrow();
 }
 
 /**
@@ -61,7 +61,7 @@ export async function recordDeployedItems(trx: Db, deploy: DeployRow, items: Pic
 
 /** The product's deploys to the environment that no rollback undid. */
 function inEffect(db: Db, productId: number, environment: string) {
-  return db.selectFrom('deploys').selectAll().where('product_id', '=', productId).where('environment', '=', environment).where('reverted_at', 'is', null);
+  return db.selectFrom('deploys').select(DEPLOY_COLUMNS).where('product_id', '=', productId).where('environment', '=', environment).where('reverted_at', 'is', null);
 }
 
 /** The deploy a rollback to `version` goes back to: the latest to the environment with that version that no rollback undid. */
@@ -155,7 +155,7 @@ export async function restoredDeploysOf(db: Db, rollbackIds: number[]): Promise<
     db
       .selectFrom('deploy_items')
       .innerJoin('deploys', 'deploys.id', 'deploy_items.restored_deploy_id')
-      .selectAll('deploys')
+      .select(columnsOf('deploys', DEPLOY_COLUMNS))
       .select(['deploy_items.deploy_id as rollback_id', 'deploy_items.item_id'])
       .where('deploy_items.deploy_id', 'in', chunk)
       .execute(),
@@ -205,7 +205,7 @@ function deploysOf(db: Db, productId: number, filter: DeployFilter) {
 /** One page of a product's deploys (optionally of one environment), oldest or newest first. */
 export async function listDeploys(db: Db, productId: number, filter: DeployFilter, offset: number, limit: number): Promise<DeployRow[]> {
   return deploysOf(db, productId, filter)
-    .selectAll()
+    .select(DEPLOY_COLUMNS)
     .orderBy('id', filter.newest ? 'desc' : 'asc')
     .limit(limit)
     .offset(offset)
@@ -237,7 +237,7 @@ const itemDeploysPage = (direction: 'asc' | 'desc') =>
   prepared((db, productId: number, itemId: number, offset: number, limit: number) =>
     deploysOfItem(db, productId, itemId)
       .leftJoin('deploys as restored', 'restored.id', 'deploy_items.restored_deploy_id')
-      .selectAll('deploys')
+      .select(columnsOf('deploys', DEPLOY_COLUMNS))
       .select(['deploy_items.restored_deploy_id', 'restored.version as restored_version'])
       // The link table's deploy id (the same as the deploy's), so that its index gives the order.
       .orderBy('deploy_items.deploy_id', direction)
@@ -280,7 +280,7 @@ export async function itemsOfDeploys(db: Db, deployIds: number[]): Promise<Map<n
     db
       .selectFrom('deploy_items')
       .innerJoin('items', 'items.id', 'deploy_items.item_id')
-      .selectAll('items')
+      .select(columnsOf('items', ITEM_COLUMNS))
       .select('deploy_items.deploy_id')
       .where('deploy_items.deploy_id', 'in', chunk)
       .orderBy('items.number')
@@ -288,4 +288,20 @@ export async function itemsOfDeploys(db: Db, deployIds: number[]): Promise<Map<n
   );
   for (const { deploy_id, ...item } of rows) result.get(deploy_id)!.push(item);
   return result;
+}
+
+/** The notes of deploys as rendered when they were written, by deploy id: null for one from before that is not filled yet. */
+export async function findNotesHtml(db: Db, deployIds: number[]): Promise<Map<number, string | null>> {
+  const rows = await inChunks([...new Set(deployIds)], (chunk) => db.selectFrom('deploys').select(['id', 'notes_html']).where('id', 'in', chunk).execute());
+  return new Map(rows.map((r) => [r.id, r.notes_html]));
+}
+
+/** Deploys with notes and no HTML for them yet, from the partial index of just those, by id. */
+export async function findUnrenderedNotes(db: Db, limit: number): Promise<{ id: number; notes: string }[]> {
+  return db.selectFrom('deploys').select(['id', 'notes']).where('notes_html', 'is', null).where('notes', '<>', '').orderBy('id').limit(limit).execute();
+}
+
+/** Keeps the HTML of a deploy's notes (which never change) unless some other fill kept it first. */
+export async function setNotesHtml(trx: Db, deployId: number, html: string): Promise<void> {
+  await trx.updateTable('deploys').set({ notes_html: html }).where('id', '=', deployId).where('notes_html', 'is', null).execute();
 }

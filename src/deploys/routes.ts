@@ -103,7 +103,9 @@ export async function deployRoutes(app: FastifyInstance): Promise<void> {
       // nothing, so its Idempotency-Key is neither looked up nor used up.
       if (input.dryRun) return presentDryRun(app.db, request.scope, input, await planDeploy(app.db, request.scope, input), urls);
       const key = parseIdempotencyKey(request.headers['idempotency-key']);
-      const recorded = await app.db.transaction().execute((trx) => recordDeploy(trx, request.scope, input, key, urls));
+      // Rendered before the transaction opens: a render may take up to its deadline, holding nothing.
+      const notesHtml = await app.markdown.render(input.notes);
+      const recorded = await app.db.transaction().execute((trx) => recordDeploy(trx, request.scope, { ...input, notesHtml }, key, urls));
       if (recorded.created) app.outbox.nudge();
       return presentReceipt(app.db, request.scope, recorded.deploy, recorded.created ? recorded.items : undefined, urls);
     },

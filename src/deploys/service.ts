@@ -7,6 +7,7 @@ import { queueDeployNotifications } from '../mail/index.js';
 import { wantDeployMail } from '../notifications/index.js';
 import { lockProduct, markItemsChanged } from '../products/index.js';
 import type { ProductScope, Urls } from '../scope.js';
+import { shownHtml, type MarkdownRenderer } from '../markdown.js';
 import { formatTimestamp } from '../time.js';
 import { findUsersByIds } from '../users/index.js';
 import { announceDeploy } from './events.js';
@@ -19,7 +20,9 @@ import {
   entriesOf,
   findDeployByKey,
   findDeploysByIds,
+  findNotesHtml,
   findRollbackTarget,
+  findUnrenderedNotes,
   followingMembers,
   insertDeploy,
   itemIdsOfDeploys,
@@ -28,6 +31,7 @@ import {
   listItemDeploys,
   recordDeployedItems,
   recordRollback,
+  setNotesHtml,
   type DeployFilter,
   type ItemDeployRow,
   type RollbackChange,
@@ -163,6 +167,7 @@ export async function recordDeploy(trx: Trx, scope: ProductScope, input: DeployI
     environment: input.environment,
     version: input.version,
     notes: input.notes,
+    notes_html: input.notesHtml ?? null,
     created_at: at,
     idempotency_key: key ?? null,
     request_hash: hash,
@@ -245,4 +250,27 @@ export async function deployHistoryOf(
   const total = page.offset === 0 && rows.length < page.limit ? rows.length : await countItemDeploys(db, scope.product.id, itemId);
   const users = new Map((await findUsersByIds(db, rows.map((d) => d.user_id))).map((u) => [u.id, u]));
   return { deploys: rows.map((deploy) => ({ deploy, by: users.get(deploy.user_id)! })), total };
+}
+
+/** Each deploy's notes as pages and mail show them, by deploy id: the HTML kept when they were written (escaped text for a deploy from before). */
+export async function notesHtmlOf(db: Db, deploys: Pick<DeployRow, 'id' | 'notes'>[]): Promise<Map<number, string>> {
+  const withNotes = deploys.filter((d) => d.notes !== '');
+  const kept = withNotes.length ? await findNotesHtml(db, withNotes.map((d) => d.id)) : new Map<number, string | null>();
+  return new Map(deploys.map((d) => [d.id, shownHtml(d.notes, kept.get(d.id))]));
+}
+
+/**
+ * Renders the notes of up to `batch` deploys recorded before notes were rendered on write,
+ * oldest first, and keeps their HTML; returns how many it found (0: none is left). Rendered
+ * before the short transaction that keeps them.
+ */
+export async function fillNotesHtml(db: Db, markdown: MarkdownRenderer, batch: number): Promise<number> {
+  const rows = await findUnrenderedNotes(db, batch);
+  const rendered: { id: number; html: string }[] = [];
+  for (const row of rows) rendered.push({ id: row.id, html: await markdown.render(row.notes) });
+  if (rendered.length === 0) return 0;
+  await db.transaction().execute(async (trx) => {
+    for (const r of rendered) await setNotesHtml(trx, r.id, r.html);
+  });
+  return rendered.length;
 }

@@ -141,6 +141,8 @@ export interface CreateItemInput {
   what?: string;
   why?: string;
   description: string;
+  /** The description as HTML, rendered before the transaction (renderDescription); without it the row waits for the fill. */
+  descriptionHtml?: string;
   score: string;
   status: Status;
   closeReason?: CloseReason;
@@ -185,6 +187,8 @@ export interface UpdateItemInput {
   what?: string;
   why?: string;
   description?: string;
+  /** As on CreateItemInput. */
+  descriptionHtml?: string;
   score?: string;
   status?: Status;
   closeReason?: CloseReason;

@@ -4,11 +4,11 @@ import { findProfiles, type UserProfile } from '../users/index.js';
 import type { Db } from '../db/connection.js';
 import { dialectOf } from '../db/dialect.js';
 import { prepared } from '../db/prepared.js';
-import { storableId, type ItemRow, type ItemUpdate, type NewItem, type ProductRow } from '../db/schema.js';
+import { columnsOf, ITEM_COLUMNS, storableId, type ItemRow, type ItemUpdate, type NewItem, type ProductRow } from '../db/schema.js';
 import { SORT_STEP, type Order } from './model.js';
 
 const itemByNumber = prepared((db, productId: number, number: number) =>
-  db.selectFrom('items').selectAll().where('product_id', '=', productId).where('number', '=', number),
+  db.selectFrom('items').select(ITEM_COLUMNS).where('product_id', '=', productId).where('number', '=', number),
 );
 
 export async function findItemByNumber(db: Db, productId: number, number: number): Promise<ItemRow | undefined> {
@@ -21,20 +21,20 @@ export async function findItemsByNumbers(db: Db, productId: number, requested: n
   if (numbers.length === 0) return [];
   return db
     .selectFrom('items')
-    .selectAll()
+    .select(ITEM_COLUMNS)
     .where('product_id', '=', productId)
     .where('number', 'in', numbers)
     .orderBy('number')
     .execute();
 }
 
-const itemsByIds = prepared((db, ids: number[]) => db.selectFrom('items').selectAll().where('id', 'in', ids));
+const itemsByIds = prepared((db, ids: number[]) => db.selectFrom('items').select(ITEM_COLUMNS).where('id', 'in', ids));
 
 export async function findItemsByIds(db: Db, ids: number[]): Promise<ItemRow[]> {
   return inChunks([...new Set(ids)], (chunk) => itemsByIds(db, chunk));
 }
 
-const newItem = prepared((db, item: NewItem) => db.insertInto('items').values(item).returningAll());
+const newItem = prepared((db, item: NewItem) => db.insertInto('items').values(item).returning(ITEM_COLUMNS));
 
 export async function insertItem(trx: Db, item: NewItem): Promise<ItemRow> {
   return (await newItem(trx, item))[0];
@@ -42,7 +42,7 @@ export async function insertItem(trx: Db, item: NewItem): Promise<ItemRow> {
 
 // Every change of an item's row is a new version of it (see entityTag).
 const itemChanges = prepared((db, id: number, changes: ItemUpdate) =>
-  db.updateTable('items').set(changes).set((eb) => ({ version: eb('version', '+', 1) })).where('id', '=', id).returningAll(),
+  db.updateTable('items').set(changes).set((eb) => ({ version: eb('version', '+', 1) })).where('id', '=', id).returning(ITEM_COLUMNS),
 );
 const deploymentsStatus = prepared((db, itemId: number, status: number) =>
   db.updateTable('item_deployments').set({ status }).where('item_id', '=', itemId),
@@ -292,7 +292,7 @@ function itemsFrom(db: Db, f: ItemFilter) {
   const items = db.selectFrom('items');
   if (!f.deployedToFew || dialectOf(db) === 'postgres') return items;
   const ids = deployedNowIn(db, f.productId, f.deployedTo!, f.statuses).distinct().as('few');
-  // The same rows and columns as items alone: selectAll('items') and items.* still name them.
+  // The same rows and columns as items alone: items.<column> still names them.
   return db.selectFrom(ids).crossJoin('items').whereRef('items.id', '=', 'few.item_id') as unknown as typeof items;
 }
 
@@ -340,7 +340,7 @@ function ordered<S extends ReturnType<typeof topLevelQuery>>(query: S, order: Or
 
 /** One page of top-level items matching the filter. */
 export async function listTopLevel(db: Db, f: ItemFilter, order: Order, offset: number, limit: number): Promise<ItemRow[]> {
-  return ordered(topLevelQuery(db, f, order), order).selectAll('items').limit(limit).offset(offset).execute();
+  return ordered(topLevelQuery(db, f, order), order).select(columnsOf('items', ITEM_COLUMNS)).limit(limit).offset(offset).execute();
 }
 
 /** How many top-level items match the filter. */
@@ -375,7 +375,7 @@ export async function countWithChildren(db: Db, f: ItemFilter): Promise<number> 
 function liveChildren(db: Db, parentIds: number[]) {
   return db
     .selectFrom('items')
-    .selectAll()
+    .select(ITEM_COLUMNS)
     .where('parent_id', 'in', parentIds)
     .where('archived', '=', 0)
     .orderBy('parent_id')
@@ -631,7 +631,7 @@ const extraColumns = (take: number) => [
 ];
 
 const itemWithExtras = prepared((db, productId: number, number: number, take: number) =>
-  db.selectFrom('items as i').selectAll('i').select(extraColumns(take)).where('i.product_id', '=', productId).where('i.number', '=', number),
+  db.selectFrom('items as i').select(columnsOf('i', ITEM_COLUMNS)).select(extraColumns(take)).where('i.product_id', '=', productId).where('i.number', '=', number),
 );
 
 /** The extras of rows read with extraColumns, keyed by item. */
@@ -714,4 +714,33 @@ export async function loadRelations(db: Db, product: ProductRow, rows: ItemRow[]
     deploymentCounts: extras.counts,
     parents: new Map(parents.map((p) => [p.id, p])),
   };
+}
+
+/** The description as rendered when it was written: null for a row from before that is not filled yet. */
+export async function findDescriptionHtml(db: Db, itemId: number): Promise<string | null> {
+  const row = await db.selectFrom('items').select('description_html').where('id', '=', itemId).executeTakeFirst();
+  return row?.description_html ?? null;
+}
+
+/** Items with a description and no HTML for it yet, from the partial index of just those, by id. */
+export async function findUnrenderedDescriptions(db: Db, limit: number): Promise<{ id: number; description: string }[]> {
+  return db
+    .selectFrom('items')
+    .select(['id', 'description'])
+    .where('description_html', 'is', null)
+    .where('description', '<>', '')
+    .orderBy('id')
+    .limit(limit)
+    .execute();
+}
+
+/** Keeps the HTML of a description, unless the description changed since it was read (its writer rendered it then). */
+export async function setDescriptionHtml(trx: Db, itemId: number, description: string, html: string): Promise<void> {
+  await trx
+    .updateTable('items')
+    .set({ description_html: html })
+    .where('id', '=', itemId)
+    .where('description_html', 'is', null)
+    .where('description', '=', description)
+    .execute();
 }

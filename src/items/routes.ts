@@ -37,6 +37,7 @@ import {
   getItem,
   getItemToShow,
   listItems,
+  renderDescription,
   resortItem,
   setFollowing,
   updateItem,
@@ -215,12 +216,14 @@ async function itemChangeRoutes(app: FastifyInstance): Promise<void> {
     <T>(
       parse: (p: Record<string, ParamValue>) => T,
       run: (trx: Trx, scope: ProductScope, number: number, input: T, ifMatch: IfMatch | undefined) => Promise<ItemRow>,
-      conditional = false,
+      options: { conditional?: boolean; prepare?: (input: T) => Promise<T> } = {},
     ) =>
     async (request: FastifyRequest, reply: FastifyReply) => {
-      const input = parse(requestParams(request));
-      const ifMatch = conditional ? ifMatchOf(request) : undefined;
+      const parsed = parse(requestParams(request));
+      const ifMatch = options.conditional ? ifMatchOf(request) : undefined;
       const number = pathItemNumber(request);
+      // What is worked out before the transaction opens: the description's HTML.
+      const input = options.prepare ? await options.prepare(parsed) : parsed;
       const row = await app.db.transaction().execute((trx) => run(trx, request.scope, number, input, ifMatch));
       return presentOne(app, reply, request.scope, row);
     };
@@ -247,7 +250,7 @@ async function itemChangeRoutes(app: FastifyInstance): Promise<void> {
       },
     },
     async (request, reply) => {
-      const input = parseCreateItem(requestParams(request));
+      const input = await renderDescription(app.markdown, parseCreateItem(requestParams(request)));
       const row = await app.db.transaction().execute((trx) => createItem(trx, request.scope, input, app.config));
       // An item made just now was deployed nowhere: none of its deployments to read.
       return presentOne(app, reply, request.scope, row, knownDeploymentsOf(row.id, [], 0));
@@ -286,7 +289,7 @@ async function itemChangeRoutes(app: FastifyInstance): Promise<void> {
     change(
       parseUpdateItem,
       async (trx, scope, n, input, ifMatch) => (await updateItem(trx, scope, n, input, app.config, ifMatch && { etags: ifMatch })).row,
-      true,
+      { conditional: true, prepare: (input) => renderDescription(app.markdown, input) },
     ),
   );
   app.delete(
@@ -326,7 +329,7 @@ async function itemChangeRoutes(app: FastifyInstance): Promise<void> {
         ),
       },
     },
-    change(parseResort, resortItem, true),
+    change(parseResort, resortItem, { conditional: true }),
   );
   for (const [method, follow, summary, operationId] of [
     ['POST', true, 'Follow an item', 'followItem'],

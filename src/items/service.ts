@@ -1,4 +1,5 @@
 import type { Db, Trx } from '../db/connection.js';
+import { shownHtml, type MarkdownRenderer } from '../markdown.js';
 import type { ItemRow, ItemUpdate } from '../db/schema.js';
 import { BadRequestError, itemNotFound, NotFoundError, PreconditionFailedError, userNotFound, ValidationError } from '../errors.js';
 import { allocateItemNumber, filterMembers, lockProduct, markItemsChanged } from '../products/index.js';
@@ -55,6 +56,9 @@ import {
   touchActivity,
   updateItemRow,
   findItemToShow,
+  findDescriptionHtml,
+  findUnrenderedDescriptions,
+  setDescriptionHtml,
   type Deployment,
   type KnownRelations,
 } from './repository.js';
@@ -190,6 +194,7 @@ export async function createItem(trx: Trx, scope: ProductScope, input: CreateIte
     what: story ? input.what! : null,
     why: story ? input.why! : null,
     description: input.description,
+    description_html: input.descriptionHtml ?? null,
     score: input.score,
     archived: 0,
     created_by_id: scope.user.id,
@@ -238,7 +243,7 @@ const EDITABLE = {
   assignedTo: 'assigned_to',
   tags: 'tags',
   parent: 'parent',
-} as const satisfies Record<keyof UpdateItemInput, string>;
+} as const satisfies Record<Exclude<keyof UpdateItemInput, 'descriptionHtml'>, string>;
 type Editable = keyof typeof EDITABLE;
 
 /** A field's value in one comparable form; undefined when the field is not given. */
@@ -305,6 +310,8 @@ async function unseenChanges(trx: Trx, item: ItemRow, input: UpdateItemInput, se
     // Changed by somebody else too, unless to the very same value.
     else if (stored[field] !== mine) conflicts.push(EDITABLE[field]);
   }
+  // The description's HTML, rendered before the transaction, goes with it when it is applied.
+  if (applied.description !== undefined) applied.descriptionHtml = input.descriptionHtml;
   return { input: applied as unknown as UpdateItemInput, conflicts };
 }
 
@@ -360,7 +367,10 @@ function textChanges(item: ItemRow, input: UpdateItemInput): ItemUpdate {
     if (input.title.trim() === '') throw new ValidationError({ title: 'must not be empty' });
     if (input.title !== item.title) changes.title = input.title;
   }
-  if (input.description !== undefined && input.description !== item.description) changes.description = input.description;
+  if (input.description !== undefined && input.description !== item.description) {
+    changes.description = input.description;
+    changes.description_html = input.descriptionHtml ?? null;
+  }
   if (input.score !== undefined && input.score !== item.score) changes.score = input.score;
   return changes;
 }
@@ -528,4 +538,34 @@ export async function moveItem(trx: Trx, scope: ProductScope, number: number, mo
       return first && first.id !== item.id ? resortItem(trx, scope, number, { after: first.number }) : item;
     }
   }
+}
+
+/**
+ * The input with its description rendered as HTML, for createItem or updateItem to keep beside
+ * it. Called before the write's transaction opens: a render may take up to the renderer's
+ * deadline, and must hold no lock meanwhile.
+ */
+export async function renderDescription<T extends { description?: string; descriptionHtml?: string }>(markdown: MarkdownRenderer, input: T): Promise<T> {
+  return input.description === undefined ? input : { ...input, descriptionHtml: await markdown.render(input.description) };
+}
+
+/** The item's description as its page shows it: the HTML kept when it was written (escaped text for an item from before). */
+export async function descriptionHtmlOf(db: Db, item: ItemRow): Promise<string> {
+  return item.description === '' ? '' : shownHtml(item.description, await findDescriptionHtml(db, item.id));
+}
+
+/**
+ * Renders up to `batch` descriptions written before they were rendered on write, oldest first, and
+ * keeps their HTML; returns how many it found (0: none is left). Rendered before the short
+ * transaction that keeps them; a description changed meanwhile is left as its writer kept it.
+ */
+export async function fillDescriptionHtml(db: Db, markdown: MarkdownRenderer, batch: number): Promise<number> {
+  const rows = await findUnrenderedDescriptions(db, batch);
+  const rendered: { id: number; description: string; html: string }[] = [];
+  for (const row of rows) rendered.push({ ...row, html: await markdown.render(row.description) });
+  if (rendered.length === 0) return 0;
+  await db.transaction().execute(async (trx) => {
+    for (const r of rendered) await setDescriptionHtml(trx, r.id, r.description, r.html);
+  });
+  return rendered.length;
 }

@@ -1,53 +1,14 @@
-import { createRequire } from 'node:module';
-import type MarkdownIt from 'markdown-it';
 import type { DeployRow, ItemRow, ProductRow, UserRow } from '../db/schema.js';
 import { escapeHtml } from '../http/html.js';
 import { itemShortUrl, statusName } from '../items/index.js';
-import { LruCache } from '../lru.js';
 import { fullName } from '../users/index.js';
 import { oneLine, readableTime } from './format.js';
-
-// Raw HTML in notes is shown as text, never passed through; links are limited to safe schemes.
-/** Loaded on the first notes to render: it is a tenth of start-up, and many processes never render any. */
-let markdown: MarkdownIt | undefined;
-const markdownIt = (): MarkdownIt => {
-  if (!markdown) {
-    const Markdown = createRequire(import.meta.url)('markdown-it') as typeof MarkdownIt;
-    markdown = new Markdown({ html: false, linkify: true, breaks: true });
-  }
-  return markdown;
-};
 
 /** `[Product] Deployed to production: #12 Title and 2 more`, from a follower's items in number order. */
 export function deploySubject(product: ProductRow, deploy: DeployRow, items: ItemRow[]): string {
   const first = items[0];
   const more = items.length > 1 ? ` and ${items.length - 1} more` : '';
   return oneLine(`[${product.name}] Deployed to ${deploy.environment}: #${first.number} ${first.title}${more}`);
-}
-
-/** Notes are the same in every message of a deploy (and often across deploys): rendered once. */
-const renderedNotes = new LruCache<string, string>(100);
-
-/**
- * Longest notes rendered as Markdown. markdown-it takes up to ~3.5 µs per character on hostile
- * input (runs of `![*`, `[<`, nested brackets), all of it on the event loop: 64 KB of such notes
- * held the process for a quarter of a second and more. Up to this size the worst case stays near
- * 30 ms; longer notes are shown as they were written, escaped, which costs next to nothing.
- */
-export const MARKDOWN_MAX_CHARS = 8192;
-
-/** Notes (or any text a person wrote) as safe HTML: Markdown up to MARKDOWN_MAX_CHARS, escaped text beyond. */
-export function notesHtml(notes: string): string {
-  if (!notes) return '';
-  let html = renderedNotes.get(notes);
-  if (html === undefined) {
-    html =
-      notes.length <= MARKDOWN_MAX_CHARS
-        ? markdownIt().render(notes)
-        : `<pre style="white-space:pre-wrap;font-family:inherit;margin:0">${escapeHtml(notes)}</pre>\n`;
-    renderedNotes.set(notes, html);
-  }
-  return html;
 }
 
 /** What one deploy message is rendered from; everything but the items is the deploy's. */
@@ -57,6 +18,8 @@ export interface DeployMessageParts {
   deployer: UserRow;
   /** The recipient's items in the deploy, in number order. */
   items: ItemRow[];
+  /** The notes as safe HTML, rendered when the deploy was recorded (deploys' notesHtmlOf). */
+  notesHtml: string;
   subject: string;
   unsubscribeUrl: string;
   /** Base of item links. */
@@ -93,6 +56,8 @@ export interface FollowerMessageParts {
   intro: string;
   /** The recipient's items in number order, each with a note of what happened to it, if any. */
   items: { item: ItemRow; note?: string }[];
+  /** The deploy's notes as safe HTML, rendered when they were written. */
+  notesHtml: string;
   subject: string;
   unsubscribeUrl: string;
   publicUrl: string;
@@ -138,7 +103,7 @@ function followerText({ product, deploy, headline, intro, items, unsubscribeUrl,
   return lines.join('\n') + '\n';
 }
 
-function followerHtml({ product, deploy, headline, intro, items, subject, unsubscribeUrl, publicUrl }: FollowerMessageParts): string {
+function followerHtml({ product, deploy, headline, intro, items, notesHtml, subject, unsubscribeUrl, publicUrl }: FollowerMessageParts): string {
   const rows = items.map(({ item, note }) => itemRowHtml(item, publicUrl, note)).join('\n');
   return `<!doctype html>
 <html><head><meta charset="utf-8"><title>${escapeHtml(subject)}</title></head>
@@ -148,7 +113,7 @@ function followerHtml({ product, deploy, headline, intro, items, subject, unsubs
 <table style="border-collapse:collapse">
 ${rows}
 </table>
-${deploy.notes ? `<h3 style="font-size:14px;margin:16px 0 4px">Notes</h3>\n<div>${notesHtml(deploy.notes)}</div>` : ''}
+${deploy.notes ? `<h3 style="font-size:14px;margin:16px 0 4px">Notes</h3>\n<div>${notesHtml}</div>` : ''}
 <p style="color:#888;font-size:12px;margin-top:24px">You receive this because you follow these items in ${escapeHtml(product.name)}.
 <a href="${escapeHtml(unsubscribeUrl)}">Stop following them</a>.</p>
 </body></html>

@@ -3,7 +3,7 @@
  * Mail knows no other feature's data: a feature queues its messages here inside its own
  * transaction, and gives the worker a renderer that loads what they are about when they are sent.
  */
-export { renderDeployEmail, deploySubject, notesHtml, type DeployMessageParts } from './deploy-email.js';
+export { renderDeployEmail, deploySubject, type DeployMessageParts } from './deploy-email.js';
 export { renderRollbackEmail, rollbackSubject, type RollbackMessageParts } from './rollback-email.js';
 export { renderInvitationEmail, invitationSubject, type InvitationMessageParts } from './invitation-email.js';
 export { queueDeployNotifications, queueInvitation, queueSignin, RETRY_WINDOW_MS } from './notifications.js';

@@ -22,6 +22,8 @@ export interface RollbackMessageParts {
    * for the environment went back to, or null when no earlier deploy there had it.
    */
   items: { item: ItemRow; restoredTo: DeployRow | null }[];
+  /** The rollback's notes as safe HTML, rendered when it was recorded. */
+  notesHtml: string;
   subject: string;
   unsubscribeUrl: string;
   publicUrl: string;

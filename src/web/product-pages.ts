@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ItemRow } from '../db/schema.js';
-import { deployersOf, deployHistoryOf, findDeploys, getDeploy, parseDeployList, presentDeploys } from '../deploys/index.js';
+import { deployersOf, deployHistoryOf, findDeploys, getDeploy, notesHtmlOf, parseDeployList, presentDeploys } from '../deploys/index.js';
 import { asPage, digitsToId, params, Param, type ParamValue } from '../http/params.js';
 import { ValidationError } from '../errors.js';
 import { requestParams } from '../http/request.js';
@@ -9,6 +9,7 @@ import {
   createItem,
   deploymentsIn,
   deploymentsOfItem,
+  descriptionHtmlOf,
   entityTag,
   knownDeploymentsOf,
   findItemsByNumbers,
@@ -24,6 +25,7 @@ import {
   parseListItems,
   parseUpdateItem,
   presentItems,
+  renderDescription,
   SCORES,
   setFollowing,
   STATUS_NAMES,
@@ -32,7 +34,6 @@ import {
   type Seen,
   type Status,
 } from '../items/index.js';
-import { notesHtml } from '../mail/index.js';
 import { environmentChoice, parseEnvironmentChoice, setEnvironmentChoice, type EnvironmentChoice } from '../notifications/index.js';
 import { listMembers, productScope } from '../products/index.js';
 import type { ProductScope } from '../scope.js';
@@ -256,8 +257,9 @@ async function renderItem(
   // The page's list of environments holds the item's `deployed_to` too.
   const deployments = await deploymentsOfItem(app.db, row, page);
   const known = knownDeploymentsOf(row.id, deployments.deployments, deployments.total);
-  const [[item], children, history, followers, people] = await Promise.all([
+  const [[item], descriptionHtml, children, history, followers, people] = await Promise.all([
     presentItems(app.db, scope.product, [row], app.config, scope.user.id, false, known),
+    descriptionHtmlOf(app.db, row),
     row.type === 'story' ? childrenOfItem(app.db, row, page) : undefined,
     // Every deploy of an item leaves its entry for the environment (a rollback marks it reverted,
     // nothing removes it): an item deployed nowhere has no history to read.
@@ -273,7 +275,7 @@ async function renderItem(
   const view = {
     product: productOf(scope),
     item,
-    descriptionHtml: notesHtml(item.description),
+    descriptionHtml,
     subItems: children?.rows.map((c) => ({ number: c.number, title: c.title, status: STATUS_NAMES[c.status], type: c.type })),
     subItemsTotal: children?.total ?? 0,
     environments: presentEnvironments(deployments.deployments, deployers),
@@ -333,7 +335,7 @@ async function itemPages(app: FastifyInstance, { boards }: { boards: RenderedPag
     const scope = request.scope;
     let row: ItemRow;
     try {
-      const input = parseCreateItem({ ...p, description: lineBreaks(p.description) });
+      const input = await renderDescription(app.markdown, parseCreateItem({ ...p, description: lineBreaks(p.description) }));
       row = await app.db.transaction().execute((trx) => createItem(trx, scope, input, app.config));
     } catch (err) {
       const shown = formErrors(err);
@@ -358,7 +360,7 @@ async function itemPages(app: FastifyInstance, { boards }: { boards: RenderedPag
     let conflicts: string[];
     try {
       const { seen, fields } = seenByForm(p);
-      const input = editInput(fields);
+      const input = await renderDescription(app.markdown, editInput(fields));
       ({ conflicts } = await app.db.transaction().execute((trx) => updateItem(trx, scope, number, input, app.config, seen)));
     } catch (err) {
       const shown = formErrors(err);
@@ -387,10 +389,10 @@ async function deployPages(app: FastifyInstance): Promise<void> {
     const p = requestParams(request);
     const { filter, page } = parseDeployList({ environment: p.environment, offset: p.offset, order_by: 'newest' });
     const { deploys, total } = await findDeploys(app.db, scope, filter, page);
-    const json = await presentDeploys(app.db, scope, deploys, app.config);
+    const [json, notes] = await Promise.all([presentDeploys(app.db, scope, deploys, app.config), notesHtmlOf(app.db, deploys)]);
     const view = {
       product: productOf(scope),
-      deploys: json.map((d) => ({ ...d, notesHtml: notesHtml(d.notes) })),
+      deploys: json.map((d) => ({ ...d, notesHtml: notes.get(d.id)! })),
       total,
       offset: page.offset,
       pageSize: page.limit,
@@ -403,9 +405,9 @@ async function deployPages(app: FastifyInstance): Promise<void> {
     const scope = request.scope;
     const raw = (request.params as { deploy_id: string }).deploy_id;
     const deploy = await getDeploy(app.db, scope, digitsToId(raw) ?? -1);
-    const [json] = await presentDeploys(app.db, scope, [deploy], app.config);
+    const [[json], notes] = await Promise.all([presentDeploys(app.db, scope, [deploy], app.config), notesHtmlOf(app.db, [deploy])]);
     const title = `${json.rollback ? 'Rollback' : 'Deploy'} to ${json.environment} · ${scope.product.name}`;
-    return sendPage(reply, 200, title, deployPage(productOf(scope), { ...json, notesHtml: notesHtml(json.notes) }), sessionOf(request));
+    return sendPage(reply, 200, title, deployPage(productOf(scope), { ...json, notesHtml: notes.get(deploy.id)! }), sessionOf(request));
   });
 }
 

@@ -1,0 +1,185 @@
+import { createRequire } from 'node:module';
+import { Worker } from 'node:worker_threads';
+import { escapeHtml } from './http/html.js';
+
+/**
+ * Markdown (descriptions, deploy notes) is rendered once, when it is written, and kept as HTML
+ * beside its source: no page and no message renders any. markdown-it is synchronous and some
+ * inputs are slow by design of the syntax (runs of `![*`, `[<`, nested brackets take it about
+ * 2.5 µs per character, 170 ms for 64 KB); on the event loop one such write would hold every
+ * other request, and a loop over a page of them held /health for seconds.
+ *
+ * So it runs in a worker thread, one render at a time, with two bounds:
+ * - input: text longer than `maxChars` is not parsed at all;
+ * - time: a render that has not answered within `deadlineMs` has its worker stopped (the only
+ *   way to stop synchronous code) and a new one started for the next.
+ * Either way the text is kept as escaped paragraphs instead (textAsHtml), which costs next to
+ * nothing and is always safe. A worker, not a proven bound on the input: markdown-it's slow
+ * inputs are found one by one (and fixed one release at a time), and a deadline holds for the
+ * ones not found yet. Renders happen before the write's transaction opens, never inside it, so a
+ * slow one holds no lock and no SQLite writer.
+ *
+ * What markdown-it is asked for makes the HTML safe: raw HTML in the text is shown as text
+ * (`html: false`), and links and images with a script or data scheme are left as text
+ * (its validateLink).
+ */
+export interface MarkdownOptions {
+  /** Longest text parsed as Markdown, in UTF-16 code units: the longest any field holds. */
+  maxChars: number;
+  /** How long one render may run in the worker. */
+  deadlineMs: number;
+  /** Renders waiting for the worker at most; one more is kept as escaped text at once. */
+  maxWaiting: number;
+  /** How long a new worker may take to load markdown-it before the waiting renders give up. */
+  startMs: number;
+}
+
+export const DEFAULT_MARKDOWN_OPTIONS: MarkdownOptions = { maxChars: 65_536, deadlineMs: 250, maxWaiting: 16, startMs: 10_000 };
+
+// Plain JavaScript, so the worker needs no loader and no file of its own in the bundle.
+const WORKER_SOURCE = `
+const { parentPort, workerData } = require('node:worker_threads');
+const MarkdownIt = require(workerData.markdownIt);
+const markdown = new MarkdownIt({ html: false, linkify: true, breaks: true });
+parentPort.on('message', ({ id, source }) => {
+  let html = null;
+  try { html = markdown.render(source); } catch {}
+  parentPort.postMessage({ id, html });
+});
+parentPort.postMessage({ ready: true });
+`;
+
+/** Text shown as it was written: escaped, blank lines between paragraphs, line breaks kept. */
+export function textAsHtml(text: string): string {
+  return text
+    .replace(/\r\n?/g, '\n')
+    .split(/\n[ \t]*\n\s*/)
+    .filter((paragraph) => paragraph.trim() !== '')
+    .map((paragraph) => `<p>${escapeHtml(paragraph).replace(/\n/g, '<br>\n')}</p>\n`)
+    .join('');
+}
+
+/** The HTML to show for a text: what was rendered when it was written, or, for a row from before, the text escaped. */
+export const shownHtml = (source: string, rendered: string | null | undefined): string => (source === '' ? '' : (rendered ?? textAsHtml(source)));
+
+interface Job {
+  id: number;
+  source: string;
+  resolve: (html: string) => void;
+  timer?: NodeJS.Timeout;
+}
+
+/** Renders Markdown to safe HTML off the event loop, within the bounds above; never rejects. */
+export class MarkdownRenderer {
+  private worker: Worker | undefined;
+  private ready = false;
+  private startTimer: NodeJS.Timeout | undefined;
+  private current: Job | undefined;
+  private readonly waiting: Job[] = [];
+  private lastId = 0;
+  private closed = false;
+  /** Renders that ran out of time, or found the worker stopped or busy beyond maxWaiting (for tests and logs). */
+  fallbacks = 0;
+
+  constructor(readonly options: MarkdownOptions = DEFAULT_MARKDOWN_OPTIONS) {}
+
+  /** The text as HTML: rendered Markdown, or, past a bound, the text escaped. */
+  render(source: string): Promise<string> {
+    if (source === '') return Promise.resolve('');
+    if (this.closed || source.length > this.options.maxChars || this.waiting.length >= this.options.maxWaiting) return Promise.resolve(this.fallback(source));
+    return new Promise((resolve) => {
+      this.waiting.push({ id: ++this.lastId, source, resolve });
+      this.next();
+    });
+  }
+
+  /** Stops the worker; renders still waiting get the escaped text. */
+  async close(): Promise<void> {
+    this.closed = true;
+    this.giveUpAll();
+    await this.stopWorker();
+  }
+
+  private fallback(source: string): string {
+    this.fallbacks += 1;
+    return textAsHtml(source);
+  }
+
+  private next(): void {
+    if (this.current || this.waiting.length === 0 || this.closed) return;
+    if (!this.worker) this.startWorker();
+    if (!this.ready) return;
+    const job = this.waiting.shift()!;
+    this.current = job;
+    job.timer = setTimeout(() => {
+      // Synchronous code cannot be interrupted: the worker goes, and the next render starts another.
+      void this.stopWorker();
+      this.finish(job, null);
+    }, this.options.deadlineMs);
+    this.worker!.postMessage({ id: job.id, source: job.source });
+  }
+
+  private finish(job: Job, html: string | null): void {
+    clearTimeout(job.timer);
+    if (this.current === job) this.current = undefined;
+    job.resolve(html ?? this.fallback(job.source));
+    this.next();
+  }
+
+  private startWorker(): void {
+    const worker = new Worker(WORKER_SOURCE, {
+      eval: true,
+      // Resolved here: from the project's modules, wherever the server's own file lies.
+      workerData: { markdownIt: createRequire(import.meta.url).resolve('markdown-it') },
+      execArgv: [],
+      // A text that makes markdown-it allocate without bound ends the worker, not the process.
+      resourceLimits: { maxOldGenerationSizeMb: 64, maxYoungGenerationSizeMb: 16 },
+    });
+    worker.unref();
+    this.worker = worker;
+    this.ready = false;
+    this.startTimer = setTimeout(() => {
+      void this.stopWorker();
+      this.giveUpAll();
+    }, this.options.startMs);
+    worker.on('message', (message: { ready?: true; id?: number; html?: string | null }) => {
+      if (this.worker !== worker) return;
+      if (message.ready) {
+        clearTimeout(this.startTimer);
+        this.ready = true;
+        this.next();
+      } else if (this.current && message.id === this.current.id) {
+        this.finish(this.current, message.html ?? null);
+      }
+    });
+    // Out of memory, or markdown-it missing: what waits is shown escaped; the next render tries a new worker.
+    const lost = () => {
+      if (this.worker !== worker) return;
+      const started = this.ready;
+      this.worker = undefined;
+      this.ready = false;
+      clearTimeout(this.startTimer);
+      if (this.current) this.finish(this.current, null);
+      if (!started) this.giveUpAll();
+    };
+    worker.on('error', lost);
+    worker.on('exit', lost);
+  }
+
+  private async stopWorker(): Promise<void> {
+    const worker = this.worker;
+    this.worker = undefined;
+    this.ready = false;
+    clearTimeout(this.startTimer);
+    if (worker) await worker.terminate();
+  }
+
+  private giveUpAll(): void {
+    const jobs = [...(this.current ? [this.current] : []), ...this.waiting.splice(0)];
+    this.current = undefined;
+    for (const job of jobs) {
+      clearTimeout(job.timer);
+      job.resolve(this.fallback(job.source));
+    }
+  }
+}
