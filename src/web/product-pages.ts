@@ -66,6 +66,15 @@ const ProductPath = { params: { type: 'object', properties: { product_id: { type
 const ItemPath = { params: { type: 'object', properties: { product_id: { type: 'string' }, item_number: { type: 'string' } } } } as const;
 const DeployPath = { params: { type: 'object', properties: { product_id: { type: 'string' }, deploy_id: { type: 'string' } } } } as const;
 const boardQuery = params({ type: Param, assignee: Param, creator: Param, tags: Param, mine: Param, status: Param, offset: Param });
+/**
+ * An item's form: a description of 64 KiB percent-encoded (three bytes for each byte not ASCII),
+ * its title, who, what, why and 100 tags at their longest, twice over (the values the form
+ * was opened with may come back beside the new ones), fit with room.
+ */
+const ITEM_FORM_LIMIT = 512 * 1024;
+/** The choice of deploy environments: 50 of 255 characters, each up to 12 bytes percent-encoded. */
+const ENVIRONMENTS_FORM_LIMIT = 256 * 1024;
+
 const itemFields = params({
   csrf: Param, type: Param, title: Param, who: Param, what: Param, why: Param, description: Param,
   status: Param, score: Param, tags: Param, assigned_to: Param, parent: Param,
@@ -276,7 +285,7 @@ async function storyPageOf(app: FastifyInstance, scope: ProductScope, raw: Param
  */
 async function itemPages(app: FastifyInstance, { boards }: { boards: RenderedPages }): Promise<void> {
 
-  app.post('/items', { schema: { ...ProductPath, body: itemFields } }, async (request, reply) => {
+  app.post('/items', { bodyLimit: ITEM_FORM_LIMIT, schema: { ...ProductPath, body: itemFields } }, async (request, reply) => {
     checkToken(request);
     const p = requestParams(request);
     const scope = request.scope;
@@ -298,7 +307,7 @@ async function itemPages(app: FastifyInstance, { boards }: { boards: RenderedPag
   app.get('/items/:item_number', { schema: ItemPath }, async (request, reply) => renderItem(app, request, reply, numberOf(request), 200));
 
   // The edit form sends every field; only those that differ change (as updateItem decides).
-  app.post('/items/:item_number', { schema: { ...ItemPath, body: itemFields } }, async (request, reply) => {
+  app.post('/items/:item_number', { bodyLimit: ITEM_FORM_LIMIT, schema: { ...ItemPath, body: itemFields } }, async (request, reply) => {
     checkToken(request);
     const number = numberOf(request);
     const p = requestParams(request);
@@ -472,7 +481,7 @@ async function notificationPages(app: FastifyInstance): Promise<void> {
     renderNotifications(app, request, reply, 200, choiceForm(await environmentChoice(app.db, request.scope)), requestParams(request).saved === '1'),
   );
 
-  app.post('/notifications', { schema: { ...ProductPath, body: params({ csrf: Param, choice: Param, environments: Param, other: Param }) } }, async (request, reply) => {
+  app.post('/notifications', { bodyLimit: ENVIRONMENTS_FORM_LIMIT, schema: { ...ProductPath, body: params({ csrf: Param, choice: Param, environments: Param, other: Param }) } }, async (request, reply) => {
     checkToken(request);
     const p = requestParams(request);
     const ticked = strings(p.environments);
