@@ -54,6 +54,7 @@ function formatCopy(heading: string, copy: CopySummary, ms: number): string {
     `pending mail  ${copy.pendingMail} outbox message(s)`,
     `schema        ${schema}`,
     'integrity     ok',
+    ...(copy.foreign.length ? [`not Shiplog's  ${copy.foreign.join(', ')} (restore refuses a copy holding these)`] : []),
     `time          ${(ms / 1000).toFixed(2)} s`,
   ].join('\n');
 }

@@ -371,6 +371,32 @@ describe('backup during a write load, restore, and a server on the restored copy
       await refusedLeavingNothing(file, /newer version.*2999_01_01_0001_future/);
     });
 
+    test('a Shiplog database with a trigger, a view and a table added: refused, naming each', async () => {
+      const file = damaged('tampered.db', (f) => {
+        const db = new SQLite(f);
+        db.exec(`create table stolen (value text);
+          create trigger web_sessions_copy after insert on web_sessions begin insert into stolen values (new.id_hash); end;
+          create view everyone as select email from users;`);
+        db.close();
+      });
+      await refusedLeavingNothing(file, /does not create: table stolen, trigger web_sessions_copy on web_sessions, view everyone\b.*nothing was restored/s);
+    });
+
+    test('a Shiplog database with an index of its own name but another definition: refused, and the live database is left as it was', async () => {
+      const file = damaged('redefined.db', (f) => {
+        const db = new SQLite(f);
+        const index = db.prepare("select name from sqlite_master where type = 'index' and tbl_name = 'items' and sql is not null limit 1").pluck().get() as string;
+        db.exec(`drop index "${index}"; create index "${index}" on items (title)`);
+        db.close();
+      });
+      const dir = newDir('kept');
+      assertDone(await shiplog(dir, 'restore', backupFile));
+      const before = sha(path.join(dir, 'shiplog.db'));
+      assertRefused(await shiplog(dir, 'restore', file), /index \S+ on items \(defined otherwise than this version defines it\)/);
+      assert.equal(sha(path.join(dir, 'shiplog.db')), before);
+      assert.deepEqual(fs.readdirSync(dir), ['shiplog.db']);
+    });
+
     test('an older Shiplog database is restored, and a server brings it up to date', async () => {
       // A database as the first version left it: the first migration only.
       const file = path.join(root, 'older.db');

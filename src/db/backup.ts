@@ -2,7 +2,9 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
-import { MIGRATION_NAMES } from './migrate.js';
+import { Kysely, Migrator, SqliteDialect } from 'kysely';
+import { makePrivate, privateDirectory, privateFile } from '../private-files.js';
+import { MIGRATION_NAMES, MIGRATIONS } from './migrate.js';
 
 /** A backup or restore refused or failed; the message says why and what to do. */
 export class BackupError extends Error {}
@@ -21,6 +23,11 @@ export interface CopySummary {
   /** Migrations the copy has, of those this version knows; a server applies the rest when it starts. */
   migrations: number;
   knownMigrations: number;
+  /**
+   * What the copy's schema holds that this version's migrations do not create (a trigger, a view,
+   * a table or index of another name or definition), each described; restore refuses a copy with any.
+   */
+  foreign: string[];
 }
 
 /** How long restore waits for the live database to be free before it calls it in use. */
@@ -57,14 +64,66 @@ function isSameFile(a: string, b: string): boolean {
   }
 }
 
+/** One entry of `sqlite_master`. */
+interface SchemaObject {
+  type: string;
+  name: string;
+  tbl_name: string;
+  sql: string | null;
+}
+
+/** Tables SQLite itself adds when asked to (ANALYZE, PRAGMA optimize): statistics, no code. */
+const STATISTICS = new Set(['sqlite_stat1', 'sqlite_stat2', 'sqlite_stat3', 'sqlite_stat4']);
+
+const sameSql = (a: string | null, b: string | null): boolean => (a ?? '').replace(/\s+/g, ' ').trim() === (b ?? '').replace(/\s+/g, ' ').trim();
+
+/**
+ * The schema this version's migrations make of an empty database when they stop at `applied` (the
+ * copy's own migrations, so an older copy is compared with what an older version made), as
+ * `sqlite_master` lists it.
+ */
+async function schemaOf(applied: readonly string[]): Promise<SchemaObject[]> {
+  const sqlite = new SQLite(':memory:');
+  const db = new Kysely<any>({ dialect: new SqliteDialect({ database: sqlite }) });
+  try {
+    const migrations = Object.fromEntries(applied.map((name) => [name, MIGRATIONS[name]]));
+    const { error } = await new Migrator({ db, provider: { getMigrations: async () => migrations } }).migrateToLatest();
+    if (error) throw error;
+    return sqlite.prepare('select type, name, tbl_name, sql from sqlite_master').all() as SchemaObject[];
+  } finally {
+    await db.destroy();
+  }
+}
+
+/**
+ * What `db` holds in `sqlite_master` that `expected` does not: an object of another name, or of
+ * the same name but another type, table or definition. A trigger or a view added to a backup
+ * would run, or be read, as if it were Shiplog's.
+ */
+function foreignObjects(db: SQLite.Database, expected: SchemaObject[]): string[] {
+  const known = new Map(expected.map((o) => [o.name, o]));
+  const found = db.prepare('select type, name, tbl_name, sql from sqlite_master order by type, name').all() as SchemaObject[];
+  const foreign: string[] = [];
+  for (const o of found) {
+    if (o.type === 'table' && STATISTICS.has(o.name)) continue;
+    const mine = known.get(o.name);
+    const on = o.tbl_name !== o.name ? ` on ${o.tbl_name}` : '';
+    if (!mine || mine.type !== o.type) foreign.push(`${o.type} ${o.name}${on}`);
+    else if (mine.tbl_name !== o.tbl_name || !sameSql(mine.sql, o.sql)) foreign.push(`${o.type} ${o.name}${on} (defined otherwise than this version defines it)`);
+  }
+  return foreign;
+}
+
 /**
  * Checks a private copy (nobody else has it open) and makes it one self-contained file: a whole
  * SQLite database (`PRAGMA integrity_check` and `foreign_key_check` clean), with Shiplog's tables
  * and a migration state this version knows (the migrations applied are the first ones of this
  * version's list: never one it does not know), switched from WAL to a rollback journal so that
- * no -wal file belongs with it. `shownAs` names the copy in messages. Throws BackupError.
+ * no -wal file belongs with it. What its schema holds beyond what those migrations create is
+ * listed (`foreign`), and with `refuseForeign` refused. `shownAs` names the copy in messages.
+ * Throws BackupError.
  */
-function inspectCopy(file: string, shownAs: string): CopySummary {
+async function inspectCopy(file: string, shownAs: string, refuseForeign: boolean): Promise<CopySummary> {
   let db: SQLite.Database | undefined;
   try {
     db = new SQLite(file, { fileMustExist: true });
@@ -85,6 +144,13 @@ function inspectCopy(file: string, shownAs: string): CopySummary {
     if (applied.some((name, i) => name !== MIGRATION_NAMES[i])) {
       throw new BackupError(`${shownAs} has migrations applied out of order (${applied.join(', ')}); Shiplog never leaves a database so.`);
     }
+    const foreign = foreignObjects(db, await schemaOf(applied));
+    if (foreign.length && refuseForeign) {
+      throw new BackupError(
+        `${shownAs} holds what this version of Shiplog does not create: ${foreign.join(', ')}. It may have been tampered with; ` +
+          'nothing was restored. Restore a backup made with "shiplog backup", or remove these from a copy of it if you know them to be harmless.',
+      );
+    }
     const orphans = db.prepare('pragma foreign_key_check').all();
     if (orphans.length) throw new BackupError(`${shownAs} is damaged: PRAGMA foreign_key_check finds ${orphans.length} row(s) pointing at rows that do not exist.`);
     db.pragma('journal_mode = DELETE');
@@ -100,6 +166,7 @@ function inspectCopy(file: string, shownAs: string): CopySummary {
       pendingMail: count("select count(*) from outbox where status in ('pending', 'sending')"),
       migrations: applied.length,
       knownMigrations: MIGRATION_NAMES.length,
+      foreign,
     };
     db.close();
     return { ...summary, bytes: fs.statSync(file).size };
@@ -115,18 +182,22 @@ function inspectCopy(file: string, shownAs: string): CopySummary {
 /**
  * Puts a checked copy at `target`, or nothing: `fill` writes the copy under a temporary name beside
  * `target`; it is checked (inspectCopy, naming it `shownAs`), synced, and renamed over `target`
- * once `beforeRename` has passed. On any failure the temporary copy is removed.
+ * once `beforeRename` has passed (with `refuseForeign`, only a copy whose schema is all this
+ * version's). On any failure the temporary copy is removed.
  */
 async function installCopy(
   target: string,
   shownAs: string,
   fill: (tmp: string) => Promise<void> | void,
   beforeRename: () => void = () => undefined,
+  refuseForeign = false,
 ): Promise<CopySummary> {
   const tmp = temporaryName(target);
   try {
     await fill(tmp);
-    const summary = inspectCopy(tmp, shownAs);
+    // A copy holds what the database holds (signing keys, webhook secrets): the owner's alone.
+    makePrivate(tmp);
+    const summary = await inspectCopy(tmp, shownAs, refuseForeign);
     sync(tmp);
     beforeRename();
     fs.renameSync(tmp, target);
@@ -154,6 +225,8 @@ export async function backupDatabase(live: string, file: string, force: boolean)
   }
   if (!fs.existsSync(path.dirname(target))) throw new BackupError(`The directory ${path.dirname(target)} does not exist.`);
   return installCopy(target, `The copy of ${live}`, async (tmp) => {
+    // Made first, private: SQLite would create the copy under the umask.
+    privateFile(tmp);
     const source = new SQLite(live, { fileMustExist: true, timeout: 5000 });
     try {
       // One read transaction around the whole copy: every step of the backup reads the snapshot it
@@ -235,6 +308,6 @@ export async function restoreDatabase(file: string, live: string): Promise<CopyS
       `${source}-wal exists: the file is open in a server or was not closed, and its latest changes are in that log, not in the file. Restore a copy made with "shiplog backup".`,
     );
   }
-  fs.mkdirSync(path.dirname(live), { recursive: true });
-  return installCopy(live, source, (tmp) => fs.copyFileSync(source, tmp), () => claimLiveDatabase(live));
+  privateDirectory(path.dirname(live));
+  return installCopy(live, source, (tmp) => fs.copyFileSync(source, tmp), () => claimLiveDatabase(live), true);
 }

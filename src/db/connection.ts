@@ -1,4 +1,3 @@
-import fs from 'node:fs';
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
 import { Kysely, PostgresDialect, type LogEvent, type Transaction } from 'kysely';
@@ -9,6 +8,7 @@ import { migrateToLatest } from './migrate.js';
 import { serverStatementName } from './statements.js';
 import type { Database } from './schema.js';
 import { LruCache } from '../lru.js';
+import { makePrivate, privateDirectory, privateFile } from '../private-files.js';
 
 export type Db = Kysely<Database>;
 /**
@@ -96,8 +96,14 @@ export const sqliteFile = (dataDir: string): string => path.join(dataDir, 'shipl
 function openSqlite(options: DatabaseOptions): Db {
   let filename = options.filename;
   if (!filename) {
-    fs.mkdirSync(options.dataDir, { recursive: true });
+    privateDirectory(options.dataDir);
     filename = sqliteFile(options.dataDir);
+  }
+  if (filename !== ':memory:') {
+    // Before SQLite creates it: a new -wal and -shm take the database file's mode. Files of an
+    // earlier version, made under the umask, are made private here.
+    privateFile(filename);
+    makePrivate(`${filename}-wal`, `${filename}-shm`);
   }
   const sqlite = new SQLite(filename);
   // First, so that even switching a new file to WAL waits for another process instead of failing.

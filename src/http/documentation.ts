@@ -106,7 +106,7 @@ export const UNAVAILABLE: Explained = { 503: 'The database cannot be reached rig
 export const TOO_LARGE = 'The body is larger than 1 MiB.';
 /** What any route that reads a body can answer, besides its own errors (docs/INTERFACE.md §3). */
 export const BODY_ERRORS: Explained = {
-  400: 'The body is not valid form data or JSON, is not UTF-8, or is of another content type.',
+  400: 'The body is not valid form data or JSON, is not UTF-8, has too many name=value pairs or JSON keys, or is of another content type.',
   413: TOO_LARGE,
 };
 

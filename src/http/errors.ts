@@ -1,6 +1,7 @@
-import type { FastifyError, FastifyInstance } from 'fastify';
+import type { FastifyError, FastifyInstance, FastifyRequest } from 'fastify';
 import { databaseFailure } from '../db/storage.js';
 import { AppError, InvalidUserError, ServiceUnavailableError, TooManyRequestsError, UnauthorizedError } from '../errors.js';
+import { bodyLimitOf, tooLargeMessage } from './parsers.js';
 
 /** An error of ours, or the 503 of a database failure; undefined for anything else. */
 export function knownError(error: unknown): AppError | undefined {
@@ -17,7 +18,7 @@ export function retryAfter(error: AppError | undefined): number | undefined {
 }
 
 /** Turns anything thrown into the interface's error body; only unknown errors are 500s. */
-function errorBody(error: FastifyError | Error, known: AppError | undefined): { status: number; body: Record<string, unknown> } {
+function errorBody(error: FastifyError | Error, known: AppError | undefined, request: FastifyRequest): { status: number; body: Record<string, unknown> } {
   if (known) {
     return { status: known.statusCode, body: { code: known.statusCode, message: known.message, ...(known.errors ? { errors: known.errors } : {}) } };
   }
@@ -32,7 +33,7 @@ function errorBody(error: FastifyError | Error, known: AppError | undefined): { 
     return { status: 400, body: { code: 400, message: `Invalid parameter ${first[0]}: ${first[1]}.`, errors } };
   }
   if (fe.statusCode === 413 || fe.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
-    return { status: 413, body: { code: 413, message: 'The request body is larger than 1 MiB.' } };
+    return { status: 413, body: { code: 413, message: tooLargeMessage(bodyLimitOf(request)) } };
   }
   if (fe.code?.startsWith('FST_ERR_CTP')) {
     const message = 'The request body could not be read: send valid application/x-www-form-urlencoded or application/json.';
@@ -48,7 +49,7 @@ function errorBody(error: FastifyError | Error, known: AppError | undefined): { 
 export function registerErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((error, request, reply) => {
     const known = knownError(error);
-    const { status, body } = errorBody(error as Error, known);
+    const { status, body } = errorBody(error as Error, known, request);
     if (status >= 500) request.log.error({ err: error }, 'request failed');
     const seconds = retryAfter(known);
     if (seconds !== undefined) reply.header('Retry-After', String(seconds));

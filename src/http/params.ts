@@ -1,5 +1,5 @@
 import { Type, type Static, type TOptional, type TSchema } from '@sinclair/typebox';
-import { ValidationError } from '../errors.js';
+import { BadRequestError, ValidationError } from '../errors.js';
 import { documentAs, parameterMeanings } from './documentation.js';
 
 /**
@@ -150,16 +150,27 @@ function decodeComponent(raw: string): string | undefined {
   }
 }
 
+/** The most name=value pairs a form body may have: room for a deploy naming its most items one pair each. */
+export const MAX_FORM_PAIRS = 1_100;
+
 /**
  * Parses `application/x-www-form-urlencoded` text (bodies and query strings): a repeated name
  * gives an array. Unlike lenient parsers, a value whose escapes are not UTF-8 is not kept as the
- * raw `%FF` text; it is marked, and refused if the endpoint reads that parameter.
+ * raw `%FF` text; it is marked, and refused if the endpoint reads that parameter. With `maxPairs`,
+ * text of more pairs is refused (400) as soon as the pair past the limit is met, so that a body of
+ * a hundred thousand pairs costs no more to refuse than one of a thousand costs to read.
  */
-export function parseFormText(text: string): Record<string, string | string[]> {
+export function parseFormText(text: string, maxPairs = Infinity): Record<string, string | string[]> {
   const out: Record<string, string | string[]> = Object.create(null);
   const undecodable = new Set<string>();
-  for (const pair of text.split('&')) {
+  let pairs = 0;
+  for (let start = 0; start <= text.length; ) {
+    const amp = text.indexOf('&', start);
+    const end = amp < 0 ? text.length : amp;
+    const pair = text.slice(start, end);
+    start = end + 1;
     if (pair === '') continue;
+    if (++pairs > maxPairs) throw new BadRequestError(`The form has more than ${maxPairs} name=value pairs; no request of this interface needs as many.`);
     const eq = pair.indexOf('=');
     const key = decodeComponent(eq < 0 ? pair : pair.slice(0, eq));
     // A name that is not text is no parameter anyone reads.

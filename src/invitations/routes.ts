@@ -3,6 +3,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { BODY_ERRORS, doc, errorAnswers, jsonOrPage, ref, UNAVAILABLE } from '../http/documentation.js';
 import { answer, escapeHtml, failure } from '../http/html.js';
 import { params } from '../http/params.js';
+import { SMALL_FORM_LIMIT, tooLargeMessage } from '../http/parsers.js';
 import { requestParams } from '../http/request.js';
 import { ProductParams, TokenParams } from '../http/schemas.js';
 import { presentProductSummary, ProductSummarySchema, requireAdmin } from '../products/index.js';
@@ -49,11 +50,15 @@ const AcceptedSchema = Type.Object(
 /** The named schemas of the feature, registered on the app so that responses reference them. */
 export const INVITATION_SCHEMAS = [InviteAnswerSchema, InvitationSchema, AcceptedSchema];
 
+/** An address and two names need no more than a small form. */
+const SMALL_BODY_ERRORS = { ...BODY_ERRORS, 413: tooLargeMessage(SMALL_FORM_LIMIT, 'body') };
+
 /** `POST /api/products/{id}/people.json`: an admin invites a person (the caller is a member by now). */
 export async function inviteRoutes(app: FastifyInstance): Promise<void> {
   app.post(
     '/api/products/:product_id/people.json',
     {
+      bodyLimit: SMALL_FORM_LIMIT,
       schema: {
         summary: 'Invite a person',
         description:
@@ -74,7 +79,7 @@ export async function inviteRoutes(app: FastifyInstance): Promise<void> {
             403: 'The caller is not an admin of the product.',
             429: 'The inviter sent 20 invitations in the last hour, or the product received 50.',
           },
-          BODY_ERRORS,
+          SMALL_BODY_ERRORS,
         ]),
       },
     },
@@ -176,9 +181,9 @@ export async function invitationRoutes(app: FastifyInstance): Promise<void> {
       last_name: doc.text('For a new account: its last name, instead of the one the invitation gives.', 255),
     }),
     response: { 200: jsonOrPage(ref(AcceptedSchema), 'The new membership.', noStore) },
-    errors: errorAnswers([{ 400: 'A new account would have no name (neither the invitation nor the form gives one); a name too long.' }, BODY_ERRORS, ...linkErrors], html),
+    errors: errorAnswers([{ 400: 'A new account would have no name (neither the invitation nor the form gives one); a name too long.' }, SMALL_BODY_ERRORS, ...linkErrors], html),
   };
-  app.post('/invitations/:token', { schema: acceptSchema }, async (request, reply) => {
+  app.post('/invitations/:token', { bodyLimit: SMALL_FORM_LIMIT, schema: acceptSchema }, async (request, reply) => {
     try {
       const names = parseAcceptNames(requestParams(request));
       const done = await app.db.transaction().execute((trx) => acceptInvitation(trx, app.unsubscribeLinks, tokenOf(request), names));

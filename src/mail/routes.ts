@@ -1,7 +1,8 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
-import { errorAnswers, jsonOrPage, ref, TOO_LARGE, UNAVAILABLE } from '../http/documentation.js';
+import { errorAnswers, jsonOrPage, ref, UNAVAILABLE } from '../http/documentation.js';
 import { answer, escapeHtml, failure } from '../http/html.js';
+import { SMALL_FORM_LIMIT, tooLargeMessage } from '../http/parsers.js';
 import { TokenParams } from '../http/schemas.js';
 import { unsubscribe, unsubscribeTarget, type UnsubscribeTarget } from './service.js';
 
@@ -67,9 +68,10 @@ export async function unsubscribeRoutes(app: FastifyInstance): Promise<void> {
     tags,
     params: TokenParams,
     response: { 200: jsonOrPage(ref(UnsubscribedSchema), 'The items are no longer followed.') },
-    errors: errorAnswers([...linkErrors, { 413: TOO_LARGE }], html),
+    errors: errorAnswers([...linkErrors, { 413: tooLargeMessage(SMALL_FORM_LIMIT, 'body') }], html),
   };
-  app.post('/unsubscribe/:token', { schema: unsubscribeSchema }, async (request, reply) => {
+  // What mail programs post is one short field.
+  app.post('/unsubscribe/:token', { bodyLimit: SMALL_FORM_LIMIT, schema: unsubscribeSchema }, async (request, reply) => {
     try {
       const token = (request.params as { token: string }).token;
       const target = await app.db.transaction().execute((trx) => unsubscribe(trx, app.unsubscribeLinks, token));

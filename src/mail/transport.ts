@@ -4,6 +4,7 @@ import net from 'node:net';
 import path from 'node:path';
 import nodemailer from 'nodemailer';
 import type { OutboxRow } from '../db/schema.js';
+import { PRIVATE_FILE_MODE, privateDirectory } from '../private-files.js';
 import { hasUnsubscribeLink, type UnsubscribeLinks } from './unsubscribe.js';
 
 /** Hands one composed message to the world; throws when it could not. */
@@ -53,9 +54,11 @@ export function composeMessage(
 /** Writes `data` to `file` so that after a crash it is either whole or absent, never half there. */
 async function writeDurably(file: string, data: Buffer): Promise<void> {
   const tmp = `${file}.${crypto.randomBytes(4).toString('hex')}.tmp`;
-  const handle = await fs.open(tmp, 'w');
+  const handle = await fs.open(tmp, 'w', PRIVATE_FILE_MODE);
   try {
     try {
+      // A message may hold a live sign-in or invitation link: for the owner alone, whatever the umask.
+      await handle.chmod(PRIVATE_FILE_MODE);
       await handle.writeFile(data);
       // On disk before the rename: otherwise a power loss can leave the new name on an empty file.
       await handle.sync();
@@ -105,7 +108,8 @@ export function emlTransport(dataDir: string): MailTransport {
     async send(mail, outboxId) {
       await swept;
       const info = await composer.sendMail(mail);
-      await fs.mkdir(dir, { recursive: true });
+      privateDirectory(dataDir);
+      privateDirectory(dir);
       await writeDurably(path.join(dir, `${String(outboxId).padStart(8, '0')}.eml`), info.message as Buffer);
     },
     reset() {},

@@ -71,6 +71,15 @@ const ProductPath = { params: { type: 'object', properties: { product_id: { type
 const ItemPath = { params: { type: 'object', properties: { product_id: { type: 'string' }, item_number: { type: 'string' } } } } as const;
 const DeployPath = { params: { type: 'object', properties: { product_id: { type: 'string' }, deploy_id: { type: 'string' } } } } as const;
 const boardQuery = params({ type: Param, assignee: Param, creator: Param, tags: Param, mine: Param, status: Param, offset: Param });
+/**
+ * An item's form: a description of 64 KiB percent-encoded (three bytes for each byte not ASCII),
+ * its title, who, what, why and 100 tags at their longest, twice over (the values the form
+ * was opened with may come back beside the new ones), fit with room.
+ */
+const ITEM_FORM_LIMIT = 512 * 1024;
+/** The choice of deploy environments: 50 of 255 characters, each up to 12 bytes percent-encoded. */
+const ENVIRONMENTS_FORM_LIMIT = 256 * 1024;
+
 const itemFields = params({
   csrf: Param, type: Param, title: Param, who: Param, what: Param, why: Param, description: Param,
   status: Param, score: Param, tags: Param, assigned_to: Param, parent: Param,
@@ -329,7 +338,7 @@ async function storyPageOf(app: FastifyInstance, scope: ProductScope, raw: Param
  */
 async function itemPages(app: FastifyInstance, { boards }: { boards: RenderedPages }): Promise<void> {
 
-  app.post('/items', { schema: { ...ProductPath, body: itemFields } }, async (request, reply) => {
+  app.post('/items', { bodyLimit: ITEM_FORM_LIMIT, schema: { ...ProductPath, body: itemFields } }, async (request, reply) => {
     checkToken(request);
     const p = requestParams(request);
     const scope = request.scope;
@@ -352,7 +361,7 @@ async function itemPages(app: FastifyInstance, { boards }: { boards: RenderedPag
 
   // The edit form sends every field with the values it showed: updateItem saves those the person
   // changed, and names those somebody else changed meanwhile, shown again to choose from.
-  app.post('/items/:item_number', { schema: { ...ItemPath, body: editFields } }, async (request, reply) => {
+  app.post('/items/:item_number', { bodyLimit: ITEM_FORM_LIMIT, schema: { ...ItemPath, body: editFields } }, async (request, reply) => {
     checkToken(request);
     const number = numberOf(request);
     const p = requestParams(request);
@@ -529,7 +538,7 @@ async function notificationPages(app: FastifyInstance): Promise<void> {
     renderNotifications(app, request, reply, 200, choiceForm(await environmentChoice(app.db, request.scope)), requestParams(request).saved === '1'),
   );
 
-  app.post('/notifications', { schema: { ...ProductPath, body: params({ csrf: Param, choice: Param, environments: Param, other: Param }) } }, async (request, reply) => {
+  app.post('/notifications', { bodyLimit: ENVIRONMENTS_FORM_LIMIT, schema: { ...ProductPath, body: params({ csrf: Param, choice: Param, environments: Param, other: Param }) } }, async (request, reply) => {
     checkToken(request);
     const p = requestParams(request);
     const ticked = strings(p.environments);

@@ -3,6 +3,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import type { AppError } from '../errors.js';
 import { knownError, retryAfter } from '../http/errors.js';
 import { params, Param } from '../http/params.js';
+import { bodyLimitOf, SMALL_FORM_LIMIT, tooLargeMessage } from '../http/parsers.js';
 import { requestParams } from '../http/request.js';
 import { TokenParams } from '../http/schemas.js';
 import { productPages } from './product-pages.js';
@@ -63,6 +64,10 @@ export async function webRoutes(app: FastifyInstance, options: WebOptions): Prom
   };
   await app.register(cookie, { secret: options.cookieSecret, hook: 'onRequest' });
   app.decorateRequest('webSession', null);
+  // Page forms are small; the few that carry more (an item's, the choice of environments) say so.
+  app.addHook('onRoute', (route) => {
+    route.bodyLimit ??= SMALL_FORM_LIMIT;
+  });
   app.addHook('onRequest', async (_request, reply) => securityHeaders(reply));
   app.addHook('onRequest', sameOrigin(app.config.publicUrl));
   app.addHook('onRequest', loadSession(app, settings));
@@ -179,6 +184,7 @@ function registerPageErrors(app: FastifyInstance): void {
     let message = 'Something went wrong on our side; it has been logged.';
     const known = knownError(error);
     if (known) [status, message] = [known.statusCode, known.message];
+    else if ((error as FastifyError).code === 'FST_ERR_CTP_BODY_TOO_LARGE') [status, message] = [413, tooLargeMessage(bodyLimitOf(request), 'form')];
     else if ((error as FastifyError).validation || (error as FastifyError).code?.startsWith('FST_ERR_CTP')) [status, message] = [400, 'The form could not be read.'];
     else if (error.statusCode && error.statusCode >= 400 && error.statusCode < 500) [status, message] = [error.statusCode, error.message];
     if (status >= 500) request.log.error({ err: error }, 'request failed');
