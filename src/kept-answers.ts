@@ -90,7 +90,8 @@ export class KeptAnswers {
   /**
    * Answers `request` with what was kept for `question` (a string naming everything of the
    * request the answer depends on besides product, revision and caller), or with what `make`
-   * returns, serialized by the route's schema and kept with the `headers` it set.
+   * returns, serialized by the route's schema (unless it is a Buffer, serialized already) and
+   * kept with those of the `headers` it set.
    */
   async answer(
     request: FastifyRequest,
@@ -112,9 +113,12 @@ export class KeptAnswers {
     }
     // The route's serializer, from its response schema, gives a string; kept as the bytes sent,
     // so that a big answer (a page of deploys is hundreds of KiB) is not encoded again each time.
+    // A page bounded in bytes comes serialized already (http/answer-size.ts), as a Buffer.
+    // Headers the handler did not set this time (a next page's offset on the last page) are not kept.
     const rendering = this.rendered(async (): Promise<KeptAnswer> => {
-      const body = Buffer.from(reply.serialize(await make()) as string);
-      return { body, headers: headers.map((name) => [name, String(reply.getHeader(name))]) };
+      const made = await make();
+      const body = Buffer.isBuffer(made) ? made : Buffer.from(reply.serialize(made) as string);
+      return { body, headers: headers.flatMap((name): [string, string][] => (reply.getHeader(name) === undefined ? [] : [[name, String(reply.getHeader(name))]])) };
     });
     if (!fresh) this.underway.set(key, rendering);
     try {

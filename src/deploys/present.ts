@@ -1,6 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import type { Db } from '../db/connection.js';
 import type { DeployRow, ItemRow, UserRow } from '../db/schema.js';
+import { fillArray, jsonArray, SerializedEntries, type Serialize } from '../http/answer-size.js';
 import { ref } from '../http/documentation.js';
 import { BIG_PAGE, ItemSchema, presentItems, type ItemJson } from '../items/index.js';
 import type { ProductScope, Urls } from '../scope.js';
@@ -18,6 +19,11 @@ const deployFields = {
   created_at: Type.String(),
   user: ref(UserSchema, { description: 'Who recorded the deploy.' }),
   items: Type.Array(ref(ItemSchema), { description: 'The deployed items as they are now, by number; on a rollback, those whose entry it changed.' }),
+  omitted_numbers: Type.Optional(
+    Type.Array(Type.Integer(), {
+      description: 'Only when `items` had to be cut short to keep the answer within its size bound: the numbers of the items left out, in order; fetch each as items/{number}.json.',
+    }),
+  ),
   /** A rollback: the environment runs `version` again; its items are those it reverted or restored. */
   rollback: Type.Boolean({ description: 'A rollback: the environment runs `version` again.' }),
   /** Undone by a later rollback: when, and that rollback's id. */
@@ -54,7 +60,7 @@ export const DeployReceiptSchema = Type.Object(
   },
   { $id: 'DeployReceipt', description: 'A deploy, and what recording it did (docs/INTERFACE.md §7.8).' },
 );
-type DeployReceiptJson = Static<typeof DeployReceiptSchema>;
+export type DeployReceiptJson = Static<typeof DeployReceiptSchema>;
 
 /** The named schemas of the feature, registered on the app so that responses reference them. */
 export const DEPLOY_SCHEMAS = [DeploySchema, RecipientSchema, DeployReceiptSchema];
@@ -137,4 +143,51 @@ export async function presentDryRun(db: Db, scope: ProductScope, input: DeployIn
       .map(({ user, items }) => ({ email: user.email, first_name: user.first_name, last_name: user.last_name, numbers: items.map((i) => i.number) }))
       .sort((a, b) => (a.email < b.email ? -1 : a.email > b.email ? 1 : 0)),
   };
+}
+
+/**
+ * Serializes deploys (or receipts) within an answer's size bound, each as its own schema does,
+ * with its items serialized one by one by the Item schema.
+ */
+/** What deployWithin needs of a deploy or a receipt. */
+type WithItems = Pick<DeployJson, 'items' | 'omitted_numbers'>;
+
+export interface DeploySerializers<D extends WithItems> {
+  deploy: Serialize<D>;
+  item: Serialize<ItemJson>;
+}
+
+/**
+ * One deploy as JSON in at most `room` bytes: whole, or, when `cut` allows, with the leading items
+ * that fit and the numbers of the others in `omitted_numbers` (a deploy of a thousand large items
+ * weighs more than any answer may); undefined when it is not whole and may not be cut.
+ */
+export function deployWithin<D extends WithItems>(deploy: D, serialize: DeploySerializers<D>, room: number, cut: boolean): string | undefined {
+  const items = new SerializedEntries(deploy.items as ItemJson[], serialize.item);
+  const shell = serialize.deploy({ ...deploy, items: [] });
+  const whole = items.fit(room - Buffer.byteLength(shell) + 2, false);
+  if (whole.pieces.length === deploy.items.length) return fillArray(shell, 'items', whole.pieces);
+  if (!cut) return undefined;
+  // The numbers left out take room too: room is kept for all of them, then the items that fit go in.
+  const numbers = (deploy.items as ItemJson[]).map((item) => item.number);
+  const widest = serialize.deploy({ ...deploy, items: [], omitted_numbers: numbers });
+  const { pieces } = items.fit(room - Buffer.byteLength(widest) + 2, false);
+  return fillArray(serialize.deploy({ ...deploy, items: [], omitted_numbers: numbers.slice(pieces.length) }), 'items', pieces);
+}
+
+/**
+ * A page of deploys as a JSON array of at most `budget` bytes, and how many deploys it holds: it
+ * ends before the deploy that would not fit whole, and its first deploy is cut to fit if need be.
+ */
+export function deploysWithin(deploys: DeployJson[], serialize: DeploySerializers<DeployJson>, budget: number): { json: string; count: number } {
+  const pieces: string[] = [];
+  let bytes = 2;
+  for (const deploy of deploys) {
+    const comma = pieces.length > 0 ? 1 : 0;
+    const piece = deployWithin(deploy, serialize, budget - bytes - comma, pieces.length === 0);
+    if (piece === undefined) break;
+    pieces.push(piece);
+    bytes += Buffer.byteLength(piece) + comma;
+  }
+  return { json: jsonArray(pieces), count: pieces.length };
 }
