@@ -46,7 +46,7 @@ export async function deployRoutes(app: FastifyInstance): Promise<void> {
     {
       schema: {
         summary: 'List deploys',
-        description: `Oldest first unless order_by=newest; a page also ends before it would embed more than ${MAX_DEPLOY_ITEMS} items (docs/INTERFACE.md §7.7).`,
+        description: `Oldest first unless order_by=newest; a page also ends before it would embed more than ${MAX_DEPLOY_ITEMS} items or pass the size bound of an answer (docs/INTERFACE.md §7.7).`,
         operationId: 'listDeploys',
         tags,
         params: ProductParams,
@@ -104,7 +104,8 @@ export async function deployRoutes(app: FastifyInstance): Promise<void> {
         }),
         response: {
           200: ref(DeployReceiptSchema, {
-            description: 'The receipt: the deploy with its items as they are after it; for a repeated Idempotency-Key, the first receipt.',
+            description:
+              'The receipt: the deploy with its items as they are after it (those that fit the size bound of an answer, the others in omitted_numbers); for a repeated Idempotency-Key, the first receipt.',
           }),
         },
         errors: errorAnswers([

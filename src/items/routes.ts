@@ -111,7 +111,7 @@ async function itemListRoutes(app: FastifyInstance): Promise<void> {
     {
       schema: {
         summary: 'List items',
-        description: 'Top-level items that are not archived, a page at a time (docs/INTERFACE.md §7.1).',
+        description: 'Top-level items that are not archived, a page at a time, which ends early rather than pass the size bound of an answer (docs/INTERFACE.md §7.1).',
         operationId: 'listItems',
         tags: ['items'],
         params: ProductParams,
