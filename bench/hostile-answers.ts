@@ -164,7 +164,7 @@ async function main(): Promise<void> {
     resetPeak(child.pid);
     const fresh = { 'cache-control': 'no-cache' };
     const report = (what: string, a: Answer) =>
-      console.log(`${what.padEnd(40)} ${String(a.status).padEnd(4)} ${mb(a.bytes).padStart(10)} ${ms(a.ms).padStart(9)}  ${['x-sprintly-item-count', 'x-sprintly-deploy-count', 'x-shiplog-next-offset'].filter((h) => a.headers[h] !== undefined).map((h) => `${h}: ${a.headers[h]}`).join(', ')}`);
+      console.log(`${what.padEnd(40)} ${String(a.status).padEnd(4)} ${mb(a.bytes).padStart(10)} ${ms(a.ms).padStart(9)}  ${['x-sprintly-item-count', 'x-sprintly-deploy-count', 'x-sprintly-next-offset'].filter((h) => a.headers[h] !== undefined).map((h) => `${h}: ${a.headers[h]}`).join(', ')}`);
 
     report('POST deploys.json dry_run (receipt)', await send('POST', `${base}/deploys.json`, hostile, { environment: 'production', numbers, dry_run: true }));
     report('POST deploys.json (receipt)', await send('POST', `${base}/deploys.json`, hostile, { environment: 'production', numbers, version: '1.0' }));

@@ -69,8 +69,9 @@ export async function deployRoutes(app: FastifyInstance): Promise<void> {
       const { filter, page } = parseDeployList(requestParams(request));
       return app.keptAnswers.answer(request, reply, `deploys:${JSON.stringify({ filter, page })}`, [DEPLOY_COUNT, NEXT_OFFSET], async () => {
         const { deploys, total } = await findDeploys(app.db, request.scope, filter, page);
+        const budget = app.config.maxAnswerBytes;
         const serialize = { deploy: serializerOf<DeployJson>(reply, ONE_DEPLOY), item: serializerOf<ItemJson>(reply, ONE_ITEM) };
-        const bounded = deploysWithin(await presentDeploys(app.db, request.scope, deploys, urls), serialize, app.config.maxAnswerBytes);
+        const bounded = await deploysWithin(await presentDeploys(app.db, request.scope, deploys, urls, budget), serialize, budget);
         reply.header(DEPLOY_COUNT, String(total));
         if (page.offset + bounded.count < total) reply.header(NEXT_OFFSET, String(page.offset + bounded.count));
         return Buffer.from(bounded.json);
@@ -120,19 +121,20 @@ export async function deployRoutes(app: FastifyInstance): Promise<void> {
     },
     async (request, reply) => {
       const input = parseDeploy(requestParams(request));
+      const budget = app.config.maxAnswerBytes;
       // The receipt within the size bound of an answer: its items cut short if need be.
-      const bounded = (receipt: DeployReceiptJson) => {
+      const bounded = async (receipt: DeployReceiptJson) => {
         const serialize = { deploy: serializerOf<DeployReceiptJson>(reply, ONE_RECEIPT), item: serializerOf<ItemJson>(reply, ONE_ITEM) };
         reply.type('application/json; charset=utf-8');
-        return Buffer.from(deployWithin(receipt, serialize, app.config.maxAnswerBytes, true)!);
+        return Buffer.from((await deployWithin(receipt, serialize, budget, true))!);
       };
       // A dry run reads what is stored now, outside any transaction: it takes no lock and writes
       // nothing, so its Idempotency-Key is neither looked up nor used up.
-      if (input.dryRun) return bounded(await presentDryRun(app.db, request.scope, input, await planDeploy(app.db, request.scope, input), urls));
+      if (input.dryRun) return bounded(await presentDryRun(app.db, request.scope, input, await planDeploy(app.db, request.scope, input), urls, budget));
       const key = parseIdempotencyKey(request.headers['idempotency-key']);
       const recorded = await app.db.transaction().execute((trx) => recordDeploy(trx, request.scope, input, key, urls));
       if (recorded.created) app.outbox.nudge();
-      return bounded(await presentReceipt(app.db, request.scope, recorded.deploy, recorded.created ? recorded.items : undefined, urls));
+      return bounded(await presentReceipt(app.db, request.scope, recorded.deploy, recorded.created ? recorded.items : undefined, urls, budget));
     },
   );
 }

@@ -1,5 +1,6 @@
 import type { TSchema } from '@sinclair/typebox';
 import type { FastifyReply } from 'fastify';
+import { nextTurn } from '../turns.js';
 
 /**
  * Answers bounded in bytes. Pages are bounded in entries, but an entry's size is chosen by whoever
@@ -25,17 +26,34 @@ export type Serialize<T> = (value: T) => string;
 /** What the route's own serializer would write for a value of `schema` (compiled once per schema by Fastify). */
 export const serializerOf = <T>(reply: FastifyReply, schema: TSchema): Serialize<T> => reply.compileSerializationSchema(schema) as Serialize<T>;
 
-/** Entries serialized one by one, each at most once, for fitting them into a bound more than once. */
+/** Serialized bytes after which fitting steps aside for other requests (see nextTurn). */
+const STEP = 1024 * 1024;
+
+/**
+ * Entries serialized one by one, each at most once, for fitting them into a bound more than once.
+ * Serializing megabytes of entries is work for the one JavaScript thread, so it lets other
+ * requests in after every megabyte or so.
+ */
 export class SerializedEntries<T> {
   private readonly done: string[] = [];
+  private sinceTurn = 0;
 
   constructor(
     readonly entries: readonly T[],
     private readonly serialize: Serialize<T>,
   ) {}
 
-  at(index: number): string {
-    return (this.done[index] ??= this.serialize(this.entries[index]));
+  private async at(index: number): Promise<string> {
+    let piece = this.done[index];
+    if (piece === undefined) {
+      if (this.sinceTurn > STEP) {
+        this.sinceTurn = 0;
+        await nextTurn();
+      }
+      piece = this.done[index] = this.serialize(this.entries[index]);
+      this.sinceTurn += piece.length;
+    }
+    return piece;
   }
 
   /**
@@ -43,11 +61,11 @@ export class SerializedEntries<T> {
    * bytes, and its size; with `atLeastOne`, the first entry even if it alone takes more, so that
    * a page always moves on.
    */
-  fit(room: number, atLeastOne: boolean): { pieces: string[]; bytes: number } {
+  async fit(room: number, atLeastOne: boolean): Promise<{ pieces: string[]; bytes: number }> {
     const pieces: string[] = [];
     let bytes = 2;
     for (let i = 0; i < this.entries.length; i++) {
-      const piece = this.at(i);
+      const piece = await this.at(i);
       const size = Buffer.byteLength(piece) + (i > 0 ? 1 : 0);
       if (bytes + size > room && !(atLeastOne && i === 0)) break;
       pieces.push(piece);
@@ -63,8 +81,8 @@ export const jsonArray = (pieces: readonly string[]): string => `[${pieces.join(
  * A page of `entries` as a JSON array of at most `budget` bytes (at least one entry), and how many
  * entries it holds. Entries are serialized only until the bound is reached.
  */
-export function boundedPage<T>(entries: readonly T[], serialize: Serialize<T>, budget: number): { json: string; count: number } {
-  const { pieces } = new SerializedEntries(entries, serialize).fit(budget, true);
+export async function boundedPage<T>(entries: readonly T[], serialize: Serialize<T>, budget: number): Promise<{ json: string; count: number }> {
+  const { pieces } = await new SerializedEntries(entries, serialize).fit(budget, true);
   return { json: jsonArray(pieces), count: pieces.length };
 }
 

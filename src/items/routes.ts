@@ -27,7 +27,7 @@ import {
   STATUSES,
 } from './model.js';
 import { itemPagePath } from './urls.js';
-import { DeploymentSchema, ItemSchema, presentDeployment, presentItems, type ItemJson } from './present.js';
+import { DeploymentSchema, ItemSchema, presentDeployment, presentItems, rowsThatMayFit, type ItemJson } from './present.js';
 import { knownDeploymentsOf, type KnownRelations } from './repository.js';
 import {
   archiveItem,
@@ -99,8 +99,8 @@ async function itemListRoutes(app: FastifyInstance): Promise<void> {
    * A page of items as JSON within the size bound of an answer, with the total and, when entries
    * remain after it, where the next page starts (it can end before `limit`).
    */
-  const boundedItems = (reply: FastifyReply, items: ItemJson[], offset: number, total: number): Buffer => {
-    const page = boundedPage(items, serializerOf<ItemJson>(reply, ONE_ITEM), app.config.maxAnswerBytes);
+  const boundedItems = async (reply: FastifyReply, items: ItemJson[], offset: number, total: number): Promise<Buffer> => {
+    const page = await boundedPage(items, serializerOf<ItemJson>(reply, ONE_ITEM), app.config.maxAnswerBytes);
     reply.header(ITEM_COUNT, String(total));
     if (offset + page.count < total) reply.header(NEXT_OFFSET, String(offset + page.count));
     return Buffer.from(page.json);
@@ -129,7 +129,8 @@ async function itemListRoutes(app: FastifyInstance): Promise<void> {
       const input = parseListItems(requestParams(request));
       return app.keptAnswers.answer(request, reply, `items:${JSON.stringify(input)}`, [ITEM_COUNT, NEXT_OFFSET], async () => {
         const { rows, total } = await listItems(app.db, request.scope, input, app.listCounts);
-        return boundedItems(reply, await presentItems(app.db, request.scope.product, rows, app.config, request.scope.user.id), input.offset, total);
+        const shown = rowsThatMayFit(rows, app.config.maxAnswerBytes);
+        return boundedItems(reply, await presentItems(app.db, request.scope.product, shown, app.config, request.scope.user.id), input.offset, total);
       });
     },
   );
@@ -152,7 +153,8 @@ async function itemListRoutes(app: FastifyInstance): Promise<void> {
       const page = asPage(requestParams(request), CHILDREN_PAGE);
       const { rows, total } = await childrenOf(app.db, request.scope, pathItemNumber(request), page);
       reply.type('application/json; charset=utf-8');
-      return boundedItems(reply, await presentItems(app.db, request.scope.product, rows, app.config, request.scope.user.id), page.offset, total);
+      const shown = rowsThatMayFit(rows, app.config.maxAnswerBytes);
+      return boundedItems(reply, await presentItems(app.db, request.scope.product, shown, app.config, request.scope.user.id), page.offset, total);
     },
   );
 
