@@ -139,6 +139,44 @@ describe('answers stay within MAX_ANSWER_BYTES', () => {
   });
 });
 
+describe('lists that are whole unless they pass the bound: products.json and people.json', () => {
+  /** Follows a list by X-Sprintly-Next-Offset from 0; returns its pages' entries' ids. */
+  async function followWhole(api: ReturnType<typeof client>, url: string): Promise<number[][]> {
+    const pages: number[][] = [];
+    let offset: number | undefined = 0;
+    while (offset !== undefined) {
+      const res = await api.get(url, offset ? { offset } : {});
+      assert.ok(res.rawPayload.length <= BUDGET, `a page of ${res.rawPayload.length} bytes`);
+      pages.push(body(res).map((entry) => entry.id as number));
+      const next = res.headers['x-sprintly-next-offset'];
+      if (next !== undefined) assert.equal(Number(next), offset + pages.at(-1)!.length);
+      offset = next === undefined ? undefined : Number(next);
+      assert.ok(pages.length <= 100, 'every page moves on');
+    }
+    return pages;
+  }
+
+  test('a member of many products pages through them all', async () => {
+    const member = await makeUser(t.db);
+    const api = client(t.app, member);
+    const made: number[] = [];
+    for (let i = 0; i < 60; i++) made.push(body(await api.post('/api/products.json', { name: `${i} ${'n'.repeat(250)}` })).id as number);
+    const pages = await followWhole(api, '/api/products.json');
+    assert.ok(pages.length > 1, 'ended early at least once');
+    assert.deepEqual(pages.flat().sort((a, b) => a - b), made.sort((a, b) => a - b));
+    assert.equal((await api.get('/api/products.json', { offset: 'x' })).statusCode, 400);
+  });
+
+  test('a product of many members lists them all', async () => {
+    const members = [];
+    for (let i = 0; i < 40; i++) members.push(await makeUser(t.db, { firstName: 'F'.repeat(250), lastName: 'L'.repeat(250) }));
+    const product = await makeProduct(t.db, owner, members);
+    const pages = await followWhole(client(t.app, owner), `/api/products/${product.id}/people.json`);
+    assert.ok(pages.length > 1, 'ended early at least once');
+    assert.deepEqual(pages.flat().sort((a, b) => a - b), [owner, ...members].map((m) => m.user.id).sort((a, b) => a - b));
+  });
+});
+
 describe('text is bounded in bytes and free of control characters', () => {
   test('a description is limited to 65,535 bytes of UTF-8, not characters', async () => {
     const { base, api } = await bigProduct(0);
