@@ -9,7 +9,7 @@ import { nextTurn } from '../turns.js';
 import { findUsersByIds, presentUser, UserSchema } from '../users/index.js';
 import { nowTimestamp } from '../time.js';
 import type { DeployInput } from './input.js';
-import { itemsOfDeploys } from './repository.js';
+import { itemSizesOfDeploys, itemsOfDeploys, type ItemSize } from './repository.js';
 
 const deployFields = {
   id: Type.Integer(),
@@ -86,6 +86,16 @@ export function presentDeploy(row: DeployRow, user: UserRow, viewerId: number, i
   return json;
 }
 
+/** How many of the leading items may fit in `room` bytes, by what each takes at least (the first always). */
+function leadingWithin(items: ItemSize[], room: number): number {
+  let bytes = 0;
+  for (let i = 0; i < items.length; i++) {
+    bytes += items[i].least;
+    if (bytes > room && i > 0) return i;
+  }
+  return items.length;
+}
+
 /**
  * Item rows of a deploy cut to those that may fit in an answer of `budget` bytes (rowsThatMayFit),
  * and the numbers of the others; all of them without a budget.
@@ -102,23 +112,31 @@ function itemsThatMayFit(items: ItemRow[], budget: number | undefined): { shown:
  * fit, whose numbers it lists in `omitted_numbers` (deploysWithin then fits what is left exactly).
  */
 export async function presentDeploys(db: Db, scope: ProductScope, allDeploys: DeployRow[], urls: Urls, budget?: number): Promise<DeployJson[]> {
-  const itemsByDeploy = await itemsOfDeploys(db, allDeploys.map((d) => d.id));
   const omitted = new Map<number, number[]>();
   let deploys = allDeploys;
+  /** With a budget, the ids of the items each deploy shows: the others' text is not read. */
+  let shownOf: Map<number, Set<number>> | undefined;
   if (budget !== undefined) {
+    // Sizes first: the text of items that cannot fit (a deploy of a thousand long descriptions
+    // holds tens of MB) is never read.
+    const sizes = await itemSizesOfDeploys(db, allDeploys.map((d) => d.id));
+    shownOf = new Map();
     let room = budget;
     for (const [k, deploy] of allDeploys.entries()) {
-      const items = itemsByDeploy.get(deploy.id)!;
-      const { shown, omitted: left } = itemsThatMayFit(items, room);
-      if (left.length > 0 && k > 0) {
+      const items = sizes.get(deploy.id)!;
+      const shown = leadingWithin(items, room);
+      if (shown < items.length && k > 0) {
         deploys = allDeploys.slice(0, k);
         break;
       }
-      itemsByDeploy.set(deploy.id, shown);
-      omitted.set(deploy.id, left);
-      room -= shown.reduce((bytes, item) => bytes + item.description.length + item.title.length, 0);
+      omitted.set(deploy.id, items.slice(shown).map((item) => item.number));
+      shownOf.set(deploy.id, new Set(items.slice(0, shown).map((item) => item.id)));
+      room -= items.slice(0, shown).reduce((bytes, item) => bytes + item.least, 0);
     }
   }
+  const itemsByDeploy = await itemsOfDeploys(db, deploys.map((d) => d.id), shownOf && [...new Set([...shownOf.values()].flatMap((ids) => [...ids]))]);
+  // An item shown by one deploy of the page and left out of another is read once, shown by one.
+  if (shownOf) for (const [id, rows] of itemsByDeploy) itemsByDeploy.set(id, rows.filter((row) => shownOf.get(id)!.has(row.id)));
   const allItems = [...new Map([...itemsByDeploy.values()].flat().map((i) => [i.id, i])).values()];
   if (allItems.length > BIG_PAGE) await nextTurn();
   const rendered = new Map((await presentItems(db, scope.product, allItems, urls, scope.user.id, true)).map((json, i) => [allItems[i].id, json]));

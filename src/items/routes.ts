@@ -128,7 +128,7 @@ async function itemListRoutes(app: FastifyInstance): Promise<void> {
     async (request, reply) => {
       const input = parseListItems(requestParams(request));
       return app.keptAnswers.answer(request, reply, `items:${JSON.stringify(input)}`, [ITEM_COUNT, NEXT_OFFSET], async () => {
-        const { rows, total } = await listItems(app.db, request.scope, input, app.listCounts);
+        const { rows, total } = await listItems(app.db, request.scope, input, app.listCounts, app.config.maxAnswerBytes);
         const shown = rowsThatMayFit(rows, app.config.maxAnswerBytes);
         return boundedItems(reply, await presentItems(app.db, request.scope.product, shown, app.config, request.scope.user.id), input.offset, total);
       });
