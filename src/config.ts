@@ -55,6 +55,8 @@ export interface Config {
   /** Requests one client address may make per window without proving who it is; 0 for no limit. */
   readonly rateLimitPerAddress: number;
   readonly rateLimitWindowSeconds: number;
+  /** The most one JSON answer may weigh, in bytes: pages end early rather than pass it. */
+  readonly maxAnswerBytes: number;
 }
 
 export class ConfigError extends Error {}
@@ -229,6 +231,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     rateLimitPerKey: limit('RATE_LIMIT_PER_KEY', 1_200),
     rateLimitPerAddress: limit('RATE_LIMIT_PER_ADDRESS', 300),
     rateLimitWindowSeconds: positive('RATE_LIMIT_WINDOW_SECONDS', 60, 86_400),
+    maxAnswerBytes: positive('MAX_ANSWER_BYTES', 8_000_000, 1_000_000_000),
     ...overrides,
   });
 }

@@ -40,12 +40,16 @@ const LARGE_SHARE = 1 / 8;
  * holds up to 1,000 items, several MiB of objects while it renders: fifty of them interleaved
  * held hundreds of MiB at once, for no more answers per second (rendering is work for the one
  * JavaScript thread; on PostgreSQL, as many as the pool has connections still wait on it at once).
+ * Turns go round the callers waiting, not first come first served, so that one caller asking for
+ * many big pages at once makes another's small list wait for one render, not for all of theirs.
  */
 export class KeptAnswers {
   private readonly answers: LruCache<string, KeptAnswer>;
   private readonly largeAnswers: LruCache<string, KeptAnswer>;
   private rendering = 0;
-  private readonly waiting: (() => void)[] = [];
+  private readonly waiting: { caller: number; go: () => void }[] = [];
+  /** The callers whose renders were started last, latest last: the next turn goes to another. */
+  private readonly served: number[] = [];
   /** Answers being rendered, by key: a request asking the same question meanwhile waits for it. */
   private readonly underway = new Map<string, Promise<KeptAnswer>>();
 
@@ -68,16 +72,20 @@ export class KeptAnswers {
     else if (answer.body.length <= (this.budget * LARGE_SHARE) / 2) this.largeAnswers.set(key, answer);
   }
 
-  /** `make()`, once fewer than `renders` others are under way. */
-  private async rendered<T>(make: () => Promise<T>): Promise<T> {
-    if (this.rendering >= this.renders) await new Promise<void>((resolve) => this.waiting.push(resolve));
+  /** `make()` for `caller`, once fewer than `renders` others are under way and it is their turn. */
+  private async rendered<T>(caller: number, make: () => Promise<T>): Promise<T> {
+    if (this.rendering >= this.renders) await new Promise<void>((go) => this.waiting.push({ caller, go }));
     else this.rendering++;
+    this.served.push(caller);
+    if (this.served.length > this.renders) this.served.shift();
     try {
       return await make();
     } finally {
-      // The turn passes straight to the next in line, if any.
-      const next = this.waiting.shift();
-      if (next) next();
+      // The turn passes straight to the next in line: the first waiting of a caller that was not
+      // served last, else the first waiting.
+      const index = this.waiting.findIndex((w) => !this.served.includes(w.caller));
+      const [next] = this.waiting.splice(Math.max(index, 0), 1);
+      if (next) next.go();
       else this.rendering--;
     }
   }
@@ -90,7 +98,8 @@ export class KeptAnswers {
   /**
    * Answers `request` with what was kept for `question` (a string naming everything of the
    * request the answer depends on besides product, revision and caller), or with what `make`
-   * returns, serialized by the route's schema and kept with the `headers` it set.
+   * returns, serialized by the route's schema (unless it is a Buffer, serialized already) and
+   * kept with those of the `headers` it set.
    */
   async answer(
     request: FastifyRequest,
@@ -112,9 +121,12 @@ export class KeptAnswers {
     }
     // The route's serializer, from its response schema, gives a string; kept as the bytes sent,
     // so that a big answer (a page of deploys is hundreds of KiB) is not encoded again each time.
-    const rendering = this.rendered(async (): Promise<KeptAnswer> => {
-      const body = Buffer.from(reply.serialize(await make()) as string);
-      return { body, headers: headers.map((name) => [name, String(reply.getHeader(name))]) };
+    // A page bounded in bytes comes serialized already (http/answer-size.ts), as a Buffer.
+    // Headers the handler did not set this time (a next page's offset on the last page) are not kept.
+    const rendering = this.rendered(scope.user.id, async (): Promise<KeptAnswer> => {
+      const made = await make();
+      const body = Buffer.isBuffer(made) ? made : Buffer.from(reply.serialize(made) as string);
+      return { body, headers: headers.flatMap((name): [string, string][] => (reply.getHeader(name) === undefined ? [] : [[name, String(reply.getHeader(name))]])) };
     });
     if (!fresh) this.underway.set(key, rendering);
     try {

@@ -108,10 +108,10 @@ const ROUTES: Record<string, RouteSpec> = {
   'POST /app/products/:product_id/webhooks/:webhook_id/enable': { access: 'page', params: ['csrf'], example: { csrf: CSRF } },
 
   'GET /api/user/whoami.json': { access: 'api', params: [] },
-  'GET /api/products.json': { access: 'api', params: [] },
+  'GET /api/products.json': { access: 'api', params: ['offset'] },
   'POST /api/products.json': { access: 'api', params: ['name'], example: { name: 'A product' } },
   'GET /api/products/:product_id.json': { access: 'api', params: [] },
-  'GET /api/products/:product_id/people.json': { access: 'api', params: [] },
+  'GET /api/products/:product_id/people.json': { access: 'api', params: ['offset'] },
   'POST /api/products/:product_id/people.json': { access: 'api', params: ['email', 'first_name', 'last_name', 'admin'], example: { email: 'new@example.com', first_name: 'New' } },
   'GET /api/products/:product_id/items.json': { access: 'api', params: LIST_FIELDS, example: { status: 'backlog,completed', children: 'true' } },
   'POST /api/products/:product_id/items.json': { access: 'api', params: ITEM_FIELDS, example: { type: 'task', title: 'A task' } },

@@ -217,3 +217,22 @@ test('requests asking what is being rendered wait for that render: it runs once,
   assert.equal(made, 4);
   assert.equal((await ask('bad')).body, '{"question":"bad","made":5}');
 });
+
+test("turns go round the callers: one caller's many renders make another's wait for one, not all", async () => {
+  const kept = new KeptAnswers(undefined, 1);
+  const started: string[] = [];
+  const ask = (caller: number, question: string) => {
+    const { request, reply } = fakeExchange(1);
+    (request.scope as unknown as { user: { id: number } }).user = { id: caller };
+    return kept.answer(request, reply, question, [], async () => {
+      started.push(question);
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      return question;
+    });
+  };
+  // Caller 1 asks for four pages at once; caller 2 then for one.
+  const answers = [ask(1, 'a1'), ask(1, 'a2'), ask(1, 'a3'), ask(1, 'a4')];
+  answers.push(ask(2, 'b1'));
+  await Promise.all(answers);
+  assert.deepEqual(started, ['a1', 'b1', 'a2', 'a3', 'a4']);
+});

@@ -1,14 +1,15 @@
 import { Type, type Static } from '@sinclair/typebox';
 import type { Db } from '../db/connection.js';
 import type { DeployRow, ItemRow, UserRow } from '../db/schema.js';
+import { fillArray, jsonArray, SerializedEntries, type Serialize } from '../http/answer-size.js';
 import { ref } from '../http/documentation.js';
-import { BIG_PAGE, ItemSchema, presentItems, type ItemJson } from '../items/index.js';
+import { BIG_PAGE, ItemSchema, presentItems, rowsThatMayFit, type ItemJson } from '../items/index.js';
 import type { ProductScope, Urls } from '../scope.js';
 import { nextTurn } from '../turns.js';
 import { findUsersByIds, presentUser, UserSchema } from '../users/index.js';
 import { nowTimestamp } from '../time.js';
 import type { DeployInput } from './input.js';
-import { itemsOfDeploys } from './repository.js';
+import { itemSizesOfDeploys, itemsOfDeploys, type ItemSize } from './repository.js';
 
 const deployFields = {
   id: Type.Integer(),
@@ -18,6 +19,11 @@ const deployFields = {
   created_at: Type.String(),
   user: ref(UserSchema, { description: 'Who recorded the deploy.' }),
   items: Type.Array(ref(ItemSchema), { description: 'The deployed items as they are now, by number; on a rollback, those whose entry it changed.' }),
+  omitted_numbers: Type.Optional(
+    Type.Array(Type.Integer(), {
+      description: 'Only when `items` had to be cut short to keep the answer within its size bound: the numbers of the items left out, in order; fetch each as items/{number}.json.',
+    }),
+  ),
   /** A rollback: the environment runs `version` again; its items are those it reverted or restored. */
   rollback: Type.Boolean({ description: 'A rollback: the environment runs `version` again.' }),
   /** Undone by a later rollback: when, and that rollback's id. */
@@ -54,13 +60,13 @@ export const DeployReceiptSchema = Type.Object(
   },
   { $id: 'DeployReceipt', description: 'A deploy, and what recording it did (docs/INTERFACE.md §7.8).' },
 );
-type DeployReceiptJson = Static<typeof DeployReceiptSchema>;
+export type DeployReceiptJson = Static<typeof DeployReceiptSchema>;
 
 /** The named schemas of the feature, registered on the app so that responses reference them. */
 export const DEPLOY_SCHEMAS = [DeploySchema, RecipientSchema, DeployReceiptSchema];
 
-/** A deploy as the caller (`viewerId`) sees it (see presentUser). */
-export function presentDeploy(row: DeployRow, user: UserRow, viewerId: number, items: ItemJson[]): DeployJson {
+/** A deploy as the caller (`viewerId`) sees it (see presentUser); `omitted`: the numbers of items left out to fit an answer. */
+export function presentDeploy(row: DeployRow, user: UserRow, viewerId: number, items: ItemJson[], omitted: number[] = []): DeployJson {
   const json: DeployJson = {
     id: row.id,
     environment: row.environment,
@@ -72,6 +78,7 @@ export function presentDeploy(row: DeployRow, user: UserRow, viewerId: number, i
     rollback: row.rollback === 1,
     reverted: row.reverted_at !== null,
   };
+  if (omitted.length > 0) json.omitted_numbers = omitted;
   if (row.reverted_at !== null) {
     json.reverted_at = row.reverted_at;
     if (row.reverted_by !== null) json.reverted_by = row.reverted_by;
@@ -79,14 +86,62 @@ export function presentDeploy(row: DeployRow, user: UserRow, viewerId: number, i
   return json;
 }
 
-/** Deploys as JSON, each with its items (embedded: a short deployed_to) in their current state. */
-export async function presentDeploys(db: Db, scope: ProductScope, deploys: DeployRow[], urls: Urls): Promise<DeployJson[]> {
-  const itemsByDeploy = await itemsOfDeploys(db, deploys.map((d) => d.id));
+/** How many of the leading items may fit in `room` bytes, by what each takes at least (the first always). */
+function leadingWithin(items: ItemSize[], room: number): number {
+  let bytes = 0;
+  for (let i = 0; i < items.length; i++) {
+    bytes += items[i].least;
+    if (bytes > room && i > 0) return i;
+  }
+  return items.length;
+}
+
+/**
+ * Item rows of a deploy cut to those that may fit in an answer of `budget` bytes (rowsThatMayFit),
+ * and the numbers of the others; all of them without a budget.
+ */
+function itemsThatMayFit(items: ItemRow[], budget: number | undefined): { shown: ItemRow[]; omitted: number[] } {
+  const shown = budget === undefined ? items : rowsThatMayFit(items, budget);
+  return { shown, omitted: items.slice(shown.length).map((item) => item.number) };
+}
+
+/**
+ * Deploys as JSON, each with its items (embedded: a short deployed_to) in their current state.
+ * With a `budget` (the bytes an answer may take), what cannot fit is not presented: the deploys
+ * from the first that cannot fit whole after another, and the items of a first deploy that cannot
+ * fit, whose numbers it lists in `omitted_numbers` (deploysWithin then fits what is left exactly).
+ */
+export async function presentDeploys(db: Db, scope: ProductScope, allDeploys: DeployRow[], urls: Urls, budget?: number): Promise<DeployJson[]> {
+  const omitted = new Map<number, number[]>();
+  let deploys = allDeploys;
+  /** With a budget, the ids of the items each deploy shows: the others' text is not read. */
+  let shownOf: Map<number, Set<number>> | undefined;
+  if (budget !== undefined) {
+    // Sizes first: the text of items that cannot fit (a deploy of a thousand long descriptions
+    // holds tens of MB) is never read.
+    const sizes = await itemSizesOfDeploys(db, allDeploys.map((d) => d.id));
+    shownOf = new Map();
+    let room = budget;
+    for (const [k, deploy] of allDeploys.entries()) {
+      const items = sizes.get(deploy.id)!;
+      const shown = leadingWithin(items, room);
+      if (shown < items.length && k > 0) {
+        deploys = allDeploys.slice(0, k);
+        break;
+      }
+      omitted.set(deploy.id, items.slice(shown).map((item) => item.number));
+      shownOf.set(deploy.id, new Set(items.slice(0, shown).map((item) => item.id)));
+      room -= items.slice(0, shown).reduce((bytes, item) => bytes + item.least, 0);
+    }
+  }
+  const itemsByDeploy = await itemsOfDeploys(db, deploys.map((d) => d.id), shownOf && [...new Set([...shownOf.values()].flatMap((ids) => [...ids]))]);
+  // An item shown by one deploy of the page and left out of another is read once, shown by one.
+  if (shownOf) for (const [id, rows] of itemsByDeploy) itemsByDeploy.set(id, rows.filter((row) => shownOf.get(id)!.has(row.id)));
   const allItems = [...new Map([...itemsByDeploy.values()].flat().map((i) => [i.id, i])).values()];
   if (allItems.length > BIG_PAGE) await nextTurn();
   const rendered = new Map((await presentItems(db, scope.product, allItems, urls, scope.user.id, true)).map((json, i) => [allItems[i].id, json]));
   const users = new Map((await findUsersByIds(db, deploys.map((d) => d.user_id))).map((u) => [u.id, u]));
-  const json = deploys.map((d) => presentDeploy(d, users.get(d.user_id)!, scope.user.id, itemsByDeploy.get(d.id)!.map((i) => rendered.get(i.id)!)));
+  const json = deploys.map((d) => presentDeploy(d, users.get(d.user_id)!, scope.user.id, itemsByDeploy.get(d.id)!.map((i) => rendered.get(i.id)!), omitted.get(d.id)));
   // Serialising a page of a thousand items is a step of its own (see nextTurn).
   if (allItems.length > BIG_PAGE) await nextTurn();
   return json;
@@ -94,18 +149,23 @@ export async function presentDeploys(db: Db, scope: ProductScope, deploys: Deplo
 
 /**
  * A deploy just recorded, as deploys.json renders it to `viewerId` (the caller, or nobody in
- * particular for webhooks): its items and its deployer (the caller) are in hand.
+ * particular for webhooks): its items and its deployer (the caller) are in hand. With a `budget`,
+ * the items that cannot fit in an answer of that many bytes are left out (see presentDeploys).
  */
-export async function presentRecorded(db: Db, scope: ProductScope, deploy: DeployRow, items: ItemRow[], urls: Urls, viewerId: number): Promise<DeployJson> {
-  const json = presentDeploy(deploy, scope.user, viewerId, await presentItems(db, scope.product, items, urls, viewerId, true));
-  if (items.length > BIG_PAGE) await nextTurn();
+export async function presentRecorded(db: Db, scope: ProductScope, deploy: DeployRow, items: ItemRow[], urls: Urls, viewerId: number, budget?: number): Promise<DeployJson> {
+  const { shown, omitted } = itemsThatMayFit(items, budget);
+  const json = presentDeploy(deploy, scope.user, viewerId, await presentItems(db, scope.product, shown, urls, viewerId, true), omitted);
+  if (shown.length > BIG_PAGE) await nextTurn();
   return json;
 }
 
-/** The receipt of a deploy recorded now or earlier (an Idempotency-Key repeat): as its row keeps it. */
-export async function presentReceipt(db: Db, scope: ProductScope, deploy: DeployRow, items: ItemRow[] | undefined, urls: Urls): Promise<DeployReceiptJson> {
+/**
+ * The receipt of a deploy recorded now or earlier (an Idempotency-Key repeat): as its row keeps it,
+ * without the items that cannot fit in an answer of `budget` bytes.
+ */
+export async function presentReceipt(db: Db, scope: ProductScope, deploy: DeployRow, items: ItemRow[] | undefined, urls: Urls, budget: number): Promise<DeployReceiptJson> {
   // Just recorded, its items are in hand; a repeat reads them again.
-  const json = items ? await presentRecorded(db, scope, deploy, items, urls, scope.user.id) : (await presentDeploys(db, scope, [deploy], urls))[0];
+  const json = items ? await presentRecorded(db, scope, deploy, items, urls, scope.user.id, budget) : (await presentDeploys(db, scope, [deploy], urls, budget))[0];
   return { ...json, unknown_numbers: JSON.parse(deploy.unknown_numbers) as number[], emailed: deploy.emailed, dry_run: false };
 }
 
@@ -116,10 +176,14 @@ interface PlannedDeploy {
   recipients: { user: UserRow; items: ItemRow[] }[];
 }
 
-/** The receipt of a dry run: the deploy as it would be recorded now (no id), and whom it would mail about what. */
-export async function presentDryRun(db: Db, scope: ProductScope, input: DeployInput, plan: PlannedDeploy, urls: Urls): Promise<DeployReceiptJson> {
-  const items = await presentItems(db, scope.product, plan.items, urls, scope.user.id, true);
-  if (plan.items.length > BIG_PAGE) await nextTurn();
+/**
+ * The receipt of a dry run: the deploy as it would be recorded now (no id), and whom it would mail
+ * about what; without the items that cannot fit in an answer of `budget` bytes.
+ */
+export async function presentDryRun(db: Db, scope: ProductScope, input: DeployInput, plan: PlannedDeploy, urls: Urls, budget: number): Promise<DeployReceiptJson> {
+  const { shown, omitted } = itemsThatMayFit(plan.items, budget);
+  const items = await presentItems(db, scope.product, shown, urls, scope.user.id, true);
+  if (shown.length > BIG_PAGE) await nextTurn();
   return {
     id: null,
     environment: input.environment,
@@ -133,8 +197,60 @@ export async function presentDryRun(db: Db, scope: ProductScope, input: DeployIn
     unknown_numbers: plan.unknownNumbers,
     emailed: plan.recipients.length,
     dry_run: true,
+    ...(omitted.length > 0 ? { omitted_numbers: omitted } : {}),
     recipients: plan.recipients
       .map(({ user, items }) => ({ email: user.email, first_name: user.first_name, last_name: user.last_name, numbers: items.map((i) => i.number) }))
       .sort((a, b) => (a.email < b.email ? -1 : a.email > b.email ? 1 : 0)),
   };
+}
+
+/**
+ * Serializes deploys (or receipts) within an answer's size bound, each as its own schema does,
+ * with its items serialized one by one by the Item schema.
+ */
+/** What deployWithin needs of a deploy or a receipt. */
+type WithItems = Pick<DeployJson, 'items' | 'omitted_numbers'>;
+
+export interface DeploySerializers<D extends WithItems> {
+  deploy: Serialize<D>;
+  item: Serialize<ItemJson>;
+}
+
+/**
+ * One deploy as JSON in at most `room` bytes: whole, or, when `cut` allows, with the leading items
+ * that fit and the numbers of the others in `omitted_numbers` (a deploy of a thousand large items
+ * weighs more than any answer may); undefined when it is not whole and may not be cut.
+ */
+export async function deployWithin<D extends WithItems>(deploy: D, serialize: DeploySerializers<D>, room: number, cut: boolean): Promise<string | undefined> {
+  const items = new SerializedEntries(deploy.items as ItemJson[], serialize.item);
+  // Left out already by the presenter: what surely could not fit.
+  const omitted = deploy.omitted_numbers ?? [];
+  if (omitted.length === 0) {
+    const shell = serialize.deploy({ ...deploy, items: [] });
+    const whole = await items.fit(room - Buffer.byteLength(shell) + 2, false);
+    if (whole.pieces.length === deploy.items.length) return fillArray(shell, 'items', whole.pieces);
+  }
+  if (!cut) return undefined;
+  // The numbers left out take room too: room is kept for all of them, then the items that fit go in.
+  const numbers = [...(deploy.items as ItemJson[]).map((item) => item.number), ...omitted];
+  const widest = serialize.deploy({ ...deploy, items: [], omitted_numbers: numbers });
+  const { pieces } = await items.fit(room - Buffer.byteLength(widest) + 2, false);
+  return fillArray(serialize.deploy({ ...deploy, items: [], omitted_numbers: numbers.slice(pieces.length) }), 'items', pieces);
+}
+
+/**
+ * A page of deploys as a JSON array of at most `budget` bytes, and how many deploys it holds: it
+ * ends before the deploy that would not fit whole, and its first deploy is cut to fit if need be.
+ */
+export async function deploysWithin(deploys: DeployJson[], serialize: DeploySerializers<DeployJson>, budget: number): Promise<{ json: string; count: number }> {
+  const pieces: string[] = [];
+  let bytes = 2;
+  for (const deploy of deploys) {
+    const comma = pieces.length > 0 ? 1 : 0;
+    const piece = await deployWithin(deploy, serialize, budget - bytes - comma, pieces.length === 0);
+    if (piece === undefined) break;
+    pieces.push(piece);
+    bytes += Buffer.byteLength(piece) + comma;
+  }
+  return { json: jsonArray(pieces), count: pieces.length };
 }

@@ -274,7 +274,35 @@ export async function countDeployItems(db: Db, deployIds: number[]): Promise<Map
 }
 
 /** The items of each deploy, by deploy id, in ascending number order. */
-export async function itemsOfDeploys(db: Db, deployIds: number[]): Promise<Map<number, ItemRow[]>> {
+/** What a deploy's item takes at least in JSON (its text's bytes), before its row is read. */
+export interface ItemSize {
+  id: number;
+  number: number;
+  least: number;
+}
+
+/**
+ * The items of each deploy by number, as ids with the length of their text only: enough to choose
+ * which fit in an answer without reading the text of those that do not (itemsOfDeploys `only`).
+ */
+export async function itemSizesOfDeploys(db: Db, deployIds: number[]): Promise<Map<number, ItemSize[]>> {
+  const result = new Map<number, ItemSize[]>(deployIds.map((id) => [id, []]));
+  const rows = await inChunks(deployIds, (chunk) =>
+    db
+      .selectFrom('deploy_items')
+      .innerJoin('items', 'items.id', 'deploy_items.item_id')
+      .select(['deploy_items.deploy_id', 'items.id', 'items.number'])
+      .select(sql<number>`octet_length(items.description) + octet_length(items.title)`.as('least'))
+      .where('deploy_items.deploy_id', 'in', chunk)
+      .orderBy('items.number')
+      .execute(),
+  );
+  for (const { deploy_id, id, number, least } of rows) result.get(deploy_id)!.push({ id, number, least: Number(least) });
+  return result;
+}
+
+/** The items of each deploy by number; with `only`, just those of these ids. */
+export async function itemsOfDeploys(db: Db, deployIds: number[], only?: number[]): Promise<Map<number, ItemRow[]>> {
   const result = new Map<number, ItemRow[]>(deployIds.map((id) => [id, []]));
   const rows = await inChunks(deployIds, (chunk) =>
     db
@@ -283,6 +311,7 @@ export async function itemsOfDeploys(db: Db, deployIds: number[]): Promise<Map<n
       .select(columnsOf('items', ITEM_COLUMNS))
       .select('deploy_items.deploy_id')
       .where('deploy_items.deploy_id', 'in', chunk)
+      .$if(only !== undefined, (q) => q.where('items.id', 'in', only!.length ? only! : [0]))
       .orderBy('items.number')
       .execute(),
   );

@@ -1,11 +1,23 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
+import { NEXT_OFFSET, nextOffsetHeader, serializerOf } from '../http/answer-size.js';
 import { BODY_ERRORS, doc, documentAs, errorAnswers, ref } from '../http/documentation.js';
 import { params } from '../http/params.js';
 import { requestParams } from '../http/request.js';
 import { ProductParams } from '../http/schemas.js';
 import { DEPLOY_ORDERS, DEPLOY_PAGE, MAX_DEPLOY_ITEMS, parseDeploy, parseDeployList, parseIdempotencyKey } from './input.js';
-import { DeployReceiptSchema, DeploySchema, presentDeploys, presentDryRun, presentReceipt } from './present.js';
+import { ItemSchema, type ItemJson } from '../items/index.js';
+import {
+  deploysWithin,
+  deployWithin,
+  DeployReceiptSchema,
+  DeploySchema,
+  presentDeploys,
+  presentDryRun,
+  presentReceipt,
+  type DeployJson,
+  type DeployReceiptJson,
+} from './present.js';
 import { findDeploys, planDeploy, recordDeploy } from './service.js';
 
 // Only documents the header: parseIdempotencyKey reads and checks it.
@@ -20,6 +32,11 @@ const IdempotencyHeader = documentAs(
   }),
 );
 
+/** A deploy, a receipt and an item, serialized on their own to fit an answer within its size bound. */
+const ONE_DEPLOY = ref(DeploySchema);
+const ONE_RECEIPT = ref(DeployReceiptSchema);
+const ONE_ITEM = ref(ItemSchema);
+
 export async function deployRoutes(app: FastifyInstance): Promise<void> {
   const urls = app.config;
   const tags = ['deploys'];
@@ -29,7 +46,7 @@ export async function deployRoutes(app: FastifyInstance): Promise<void> {
     {
       schema: {
         summary: 'List deploys',
-        description: `Oldest first unless order_by=newest; a page also ends before it would embed more than ${MAX_DEPLOY_ITEMS} items (docs/INTERFACE.md §7.7).`,
+        description: `Oldest first unless order_by=newest; a page also ends before it would embed more than ${MAX_DEPLOY_ITEMS} items or pass the size bound of an answer (docs/INTERFACE.md §7.7).`,
         operationId: 'listDeploys',
         tags,
         params: ProductParams,
@@ -42,7 +59,7 @@ export async function deployRoutes(app: FastifyInstance): Promise<void> {
         response: {
           200: Type.Array(ref(DeploySchema), {
             description: 'The page of deploys.',
-            headers: { [DEPLOY_COUNT]: { type: 'integer', description: 'How many deploys match, before paging.' } },
+            headers: { [DEPLOY_COUNT]: { type: 'integer', description: 'How many deploys match, before paging.' }, ...nextOffsetHeader },
           }),
         },
         errors: errorAnswers([{ 400: 'A malformed limit or offset; order_by other than oldest or newest.' }]),
@@ -50,10 +67,14 @@ export async function deployRoutes(app: FastifyInstance): Promise<void> {
     },
     async (request, reply) => {
       const { filter, page } = parseDeployList(requestParams(request));
-      return app.keptAnswers.answer(request, reply, `deploys:${JSON.stringify({ filter, page })}`, [DEPLOY_COUNT], async () => {
+      return app.keptAnswers.answer(request, reply, `deploys:${JSON.stringify({ filter, page })}`, [DEPLOY_COUNT, NEXT_OFFSET], async () => {
         const { deploys, total } = await findDeploys(app.db, request.scope, filter, page);
+        const budget = app.config.maxAnswerBytes;
+        const serialize = { deploy: serializerOf<DeployJson>(reply, ONE_DEPLOY), item: serializerOf<ItemJson>(reply, ONE_ITEM) };
+        const bounded = await deploysWithin(await presentDeploys(app.db, request.scope, deploys, urls, budget), serialize, budget);
         reply.header(DEPLOY_COUNT, String(total));
-        return presentDeploys(app.db, request.scope, deploys, urls);
+        if (page.offset + bounded.count < total) reply.header(NEXT_OFFSET, String(page.offset + bounded.count));
+        return Buffer.from(bounded.json);
       });
     },
   );
@@ -84,7 +105,8 @@ export async function deployRoutes(app: FastifyInstance): Promise<void> {
         }),
         response: {
           200: ref(DeployReceiptSchema, {
-            description: 'The receipt: the deploy with its items as they are after it; for a repeated Idempotency-Key, the first receipt.',
+            description:
+              'The receipt: the deploy with its items as they are after it (those that fit the size bound of an answer, the others in omitted_numbers); for a repeated Idempotency-Key, the first receipt.',
           }),
         },
         errors: errorAnswers([
@@ -97,17 +119,24 @@ export async function deployRoutes(app: FastifyInstance): Promise<void> {
         ]),
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const input = parseDeploy(requestParams(request));
+      const budget = app.config.maxAnswerBytes;
+      // The receipt within the size bound of an answer: its items cut short if need be.
+      const bounded = async (receipt: DeployReceiptJson) => {
+        const serialize = { deploy: serializerOf<DeployReceiptJson>(reply, ONE_RECEIPT), item: serializerOf<ItemJson>(reply, ONE_ITEM) };
+        reply.type('application/json; charset=utf-8');
+        return Buffer.from((await deployWithin(receipt, serialize, budget, true))!);
+      };
       // A dry run reads what is stored now, outside any transaction: it takes no lock and writes
       // nothing, so its Idempotency-Key is neither looked up nor used up.
-      if (input.dryRun) return presentDryRun(app.db, request.scope, input, await planDeploy(app.db, request.scope, input), urls);
+      if (input.dryRun) return bounded(await presentDryRun(app.db, request.scope, input, await planDeploy(app.db, request.scope, input), urls, budget));
       const key = parseIdempotencyKey(request.headers['idempotency-key']);
       // Rendered before the transaction opens: a render may take up to its deadline, holding nothing.
       const notesHtml = await app.markdown.render(input.notes);
       const recorded = await app.db.transaction().execute((trx) => recordDeploy(trx, request.scope, { ...input, notesHtml }, key, urls));
       if (recorded.created) app.outbox.nudge();
-      return presentReceipt(app.db, request.scope, recorded.deploy, recorded.created ? recorded.items : undefined, urls);
+      return bounded(await presentReceipt(app.db, request.scope, recorded.deploy, recorded.created ? recorded.items : undefined, urls, budget));
     },
   );
 }

@@ -37,16 +37,36 @@ export function invalid(name: string, problem: string): never {
 /** A UTF-16 surrogate without its other half: JSON can carry one, no UTF-8 text can hold it. */
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
-/** A single string value; a repeated form key keeps its last value. */
+/** A C0 control character other than NUL (refused on its own), tab, line feed and carriage return. */
+const CONTROL = /[\u0001-\u0008\u000b\u000c\u000e-\u001f]/;
+
+/**
+ * A single string value; a repeated form key keeps its last value. The one reading of every text
+ * parameter: what no text may hold (NUL and the other control characters, unpaired surrogates)
+ * is refused here, naming the parameter.
+ */
 export function asString(name: string, value: ParamValue): string | undefined {
   if (value === undefined || value === null) return undefined;
   if (Array.isArray(value)) return value.length ? asString(name, value[value.length - 1]) : '';
   if (typeof value === 'object') return invalid(name, 'must be a string, not an object');
   const s = String(value);
+  const problem = textProblem(s);
+  return problem === undefined ? s : invalid(name, problem);
+}
+
+/**
+ * What makes `s` no text Shiplog stores, as the end of a sentence naming the field, or undefined:
+ * the rule of every text field, the API's and the pages' (through asString) and the command
+ * line's alike.
+ */
+export function textProblem(s: string): string | undefined {
   // No database stores NUL in text; refusing it here keeps both backends answering alike.
-  if (s.includes('\u0000')) return invalid(name, 'must not contain NUL characters');
-  if (LONE_SURROGATE.test(s)) return invalid(name, 'must be valid Unicode text (it has an unpaired surrogate)');
-  return s;
+  if (s.includes('\u0000')) return 'must not contain NUL characters';
+  // Nor any other C0 control but tab and line breaks: none is text anyone types, and JSON spells
+  // each in six bytes, which would let an answer weigh six times what its rules allow.
+  if (CONTROL.test(s)) return 'must not contain control characters (only tab, line feed and carriage return)';
+  if (LONE_SURROGATE.test(s)) return 'must be valid Unicode text (it has an unpaired surrogate)';
+  return undefined;
 }
 
 /**
@@ -134,6 +154,18 @@ export function asText(name: string, value: ParamValue, max: number): string | u
   const s = asString(name, value);
   if (s === undefined) return undefined;
   if ([...s].length > max) invalid(name, `must be at most ${max} characters`);
+  return s;
+}
+
+/**
+ * A string with a length limit in bytes of UTF-8, for text whose size is what matters (a
+ * description is embedded in every list and deploy that shows its item): `max` ASCII characters,
+ * a quarter as many of the widest.
+ */
+export function asTextBytes(name: string, value: ParamValue, max: number): string | undefined {
+  const s = asString(name, value);
+  if (s === undefined) return undefined;
+  if (Buffer.byteLength(s, 'utf8') > max) invalid(name, `must be at most ${max} bytes of UTF-8 (${max} ASCII characters, fewer of others)`);
   return s;
 }
 

@@ -24,6 +24,7 @@ export type Order = (typeof ORDERS)[number];
 /** Gap between neighbouring positions: halved by each resort into it, renumbered when used up. */
 export const SORT_STEP = 65536;
 
+/** Lengths in characters, but `description`'s in bytes of UTF-8: it is what makes items big. */
 export const LIMITS = { title: 255, who: 255, what: 255, why: 255, description: 65535, tag: 64 } as const;
 /** How many tags an item may carry, and a list may filter by. */
 export const MAX_TAGS = 100;

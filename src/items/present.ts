@@ -148,6 +148,20 @@ export function presentItem(row: ItemRow, rel: ItemRelations, urls: Urls, viewer
   return item;
 }
 
+/**
+ * The leading rows that may fit in `budget` bytes of item JSON (the first always): every string
+ * takes at least as many bytes as it has UTF-16 units, so the rows after those cannot fit, and
+ * are neither presented nor serialized only to be cut.
+ */
+export function rowsThatMayFit<R extends ItemRow>(rows: R[], budget: number): R[] {
+  let bytes = 0;
+  for (let i = 0; i < rows.length; i++) {
+    bytes += rows[i].description.length + rows[i].title.length;
+    if (bytes > budget && i > 0) return rows.slice(0, i);
+  }
+  return rows;
+}
+
 /** Pages of more items than this step aside for other requests between their phases. */
 export const BIG_PAGE = 100;
 

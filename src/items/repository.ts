@@ -338,9 +338,33 @@ function ordered<S extends ReturnType<typeof topLevelQuery>>(query: S, order: Or
   return q;
 }
 
-/** One page of top-level items matching the filter. */
-export async function listTopLevel(db: Db, f: ItemFilter, order: Order, offset: number, limit: number): Promise<ItemRow[]> {
-  return ordered(topLevelQuery(db, f, order), order).select(columnsOf('items', ITEM_COLUMNS)).limit(limit).offset(offset).execute();
+/** Pages of more items than this read their ids and sizes first when their answer is bounded in bytes. */
+const SIZED_PAGE = 100;
+
+/**
+ * One page of top-level items matching the filter. With `budget` (the bytes its answer may take), a
+ * big page reads only the rows that may fit whole: first each item's id and the bytes of its text
+ * (a lower bound of its JSON, known without reading the text), then the leading rows within the
+ * budget, so that 500 long descriptions are not read to show 60.
+ */
+export async function listTopLevel(db: Db, f: ItemFilter, order: Order, offset: number, limit: number, budget?: number): Promise<ItemRow[]> {
+  const page = ordered(topLevelQuery(db, f, order), order);
+  if (budget === undefined || limit <= SIZED_PAGE) return page.select(columnsOf('items', ITEM_COLUMNS)).limit(limit).offset(offset).execute();
+  const sizes = await page
+    .select(['items.id', sql<number>`octet_length(items.description) + octet_length(items.title)`.as('least')])
+    .limit(limit)
+    .offset(offset)
+    .execute();
+  let bytes = 0;
+  const ids: number[] = [];
+  for (const { id, least } of sizes) {
+    bytes += Number(least);
+    if (bytes > budget && ids.length > 0) break;
+    ids.push(id);
+  }
+  const byId = new Map((await findItemsByIds(db, ids)).map((row) => [row.id, row]));
+  // An item archived or moved between the two reads is left out; the exact fit comes later anyway.
+  return ids.flatMap((id) => byId.get(id) ?? []);
 }
 
 /** How many top-level items match the filter. */

@@ -3,6 +3,7 @@ import type { Trx } from '../db/connection.js';
 import type { ItemRow } from '../db/schema.js';
 import { Type } from '@sinclair/typebox';
 import { productNotFound } from '../errors.js';
+import { boundedPage, NEXT_OFFSET, nextOffsetHeader, serializerOf } from '../http/answer-size.js';
 import { BODY_ERRORS, doc, documentAs, errorAnswers, ref, type Explained } from '../http/documentation.js';
 import { requestParams } from '../http/request.js';
 import { asPage, digitsToId, params, type ParamValue } from '../http/params.js';
@@ -27,7 +28,7 @@ import {
   STATUSES,
 } from './model.js';
 import { itemPagePath } from './urls.js';
-import { DeploymentSchema, ItemSchema, presentDeployment, presentItems } from './present.js';
+import { DeploymentSchema, ItemSchema, presentDeployment, presentItems, rowsThatMayFit, type ItemJson } from './present.js';
 import { knownDeploymentsOf, type KnownRelations } from './repository.js';
 import {
   archiveItem,
@@ -50,7 +51,7 @@ const itemFields = {
   who: doc.text('A story\'s "As a …"; required for a story, and not empty.', LIMITS.who),
   what: doc.text('A story\'s "I want …"; required for a story, and not empty.', LIMITS.what),
   why: doc.text('A story\'s "so that …"; required for a story, and not empty.', LIMITS.why),
-  description: doc.text('Markdown.', LIMITS.description),
+  description: doc.text(`Markdown; at most ${LIMITS.description} bytes of UTF-8.`, LIMITS.description),
   score: doc.choice(SCORES, '`~` unless given.'),
   status: doc.choice(INPUT_STATUSES, '`backlog` for a new item unless given; a change moves the item to the bottom of its new status.'),
   assigned_to: doc.reference('A user id, of a member of the product, who starts following the item; empty or null unassigns.', 'id'),
@@ -74,6 +75,8 @@ const listFields = {
   not_deployed_to: doc.list(`Only items none of these environments runs now (never deployed there, or reverted); at most ${MAX_ENVIRONMENT_FILTER}.`),
 };
 
+/** One item, serialized on its own to fit a page within the size bound of an answer. */
+const ONE_ITEM = ref(ItemSchema);
 /** The total of an item list, before paging. */
 const ITEM_COUNT = 'X-Sprintly-Item-Count';
 const ITEM_MISSING = { 404: 'No item with that number in the product.' };
@@ -122,14 +125,24 @@ const ifMatchOf = (request: FastifyRequest): IfMatch | undefined => parseIfMatch
 async function itemListRoutes(app: FastifyInstance): Promise<void> {
   const page = (size: { default: number; max: number }) =>
     params({ offset: doc.integer('Entries to skip; 0 by default.'), limit: doc.integer(`Page size: ${size.default} by default, above ${size.max} taken as ${size.max}.`, 1) });
-  const items = (description: string) => Type.Array(ref(ItemSchema), { description, headers: count(ITEM_COUNT, 'entries') });
+  const items = (description: string) => Type.Array(ref(ItemSchema), { description, headers: { ...count(ITEM_COUNT, 'entries'), ...nextOffsetHeader } });
+  /**
+   * A page of items as JSON within the size bound of an answer, with the total and, when entries
+   * remain after it, where the next page starts (it can end before `limit`).
+   */
+  const boundedItems = async (reply: FastifyReply, items: ItemJson[], offset: number, total: number): Promise<Buffer> => {
+    const page = await boundedPage(items, serializerOf<ItemJson>(reply, ONE_ITEM), app.config.maxAnswerBytes);
+    reply.header(ITEM_COUNT, String(total));
+    if (offset + page.count < total) reply.header(NEXT_OFFSET, String(offset + page.count));
+    return Buffer.from(page.json);
+  };
 
   app.get(
     '/api/products/:product_id/items.json',
     {
       schema: {
         summary: 'List items',
-        description: 'Top-level items that are not archived, a page at a time (docs/INTERFACE.md §7.1).',
+        description: 'Top-level items that are not archived, a page at a time, which ends early rather than pass the size bound of an answer (docs/INTERFACE.md §7.1).',
         operationId: 'listItems',
         tags: ['items'],
         params: ProductParams,
@@ -145,10 +158,10 @@ async function itemListRoutes(app: FastifyInstance): Promise<void> {
     },
     async (request, reply) => {
       const input = parseListItems(requestParams(request));
-      return app.keptAnswers.answer(request, reply, `items:${JSON.stringify(input)}`, [ITEM_COUNT], async () => {
-        const { rows, total } = await listItems(app.db, request.scope, input, app.listCounts);
-        reply.header(ITEM_COUNT, String(total));
-        return presentItems(app.db, request.scope.product, rows, app.config, request.scope.user.id);
+      return app.keptAnswers.answer(request, reply, `items:${JSON.stringify(input)}`, [ITEM_COUNT, NEXT_OFFSET], async () => {
+        const { rows, total } = await listItems(app.db, request.scope, input, app.listCounts, app.config.maxAnswerBytes);
+        const shown = rowsThatMayFit(rows, app.config.maxAnswerBytes);
+        return boundedItems(reply, await presentItems(app.db, request.scope.product, shown, app.config, request.scope.user.id), input.offset, total);
       });
     },
   );
@@ -170,8 +183,9 @@ async function itemListRoutes(app: FastifyInstance): Promise<void> {
     async (request, reply) => {
       const page = asPage(requestParams(request), CHILDREN_PAGE);
       const { rows, total } = await childrenOf(app.db, request.scope, pathItemNumber(request), page);
-      reply.header(ITEM_COUNT, String(total));
-      return presentItems(app.db, request.scope.product, rows, app.config, request.scope.user.id);
+      reply.type('application/json; charset=utf-8');
+      const shown = rowsThatMayFit(rows, app.config.maxAnswerBytes);
+      return boundedItems(reply, await presentItems(app.db, request.scope.product, shown, app.config, request.scope.user.id), page.offset, total);
     },
   );
 

@@ -113,6 +113,7 @@ export async function listItems(
   scope: ProductScope,
   input: ListItemsInput,
   counts: ListCounts,
+  budget?: number,
 ): Promise<{ rows: ItemRow[]; total: number }> {
   const filter = await readFilter(db, {
     productId: scope.product.id,
@@ -124,7 +125,9 @@ export async function listItems(
     deployedTo: input.deployedTo,
     notDeployedTo: input.notDeployedTo,
   });
-  const rows = await (input.children ? listWithChildren : listTopLevel)(db, filter, input.order, input.offset, input.limit);
+  const rows = input.children
+    ? await listWithChildren(db, filter, input.order, input.offset, input.limit)
+    : await listTopLevel(db, filter, input.order, input.offset, input.limit, budget);
   const total = await counts.get(scope.product.id, scope.product.items_version, { ...filter, children: input.children }, () =>
     (input.children ? countWithChildren : countTopLevel)(db, filter),
   );

@@ -1,8 +1,9 @@
-import { Type } from '@sinclair/typebox';
-import type { FastifyInstance } from 'fastify';
+import { Type, type TSchema } from '@sinclair/typebox';
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import { boundedPage, NEXT_OFFSET, nextOffsetHeader, serializerOf } from '../http/answer-size.js';
 import { BODY_ERRORS, doc, errorAnswers, ref } from '../http/documentation.js';
 import { requestParams } from '../http/request.js';
-import { params } from '../http/params.js';
+import { asInteger, collectErrors, params, type ParamValue } from '../http/params.js';
 import { ProductParams } from '../http/schemas.js';
 import { MemberSchema, presentMember, presentProduct, ProductSchema } from './present.js';
 import { listMembers, listProductsOfUser } from './repository.js';
@@ -10,6 +11,24 @@ import { parseProductName } from './input.js';
 import { createProduct } from './service.js';
 
 const tags = ['products'];
+
+/**
+ * `offset` of a list that is whole unless it would pass the size bound of an answer (thousands of
+ * products or members): such a list ends early, and X-Sprintly-Next-Offset says where it goes on.
+ */
+const continued = params({ offset: doc.integer('Entries to skip, to continue a list that ended early (X-Sprintly-Next-Offset); 0 by default.') });
+const OFFSET_ERROR = { 400: 'A malformed offset.' };
+const parseOffset = (p: Record<string, ParamValue>): number => collectErrors((field) => field(() => asInteger('offset', p.offset)) ?? 0);
+
+/** `entries` from `offset`, as a JSON array within the size bound of an answer, with the next offset when some remain. */
+async function boundedList<T>(app: FastifyInstance, reply: FastifyReply, schema: TSchema, entries: T[], offset: number): Promise<Buffer> {
+  const page = await boundedPage(entries.slice(offset), serializerOf<T>(reply, schema), app.config.maxAnswerBytes);
+  if (offset + page.count < entries.length) reply.header(NEXT_OFFSET, String(offset + page.count));
+  reply.type('application/json; charset=utf-8');
+  return Buffer.from(page.json);
+}
+const ONE_PRODUCT = ref(ProductSchema);
+const ONE_MEMBER = ref(MemberSchema);
 
 export async function productRoutes(app: FastifyInstance): Promise<void> {
   app.get(
@@ -19,12 +38,15 @@ export async function productRoutes(app: FastifyInstance): Promise<void> {
         summary: 'List your products',
         operationId: 'listProducts',
         tags,
-        response: { 200: Type.Array(ref(ProductSchema), { description: 'The products the caller is a member of, by id.' }) },
+        querystring: continued,
+        response: { 200: Type.Array(ref(ProductSchema), { description: 'The products the caller is a member of, by id.', headers: nextOffsetHeader }) },
+        errors: errorAnswers([OFFSET_ERROR]),
       },
     },
-    async (request) => {
+    async (request, reply) => {
+      const offset = parseOffset(requestParams(request));
       const rows = await listProductsOfUser(app.db, request.user.id);
-      return rows.map((row) => presentProduct(row, row.admin === 1));
+      return boundedList(app, reply, ONE_PRODUCT, rows.map((row) => presentProduct(row, row.admin === 1)), offset);
     },
   );
 
@@ -65,10 +87,15 @@ export async function productMemberRoutes(app: FastifyInstance): Promise<void> {
         operationId: 'listPeople',
         tags: ['people'],
         params: ProductParams,
-        response: { 200: Type.Array(ref(MemberSchema), { description: 'The members, by user id.' }) },
+        querystring: continued,
+        response: { 200: Type.Array(ref(MemberSchema), { description: 'The members, by user id.', headers: nextOffsetHeader }) },
+        errors: errorAnswers([OFFSET_ERROR]),
       },
     },
-    async (request) =>
-      (await listMembers(app.db, request.scope.product.id)).map((u) => presentMember(u, u.admin === 1, request.user.id)),
+    async (request, reply) => {
+      const offset = parseOffset(requestParams(request));
+      const members = (await listMembers(app.db, request.scope.product.id)).map((u) => presentMember(u, u.admin === 1, request.user.id));
+      return boundedList(app, reply, ONE_MEMBER, members, offset);
+    },
   );
 }

@@ -1,7 +1,7 @@
 import type { Db, Trx } from '../db/connection.js';
 import type { ProductRow, UserRow } from '../db/schema.js';
 import { ForbiddenError, NotFoundError, productNotFound, ValidationError } from '../errors.js';
-import { digitsToId } from '../http/params.js';
+import { digitsToId, textProblem } from '../http/params.js';
 import type { ProductScope } from '../scope.js';
 import { nowTimestamp } from '../time.js';
 import { authenticateWith, findUserByEmail } from '../users/index.js';
@@ -37,6 +37,8 @@ export async function createProduct(trx: Trx, owner: UserRow, name: string): Pro
   const trimmed = name.trim();
   if (!trimmed) throw new ValidationError({ name: 'is required' });
   if ([...trimmed].length > 255) throw new ValidationError({ name: 'must be at most 255 characters' });
+  const problem = textProblem(trimmed);
+  if (problem !== undefined) throw new ValidationError({ name: problem });
   const now = nowTimestamp();
   const product = await insertProduct(trx, trimmed, now);
   await insertMembership(trx, product.id, owner.id, true, now);

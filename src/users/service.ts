@@ -1,6 +1,7 @@
 import type { Trx } from '../db/connection.js';
 import type { UserRow } from '../db/schema.js';
 import { ConflictError, NotFoundError, ValidationError } from '../errors.js';
+import { textProblem } from '../http/params.js';
 import { nowTimestamp } from '../time.js';
 import { API_KEY_PATTERN, generateApiKey, hashApiKey } from './keys.js';
 import { findUserByEmail, findUserByKeyHash, insertUserIfAbsent, setKeyHash } from './repository.js';
@@ -29,6 +30,10 @@ export async function createUser(trx: Trx, input: NewUserInput): Promise<{ user:
   if (!validEmail(email)) errors.email = 'must be an email address';
   if (!input.firstName.trim() || input.firstName.length > 255) errors.first_name = 'must be 1 to 255 characters';
   if (!input.lastName.trim() || input.lastName.length > 255) errors.last_name = 'must be 1 to 255 characters';
+  for (const [field, value] of [['first_name', input.firstName], ['last_name', input.lastName]] as const) {
+    const problem = textProblem(value);
+    if (problem !== undefined) errors[field] ??= problem;
+  }
   if (input.apiKey !== undefined && !API_KEY_PATTERN.test(input.apiKey)) errors.api_key = 'must be 32 letters and digits';
   if (Object.keys(errors).length) throw new ValidationError(errors);
 
