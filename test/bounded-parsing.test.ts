@@ -90,8 +90,9 @@ describe('forms that carry a few fields have small body limits', () => {
     const board = await t.app.inject({ method: 'GET', url: `${base}/board`, headers: { cookie } });
     const csrf = /name="csrf" value="([^"]+)"/.exec(board.body)?.[1];
     assert.ok(csrf, 'a form token on the board');
-    // 16,384 characters of four bytes each: 64 KiB of UTF-8, 192 KiB once percent-encoded.
-    const description = '\u{1F680}'.repeat(16_384);
+    // 16,383 characters of four bytes each and three of one: the 65,535 bytes of UTF-8 a
+    // description may hold, 192 KiB once percent-encoded.
+    const description = `${'\u{1F680}'.repeat(16_383)}abc`;
     const fields = (title: string) =>
       new URLSearchParams({ csrf, type: 'task', title, description, who: 'é'.repeat(255), what: 'é'.repeat(255), why: 'é'.repeat(255) }).toString();
     assert.ok(fields('x').length > 192 * 1024);

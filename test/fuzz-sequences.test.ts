@@ -97,7 +97,7 @@ const op: fc.Arbitrary<Op> = fc.oneof(
         kind: fc.constant('deploy' as const),
         by: actor,
         numbers: fc.array(itemNumber, { minLength: 1, maxLength: 4 }),
-        environment: fc.oneof({ weight: 4, arbitrary: fc.constantFrom('production', 'staging', ' production ') }, oddText.filter((s) => s.trim() !== '' && !/[\u0000\ud800-\udfff]/.test(s) && [...s].length <= 255)),
+        environment: fc.oneof({ weight: 4, arbitrary: fc.constantFrom('production', 'staging', ' production ') }, oddText.filter((s) => s.trim() !== '' && !/[\u0000-\u0008\u000b\u000c\u000e-\u001f\ud800-\udfff]/.test(s) && [...s].length <= 255)),
         version: fc.constantFrom('', 'v1', 'v2'),
         key: maybe(fc.constantFrom('k1', 'k2')),
         dryRun: fc.option(fc.constant(true), { nil: undefined, freq: 4 }),

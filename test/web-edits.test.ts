@@ -67,10 +67,13 @@ describe('two people editing one item on its page', () => {
     assert.ok(adas.version, 'the form carries its version');
 
     assert.equal((await save(item.number, bobCookie, { ...bobs, title: "Bob's title" })).statusCode, 303);
-    const res = await save(item.number, adaCookie, { ...adas, description: "Ada's text\r\non two lines" });
+    const res = await save(item.number, adaCookie, { ...adas, description: "Ada's **text**\r\non two lines" });
     assert.equal(res.statusCode, 303, res.body);
     const json = await stored(item.number);
-    assert.deepEqual([json.title, json.description, json.tags], ["Bob's title", "Ada's text\non two lines", ['ui']]);
+    assert.deepEqual([json.title, json.description, json.tags], ["Bob's title", "Ada's **text**\non two lines", ['ui']]);
+    // The description saved from the older version is shown rendered, as any other save's.
+    const page = await t.app.inject({ method: 'GET', url: `/app/products/${product.id}/items/${item.number}`, headers: { cookie: adaCookie } });
+    assert.match(page.body, /Ada's <strong>text<\/strong><br>/);
   });
 
   test('both change the title: the second sees both values, keeps theirs, and the rest of their save is made', async () => {
