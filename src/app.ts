@@ -172,26 +172,46 @@ function setUpWebhooks(app: FastifyInstance, options: AppOptions): void {
 function setUpMarkdown(app: FastifyInstance, options: AppOptions): void {
   const markdown = new MarkdownRenderer({ ...DEFAULT_MARKDOWN_OPTIONS, ...options.markdown });
   app.decorate('markdown', markdown);
-  const state: { stopped: boolean; running: Promise<unknown> } = { stopped: false, running: Promise.resolve() };
+  const state = { stopped: false, running: Promise.resolve() as Promise<unknown>, filling: false, again: undefined as NodeJS.Timeout | undefined };
+  const fill = (): void => {
+    if (state.stopped || state.filling) return;
+    state.filling = true;
+    state.running = fillRenderedMarkdown(app, () => state.stopped)
+      .catch((err) => app.log.warn({ err }, 'filling rendered Markdown stopped'))
+      .finally(() => {
+        state.filling = false;
+      });
+  };
   if (options.startWorker) {
-    app.addHook('onReady', async () => {
-      state.running = fillRenderedMarkdown(app, () => state.stopped).catch((err) => app.log.warn({ err }, 'filling rendered Markdown stopped'));
-    });
+    app.addHook('onReady', async () => fill());
+    // A render deferred in a burst of writes left its row without HTML: the fill takes it up a
+    // moment later (one timer at a time, so a burst asks once), when the burst has likely passed.
+    markdown.whenDeferred = () => {
+      state.again ??= setTimeout(() => {
+        state.again = undefined;
+        fill();
+      }, FILL_AFTER_DEFERRAL_MS).unref();
+    };
   }
   app.addHook('onClose', async () => {
     state.stopped = true;
+    clearTimeout(state.again);
     await state.running;
     await markdown.close();
   });
 }
+
+/** How long after a deferred render the fill runs again. */
+const FILL_AFTER_DEFERRAL_MS = 1000;
 
 /** Rows rendered by one batch of the fill: one short write transaction each. */
 const FILL_BATCH = 50;
 
 /**
  * Renders the descriptions and notes written before they were rendered on write, a batch at a time,
- * yielding between batches; returns how many it rendered. Rows not reached yet are shown as
- * escaped text meanwhile. Several instances may fill at once: each row is kept once.
+ * yielding between batches; returns how many it rendered. Rows not reached yet, or whose render
+ * was deferred again (the renderer busy), are shown as escaped text meanwhile. Several instances
+ * may fill at once: each row is kept once.
  */
 export async function fillRenderedMarkdown(app: FastifyInstance, stopped: () => boolean = () => false): Promise<number> {
   let total = 0;

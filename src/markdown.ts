@@ -65,7 +65,7 @@ export const shownHtml = (source: string, rendered: string | null | undefined): 
 interface Job {
   id: number;
   source: string;
-  resolve: (html: string) => void;
+  resolve: (html: string | null) => void;
   timer?: NodeJS.Timeout;
 }
 
@@ -78,15 +78,25 @@ export class MarkdownRenderer {
   private readonly waiting: Job[] = [];
   private lastId = 0;
   private closed = false;
-  /** Renders that ran out of time, or found the worker stopped or busy beyond maxWaiting (for tests and logs). */
+  /** Renders kept as escaped text: past the deadline or the size bound, or ending the worker (for tests and logs). */
   fallbacks = 0;
+  /** Renders not made now (the queue full, no worker, the renderer closing): their rows keep no HTML for the fill to render. */
+  deferred = 0;
+  /** Told when a render is deferred, so that the fill runs again soon. */
+  whenDeferred: (() => void) | undefined;
 
   constructor(readonly options: MarkdownOptions = DEFAULT_MARKDOWN_OPTIONS) {}
 
-  /** The text as HTML: rendered Markdown, or, past a bound, the text escaped. */
-  render(source: string): Promise<string> {
+  /**
+   * The text as HTML: rendered Markdown; past a bound the text itself sets (size, deadline), the
+   * text escaped, for good; or null when it cannot be rendered now (too many waiting, no worker):
+   * the row is then kept without HTML, shown escaped meanwhile, and the fill renders it later, so
+   * that a burst of writes never leaves anyone's Markdown unrendered for good.
+   */
+  render(source: string): Promise<string | null> {
     if (source === '') return Promise.resolve('');
-    if (this.closed || source.length > this.options.maxChars || this.waiting.length >= this.options.maxWaiting) return Promise.resolve(this.fallback(source));
+    if (source.length > this.options.maxChars) return Promise.resolve(this.fallback(source));
+    if (this.closed || this.waiting.length >= this.options.maxWaiting) return Promise.resolve(this.defer());
     return new Promise((resolve) => {
       this.waiting.push({ id: ++this.lastId, source, resolve });
       this.next();
@@ -103,6 +113,12 @@ export class MarkdownRenderer {
   private fallback(source: string): string {
     this.fallbacks += 1;
     return textAsHtml(source);
+  }
+
+  private defer(): null {
+    this.deferred += 1;
+    this.whenDeferred?.();
+    return null;
   }
 
   private next(): void {
@@ -174,12 +190,13 @@ export class MarkdownRenderer {
     if (worker) await worker.terminate();
   }
 
+  /** The worker could not start, or the renderer closes: nothing waiting is the text's fault, so all is deferred. */
   private giveUpAll(): void {
     const jobs = [...(this.current ? [this.current] : []), ...this.waiting.splice(0)];
     this.current = undefined;
     for (const job of jobs) {
       clearTimeout(job.timer);
-      job.resolve(this.fallback(job.source));
+      job.resolve(this.defer());
     }
   }
 }

@@ -194,6 +194,28 @@ describe('bounds', () => {
     }
   });
 
+  test('a burst of writes beyond the renders that may wait keeps no HTML for the rest, and the fill renders them', async () => {
+    const busy = await makeApp({ markdown: { maxWaiting: 1 } });
+    try {
+      const { api, base, product } = await deployTeam(busy);
+      const made = await Promise.all(
+        Array.from({ length: 8 }, (_, i) => api.post(`${base}/items.json`, { type: 'task', title: `Burst ${i}`, description: `*burst ${i}*` })),
+      );
+      assert.deepEqual(made.map((r) => r.statusCode), Array(8).fill(200));
+      const rows = () => busy.db.selectFrom('items').select(['title', 'description_html']).where('product_id', '=', product.id).orderBy('number').execute();
+      const deferred = (await rows()).filter((r) => r.description_html === null);
+      assert.ok(deferred.length >= 1 && busy.app.markdown.deferred === deferred.length, `deferred: ${deferred.length}`);
+      // Nothing is kept as escaped text for good: the fill renders each one as Markdown.
+      assert.equal(await fillRenderedMarkdown(busy.app), deferred.length);
+      assert.deepEqual(
+        (await rows()).map((r) => r.description_html).sort(),
+        Array.from({ length: 8 }, (_, i) => `<p><em>burst ${i}</em></p>\n`).sort(),
+      );
+    } finally {
+      await busy.close();
+    }
+  });
+
   test('after a render ran out of time, the next one gets a new worker and is Markdown', async () => {
     const app = await makeApp({ markdown: { deadlineMs: 2_000 } });
     try {

@@ -133,7 +133,7 @@ export async function deployRoutes(app: FastifyInstance): Promise<void> {
       if (input.dryRun) return bounded(await presentDryRun(app.db, request.scope, input, await planDeploy(app.db, request.scope, input), urls, budget));
       const key = parseIdempotencyKey(request.headers['idempotency-key']);
       // Rendered before the transaction opens: a render may take up to its deadline, holding nothing.
-      const notesHtml = await app.markdown.render(input.notes);
+      const notesHtml = (await app.markdown.render(input.notes)) ?? undefined;
       const recorded = await app.db.transaction().execute((trx) => recordDeploy(trx, request.scope, { ...input, notesHtml }, key, urls));
       if (recorded.created) app.outbox.nudge();
       return bounded(await presentReceipt(app.db, request.scope, recorded.deploy, recorded.created ? recorded.items : undefined, urls, budget));

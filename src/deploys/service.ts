@@ -261,13 +261,16 @@ export async function notesHtmlOf(db: Db, deploys: Pick<DeployRow, 'id' | 'notes
 
 /**
  * Renders the notes of up to `batch` deploys recorded before notes were rendered on write,
- * oldest first, and keeps their HTML; returns how many it found (0: none is left). Rendered
+ * oldest first, and keeps their HTML; returns how many it rendered (0: none is left, or none could be rendered now). Rendered
  * before the short transaction that keeps them.
  */
 export async function fillNotesHtml(db: Db, markdown: MarkdownRenderer, batch: number): Promise<number> {
   const rows = await findUnrenderedNotes(db, batch);
   const rendered: { id: number; html: string }[] = [];
-  for (const row of rows) rendered.push({ id: row.id, html: await markdown.render(row.notes) });
+  for (const row of rows) {
+    const html = await markdown.render(row.notes);
+    if (html !== null) rendered.push({ id: row.id, html });
+  }
   if (rendered.length === 0) return 0;
   await db.transaction().execute(async (trx) => {
     for (const r of rendered) await setNotesHtml(trx, r.id, r.html);

@@ -549,7 +549,7 @@ export async function moveItem(trx: Trx, scope: ProductScope, number: number, mo
  * deadline, and must hold no lock meanwhile.
  */
 export async function renderDescription<T extends { description?: string; descriptionHtml?: string }>(markdown: MarkdownRenderer, input: T): Promise<T> {
-  return input.description === undefined ? input : { ...input, descriptionHtml: await markdown.render(input.description) };
+  return input.description === undefined ? input : { ...input, descriptionHtml: (await markdown.render(input.description)) ?? undefined };
 }
 
 /** The item's description as its page shows it: the HTML kept when it was written (escaped text for an item from before). */
@@ -559,13 +559,16 @@ export async function descriptionHtmlOf(db: Db, item: ItemRow): Promise<string> 
 
 /**
  * Renders up to `batch` descriptions written before they were rendered on write, oldest first, and
- * keeps their HTML; returns how many it found (0: none is left). Rendered before the short
+ * keeps their HTML; returns how many it rendered (0: none is left, or none could be rendered now). Rendered before the short
  * transaction that keeps them; a description changed meanwhile is left as its writer kept it.
  */
 export async function fillDescriptionHtml(db: Db, markdown: MarkdownRenderer, batch: number): Promise<number> {
   const rows = await findUnrenderedDescriptions(db, batch);
   const rendered: { id: number; description: string; html: string }[] = [];
-  for (const row of rows) rendered.push({ ...row, html: await markdown.render(row.description) });
+  for (const row of rows) {
+    const html = await markdown.render(row.description);
+    if (html !== null) rendered.push({ ...row, html });
+  }
   if (rendered.length === 0) return 0;
   await db.transaction().execute(async (trx) => {
     for (const r of rendered) await setDescriptionHtml(trx, r.id, r.description, r.html);
