@@ -271,6 +271,10 @@ describe('credentials in a webhook URL', () => {
     await asAdmin.post(`${s.api}/items.json`, { type: 'task', title: 'Authenticated' });
     await s.t.app.webhooks.deliverDue();
 
+    // Masked credentials are kept only for the same receiver, never carried to another host.
+    const elsewhere = await asAdmin.post(`${s.api}/webhooks/${made.id}.json`, { url: masked.replace('127.0.0.1', 'localhost') });
+    assert.equal(elsewhere.statusCode, 400, elsewhere.body);
+    assert.match(elsewhere.json().errors.url, /same scheme, host and port/);
     const changed = await asAdmin.post(`${s.api}/webhooks/${made.id}.json`, { url: masked, events: 'item.updated' });
     assert.equal(changed.json().url, masked);
     await asAdmin.post(`${s.api}/items/1.json`, { title: 'Still authenticated' });

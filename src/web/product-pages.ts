@@ -108,16 +108,28 @@ function seenByForm(p: Record<string, ParamValue>): { seen?: Seen; fields: Recor
   const fields: Record<string, ParamValue> = { ...p };
   if (typeof p.version !== 'string' || p.version === '') return { fields };
   const shown = Object.fromEntries(EDIT_FIELDS.map((f) => [f, p[`seen_${f}`]]));
-  // Not sent is not changed: whatever is stored stays.
-  for (const f of EDIT_FIELDS) if (p[`keep_${f}`] === 'theirs') fields[f] = undefined;
+  // Not sent on is not changed: whatever is stored stays, and is neither checked again nor
+  // rendered again (a description stored before today's rules must not stop a title's change).
+  for (const f of EDIT_FIELDS) if (p[`keep_${f}`] === 'theirs' || sameValue(p[f], shown[f])) fields[f] = undefined;
   const status = typeof shown.status === 'string' && (STATUS_NAMES as readonly string[]).includes(shown.status) ? shown.status : undefined;
+  // The texts as shown are compared, never stored: read as they came, whatever rules they predate.
+  const texts = Object.fromEntries(SEEN_AS_TEXT.flatMap((f) => (typeof shown[f] === 'string' ? [[f, lineBreaks(shown[f])]] : [])));
+  const untexted = Object.fromEntries(SEEN_AS_TEXT.map((f) => [f, undefined]));
   try {
-    return { fields, seen: { etags: [p.version], fields: { ...editInput({ ...shown, status: undefined }), status: status as Status | undefined } } };
+    const parsed = editInput({ ...shown, ...untexted, status: undefined });
+    return { fields, seen: { etags: [p.version], fields: { ...parsed, ...texts, status: status as Status | undefined } } };
   } catch (err) {
     if (err instanceof ValidationError) throw new ValidationError({}, 'This form was not sent as the page made it: open the item again, and make your change there.');
     throw err;
   }
 }
+
+/** Fields whose value as shown is compared as the text it was, not parsed as input. */
+const SEEN_AS_TEXT = ['title', 'who', 'what', 'why', 'description'] as const;
+
+/** A field sent as it was shown (line breaks aside: browsers send them as CRLF). */
+const sameValue = (sent: ParamValue, shown: ParamValue): boolean =>
+  sent !== undefined && JSON.stringify(typeof sent === 'string' ? lineBreaks(sent) : sent) === JSON.stringify(typeof shown === 'string' ? lineBreaks(shown) : shown);
 
 const numberOf = (request: FastifyRequest) => pagedItemNumber((request.params as { item_number: string }).item_number);
 

@@ -1,3 +1,4 @@
+import { ValidationError } from '../errors.js';
 /** What a webhook can be told about. `deploy.rolled_back` comes from rollbacks (a deploy that takes items back). */
 export const EVENT_TYPES = ['deploy.created', 'deploy.rolled_back', 'item.created', 'item.updated', 'item.status_changed'] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
@@ -53,11 +54,16 @@ export function maskedUrl(stored: string): string {
 
 /**
  * A changed URL that an admin sent back as it was shown (its credentials masked, the rest the
- * same) keeps the stored credentials, so that copying the URL shown does not lose them.
+ * same) keeps the stored credentials, so that copying the URL shown does not lose them. Only for
+ * the same receiver: masked credentials sent with another scheme, host or port would carry the
+ * stored ones to an address of the sender's choosing, so they are refused (400).
  */
 export function unmasked(given: URL, stored: string): URL {
   if (given.username !== MASK && given.password !== MASK) return given;
   const before = new URL(stored);
+  if (given.origin !== before.origin) {
+    throw new ValidationError({ url: `keeps the stored user name and password (${MASK}) only for the same scheme, host and port; give them again for another` });
+  }
   const url = new URL(given.href);
   if (url.username === MASK) url.username = before.username;
   if (url.password === MASK) url.password = before.password;
