@@ -28,13 +28,19 @@ export interface MarkdownOptions {
   maxChars: number;
   /** How long one render may run in the worker. */
   deadlineMs: number;
-  /** Renders waiting for the worker at most; one more is kept as escaped text at once. */
+  /** Renders waiting for the worker at most; one more is deferred (the fill renders it later). */
   maxWaiting: number;
+  /**
+   * Longest HTML kept, in UTF-16 code units: nested quotes and lists make markdown-it's HTML many
+   * times its text, and every page and mail that shows it carries it; past this, the text escaped
+   * (at most six times the text: `&quot;`).
+   */
+  maxHtmlChars: number;
   /** How long a new worker may take to load markdown-it before the waiting renders give up. */
   startMs: number;
 }
 
-export const DEFAULT_MARKDOWN_OPTIONS: MarkdownOptions = { maxChars: 65_536, deadlineMs: 250, maxWaiting: 16, startMs: 10_000 };
+export const DEFAULT_MARKDOWN_OPTIONS: MarkdownOptions = { maxChars: 65_536, deadlineMs: 250, maxWaiting: 16, maxHtmlChars: 512 * 1024, startMs: 10_000 };
 
 // Plain JavaScript, so the worker needs no loader and no file of its own in the bundle.
 const WORKER_SOURCE = `
@@ -138,7 +144,7 @@ export class MarkdownRenderer {
   private finish(job: Job, html: string | null): void {
     clearTimeout(job.timer);
     if (this.current === job) this.current = undefined;
-    job.resolve(html ?? this.fallback(job.source));
+    job.resolve(html !== null && html.length <= this.options.maxHtmlChars ? html : this.fallback(job.source));
     this.next();
   }
 

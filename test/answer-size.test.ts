@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { LightMyRequestResponse } from 'fastify';
-import { client, makeApp, makeProduct, makeUser, type TestContext, type TestUser } from './helpers.js';
+import { client, makeApp, makeProduct, makeUser, signInByMail, type TestContext, type TestUser } from './helpers.js';
 
 // A small bound, so that a few items of a few KiB fill an answer: what 8 MB are to items of 64 KiB.
 const BUDGET = 20_000;
@@ -115,6 +115,22 @@ describe('answers stay within MAX_ANSWER_BYTES', () => {
     const first = body(await api.get(`${base}/deploys.json`, { limit: 1 }))[0];
     assert.equal('omitted_numbers' in first, false);
     assert.deepEqual(numbersOf(first.items), [1]);
+  });
+
+  test('the deploys pages show what fits of a big deploy, and the numbers of the rest', async () => {
+    const { base, api } = await bigProduct(8);
+    const deploy = body(await api.post(`${base}/deploys.json`, { environment: 'staging', numbers: '1,2,3,4,5,6,7,8' }));
+    const cookie = await signInByMail(t, owner.email);
+    for (const url of [`/app${base.slice(4)}/deploys`, `/app${base.slice(4)}/deploys/${deploy.id}`]) {
+      const page = await t.app.inject({ method: 'GET', url, headers: { cookie } });
+      assert.equal(page.statusCode, 200, page.body.slice(0, 300));
+      const listed = [...page.body.matchAll(/<li><a href="[^"]*\/items\/(\d+)">#\d+ Task/g)].map((m) => Number(m[1]));
+      const more = /and (\d+) more: (.*?)<\/li>/.exec(page.body);
+      assert.ok(listed.length > 0 && more, `${url}: some listed, the rest named`);
+      const rest = [...more[2].matchAll(/#(\d+)<\/a>/g)].map((m) => Number(m[1]));
+      assert.deepEqual([...listed, ...rest], [1, 2, 3, 4, 5, 6, 7, 8], url);
+      assert.equal(Number(more[1]), rest.length);
+    }
   });
 
   test('a receipt and a dry run stay within the bound, naming the items they leave out', async () => {

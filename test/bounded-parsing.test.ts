@@ -105,6 +105,25 @@ describe('forms that carry a few fields have small body limits', () => {
     assert.equal(item.title, 'Rocket, edited');
     assert.equal(item.description, description);
   });
+
+  test('the edit form of an item whose description is all line breaks, sent with the values it was opened with, is read', async () => {
+    const cookie = await signInByMail(t, owner.email);
+    const base = `/app/products/${productId}`;
+    const description = `top${'\n'.repeat(65_532)}`;
+    const made = (await client(t.app, owner).post(`/api/products/${productId}/items.json`, { type: 'task', title: 'Spaced out', description })).json();
+    const page = (await t.app.inject({ method: 'GET', url: `${base}/items/${made.number}`, headers: { cookie } })).body;
+    const csrf = /name="csrf" value="([^"]+)"/.exec(page)?.[1];
+    const version = /name="version" value="([^"]+)"/.exec(page)?.[1];
+    assert.ok(csrf && version);
+    // As a browser sends it: every line break as CRLF, in the field and in the value as shown.
+    const crlf = description.replace(/\n/g, '\r\n');
+    const payload = new URLSearchParams({ csrf, version, title: 'Spaced out, renamed', seen_title: 'Spaced out', description: crlf, seen_description: crlf }).toString();
+    assert.ok(payload.length > 768 * 1024);
+    const edited = await t.app.inject({ method: 'POST', url: `${base}/items/${made.number}`, headers: { cookie, 'content-type': FORM }, payload });
+    assert.equal(edited.statusCode, 303, edited.body.slice(0, 300));
+    const item = (await client(t.app, owner).get(`/api/products/${productId}/items/${made.number}.json`)).json();
+    assert.deepEqual([item.title, item.description], ['Spaced out, renamed', description]);
+  });
 });
 
 describe('the rate limit comes before the body', () => {

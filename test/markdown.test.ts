@@ -216,6 +216,18 @@ describe('bounds', () => {
     }
   });
 
+  test('HTML many times longer than its text is not kept: the text is, escaped', async () => {
+    const small = await makeApp({ markdown: { maxHtmlChars: 2_000 } });
+    try {
+      // Nested quotes: about 30 bytes of HTML for each `>` of the text.
+      const nested = `${'>'.repeat(90)} deep`;
+      assert.equal(await small.app.markdown.render(nested), `<p>${'&gt;'.repeat(90)} deep</p>\n`);
+      assert.equal(await small.app.markdown.render('> *one* level'), '<blockquote>\n<p><em>one</em> level</p>\n</blockquote>\n');
+    } finally {
+      await small.close();
+    }
+  });
+
   test('after a render ran out of time, the next one gets a new worker and is Markdown', async () => {
     const app = await makeApp({ markdown: { deadlineMs: 2_000 } });
     try {

@@ -72,11 +72,12 @@ const ItemPath = { params: { type: 'object', properties: { product_id: { type: '
 const DeployPath = { params: { type: 'object', properties: { product_id: { type: 'string' }, deploy_id: { type: 'string' } } } } as const;
 const boardQuery = params({ type: Param, assignee: Param, creator: Param, tags: Param, mine: Param, status: Param, offset: Param });
 /**
- * An item's form: a description of 64 KiB percent-encoded (three bytes for each byte not ASCII),
- * its title, who, what, why and 100 tags at their longest, twice over (the values the form
- * was opened with may come back beside the new ones), fit with room.
+ * An item's form, twice over (the edit form sends the values it was opened with beside the new
+ * ones): a description of 65,535 bytes at its widest once sent (line breaks, which browsers send
+ * as CRLF percent-encoded, six bytes each: 384 KiB), title, who, what and why of 255 characters of
+ * four bytes (3 KiB each), 100 tags of 64 such characters (75 KiB): about 950 KiB, with room.
  */
-const ITEM_FORM_LIMIT = 512 * 1024;
+const ITEM_FORM_LIMIT = 1280 * 1024;
 /** The choice of deploy environments: 50 of 255 characters, each up to 12 bytes percent-encoded. */
 const ENVIRONMENTS_FORM_LIMIT = 256 * 1024;
 
@@ -410,7 +411,7 @@ async function deployPages(app: FastifyInstance): Promise<void> {
     const p = requestParams(request);
     const { filter, page } = parseDeployList({ environment: p.environment, offset: p.offset, order_by: 'newest' });
     const { deploys, total } = await findDeploys(app.db, scope, filter, page);
-    const [json, notes] = await Promise.all([presentDeploys(app.db, scope, deploys, app.config), notesHtmlOf(app.db, deploys)]);
+    const [json, notes] = await Promise.all([presentDeploys(app.db, scope, deploys, app.config, app.config.maxAnswerBytes), notesHtmlOf(app.db, deploys)]);
     const view = {
       product: productOf(scope),
       deploys: json.map((d) => ({ ...d, notesHtml: notes.get(d.id)! })),
@@ -426,7 +427,7 @@ async function deployPages(app: FastifyInstance): Promise<void> {
     const scope = request.scope;
     const raw = (request.params as { deploy_id: string }).deploy_id;
     const deploy = await getDeploy(app.db, scope, digitsToId(raw) ?? -1);
-    const [[json], notes] = await Promise.all([presentDeploys(app.db, scope, [deploy], app.config), notesHtmlOf(app.db, [deploy])]);
+    const [[json], notes] = await Promise.all([presentDeploys(app.db, scope, [deploy], app.config, app.config.maxAnswerBytes), notesHtmlOf(app.db, [deploy])]);
     const title = `${json.rollback ? 'Rollback' : 'Deploy'} to ${json.environment} · ${scope.product.name}`;
     return sendPage(reply, 200, title, deployPage(productOf(scope), { ...json, notesHtml: notes.get(deploy.id)! }), sessionOf(request));
   });

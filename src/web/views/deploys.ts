@@ -46,8 +46,14 @@ function deploySection(p: number, d: ShownDeploy): Html {
 <h2><a href="${deployHref(p, d.id)}">${d.environment}</a> <span class="version">${d.version}</span>${d.rollback ? html` <span class="muted">rollback</span>` : ''}</h2>
 <p class="muted">by ${personName(d.user)}, ${when(d.created_at)}${rolledBack}</p>
 ${d.notes ? html`<div class="markdown">${raw(d.notesHtml)}</div>` : ''}
-<ul class="deploy-items">${(d.items as ItemJson[]).map((i) => html`<li><a href="${itemHref(p, i.number)}">#${i.number} ${i.title}</a> <span class="muted">${i.type} \u00b7 ${i.status}</span></li>`)}</ul>
+<ul class="deploy-items">${(d.items as ItemJson[]).map((i) => html`<li><a href="${itemHref(p, i.number)}">#${i.number} ${i.title}</a> <span class="muted">${i.type} \u00b7 ${i.status}</span></li>`)}${omittedItems(p, d.omitted_numbers)}</ul>
 </section>`;
+}
+
+/** Items past what a page may weigh (the same budget as the API's answers): numbers only, linked. */
+function omittedItems(p: number, numbers: number[] | undefined): Html | string {
+  if (!numbers?.length) return '';
+  return html`<li class="muted">and ${numbers.length} more: ${numbers.map((n, i) => html`${i > 0 ? ', ' : ''}<a href="${itemHref(p, n)}">#${n}</a>`)}</li>`;
 }
 
 /** One deploy, where the matrix's cells and the items' timelines link to. */
