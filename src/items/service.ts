@@ -475,6 +475,8 @@ export async function resortItem(trx: Trx, scope: ProductScope, number: number, 
 
 /** The caller follows (or stops following) an item; following counts as activity. */
 export async function setFollowing(trx: Trx, scope: ProductScope, number: number, follow: boolean): Promise<ItemRow> {
+  // Product first, as every change of its items: the item read here is the one the write moves.
+  await lockProduct(trx, scope.product.id);
   const item = await getItem(trx, scope, number);
   if (!follow) {
     await removeFollower(trx, item.id, scope.user.id);
