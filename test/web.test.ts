@@ -41,7 +41,7 @@ async function mailedLink(email: string, ctx = t): Promise<string | undefined> {
   return match?.[1];
 }
 
-const follow = (link: string, method: 'GET' | 'POST', ctx = t) => ctx.app.inject({ method, url: link });
+const follow = (link: string, method: 'GET' | 'POST', ctx = t, remoteAddress?: string) => ctx.app.inject({ method, url: link, remoteAddress });
 
 /** The cookie header a browser would send back after this answer set its session cookie. */
 function sessionCookie(res: LightMyRequestResponse): string {
@@ -174,6 +174,97 @@ describe('signing in with a mailed link', () => {
     assert.match(ceiling.body, /Too many sign-in links were asked for this address/);
     const sent = await t.db.selectFrom('outbox').select('id').where('kind', '=', 'signin').where('user_id', '=', person.user.id).execute();
     assert.equal(sent.length, 30);
+  });
+
+  /** Asks for links for `email` from new networks, 5 from each (all one may), until the ceiling per address refuses. */
+  async function fillCeiling(email: string): Promise<void> {
+    for (let n = 0; n < 7; n++) {
+      const ip = newIp();
+      for (let i = 0; i < 5; i++) {
+        const res = await askForLink(email, ip);
+        if (res.statusCode === 429) {
+          assert.match(res.body, /Too many sign-in links were asked for this address;/);
+          return;
+        }
+        assert.equal(res.statusCode, 200, res.body);
+      }
+    }
+    assert.fail('the ceiling per address was never reached');
+  }
+
+  /** Asks for a link from `ip` and uses it from there, as the person would. */
+  async function signInFrom(email: string, ip: string): Promise<void> {
+    assert.equal((await askForLink(email, ip)).statusCode, 200);
+    const link = await mailedLink(email);
+    assert.ok(link, 'no sign-in link mailed');
+    assert.equal((await follow(link, 'POST', t, ip)).statusCode, 303);
+  }
+
+  test('strangers on many networks cannot lock a person out where they signed in before; elsewhere the ceiling holds', async () => {
+    const person = await makeUser(t.db);
+    const other = await makeUser(t.db);
+    const unknown = `nobody-${process.pid}-${ipSeq}@example.com`;
+    const home = newIp();
+    const v6home = `2001:db8:${(++ipSeq).toString(16)}:7`;
+    await signInFrom(person.email, home);
+    await signInFrom(person.email, `${v6home}::1`);
+    for (const email of [person.email, other.email, unknown]) await fillCeiling(email);
+    const sent = async () => (await t.db.selectFrom('outbox').select('id').where('kind', '=', 'signin').where('user_id', '=', person.user.id).execute()).length;
+    const before = await sent();
+
+    // Home has only its own count for the address: 4 more of its 5 this hour.
+    for (let i = 0; i < 4; i++) assert.equal((await askForLink(person.email, home)).statusCode, 200, `request ${i} from home`);
+    const own = await askForLink(person.email, home);
+    assert.equal(own.statusCode, 429);
+    assert.match(own.body, /asked for this address from your network/);
+    assert.equal(await sent(), before + 4);
+    const link = await mailedLink(person.email);
+    assert.ok(link);
+    assert.equal((await follow(link, 'POST', t, home)).statusCode, 303, 'and the link works');
+    // Another address of the IPv6 network signed in from is that network.
+    assert.equal((await askForLink(person.email, `${v6home}:ffff::2`)).statusCode, 200, 'the same /64');
+
+    // A network the person never signed in from is refused at the ceiling, as before.
+    const elsewhere = await askForLink(person.email, newIp());
+    assert.equal(elsewhere.statusCode, 429);
+    assert.match(elsewhere.body, /Too many sign-in links were asked for this address;/);
+    assert.equal((await askForLink(person.email, `2001:db8:${(++ipSeq).toString(16)}:7::1`)).statusCode, 429, 'another /64');
+    // The trust is the person's own: from home, anyone else's address (with an account or not) is at its ceiling.
+    for (const email of [other.email, unknown]) {
+      const res = await askForLink(email, home);
+      assert.equal(res.statusCode, 429, email);
+      assert.match(res.body, /Too many sign-in links were asked for this address;/);
+    }
+  });
+
+  test('the trust in a network lasts 30 days from the last sign-in there', async () => {
+    const day = 24 * 3600_000;
+    mock.timers.enable({ apis: ['Date'], now: Date.now() });
+    try {
+      const person = await makeUser(t.db);
+      const home = newIp();
+      await signInFrom(person.email, home);
+      mock.timers.tick(29 * day);
+      await fillCeiling(person.email);
+      assert.equal((await askForLink(person.email, home)).statusCode, 200, 'on day 29 (a link asked for, not used)');
+      mock.timers.tick(day + 3600_000);
+      await fillCeiling(person.email);
+      const res = await askForLink(person.email, home);
+      assert.equal(res.statusCode, 429, 'after 30 days');
+      assert.match(res.body, /Too many sign-in links were asked for this address;/);
+      const left = await t.db.selectFrom('signin_clients').select('used_at').where('user_id', '=', person.user.id).execute();
+      assert.equal(left.length, 1, 'not yet pruned: the next sign-in prunes');
+      // Signing in there again (with a link asked for elsewhere, once the hour has passed) trusts it again.
+      mock.timers.tick(3600_000 + 1000);
+      assert.equal((await askForLink(person.email, newIp())).statusCode, 200);
+      const link = await mailedLink(person.email);
+      assert.ok(link);
+      assert.equal((await follow(link, 'POST', t, home)).statusCode, 303);
+      await fillCeiling(person.email);
+      assert.equal((await askForLink(person.email, home)).statusCode, 200, 'trusted again');
+    } finally {
+      mock.timers.reset();
+    }
   });
 
   test('IPv6 clients count per /64: other addresses of the same network share its counts', async () => {

@@ -222,6 +222,13 @@ export interface SigninRequestsTable {
   created_at: string;
 }
 
+/** A client address (IPv6 by /64) from which a person used a sign-in link, and when last. */
+export interface SigninClientsTable {
+  user_id: number;
+  client_ip: string;
+  used_at: string;
+}
+
 /** A signed-in browser; ends on sign-out or after a while without requests. */
 export interface WebSessionsTable {
   /** SHA-256 of the session id the cookie holds. */
@@ -307,6 +314,7 @@ export interface Database {
   settings: SettingsTable;
   signin_links: SigninLinksTable;
   signin_requests: SigninRequestsTable;
+  signin_clients: SigninClientsTable;
   web_sessions: WebSessionsTable;
   webhooks: WebhooksTable;
   webhook_events: WebhookEventsTable;

@@ -53,6 +53,34 @@ export async function pruneSignin(trx: Trx, requestsBefore: string, linksBefore:
   await trx.deleteFrom('signin_links').where('expires_at', '<', linksBefore).execute();
 }
 
+// ---- clients a person signed in from (exempt from the per-address ceiling)
+
+/** Records that the user used a link from the client now (or again). */
+export async function rememberSigninClient(trx: Trx, userId: number, client: string, at: string): Promise<void> {
+  await trx
+    .insertInto('signin_clients')
+    .values({ user_id: userId, client_ip: client, used_at: at })
+    .onConflict((oc) => oc.columns(['user_id', 'client_ip']).doUpdateSet({ used_at: at }))
+    .execute();
+}
+
+/** Whether the user used a link from the client since `since`. */
+export async function signedInFromSince(db: Db, userId: number, client: string, since: string): Promise<boolean> {
+  const row = await db
+    .selectFrom('signin_clients')
+    .select('used_at')
+    .where('user_id', '=', userId)
+    .where('client_ip', '=', client)
+    .where('used_at', '>=', since)
+    .executeTakeFirst();
+  return row !== undefined;
+}
+
+/** Clients nobody has signed in from since `before` are trusted no longer. */
+export async function pruneSigninClients(trx: Trx, before: string): Promise<void> {
+  await trx.deleteFrom('signin_clients').where('used_at', '<', before).execute();
+}
+
 // ---- links
 
 export async function insertSigninLink(

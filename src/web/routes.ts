@@ -121,7 +121,7 @@ async function signInPages(app: FastifyInstance, options: WebOptions & { setting
 
   app.post('/sign-in/:token', { schema: { params: TokenParams } }, async (request, reply) => {
     const token = tokenOf(request);
-    const session = wellFormedToken(token) ? await app.db.transaction().execute((trx) => signIn(trx, token, settings)) : undefined;
+    const session = wellFormedToken(token) ? await app.db.transaction().execute((trx) => signIn(trx, token, request.ip, settings)) : undefined;
     if (!session) return sendPage(reply, 410, 'Sign-in link not valid', linkRefusedPage());
     setSessionCookie(reply, session, settings);
     // A link may name the page itself (?next=, kept by the button's form); else the page this browser came from.

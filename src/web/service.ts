@@ -19,6 +19,9 @@ import {
   insertSigninRequest,
   pruneSessions,
   pruneSignin,
+  pruneSigninClients,
+  rememberSigninClient,
+  signedInFromSince,
   touchSession,
   useLink,
 } from './repository.js';
@@ -28,10 +31,15 @@ export const LINK_VALID_MS = 15 * 60_000;
 /**
  * Links asked for within the window: for one address from one client (IPv6 by /64), from one
  * client for any addresses, and for one address from anywhere. A stranger's requests use up only
- * their own count for an address, not its owner's; the higher ceiling per address still bounds
- * the mail one inbox gets (30 an hour), and reaching it takes requests from six networks at once.
+ * their own count for an address, not its owner's. The ceiling per address bounds the mail one
+ * inbox gets from strangers (30 an hour); it does not hold back a client from which the address's
+ * person used a link within `trustedForMs`, which has only its own count per address, so that
+ * strangers on six networks cannot lock the person out. Requests for addresses without an account
+ * count the same way (no client was ever trusted for them), so the answers say nothing about
+ * accounts. The trust lasts 30 days, the default lifetime of a page session: whoever signs in at least
+ * that often keeps it where they sign in, and a network left (or given up) stops counting.
  */
-export const LINK_LIMITS = { perAddressAndClient: 5, perClient: 20, perAddress: 30, windowMs: 3600_000 } as const;
+export const LINK_LIMITS = { perAddressAndClient: 5, perClient: 20, perAddress: 30, windowMs: 3600_000, trustedForMs: 30 * 24 * 3600_000 } as const;
 /** last_seen_at (and the cookie's lifetime) moves at most this often, so pages are not a write each. */
 const TOUCH_EVERY_MS = 60_000;
 
@@ -53,6 +61,8 @@ async function newLink(trx: Trx, signinKey: string, user: UserRow, messageId: st
   return { token, expiresAt };
 }
 
+const trustedSince = (now: Date): string => formatTimestamp(new Date(now.getTime() - LINK_LIMITS.trustedForMs));
+
 /**
  * Someone asks for a link for `email` from `clientIp`. Every request counts towards the limits,
  * known address or not, so that the answer (and when a 429 comes) says nothing about accounts;
@@ -69,10 +79,12 @@ export async function requestSignInLink(trx: Trx, request: { email: string; clie
     throw refuse('Too many sign-in links were asked for this address from your network; try again later.', counts.byEmailAndClient.oldest);
   }
   if (counts.byClient.n >= LINK_LIMITS.perClient) throw refuse('Too many sign-in links were asked for from your network; try again later.', counts.byClient.oldest);
-  if (counts.byEmail.n >= LINK_LIMITS.perAddress) throw refuse('Too many sign-in links were asked for this address; try again later.', counts.byEmail.oldest);
+  const user = await findUserByEmail(trx, request.email);
+  if (counts.byEmail.n >= LINK_LIMITS.perAddress && !(user && (await signedInFromSince(trx, user.id, client, trustedSince(now))))) {
+    throw refuse('Too many sign-in links were asked for this address; try again later.', counts.byEmail.oldest);
+  }
   await pruneSignin(trx, since, formatTimestamp(new Date(now.getTime() - 24 * 3600_000)));
   await insertSigninRequest(trx, request.email, client, formatTimestamp(now));
-  const user = await findUserByEmail(trx, request.email);
   if (!user) return false;
   const messageId = await queueSignin(trx, user, mailDomain, now, LINK_VALID_MS);
   await newLink(trx, signinKey, user, messageId, now);
@@ -123,12 +135,18 @@ async function startSession(trx: Trx, user: UserRow, startedAt: string, now: Dat
   return { id, idHash: sha256(id), user, csrfToken, startedAt, touched: true };
 }
 
-/** Uses a link up and starts a session for its user; undefined when the link no longer works. */
-export async function signIn(trx: Trx, token: string, policy: SessionPolicy, now = new Date()): Promise<NewSession | undefined> {
+/**
+ * Uses a link up and starts a session for its user; undefined when the link no longer works. The
+ * client that used it is trusted for the user's later requests for links: only someone who can
+ * read the person's mail gets there. (Not the client that asked: a stranger may have asked.)
+ */
+export async function signIn(trx: Trx, token: string, clientIp: string, policy: SessionPolicy, now = new Date()): Promise<NewSession | undefined> {
   const at = formatTimestamp(now);
   const userId = await useLink(trx, sha256(token), at);
   const user = userId === undefined ? undefined : await findUserById(trx, userId);
   if (!user) return undefined;
+  await pruneSigninClients(trx, trustedSince(now));
+  await rememberSigninClient(trx, user.id, clientKey(clientIp), at);
   await pruneSessions(trx, formatTimestamp(new Date(now.getTime() - policy.idleMs)), formatTimestamp(new Date(now.getTime() - policy.lifetimeMs)));
   return startSession(trx, user, at, now);
 }
