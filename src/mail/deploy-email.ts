@@ -5,7 +5,7 @@ import { fullName } from '../users/index.js';
 import { oneLine, readableTime } from './format.js';
 
 /** `[Product] Deployed to production: #12 Title and 2 more`, from a follower's items in number order. */
-export function deploySubject(product: ProductRow, deploy: DeployRow, items: ItemRow[]): string {
+export function deploySubject(product: ProductRow, deploy: DeployRow, items: Pick<ItemRow, 'number' | 'title'>[]): string {
   const first = items[0];
   const more = items.length > 1 ? ` and ${items.length - 1} more` : '';
   return oneLine(`[${product.name}] Deployed to ${deploy.environment}: #${first.number} ${first.title}${more}`);

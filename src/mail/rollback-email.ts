@@ -5,7 +5,7 @@ import { renderFollowerMessage } from './deploy-email.js';
 import { oneLine, readableTime } from './format.js';
 
 /** `[Product] Rolled back production to 1.4.1: #12 Title and 2 more`, from a follower's items in number order. */
-export function rollbackSubject(product: ProductRow, rollback: DeployRow, items: ItemRow[]): string {
+export function rollbackSubject(product: ProductRow, rollback: DeployRow, items: Pick<ItemRow, 'number' | 'title'>[]): string {
   const first = items[0];
   const more = items.length > 1 ? ` and ${items.length - 1} more` : '';
   return oneLine(`[${product.name}] Rolled back ${rollback.environment} to ${rollback.version}: #${first.number} ${first.title}${more}`);
