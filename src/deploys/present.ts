@@ -156,6 +156,8 @@ export async function presentDeploys(db: Db, scope: ProductScope, allDeploys: De
  * items that cannot fit in an answer of that many bytes are left out (see presentDeploys).
  */
 export async function presentRecorded(db: Db, scope: ProductScope, deploy: DeployRow, items: ItemHead[], urls: Urls, viewerId: number, budget?: number): Promise<DeployJson> {
+  // Just after the commit of a large deploy, itself a long step (SQLite writes every page it changed).
+  if (items.length > BIG_PAGE) await nextTurn();
   const { shown, omitted } = await rowsThatMayFit(db, items, budget);
   const json = presentDeploy(deploy, scope.user, viewerId, await presentItems(db, scope.product, shown, urls, viewerId, true), omitted);
   if (shown.length > BIG_PAGE) await nextTurn();
