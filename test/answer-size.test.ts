@@ -153,6 +153,26 @@ describe('answers stay within MAX_ANSWER_BYTES', () => {
     assert.deepEqual(numbersOf(small.items), [1]);
     assert.equal('omitted_numbers' in small, false);
   });
+
+  test('a receipt of items whose text takes more bytes than characters is cut as its repeat is, with the items as the deploy left them', async () => {
+    // 2 bytes of UTF-8 to a character: a cut counted in characters would keep more than fit.
+    const { base, api } = await bigProduct(8, 'Déjà vu à côté. '.repeat(250));
+    const deploy = () => api.post(`${base}/deploys.json`, { environment: 'production', numbers: '1,2,3,4,5,6,7,8' }, { 'idempotency-key': 'multibyte' });
+    const first = await deploy();
+    const receipt = body(first);
+    assert.ok(first.rawPayload.length <= BUDGET, `a receipt of ${first.rawPayload.length} bytes`);
+    const shown = numbersOf(receipt.items);
+    assert.ok(shown.length > 0 && shown.length < 8, `some items shown: ${shown}`);
+    assert.deepEqual([...shown, ...(receipt.omitted_numbers as number[])], [1, 2, 3, 4, 5, 6, 7, 8]);
+    // The repeat reads its items afresh: the same bytes, so the first read them as they were after the deploy.
+    assert.equal((await deploy()).body, first.body);
+    for (const item of receipt.items as Json[]) {
+      const { deployed_to: embedded, ...fields } = item;
+      const { deployed_to: alone, ...now } = body(await api.get(`${base}/items/${item.number as number}.json`));
+      assert.deepEqual(fields, now, `item ${item.number as number} as the deploy left it`);
+      assert.deepEqual(embedded, alone);
+    }
+  });
 });
 
 describe('lists that are whole unless they pass the bound: products.json and people.json', () => {

@@ -1,6 +1,6 @@
 import type { Trx } from '../db/connection.js';
-import type { DeployRow, ItemRow } from '../db/schema.js';
-import { itemSummary } from '../items/index.js';
+import type { DeployRow } from '../db/schema.js';
+import { itemSummary, type ItemHead } from '../items/index.js';
 import type { ProductScope, Urls } from '../scope.js';
 import { MAX_EVENT_ITEMS, queueEvent } from '../webhooks/index.js';
 
@@ -17,7 +17,7 @@ export async function announceDeploy(
   trx: Trx,
   scope: ProductScope,
   deploy: DeployRow,
-  items: ItemRow[],
+  items: ItemHead[],
   urls: Urls,
   rollback?: { undone: number[] },
 ): Promise<void> {

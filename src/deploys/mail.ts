@@ -1,6 +1,6 @@
 import type { Db } from '../db/connection.js';
-import type { DeployRow, ItemRow, OutboxRow, ProductRow, UserRow } from '../db/schema.js';
-import { findItemsByIds } from '../items/index.js';
+import type { DeployRow, OutboxRow, ProductRow, UserRow } from '../db/schema.js';
+import { findItemHeadsByIds, type ItemHead } from '../items/index.js';
 import { renderDeployEmail, renderRollbackEmail, type MessageRenderer, type UnsubscribeLinks } from '../mail/index.js';
 import { findProduct } from '../products/index.js';
 import { findUsersByIds } from '../users/index.js';
@@ -14,7 +14,8 @@ interface DeployMail {
   notes: Map<number, string>;
   deployers: Map<number, UserRow>;
   products: Map<number, ProductRow | undefined>;
-  items: Map<number, ItemRow>;
+  /** Without their descriptions, which no message shows. */
+  items: Map<number, ItemHead>;
 }
 
 async function loadDeployMail(db: Db, messages: OutboxRow[]): Promise<DeployMail> {
@@ -25,7 +26,7 @@ async function loadDeployMail(db: Db, messages: OutboxRow[]): Promise<DeployMail
   const products = new Map<number, ProductRow | undefined>();
   for (const productId of new Set([...deploys.values()].map((d) => d.product_id))) products.set(productId, await findProduct(db, productId));
   const itemIds = messages.flatMap((m) => JSON.parse(m.item_ids) as number[]);
-  const items = new Map((await findItemsByIds(db, itemIds)).map((i) => [i.id, i]));
+  const items = new Map((await findItemHeadsByIds(db, itemIds)).map((i) => [i.id, i]));
   return { deploys, notes, deployers, products, items };
 }
 

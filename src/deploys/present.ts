@@ -3,7 +3,7 @@ import type { Db } from '../db/connection.js';
 import type { DeployRow, ItemRow, UserRow } from '../db/schema.js';
 import { fillArray, jsonArray, SerializedEntries, type Serialize } from '../http/answer-size.js';
 import { ref } from '../http/documentation.js';
-import { BIG_PAGE, ItemSchema, presentItems, rowsThatMayFit, type ItemJson } from '../items/index.js';
+import { BIG_PAGE, findItemsByIds, ItemSchema, presentItems, type ItemHead, type ItemJson } from '../items/index.js';
 import type { ProductScope, Urls } from '../scope.js';
 import { nextTurn } from '../turns.js';
 import { findUsersByIds, presentUser, UserSchema } from '../users/index.js';
@@ -97,12 +97,15 @@ function leadingWithin(items: ItemSize[], room: number): number {
 }
 
 /**
- * Item rows of a deploy cut to those that may fit in an answer of `budget` bytes (rowsThatMayFit),
- * and the numbers of the others; all of them without a budget.
+ * The rows of the leading items of a deploy (heads, in order) that may fit in an answer of
+ * `budget` bytes, by what their text takes at least, and the numbers of the others; all of them
+ * without a budget. Only those rows are read: the text of the items that cannot fit (tens of MB
+ * for a deploy of 500 long descriptions) never is. An item deleted since its head was read is left out.
  */
-function itemsThatMayFit(items: ItemRow[], budget: number | undefined): { shown: ItemRow[]; omitted: number[] } {
-  const shown = budget === undefined ? items : rowsThatMayFit(items, budget);
-  return { shown, omitted: items.slice(shown.length).map((item) => item.number) };
+async function rowsThatMayFit(db: Db, heads: ItemHead[], budget: number | undefined): Promise<{ shown: ItemRow[]; omitted: number[] }> {
+  const count = budget === undefined ? heads.length : leadingWithin(heads.map((h) => ({ id: h.id, number: h.number, least: h.text_bytes })), budget);
+  const rows = new Map((await findItemsByIds(db, heads.slice(0, count).map((h) => h.id))).map((row) => [row.id, row]));
+  return { shown: heads.slice(0, count).flatMap((h) => rows.get(h.id) ?? []), omitted: heads.slice(count).map((h) => h.number) };
 }
 
 /**
@@ -149,11 +152,13 @@ export async function presentDeploys(db: Db, scope: ProductScope, allDeploys: De
 
 /**
  * A deploy just recorded, as deploys.json renders it to `viewerId` (the caller, or nobody in
- * particular for webhooks): its items and its deployer (the caller) are in hand. With a `budget`,
- * the items that cannot fit in an answer of that many bytes are left out (see presentDeploys).
+ * particular): its items' heads and its deployer (the caller) are in hand. With a `budget`, the
+ * items that cannot fit in an answer of that many bytes are left out (see presentDeploys).
  */
-export async function presentRecorded(db: Db, scope: ProductScope, deploy: DeployRow, items: ItemRow[], urls: Urls, viewerId: number, budget?: number): Promise<DeployJson> {
-  const { shown, omitted } = itemsThatMayFit(items, budget);
+export async function presentRecorded(db: Db, scope: ProductScope, deploy: DeployRow, items: ItemHead[], urls: Urls, viewerId: number, budget?: number): Promise<DeployJson> {
+  // Just after the commit of a large deploy, itself a long step (SQLite writes every page it changed).
+  if (items.length > BIG_PAGE) await nextTurn();
+  const { shown, omitted } = await rowsThatMayFit(db, items, budget);
   const json = presentDeploy(deploy, scope.user, viewerId, await presentItems(db, scope.product, shown, urls, viewerId, true), omitted);
   if (shown.length > BIG_PAGE) await nextTurn();
   return json;
@@ -163,7 +168,7 @@ export async function presentRecorded(db: Db, scope: ProductScope, deploy: Deplo
  * The receipt of a deploy recorded now or earlier (an Idempotency-Key repeat): as its row keeps it,
  * without the items that cannot fit in an answer of `budget` bytes.
  */
-export async function presentReceipt(db: Db, scope: ProductScope, deploy: DeployRow, items: ItemRow[] | undefined, urls: Urls, budget: number): Promise<DeployReceiptJson> {
+export async function presentReceipt(db: Db, scope: ProductScope, deploy: DeployRow, items: ItemHead[] | undefined, urls: Urls, budget: number): Promise<DeployReceiptJson> {
   // Just recorded, its items are in hand; a repeat reads them again.
   const json = items ? await presentRecorded(db, scope, deploy, items, urls, scope.user.id, budget) : (await presentDeploys(db, scope, [deploy], urls, budget))[0];
   return { ...json, unknown_numbers: JSON.parse(deploy.unknown_numbers) as number[], emailed: deploy.emailed, dry_run: false };
@@ -171,9 +176,9 @@ export async function presentReceipt(db: Db, scope: ProductScope, deploy: Deploy
 
 /** What a dry run shows of its plan (the service's DeployPlan; named here, so the service can use this module). */
 interface PlannedDeploy {
-  items: ItemRow[];
+  items: ItemHead[];
   unknownNumbers: number[];
-  recipients: { user: UserRow; items: ItemRow[] }[];
+  recipients: { user: UserRow; items: ItemHead[] }[];
 }
 
 /**
@@ -181,7 +186,7 @@ interface PlannedDeploy {
  * about what; without the items that cannot fit in an answer of `budget` bytes.
  */
 export async function presentDryRun(db: Db, scope: ProductScope, input: DeployInput, plan: PlannedDeploy, urls: Urls, budget: number): Promise<DeployReceiptJson> {
-  const { shown, omitted } = itemsThatMayFit(plan.items, budget);
+  const { shown, omitted } = await rowsThatMayFit(db, plan.items, budget);
   const items = await presentItems(db, scope.product, shown, urls, scope.user.id, true);
   if (shown.length > BIG_PAGE) await nextTurn();
   return {

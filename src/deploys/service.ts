@@ -1,14 +1,15 @@
 import crypto from 'node:crypto';
 import type { Db, Trx } from '../db/connection.js';
-import { storableId, type DeployRow, type ItemRow, type UserRow } from '../db/schema.js';
+import { storableId, type DeployRow, type UserRow } from '../db/schema.js';
 import { BadRequestError, NotFoundError, UnprocessableError } from '../errors.js';
-import { findItemsByIds, findItemsByNumbers, touchActivity } from '../items/index.js';
+import { findItemHeadsByIds, findItemHeadsByNumbers, touchActivity, type ItemHead } from '../items/index.js';
 import { queueDeployNotifications } from '../mail/index.js';
 import { wantDeployMail } from '../notifications/index.js';
 import { lockProduct, markItemsChanged } from '../products/index.js';
 import type { ProductScope, Urls } from '../scope.js';
 import { shownHtml, type MarkdownRenderer } from '../markdown.js';
 import { formatTimestamp } from '../time.js';
+import { nextTurn } from '../turns.js';
 import { findUsersByIds } from '../users/index.js';
 import { announceDeploy } from './events.js';
 import { DEPLOY_PAGE_ITEMS, type DeployInput } from './input.js';
@@ -51,7 +52,7 @@ function requestHash(input: DeployInput): string {
 /** A person a deploy mails, with the deploy's items they follow, in number order. */
 export interface Recipient {
   user: UserRow;
-  items: ItemRow[];
+  items: ItemHead[];
 }
 
 /**
@@ -60,9 +61,9 @@ export interface Recipient {
  * those who chose other environments for this product's deploy mail. The one place that rule
  * lives: a real deploy, a rollback and a dry run all ask here.
  */
-export async function deployRecipients(db: Db, scope: ProductScope, environment: string, items: ItemRow[]): Promise<Recipient[]> {
+export async function deployRecipients(db: Db, scope: ProductScope, environment: string, items: ItemHead[]): Promise<Recipient[]> {
   const byId = new Map(items.map((i) => [i.id, i]));
-  const perFollower = new Map<number, ItemRow[]>();
+  const perFollower = new Map<number, ItemHead[]>();
   for (const [userId, followed] of await followingMembers(db, scope.product.id, [...byId.keys()])) {
     if (userId !== scope.user.id) perFollower.set(userId, followed.map((id) => byId.get(id)!).sort((a, b) => a.number - b.number));
   }
@@ -80,10 +81,11 @@ interface RollbackPlan {
 /**
  * What a deploy request does, worked out before anything is written: a dry run answers it, a
  * real deploy writes it. `items` are the deploy's own: the items named (a deploy) or the items
- * whose entry for the environment it changes (a rollback), in number order.
+ * whose entry for the environment it changes (a rollback), in number order, as heads: the
+ * receipt reads the text of only those it can show.
  */
 export interface DeployPlan {
-  items: ItemRow[];
+  items: ItemHead[];
   unknownNumbers: number[];
   recipients: Recipient[];
   rollback?: RollbackPlan;
@@ -94,7 +96,7 @@ export interface DeployPlan {
  * number of a deploy names an item, 422 when a rollback has no deploy to go back to.
  */
 export async function planDeploy(db: Db, scope: ProductScope, input: DeployInput): Promise<DeployPlan> {
-  const named = await findItemsByNumbers(db, scope.product.id, input.numbers);
+  const named = await findItemHeadsByNumbers(db, scope.product.id, input.numbers);
   const known = new Set(named.map((i) => i.number));
   const unknownNumbers = input.numbers.filter((n) => !known.has(n));
   if (!input.rollback) {
@@ -102,7 +104,7 @@ export async function planDeploy(db: Db, scope: ProductScope, input: DeployInput
     return { items: named, unknownNumbers, recipients: await deployRecipients(db, scope, input.environment, named) };
   }
   const rollback = await planRollback(db, scope, input.environment, input.version);
-  const items = (await findItemsByIds(db, rollback.changes.map((c) => c.itemId))).sort((a, b) => a.number - b.number);
+  const items = (await findItemHeadsByIds(db, rollback.changes.map((c) => c.itemId))).sort((a, b) => a.number - b.number);
   return { items, unknownNumbers, recipients: await deployRecipients(db, scope, input.environment, items), rollback };
 }
 
@@ -135,7 +137,7 @@ async function planRollback(db: Db, scope: ProductScope, environment: string, ve
 }
 
 /** A deploy as recorded, with what its receipt says besides the deploy itself. */
-export type RecordedDeploy = { deploy: DeployRow; created: false } | { deploy: DeployRow; created: true; items: ItemRow[] };
+export type RecordedDeploy = { deploy: DeployRow; created: false } | { deploy: DeployRow; created: true; items: ItemHead[] };
 
 /**
  * Records a deploy or rollback in the caller's transaction (docs/INTERFACE.md §7.8): the deploy,
@@ -144,7 +146,7 @@ export type RecordedDeploy = { deploy: DeployRow; created: false } | { deploy: D
  * deployRecipients names. The receipt (unknown numbers, how many were mailed) is kept on the
  * deploy, so that a repeat with the same Idempotency-Key returns the first deploy as it was
  * answered and queues nothing; the same key with other parameters is 422. Throws as planDeploy.
- * A new deploy comes with its items as they are after it, in number order, and is an event for
+ * A new deploy comes with its items (heads) as they are after it, in number order, and is an event for
  * the product's webhooks (`deploy.created`, or `deploy.rolled_back`).
  */
 export async function recordDeploy(trx: Trx, scope: ProductScope, input: DeployInput, key: string | undefined, urls: Urls): Promise<RecordedDeploy> {
@@ -175,17 +177,41 @@ export async function recordDeploy(trx: Trx, scope: ProductScope, input: DeployI
     unknown_numbers: JSON.stringify(plan.unknownNumbers),
     emailed: plan.recipients.length,
   });
-  const itemIds = plan.items.map((i) => i.id);
   if (plan.rollback) await recordRollback(trx, deploy, plan.rollback.undone.map((d) => d.id), plan.rollback.changes);
   else await recordDeployedItems(trx, deploy, plan.items);
   // Lists filter on where items are deployed: their totals must be counted again.
   await markItemsChanged(trx, scope.product.id, { totals: true });
-  await touchActivity(trx, itemIds, at);
+  await touchItems(trx, plan.items, at);
   await queueDeployNotifications(trx, { product: scope.product, deploy, recipients: plan.recipients }, urls.mailDomain, now);
   // As touchActivity left them, without reading them again.
   const items = plan.items.map((i) => ({ ...i, version: i.version + 1, last_activity: i.last_activity < at ? at : i.last_activity }));
   await announceDeploy(trx, scope, deploy, items, urls, plan.rollback && { undone: plan.rollback.undone.map((d) => d.id) });
   return { deploy, created: true, items };
+}
+
+/** Bytes of stored text that one statement touching items rewrites at most before the next. */
+const TOUCH_STEP = 8 * 1024 * 1024;
+
+/**
+ * touchActivity for the items of a deploy, a few MB of their rows at a time, stepping aside
+ * between the statements (see nextTurn): SQLite rewrites a row whole when any of its columns
+ * changes, descriptions included, and rewriting 500 rows of the longest descriptions at once would
+ * hold every other request for the better part of a second. Reads do not wait for the transaction.
+ */
+async function touchItems(trx: Trx, items: ItemHead[], at: string): Promise<void> {
+  let step: number[] = [];
+  let bytes = 0;
+  for (const item of items) {
+    if (step.length > 0 && bytes + item.stored_bytes > TOUCH_STEP) {
+      await touchActivity(trx, step, at);
+      await nextTurn();
+      step = [];
+      bytes = 0;
+    }
+    step.push(item.id);
+    bytes += item.stored_bytes;
+  }
+  await touchActivity(trx, step, at);
 }
 
 /**

@@ -8,7 +8,7 @@ import { findItemsByIds } from './repository.js';
 import { itemShortUrl } from './urls.js';
 
 /** An item as webhook events show it: which one, what it is, where it stands, and its link. */
-export function itemSummary(row: ItemRow, urls: Urls): ItemSummary {
+export function itemSummary(row: Pick<ItemRow, 'product_id' | 'number' | 'title' | 'type' | 'status'>, urls: Urls): ItemSummary {
   return { number: row.number, title: row.title, type: row.type, status: statusName(row.status), short_url: itemShortUrl(urls.publicUrl, row) };
 }
 

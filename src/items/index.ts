@@ -3,7 +3,17 @@ export { ListCounts } from './counts.js';
 export { parseCreateItem, parseListItems, parseUpdateItem, type ListItemsInput } from './input.js';
 export { entityTag, INPUT_STATUSES, ITEM_TYPES, SCORES, statusName, STATUSES as STATUS_NAMES, type Status } from './model.js';
 export { BIG_PAGE, ITEM_SCHEMAS, ItemSchema, presentItems, rowsThatMayFit, type ItemJson } from './present.js';
-export { deploymentsIn, findItemsByIds, findItemsByNumbers, knownDeploymentsOf, touchActivity, type Deployment } from './repository.js';
+export {
+  deploymentsIn,
+  findItemHeadsByIds,
+  findItemHeadsByNumbers,
+  findItemsByIds,
+  findItemsByNumbers,
+  knownDeploymentsOf,
+  touchActivity,
+  type Deployment,
+  type ItemHead,
+} from './repository.js';
 export { itemRoutes, shortUrlRoutes } from './routes.js';
 export {
   childrenOf,

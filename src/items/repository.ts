@@ -34,10 +34,52 @@ export async function findItemsByIds(db: Db, ids: number[]): Promise<ItemRow[]> 
   return inChunks([...new Set(ids)], (chunk) => itemsByIds(db, chunk));
 }
 
+/**
+ * An item without its description, with what its text takes: `text_bytes`, the UTF-8 bytes of
+ * its title and description (the least its JSON takes), and `stored_bytes`, those of its
+ * description and rendered description (what a change of any column of its row rewrites). What
+ * a deploy needs of the items it names: a deploy of 500 items of the longest descriptions would
+ * otherwise read tens of MB of text it does not show.
+ */
+export type ItemHead = Omit<ItemRow, 'description'> & { text_bytes: number; stored_bytes: number };
+
+const ITEM_HEAD_COLUMNS = ITEM_COLUMNS.filter((c): c is Exclude<(typeof ITEM_COLUMNS)[number], 'description'> => c !== 'description');
+
+function itemHeads(db: Db) {
+  return db
+    .selectFrom('items')
+    .select(ITEM_HEAD_COLUMNS)
+    .select(sql<number>`octet_length(description) + octet_length(title)`.as('text_bytes'))
+    .select(sql<number>`octet_length(description) + coalesce(octet_length(description_html), 0)`.as('stored_bytes'));
+}
+
+const headOf = <R extends { text_bytes: number | string; stored_bytes: number | string }>(row: R) => ({ ...row, text_bytes: Number(row.text_bytes), stored_bytes: Number(row.stored_bytes) });
+
+/** The heads of the product's items of these numbers, by number. */
+export async function findItemHeadsByNumbers(db: Db, productId: number, requested: number[]): Promise<ItemHead[]> {
+  const numbers = requested.filter(storableId);
+  if (numbers.length === 0) return [];
+  return (await itemHeads(db).where('product_id', '=', productId).where('number', 'in', numbers).orderBy('number').execute()).map(headOf);
+}
+
+/** The heads of the items of these ids, in no particular order. */
+export async function findItemHeadsByIds(db: Db, ids: number[]): Promise<ItemHead[]> {
+  return (await inChunks([...new Set(ids)], (chunk) => itemHeads(db).where('id', 'in', chunk).execute())).map(headOf);
+}
+
 const newItem = prepared((db, item: NewItem) => db.insertInto('items').values(item).returning(ITEM_COLUMNS));
 
+/**
+ * The version a new item starts at (see entityTag; only its changes matter). SQLite stores 0 and 1
+ * in no bytes and 2 to 127 in one: from 1, an item's first change (a deploy of it, say) would grow
+ * its row by a byte, and a row that changes size is written anew whole, its description and that
+ * description's HTML included (up to a few hundred KB), where a row that keeps its size has only
+ * the page that changed written. A deploy of 500 such items would write 230 MB in one commit.
+ */
+const FIRST_VERSION = 2;
+
 export async function insertItem(trx: Db, item: NewItem): Promise<ItemRow> {
-  return (await newItem(trx, item))[0];
+  return (await newItem(trx, { version: FIRST_VERSION, ...item }))[0];
 }
 
 // Every change of an item's row is a new version of it (see entityTag).

@@ -1,11 +1,14 @@
 import type { DeployRow, ItemRow, ProductRow, UserRow } from '../db/schema.js';
+
+/** What a message shows of an item: no description, which a deploy's mail never reads. */
+export type MailedItem = Pick<ItemRow, 'id' | 'product_id' | 'number' | 'type' | 'title' | 'status'>;
 import { escapeHtml } from '../http/html.js';
 import { itemShortUrl, statusName } from '../items/index.js';
 import { fullName } from '../users/index.js';
 import { oneLine, readableTime } from './format.js';
 
 /** `[Product] Deployed to production: #12 Title and 2 more`, from a follower's items in number order. */
-export function deploySubject(product: ProductRow, deploy: DeployRow, items: ItemRow[]): string {
+export function deploySubject(product: ProductRow, deploy: DeployRow, items: Pick<ItemRow, 'number' | 'title'>[]): string {
   const first = items[0];
   const more = items.length > 1 ? ` and ${items.length - 1} more` : '';
   return oneLine(`[${product.name}] Deployed to ${deploy.environment}: #${first.number} ${first.title}${more}`);
@@ -17,7 +20,7 @@ export interface DeployMessageParts {
   deploy: DeployRow;
   deployer: UserRow;
   /** The recipient's items in the deploy, in number order. */
-  items: ItemRow[];
+  items: MailedItem[];
   /** The notes as safe HTML, rendered when the deploy was recorded (deploys' notesHtmlOf). */
   notesHtml: string;
   subject: string;
@@ -55,7 +58,7 @@ export interface FollowerMessageParts {
   /** The line above the items. */
   intro: string;
   /** The recipient's items in number order, each with a note of what happened to it, if any. */
-  items: { item: ItemRow; note?: string }[];
+  items: { item: MailedItem; note?: string }[];
   /** The deploy's notes as safe HTML, rendered when they were written. */
   notesHtml: string;
   subject: string;
@@ -69,7 +72,7 @@ export function renderFollowerMessage(parts: FollowerMessageParts): { text: stri
 }
 
 /** An item in the text of a message: number, type, title, status, a note, the link. */
-function itemLines(item: ItemRow, publicUrl: string, note?: string): string[] {
+function itemLines(item: MailedItem, publicUrl: string, note?: string): string[] {
   return [
     `  #${item.number} [${item.type}] ${oneLine(item.title)} (${statusName(item.status)})`,
     ...(note ? [`      ${note}`] : []),
@@ -78,7 +81,7 @@ function itemLines(item: ItemRow, publicUrl: string, note?: string): string[] {
 }
 
 /** An item as a row of a message's HTML table, with its note in the last cell. */
-function itemRowHtml(item: ItemRow, publicUrl: string, note?: string): string {
+function itemRowHtml(item: MailedItem, publicUrl: string, note?: string): string {
   return `<tr>
 <td style="padding:4px 8px;white-space:nowrap"><a href="${escapeHtml(itemShortUrl(publicUrl, item))}">#${item.number}</a></td>
 <td style="padding:4px 8px;color:#666">${escapeHtml(item.type)}</td>

@@ -25,7 +25,7 @@ const unique = () => crypto.randomBytes(6).toString('hex');
  */
 export async function queueDeployNotifications(
   trx: Trx,
-  notice: { product: ProductRow; deploy: DeployRow; recipients: { user: UserRow; items: ItemRow[] }[] },
+  notice: { product: ProductRow; deploy: DeployRow; recipients: { user: UserRow; items: Pick<ItemRow, 'id' | 'number' | 'title'>[] }[] },
   mailDomain: string,
   now: Date,
 ): Promise<void> {

@@ -1,11 +1,11 @@
 import type { DeployRow, ItemRow, ProductRow, UserRow } from '../db/schema.js';
 import { escapeHtml } from '../http/html.js';
 import { fullName } from '../users/index.js';
-import { renderFollowerMessage } from './deploy-email.js';
+import { renderFollowerMessage, type MailedItem } from './deploy-email.js';
 import { oneLine, readableTime } from './format.js';
 
 /** `[Product] Rolled back production to 1.4.1: #12 Title and 2 more`, from a follower's items in number order. */
-export function rollbackSubject(product: ProductRow, rollback: DeployRow, items: ItemRow[]): string {
+export function rollbackSubject(product: ProductRow, rollback: DeployRow, items: Pick<ItemRow, 'number' | 'title'>[]): string {
   const first = items[0];
   const more = items.length > 1 ? ` and ${items.length - 1} more` : '';
   return oneLine(`[${product.name}] Rolled back ${rollback.environment} to ${rollback.version}: #${first.number} ${first.title}${more}`);
@@ -21,7 +21,7 @@ export interface RollbackMessageParts {
    * The recipient's items the rollback changed, in number order, each with the deploy its entry
    * for the environment went back to, or null when no earlier deploy there had it.
    */
-  items: { item: ItemRow; restoredTo: DeployRow | null }[];
+  items: { item: MailedItem; restoredTo: DeployRow | null }[];
   /** The rollback's notes as safe HTML, rendered when it was recorded. */
   notesHtml: string;
   subject: string;
