@@ -1,7 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import type { Db } from '../db/connection.js';
 import type { DeployRow, ItemRow, UserRow } from '../db/schema.js';
-import { fillArray, jsonArray, SerializedEntries, type Serialize } from '../http/answer-size.js';
+import { fillArray, jsonArray, leadingWithin, SerializedEntries, type Serialize } from '../http/answer-size.js';
 import { ref } from '../http/documentation.js';
 import { BIG_PAGE, findItemsByIds, ItemSchema, presentItems, type ItemHead, type ItemJson } from '../items/index.js';
 import type { ProductScope, Urls } from '../scope.js';
@@ -9,7 +9,7 @@ import { nextTurn } from '../turns.js';
 import { findUsersByIds, presentUser, UserSchema } from '../users/index.js';
 import { nowTimestamp } from '../time.js';
 import type { DeployInput } from './input.js';
-import { itemSizesOfDeploys, itemsOfDeploys, type ItemSize } from './repository.js';
+import { itemSizesOfDeploys, itemsOfDeploys } from './repository.js';
 
 const deployFields = {
   id: Type.Integer(),
@@ -86,16 +86,6 @@ export function presentDeploy(row: DeployRow, user: UserRow, viewerId: number, i
   return json;
 }
 
-/** How many of the leading items may fit in `room` bytes, by what each takes at least (the first always). */
-function leadingWithin(items: ItemSize[], room: number): number {
-  let bytes = 0;
-  for (let i = 0; i < items.length; i++) {
-    bytes += items[i].least;
-    if (bytes > room && i > 0) return i;
-  }
-  return items.length;
-}
-
 /**
  * The rows of the leading items of a deploy (heads, in order) that may fit in an answer of
  * `budget` bytes, by what their text takes at least, and the numbers of the others; all of them
@@ -103,7 +93,7 @@ function leadingWithin(items: ItemSize[], room: number): number {
  * for a deploy of 500 long descriptions) never is. An item deleted since its head was read is left out.
  */
 async function rowsThatMayFit(db: Db, heads: ItemHead[], budget: number | undefined): Promise<{ shown: ItemRow[]; omitted: number[] }> {
-  const count = budget === undefined ? heads.length : leadingWithin(heads.map((h) => ({ id: h.id, number: h.number, least: h.text_bytes })), budget);
+  const count = budget === undefined ? heads.length : leadingWithin(heads.map((h) => h.text_bytes), budget);
   const rows = new Map((await findItemsByIds(db, heads.slice(0, count).map((h) => h.id))).map((row) => [row.id, row]));
   return { shown: heads.slice(0, count).flatMap((h) => rows.get(h.id) ?? []), omitted: heads.slice(count).map((h) => h.number) };
 }
@@ -127,7 +117,7 @@ export async function presentDeploys(db: Db, scope: ProductScope, allDeploys: De
     let room = budget;
     for (const [k, deploy] of allDeploys.entries()) {
       const items = sizes.get(deploy.id)!;
-      const shown = leadingWithin(items, room);
+      const shown = leadingWithin(items.map((item) => item.least), room);
       if (shown < items.length && k > 0) {
         deploys = allDeploys.slice(0, k);
         break;

@@ -26,6 +26,19 @@ export type Serialize<T> = (value: T) => string;
 /** What the route's own serializer would write for a value of `schema` (compiled once per schema by Fastify). */
 export const serializerOf = <T>(reply: FastifyReply, schema: TSchema): Serialize<T> => reply.compileSerializationSchema(schema) as Serialize<T>;
 
+/**
+ * How many leading entries may fit in `room` bytes, given what each takes at least (the first
+ * always): those after cannot, so they need not be read, presented nor serialized only to be cut.
+ */
+export function leadingWithin(least: readonly number[], room: number): number {
+  let bytes = 0;
+  for (let i = 0; i < least.length; i++) {
+    bytes += least[i];
+    if (bytes > room && i > 0) return i;
+  }
+  return least.length;
+}
+
 /** Serialized bytes after which fitting steps aside for other requests (see nextTurn). */
 const STEP = 1024 * 1024;
 

@@ -1,6 +1,7 @@
 import { Type, type Static, type TObject } from '@sinclair/typebox';
 import type { Db } from '../db/connection.js';
 import type { ItemRow, ProductRow } from '../db/schema.js';
+import { leadingWithin } from '../http/answer-size.js';
 import { ref } from '../http/documentation.js';
 import { presentProductSummary, ProductSummarySchema } from '../products/index.js';
 import type { Urls } from '../scope.js';
@@ -154,12 +155,7 @@ export function presentItem(row: ItemRow, rel: ItemRelations, urls: Urls, viewer
  * are neither presented nor serialized only to be cut.
  */
 export function rowsThatMayFit<R extends ItemRow>(rows: R[], budget: number): R[] {
-  let bytes = 0;
-  for (let i = 0; i < rows.length; i++) {
-    bytes += rows[i].description.length + rows[i].title.length;
-    if (bytes > budget && i > 0) return rows.slice(0, i);
-  }
-  return rows;
+  return rows.slice(0, leadingWithin(rows.map((row) => row.description.length + row.title.length), budget));
 }
 
 /** Pages of more items than this step aside for other requests between their phases. */

@@ -4,6 +4,7 @@ import { findProfiles, type UserProfile } from '../users/index.js';
 import type { Db } from '../db/connection.js';
 import { dialectOf } from '../db/dialect.js';
 import { prepared } from '../db/prepared.js';
+import { leadingWithin } from '../http/answer-size.js';
 import { columnsOf, ITEM_COLUMNS, storableId, type ItemRow, type ItemUpdate, type NewItem, type ProductRow } from '../db/schema.js';
 import { SORT_STEP, type Order } from './model.js';
 
@@ -397,13 +398,7 @@ export async function listTopLevel(db: Db, f: ItemFilter, order: Order, offset: 
     .limit(limit)
     .offset(offset)
     .execute();
-  let bytes = 0;
-  const ids: number[] = [];
-  for (const { id, least } of sizes) {
-    bytes += Number(least);
-    if (bytes > budget && ids.length > 0) break;
-    ids.push(id);
-  }
+  const ids = sizes.slice(0, leadingWithin(sizes.map((s) => Number(s.least)), budget)).map((s) => s.id);
   const byId = new Map((await findItemsByIds(db, ids)).map((row) => [row.id, row]));
   // An item archived or moved between the two reads is left out; the exact fit comes later anyway.
   return ids.flatMap((id) => byId.get(id) ?? []);
