@@ -393,15 +393,21 @@ const SIZED_PAGE = 100;
 export async function listTopLevel(db: Db, f: ItemFilter, order: Order, offset: number, limit: number, budget?: number): Promise<ItemRow[]> {
   const page = ordered(topLevelQuery(db, f, order), order);
   if (budget === undefined || limit <= SIZED_PAGE) return page.select(columnsOf('items', ITEM_COLUMNS)).limit(limit).offset(offset).execute();
-  const sizes = await page
-    .select(['items.id', sql<number>`octet_length(items.description) + octet_length(items.title)`.as('least')])
-    .limit(limit)
-    .offset(offset)
-    .execute();
+  return (await rowsWithin(db, await page.select(['items.id', LEAST_BYTES]).limit(limit).offset(offset).execute(), budget)).rows;
+}
+
+/** What an item's JSON takes at least, known without reading its text: the bytes of its text. */
+const LEAST_BYTES = sql<number>`octet_length(items.description) + octet_length(items.title)`.as('least');
+
+/**
+ * The rows of the leading items, of those whose sizes a page read, that may fit in `budget`
+ * bytes; and how many the page matched. An item archived or moved between the two reads is left
+ * out; the exact fit comes later anyway.
+ */
+async function rowsWithin(db: Db, sizes: { id: number; least: number }[], budget: number): Promise<{ rows: ItemRow[]; matched: number }> {
   const ids = sizes.slice(0, leadingWithin(sizes.map((s) => Number(s.least)), budget)).map((s) => s.id);
   const byId = new Map((await findItemsByIds(db, ids)).map((row) => [row.id, row]));
-  // An item archived or moved between the two reads is left out; the exact fit comes later anyway.
-  return ids.flatMap((id) => byId.get(id) ?? []);
+  return { rows: ids.flatMap((id) => byId.get(id) ?? []), matched: sizes.length };
 }
 
 /** How many top-level items match the filter. */
@@ -453,9 +459,17 @@ export async function listChildren(db: Db, parentIds: number[]): Promise<ItemRow
 
 const childrenPage = prepared((db, parentId: number, offset: number, limit: number) => liveChildren(db, [parentId]).limit(limit).offset(offset));
 
-/** One page of a story's live sub-items, by priority. */
-export async function listChildrenPage(db: Db, parentId: number, offset: number, limit: number): Promise<ItemRow[]> {
-  return childrenPage(db, parentId, offset, limit);
+/**
+ * One page of a story's live sub-items, by priority, and how many it matched; with `budget`, a
+ * big page reads the rows of only those that may fit in it, as listTopLevel does.
+ */
+export async function listChildrenPage(db: Db, parentId: number, offset: number, limit: number, budget?: number): Promise<{ rows: ItemRow[]; matched: number }> {
+  if (budget === undefined || limit <= SIZED_PAGE) {
+    const rows = await childrenPage(db, parentId, offset, limit);
+    return { rows, matched: rows.length };
+  }
+  const sizes = await liveChildren(db, [parentId]).clearSelect().select(['items.id', LEAST_BYTES]).limit(limit).offset(offset).execute();
+  return rowsWithin(db, sizes, budget);
 }
 
 const liveChildCount = prepared((db, parentId: number) =>

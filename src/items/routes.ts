@@ -182,7 +182,7 @@ async function itemListRoutes(app: FastifyInstance): Promise<void> {
     },
     async (request, reply) => {
       const page = asPage(requestParams(request), CHILDREN_PAGE);
-      const { rows, total } = await childrenOf(app.db, request.scope, pathItemNumber(request), page);
+      const { rows, total } = await childrenOf(app.db, request.scope, pathItemNumber(request), page, app.config.maxAnswerBytes);
       reply.type('application/json; charset=utf-8');
       const shown = rowsThatMayFit(rows, app.config.maxAnswerBytes);
       return boundedItems(reply, await presentItems(app.db, request.scope.product, shown, app.config, request.scope.user.id), page.offset, total);

@@ -140,16 +140,17 @@ export async function childrenOf(
   scope: ProductScope,
   number: number,
   page: { offset: number; limit: number },
+  budget?: number,
 ): Promise<{ rows: ItemRow[]; total: number }> {
-  return childrenOfItem(db, await getItem(db, scope, number), page);
+  return childrenOfItem(db, await getItem(db, scope, number), page, budget);
 }
 
-/** The same, for an item already read. */
-export async function childrenOfItem(db: Db, item: ItemRow, page: { offset: number; limit: number }): Promise<{ rows: ItemRow[]; total: number }> {
+/** The same, for an item already read; with `budget`, the rows of a big page that cannot fit in it are not read. */
+export async function childrenOfItem(db: Db, item: ItemRow, page: { offset: number; limit: number }, budget?: number): Promise<{ rows: ItemRow[]; total: number }> {
   if (item.type !== 'story') throw new BadRequestError('Only stories have sub-items.');
-  const rows = await listChildrenPage(db, item.id, page.offset, page.limit);
+  const { rows, matched } = await listChildrenPage(db, item.id, page.offset, page.limit, budget);
   // A first page that is not full holds them all.
-  const total = page.offset === 0 && rows.length < page.limit ? rows.length : await countChildren(db, item.id);
+  const total = page.offset === 0 && matched < page.limit ? matched : await countChildren(db, item.id);
   return { rows, total };
 }
 
