@@ -172,11 +172,22 @@ function setUpWebhooks(app: FastifyInstance, options: AppOptions): void {
 function setUpMarkdown(app: FastifyInstance, options: AppOptions): void {
   const markdown = new MarkdownRenderer({ ...DEFAULT_MARKDOWN_OPTIONS, ...options.markdown });
   app.decorate('markdown', markdown);
-  const state = { stopped: false, running: Promise.resolve() as Promise<unknown>, filling: false, again: undefined as NodeJS.Timeout | undefined };
+  const state = {
+    stopped: false,
+    running: Promise.resolve() as Promise<unknown>,
+    filling: false,
+    again: undefined as NodeJS.Timeout | undefined,
+    delayMs: FILL_AFTER_DEFERRAL_MS,
+  };
   const fill = (): void => {
     if (state.stopped || state.filling) return;
     state.filling = true;
     state.running = fillRenderedMarkdown(app, () => state.stopped)
+      .then((rendered) => {
+        // A fill that rendered nothing found the renderer still unable (no worker starts): the
+        // next one waits twice as long, up to a minute, instead of trying every second for ever.
+        state.delayMs = rendered > 0 ? FILL_AFTER_DEFERRAL_MS : Math.min(state.delayMs * 2, FILL_AFTER_DEFERRAL_MAX_MS);
+      })
       .catch((err) => app.log.warn({ err }, 'filling rendered Markdown stopped'))
       .finally(() => {
         state.filling = false;
@@ -190,7 +201,7 @@ function setUpMarkdown(app: FastifyInstance, options: AppOptions): void {
       state.again ??= setTimeout(() => {
         state.again = undefined;
         fill();
-      }, FILL_AFTER_DEFERRAL_MS).unref();
+      }, state.delayMs).unref();
     };
   }
   app.addHook('onClose', async () => {
@@ -201,8 +212,9 @@ function setUpMarkdown(app: FastifyInstance, options: AppOptions): void {
   });
 }
 
-/** How long after a deferred render the fill runs again. */
+/** How long after a deferred render the fill runs again, at first and at most. */
 const FILL_AFTER_DEFERRAL_MS = 1000;
+const FILL_AFTER_DEFERRAL_MAX_MS = 60_000;
 
 /** Rows rendered by one batch of the fill: one short write transaction each. */
 const FILL_BATCH = 50;
