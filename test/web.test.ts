@@ -668,7 +668,8 @@ describe('shiplog user key', () => {
   test('a new key signs the user out of the pages everywhere', async () => {
     const dataDir = fs.mkdtempSync(path.join(tempDir('shiplog-web-cli-'), 'data-'));
     const env = { PUBLIC_URL: 'http://shiplog.test' };
-    assert.equal((await runCli(['user', 'add', 'keyed@example.com', '--first', 'Key', '--last', 'Holder'], { dataDir, env })).code, 0);
+    const added = await runCli(['user', 'add', 'keyed@example.com', '--first', 'Key', '--last', 'Holder'], { dataDir, env });
+    assert.equal(added.code, 0, added.stderr);
     const printed = await runCli(['user', 'login-link', 'keyed@example.com'], { dataDir, env });
     const link = /(\/app\/sign-in\/[A-Za-z0-9_-]{43})\n$/.exec(printed.stdout)?.[1];
     assert.ok(link, printed.stdout + printed.stderr);
