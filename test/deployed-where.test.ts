@@ -2,15 +2,10 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import SQLite from 'better-sqlite3';
-import { Kysely, Migrator, PostgresDialect, sql } from 'kysely';
-import pg from 'pg';
 import { openDatabase } from '../src/db/connection.js';
-import { GroupCommitSqliteDialect } from '../src/db/dialect.js';
-import { MIGRATIONS } from '../src/db/migrate.js';
 import { moveItem } from '../src/items/index.js';
-import { assertError, client, deployTeam, makeApp, makeItem, makeUser, readEml, signInByMail, tempDir, type TestContext } from './helpers.js';
-import { databaseOptionsFor } from './storage.js';
+import { assertError, client, deployTeam, makeApp, makeItem, makeUser, readEml, signInByMail, type TestContext } from './helpers.js';
+import { olderDatabase } from './older-database.js';
 
 let t: TestContext;
 before(async () => {
@@ -525,20 +520,9 @@ describe('the pages', () => {
 
 describe('upgrading a database made before rollbacks', () => {
   test('deployments get their product and stay current, deploys their mail count, even after later-numbered migrations', async () => {
-    const dataDir = tempDir();
-    const options = await databaseOptionsFor(dataDir);
     // Every migration but this change's (and the one that indexes its columns), as a database that took the others first has them.
-    const later = ['2026_11_23_0010_deployed_where', '2026_11_23_0070_deployed_status'];
-    const others = Object.fromEntries(Object.entries(MIGRATIONS).filter(([name]) => !later.includes(name)));
-    const old = new Kysely<any>({
-      dialect: options.databaseUrl
-        ? new PostgresDialect({ pool: new pg.Pool({ connectionString: options.databaseUrl, max: 1 }) })
-        : new GroupCommitSqliteDialect({ writer: new SQLite(path.join(dataDir, 'shiplog.db')) }),
-    });
-    const migrationTableSchema = options.databaseUrl ? (await sql<{ s: string }>`select current_schema() as s`.execute(old)).rows[0].s : undefined;
-    assert.equal((await new Migrator({ db: old, provider: { getMigrations: async () => others }, migrationTableSchema }).migrateToLatest()).error, undefined);
+    const { options, old, id } = await olderDatabase(['2026_11_23_0010_deployed_where', '2026_11_23_0070_deployed_status']);
     const at = '2026-01-01T00:00:00+00:00';
-    const id = async (table: string, values: Record<string, unknown>) => (await old.insertInto(table).values(values).returning('id').executeTakeFirstOrThrow()).id as number;
     const user = await id('users', { email: 'old@example.com', first_name: 'O', last_name: 'Ld', api_key_hash: 'h', created_at: at });
     const product = await id('products', { name: 'Old', archived: 0, created_at: at, last_number: 2, items_version: 0 });
     const item = (number: number) => ({

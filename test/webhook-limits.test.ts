@@ -1,18 +1,12 @@
 import assert from 'node:assert/strict';
-import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import SQLite from 'better-sqlite3';
-import { Kysely, Migrator, PostgresDialect, sql } from 'kysely';
-import pg from 'pg';
 import { buildApp } from '../src/app.js';
 import { loadConfig } from '../src/config.js';
 import { openDatabase } from '../src/db/connection.js';
-import { GroupCommitSqliteDialect } from '../src/db/dialect.js';
-import { MIGRATIONS } from '../src/db/migrate.js';
 import type { ProductRow } from '../src/db/schema.js';
 import { replayDelivery, type WebhookWorkerOptions } from '../src/webhooks/index.js';
-import { assertError, client, makeApp, makeProduct, makeUser, signInByMail, tempDir, type TestContext, type TestUser } from './helpers.js';
-import { databaseOptionsFor } from './storage.js';
+import { assertError, client, makeApp, makeProduct, makeUser, signInByMail, type TestContext, type TestUser } from './helpers.js';
+import { olderDatabase } from './older-database.js';
 import { Receiver, signatureValid, type Received } from './webhook-receiver.js';
 
 // What a webhook event may weigh and how long it is kept, where deliveries may go, and what of
@@ -303,18 +297,8 @@ describe('credentials in a webhook URL', () => {
 
 describe('upgrading a database with events written before their bodies were kept', () => {
   test('their deliveries send the stored payload with the event\'s id, time and type in front; Slack ones are rendered from it', async () => {
-    const dataDir = tempDir();
-    const options = await databaseOptionsFor(dataDir);
-    const others = Object.fromEntries(Object.entries(MIGRATIONS).filter(([name]) => name !== '2026_11_26_0030_webhook_bodies'));
-    const old = new Kysely<any>({
-      dialect: options.databaseUrl
-        ? new PostgresDialect({ pool: new pg.Pool({ connectionString: options.databaseUrl, max: 1 }) })
-        : new GroupCommitSqliteDialect({ writer: new SQLite(path.join(dataDir, 'shiplog.db')) }),
-    });
-    const migrationTableSchema = options.databaseUrl ? (await sql<{ s: string }>`select current_schema() as s`.execute(old)).rows[0].s : undefined;
-    assert.equal((await new Migrator({ db: old, provider: { getMigrations: async () => others }, migrationTableSchema }).migrateToLatest()).error, undefined);
+    const { dataDir, options, old, id } = await olderDatabase(['2026_11_26_0030_webhook_bodies']);
     const at = '2026-01-01T00:00:00+00:00';
-    const id = async (table: string, values: Record<string, unknown>) => (await old.insertInto(table).values(values).returning('id').executeTakeFirstOrThrow()).id as number;
     const user = await id('users', { email: 'old@example.com', first_name: 'O', last_name: 'Ld', api_key_hash: 'h', created_at: at });
     const product = await id('products', { name: 'Old', archived: 0, created_at: at, last_number: 1, items_version: 0 });
     const hook = (url: string, format: string) => ({ product_id: product, url, events: 'deploy.created', format, secret: SECRET, created_by_id: user, created_at: at });
