@@ -42,14 +42,18 @@ export interface BenchConfig {
 function positiveInt(name: string, fallback: number): number {
   const raw = process.env[name];
   if (raw === undefined || raw === '') return fallback;
-  if (!/^\d+$/.test(raw) || Number(raw) < 1) throw new Error(`${name} must be a whole number of at least 1, got "${raw}".`);
+  if (!/^\d+$/.test(raw) || Number(raw) < 1)
+    throw new Error(`${name} must be a whole number of at least 1, got "${raw}".`);
   return Number(raw);
 }
 
 function sizes(): number[] {
   const raw = process.env.BENCH_SIZES;
   if (!raw) return [10_000, 1_000_000];
-  const list = raw.split(',').map((s) => s.trim()).filter(Boolean);
+  const list = raw
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   if (!list.length || list.some((s) => !/^\d+$/.test(s) || Number(s) < 1000)) {
     throw new Error(`BENCH_SIZES must be a comma-separated list of item counts of at least 1000, got "${raw}".`);
   }
@@ -60,7 +64,8 @@ export type LoadGenerator = 'h2load' | 'wrk' | 'autocannon';
 
 function loadGenerator(): LoadGenerator {
   const raw = process.env.BENCH_LOAD || 'h2load';
-  if (raw !== 'h2load' && raw !== 'wrk' && raw !== 'autocannon') throw new Error(`BENCH_LOAD must be h2load, wrk or autocannon, got "${raw}".`);
+  if (raw !== 'h2load' && raw !== 'wrk' && raw !== 'autocannon')
+    throw new Error(`BENCH_LOAD must be h2load, wrk or autocannon, got "${raw}".`);
   return raw;
 }
 
@@ -73,13 +78,26 @@ export function loadBenchConfig(): BenchConfig {
     mailMessages: positiveInt('BENCH_MAIL_MESSAGES', 5000),
     databaseUrl: process.env.DATABASE_URL || undefined,
     load: loadGenerator(),
-    only: process.env.BENCH_SCENARIOS ? process.env.BENCH_SCENARIOS.split(',').map((s) => s.trim()).filter(Boolean) : undefined,
+    only: process.env.BENCH_SCENARIOS
+      ? process.env.BENCH_SCENARIOS.split(',')
+          .map((s) => s.trim())
+          .filter(Boolean)
+      : undefined,
   });
 }
 
 /** The command that reproduces this run, with any password in DATABASE_URL hidden. */
 export function commandLine(): string {
-  const names = ['BENCH_SIZES', 'BENCH_SCENARIOS', 'BENCH_LOAD', 'BENCH_SECONDS', 'BENCH_WARMUP_SECONDS', 'BENCH_CONNECTIONS', 'BENCH_MAIL_MESSAGES', 'DATABASE_URL'];
+  const names = [
+    'BENCH_SIZES',
+    'BENCH_SCENARIOS',
+    'BENCH_LOAD',
+    'BENCH_SECONDS',
+    'BENCH_WARMUP_SECONDS',
+    'BENCH_CONNECTIONS',
+    'BENCH_MAIL_MESSAGES',
+    'DATABASE_URL',
+  ];
   const env = names
     .filter((name) => process.env[name])
     .map((name) => `${name}=${name === 'DATABASE_URL' ? redactUrl(process.env[name]!) : process.env[name]}`);
@@ -104,7 +122,9 @@ export function sizeLabel(size: number): string {
 }
 
 function startOptions(): string[] {
-  const { scripts } = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } };
+  const { scripts } = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as {
+    scripts: { start: string };
+  };
   const found = /\bnode((?: --\S+)*) dist\/bundle\/server\.js\b/.exec(scripts.start);
   if (!found) throw new Error(`npm start (${scripts.start}) does not run node dist/bundle/server.js`);
   return found[1].trim().split(/\s+/).filter(Boolean);

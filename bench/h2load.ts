@@ -29,7 +29,8 @@ function h2load(args: string[], seconds: number): Promise<string> {
  * measured window.
  */
 export async function runH2load(scenario: Scenario, options: LoadOptions): Promise<LoadResult> {
-  if (scenario.method !== 'GET') throw new Error(`${scenario.name}: h2load drives GET scenarios only (writes need a unique body per request)`);
+  if (scenario.method !== 'GET')
+    throw new Error(`${scenario.name}: h2load drives GET scenarios only (writes need a unique body per request)`);
   const headers = headersOf(scenario, options);
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'shiplog-h2load-'));
   const uris = path.join(dir, 'uris');
@@ -38,12 +39,16 @@ export async function runH2load(scenario: Scenario, options: LoadOptions): Promi
   fs.writeFileSync(uris, Array.from({ length: DRAWN }, () => `${origin}${scenario.next().path}`).join('\n') + '\n');
   const args = [
     '--h1',
-    '-c', String(options.connections),
-    '-D', String(options.seconds),
+    '-c',
+    String(options.connections),
+    '-D',
+    String(options.seconds),
     ...(options.warmupSeconds > 0 ? [`--warm-up-time=${options.warmupSeconds}`] : []),
     // A connection that hears nothing for 10 s is given up (a timeout), as wrk's --timeout.
-    '-N', '10',
-    '-i', uris,
+    '-N',
+    '10',
+    '-i',
+    uris,
     `--log-file=${logFile}`,
     ...Object.entries(headers).flatMap(([name, value]) => ['-H', `${name}: ${value}`]),
   ];
@@ -58,7 +63,8 @@ export async function runH2load(scenario: Scenario, options: LoadOptions): Promi
     // measured window had begun count.
     const firstStart = rows.reduce((m, r) => Math.min(m, r[0]), Infinity);
     const lastStart = rows.reduce((m, r) => Math.max(m, r[0]), -Infinity);
-    const measuredFrom = lastStart - options.seconds * 1e6 > firstStart ? lastStart - options.seconds * 1e6 : firstStart;
+    const measuredFrom =
+      lastStart - options.seconds * 1e6 > firstStart ? lastStart - options.seconds * 1e6 : firstStart;
     const measured = rows.filter((r) => r[0] >= measuredFrom);
     const ok = measured.filter((r) => r[1] >= 200 && r[1] < 300);
     const latencies = Float64Array.from(ok.map((r) => r[2] / 1000)).sort();

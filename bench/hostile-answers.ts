@@ -21,7 +21,16 @@ import path from 'node:path';
 import { openDatabase } from '../src/db/connection.js';
 import { createUser } from '../src/users/service.js';
 import { SERVER_NODE_OPTIONS, SERVER_SCRIPT } from './config.js';
-import { freePort, peakRssMb, rssMb, spawnNode, stopAllChildren, stopChild, stopChildrenOnExit, waitForOk } from './processes.js';
+import {
+  freePort,
+  peakRssMb,
+  rssMb,
+  spawnNode,
+  stopAllChildren,
+  stopChild,
+  stopChildrenOnExit,
+  waitForOk,
+} from './processes.js';
 
 const ITEMS = 500;
 const TAGS = 100;
@@ -29,10 +38,13 @@ const TAG_LENGTH = 64;
 const TITLE_LENGTH = 255;
 const AT_ONCE = 4;
 const server = process.env.BENCH_SERVER ?? SERVER_SCRIPT;
-const deadline = setTimeout(() => {
-  process.stderr.write('hostile-answers: deadline passed, stopping\n');
-  void stopAllChildren().finally(() => process.exit(2));
-}, Number(process.env.BENCH_DEADLINE_SECONDS ?? 600) * 1000);
+const deadline = setTimeout(
+  () => {
+    process.stderr.write('hostile-answers: deadline passed, stopping\n');
+    void stopAllChildren().finally(() => process.exit(2));
+  },
+  Number(process.env.BENCH_DEADLINE_SECONDS ?? 600) * 1000,
+);
 deadline.unref();
 
 interface Answer {
@@ -47,7 +59,13 @@ interface Answer {
 let port = 0;
 
 /** One request on a fresh connection; counts the body's bytes without holding a big one. */
-function send(method: string, url: string, auth: string | undefined, body?: unknown, headers: Record<string, string> = {}): Promise<Answer> {
+function send(
+  method: string,
+  url: string,
+  auth: string | undefined,
+  body?: unknown,
+  headers: Record<string, string> = {},
+): Promise<Answer> {
   const payload = body === undefined ? undefined : JSON.stringify(body);
   const started = performance.now();
   return new Promise((resolve, reject) => {
@@ -109,7 +127,9 @@ async function main(): Promise<void> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'shiplog-hostile-'));
   const db = await openDatabase({ dataDir });
   const made = async (email: string) => {
-    const { user, apiKey } = await db.transaction().execute((trx) => createUser(trx, { email, firstName: 'Bench', lastName: email.split('@')[0] }));
+    const { user, apiKey } = await db
+      .transaction()
+      .execute((trx) => createUser(trx, { email, firstName: 'Bench', lastName: email.split('@')[0] }));
     return basic(user.email, apiKey);
   };
   const hostile = await made('hostile@example.com');
@@ -131,17 +151,34 @@ async function main(): Promise<void> {
   try {
     await waitForOk(child, port, '/health', 30_000, 20);
 
-    const product = JSON.parse(expectOk('product', await send('POST', '/api/products.json', hostile, { name: 'Hostile' })).text!).id as number;
-    const own = JSON.parse(expectOk('product', await send('POST', '/api/products.json', bystander, { name: 'Quiet' })).text!).id as number;
-    for (let i = 0; i < 5; i++) expectOk('small item', await send('POST', `/api/products/${own}/items.json`, bystander, { type: 'task', title: `Small ${i}` }));
+    const product = JSON.parse(
+      expectOk('product', await send('POST', '/api/products.json', hostile, { name: 'Hostile' })).text!,
+    ).id as number;
+    const own = JSON.parse(
+      expectOk('product', await send('POST', '/api/products.json', bystander, { name: 'Quiet' })).text!,
+    ).id as number;
+    for (let i = 0; i < 5; i++)
+      expectOk(
+        'small item',
+        await send('POST', `/api/products/${own}/items.json`, bystander, { type: 'task', title: `Small ${i}` }),
+      );
 
     // The worst text the rules accept: the filler that JSON makes biggest, as long as allowed.
     const base = `/api/products/${product}`;
     let filler = '';
     let description = '';
-    for (const [char, lengths] of [['\u0001', [65_535]], ['"', [65_536, 65_535, 32_768, 16_384]]] as const) {
+    for (const [char, lengths] of [
+      ['\u0001', [65_535]],
+      ['"', [65_536, 65_535, 32_768, 16_384]],
+    ] as const) {
       for (const length of lengths) {
-        const answer = await send('POST', `${base}/items.json`, hostile, { type: 'task', title: 'probe', description: char.repeat(length) }, { 'cache-control': 'no-cache' });
+        const answer = await send(
+          'POST',
+          `${base}/items.json`,
+          hostile,
+          { type: 'task', title: 'probe', description: char.repeat(length) },
+          { 'cache-control': 'no-cache' },
+        );
         if (answer.status === 200) {
           [filler, description] = [char, char.repeat(length)];
           break;
@@ -155,25 +192,48 @@ async function main(): Promise<void> {
     const setupStarted = performance.now();
     // The probe is item 1; it takes the same text as the others.
     expectOk('item 1', await send('POST', `${base}/items/1.json`, hostile, { title, description, tags }));
-    for (let n = 2; n <= ITEMS; n++) expectOk(`item ${n}`, await send('POST', `${base}/items.json`, hostile, { type: 'task', title, description, tags }));
+    for (let n = 2; n <= ITEMS; n++)
+      expectOk(
+        `item ${n}`,
+        await send('POST', `${base}/items.json`, hostile, { type: 'task', title, description, tags }),
+      );
     const numbers = Array.from({ length: ITEMS }, (_, i) => i + 1);
     console.log(`server: ${server}`);
-    console.log(`filler: U+${filler.codePointAt(0)!.toString(16).padStart(4, '0').toUpperCase()}, description ${description.length} characters (${Buffer.byteLength(description)} bytes of UTF-8), ${TAGS} tags of ${TAG_LENGTH}, title ${TITLE_LENGTH}; ${ITEMS} items made in ${ms(performance.now() - setupStarted)}`);
+    console.log(
+      `filler: U+${filler.codePointAt(0)!.toString(16).padStart(4, '0').toUpperCase()}, description ${description.length} characters (${Buffer.byteLength(description)} bytes of UTF-8), ${TAGS} tags of ${TAG_LENGTH}, title ${TITLE_LENGTH}; ${ITEMS} items made in ${ms(performance.now() - setupStarted)}`,
+    );
 
     const rssBefore = rssMb(child.pid);
     resetPeak(child.pid);
     const fresh = { 'cache-control': 'no-cache' };
     const report = (what: string, a: Answer) =>
-      console.log(`${what.padEnd(40)} ${String(a.status).padEnd(4)} ${mb(a.bytes).padStart(10)} ${ms(a.ms).padStart(9)}  ${['x-sprintly-item-count', 'x-sprintly-deploy-count', 'x-sprintly-next-offset'].filter((h) => a.headers[h] !== undefined).map((h) => `${h}: ${a.headers[h]}`).join(', ')}`);
+      console.log(
+        `${what.padEnd(40)} ${String(a.status).padEnd(4)} ${mb(a.bytes).padStart(10)} ${ms(a.ms).padStart(9)}  ${[
+          'x-sprintly-item-count',
+          'x-sprintly-deploy-count',
+          'x-sprintly-next-offset',
+        ]
+          .filter((h) => a.headers[h] !== undefined)
+          .map((h) => `${h}: ${a.headers[h]}`)
+          .join(', ')}`,
+      );
 
-    report('POST deploys.json dry_run (receipt)', await send('POST', `${base}/deploys.json`, hostile, { environment: 'production', numbers, dry_run: true }));
-    report('POST deploys.json (receipt)', await send('POST', `${base}/deploys.json`, hostile, { environment: 'production', numbers, version: '1.0' }));
+    report(
+      'POST deploys.json dry_run (receipt)',
+      await send('POST', `${base}/deploys.json`, hostile, { environment: 'production', numbers, dry_run: true }),
+    );
+    report(
+      'POST deploys.json (receipt)',
+      await send('POST', `${base}/deploys.json`, hostile, { environment: 'production', numbers, version: '1.0' }),
+    );
     report('GET items.json?limit=500', await send('GET', `${base}/items.json?limit=500`, hostile, undefined, fresh));
     report('GET items.json?limit=500 (kept)', await send('GET', `${base}/items.json?limit=500`, hostile));
     report('GET deploys.json', await send('GET', `${base}/deploys.json`, hostile, undefined, fresh));
     report('GET items/1.json', await send('GET', `${base}/items/1.json`, hostile));
     const rssAfterOne = rssMb(child.pid);
-    console.log(`RSS before ${rssBefore.toFixed(0)} MiB; peak during the single requests ${peakRssMb(child.pid).toFixed(0)} MiB (growth ${(peakRssMb(child.pid) - rssBefore).toFixed(0)} MiB); after ${rssAfterOne.toFixed(0)} MiB`);
+    console.log(
+      `RSS before ${rssBefore.toFixed(0)} MiB; peak during the single requests ${peakRssMb(child.pid).toFixed(0)} MiB (growth ${(peakRssMb(child.pid) - rssBefore).toFixed(0)} MiB); after ${rssAfterOne.toFixed(0)} MiB`,
+    );
 
     // Four big requests at once (rendered afresh each), while the other user asks small things.
     for (const [what, url] of [
@@ -194,7 +254,9 @@ async function main(): Promise<void> {
         })();
       const probes = [
         probe('/health', () => send('GET', '/health', undefined)),
-        probe('their items.json', () => send('GET', `/api/products/${own}/items.json`, bystander, undefined, { 'cache-control': 'no-cache' })),
+        probe('their items.json', () =>
+          send('GET', `/api/products/${own}/items.json`, bystander, undefined, { 'cache-control': 'no-cache' }),
+        ),
       ];
       const started = performance.now();
       const big = await Promise.all(Array.from({ length: AT_ONCE }, () => send('GET', url, hostile, undefined, fresh)));
@@ -208,10 +270,17 @@ async function main(): Promise<void> {
       for (const [name, times] of Object.entries(waits)) {
         times.sort((a, b) => a - b);
         const pct = (p: number) => times[Math.min(times.length - 1, Math.floor(p * times.length))] ?? NaN;
-        console.log(`  other user's ${name.padEnd(17)} ${String(times.length).padStart(3)} requests: median ${ms(pct(0.5))}, max ${ms(times[times.length - 1] ?? NaN)}`);
+        console.log(
+          `  other user's ${name.padEnd(17)} ${String(times.length).padStart(3)} requests: median ${ms(pct(0.5))}, max ${ms(times[times.length - 1] ?? NaN)}`,
+        );
       }
     }
-    console.log(`(machine: ${os.cpus().length} cores, load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')})`);
+    console.log(
+      `(machine: ${os.cpus().length} cores, load average ${os
+        .loadavg()
+        .map((l) => l.toFixed(1))
+        .join(' ')})`,
+    );
   } finally {
     await stopChild(child);
     fs.rmSync(dataDir, { recursive: true, force: true });

@@ -43,7 +43,8 @@ const server = await startServer({
 });
 const base = `http://127.0.0.1:${server.port}`;
 
-const quantile = (sorted: number[], q: number): number => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? NaN;
+const quantile = (sorted: number[], q: number): number =>
+  sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? NaN;
 const ms = (n: number): string => `${n.toFixed(1)} ms`;
 
 interface Attack {
@@ -55,10 +56,32 @@ interface Attack {
 }
 
 const attacks: Attack[] = [
-  { name: 'form to /app/sign-in, no credentials', url: '/app/sign-in', type: 'application/x-www-form-urlencoded', body: Buffer.from(form) },
-  { name: 'form to /invitations/<token>, no credentials', url: `/invitations/${'x'.repeat(40)}`, type: 'application/x-www-form-urlencoded', body: Buffer.from(form) },
-  { name: 'form to items.json, signed in', url: `/api/products/${product}/items.json`, type: 'application/x-www-form-urlencoded', body: Buffer.from(form), headers: { authorization: auth } },
-  { name: 'JSON to items.json, signed in', url: `/api/products/${product}/items.json`, type: 'application/json', body: Buffer.from(json), headers: { authorization: auth } },
+  {
+    name: 'form to /app/sign-in, no credentials',
+    url: '/app/sign-in',
+    type: 'application/x-www-form-urlencoded',
+    body: Buffer.from(form),
+  },
+  {
+    name: 'form to /invitations/<token>, no credentials',
+    url: `/invitations/${'x'.repeat(40)}`,
+    type: 'application/x-www-form-urlencoded',
+    body: Buffer.from(form),
+  },
+  {
+    name: 'form to items.json, signed in',
+    url: `/api/products/${product}/items.json`,
+    type: 'application/x-www-form-urlencoded',
+    body: Buffer.from(form),
+    headers: { authorization: auth },
+  },
+  {
+    name: 'JSON to items.json, signed in',
+    url: `/api/products/${product}/items.json`,
+    type: 'application/json',
+    body: Buffer.from(json),
+    headers: { authorization: auth },
+  },
 ];
 
 const send = async (attack: Attack) => {
@@ -117,7 +140,12 @@ async function run(attack: Attack): Promise<void> {
 }
 
 try {
-  process.stdout.write(`Node ${process.version}, ${os.cpus().length} CPUs, load average ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}\n\n`);
+  process.stdout.write(
+    `Node ${process.version}, ${os.cpus().length} CPUs, load average ${os
+      .loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' ')}\n\n`,
+  );
   for (const attack of attacks) await run(attack);
 } finally {
   await stopProcess(server.child);

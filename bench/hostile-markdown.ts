@@ -37,7 +37,10 @@ const server = await startServer({
 const base = `http://127.0.0.1:${server.port}`;
 const db = await openDatabase(await databaseOptionsFor(dataDir));
 
-async function request(path: string, init: RequestInit = {}): Promise<{ status: number; body: string; headers: Headers; ms: number }> {
+async function request(
+  path: string,
+  init: RequestInit = {},
+): Promise<{ status: number; body: string; headers: Headers; ms: number }> {
   const started = performance.now();
   const res = await fetch(`${base}${path}`, { ...init, redirect: 'manual', signal: AbortSignal.timeout(REQUEST_MS) });
   const body = await res.text();
@@ -77,14 +80,23 @@ try {
   for (let n = 1; n <= COUNT; n++) {
     const item = await api('/items.json', { type: 'task', title: `Item ${n}`, description: hostile(`Item ${n}`) });
     if (item.status !== 200) throw new Error(`item ${n}: ${item.status} ${item.body.slice(0, 200)}`);
-    const deploy = await api('/deploys.json', { environment: 'production', numbers: String(n), version: `1.0.${n}`, notes: hostile(`Deploy ${n}`) });
+    const deploy = await api('/deploys.json', {
+      environment: 'production',
+      numbers: String(n),
+      version: `1.0.${n}`,
+      notes: hostile(`Deploy ${n}`),
+    });
     if (deploy.status !== 200) throw new Error(`deploy ${n}: ${deploy.status} ${deploy.body.slice(0, 200)}`);
     writes.push(item.ms, deploy.ms);
   }
   const healthDuringWrites = await stopPolling();
 
   // Signed in as a person would be: a link asked for, read from the .eml file, followed.
-  const asked = await request('/app/sign-in', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: `email=${encodeURIComponent(owner.email)}` });
+  const asked = await request('/app/sign-in', {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: `email=${encodeURIComponent(owner.email)}`,
+  });
   if (asked.status !== 200) throw new Error(`sign-in: ${asked.status}`);
   const link = await mailedLink(dataDir, owner.email, /https?:\/\/[^/\s]+(\/app\/sign-in\/[A-Za-z0-9_-]{43})\b/);
   const signedIn = await request(link, { method: 'POST' });
@@ -99,7 +111,8 @@ try {
   poller = poll();
   const deployPages: number[] = [];
   for (let pass = 0; pass < 2; pass++) {
-    for (let offset = 0; offset < COUNT; offset += 20) deployPages.push(await page(`/app/products/${product.id}/deploys?offset=${offset}`));
+    for (let offset = 0; offset < COUNT; offset += 20)
+      deployPages.push(await page(`/app/products/${product.id}/deploys?offset=${offset}`));
   }
   const itemPages: number[] = [];
   for (let n = 1; n <= 20; n++) itemPages.push(await page(`/app/products/${product.id}/items/${n * 6}`));
@@ -116,7 +129,9 @@ try {
   console.log(`deploys pages (20 deploys each, all ${COUNT / 20} pages, twice): ${stats(deployPages)}`);
   console.log(`item pages: ${stats(itemPages)}`);
   console.log(`single deploy pages: ${stats(deployOne)}`);
-  console.log(`/health polled alongside: longest answer ${healthDuringWrites.toFixed(1)} ms during the writes, ${healthDuringPages.toFixed(1)} ms during the pages`);
+  console.log(
+    `/health polled alongside: longest answer ${healthDuringWrites.toFixed(1)} ms during the writes, ${healthDuringPages.toFixed(1)} ms during the pages`,
+  );
 } finally {
   clearTimeout(whole);
   await db.destroy();

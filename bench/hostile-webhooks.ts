@@ -34,7 +34,10 @@ const apiKey = crypto.randomBytes(24).toString('hex').slice(0, 32);
 const auth = `Basic ${Buffer.from(`${email}:${apiKey}`).toString('base64')}`;
 
 function cli(...args: string[]): string {
-  return execFileSync(process.execPath, [path.join(root, 'bin', 'shiplog.js'), ...args], { env: { PATH: process.env.PATH, DATA_DIR: dataDir }, encoding: 'utf8' }).trim();
+  return execFileSync(process.execPath, [path.join(root, 'bin', 'shiplog.js'), ...args], {
+    env: { PATH: process.env.PATH, DATA_DIR: dataDir },
+    encoding: 'utf8',
+  }).trim();
 }
 
 /** What one receiver path got. */
@@ -148,7 +151,9 @@ function pollHealth(port: number): { stop: () => Promise<{ polls: number; maxMs:
 function largestEventRow(): number {
   const db = new SQLite(path.join(dataDir, 'shiplog.db'), { readonly: true, fileMustExist: true });
   try {
-    const columns = (db.prepare("select name from pragma_table_info('webhook_events')").all() as { name: string }[]).map((c) => c.name);
+    const columns = (
+      db.prepare("select name from pragma_table_info('webhook_events')").all() as { name: string }[]
+    ).map((c) => c.name);
     const stored = columns.filter((c) => ['payload', 'body', 'slack_body'].includes(c));
     const sum = stored.map((c) => `length(cast(${c} as blob))`).join(' + ');
     return Number((db.prepare(`select max(${sum}) as n from webhook_events`).get() as { n: number }).n);
@@ -179,7 +184,11 @@ async function main(): Promise<void> {
   };
   let server: Child | undefined;
   try {
-    server = spawnNode([...SERVER_NODE_OPTIONS, path.join(root, 'dist', 'bundle', 'server.js')], env, path.join(dataDir, 'server.log'));
+    server = spawnNode(
+      [...SERVER_NODE_OPTIONS, path.join(root, 'dist', 'bundle', 'server.js')],
+      env,
+      path.join(dataDir, 'server.log'),
+    );
     await waitForOk(server, port, '/health');
     const description = await createItems(port, api);
     // The same deploy without webhooks first: what the deploy costs by itself (its receipt).
@@ -191,7 +200,11 @@ async function main(): Promise<void> {
     const bareHeld = await bare.stop();
     if (alone.status !== 200) throw new Error(`deploy: ${alone.status} ${alone.body.slice(0, 200)}`);
     for (let i = 1; i <= WEBHOOKS; i++) {
-      const res = await post(port, `${api}/webhooks.json`, { url: `http://127.0.0.1:${receiver.port}/hook-${i}`, events: 'deploy.created', format: i === WEBHOOKS ? 'slack' : 'shiplog' });
+      const res = await post(port, `${api}/webhooks.json`, {
+        url: `http://127.0.0.1:${receiver.port}/hook-${i}`,
+        events: 'deploy.created',
+        format: i === WEBHOOKS ? 'slack' : 'shiplog',
+      });
       if (res.status !== 200) throw new Error(`webhook ${i}: ${res.status} ${res.body}`);
     }
     const rssBefore = rssMb(server.pid);
@@ -201,7 +214,8 @@ async function main(): Promise<void> {
     const deployMs = performance.now() - deployStarted;
     if (deploy.status !== 200) throw new Error(`deploy: ${deploy.status} ${deploy.body.slice(0, 200)}`);
     const deadline = Date.now() + DEADLINE_MS;
-    while ([...receiver.got.values()].length < WEBHOOKS && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+    while ([...receiver.got.values()].length < WEBHOOKS && Date.now() < deadline)
+      await new Promise((resolve) => setTimeout(resolve, 20));
     const deliveredMs = performance.now() - deployStarted;
     const held = await health.stop();
     const peak = peakRssMb(server.pid);
@@ -213,7 +227,12 @@ async function main(): Promise<void> {
       deploy_answer_bytes: Buffer.byteLength(deploy.body),
       all_delivered_ms: Math.round(deliveredMs),
       largest_event_row_bytes: largestEventRow(),
-      receivers: Object.fromEntries([...receiver.got].map(([p, g]) => [p, { deliveries: g.deliveries, bytes: g.bytes, listed_items: g.listedItems, item_count: g.itemCount }])),
+      receivers: Object.fromEntries(
+        [...receiver.got].map(([p, g]) => [
+          p,
+          { deliveries: g.deliveries, bytes: g.bytes, listed_items: g.listedItems, item_count: g.itemCount },
+        ]),
+      ),
       health_polls: held.polls,
       health_longest_ms: Math.round(held.maxMs),
       rss_before_deploy_mb: Math.round(rssBefore),
@@ -221,13 +240,18 @@ async function main(): Promise<void> {
       run_seconds: Math.round((performance.now() - started) / 1000),
     };
     console.log(JSON.stringify(figures, null, 2));
-    console.log(`without webhooks: deploy answered in ${figures.without_webhooks.deploy_answer_ms} ms, /health waited at most ${figures.without_webhooks.health_longest_ms} ms`);
+    console.log(
+      `without webhooks: deploy answered in ${figures.without_webhooks.deploy_answer_ms} ms, /health waited at most ${figures.without_webhooks.health_longest_ms} ms`,
+    );
     console.log(
       `with ${WEBHOOKS} webhooks: deploy answered in ${figures.deploy_answer_ms} ms (${mb(figures.deploy_answer_bytes)}); all ${WEBHOOKS} receivers had it after ${figures.all_delivered_ms} ms; ` +
         `largest event row ${mb(figures.largest_event_row_bytes)}; /health waited at most ${figures.health_longest_ms} ms over ${held.polls} polls; ` +
         `RSS ${figures.rss_before_deploy_mb} MB before, peak ${figures.peak_rss_mb} MB`,
     );
-    for (const [p, g] of receiver.got) console.log(`  ${p}: ${g.deliveries} delivery(ies), ${mb(g.bytes)}${g.itemCount !== undefined ? `, ${g.listedItems} of ${g.itemCount} items listed` : ''}`);
+    for (const [p, g] of receiver.got)
+      console.log(
+        `  ${p}: ${g.deliveries} delivery(ies), ${mb(g.bytes)}${g.itemCount !== undefined ? `, ${g.listedItems} of ${g.itemCount} items listed` : ''}`,
+      );
   } finally {
     await stopChild(server);
     await receiver.stop();

@@ -130,7 +130,10 @@ export async function runLoad(scenario: Scenario, options: LoadOptions): Promise
     ],
   };
   const started = performance.now();
-  const window = new Window(started + options.warmupSeconds * 1000, started + (options.warmupSeconds + options.seconds) * 1000);
+  const window = new Window(
+    started + options.warmupSeconds * 1000,
+    started + (options.warmupSeconds + options.seconds) * 1000,
+  );
   let instance!: autocannon.Instance;
   const finished = new Promise<autocannon.Result>((resolve, reject) => {
     instance = autocannon(settings, (err, result) => (err ? reject(err) : resolve(result)));
@@ -140,7 +143,9 @@ export async function runLoad(scenario: Scenario, options: LoadOptions): Promise
   });
   const result = await finished;
   const sorted = window.sorted();
-  const statuses = Object.fromEntries(Object.entries(result.statusCodeStats ?? {}).map(([code, s]) => [code, (s as { count: number }).count]));
+  const statuses = Object.fromEntries(
+    Object.entries(result.statusCodeStats ?? {}).map(([code, s]) => [code, (s as { count: number }).count]),
+  );
   return {
     name: scenario.name,
     kind: scenario.kind,

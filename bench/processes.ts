@@ -102,7 +102,15 @@ export function request(
 ): Promise<HttpAnswer> {
   return new Promise((resolve, reject) => {
     const req = http.request(
-      { host: '127.0.0.1', port, path, method: options.method ?? 'GET', headers: options.headers, agent: false, timeout: options.timeoutMs ?? 30_000 },
+      {
+        host: '127.0.0.1',
+        port,
+        path,
+        method: options.method ?? 'GET',
+        headers: options.headers,
+        agent: false,
+        timeout: options.timeoutMs ?? 30_000,
+      },
       (res) => {
         let body = '';
         res.setEncoding('utf8');
@@ -121,10 +129,17 @@ export function request(
  * Polls `path` every `everyMs` until it answers 200; throws if the child exits first or
  * `timeoutMs` passes. Returns the moment of the first 200 (ms, performance clock).
  */
-export async function waitForOk(child: Child, port: number, path: string, timeoutMs = 120_000, everyMs = 5): Promise<number> {
+export async function waitForOk(
+  child: Child,
+  port: number,
+  path: string,
+  timeoutMs = 120_000,
+  everyMs = 5,
+): Promise<number> {
   const deadline = performance.now() + timeoutMs;
   while (performance.now() < deadline) {
-    if (!isRunning(child.process)) throw new Error(`process ${child.pid} exited before answering ${path}:\n${child.output()}`);
+    if (!isRunning(child.process))
+      throw new Error(`process ${child.pid} exited before answering ${path}:\n${child.output()}`);
     try {
       const res = await request(port, path, { timeoutMs: 5000 });
       if (res.status === 200) return performance.now();
@@ -153,7 +168,8 @@ export const rssMb = (pid: number): number => memoryField(pid, 'VmRSS');
 export async function waitForPort(child: Child, port: number, timeoutMs = 30_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
-    if (!isRunning(child.process)) throw new Error(`process ${child.pid} exited before listening on ${port}:\n${child.output()}`);
+    if (!isRunning(child.process))
+      throw new Error(`process ${child.pid} exited before listening on ${port}:\n${child.output()}`);
     const open = await new Promise<boolean>((resolve) => {
       const socket = net.connect({ port, host: '127.0.0.1' });
       socket.once('connect', () => {

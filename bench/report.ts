@@ -52,7 +52,8 @@ const median = (values: number[]): number => [...values].sort((a, b) => a - b)[M
 const fmt = (n: number, digits = 1): string => (Number.isFinite(n) ? n.toFixed(digits) : '-');
 const whole = (n: number): string => (Number.isFinite(n) ? Math.round(n).toLocaleString('en-US') : '-');
 /** Errors, no successful response at all, or a list without its count header: figures not to trust. */
-const flagged = (r: LoadResult): boolean => r.non2xx > 0 || r.errors > 0 || r.ok === 0 || (r.kind === 'list' && r.itemCount === null);
+const flagged = (r: LoadResult): boolean =>
+  r.non2xx > 0 || r.errors > 0 || r.ok === 0 || (r.kind === 'list' && r.itemCount === null);
 
 export function startupMedian(s: SizeReport): number {
   return median(s.startupMs);
@@ -60,7 +61,9 @@ export function startupMedian(s: SizeReport): number {
 
 function statusSummary(r: LoadResult): string {
   if (r.non2xx === 0 && r.errors === 0) return r.ok === 0 ? '**no response completed**' : '0';
-  const codes = Object.entries(r.statuses).filter(([code]) => !code.startsWith('2')).map(([code, n]) => `${n} x ${code}`);
+  const codes = Object.entries(r.statuses)
+    .filter(([code]) => !code.startsWith('2'))
+    .map(([code, n]) => `${n} x ${code}`);
   const parts = [...codes, ...(r.errors ? [`${r.errors} timeouts/conn. errors`] : [])];
   return `**${parts.join(', ')}**`;
 }
@@ -77,7 +80,8 @@ export function scenarioTable(s: SizeReport): string {
     `|---|---|---:|---:|---:|---:|---:|${others.map(() => '---:|').join('')}---:|---|---:|`,
   ];
   const row = (r: LoadResult) => {
-    const ratio = r.kind === 'list' || r.kind === 'read' || r.kind === 'page' ? `${fmt((100 * r.rps) / s.baseline.rps, 0)}%` : '';
+    const ratio =
+      r.kind === 'list' || r.kind === 'read' || r.kind === 'page' ? `${fmt((100 * r.rps) / s.baseline.rps, 0)}%` : '';
     const count = r.kind === 'list' ? (r.itemCount ?? '**missing**') : '';
     const name = flagged(r) ? `${r.name} ⚠` : r.name;
     const rss = r.rssMb === undefined ? '' : fmt(r.rssMb, 0);
@@ -129,13 +133,16 @@ function scalingTable(small: SizeReport, large: SizeReport): string {
   ];
   for (const r of large.results.filter((x) => x.kind === 'list')) {
     const before = small.results.find((x) => sameScenario(x, r));
-    lines.push(`| ${r.name} | ${before ? whole(before.rps) : '-'} | ${whole(r.rps)} | ${before ? `${fmt((100 * r.rps) / before.rps, 0)}%` : '-'} |`);
+    lines.push(
+      `| ${r.name} | ${before ? whole(before.rps) : '-'} | ${whole(r.rps)} | ${before ? `${fmt((100 * r.rps) / before.rps, 0)}%` : '-'} |`,
+    );
   }
   return lines.join('\n');
 }
 
 /** The deep page's offset differs by size; everything else is named alike. */
-const sameScenario = (a: LoadResult, b: LoadResult): boolean => a.name.replace(/\(.*\)/, '') === b.name.replace(/\(.*\)/, '');
+const sameScenario = (a: LoadResult, b: LoadResult): boolean =>
+  a.name.replace(/\(.*\)/, '') === b.name.replace(/\(.*\)/, '');
 
 export interface TargetResult {
   verdict: 'PASS' | 'FAIL' | 'SKIP';
@@ -160,10 +167,14 @@ function eachScenario(target: string, results: LoadResult[], rule: Rule): Target
   };
   const failing = results.filter((r) => flagged(r) || !passes(r));
   if (failing.length) {
-    const detail = failing.map((r) => `${r.name}: ${rule.show(rule.value(r))}${flagged(r) ? ' (flagged)' : ''}`).join('; ');
+    const detail = failing
+      .map((r) => `${r.name}: ${rule.show(rule.value(r))}${flagged(r) ? ' (flagged)' : ''}`)
+      .join('; ');
     return { verdict: 'FAIL', target, detail };
   }
-  const worst = results.reduce((w, r) => ((rule.atLeast ? rule.value(r) < rule.value(w) : rule.value(r) > rule.value(w)) ? r : w));
+  const worst = results.reduce((w, r) =>
+    (rule.atLeast ? rule.value(r) < rule.value(w) : rule.value(r) > rule.value(w)) ? r : w,
+  );
   return { verdict: 'PASS', target, detail: `worst ${worst.name}: ${rule.show(rule.value(worst))}` };
 }
 
@@ -175,7 +186,17 @@ function rateTarget(target: string, runs: RateResult[], limitMs: number): Target
   if (!runs.length) return { verdict: 'SKIP', target, detail: 'not measured' };
   // A request sent later than its slot by more than the limit was late by that much already.
   const failing = runs.filter((r) => r.non2xx > 0 || r.errors > 0 || !(r.p99 <= limitMs) || r.latestMs > limitMs);
-  if (failing.length) return { verdict: 'FAIL', target, detail: failing.map((r) => `${r.name}: p99 ${fmt(r.p99, 2)} ms${r.latestMs > limitMs ? `, sent up to ${fmt(r.latestMs, 0)} ms late` : ''}${r.non2xx || r.errors ? ' (errors)' : ''}`).join('; ') };
+  if (failing.length)
+    return {
+      verdict: 'FAIL',
+      target,
+      detail: failing
+        .map(
+          (r) =>
+            `${r.name}: p99 ${fmt(r.p99, 2)} ms${r.latestMs > limitMs ? `, sent up to ${fmt(r.latestMs, 0)} ms late` : ''}${r.non2xx || r.errors ? ' (errors)' : ''}`,
+        )
+        .join('; '),
+    };
   const worst = runs.reduce((w, r) => (r.p99 > w.p99 ? r : w));
   return { verdict: 'PASS', target, detail: `worst ${worst.name}: p99 ${fmt(worst.p99, 2)} ms` };
 }
@@ -202,12 +223,29 @@ export function evaluateTargets(run: RunReport): TargetResult[] {
     atLeastPercent(`${at} every plain list (no parameters, each order_by) >= 70% of the baseline's req/s`, plain, 70),
     atLeastPercent(`${at} the combined filter and children=true >= 60%`, combined, 60),
     atLeastPercent(`${at} the deep page >= 50%`, find('list: deep page'), 50),
-    eachScenario(`${at} at saturation, every list's p99 <= 3 x its p50`, lists, { value: (r) => r.p99 / r.p50, limit: 3, atLeast: false, show: (v) => `${fmt(v, 1)} x` }),
+    eachScenario(`${at} at saturation, every list's p99 <= 3 x its p50`, lists, {
+      value: (r) => r.p99 / r.p50,
+      limit: 3,
+      atLeast: false,
+      show: (v) => `${fmt(v, 1)} x`,
+    }),
     atLeastPercent(`${at} fetch >= 60% of the baseline's req/s`, find('fetch item'), 60),
     atLeastPercent(`${at} the board and the item page >= 40% of the baseline's req/s`, find('page:'), 40),
-    perSecond(`${at} the deploy list's default page >= 5 x ${DEPLOY_LIST_BEFORE} req/s, without errors`, find('list deploys (default page)'), 5 * DEPLOY_LIST_BEFORE),
-    perSecond(`${at} create, update and resort >= 1,500 req/s`, [...find('create item'), ...find('update item'), ...find('resort')], 1500),
-    rateTarget(`${at} at 40% of the baseline's req/s, every list and fetch p99 <= 15 ms`, rates.filter((r) => r.kind === 'list' || r.name === 'fetch item'), 15),
+    perSecond(
+      `${at} the deploy list's default page >= 5 x ${DEPLOY_LIST_BEFORE} req/s, without errors`,
+      find('list deploys (default page)'),
+      5 * DEPLOY_LIST_BEFORE,
+    ),
+    perSecond(
+      `${at} create, update and resort >= 1,500 req/s`,
+      [...find('create item'), ...find('update item'), ...find('resort')],
+      1500,
+    ),
+    rateTarget(
+      `${at} at 40% of the baseline's req/s, every list and fetch p99 <= 15 ms`,
+      rates.filter((r) => r.kind === 'list' || r.name === 'fetch item'),
+      15,
+    ),
     rateTarget(`${at} at 40% of the baseline's req/s, create p99 <= 25 ms`, rateOf('create item'), 25),
     rateTarget(`${at} at 300 req/s, resort p99 <= 15 ms`, rateOf('resort'), 15),
     rateTarget(`${at} at 20 deploys/s, deploy of 50 items x 20 followers p99 <= 60 ms`, rateOf('deploy 50'), 60),
@@ -307,7 +345,13 @@ export function renderSection(run: RunReport, targets: TargetResult[]): string {
   }
   const small = run.sizes.find((s) => s.size === 10_000);
   const large = run.sizes.reduce((a, b) => (b.size > a.size ? b : a));
-  if (small && small !== large) parts.push(`### Scaling from ${sizeLabel(small.size)} to ${sizeLabel(large.size)}`, '', scalingTable(small, large), '');
+  if (small && small !== large)
+    parts.push(
+      `### Scaling from ${sizeLabel(small.size)} to ${sizeLabel(large.size)}`,
+      '',
+      scalingTable(small, large),
+      '',
+    );
   parts.push('### Targets', '', ...targets.map((t) => `- **${t.verdict}** ${t.target}: ${t.detail}`), '');
   return parts.join('\n');
 }

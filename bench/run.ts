@@ -10,7 +10,17 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import SQLite from 'better-sqlite3';
-import { CLI_SCRIPT, commandLine, DATA_ROOT, loadBenchConfig, SERVER_NODE_OPTIONS, SERVER_SCRIPT, sizeLabel, type BenchConfig, type LoadGenerator } from './config.js';
+import {
+  CLI_SCRIPT,
+  commandLine,
+  DATA_ROOT,
+  loadBenchConfig,
+  SERVER_NODE_OPTIONS,
+  SERVER_SCRIPT,
+  sizeLabel,
+  type BenchConfig,
+  type LoadGenerator,
+} from './config.js';
 import { runLoad, type LoadOptions, type LoadResult, type RateResult, type Scenario } from './load.js';
 import { runWrk, runWrkAtRate } from './wrk.js';
 import { runH2load } from './h2load.js';
@@ -27,8 +37,23 @@ import {
   waitForPort,
   type Child,
 } from './processes.js';
-import { evaluateTargets, renderSection, writeReport, type Backend, type MailResult, type RunReport, type SizeReport } from './report.js';
-import { deployScenario, itemWriteScenarios, listScenarios, pageScenarios, readScenarios, type ScenarioData } from './scenarios.js';
+import {
+  evaluateTargets,
+  renderSection,
+  writeReport,
+  type Backend,
+  type MailResult,
+  type RunReport,
+  type SizeReport,
+} from './report.js';
+import {
+  deployScenario,
+  itemWriteScenarios,
+  listScenarios,
+  pageScenarios,
+  readScenarios,
+  type ScenarioData,
+} from './scenarios.js';
 import { ensureSqliteDataset, seedPostgres, type DatasetInfo } from './seed.js';
 import { postgresStore, sqliteStore, type BenchStore } from './store.js';
 import { cleanEnv } from '../test/processes.js';
@@ -57,7 +82,13 @@ interface SizeContext {
 }
 
 function loadOptions(ctx: SizeContext, port: number): LoadOptions {
-  return { port, seconds: ctx.cfg.seconds, warmupSeconds: ctx.cfg.warmupSeconds, connections: ctx.cfg.connections, headers: ctx.headers };
+  return {
+    port,
+    seconds: ctx.cfg.seconds,
+    warmupSeconds: ctx.cfg.warmupSeconds,
+    connections: ctx.cfg.connections,
+    headers: ctx.headers,
+  };
 }
 
 const GENERATORS: Record<LoadGenerator, (scenario: Scenario, options: LoadOptions) => Promise<LoadResult>> = {
@@ -89,19 +120,35 @@ async function drive(ctx: SizeContext, scenario: Scenario, options: LoadOptions)
 
 /** A progress line on stderr as each scenario ends, so a long run shows where it is. */
 function describe(ctx: SizeContext, r: LoadResult, baseline?: LoadResult): void {
-  const ratio = baseline && r.kind !== 'write' && r.kind !== 'baseline' ? `  ${Math.round((100 * r.rps) / baseline.rps)}% of baseline` : '';
+  const ratio =
+    baseline && r.kind !== 'write' && r.kind !== 'baseline'
+      ? `  ${Math.round((100 * r.rps) / baseline.rps)}% of baseline`
+      : '';
   const errors = r.non2xx || r.errors || !r.ok ? `  !! ${r.ok} 2xx, ${r.non2xx} non-2xx, ${r.errors} errors` : '';
-  const other = (r.others ?? []).map((o) => `  (${o.generator} ${Math.round(o.rps)} req/s, p99 ${o.p99.toFixed(2)} ms)`).join('');
-  log(`  [${ctx.label}] ${r.name.padEnd(44)} ${Math.round(r.rps).toString().padStart(6)} req/s  p50 ${r.p50.toFixed(2)} ms  p99 ${r.p99.toFixed(2)} ms${ratio}${errors}${other}`);
+  const other = (r.others ?? [])
+    .map((o) => `  (${o.generator} ${Math.round(o.rps)} req/s, p99 ${o.p99.toFixed(2)} ms)`)
+    .join('');
+  log(
+    `  [${ctx.label}] ${r.name.padEnd(44)} ${Math.round(r.rps).toString().padStart(6)} req/s  p50 ${r.p50.toFixed(2)} ms  p99 ${r.p99.toFixed(2)} ms${ratio}${errors}${other}`,
+  );
 }
 
 /** The baseline in its own process on the dataset's SQLite file, loaded like every scenario. */
 async function measureBaseline(ctx: SizeContext, file: string): Promise<LoadResult> {
   const port = await freePort();
-  const child = spawnNode(['--import', 'tsx', 'bench/baseline.ts', file, String(port)], childEnv(), path.join(ctx.logDir, `baseline-${ctx.size}.log`));
+  const child = spawnNode(
+    ['--import', 'tsx', 'bench/baseline.ts', file, String(port)],
+    childEnv(),
+    path.join(ctx.logDir, `baseline-${ctx.size}.log`),
+  );
   try {
     await waitForOk(child, port, '/items', 30_000, 20);
-    const scenario: Scenario = { name: 'baseline: GET /items (20 rows, no auth)', kind: 'baseline', method: 'GET', next: () => ({ path: '/items' }) };
+    const scenario: Scenario = {
+      name: 'baseline: GET /items (20 rows, no auth)',
+      kind: 'baseline',
+      method: 'GET',
+      next: () => ({ path: '/items' }),
+    };
     const result = await drive(ctx, scenario, { ...loadOptions(ctx, port), headers: {} });
     describe(ctx, result);
     return result;
@@ -118,7 +165,11 @@ interface RunningServer {
 async function startServer(ctx: SizeContext, env: NodeJS.ProcessEnv): Promise<RunningServer & { startedMs: number }> {
   const port = await freePort();
   const spawned = performance.now();
-  const child = spawnNode([...SERVER_NODE_OPTIONS, SERVER_SCRIPT], { ...env, PORT: String(port) }, path.join(ctx.logDir, `server-${ctx.backend}-${ctx.size}.log`));
+  const child = spawnNode(
+    [...SERVER_NODE_OPTIONS, SERVER_SCRIPT],
+    { ...env, PORT: String(port) },
+    path.join(ctx.logDir, `server-${ctx.backend}-${ctx.size}.log`),
+  );
   try {
     const ready = await waitForOk(child, port, '/health', 120_000, 5);
     return { child, port, startedMs: ready - spawned };
@@ -143,7 +194,8 @@ async function measureStartup(ctx: SizeContext, env: NodeJS.ProcessEnv): Promise
 /** One request per list scenario: it must answer 200 with X-Sprintly-Item-Count. */
 async function itemCountOf(server: RunningServer, ctx: SizeContext, scenario: Scenario): Promise<string | null> {
   const res = await request(server.port, scenario.next().path, { headers: ctx.headers });
-  if (res.status !== 200) throw new Error(`${scenario.name}: check request answered ${res.status}: ${res.body.slice(0, 300)}`);
+  if (res.status !== 200)
+    throw new Error(`${scenario.name}: check request answered ${res.status}: ${res.body.slice(0, 300)}`);
   const count = res.headers['x-sprintly-item-count'];
   return typeof count === 'string' ? count : null;
 }
@@ -190,8 +242,12 @@ const MAIL_ITEMS = 10;
  */
 async function measureMail(ctx: SizeContext, server: RunningServer, store: BenchStore): Promise<MailResult> {
   const count = ctx.cfg.mailMessages;
-  if (!(await waitForIdleOutbox(server.port, 120_000))) throw new Error('the outbox did not empty before the mail measurement');
-  const body = new URLSearchParams({ environment: 'mail-bench', numbers: ctx.info.deployGroups[0].slice(0, MAIL_ITEMS).join(',') }).toString();
+  if (!(await waitForIdleOutbox(server.port, 120_000)))
+    throw new Error('the outbox did not empty before the mail measurement');
+  const body = new URLSearchParams({
+    environment: 'mail-bench',
+    numbers: ctx.info.deployGroups[0].slice(0, MAIL_ITEMS).join(','),
+  }).toString();
   const res = await request(server.port, `/api/products/${ctx.info.productId}/deploys.json`, {
     method: 'POST',
     headers: { ...ctx.headers, 'content-type': 'application/x-www-form-urlencoded' },
@@ -199,7 +255,8 @@ async function measureMail(ctx: SizeContext, server: RunningServer, store: Bench
   });
   if (res.status !== 200) throw new Error(`priming deploy answered ${res.status}: ${res.body.slice(0, 300)}`);
   const deployId = (JSON.parse(res.body) as { id: number }).id;
-  if (!(await waitForIdleOutbox(server.port, 60_000))) throw new Error('the priming deploy\'s messages were not delivered within 60 s');
+  if (!(await waitForIdleOutbox(server.port, 60_000)))
+    throw new Error("the priming deploy's messages were not delivered within 60 s");
 
   const before = (await health(server.port)).mail;
   const sizesBefore = sinkMessageSizes(ctx).length;
@@ -234,14 +291,25 @@ async function measureMail(ctx: SizeContext, server: RunningServer, store: Bench
     steadyRate: first && steadySeconds > 0 ? (delivered - first.delivered) / steadySeconds : NaN,
     complete: delivered + failed >= count,
   };
-  log(`  [${ctx.label}] mail: ${delivered}/${count} delivered in ${seconds.toFixed(2)} s: ${Math.round(result.rate)} messages/s`);
+  log(
+    `  [${ctx.label}] mail: ${delivered}/${count} delivered in ${seconds.toFixed(2)} s: ${Math.round(result.rate)} messages/s`,
+  );
   return result;
 }
 
 /** Warms up and measures one scenario against the server, noting its memory afterwards. */
-async function measure(ctx: SizeContext, server: RunningServer, scenario: Scenario, baseline?: LoadResult): Promise<LoadResult> {
+async function measure(
+  ctx: SizeContext,
+  server: RunningServer,
+  scenario: Scenario,
+  baseline?: LoadResult,
+): Promise<LoadResult> {
   const itemCount = scenario.kind === 'list' ? await itemCountOf(server, ctx, scenario) : undefined;
-  const result = { ...(await drive(ctx, scenario, loadOptions(ctx, server.port))), itemCount, rssMb: rssMb(server.child.pid) };
+  const result = {
+    ...(await drive(ctx, scenario, loadOptions(ctx, server.port))),
+    itemCount,
+    rssMb: rssMb(server.child.pid),
+  };
   describe(ctx, result, baseline);
   return result;
 }
@@ -252,14 +320,19 @@ async function measure(ctx: SizeContext, server: RunningServer, scenario: Scenar
  */
 async function signInToPages(ctx: SizeContext, server: RunningServer, env: NodeJS.ProcessEnv): Promise<string> {
   const link = await new Promise<string>((resolve, reject) => {
-    execFile(process.execPath, [CLI_SCRIPT, 'user', 'login-link', ctx.info.caller.email], { env }, (err, stdout, stderr) =>
-      err ? reject(new Error(`shiplog user login-link failed: ${stderr || err.message}`)) : resolve(stdout.trim()),
+    execFile(
+      process.execPath,
+      [CLI_SCRIPT, 'user', 'login-link', ctx.info.caller.email],
+      { env },
+      (err, stdout, stderr) =>
+        err ? reject(new Error(`shiplog user login-link failed: ${stderr || err.message}`)) : resolve(stdout.trim()),
     );
   });
   const res = await request(server.port, new URL(link).pathname, { method: 'POST' });
   const cookies = res.headers['set-cookie'];
   const session = (Array.isArray(cookies) ? cookies : [cookies ?? '']).map((c) => c.split(';')[0]).filter(Boolean);
-  if (res.status !== 303 || !session.length) throw new Error(`signing in to the pages answered ${res.status}: ${res.body.slice(0, 300)}`);
+  if (res.status !== 303 || !session.length)
+    throw new Error(`signing in to the pages answered ${res.status}: ${res.body.slice(0, 300)}`);
   return session.join('; ');
 }
 
@@ -274,10 +347,17 @@ const RESORT_RATE = 300;
 const DEPLOY_RATE = 20;
 
 /** One scenario offered at a fixed rate, with a progress line. */
-async function measureAtRate(ctx: SizeContext, server: RunningServer, scenario: Scenario, rate: number): Promise<RateResult> {
+async function measureAtRate(
+  ctx: SizeContext,
+  server: RunningServer,
+  scenario: Scenario,
+  rate: number,
+): Promise<RateResult> {
   const r = await runWrkAtRate(scenario, loadOptions(ctx, server.port), rate);
   const errors = r.non2xx || r.errors ? `  !! ${r.non2xx} non-2xx, ${r.errors} errors` : '';
-  log(`  [${ctx.label}] at ${rate}/s: ${r.name.padEnd(40)} ${Math.round(r.rps).toString().padStart(6)} req/s  p50 ${fmt2(r.p50)} ms  p99 ${fmt2(r.p99)} ms  max ${fmt2(r.max)} ms  ${r.late} late (latest ${fmt2(r.latestMs)} ms)${errors}`);
+  log(
+    `  [${ctx.label}] at ${rate}/s: ${r.name.padEnd(40)} ${Math.round(r.rps).toString().padStart(6)} req/s  p50 ${fmt2(r.p50)} ms  p99 ${fmt2(r.p99)} ms  max ${fmt2(r.max)} ms  ${r.late} late (latest ${fmt2(r.latestMs)} ms)${errors}`,
+  );
   return r;
 }
 const fmt2 = (n: number) => (Number.isFinite(n) ? n.toFixed(2) : '-');
@@ -300,18 +380,31 @@ async function runScenarios(
   }
   const results: LoadResult[] = [];
   const atRate: RateResult[] = [];
-  for (const scenario of chosen(ctx, [...listScenarios(data), ...readScenarios(data), ...pageScenarios(data, cookie)])) {
+  for (const scenario of chosen(ctx, [
+    ...listScenarios(data),
+    ...readScenarios(data),
+    ...pageScenarios(data, cookie),
+  ])) {
     results.push(await measure(ctx, server, scenario, baseline));
   }
   const steady = steadyRate(baseline);
   const fetch = readScenarios(data).filter((s) => s.name === 'fetch item');
   // Not the list rendered afresh for every request: its saturated rate is below the one offered.
   const steadyLists = listScenarios(data).filter((s) => s.extraHeaders === undefined);
-  for (const scenario of chosen(ctx, [...steadyLists, ...fetch])) atRate.push(await measureAtRate(ctx, server, scenario, steady));
+  for (const scenario of chosen(ctx, [...steadyLists, ...fetch]))
+    atRate.push(await measureAtRate(ctx, server, scenario, steady));
   const writes = itemWriteScenarios(data);
   for (const scenario of chosen(ctx, writes)) results.push(await measure(ctx, server, scenario, baseline));
-  for (const scenario of chosen(ctx, writes.filter((s) => s.name === 'create item'))) atRate.push(await measureAtRate(ctx, server, scenario, steady));
-  for (const scenario of chosen(ctx, writes.filter((s) => s.name.startsWith('resort')))) atRate.push(await measureAtRate(ctx, server, scenario, RESORT_RATE));
+  for (const scenario of chosen(
+    ctx,
+    writes.filter((s) => s.name === 'create item'),
+  ))
+    atRate.push(await measureAtRate(ctx, server, scenario, steady));
+  for (const scenario of chosen(
+    ctx,
+    writes.filter((s) => s.name.startsWith('resort')),
+  ))
+    atRate.push(await measureAtRate(ctx, server, scenario, RESORT_RATE));
   return { results, atRate };
 }
 
@@ -323,7 +416,11 @@ async function startSink(ctx: SizeContext): Promise<{ child: Child; port: number
 }
 
 /** The dataset the service runs on: a fresh copy of the cached SQLite file, or PostgreSQL reseeded. */
-async function prepareDatabase(ctx: SizeContext, cachedFile: string, runDir: string): Promise<{ env: Record<string, string>; info?: DatasetInfo }> {
+async function prepareDatabase(
+  ctx: SizeContext,
+  cachedFile: string,
+  runDir: string,
+): Promise<{ env: Record<string, string>; info?: DatasetInfo }> {
   if (ctx.backend === 'sqlite') {
     const file = path.join(runDir, 'shiplog.db');
     fs.copyFileSync(cachedFile, file);
@@ -371,10 +468,21 @@ async function benchSize(cfg: BenchConfig, backend: Backend, size: number): Prom
     // One key from one address at full speed is what the rate limits stop; limits no run reaches
     // keep the limiter's cost in the figures.
     const limits = { RATE_LIMIT_PER_KEY: '1000000000', RATE_LIMIT_PER_ADDRESS: '1000000000' };
-    const env = childEnv({ HOST: '127.0.0.1', DATA_DIR: runDir, LOG_LEVEL: 'warn', SMTP_URL: `smtp://127.0.0.1:${sink.port}`, ...limits, ...prepared.env });
+    const env = childEnv({
+      HOST: '127.0.0.1',
+      DATA_DIR: runDir,
+      LOG_LEVEL: 'warn',
+      SMTP_URL: `smtp://127.0.0.1:${sink.port}`,
+      ...limits,
+      ...prepared.env,
+    });
     const startupMs = await measureStartup(ctx, env);
     store = backend === 'sqlite' ? sqliteStore(path.join(runDir, 'shiplog.db')) : postgresStore(cfg.databaseUrl!);
-    const data: ScenarioData = { info: ctx.info, backlog: await store.backlogNumbers(size), titled: await store.titledNumbers(size) };
+    const data: ScenarioData = {
+      info: ctx.info,
+      backlog: await store.backlogNumbers(size),
+      titled: await store.titledNumbers(size),
+    };
     server = await startServer(ctx, env);
     const { results, atRate } = await runScenarios(ctx, server, data, baseline, await signInToPages(ctx, server, env));
     const mail = ctx.cfg.only ? undefined : await measureMail(ctx, server, store);

@@ -30,16 +30,28 @@ export function listScenarios(data: ScenarioData): Scenario[] {
   return [
     fixed('list: no parameters', items),
     // The same list rendered for every request: what a list costs when its product has just changed.
-    { ...fixed('list: no parameters, rendered afresh (Cache-Control: no-cache)', items), extraHeaders: { 'cache-control': 'no-cache' } },
+    {
+      ...fixed('list: no parameters, rendered afresh (Cache-Control: no-cache)', items),
+      extraHeaders: { 'cache-control': 'no-cache' },
+    },
     ...ORDERS.map((order) => fixed(`list: order_by=${order}`, `${items}?order_by=${order}`)),
-    fixed('list: status+type+tags+assigned_to', `${items}?status=backlog,in-progress&type=task,defect&tags=api&assigned_to=3`),
-    fixed(`list: deep page (backlog, offset ${deepOffset(data.info.size)})`, `${items}?status=backlog&offset=${deepOffset(data.info.size)}`),
+    fixed(
+      'list: status+type+tags+assigned_to',
+      `${items}?status=backlog,in-progress&type=task,defect&tags=api&assigned_to=3`,
+    ),
+    fixed(
+      `list: deep page (backlog, offset ${deepOffset(data.info.size)})`,
+      `${items}?status=backlog&offset=${deepOffset(data.info.size)}`,
+    ),
     fixed('list: children=true', `${items}?children=true`),
     // The seed deploys closed items only, to staging and production alternately: the first list
     // asks for open items deployed to production (the seed has none), the second for done work
     // not shipped there.
     fixed('list: deployed_to=production', `${items}?deployed_to=production`),
-    fixed('list: status=completed,accepted&not_deployed_to=production', `${items}?status=completed,accepted&not_deployed_to=production`),
+    fixed(
+      'list: status=completed,accepted&not_deployed_to=production',
+      `${items}?status=completed,accepted&not_deployed_to=production`,
+    ),
   ];
 }
 
@@ -56,13 +68,20 @@ export function readScenarios(data: ScenarioData): Scenario[] {
       next: () => ({ path: `${base}/items/${1 + Math.floor(Math.random() * data.info.size)}.json` }),
     },
     // The default page: the first 20 deploys with their items.
-    { name: 'list deploys (default page)', kind: 'read', method: 'GET', next: () => ({ path: `${base}/deploys.json` }) },
+    {
+      name: 'list deploys (default page)',
+      kind: 'read',
+      method: 'GET',
+      next: () => ({ path: `${base}/deploys.json` }),
+    },
     {
       name: 'list deploys (production, 20 per page)',
       kind: 'read',
       method: 'GET',
       random: true,
-      next: () => ({ path: `${base}/deploys.json?environment=production&limit=20&offset=${Math.floor(Math.random() * (perEnvironment - 20))}` }),
+      next: () => ({
+        path: `${base}/deploys.json?environment=production&limit=20&offset=${Math.floor(Math.random() * (perEnvironment - 20))}`,
+      }),
     },
   ];
 }
@@ -75,7 +94,13 @@ export function pageScenarios(data: ScenarioData, cookie: string): Scenario[] {
   const base = `/app/products/${data.info.productId}`;
   const headers = { cookie, accept: 'text/html' };
   return [
-    { name: 'page: board (first page of every column)', kind: 'page', method: 'GET', headers, next: () => ({ path: `${base}/board` }) },
+    {
+      name: 'page: board (first page of every column)',
+      kind: 'page',
+      method: 'GET',
+      headers,
+      next: () => ({ path: `${base}/board` }),
+    },
     {
       name: 'page: item',
       kind: 'page',
@@ -140,7 +165,12 @@ export function deployScenario(data: ScenarioData): Scenario {
       const group = data.info.deployGroups[counter++ % data.info.deployGroups.length];
       return {
         path: `${base}/deploys.json`,
-        body: form({ environment: 'production', version: 'v9.{n}.0', notes: 'Load test deploy.', numbers: group.join(',') }),
+        body: form({
+          environment: 'production',
+          version: 'v9.{n}.0',
+          notes: 'Load test deploy.',
+          numbers: group.join(','),
+        }),
       };
     },
   };

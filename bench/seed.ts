@@ -61,23 +61,75 @@ const TYPES = ['story', 'task', 'defect', 'test'];
 const TYPE_WEIGHTS = [0.3, 0.3, 0.3, 0.1];
 const SUB_ITEM_SHARE = 0.05;
 const ASSIGNED_SHARE = 0.85;
-const TAGS = ['api', 'ui', 'backend', 'frontend', 'mobile', 'billing', 'search', 'auth', 'performance', 'docs', 'infra', 'onboarding'];
+const TAGS = [
+  'api',
+  'ui',
+  'backend',
+  'frontend',
+  'mobile',
+  'billing',
+  'search',
+  'auth',
+  'performance',
+  'docs',
+  'infra',
+  'onboarding',
+];
 const CLOSE_REASONS = ['fixed', 'invalid', 'duplicate', 'incomplete', 'wont-fix', 'works-for-me'];
 
-const VERBS = ['Fix', 'Add', 'Improve', 'Remove', 'Refactor', 'Document', 'Speed up', 'Test', 'Polish', 'Migrate', 'Rework', 'Log'];
+const VERBS = [
+  'Fix',
+  'Add',
+  'Improve',
+  'Remove',
+  'Refactor',
+  'Document',
+  'Speed up',
+  'Test',
+  'Polish',
+  'Migrate',
+  'Rework',
+  'Log',
+];
 const OBJECTS = [
-  'the login form', 'search results paging', 'the CSV export', 'the billing page', 'email digests', 'the deploy hook',
-  'API rate limits', 'the mobile menu', 'image uploads', 'the admin dashboard', 'webhook retries', 'password reset',
-  'the activity feed', 'tag suggestions', 'the onboarding checklist', 'invoice numbering', 'timezone handling',
+  'the login form',
+  'search results paging',
+  'the CSV export',
+  'the billing page',
+  'email digests',
+  'the deploy hook',
+  'API rate limits',
+  'the mobile menu',
+  'image uploads',
+  'the admin dashboard',
+  'webhook retries',
+  'password reset',
+  'the activity feed',
+  'tag suggestions',
+  'the onboarding checklist',
+  'invoice numbering',
+  'timezone handling',
 ];
 const WHO = ['user', 'admin', 'editor', 'owner', 'guest', 'operator', 'developer', 'account manager', 'support agent'];
 const WHAT = [
-  'to export my items', 'to see what was deployed', 'to filter by tag', 'to reorder the backlog', 'to invite a colleague',
-  'to get fewer emails', 'to search old items', 'to see who follows an item', 'to archive finished work',
+  'to export my items',
+  'to see what was deployed',
+  'to filter by tag',
+  'to reorder the backlog',
+  'to invite a colleague',
+  'to get fewer emails',
+  'to search old items',
+  'to see who follows an item',
+  'to archive finished work',
 ];
 const WHY = [
-  'I can share progress', 'I save time every week', 'nothing falls through the cracks', 'the team knows what is next',
-  'customers get answers sooner', 'reports are accurate', 'I am not interrupted',
+  'I can share progress',
+  'I save time every week',
+  'nothing falls through the cracks',
+  'the team knows what is next',
+  'customers get answers sooner',
+  'reports are accurate',
+  'I am not interrupted',
 ];
 const SENTENCES = [
   'Steps to reproduce are in the support ticket linked below.',
@@ -97,10 +149,13 @@ interface Column {
 }
 
 const cols = (spec: string): Column[] =>
-  spec.split(/\s+/).filter(Boolean).map((c) => {
-    const [name, pgType = 'text'] = c.split(':');
-    return { name, pgType: pgType as Column['pgType'] };
-  });
+  spec
+    .split(/\s+/)
+    .filter(Boolean)
+    .map((c) => {
+      const [name, pgType = 'text'] = c.split(':');
+      return { name, pgType: pgType as Column['pgType'] };
+    });
 
 /** The columns the seed writes, in the order rows list them; the rest keep their defaults. */
 const TABLES = {
@@ -113,7 +168,9 @@ const TABLES = {
   ),
   item_tags: cols('item_id:int4 position:int4 tag'),
   followers: cols('item_id:int4 user_id:int4 created_at'),
-  deploys: cols('id:int4 product_id:int4 user_id:int4 environment version notes created_at idempotency_key request_hash notes_html'),
+  deploys: cols(
+    'id:int4 product_id:int4 user_id:int4 environment version notes created_at idempotency_key request_hash notes_html',
+  ),
   deploy_items: cols('deploy_id:int4 item_id:int4'),
   item_deployments: cols('item_id:int4 environment deploy_id:int4 version deployed_at product_id:int4 status:int4'),
 } as const;
@@ -145,7 +202,11 @@ function randomSource(seed: number): () => number {
 
 /** API keys are derived from the email, so they are known without storing them anywhere. */
 function apiKeyFor(email: string): string {
-  const digest = crypto.createHash('sha256').update(`shiplog-bench:${email}`).digest('base64').replace(/[^A-Za-z0-9]/g, '');
+  const digest = crypto
+    .createHash('sha256')
+    .update(`shiplog-bench:${email}`)
+    .digest('base64')
+    .replace(/[^A-Za-z0-9]/g, '');
   return digest.slice(0, 32).padEnd(32, 'x');
 }
 
@@ -262,7 +323,18 @@ class Generator {
       const env = d % 2;
       deployTimes.push(at);
       const notes = `Release ${d}: fixes and small features.`;
-      out.add('deploys', [d, PRODUCT_ID, this.user(), ENVIRONMENTS[env], `v1.${d}.0`, notes, ts(at), null, null, rendered(notes)]);
+      out.add('deploys', [
+        d,
+        PRODUCT_ID,
+        this.user(),
+        ENVIRONMENTS[env],
+        `v1.${d}.0`,
+        notes,
+        ts(at),
+        null,
+        null,
+        rendered(notes),
+      ]);
       const cap = Math.max(1, Math.floor((this.size * (at - START)) / (END - START)));
       const wanted = 5 + Math.floor(this.random() * 36);
       const numbers = new Set<number>();
@@ -314,9 +386,30 @@ class Generator {
     const closeReason = status >= 3 ? (r() < 0.9 ? 'fixed' : this.pick(CLOSE_REASONS)) : null;
     const description = this.description();
     out.add('items', [
-      n, PRODUCT_ID, n, type, status, title, who, what, why, description, this.pick(SCORES), 0, creator, assignee,
-      this.parent[n] || null, sorts[status], closeReason, started === null ? null : ts(started), closed === null ? null : ts(closed),
-      accepted === null ? null : ts(accepted), ts(created), ts(modified), ts(activity), rendered(description),
+      n,
+      PRODUCT_ID,
+      n,
+      type,
+      status,
+      title,
+      who,
+      what,
+      why,
+      description,
+      this.pick(SCORES),
+      0,
+      creator,
+      assignee,
+      this.parent[n] || null,
+      sorts[status],
+      closeReason,
+      started === null ? null : ts(started),
+      closed === null ? null : ts(closed),
+      accepted === null ? null : ts(accepted),
+      ts(created),
+      ts(modified),
+      ts(activity),
+      rendered(description),
     ]);
     const tagCount = Math.floor(r() * 4);
     const tags = new Set<string>();
@@ -331,7 +424,11 @@ class Generator {
 }
 
 /** Generates the whole dataset into `out`: users, product, items with relations, deploys. */
-async function generate(size: number, out: RowWriter, progress: (done: number) => void): Promise<Pick<DatasetInfo, 'deployGroups'>> {
+async function generate(
+  size: number,
+  out: RowWriter,
+  progress: (done: number) => void,
+): Promise<Pick<DatasetInfo, 'deployGroups'>> {
   const gen = new Generator(size);
   gen.planItems();
   gen.writeUsers(out);
@@ -371,7 +468,10 @@ class SqliteWriter implements RowWriter {
   constructor(private readonly db: SQLite.Database) {
     for (const table of TABLE_ORDER) {
       const names = TABLES[table].map((c) => c.name);
-      this.statements.set(table, db.prepare(`insert into ${table} (${names.join(', ')}) values (${names.map(() => '?').join(', ')})`));
+      this.statements.set(
+        table,
+        db.prepare(`insert into ${table} (${names.join(', ')}) values (${names.map(() => '?').join(', ')})`),
+      );
     }
     db.exec('begin');
   }
@@ -458,7 +558,9 @@ function logProgress(label: string, size: number): (done: number) => void {
   return (done) => {
     if (done - last >= size / 10 || done === size) {
       last = done;
-      process.stderr.write(`  seeding ${label}: ${done.toLocaleString('en-US')} / ${size.toLocaleString('en-US')} items\n`);
+      process.stderr.write(
+        `  seeding ${label}: ${done.toLocaleString('en-US')} / ${size.toLocaleString('en-US')} items\n`,
+      );
     }
   };
 }
@@ -469,7 +571,8 @@ export async function ensureSqliteDataset(size: number): Promise<{ file: string;
   const dir = path.join(DATA_ROOT, `sqlite-${size}-${key}`);
   const file = path.join(dir, 'shiplog.db');
   const metaFile = path.join(dir, 'dataset.json');
-  if (fs.existsSync(metaFile)) return { file, info: JSON.parse(fs.readFileSync(metaFile, 'utf8')) as DatasetInfo, built: false };
+  if (fs.existsSync(metaFile))
+    return { file, info: JSON.parse(fs.readFileSync(metaFile, 'utf8')) as DatasetInfo, built: false };
 
   fs.mkdirSync(DATA_ROOT, { recursive: true });
   for (const stale of fs.readdirSync(DATA_ROOT).filter((d) => d.startsWith(`sqlite-${size}-`))) {
@@ -517,7 +620,8 @@ async function resetPostgres(client: pg.Client): Promise<void> {
   if (!rows.length) return;
   const names = rows.map((r) => r.table_name);
   const marked =
-    names.includes('settings') && (await client.query(`select 1 from settings where name = $1`, [BENCH_MARKER])).rowCount === 1;
+    names.includes('settings') &&
+    (await client.query(`select 1 from settings where name = $1`, [BENCH_MARKER])).rowCount === 1;
   if (!marked) {
     throw new Error(
       'DATABASE_URL names a schema that already holds tables not made by the benchmark; give an empty database or a fresh schema.',

@@ -64,13 +64,20 @@ export function sqliteStore(file: string): BenchStore {
   const db = new SQLite(file, { fileMustExist: true });
   db.pragma('busy_timeout = 30000');
   const numbers = (where: string, size: number) =>
-    (db.prepare(`select number from items where product_id = 1 and number <= ? and ${where} order by number`).pluck().all(size) as number[]);
+    db
+      .prepare(`select number from items where product_id = 1 and number <= ? and ${where} order by number`)
+      .pluck()
+      .all(size) as number[];
   return {
     backlogNumbers: async (size) => numbers('status = 1', size),
     titledNumbers: async (size) => numbers(`type <> 'story'`, size),
     async queueCopies(deployId, count) {
-      const templates = db.prepare(`select ${COPIED.join(', ')} from outbox where deploy_id = ?`).all(deployId) as Template[];
-      const insert = db.prepare(`insert into outbox (${OUTBOX_COLUMNS.join(', ')}) values (${OUTBOX_COLUMNS.map(() => '?').join(', ')})`);
+      const templates = db
+        .prepare(`select ${COPIED.join(', ')} from outbox where deploy_id = ?`)
+        .all(deployId) as Template[];
+      const insert = db.prepare(
+        `insert into outbox (${OUTBOX_COLUMNS.join(', ')}) values (${OUTBOX_COLUMNS.map(() => '?').join(', ')})`,
+      );
       // IMMEDIATE: take the write lock up front, waiting for the service's writes like its own do.
       db.transaction((rows: Copy[]) => {
         for (const row of rows) insert.run(rowOf(row));
@@ -85,14 +92,19 @@ export function sqliteStore(file: string): BenchStore {
 export function postgresStore(url: string): BenchStore {
   const pool = new pg.Pool({ connectionString: url, max: 2 });
   const numbers = async (where: string, size: number) =>
-    (await pool.query<{ number: number }>(`select number from items where product_id = 1 and number <= $1 and ${where} order by number`, [size])).rows.map(
-      (r) => r.number,
-    );
+    (
+      await pool.query<{ number: number }>(
+        `select number from items where product_id = 1 and number <= $1 and ${where} order by number`,
+        [size],
+      )
+    ).rows.map((r) => r.number);
   return {
     backlogNumbers: (size) => numbers('status = 1', size),
     titledNumbers: (size) => numbers(`type <> 'story'`, size),
     async queueCopies(deployId, count) {
-      const templates = (await pool.query<Template>(`select ${COPIED.join(', ')} from outbox where deploy_id = $1`, [deployId])).rows;
+      const templates = (
+        await pool.query<Template>(`select ${COPIED.join(', ')} from outbox where deploy_id = $1`, [deployId])
+      ).rows;
       const rows = copies(templates, count).map(rowOf);
       const types = Object.values(OUTBOX_TYPES);
       const arrays = OUTBOX_COLUMNS.map((_, i) => rows.map((r) => r[i]));

@@ -51,7 +51,8 @@ end
 function script(scenario: Scenario, headers: Record<string, string>, rate?: number): string {
   const drawn = Array.from({ length: DRAWN }, () => scenario.next());
   for (const r of drawn) {
-    if (/[^\x20-\x7e]/.test(r.path + (r.body ?? ''))) throw new Error(`${scenario.name}: wrk requests must be printable ASCII`);
+    if (/[^\x20-\x7e]/.test(r.path + (r.body ?? '')))
+      throw new Error(`${scenario.name}: wrk requests must be printable ASCII`);
   }
   const headerLines = Object.entries(headers)
     .map(([k, v]) => `  [${lua(k)}] = ${lua(v)},`)
@@ -126,7 +127,8 @@ function wrk(args: string[], seconds: number): Promise<WrkSummary> {
     execFile('wrk', args, { timeout: (seconds + 30) * 1000, maxBuffer: 16 << 20 }, (err, _stdout, stderr) => {
       const line = /WRK_RESULT (\{.*\})/.exec(stderr)?.[1];
       if (line) return resolve(JSON.parse(line) as WrkSummary);
-      if ((err as NodeJS.ErrnoException | null)?.code === 'ENOENT') return reject(new Error('wrk is not installed: apt-get install -y wrk (or BENCH_LOAD=autocannon)'));
+      if ((err as NodeJS.ErrnoException | null)?.code === 'ENOENT')
+        return reject(new Error('wrk is not installed: apt-get install -y wrk (or BENCH_LOAD=autocannon)'));
       reject(new Error(`wrk failed: ${err?.message ?? ''} ${stderr.slice(0, 500)}`));
     });
   });
@@ -147,7 +149,10 @@ export async function runWrk(scenario: Scenario, options: LoadOptions): Promise<
   const base = ['-t', '1', '-c', String(options.connections), '--timeout', '10s', '-s', file];
   const url = `http://127.0.0.1:${options.port}`;
   try {
-    const warm = options.warmupSeconds > 0 ? await wrk([...base, '-d', `${options.warmupSeconds}s`, url], options.warmupSeconds) : undefined;
+    const warm =
+      options.warmupSeconds > 0
+        ? await wrk([...base, '-d', `${options.warmupSeconds}s`, url], options.warmupSeconds)
+        : undefined;
     const run = await wrk([...base, '-d', `${options.seconds}s`, url], options.seconds);
     const ok = run.requests - run.status;
     const errors = (s?: WrkSummary) => (s ? s.connect + s.read + s.write + s.timeout : 0);
@@ -181,7 +186,10 @@ export async function runWrkAtRate(scenario: Scenario, options: LoadOptions, rat
   const base = ['-t', '1', '-c', String(options.connections), '--timeout', '10s', '-s', file];
   const url = `http://127.0.0.1:${options.port}`;
   try {
-    const warm = options.warmupSeconds > 0 ? await wrk([...base, '-d', `${options.warmupSeconds}s`, url], options.warmupSeconds) : undefined;
+    const warm =
+      options.warmupSeconds > 0
+        ? await wrk([...base, '-d', `${options.warmupSeconds}s`, url], options.warmupSeconds)
+        : undefined;
     const run = await wrk([...base, '-d', `${options.seconds}s`, url], options.seconds);
     const errors = (s?: WrkSummary) => (s ? s.connect + s.read + s.write + s.timeout : 0);
     return {

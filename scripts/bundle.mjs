@@ -27,7 +27,9 @@ await build({
   minifyWhitespace: true,
   minifySyntax: true,
   // The CommonJS packages inside an ES module still call require() for Node's own modules.
-  banner: { js: "import { createRequire as shiplogRequire } from 'node:module'; const require = shiplogRequire(import.meta.url);" },
+  banner: {
+    js: "import { createRequire as shiplogRequire } from 'node:module'; const require = shiplogRequire(import.meta.url);",
+  },
   // The packages' license comments go beside the bundle, in server.js.LEGAL.txt.
   legalComments: 'external',
   logLevel: 'warning',

@@ -60,4 +60,6 @@ if (problems.length) {
   console.error(`Architecture check: ${problems.length} problem(s)\n${problems.map((p) => `  ${p}`).join('\n')}`);
   process.exit(1);
 }
-console.log(`Architecture check: ${summary.totalCruised} modules, ${summary.totalDependenciesCruised} dependencies, no violations, no folder loops.`);
+console.log(
+  `Architecture check: ${summary.totalCruised} modules, ${summary.totalDependenciesCruised} dependencies, no violations, no folder loops.`,
+);

@@ -2,7 +2,13 @@ import Fastify, { type FastifyInstance, type FastifyServerOptions, type RouteOpt
 import type { Config } from './config.js';
 import type { Db } from './db/connection.js';
 import type { UserRow } from './db/schema.js';
-import { DEPLOY_SCHEMAS, deployMessageRenderer, deployRoutes, fillNotesHtml, rollbackMessageRenderer } from './deploys/index.js';
+import {
+  DEPLOY_SCHEMAS,
+  deployMessageRenderer,
+  deployRoutes,
+  fillNotesHtml,
+  rollbackMessageRenderer,
+} from './deploys/index.js';
 import { HealthSchema, healthRoutes } from './health.js';
 import { answerExpectations, capConnections } from './http/connections.js';
 import { documentScope } from './http/documentation.js';
@@ -29,12 +35,31 @@ import {
   type WorkerOptions,
 } from './mail/index.js';
 import { NOTIFICATION_SCHEMAS, notificationRoutes } from './notifications/index.js';
-import { PRODUCT_SCHEMAS, productMemberRoutes, productRoutes, requireMember, requireMemberDocumentation } from './products/index.js';
+import {
+  PRODUCT_SCHEMAS,
+  productMemberRoutes,
+  productRoutes,
+  requireMember,
+  requireMemberDocumentation,
+} from './products/index.js';
 import type { ProductScope } from './scope.js';
 import { sharedSecret } from './settings.js';
 import { requireUser, requireUserDocumentation, USER_SCHEMAS, userRoutes } from './users/index.js';
-import { pageProblem, sessionCookieOf, signinMessageRenderer, WEB_PREFIX, webRoutes, type WebOptions } from './web/index.js';
-import { DEFAULT_WEBHOOK_WORKER_OPTIONS, WEBHOOK_SCHEMAS, webhookRoutes, WebhookWorker, type WebhookWorkerOptions } from './webhooks/index.js';
+import {
+  pageProblem,
+  sessionCookieOf,
+  signinMessageRenderer,
+  WEB_PREFIX,
+  webRoutes,
+  type WebOptions,
+} from './web/index.js';
+import {
+  DEFAULT_WEBHOOK_WORKER_OPTIONS,
+  WEBHOOK_SCHEMAS,
+  webhookRoutes,
+  WebhookWorker,
+  type WebhookWorkerOptions,
+} from './webhooks/index.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -93,7 +118,10 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   app.decorateRequest('scope', null as unknown as ProductScope);
   registerSecurityHeaders(app, config);
   await registerRateLimits(app, config, requestIdentity);
-  const web: WebOptions = { cookieSecret: await sharedSecret(db, 'session_cookie_key'), signinKey: await sharedSecret(db, 'signin_key') };
+  const web: WebOptions = {
+    cookieSecret: await sharedSecret(db, 'session_cookie_key'),
+    signinKey: await sharedSecret(db, 'signin_key'),
+  };
   await setUpMail(app, options, web);
   setUpWebhooks(app, options);
   setUpMarkdown(app, options);
@@ -120,7 +148,8 @@ const requestIdentity: RequestIdentity = {
  */
 async function setUpMail(app: FastifyInstance, options: AppOptions, web: WebOptions): Promise<void> {
   const { config, db } = options;
-  const transport = options.mailTransport ?? (config.smtpUrl ? smtpTransport(config.smtpUrl) : emlTransport(config.dataDir));
+  const transport =
+    options.mailTransport ?? (config.smtpUrl ? smtpTransport(config.smtpUrl) : emlTransport(config.dataDir));
   const links = new UnsubscribeLinks(config.publicUrl, await sharedSecret(db, 'unsubscribe_key'));
   const renderers = {
     deploy: deployMessageRenderer(config.publicUrl, links),
@@ -225,7 +254,10 @@ const FILL_BATCH = 50;
  * was deferred again (the renderer busy), are shown as escaped text meanwhile. Several instances
  * may fill at once: each row is kept once.
  */
-export async function fillRenderedMarkdown(app: FastifyInstance, stopped: () => boolean = () => false): Promise<number> {
+export async function fillRenderedMarkdown(
+  app: FastifyInstance,
+  stopped: () => boolean = () => false,
+): Promise<number> {
   let total = 0;
   for (const fill of [fillDescriptionHtml, fillNotesHtml]) {
     while (!stopped()) {

@@ -54,7 +54,9 @@ function formatCopy(heading: string, copy: CopySummary, ms: number): string {
     `pending mail  ${copy.pendingMail} outbox message(s)`,
     `schema        ${schema}`,
     'integrity     ok',
-    ...(copy.foreign.length ? [`not Shiplog's  ${copy.foreign.join(', ')} (restore refuses a copy holding these)`] : []),
+    ...(copy.foreign.length
+      ? [`not Shiplog's  ${copy.foreign.join(', ')} (restore refuses a copy holding these)`]
+      : []),
     `time          ${(ms / 1000).toFixed(2)} s`,
   ].join('\n');
 }
@@ -62,7 +64,9 @@ function formatCopy(heading: string, copy: CopySummary, ms: number): string {
 function formatStatus(status: MailStatus): string {
   const lines = (['pending', 'sending', 'sent', 'failed'] as const).map((s) => `${s.padEnd(8)} ${status.counts[s]}`);
   lines.push(`oldest pending: ${status.oldestPendingAt ?? 'none'}`);
-  lines.push(`oldest due:     ${status.oldestDueAt ? `${status.oldestDueAt} (waiting ${status.oldestDueSeconds} s)` : 'none'}`);
+  lines.push(
+    `oldest due:     ${status.oldestDueAt ? `${status.oldestDueAt} (waiting ${status.oldestDueSeconds} s)` : 'none'}`,
+  );
   lines.push(`last delivery:  ${status.lastSentAt ?? 'none'}`);
   lines.push(`delivery:       ${status.stalled ? `STALLED. ${status.stalled}` : 'progressing'}`);
   if (status.recentErrors.length) {
@@ -108,7 +112,14 @@ const COMMANDS: Record<string, Command> = {
       if (!v.first || !v.last) throw new UsageError('--first and --last are required.');
       const { apiKey } = await db
         .transaction()
-        .execute((trx) => createUser(trx, { email, firstName: String(v.first), lastName: String(v.last), apiKey: v['api-key'] as string | undefined }));
+        .execute((trx) =>
+          createUser(trx, {
+            email,
+            firstName: String(v.first),
+            lastName: String(v.last),
+            apiKey: v['api-key'] as string | undefined,
+          }),
+        );
       return apiKey;
     },
   },
@@ -140,7 +151,8 @@ const COMMANDS: Record<string, Command> = {
       if (!v.owner) throw new UsageError('--owner is required.');
       const product = await db.transaction().execute(async (trx) => {
         const owner = await findUserByEmail(trx, String(v.owner).trim());
-        if (!owner) throw new AppError(404, `No user with email ${String(v.owner)}; create it with "shiplog user add" first.`);
+        if (!owner)
+          throw new AppError(404, `No user with email ${String(v.owner)}; create it with "shiplog user add" first.`);
         return createProduct(trx, owner, name);
       });
       return String(product.id);
@@ -148,19 +160,25 @@ const COMMANDS: Record<string, Command> = {
   },
   'member add': {
     usage: 'shiplog member add PRODUCT_ID EMAIL [--admin]',
-    help: 'Makes an existing user a member (with --admin, an admin) of a product, at once and without mail (the API\'s people.json sends an invitation instead).',
+    help: "Makes an existing user a member (with --admin, an admin) of a product, at once and without mail (the API's people.json sends an invitation instead).",
     options: { admin: { type: 'boolean' } },
     positionals: ['PRODUCT_ID', 'EMAIL'],
     async run(db, [productId, email], v) {
       const id = idArgument('PRODUCT_ID', productId);
-      const { product, admin } = await db.transaction().execute((trx) => addMemberByEmail(trx, id, email, v.admin === true ? true : undefined));
+      const { product, admin } = await db
+        .transaction()
+        .execute((trx) => addMemberByEmail(trx, id, email, v.admin === true ? true : undefined));
       return `${email.trim().toLowerCase()} is ${admin ? 'an admin' : 'a member'} of product ${product.id} (${product.name}).`;
     },
   },
   'secrets rotate': {
     usage: `shiplog secrets rotate ${Object.keys(SECRETS).join('|')}`,
-    help: 'Replaces a signing key with a new random one. Restart every instance afterwards: each signs and checks with the new key from its start on, and then ' +
-      Object.entries(SECRETS).map(([name, s]) => `${name}: ${s.ends}`).join('; ') + '.',
+    help:
+      'Replaces a signing key with a new random one. Restart every instance afterwards: each signs and checks with the new key from its start on, and then ' +
+      Object.entries(SECRETS)
+        .map(([name, s]) => `${name}: ${s.ends}`)
+        .join('; ') +
+      '.',
     options: {},
     positionals: ['NAME'],
     async run(db, [name]) {
@@ -177,14 +195,22 @@ const COMMANDS: Record<string, Command> = {
     positionals: [],
     async run(source, _args, v) {
       if (!v.to) throw new UsageError('--to is required.');
-      if (dialectOf(source) !== 'sqlite') throw new UsageError('copy reads the SQLite database under DATA_DIR: run it without DATABASE_URL.');
+      if (dialectOf(source) !== 'sqlite')
+        throw new UsageError('copy reads the SQLite database under DATA_DIR: run it without DATABASE_URL.');
       const target = await openDatabase({ dataDir: '', databaseUrl: parseDatabaseUrl(String(v.to)) });
       try {
         const report = await copyDatabase(source, target);
-        const lines = report.map((r) => `${r.table.padEnd(18)} ${String(r.source).padStart(9)} ${String(r.target).padStart(9)}`);
+        const lines = report.map(
+          (r) => `${r.table.padEnd(18)} ${String(r.source).padStart(9)} ${String(r.target).padStart(9)}`,
+        );
         const mismatched = report.filter((r) => r.source !== r.target);
-        if (mismatched.length) throw new CopyError(`Counts differ for ${mismatched.map((r) => r.table).join(', ')}:\n${lines.join('\n')}`);
-        return [`${'table'.padEnd(18)} ${'sqlite'.padStart(9)} ${'postgres'.padStart(9)}`, ...lines, 'Copied; every count matches.'].join('\n');
+        if (mismatched.length)
+          throw new CopyError(`Counts differ for ${mismatched.map((r) => r.table).join(', ')}:\n${lines.join('\n')}`);
+        return [
+          `${'table'.padEnd(18)} ${'sqlite'.padStart(9)} ${'postgres'.padStart(9)}`,
+          ...lines,
+          'Copied; every count matches.',
+        ].join('\n');
       } finally {
         await target.destroy();
       }
@@ -192,7 +218,7 @@ const COMMANDS: Record<string, Command> = {
   },
   backup: {
     usage: 'shiplog backup FILE [--force]',
-    help: 'Copies the SQLite database under DATA_DIR to FILE while the server runs and writes (SQLite\'s online backup: the database as of one moment), checks the copy, and prints what it holds. An existing FILE is replaced only with --force. On PostgreSQL, use pg_dump.',
+    help: "Copies the SQLite database under DATA_DIR to FILE while the server runs and writes (SQLite's online backup: the database as of one moment), checks the copy, and prints what it holds. An existing FILE is replaced only with --force. On PostgreSQL, use pg_dump.",
     options: { force: { type: 'boolean' } },
     positionals: ['FILE'],
     async runOnFiles([file], v, config) {
@@ -242,7 +268,9 @@ const COMMANDS: Record<string, Command> = {
     async run(db, [productId], v) {
       const webhookId = v.webhook === undefined ? undefined : idArgument('--webhook', String(v.webhook));
       const limit = v.limit === undefined ? 50 : idArgument('--limit', String(v.limit));
-      const rows = (await deliveryLog(db, idArgument('PRODUCT_ID', productId), webhookId, Math.max(1, Math.min(limit, 1000)))).map(presentDelivery);
+      const rows = (
+        await deliveryLog(db, idArgument('PRODUCT_ID', productId), webhookId, Math.max(1, Math.min(limit, 1000)))
+      ).map(presentDelivery);
       if (v.json) return JSON.stringify(rows, null, 2);
       return rows.length ? rows.map(formatDelivery).join('\n') : 'No deliveries yet.';
     },
@@ -266,7 +294,7 @@ function overview(): string {
     ...Object.values(COMMANDS).map((c) => `  ${c.usage}\n      ${c.help}`),
     `  ${DEPLOY_USAGE}\n      ${DEPLOY_SUMMARY}`,
     '',
-    'The database is the one under DATA_DIR (default ./data), the same the server uses; deploy uses only a server\'s API.',
+    "The database is the one under DATA_DIR (default ./data), the same the server uses; deploy uses only a server's API.",
     'Run "shiplog <command> --help" for one command.',
   ].join('\n');
 }
@@ -300,11 +328,17 @@ export async function main(argv: string[], out = process.stdout, err = process.s
 function parseCommandLine(command: Command, args: string[]) {
   let parsed;
   try {
-    parsed = parseArgs({ args, options: { ...command.options, help: { type: 'boolean', short: 'h' } }, allowPositionals: true, strict: true });
+    parsed = parseArgs({
+      args,
+      options: { ...command.options, help: { type: 'boolean', short: 'h' } },
+      allowPositionals: true,
+      strict: true,
+    });
   } catch (e) {
     return (e as Error).message;
   }
-  if (!parsed.values.help && parsed.positionals.length !== command.positionals.length) return `expected ${command.positionals.join(' ')}.`;
+  if (!parsed.values.help && parsed.positionals.length !== command.positionals.length)
+    return `expected ${command.positionals.join(' ')}.`;
   return parsed;
 }
 
@@ -330,7 +364,12 @@ async function execute(
       err.write(`shiplog: ${e.message}\nUsage: ${command.usage}\n`);
       return 2;
     }
-    const detail = e instanceof AppError && e.errors ? ` (${Object.entries(e.errors).map(([k, v]) => `${k} ${v}`).join('; ')})` : '';
+    const detail =
+      e instanceof AppError && e.errors
+        ? ` (${Object.entries(e.errors)
+            .map(([k, v]) => `${k} ${v}`)
+            .join('; ')})`
+        : '';
     err.write(`shiplog: ${(e as Error).message}${detail}\n`);
     return 1;
   } finally {

@@ -99,7 +99,9 @@ function parseServiceUrl(name: string, raw: string, protocols: string[], example
     throw new ConfigError(`${name} must be a URL such as ${example}.`);
   }
   if (!protocols.includes(protocol)) {
-    throw new ConfigError(`${name} must start with ${protocols.map((p) => `${p}//`).join(' or ')}, got "${protocol}//".`);
+    throw new ConfigError(
+      `${name} must start with ${protocols.map((p) => `${p}//`).join(' or ')}, got "${protocol}//".`,
+    );
   }
   return raw;
 }
@@ -183,8 +185,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, got "${env.LOG_LEVEL}".`);
   }
   const smtpUrl = env.SMTP_URL ? parseSmtpUrl(env.SMTP_URL) : undefined;
-  const positive = (name: string, fallback: number, max?: number) => (env[name] ? parsePositive(name, env[name]!, max) : fallback);
-  const limit = (name: string, fallback: number) => (env[name] ? parseLimit(name, env[name]!, 1_000_000_000) : fallback);
+  const positive = (name: string, fallback: number, max?: number) =>
+    env[name] ? parsePositive(name, env[name]!, max) : fallback;
+  const limit = (name: string, fallback: number) =>
+    env[name] ? parseLimit(name, env[name]!, 1_000_000_000) : fallback;
   const mailLeaseSeconds = positive('MAIL_LEASE_SECONDS', 120, 86_400);
   const mailSendTimeoutSeconds = positive('MAIL_SEND_TIMEOUT_SECONDS', 60, 3600);
   if (mailSendTimeoutSeconds >= mailLeaseSeconds) {

@@ -105,7 +105,10 @@ export const databaseUnreachable = () =>
 // Space and writability come back when an operator acts, not in seconds: clients need not hurry.
 export const databaseFull = () => new ServiceUnavailableError('The database is out of space; try again later.', 30);
 export const databaseReadOnly = () =>
-  new ServiceUnavailableError('The database cannot take changes right now (its storage is read-only or failing); try again later.', 30);
+  new ServiceUnavailableError(
+    'The database cannot take changes right now (its storage is read-only or failing); try again later.',
+    30,
+  );
 
 export const productNotFound = () => new NotFoundError('No product with that id.');
 export const itemNotFound = (n: number | string) => new NotFoundError(`No item number ${n} in this product.`);

@@ -11,7 +11,8 @@ const STORAGE_REASONS = {
 };
 
 // A type list rather than anyOf: the serialiser writes it without a validator to pick the branch.
-const orNull = (description?: string) => Type.Unsafe<string | null>({ type: ['string', 'null'], ...(description ? { description } : {}) });
+const orNull = (description?: string) =>
+  Type.Unsafe<string | null>({ type: ['string', 'null'], ...(description ? { description } : {}) });
 
 /** The answer of /health, in the order the handler builds it (the serialiser follows this order). */
 export const HealthSchema = Type.Object(
@@ -19,7 +20,12 @@ export const HealthSchema = Type.Object(
     status: Type.String({ enum: ['ok', 'stalled', 'unavailable'] }),
     database: Type.String({ enum: ['reachable', 'unreachable', 'out of space', 'read-only'] }),
     reason: Type.Optional(Type.String({ description: 'Why the service is unavailable or mail is stalled.' })),
-    storage: Type.Optional(Type.Object({ free_bytes: Type.Integer() }, { description: "The free space of the database's disk, where it can be told." })),
+    storage: Type.Optional(
+      Type.Object(
+        { free_bytes: Type.Integer() },
+        { description: "The free space of the database's disk, where it can be told." },
+      ),
+    ),
     mail: Type.Optional(
       Type.Object(
         {
@@ -32,7 +38,10 @@ export const HealthSchema = Type.Object(
           oldest_due_seconds: Type.Integer(),
           last_sent_at: orNull(),
           progressing: Type.Boolean(),
-          server: Type.String({ enum: ['reachable', 'unreachable'], description: "What this instance's worker saw of the mail server." }),
+          server: Type.String({
+            enum: ['reachable', 'unreachable'],
+            description: "What this instance's worker saw of the mail server.",
+          }),
           unreachable_since: orNull(),
           server_error: orNull(),
         },
@@ -59,7 +68,8 @@ export async function healthRoutes(app: FastifyInstance): Promise<void> {
     response: {
       200: ref(HealthSchema, { description: 'The database is reachable and mail is moving.' }),
       503: ref(HealthSchema, {
-        description: 'The database cannot be reached, is out of space or read-only, or due mail has stood still past MAIL_STALL_SECONDS (with the reason).',
+        description:
+          'The database cannot be reached, is out of space or read-only, or due mail has stood still past MAIL_STALL_SECONDS (with the reason).',
       }),
     },
   };
@@ -93,7 +103,9 @@ export async function healthRoutes(app: FastifyInstance): Promise<void> {
     const space = storage.freeBytes === undefined ? {} : { storage: { free_bytes: storage.freeBytes } };
     if (storage.problem) {
       const database = storage.problem === 'full' ? 'out of space' : 'read-only';
-      return reply.code(503).send({ status: 'unavailable', database, reason: STORAGE_REASONS[storage.problem], ...space, mail });
+      return reply
+        .code(503)
+        .send({ status: 'unavailable', database, reason: STORAGE_REASONS[storage.problem], ...space, mail });
     }
     if (delivery.stalled === null) return { status: 'ok', database: 'reachable', ...space, mail };
     const reason = worker.unreachableSince

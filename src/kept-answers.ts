@@ -126,7 +126,12 @@ export class KeptAnswers {
     const rendering = this.rendered(scope.user.id, async (): Promise<KeptAnswer> => {
       const made = await make();
       const body = Buffer.isBuffer(made) ? made : Buffer.from(reply.serialize(made) as string);
-      return { body, headers: headers.flatMap((name): [string, string][] => (reply.getHeader(name) === undefined ? [] : [[name, String(reply.getHeader(name))]])) };
+      return {
+        body,
+        headers: headers.flatMap((name): [string, string][] =>
+          reply.getHeader(name) === undefined ? [] : [[name, String(reply.getHeader(name))]],
+        ),
+      };
     });
     if (!fresh) this.underway.set(key, rendering);
     try {

@@ -40,7 +40,13 @@ export interface MarkdownOptions {
   startMs: number;
 }
 
-export const DEFAULT_MARKDOWN_OPTIONS: MarkdownOptions = { maxChars: 65_536, deadlineMs: 250, maxWaiting: 16, maxHtmlChars: 512 * 1024, startMs: 10_000 };
+export const DEFAULT_MARKDOWN_OPTIONS: MarkdownOptions = {
+  maxChars: 65_536,
+  deadlineMs: 250,
+  maxWaiting: 16,
+  maxHtmlChars: 512 * 1024,
+  startMs: 10_000,
+};
 
 // Plain JavaScript, so the worker needs no loader and no file of its own in the bundle.
 const WORKER_SOURCE = `
@@ -66,7 +72,8 @@ export function textAsHtml(text: string): string {
 }
 
 /** The HTML to show for a text: what was rendered when it was written, or, for a row from before, the text escaped. */
-export const shownHtml = (source: string, rendered: string | null | undefined): string => (source === '' ? '' : (rendered ?? textAsHtml(source)));
+export const shownHtml = (source: string, rendered: string | null | undefined): string =>
+  source === '' ? '' : (rendered ?? textAsHtml(source));
 
 interface Job {
   id: number;

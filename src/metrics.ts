@@ -10,7 +10,9 @@ import { formatTimestamp } from './time.js';
 /** From a millisecond to ten seconds: API answers take a few milliseconds, slow pages seconds. */
 const REQUEST_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 /** From 50 µs: most SQLite statements take less than a millisecond, a slow one on PostgreSQL seconds. */
-const QUERY_BUCKETS = [0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
+const QUERY_BUCKETS = [
+  0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5,
+];
 
 /**
  * `GET /metrics` in Prometheus' text format, for the operator's scraper; registered only when

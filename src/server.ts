@@ -33,7 +33,8 @@ async function main(): Promise<void> {
   let log: { warn: (obj: object, msg: string) => void; info: (msg: string) => void } | undefined;
   const db = await openDatabase({
     ...databaseOptions(config),
-    onCheckpointError: (message) => log?.warn({ err: message }, 'background WAL checkpoints failing; trying again every turn'),
+    onCheckpointError: (message) =>
+      log?.warn({ err: message }, 'background WAL checkpoints failing; trying again every turn'),
     onCheckpointRecovered: () => log?.info('background WAL checkpoints work again'),
   });
   const app = await buildApp({ config, db, startWorker: true });

@@ -28,7 +28,8 @@ async function bigProduct(count: number, description = DESCRIPTION) {
   const product = await makeProduct(t.db, owner);
   const base = `/api/products/${product.id}`;
   const api = client(t.app, owner);
-  for (let i = 1; i <= count; i++) body(await api.post(`${base}/items.json`, { type: 'task', title: `Task ${i}`, description }));
+  for (let i = 1; i <= count; i++)
+    body(await api.post(`${base}/items.json`, { type: 'task', title: `Task ${i}`, description }));
   return { base, api };
 }
 
@@ -36,7 +37,12 @@ async function bigProduct(count: number, description = DESCRIPTION) {
  * Follows a list from offset 0 by X-Sprintly-Next-Offset, checking each page against the bound
  * and the total; returns the pages' numbers.
  */
-async function followPages(get: (offset: number) => Promise<LightMyRequestResponse>, total: number, countHeader: string, bound = BUDGET): Promise<number[][]> {
+async function followPages(
+  get: (offset: number) => Promise<LightMyRequestResponse>,
+  total: number,
+  countHeader: string,
+  bound = BUDGET,
+): Promise<number[][]> {
   const pages: number[][] = [];
   let offset: number | undefined = 0;
   while (offset !== undefined) {
@@ -46,7 +52,8 @@ async function followPages(get: (offset: number) => Promise<LightMyRequestRespon
     const page = body(res);
     pages.push(page.map((entry) => (entry.number ?? entry.id) as number));
     const next = res.headers['x-sprintly-next-offset'];
-    if (next !== undefined) assert.equal(Number(next), offset + page.length, 'the next page starts right after this one');
+    if (next !== undefined)
+      assert.equal(Number(next), offset + page.length, 'the next page starts right after this one');
     else assert.equal(offset + page.length, total, 'no next offset only on the last page');
     offset = next === undefined ? undefined : Number(next);
     assert.ok(pages.length <= total, 'every page moves on');
@@ -57,7 +64,11 @@ async function followPages(get: (offset: number) => Promise<LightMyRequestRespon
 describe('answers stay within MAX_ANSWER_BYTES', () => {
   test('items.json ends a page early; the count stays exact and the next offset leads through every item', async () => {
     const { base, api } = await bigProduct(8);
-    const pages = await followPages((offset) => api.get(`${base}/items.json`, { limit: 500, offset, order_by: 'oldest' }), 8, 'x-sprintly-item-count');
+    const pages = await followPages(
+      (offset) => api.get(`${base}/items.json`, { limit: 500, offset, order_by: 'oldest' }),
+      8,
+      'x-sprintly-item-count',
+    );
     assert.ok(pages.length > 1 && pages[0].length < 8, `cut into pages: ${JSON.stringify(pages)}`);
     assert.deepEqual(pages.flat(), [1, 2, 3, 4, 5, 6, 7, 8]);
 
@@ -79,7 +90,12 @@ describe('answers stay within MAX_ANSWER_BYTES', () => {
 
   test('an item bigger than the bound on its own still has a page of its own', async () => {
     const { base, api } = await bigProduct(3, 'x'.repeat(BUDGET));
-    const pages = await followPages((offset) => api.get(`${base}/items.json`, { offset, order_by: 'oldest' }), 3, 'x-sprintly-item-count', Infinity);
+    const pages = await followPages(
+      (offset) => api.get(`${base}/items.json`, { offset, order_by: 'oldest' }),
+      3,
+      'x-sprintly-item-count',
+      Infinity,
+    );
     assert.deepEqual(pages, [[1], [2], [3]]);
   });
 
@@ -87,13 +103,30 @@ describe('answers stay within MAX_ANSWER_BYTES', () => {
     const product = await makeProduct(t.db, owner);
     const base = `/api/products/${product.id}`;
     const api = client(t.app, owner);
-    const story = body(await api.post(`${base}/items.json`, { type: 'story', who: 'user', what: 'a thing', why: 'it helps' })).number as number;
-    for (let i = 0; i < 6; i++) body(await api.post(`${base}/items.json`, { type: 'task', title: `Sub ${i}`, description: DESCRIPTION, parent: story }));
+    const story = body(
+      await api.post(`${base}/items.json`, { type: 'story', who: 'user', what: 'a thing', why: 'it helps' }),
+    ).number as number;
+    for (let i = 0; i < 6; i++)
+      body(
+        await api.post(`${base}/items.json`, {
+          type: 'task',
+          title: `Sub ${i}`,
+          description: DESCRIPTION,
+          parent: story,
+        }),
+      );
     // Pages of the default size, and of 500, whose rows that cannot fit are not even read.
     for (const limit of [undefined, 500]) {
-      const pages = await followPages((offset) => api.get(`${base}/items/${story}/children.json`, { offset, limit }), 6, 'x-sprintly-item-count');
+      const pages = await followPages(
+        (offset) => api.get(`${base}/items/${story}/children.json`, { offset, limit }),
+        6,
+        'x-sprintly-item-count',
+      );
       assert.ok(pages.length > 1, `cut into pages: ${JSON.stringify(pages)}`);
-      assert.deepEqual(pages.flat().sort((a, b) => a - b), [2, 3, 4, 5, 6, 7]);
+      assert.deepEqual(
+        pages.flat().sort((a, b) => a - b),
+        [2, 3, 4, 5, 6, 7],
+      );
     }
   });
 
@@ -104,7 +137,11 @@ describe('answers stay within MAX_ANSWER_BYTES', () => {
     body(await api.post(`${base}/deploys.json`, { environment: 'staging', numbers: '1,2,3,4,5,6,7,8' }));
     body(await api.post(`${base}/deploys.json`, { environment: 'staging', numbers: '3' }));
 
-    const pages = await followPages((offset) => api.get(`${base}/deploys.json`, { offset }), 4, 'x-sprintly-deploy-count');
+    const pages = await followPages(
+      (offset) => api.get(`${base}/deploys.json`, { offset }),
+      4,
+      'x-sprintly-deploy-count',
+    );
     assert.equal(pages.flat().length, 4, `every deploy once: ${JSON.stringify(pages)}`);
     assert.ok(pages.length > 1, 'the big deploy is on a page of its own');
 
@@ -112,7 +149,11 @@ describe('answers stay within MAX_ANSWER_BYTES', () => {
     const cut = body(await api.get(`${base}/deploys.json`, { offset: pages.slice(0, offset).flat().length }))[0];
     const shown = numbersOf(cut.items);
     assert.ok(shown.length > 0 && shown.length < 8, `some items shown: ${shown}`);
-    assert.deepEqual([...shown, ...(cut.omitted_numbers as number[])], [1, 2, 3, 4, 5, 6, 7, 8], 'the numbers of the others follow');
+    assert.deepEqual(
+      [...shown, ...(cut.omitted_numbers as number[])],
+      [1, 2, 3, 4, 5, 6, 7, 8],
+      'the numbers of the others follow',
+    );
 
     // Whole deploys carry no omitted_numbers.
     const first = body(await api.get(`${base}/deploys.json`, { limit: 1 }))[0];
@@ -140,7 +181,11 @@ describe('answers stay within MAX_ANSWER_BYTES', () => {
     const { base, api } = await bigProduct(8);
     // A dry run, the deploy, and the deploy again under its Idempotency-Key (its items read afresh).
     for (const dryRun of [true, false, false]) {
-      const res = await api.post(`${base}/deploys.json`, { environment: 'production', numbers: '8,7,6,5,4,3,2,1,99', dry_run: String(dryRun) }, { 'idempotency-key': 'big-one' });
+      const res = await api.post(
+        `${base}/deploys.json`,
+        { environment: 'production', numbers: '8,7,6,5,4,3,2,1,99', dry_run: String(dryRun) },
+        { 'idempotency-key': 'big-one' },
+      );
       assert.ok(res.rawPayload.length <= BUDGET, `a receipt of ${res.rawPayload.length} bytes`);
       assert.match(String(res.headers['content-type']), /^application\/json/);
       const receipt = body(res);
@@ -160,7 +205,12 @@ describe('answers stay within MAX_ANSWER_BYTES', () => {
   test('a receipt of items whose text takes more bytes than characters is cut as its repeat is, with the items as the deploy left them', async () => {
     // 2 bytes of UTF-8 to a character: a cut counted in characters would keep more than fit.
     const { base, api } = await bigProduct(8, 'Déjà vu à côté. '.repeat(250));
-    const deploy = () => api.post(`${base}/deploys.json`, { environment: 'production', numbers: '1,2,3,4,5,6,7,8' }, { 'idempotency-key': 'multibyte' });
+    const deploy = () =>
+      api.post(
+        `${base}/deploys.json`,
+        { environment: 'production', numbers: '1,2,3,4,5,6,7,8' },
+        { 'idempotency-key': 'multibyte' },
+      );
     const first = await deploy();
     const receipt = body(first);
     assert.ok(first.rawPayload.length <= BUDGET, `a receipt of ${first.rawPayload.length} bytes`);
@@ -199,30 +249,44 @@ describe('lists that are whole unless they pass the bound: products.json and peo
     const member = await makeUser(t.db);
     const api = client(t.app, member);
     const made: number[] = [];
-    for (let i = 0; i < 60; i++) made.push(body(await api.post('/api/products.json', { name: `${i} ${'n'.repeat(250)}` })).id as number);
+    for (let i = 0; i < 60; i++)
+      made.push(body(await api.post('/api/products.json', { name: `${i} ${'n'.repeat(250)}` })).id as number);
     const pages = await followWhole(api, '/api/products.json');
     assert.ok(pages.length > 1, 'ended early at least once');
-    assert.deepEqual(pages.flat().sort((a, b) => a - b), made.sort((a, b) => a - b));
+    assert.deepEqual(
+      pages.flat().sort((a, b) => a - b),
+      made.sort((a, b) => a - b),
+    );
     assert.equal((await api.get('/api/products.json', { offset: 'x' })).statusCode, 400);
   });
 
   test('a product of many members lists them all', async () => {
     const members = [];
-    for (let i = 0; i < 40; i++) members.push(await makeUser(t.db, { firstName: 'F'.repeat(250), lastName: 'L'.repeat(250) }));
+    for (let i = 0; i < 40; i++)
+      members.push(await makeUser(t.db, { firstName: 'F'.repeat(250), lastName: 'L'.repeat(250) }));
     const product = await makeProduct(t.db, owner, members);
     const pages = await followWhole(client(t.app, owner), `/api/products/${product.id}/people.json`);
     assert.ok(pages.length > 1, 'ended early at least once');
-    assert.deepEqual(pages.flat().sort((a, b) => a - b), [owner, ...members].map((m) => m.user.id).sort((a, b) => a - b));
+    assert.deepEqual(
+      pages.flat().sort((a, b) => a - b),
+      [owner, ...members].map((m) => m.user.id).sort((a, b) => a - b),
+    );
   });
 });
 
 describe('text is bounded in bytes and free of control characters', () => {
   test('a description is limited to 65,535 bytes of UTF-8, not characters', async () => {
     const { base, api } = await bigProduct(0);
-    const tooLong = await api.post(`${base}/items.json`, { type: 'task', title: 'Wide', description: 'é'.repeat(32_768) });
+    const tooLong = await api.post(`${base}/items.json`, {
+      type: 'task',
+      title: 'Wide',
+      description: 'é'.repeat(32_768),
+    });
     assert.equal(tooLong.statusCode, 400);
     assert.match(tooLong.json().errors.description, /65535 bytes/);
-    const longest = body(await api.post(`${base}/items.json`, { type: 'task', title: 'Wide', description: `${'é'.repeat(32_767)}a` }));
+    const longest = body(
+      await api.post(`${base}/items.json`, { type: 'task', title: 'Wide', description: `${'é'.repeat(32_767)}a` }),
+    );
     assert.equal(Buffer.byteLength(longest.description as string), 65_535);
     const update = await api.post(`${base}/items/${longest.number}.json`, { description: '€'.repeat(21_846) });
     assert.equal(update.statusCode, 400);
@@ -242,7 +306,9 @@ describe('text is bounded in bytes and free of control characters', () => {
     const product = await makeProduct(t.db, owner);
     const base = `/api/products/${product.id}`;
     const api = client(t.app, owner);
-    const story = body(await api.post(`${base}/items.json`, { type: 'story', who: 'user', what: 'x', why: 'y' })).number;
+    const story = body(
+      await api.post(`${base}/items.json`, { type: 'story', who: 'user', what: 'x', why: 'y' }),
+    ).number;
     const task = body(await api.post(`${base}/items.json`, { type: 'task', title: 'Task' })).number;
     const cases: [string, string, Record<string, string>, string][] = [
       ['create item', `${base}/items.json`, { type: 'task', title: '%' }, 'title'],
@@ -269,7 +335,11 @@ describe('text is bounded in bytes and free of control characters', () => {
       for (const [what, url, params, field] of cases) {
         const sent = Object.fromEntries(Object.entries(params).map(([k, v]) => [k, v.replace('%', control)]));
         const res = await api.post(url, sent);
-        assert.equal(res.statusCode, 400, `${what}, ${field} with U+${control.charCodeAt(0).toString(16)}: ${res.body}`);
+        assert.equal(
+          res.statusCode,
+          400,
+          `${what}, ${field} with U+${control.charCodeAt(0).toString(16)}: ${res.body}`,
+        );
         assert.match(res.json().errors[field] ?? '', /control characters/, `${what}: ${res.body}`);
       }
     }
@@ -280,7 +350,9 @@ describe('text is bounded in bytes and free of control characters', () => {
     const query = await api.get(`${base}/items.json`, { tags: 'a\u0002' });
     assert.equal(query.statusCode, 400);
     assert.ok(query.json().errors.tags);
-    const items = body(await api.get(`${base}/items.json`, { status: 'backlog,someday,in-progress,completed,accepted', limit: 500 }));
+    const items = body(
+      await api.get(`${base}/items.json`, { status: 'backlog,someday,in-progress,completed,accepted', limit: 500 }),
+    );
     assert.equal(items.length, 2, 'nothing was written');
   });
 

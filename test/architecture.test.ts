@@ -13,7 +13,10 @@ function check(files: Record<string, string>): Promise<{ code: number; output: s
   const root = tempDir('shiplog-arch-');
   fs.writeFileSync(
     path.join(root, 'tsconfig.json'),
-    JSON.stringify({ compilerOptions: { module: 'NodeNext', moduleResolution: 'NodeNext', strict: true }, include: ['src'] }),
+    JSON.stringify({
+      compilerOptions: { module: 'NodeNext', moduleResolution: 'NodeNext', strict: true },
+      include: ['src'],
+    }),
   );
   for (const [file, source] of Object.entries(files)) {
     fs.mkdirSync(path.dirname(path.join(root, file)), { recursive: true });
@@ -30,31 +33,39 @@ test('the architecture check passes a tree that keeps the rules', { timeout: 90_
   const { code, output } = await check({
     'src/users/repository.ts': 'export const findUser = (id: number) => id;\n',
     'src/users/index.ts': "export { findUser } from './repository.js';\n",
-    'src/items/service.ts': "import { findUser } from '../users/index.js';\nexport const owner = (id: number) => findUser(id);\n",
+    'src/items/service.ts':
+      "import { findUser } from '../users/index.js';\nexport const owner = (id: number) => findUser(id);\n",
   });
   assert.equal(code, 0, output);
   assert.match(output, /no violations, no folder loops/);
 });
 
-test('the architecture check fails on a reach into another feature\'s repository, and on a folder loop', { timeout: 90_000 }, async () => {
+test("the architecture check fails on a reach into another feature's repository, and on a folder loop", {
+  timeout: 90_000,
+}, async () => {
   const { code, output } = await check({
     'src/users/repository.ts': 'export const findUser = (id: number) => id;\n',
     'src/users/index.ts': "export { findUser } from './repository.js';\nexport { ownerName } from './names.js';\n",
-    'src/users/names.ts': "import { itemTitle } from '../items/index.js';\nexport const ownerName = (id: number) => itemTitle(id);\n",
+    'src/users/names.ts':
+      "import { itemTitle } from '../items/index.js';\nexport const ownerName = (id: number) => itemTitle(id);\n",
     'src/items/index.ts': "export { itemTitle } from './titles.js';\n",
     'src/items/titles.ts': 'export const itemTitle = (id: number) => String(id);\n',
-    'src/items/service.ts': "import { findUser } from '../users/repository.js';\nimport { ownerName } from '../users/index.js';\nexport const owner = (id: number) => [findUser(id), ownerName(id)];\n",
+    'src/items/service.ts':
+      "import { findUser } from '../users/repository.js';\nimport { ownerName } from '../users/index.js';\nexport const owner = (id: number) => [findUser(id), ownerName(id)];\n",
   });
   assert.equal(code, 1, output);
   assert.match(output, /feature-internals: src\/items\/service\.ts -> src\/users\/repository\.ts/);
   assert.match(output, /folder-loop:/);
 });
 
-test('the architecture check fails when the deploy command\'s modules reach beyond pipeline/', { timeout: 90_000 }, async () => {
+test("the architecture check fails when the deploy command's modules reach beyond pipeline/", {
+  timeout: 90_000,
+}, async () => {
   const { code, output } = await check({
     'src/config.ts': 'export const loadConfig = () => ({});\n',
     'src/pipeline/git.ts': 'export const readRange = () => [];\n',
-    'src/pipeline/deploy.ts': "import { readRange } from './git.js';\nimport { loadConfig } from '../config.js';\nexport const run = () => [readRange(), loadConfig()];\n",
+    'src/pipeline/deploy.ts':
+      "import { readRange } from './git.js';\nimport { loadConfig } from '../config.js';\nexport const run = () => [readRange(), loadConfig()];\n",
     'src/cli.ts': "import { run } from './pipeline/deploy.js';\nexport const main = () => run();\n",
   });
   assert.equal(code, 1, output);

@@ -1,7 +1,19 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { LightMyRequestResponse } from 'fastify';
-import { acceptInvitation, assertError, basic, client, invitationPath, makeApp, makeItem, makeProduct, makeUser, type TestContext, type TestUser } from './helpers.js';
+import {
+  acceptInvitation,
+  assertError,
+  basic,
+  client,
+  invitationPath,
+  makeApp,
+  makeItem,
+  makeProduct,
+  makeUser,
+  type TestContext,
+  type TestUser,
+} from './helpers.js';
 
 const INVALID_USER = { code: 403, message: 'Invalid or unknown user.' };
 const TIMESTAMP = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00$/;
@@ -13,9 +25,12 @@ before(async () => {
 after(() => t.close());
 
 function whoami(authorization?: string): Promise<LightMyRequestResponse> {
-  return t.app.inject({ method: 'GET', url: '/api/user/whoami.json', headers: authorization === undefined ? {} : { authorization } });
+  return t.app.inject({
+    method: 'GET',
+    url: '/api/user/whoami.json',
+    headers: authorization === undefined ? {} : { authorization },
+  });
 }
-
 
 function assertInvalidUser(res: LightMyRequestResponse, label = ''): void {
   assert.equal(res.statusCode, 403, `${label}: got ${res.statusCode} ${res.body}`);
@@ -58,7 +73,12 @@ function productCalls(productId: number | string, newPersonEmail: string): Call[
   return [
     { name: 'GET product', method: 'GET', url: `${p}.json` },
     { name: 'GET people', method: 'GET', url: `${p}/people.json` },
-    { name: 'POST people', method: 'POST', url: `${p}/people.json`, params: { email: newPersonEmail, first_name: 'New', last_name: 'Person' } },
+    {
+      name: 'POST people',
+      method: 'POST',
+      url: `${p}/people.json`,
+      params: { email: newPersonEmail, first_name: 'New', last_name: 'Person' },
+    },
     { name: 'list items', method: 'GET', url: `${p}/items.json` },
     { name: 'create item', method: 'POST', url: `${p}/items.json`, params: { type: 'task', title: 'Intruder task' } },
     { name: 'fetch item', method: 'GET', url: `${p}/items/1.json` },
@@ -69,10 +89,20 @@ function productCalls(productId: number | string, newPersonEmail: string): Call[
     { name: 'follow', method: 'POST', url: `${p}/items/2/follow.json` },
     { name: 'unfollow', method: 'DELETE', url: `${p}/items/1/follow.json` },
     { name: 'list deploys', method: 'GET', url: `${p}/deploys.json` },
-    { name: 'create deploy', method: 'POST', url: `${p}/deploys.json`, params: { environment: 'production', numbers: '1,2' } },
+    {
+      name: 'create deploy',
+      method: 'POST',
+      url: `${p}/deploys.json`,
+      params: { environment: 'production', numbers: '1,2' },
+    },
     { name: 'delete item', method: 'DELETE', url: `${p}/items/2.json` },
     { name: 'GET notifications', method: 'GET', url: `${p}/notifications.json` },
-    { name: 'POST notifications', method: 'POST', url: `${p}/notifications.json`, params: { environments: 'production' } },
+    {
+      name: 'POST notifications',
+      method: 'POST',
+      url: `${p}/notifications.json`,
+      params: { environments: 'production' },
+    },
   ];
 }
 
@@ -84,13 +114,40 @@ async function snapshot(productId: number) {
   return {
     product: await t.db.selectFrom('products').selectAll().where('id', '=', productId).execute(),
     items,
-    memberships: await t.db.selectFrom('memberships').selectAll().where('product_id', '=', productId).orderBy('user_id').execute(),
-    followers: await byItems(t.db.selectFrom('followers').selectAll().where('item_id', 'in', ids).orderBy('item_id').orderBy('user_id').execute()),
-    tags: await byItems(t.db.selectFrom('item_tags').selectAll().where('item_id', 'in', ids).orderBy('item_id').orderBy('position').execute()),
+    memberships: await t.db
+      .selectFrom('memberships')
+      .selectAll()
+      .where('product_id', '=', productId)
+      .orderBy('user_id')
+      .execute(),
+    followers: await byItems(
+      t.db
+        .selectFrom('followers')
+        .selectAll()
+        .where('item_id', 'in', ids)
+        .orderBy('item_id')
+        .orderBy('user_id')
+        .execute(),
+    ),
+    tags: await byItems(
+      t.db
+        .selectFrom('item_tags')
+        .selectAll()
+        .where('item_id', 'in', ids)
+        .orderBy('item_id')
+        .orderBy('position')
+        .execute(),
+    ),
     deploys: await t.db.selectFrom('deploys').selectAll().where('product_id', '=', productId).execute(),
     deployments: await byItems(t.db.selectFrom('item_deployments').selectAll().where('item_id', 'in', ids).execute()),
     outbox: await t.db.selectFrom('outbox').selectAll().execute(),
-    notifications: await t.db.selectFrom('notification_environments').selectAll().where('product_id', '=', productId).orderBy('user_id').orderBy('environment').execute(),
+    notifications: await t.db
+      .selectFrom('notification_environments')
+      .selectAll()
+      .where('product_id', '=', productId)
+      .orderBy('user_id')
+      .orderBy('environment')
+      .execute(),
     users: await t.db.selectFrom('users').select(['id', 'email']).orderBy('id').execute(),
   };
 }
@@ -213,14 +270,22 @@ describe('whoami', () => {
 
   test('last_login is set by an authenticated request', async () => {
     const user = await makeUser(t.db);
-    const beforeRow = await t.db.selectFrom('users').select('last_login').where('id', '=', user.user.id).executeTakeFirstOrThrow();
+    const beforeRow = await t.db
+      .selectFrom('users')
+      .select('last_login')
+      .where('id', '=', user.user.id)
+      .executeTakeFirstOrThrow();
     assert.equal(beforeRow.last_login, null, 'a new user has never logged in');
 
     const started = Math.floor(Date.now() / 1000) * 1000;
     const res = await whoami(`Bearer ${user.apiKey}`);
     assert.equal(res.statusCode, 200);
 
-    const afterRow = await t.db.selectFrom('users').select('last_login').where('id', '=', user.user.id).executeTakeFirstOrThrow();
+    const afterRow = await t.db
+      .selectFrom('users')
+      .select('last_login')
+      .where('id', '=', user.user.id)
+      .executeTakeFirstOrThrow();
     assert.ok(afterRow.last_login, 'last_login was not recorded');
     assert.match(afterRow.last_login, TIMESTAMP);
     assert.ok(Date.parse(afterRow.last_login) >= started, 'last_login is older than the request');
@@ -230,7 +295,7 @@ describe('whoami', () => {
     assert.equal(again.json().last_login, afterRow.last_login);
   });
 
-  test("an item shows its assignee their own login as soon as it happens, though assignees are remembered", async () => {
+  test('an item shows its assignee their own login as soon as it happens, though assignees are remembered', async () => {
     const owner = await makeUser(t.db);
     const assignee = await makeUser(t.db);
     const product = await makeProduct(t.db, owner, [assignee]);
@@ -244,16 +309,29 @@ describe('whoami', () => {
 
     const mine = (await client(t.app, assignee).get(path)).json();
     assert.match(mine.assigned_to.last_login, TIMESTAMP);
-    const row = await t.db.selectFrom('users').select('last_login').where('id', '=', assignee.user.id).executeTakeFirstOrThrow();
+    const row = await t.db
+      .selectFrom('users')
+      .select('last_login')
+      .where('id', '=', assignee.user.id)
+      .executeTakeFirstOrThrow();
     assert.equal(mine.assigned_to.last_login, row.last_login);
-    const named = (u: Record<string, unknown>) => ({ id: u.id, first_name: u.first_name, last_name: u.last_name, email: u.email });
+    const named = (u: Record<string, unknown>) => ({
+      id: u.id,
+      first_name: u.first_name,
+      last_name: u.last_name,
+      email: u.email,
+    });
     assert.deepEqual(named(mine.assigned_to), named(before.assigned_to));
   });
 
   test('a refused request does not count as a login', async () => {
     const user = await makeUser(t.db);
     await whoami(basic(user.email, 'Z'.repeat(32)));
-    const row = await t.db.selectFrom('users').select('last_login').where('id', '=', user.user.id).executeTakeFirstOrThrow();
+    const row = await t.db
+      .selectFrom('users')
+      .select('last_login')
+      .where('id', '=', user.user.id)
+      .executeTakeFirstOrThrow();
     assert.equal(row.last_login, null);
   });
 });
@@ -313,7 +391,8 @@ describe('product membership (BOLA)', () => {
 
   test('under a product, credentials are checked as everywhere else, with the product read in the same query', async () => {
     const items = `/api/products/${productA}/items.json`;
-    const get = (authorization?: string, url = items) => t.app.inject({ method: 'GET', url, headers: authorization ? { authorization } : {} });
+    const get = (authorization?: string, url = items) =>
+      t.app.inject({ method: 'GET', url, headers: authorization ? { authorization } : {} });
     for (const [label, header] of [
       ['Basic', basic(ownerA.email, ownerA.apiKey)],
       ['Basic, email in capitals', basic(ownerA.email.toUpperCase(), ownerA.apiKey)],
@@ -395,14 +474,28 @@ describe('product membership (BOLA)', () => {
   });
 
   test('an unknown product is 404 for a non-member too, and before bad parameters', async () => {
-    assertError(await send(outsider.auth, { name: 'list', method: 'GET', url: '/api/products/987654/items.json' }), 404, { label: 'list' });
     assertError(
-      await send(outsider.auth, { name: 'create', method: 'POST', url: '/api/products/987654/items.json', params: { type: 'bogus' } }),
+      await send(outsider.auth, { name: 'list', method: 'GET', url: '/api/products/987654/items.json' }),
+      404,
+      { label: 'list' },
+    );
+    assertError(
+      await send(outsider.auth, {
+        name: 'create',
+        method: 'POST',
+        url: '/api/products/987654/items.json',
+        params: { type: 'bogus' },
+      }),
       404,
       { label: 'create with bad type' },
     );
     assertError(
-      await send(ownerA.auth, { name: 'list', method: 'GET', url: '/api/products/abc/items.json', params: { limit: '-1' } }),
+      await send(ownerA.auth, {
+        name: 'list',
+        method: 'GET',
+        url: '/api/products/abc/items.json',
+        params: { limit: '-1' },
+      }),
       404,
       { label: 'non-integer id with bad limit' },
     );
@@ -411,16 +504,31 @@ describe('product membership (BOLA)', () => {
   test('non-membership is 403 before bad parameters', async () => {
     const p = `/api/products/${productB}`;
     const calls: Call[] = [
-      { name: 'list items bad limit', method: 'GET', url: `${p}/items.json`, params: { limit: 'abc', status: 'bogus' } },
+      {
+        name: 'list items bad limit',
+        method: 'GET',
+        url: `${p}/items.json`,
+        params: { limit: 'abc', status: 'bogus' },
+      },
       { name: 'create item bad type', method: 'POST', url: `${p}/items.json`, params: { type: 'bogus' } },
       { name: 'create item without title', method: 'POST', url: `${p}/items.json`, params: { type: 'task' } },
       { name: 'update bad status', method: 'POST', url: `${p}/items/1.json`, params: { status: 'bogus' } },
-      { name: 'update bad status on a missing item', method: 'POST', url: `${p}/items/999.json`, params: { status: 'bogus' } },
+      {
+        name: 'update bad status on a missing item',
+        method: 'POST',
+        url: `${p}/items/999.json`,
+        params: { status: 'bogus' },
+      },
       { name: 'resort without before/after', method: 'POST', url: `${p}/items/1/resort.json` },
       { name: 'list deploys bad offset', method: 'GET', url: `${p}/deploys.json`, params: { offset: '1.5' } },
       { name: 'children bad limit', method: 'GET', url: `${p}/items/1/children.json`, params: { limit: '0' } },
       { name: 'deployed_to bad offset', method: 'GET', url: `${p}/items/1/deployed_to.json`, params: { offset: 'x' } },
-      { name: 'create deploy bad numbers', method: 'POST', url: `${p}/deploys.json`, params: { environment: 'prod', numbers: 'x' } },
+      {
+        name: 'create deploy bad numbers',
+        method: 'POST',
+        url: `${p}/deploys.json`,
+        params: { environment: 'prod', numbers: 'x' },
+      },
       { name: 'add person without email', method: 'POST', url: `${p}/people.json` },
       { name: 'fetch missing item', method: 'GET', url: `${p}/items/999.json` },
     ];
@@ -429,11 +537,40 @@ describe('product membership (BOLA)', () => {
 
   test('parameters are checked before the item exists', async () => {
     const p = `/api/products/${productA}`;
-    assertError(await send(ownerA.auth, { name: 'update', method: 'POST', url: `${p}/items/999.json`, params: { status: 'bogus' } }), 400, { label: 'update bad status' });
-    assertError(await send(ownerA.auth, { name: 'update', method: 'POST', url: `${p}/items/999.json`, params: { score: 'huge' } }), 400, { label: 'update bad score' });
-    assertError(await send(ownerA.auth, { name: 'resort', method: 'POST', url: `${p}/items/999/resort.json` }), 400, { label: 'resort without before/after' });
+    assertError(
+      await send(ownerA.auth, {
+        name: 'update',
+        method: 'POST',
+        url: `${p}/items/999.json`,
+        params: { status: 'bogus' },
+      }),
+      400,
+      { label: 'update bad status' },
+    );
+    assertError(
+      await send(ownerA.auth, {
+        name: 'update',
+        method: 'POST',
+        url: `${p}/items/999.json`,
+        params: { score: 'huge' },
+      }),
+      400,
+      { label: 'update bad score' },
+    );
+    assertError(await send(ownerA.auth, { name: 'resort', method: 'POST', url: `${p}/items/999/resort.json` }), 400, {
+      label: 'resort without before/after',
+    });
     // With valid parameters the missing item is what is wrong.
-    assertError(await send(ownerA.auth, { name: 'update', method: 'POST', url: `${p}/items/999.json`, params: { status: 'backlog' } }), 404, { label: 'update ok params' });
+    assertError(
+      await send(ownerA.auth, {
+        name: 'update',
+        method: 'POST',
+        url: `${p}/items/999.json`,
+        params: { status: 'backlog' },
+      }),
+      404,
+      { label: 'update ok params' },
+    );
   });
 });
 
@@ -459,15 +596,25 @@ describe('people', () => {
       last_name: 'Created',
     });
     assertError(created, 403);
-    const row = await t.db.selectFrom('users').select('id').where('email', '=', 'not-created@example.com').executeTakeFirst();
+    const row = await t.db
+      .selectFrom('users')
+      .select('id')
+      .where('email', '=', 'not-created@example.com')
+      .executeTakeFirst();
     assert.equal(row, undefined, 'a non-admin created a user');
   });
 
   test('members can list the people of their product', async () => {
     const res = await client(t.app, member).get(`/api/products/${productId}/people.json`);
     assert.equal(res.statusCode, 200);
-    const ids = res.json().map((u: { id: number }) => u.id).sort((a: number, b: number) => a - b);
-    assert.deepEqual(ids, [admin.user.id, member.user.id].sort((a, b) => a - b));
+    const ids = res
+      .json()
+      .map((u: { id: number }) => u.id)
+      .sort((a: number, b: number) => a - b);
+    assert.deepEqual(
+      ids,
+      [admin.user.id, member.user.id].sort((a, b) => a - b),
+    );
   });
 
   test('an admin invites an existing user, who can read the product once they accept', async () => {
@@ -477,7 +624,9 @@ describe('people', () => {
     const res = await client(t.app, admin).post(`/api/products/${productId}/people.json`, { email: newcomer.email });
     assert.equal(res.statusCode, 200, res.body);
     assert.deepEqual(res.json(), { email: newcomer.email, status: 'invited', admin: false });
-    assertError(await client(t.app, newcomer).get(`/api/products/${productId}.json`), 403, { label: 'before accepting' });
+    assertError(await client(t.app, newcomer).get(`/api/products/${productId}.json`), 403, {
+      label: 'before accepting',
+    });
 
     await acceptInvitation(t.app, await invitationPath(t, newcomer.email));
     assert.equal((await client(t.app, newcomer).get(`/api/products/${productId}.json`)).statusCode, 200);
@@ -488,7 +637,9 @@ describe('people', () => {
 
   test('the email of an existing user is matched case-insensitively', async () => {
     const newcomer = await makeUser(t.db);
-    const res = await client(t.app, admin).post(`/api/products/${productId}/people.json`, { email: newcomer.email.toUpperCase() });
+    const res = await client(t.app, admin).post(`/api/products/${productId}/people.json`, {
+      email: newcomer.email.toUpperCase(),
+    });
     assert.equal(res.statusCode, 200, res.body);
     assert.equal(res.json().email, newcomer.email);
     const accepted = await acceptInvitation(t.app, await invitationPath(t, newcomer.email));
@@ -504,14 +655,21 @@ describe('people', () => {
     });
     assert.equal(res.statusCode, 200, res.body);
     assert.deepEqual(res.json(), { email: 'brand.new@example.com', status: 'invited', admin: false });
-    assert.equal(await t.db.selectFrom('users').select('id').where('email', '=', 'brand.new@example.com').executeTakeFirst(), undefined);
+    assert.equal(
+      await t.db.selectFrom('users').select('id').where('email', '=', 'brand.new@example.com').executeTakeFirst(),
+      undefined,
+    );
 
     const body = await acceptInvitation(t.app, await invitationPath(t, 'brand.new@example.com'));
     assert.equal(body.user.email, 'brand.new@example.com');
     assert.equal(body.user.first_name, 'Brand');
     assert.equal(body.user.last_name, 'New');
     assert.match(body.user.created_at, TIMESTAMP);
-    const row = await t.db.selectFrom('users').selectAll().where('email', '=', 'brand.new@example.com').executeTakeFirst();
+    const row = await t.db
+      .selectFrom('users')
+      .selectAll()
+      .where('email', '=', 'brand.new@example.com')
+      .executeTakeFirst();
     assert.ok(row, 'the user was not created');
     assert.equal(row.id, body.user.id);
     const people = await client(t.app, admin).get(`/api/products/${productId}/people.json`);
@@ -519,10 +677,18 @@ describe('people', () => {
   });
 
   test('adding a person without an email is 400', async () => {
-    const before = (await t.db.selectFrom('memberships').selectAll().where('product_id', '=', productId).execute()).length;
-    assertError(await client(t.app, admin).post(`/api/products/${productId}/people.json`, { first_name: 'No', last_name: 'Email' }), 400);
+    const before = (await t.db.selectFrom('memberships').selectAll().where('product_id', '=', productId).execute())
+      .length;
+    assertError(
+      await client(t.app, admin).post(`/api/products/${productId}/people.json`, {
+        first_name: 'No',
+        last_name: 'Email',
+      }),
+      400,
+    );
     assertError(await client(t.app, admin).post(`/api/products/${productId}/people.json`, { email: '' }), 400);
-    const after = (await t.db.selectFrom('memberships').selectAll().where('product_id', '=', productId).execute()).length;
+    const after = (await t.db.selectFrom('memberships').selectAll().where('product_id', '=', productId).execute())
+      .length;
     assert.equal(after, before);
   });
 });
@@ -538,7 +704,10 @@ describe('products', () => {
     const res = await client(t.app, me).get('/api/products.json');
     assert.equal(res.statusCode, 200);
     const products = res.json() as { id: number; name: string; archived: boolean }[];
-    assert.deepEqual(products.map((p) => p.id).sort((a, b) => a - b), [mine.id, joined.id].sort((a, b) => a - b));
+    assert.deepEqual(
+      products.map((p) => p.id).sort((a, b) => a - b),
+      [mine.id, joined.id].sort((a, b) => a - b),
+    );
     for (const p of products) {
       assert.equal(typeof p.name, 'string');
       assert.equal(p.archived, false);
@@ -560,7 +729,9 @@ describe('products', () => {
 
     // Adding people is for admins only, so this shows the creator is one.
     const invitee = await makeUser(t.db);
-    const added = await client(t.app, creator).post(`/api/products/${product.id}/people.json`, { email: invitee.email });
+    const added = await client(t.app, creator).post(`/api/products/${product.id}/people.json`, {
+      email: invitee.email,
+    });
     assert.equal(added.statusCode, 200, added.body);
 
     const stranger = await makeUser(t.db);

@@ -21,7 +21,8 @@ const newDir = (name: string): string => fs.mkdtempSync(path.join(root, `${name}
 const PUBLIC_URL = 'http://shiplog.test';
 const sqliteEnv = (dataDir: string) => ({ DATA_DIR: dataDir, DATABASE_URL: '' });
 
-const shiplog = (dataDir: string, ...args: string[]): Promise<CliRun> => runCli(args, { env: sqliteEnv(dataDir), cwd: root, timeoutMs: 60_000 });
+const shiplog = (dataDir: string, ...args: string[]): Promise<CliRun> =>
+  runCli(args, { env: sqliteEnv(dataDir), cwd: root, timeoutMs: 60_000 });
 
 function assertRefused(run: CliRun, message: RegExp): void {
   assert.equal(run.code, 1, `stdout: ${run.stdout} stderr: ${run.stderr}`);
@@ -58,7 +59,13 @@ interface Answer {
   location: string | null;
 }
 
-async function call(server: Server, user: TestUser | null, method: 'GET' | 'POST', url: string, params?: Record<string, string>): Promise<Answer> {
+async function call(
+  server: Server,
+  user: TestUser | null,
+  method: 'GET' | 'POST',
+  url: string,
+  params?: Record<string, string>,
+): Promise<Answer> {
   const headers: Record<string, string> = { accept: 'application/json' };
   if (user) headers.authorization = user.auth;
   if (params) headers['content-type'] = 'application/x-www-form-urlencoded';
@@ -70,10 +77,16 @@ async function call(server: Server, user: TestUser | null, method: 'GET' | 'POST
     signal: AbortSignal.timeout(20_000),
   }).catch((err: Error) => {
     const state = server.child.exitCode ?? server.child.signalCode ?? 'running';
-    throw new Error(`${method} ${url}: ${String(err.cause ?? err)}; server ${state}; stderr: ${server.stderr().slice(-2000)}`);
+    throw new Error(
+      `${method} ${url}: ${String(err.cause ?? err)}; server ${state}; stderr: ${server.stderr().slice(-2000)}`,
+    );
   });
   const text = await res.text();
-  return { status: res.status, body: text && res.headers.get('content-type')?.includes('json') ? JSON.parse(text) : text, location: res.headers.get('location') };
+  return {
+    status: res.status,
+    body: text && res.headers.get('content-type')?.includes('json') ? JSON.parse(text) : text,
+    location: res.headers.get('location'),
+  };
 }
 
 /** One write of the load: when it was sent and when its answer came (performance.now()). */
@@ -124,9 +137,16 @@ describe('backup during a write load, restore, and a server on the restored copy
     let sequence = 0;
     let failed = false;
     const later = (kind: Write['kind']) => writes.filter((w) => w.kind === kind && w.sentAt > backupEnd).length;
-    const done = () => failed || (backupEnd > 0 && later('create') >= 5 && later('update') >= 5 && later('deploy') >= 5);
+    const done = () =>
+      failed || (backupEnd > 0 && later('create') >= 5 && later('update') >= 5 && later('deploy') >= 5);
 
-    async function write(kind: Write['kind'], key: string, url: string, params: Record<string, string>, number?: number) {
+    async function write(
+      kind: Write['kind'],
+      key: string,
+      url: string,
+      params: Record<string, string>,
+      number?: number,
+    ) {
       const entry: Write = { kind, key, number, sentAt: performance.now() };
       writes.push(entry);
       try {
@@ -147,13 +167,27 @@ describe('backup during a write load, restore, and a server on the restored copy
         const i = sequence++;
         if (i % 4 === 1 && notUpdated.length) {
           const number = notUpdated.shift()!;
-          await write('update', `Item ${number} renamed`, `${base}/items/${number}.json`, { title: `Item ${number} renamed`, status: 'in-progress' }, number);
+          await write(
+            'update',
+            `Item ${number} renamed`,
+            `${base}/items/${number}.json`,
+            { title: `Item ${number} renamed`, status: 'in-progress' },
+            number,
+          );
         } else if (i % 4 === 3 && created.length >= 3) {
           const numbers = created.slice(-3);
-          await write('deploy', `v${i}`, `${base}/deploys.json`, { environment: 'production', numbers: numbers.join(','), version: `v${i}` });
+          await write('deploy', `v${i}`, `${base}/deploys.json`, {
+            environment: 'production',
+            numbers: numbers.join(','),
+            version: `v${i}`,
+          });
         } else {
           const title = `Load item ${i}`;
-          const item = await write('create', title, `${base}/items.json`, { type: 'task', title, assigned_to: String((i % 2 ? alice : bob).user.id) });
+          const item = await write('create', title, `${base}/items.json`, {
+            type: 'task',
+            title,
+            assigned_to: String((i % 2 ? alice : bob).user.id),
+          });
           created.push(item.number);
           notUpdated.push(item.number);
         }
@@ -181,14 +215,19 @@ describe('backup during a write load, restore, and a server on the restored copy
     }
     const answeredBefore = writes.filter((w) => w.ackedAt! < backupStart).length;
     const sentAfter = writes.filter((w) => w.sentAt > backupEnd).length;
-    t.diagnostic(`writes: ${answeredBefore} answered before the backup, ${writes.length - answeredBefore - sentAfter} in flight, ${sentAfter} sent after it`);
+    t.diagnostic(
+      `writes: ${answeredBefore} answered before the backup, ${writes.length - answeredBefore - sentAfter} in flight, ${sentAfter} sent after it`,
+    );
     assertDone(backupRun);
     assert.match(backupRun.stdout, new RegExp(`^Backed up ${source}/shiplog\\.db to ${backupFile}\\.$`, 'm'));
     assert.match(backupRun.stdout, /^size +\d+ bytes \(\d+ pages of \d+ bytes\)$/m);
     assert.match(backupRun.stdout, /^time +\d+\.\d\d s$/m);
     // The load ran on both sides of the backup.
     for (const kind of ['create', 'update', 'deploy'] as const) {
-      assert.ok(writes.some((w) => w.kind === kind && w.ackedAt! < backupStart), `no ${kind} answered before the backup`);
+      assert.ok(
+        writes.some((w) => w.kind === kind && w.ackedAt! < backupStart),
+        `no ${kind} answered before the backup`,
+      );
     }
     const names = fs.readdirSync(root).filter((n) => n.startsWith('shiplog-backup.db'));
     assert.deepEqual(names, ['shiplog-backup.db'], 'nothing but the backup itself is left beside it');
@@ -218,19 +257,30 @@ describe('backup during a write load, restore, and a server on the restored copy
     }
   });
 
-  test('restore into the stopped target; a server on it has every write answered before the backup, none sent after', { timeout: 120_000 }, async () => {
+  test('restore into the stopped target; a server on it has every write answered before the backup, none sent after', {
+    timeout: 120_000,
+  }, async () => {
     const run = await shiplog(target, 'restore', backupFile);
     assertDone(run);
     assert.match(run.stdout, new RegExp(`^Restored ${backupFile} to ${target}/shiplog\\.db\\.$`, 'm'));
     assert.equal(reported(run, 'items'), reported(backupRun, 'items'));
     assert.equal(reported(run, 'pending mail'), reported(backupRun, 'pending mail'));
-    assert.deepEqual(fs.readdirSync(target).filter((n) => n.startsWith('shiplog.db')), ['shiplog.db'], 'no stale -wal or -shm');
+    assert.deepEqual(
+      fs.readdirSync(target).filter((n) => n.startsWith('shiplog.db')),
+      ['shiplog.db'],
+      'no stale -wal or -shm',
+    );
 
     // The restored file as it is before any server touches it.
     const file = new SQLite(path.join(target, 'shiplog.db'), { readonly: true });
     assert.deepEqual(file.prepare('pragma integrity_check').pluck().all(), ['ok']);
-    const waiting = file.prepare("select id, message_id from outbox where status in ('pending', 'sending') order by id").all() as { id: number; message_id: string }[];
-    const counts = file.prepare('select count(*) as items, max(number) as maxNumber from items').get() as { items: number; maxNumber: number };
+    const waiting = file
+      .prepare("select id, message_id from outbox where status in ('pending', 'sending') order by id")
+      .all() as { id: number; message_id: string }[];
+    const counts = file.prepare('select count(*) as items, max(number) as maxNumber from items').get() as {
+      items: number;
+      maxNumber: number;
+    };
     file.close();
     assert.equal(counts.items, reported(backupRun, 'items'));
     assert.equal(waiting.length, reported(backupRun, 'pending mail'));
@@ -239,8 +289,13 @@ describe('backup during a write load, restore, and a server on the restored copy
     const server = await startOn(target);
     try {
       // API keys still authenticate, and a wrong one still does not.
-      for (const user of [owner, alice, bob]) assert.equal((await call(server, user, 'GET', '/api/user/whoami.json')).status, 200, user.email);
-      assert.equal((await call(server, { ...owner, auth: basic(owner.email, 'x'.repeat(32)) }, 'GET', '/api/user/whoami.json')).status, 403);
+      for (const user of [owner, alice, bob])
+        assert.equal((await call(server, user, 'GET', '/api/user/whoami.json')).status, 200, user.email);
+      assert.equal(
+        (await call(server, { ...owner, auth: basic(owner.email, 'x'.repeat(32)) }, 'GET', '/api/user/whoami.json'))
+          .status,
+        403,
+      );
 
       const base = `/api/products/${productId}`;
       const item = async (number: number) => call(server, owner, 'GET', `${base}/items/${number}.json`);
@@ -267,20 +322,33 @@ describe('backup during a write load, restore, and a server on the restored copy
           entries.push(...page.body);
         }
       };
-      const versions = new Set((await all<{ version: string }>(`${base}/deploys.json?limit=100`)).map((d) => d.version));
+      const versions = new Set(
+        (await all<{ version: string }>(`${base}/deploys.json?limit=100`)).map((d) => d.version),
+      );
       for (const w of writes.filter((w) => w.kind === 'deploy')) {
         if (before(w)) assert.ok(versions.has(w.key), `deploy ${w.key}, answered before the backup, is missing`);
         if (afterwards(w)) assert.ok(!versions.has(w.key), `deploy ${w.key}, sent after the backup, is there`);
       }
 
       // Item numbers run from 1 without a hole, and go on from the highest.
-      const listed = await all<{ number: number }>(`${base}/items.json?status=someday,backlog,in-progress,completed,accepted&order_by=oldest&limit=500`);
+      const listed = await all<{ number: number }>(
+        `${base}/items.json?status=someday,backlog,in-progress,completed,accepted&order_by=oldest&limit=500`,
+      );
       const numbers = listed.map((i) => i.number).sort((a, b) => a - b);
-      assert.deepEqual(numbers, Array.from({ length: counts.maxNumber }, (_, i) => i + 1));
-      const next = await call(server, owner, 'POST', `${base}/items.json`, { type: 'task', title: 'After the restore' });
+      assert.deepEqual(
+        numbers,
+        Array.from({ length: counts.maxNumber }, (_, i) => i + 1),
+      );
+      const next = await call(server, owner, 'POST', `${base}/items.json`, {
+        type: 'task',
+        title: 'After the restore',
+      });
       assert.equal(next.status, 200);
       assert.equal(next.body.number, counts.maxNumber + 1);
-      assert.equal((await call(server, owner, 'POST', `${base}/items.json`, { type: 'task', title: 'And one more' })).body.number, counts.maxNumber + 2);
+      assert.equal(
+        (await call(server, owner, 'POST', `${base}/items.json`, { type: 'task', title: 'And one more' })).body.number,
+        counts.maxNumber + 2,
+      );
 
       // short_url links resolve, for a restored item and the new one.
       for (const number of [1, counts.maxNumber, counts.maxNumber + 1]) {
@@ -297,7 +365,11 @@ describe('backup during a write load, restore, and a server on the restored copy
       // Mail that was waiting in the backup is delivered, as .eml files under the data directory.
       const mailDir = path.join(target, 'mail');
       const fileOf = (id: number) => path.join(mailDir, `${String(id).padStart(8, '0')}.eml`);
-      await waitFor(`${waiting.length} messages written to ${mailDir}`, () => waiting.every((m) => fs.existsSync(fileOf(m.id))), 30_000);
+      await waitFor(
+        `${waiting.length} messages written to ${mailDir}`,
+        () => waiting.every((m) => fs.existsSync(fileOf(m.id))),
+        30_000,
+      );
       for (const m of waiting) {
         const mail = await readEml(fs.readFileSync(fileOf(m.id)));
         assert.equal(mail.headers.get('message-id'), m.message_id);
@@ -334,7 +406,10 @@ describe('backup during a write load, restore, and a server on the restored copy
     test('bytes overwritten', async () => {
       const file = damaged('overwritten.db', (f) => {
         const db = new SQLite(f, { readonly: true });
-        const page = db.prepare("select rootpage from sqlite_master where type = 'index' and tbl_name = 'items'").pluck().get() as number;
+        const page = db
+          .prepare("select rootpage from sqlite_master where type = 'index' and tbl_name = 'items'")
+          .pluck()
+          .get() as number;
         const size = db.pragma('page_size', { simple: true }) as number;
         db.close();
         // SQLite fills a page from its end: these bytes are index entries.
@@ -351,10 +426,13 @@ describe('backup during a write load, restore, and a server on the restored copy
     });
 
     test('not SQLite at all', async () => {
-      await refusedLeavingNothing(damaged('text.db', (f) => fs.writeFileSync(f, 'just some text\n'.repeat(100))), /not a usable SQLite database/);
+      await refusedLeavingNothing(
+        damaged('text.db', (f) => fs.writeFileSync(f, 'just some text\n'.repeat(100))),
+        /not a usable SQLite database/,
+      );
     });
 
-    test('an SQLite database that is not Shiplog\'s', async () => {
+    test("an SQLite database that is not Shiplog's", async () => {
       const file = path.join(root, 'other.db');
       const other = new SQLite(file);
       other.exec("create table notes (id integer primary key, text text); insert into notes (text) values ('hello')");
@@ -365,7 +443,10 @@ describe('backup during a write load, restore, and a server on the restored copy
     test('a Shiplog database from a newer version', async () => {
       const file = damaged('newer.db', (f) => {
         const db = new SQLite(f);
-        db.prepare('insert into kysely_migration (name, timestamp) values (?, ?)').run('2999_01_01_0001_future', new Date().toISOString());
+        db.prepare('insert into kysely_migration (name, timestamp) values (?, ?)').run(
+          '2999_01_01_0001_future',
+          new Date().toISOString(),
+        );
         db.close();
       });
       await refusedLeavingNothing(file, /newer version.*2999_01_01_0001_future/);
@@ -379,20 +460,31 @@ describe('backup during a write load, restore, and a server on the restored copy
           create view everyone as select email from users;`);
         db.close();
       });
-      await refusedLeavingNothing(file, /does not create: table stolen, trigger web_sessions_copy on web_sessions, view everyone\b.*nothing was restored/s);
+      await refusedLeavingNothing(
+        file,
+        /does not create: table stolen, trigger web_sessions_copy on web_sessions, view everyone\b.*nothing was restored/s,
+      );
     });
 
     test('a Shiplog database with an index of its own name but another definition: refused, and the live database is left as it was', async () => {
       const file = damaged('redefined.db', (f) => {
         const db = new SQLite(f);
-        const index = db.prepare("select name from sqlite_master where type = 'index' and tbl_name = 'items' and sql is not null limit 1").pluck().get() as string;
+        const index = db
+          .prepare(
+            "select name from sqlite_master where type = 'index' and tbl_name = 'items' and sql is not null limit 1",
+          )
+          .pluck()
+          .get() as string;
         db.exec(`drop index "${index}"; create index "${index}" on items (title)`);
         db.close();
       });
       const dir = newDir('kept');
       assertDone(await shiplog(dir, 'restore', backupFile));
       const before = sha(path.join(dir, 'shiplog.db'));
-      assertRefused(await shiplog(dir, 'restore', file), /index \S+ on items \(defined otherwise than this version defines it\)/);
+      assertRefused(
+        await shiplog(dir, 'restore', file),
+        /index \S+ on items \(defined otherwise than this version defines it\)/,
+      );
       assert.equal(sha(path.join(dir, 'shiplog.db')), before);
       assert.deepEqual(fs.readdirSync(dir), ['shiplog.db']);
     });
@@ -402,18 +494,31 @@ describe('backup during a write load, restore, and a server on the restored copy
       const file = path.join(root, 'older.db');
       const first = MIGRATION_NAMES[0];
       const old = new Kysely<any>({ dialect: new SqliteDialect({ database: new SQLite(file) }) });
-      const migrator = new Migrator({ db: old, provider: { getMigrations: async () => ({ [first]: await import(`../src/db/migrations/${first}.js`) }) } });
+      const migrator = new Migrator({
+        db: old,
+        provider: { getMigrations: async () => ({ [first]: await import(`../src/db/migrations/${first}.js`) }) },
+      });
       assert.equal((await migrator.migrateToLatest()).error, undefined);
       await old.destroy();
 
       const dir = newDir('older');
       const run = await shiplog(dir, 'restore', file);
       assertDone(run);
-      assert.match(run.stdout, new RegExp(`^schema +1 of ${MIGRATION_NAMES.length} migrations \\(a server applies the rest`, 'm'));
+      assert.match(
+        run.stdout,
+        new RegExp(`^schema +1 of ${MIGRATION_NAMES.length} migrations \\(a server applies the rest`, 'm'),
+      );
       const server = await startOn(dir);
       try {
-        const key = (await shiplog(dir, 'user', 'add', 'late@example.com', '--first', 'Late', '--last', 'Comer')).stdout.trim();
-        const me = await call(server, { auth: basic('late@example.com', key) } as TestUser, 'GET', '/api/user/whoami.json');
+        const key = (
+          await shiplog(dir, 'user', 'add', 'late@example.com', '--first', 'Late', '--last', 'Comer')
+        ).stdout.trim();
+        const me = await call(
+          server,
+          { auth: basic('late@example.com', key) } as TestUser,
+          'GET',
+          '/api/user/whoami.json',
+        );
         assert.equal(me.status, 200);
       } finally {
         await stopProcess(server.child);
@@ -424,7 +529,10 @@ describe('backup during a write load, restore, and a server on the restored copy
 
 describe('backup and restore on PostgreSQL', () => {
   // Refused before any connection is made, so any PostgreSQL URL shows it; the suite's own when it has one.
-  const env = (dataDir: string) => ({ DATA_DIR: dataDir, DATABASE_URL: pgBase ?? 'postgres://shiplog@127.0.0.1:9/shiplog' });
+  const env = (dataDir: string) => ({
+    DATA_DIR: dataDir,
+    DATABASE_URL: pgBase ?? 'postgres://shiplog@127.0.0.1:9/shiplog',
+  });
 
   test('backup refuses and names pg_dump', async () => {
     const dir = newDir('pg');

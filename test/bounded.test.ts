@@ -81,51 +81,135 @@ async function insertItems(productId: number, rows: NewItem[]): Promise<number[]
 
 /** DEPLOYS deploys to production, each of the same ITEMS_PER_DEPLOY items. */
 async function seedDeploys(product: ProductRow, userId: number): Promise<void> {
-  const ids = await insertItems(product.id, Array.from({ length: ITEMS_PER_DEPLOY }, (_, i) => itemRow(product.id, i + 1, userId)));
+  const ids = await insertItems(
+    product.id,
+    Array.from({ length: ITEMS_PER_DEPLOY }, (_, i) => itemRow(product.id, i + 1, userId)),
+  );
   let last = 0;
   for (let d = 1; d <= DEPLOYS; d++) {
     const deploy = await db
       .insertInto('deploys')
-      .values({ product_id: product.id, user_id: userId, environment: 'production', version: `v1.${d}`, notes: `Release ${d}`, created_at: at(100_000 + d), idempotency_key: null, request_hash: null })
+      .values({
+        product_id: product.id,
+        user_id: userId,
+        environment: 'production',
+        version: `v1.${d}`,
+        notes: `Release ${d}`,
+        created_at: at(100_000 + d),
+        idempotency_key: null,
+        request_hash: null,
+      })
       .returning('id')
       .executeTakeFirstOrThrow();
     last = deploy.id;
-    await insertAll(ids, (chunk) => db.insertInto('deploy_items').values(chunk.map((item_id) => ({ deploy_id: deploy.id, item_id }))).execute());
+    await insertAll(ids, (chunk) =>
+      db
+        .insertInto('deploy_items')
+        .values(chunk.map((item_id) => ({ deploy_id: deploy.id, item_id })))
+        .execute(),
+    );
   }
   await insertAll(ids, (chunk) =>
-    db.insertInto('item_deployments').values(chunk.map((item_id) => ({ item_id, environment: 'production', deploy_id: last, version: `v1.${DEPLOYS}`, deployed_at: at(100_000 + DEPLOYS), product_id: product.id, status: 1 }))).execute(),
+    db
+      .insertInto('item_deployments')
+      .values(
+        chunk.map((item_id) => ({
+          item_id,
+          environment: 'production',
+          deploy_id: last,
+          version: `v1.${DEPLOYS}`,
+          deployed_at: at(100_000 + DEPLOYS),
+          product_id: product.id,
+          status: 1,
+        })),
+      )
+      .execute(),
   );
 }
 
 /** A story and its SUB_ITEMS sub-items, all deployed to ENVIRONMENTS environments, one deploy each. */
 async function seedStory(product: ProductRow, userId: number): Promise<void> {
-  const [storyId] = await insertItems(product.id, [itemRow(product.id, 1, userId, { type: 'story', who: 'user', what: 'much', why: 'why not', title: 'As a user, I want much so that why not.' })]);
-  const subIds = await insertItems(product.id, Array.from({ length: SUB_ITEMS }, (_, i) => itemRow(product.id, i + 2, userId, { parent_id: storyId })));
-  await db.updateTable('products').set({ last_number: SUB_ITEMS + 1 }).where('id', '=', product.id).execute();
+  const [storyId] = await insertItems(product.id, [
+    itemRow(product.id, 1, userId, {
+      type: 'story',
+      who: 'user',
+      what: 'much',
+      why: 'why not',
+      title: 'As a user, I want much so that why not.',
+    }),
+  ]);
+  const subIds = await insertItems(
+    product.id,
+    Array.from({ length: SUB_ITEMS }, (_, i) => itemRow(product.id, i + 2, userId, { parent_id: storyId })),
+  );
+  await db
+    .updateTable('products')
+    .set({ last_number: SUB_ITEMS + 1 })
+    .where('id', '=', product.id)
+    .execute();
   const all = [storyId, ...subIds];
   const deployIds: number[] = [];
-  await insertAll(Array.from({ length: ENVIRONMENTS }, (_, e) => e), async (chunk) => {
-    const rows = await db
-      .insertInto('deploys')
-      .values(chunk.map((e) => ({ product_id: product.id, user_id: userId, environment: `customer-environment-${e}`, version: `v2.${e}`, notes: '', created_at: at(200_000 + e), idempotency_key: null, request_hash: null })))
-      .returning('id')
-      .execute();
-    deployIds.push(...rows.map((r) => r.id));
-  });
+  await insertAll(
+    Array.from({ length: ENVIRONMENTS }, (_, e) => e),
+    async (chunk) => {
+      const rows = await db
+        .insertInto('deploys')
+        .values(
+          chunk.map((e) => ({
+            product_id: product.id,
+            user_id: userId,
+            environment: `customer-environment-${e}`,
+            version: `v2.${e}`,
+            notes: '',
+            created_at: at(200_000 + e),
+            idempotency_key: null,
+            request_hash: null,
+          })),
+        )
+        .returning('id')
+        .execute();
+      deployIds.push(...rows.map((r) => r.id));
+    },
+  );
   const pairs = deployIds.flatMap((deploy_id, e) => all.map((item_id) => ({ deploy_id, item_id, e })));
-  await insertAll(pairs, (chunk) => db.insertInto('deploy_items').values(chunk.map(({ deploy_id, item_id }) => ({ deploy_id, item_id }))).execute(), 1000);
-  await insertAll(pairs, (chunk) =>
-    db
-      .insertInto('item_deployments')
-      .values(chunk.map(({ deploy_id, item_id, e }) => ({ item_id, environment: `customer-environment-${e}`, deploy_id, version: `v2.${e}`, deployed_at: at(200_000 + e), product_id: product.id, status: 1 })))
-      .execute(),
+  await insertAll(
+    pairs,
+    (chunk) =>
+      db
+        .insertInto('deploy_items')
+        .values(chunk.map(({ deploy_id, item_id }) => ({ deploy_id, item_id })))
+        .execute(),
+    1000,
+  );
+  await insertAll(
+    pairs,
+    (chunk) =>
+      db
+        .insertInto('item_deployments')
+        .values(
+          chunk.map(({ deploy_id, item_id, e }) => ({
+            item_id,
+            environment: `customer-environment-${e}`,
+            deploy_id,
+            version: `v2.${e}`,
+            deployed_at: at(200_000 + e),
+            product_id: product.id,
+            status: 1,
+          })),
+        )
+        .execute(),
     1000,
   );
 }
 
 /** STORIES stories, each followed by SUBS_PER_STORY sub-items. */
 async function seedMany(product: ProductRow, userId: number): Promise<void> {
-  const stories = await insertItems(product.id, Array.from({ length: STORIES }, (_, i) => itemRow(product.id, i + 1, userId, { type: 'story', who: 'user', what: 'x', why: 'y' })));
+  const stories = await insertItems(
+    product.id,
+    Array.from({ length: STORIES }, (_, i) =>
+      itemRow(product.id, i + 1, userId, { type: 'story', who: 'user', what: 'x', why: 'y' }),
+    ),
+  );
   const subs = stories.flatMap((parent_id, s) =>
     Array.from({ length: SUBS_PER_STORY }, (_, k) => {
       const number = STORIES + s * SUBS_PER_STORY + k + 1;
@@ -133,7 +217,11 @@ async function seedMany(product: ProductRow, userId: number): Promise<void> {
     }),
   );
   await insertAll(subs, (chunk) => db.insertInto('items').values(chunk).execute());
-  await db.updateTable('products').set({ last_number: STORIES * (1 + SUBS_PER_STORY) }).where('id', '=', product.id).execute();
+  await db
+    .updateTable('products')
+    .set({ last_number: STORIES * (1 + SUBS_PER_STORY) })
+    .where('id', '=', product.id)
+    .execute();
 }
 
 before(async () => {
@@ -159,13 +247,22 @@ async function warmUp(): Promise<void> {
   const product = await makeProduct(db, owner, [], 'Small');
   const base = `http://127.0.0.1:${server.port}/api/products/${product.id}`;
   const post = async (url: string, body: unknown) => {
-    const res = await fetch(`${base}${url}`, { method: 'POST', headers: { authorization: owner.auth, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const res = await fetch(`${base}${url}`, {
+      method: 'POST',
+      headers: { authorization: owner.auth, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
     assert.equal(res.status, 200, await res.text());
   };
   await post('/items.json', { type: 'story', who: 'user', what: 'a', why: 'b' });
   for (let i = 0; i < 150; i++) await post('/items.json', { type: 'task', title: `Sub ${i}`, parent: 1 });
   await post('/deploys.json', { environment: 'production', numbers: Array.from({ length: 151 }, (_, i) => i + 1) });
-  for (const url of ['/deploys.json', '/items/1/children.json', '/items.json?children=true&limit=500', '/items/2/deployed_to.json']) {
+  for (const url of [
+    '/deploys.json',
+    '/items/1/children.json',
+    '/items.json?children=true&limit=500',
+    '/items/2/deployed_to.json',
+  ]) {
     assert.equal((await get(`/api/products/${product.id}${url}`)).status, 200);
   }
 }
@@ -188,7 +285,13 @@ async function get(url: string, user: TestUser = owner): Promise<Fetched> {
   const res = await fetch(`http://127.0.0.1:${server.port}${url}`, { headers: { authorization: user.auth } });
   const buffer = Buffer.from(await res.arrayBuffer());
   const ms = performance.now() - started;
-  return { status: res.status, bytes: buffer.length, ms, headers: res.headers, body: buffer.length ? JSON.parse(buffer.toString('utf8')) : undefined };
+  return {
+    status: res.status,
+    bytes: buffer.length,
+    ms,
+    headers: res.headers,
+    body: buffer.length ? JSON.parse(buffer.toString('utf8')) : undefined,
+  };
 }
 
 /**
@@ -223,7 +326,11 @@ async function whileOthersAsk<R>(heavy: () => Promise<R>): Promise<{ result: R; 
  * shared with whatever else the machine runs, which can hold any request up for a moment: a
  * stall counts when it happens on three tries, as one that `heavy` causes does.
  */
-async function holdsNobodyUp<R>(what: string, heavy: () => Promise<R>, describe: (r: R) => string = () => ''): Promise<R> {
+async function holdsNobodyUp<R>(
+  what: string,
+  heavy: () => Promise<R>,
+  describe: (r: R) => string = () => '',
+): Promise<R> {
   const delays: number[] = [];
   for (let attempt = 1; ; attempt++) {
     const { result, maxDelay, asked } = await whileOthersAsk(heavy);
@@ -366,10 +473,18 @@ describe('deploy notes', () => {
     // deadline), or, when a loaded machine deferred the render (the fill takes it up later), the
     // text escaped: the message renders nothing itself.
     const messages = await Promise.all(mail().map(async (file) => readEml(fs.readFileSync(path.join(mailDir, file)))));
-    const kept = await db.selectFrom('deploys').select('notes_html').where('product_id', '=', deploysProduct.id).orderBy('id', 'desc').executeTakeFirstOrThrow();
+    const kept = await db
+      .selectFrom('deploys')
+      .select('notes_html')
+      .where('product_id', '=', deploysProduct.id)
+      .orderBy('id', 'desc')
+      .executeTakeFirstOrThrow();
     const shown = kept.notes_html ?? textAsHtml(sent);
     // Rendered (within the deadline) or escaped, the paragraph starts with the text's own first word.
     assert.ok(shown.startsWith(`<p>${tries} ![`), `the notes are shown as kept when recorded: ${shown.slice(0, 200)}`);
-    assert.ok(messages.some((m) => m.html.includes(shown)), `no message with the notes as kept among ${messages.length}`);
+    assert.ok(
+      messages.some((m) => m.html.includes(shown)),
+      `no message with the notes as kept among ${messages.length}`,
+    );
   });
 });

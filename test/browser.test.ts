@@ -25,7 +25,10 @@ const dataDir = tempDir('shiplog-browser-');
 const seenMail = new Set<string>();
 
 before(async () => {
-  server = await startServer({ dataDir, envForPort: (port) => ({ PUBLIC_URL: `http://127.0.0.1:${port}`, LOG_LEVEL: 'warn' }) });
+  server = await startServer({
+    dataDir,
+    envForPort: (port) => ({ PUBLIC_URL: `http://127.0.0.1:${port}`, LOG_LEVEL: 'warn' }),
+  });
   base = `http://127.0.0.1:${server.port}`;
   db = await openDatabase(await databaseOptionsFor(dataDir));
   chrome = await launchChromium();
@@ -51,7 +54,11 @@ async function api(user: TestUser, method: string, url: string, params?: Record<
 
 /** Item numbers of a column, in priority order, as the API reads them. */
 async function order(user: TestUser, productId: number, status: string): Promise<number[]> {
-  const items = await api(user, 'GET', `/api/products/${productId}/items.json?status=${status}&order_by=priority&limit=100`);
+  const items = await api(
+    user,
+    'GET',
+    `/api/products/${productId}/items.json?status=${status}&order_by=priority&limit=100`,
+  );
   return items.map((i: { number: number }) => i.number);
 }
 
@@ -94,7 +101,11 @@ async function productWithItems(titles: string[], name = 'Browser product', memb
   const owner = await makeUser(db);
   const product = await makeProduct(db, owner, members, name);
   const numbers: number[] = [];
-  for (const title of titles) numbers.push((await api(owner, 'POST', `/api/products/${product.id}/items.json`, { type: 'task', title, status: 'backlog' })).number);
+  for (const title of titles)
+    numbers.push(
+      (await api(owner, 'POST', `/api/products/${product.id}/items.json`, { type: 'task', title, status: 'backlog' }))
+        .number,
+    );
   return { owner, product, numbers };
 }
 
@@ -120,7 +131,12 @@ describe('the pages in chromium', { timeout: 120_000 }, () => {
       await latePage.getByLabel('Email').fill(person.email);
       await latePage.getByRole('button', { name: 'Send me a sign-in link' }).click();
       const expiring = await mailedLink(dataDir, person.email, SIGN_IN_LINK, seenMail);
-      await db.updateTable('signin_links').set({ expires_at: '2000-01-01T00:00:00+00:00' }).where('user_id', '=', person.user.id).where('used_at', 'is', null).execute();
+      await db
+        .updateTable('signin_links')
+        .set({ expires_at: '2000-01-01T00:00:00+00:00' })
+        .where('user_id', '=', person.user.id)
+        .where('used_at', 'is', null)
+        .execute();
       const refused = await latePage.goto(`${base}${expiring}`);
       assert.equal(refused?.status(), 410);
       await latePage.getByText('has expired or has been used already').waitFor();
@@ -184,7 +200,7 @@ describe('the pages in chromium', { timeout: 120_000 }, () => {
     }
   });
 
-  test('on a phone, a finger on a card\'s grip drags it to a new place, and down the page to another column', async () => {
+  test("on a phone, a finger on a card's grip drags it to a new place, and down the page to another column", async () => {
     const { owner, product, numbers } = await productWithItems(['Uno', 'Dos', 'Tres']);
     const { context, page } = await signedIn(owner.email, 390);
     try {
@@ -207,7 +223,8 @@ describe('the pages in chromium', { timeout: 120_000 }, () => {
       };
       /** Moves the finger from `from` to `to` in steps. */
       const slide = async (from: { x: number; y: number }, to: { x: number; y: number }) => {
-        for (let step = 1; step <= 8; step++) await finger('touchMove', from.x + ((to.x - from.x) * step) / 8, from.y + ((to.y - from.y) * step) / 8);
+        for (let step = 1; step <= 8; step++)
+          await finger('touchMove', from.x + ((to.x - from.x) * step) / 8, from.y + ((to.y - from.y) * step) / 8);
       };
       const lift = async () => {
         const reloaded = page.waitForEvent('load');
@@ -221,7 +238,11 @@ describe('the pages in chromium', { timeout: 120_000 }, () => {
       const uno = (await page.locator(`#item-${numbers[0]}`).boundingBox())!;
       assert.ok(uno.y > 60, 'Uno is clear of the top edge, where a finger scrolls the page');
       await slide(from, { x: uno.x + 20, y: uno.y + 4 });
-      assert.equal(await page.evaluate(() => window.scrollY), scrolled, 'dragging by the grip does not scroll the page');
+      assert.equal(
+        await page.evaluate(() => window.scrollY),
+        scrolled,
+        'dragging by the grip does not scroll the page',
+      );
       await lift();
       assert.deepEqual(await order(owner, product.id, 'backlog'), [numbers[2], numbers[0], numbers[1]]);
 
@@ -253,7 +274,11 @@ describe('the pages in chromium', { timeout: 120_000 }, () => {
     const follower = await makeUser(db);
     const { owner, product, numbers } = await productWithItems(['Ship the thing'], 'Deployed product', [follower]);
     await api(follower, 'POST', `/api/products/${product.id}/items/${numbers[0]}/follow.json`);
-    await api(owner, 'POST', `/api/products/${product.id}/deploys.json`, { environment: 'production', numbers: String(numbers[0]), version: '1.4.2' });
+    await api(owner, 'POST', `/api/products/${product.id}/deploys.json`, {
+      environment: 'production',
+      numbers: String(numbers[0]),
+      version: '1.4.2',
+    });
     const shortUrl = await mailedLink(dataDir, follower.email, /https?:\/\/[^/\s]+(\/i\/\d+\/\d+\/)/, seenMail);
 
     const { context, page } = await newContext(390);
@@ -287,7 +312,10 @@ describe('the pages in chromium', { timeout: 120_000 }, () => {
       await page.getByRole('button', { name: 'Save' }).click();
       await page.locator('#error-title').waitFor({ state: 'detached' });
       assert.equal(await page.locator('#edit-title').inputValue(), 'Edited in the browser');
-      assert.equal((await api(owner, 'GET', `/api/products/${product.id}/items/${numbers[0]}.json`)).title, 'Edited in the browser');
+      assert.equal(
+        (await api(owner, 'GET', `/api/products/${product.id}/items/${numbers[0]}.json`)).title,
+        'Edited in the browser',
+      );
 
       // The creator follows what they create: unfollow, then follow again.
       await page.getByRole('button', { name: 'Unfollow' }).click();
@@ -320,7 +348,11 @@ describe('the pages in chromium', { timeout: 120_000 }, () => {
       await adas.page.locator('.markdown').getByText("Ada's description").waitFor();
       let item = await read();
       assert.deepEqual([item.title, item.description], ["Bob's title", "Ada's description"]);
-      assert.equal(await adas.page.locator('#edit-title').inputValue(), "Bob's title", "Ada's page shows Bob's title now");
+      assert.equal(
+        await adas.page.locator('#edit-title').inputValue(),
+        "Bob's title",
+        "Ada's page shows Bob's title now",
+      );
 
       // Both open it again and change the description: Bob saves first.
       await adas.page.goto(url);
@@ -333,11 +365,22 @@ describe('the pages in chromium', { timeout: 120_000 }, () => {
       await adas.page.getByRole('button', { name: 'Save' }).click();
       const note = adas.page.locator('#conflict-description');
       await note.waitFor();
-      assert.match((await note.textContent()) ?? '', /Somebody else changed the description since you opened this form/);
+      assert.match(
+        (await note.textContent()) ?? '',
+        /Somebody else changed the description since you opened this form/,
+      );
       assert.equal((await note.locator('.theirs').textContent())?.trim(), 'Written by Bob', "Bob's value is shown");
-      assert.equal(await adas.page.locator('#edit-description').inputValue(), 'Written by Ada', "Ada's is kept in the field");
+      assert.equal(
+        await adas.page.locator('#edit-description').inputValue(),
+        'Written by Ada',
+        "Ada's is kept in the field",
+      );
       item = await read();
-      assert.deepEqual([item.description, item.score], ['Written by Bob', 'L'], "Bob's description stays until Ada chooses; her score is saved");
+      assert.deepEqual(
+        [item.description, item.score],
+        ['Written by Bob', 'L'],
+        "Bob's description stays until Ada chooses; her score is saved",
+      );
 
       // Ada keeps hers.
       await note.getByLabel('Keep yours').check();
@@ -354,7 +397,10 @@ describe('the pages in chromium', { timeout: 120_000 }, () => {
   test('choosing the environments that email me on the notifications page; the API reads the choice back', async () => {
     const { owner, product, numbers } = await productWithItems(['Shipped often']);
     for (const environment of ['staging', 'production']) {
-      await api(owner, 'POST', `/api/products/${product.id}/deploys.json`, { environment, numbers: String(numbers[0]) });
+      await api(owner, 'POST', `/api/products/${product.id}/deploys.json`, {
+        environment,
+        numbers: String(numbers[0]),
+      });
     }
     const { context, page } = await signedIn(owner.email);
     try {
@@ -367,7 +413,9 @@ describe('the pages in chromium', { timeout: 120_000 }, () => {
       await page.getByText('Saved.').waitFor();
       assert.ok(await page.getByLabel('production').isChecked());
       assert.ok(!(await page.getByLabel('staging').isChecked()));
-      assert.deepEqual(await api(owner, 'GET', `/api/products/${product.id}/notifications.json`), { environments: ['eu-west', 'production'] });
+      assert.deepEqual(await api(owner, 'GET', `/api/products/${product.id}/notifications.json`), {
+        environments: ['eu-west', 'production'],
+      });
     } finally {
       await context.close();
     }
@@ -378,7 +426,8 @@ describe('the pages in chromium', { timeout: 120_000 }, () => {
     const p = `/api/products/${product.id}`;
     for (const n of numbers.slice(0, 3)) await api(owner, 'POST', `${p}/items/${n}.json`, { status: 'completed' });
     const deploy = (params: Record<string, string>) => api(owner, 'POST', `${p}/deploys.json`, params);
-    for (const environment of ['dev', 'qa', 'staging', 'canary', 'eu-west', 'us-east']) await deploy({ environment, numbers: numbers.join(','), version: '0.9' });
+    for (const environment of ['dev', 'qa', 'staging', 'canary', 'eu-west', 'us-east'])
+      await deploy({ environment, numbers: numbers.join(','), version: '0.9' });
     await deploy({ environment: 'production', numbers: String(numbers[0]), version: '1.0' });
     await deploy({ environment: 'production', numbers: String(numbers[1]), version: '1.1' });
     await deploy({ environment: 'production', version: '1.0', rollback: 'true' });
@@ -389,7 +438,10 @@ describe('the pages in chromium', { timeout: 120_000 }, () => {
       const production = page.locator('ol.timeline li', { hasText: 'production' });
       await production.getByText('Rolled back').waitFor();
       assert.equal(await production.getAttribute('class'), 'reverted');
-      await page.getByRole('table', { name: `Deploys of #${numbers[1]}` }).getByRole('row', { name: /Rollback/ }).waitFor();
+      await page
+        .getByRole('table', { name: `Deploys of #${numbers[1]}` })
+        .getByRole('row', { name: /Rollback/ })
+        .waitFor();
 
       await page.goto(`${base}/app/products/${product.id}/deploys`);
       await page.getByRole('link', { name: 'What is where' }).click();
@@ -397,15 +449,24 @@ describe('the pages in chromium', { timeout: 120_000 }, () => {
       await page.getByLabel('Not deployed to').fill('production');
       await page.getByRole('button', { name: 'Filter' }).click();
       await page.waitForURL(/not_deployed_to=production/);
-      const rows = await page.locator('table.matrix tbody tr').evaluateAll((trs) => trs.map((tr) => Number(tr.id.replace('row-', ''))));
-      const expected = (await api(owner, 'GET', `${p}/items.json?status=completed,accepted&not_deployed_to=production&order_by=newest`)).map((i: { number: number }) => i.number);
+      const rows = await page
+        .locator('table.matrix tbody tr')
+        .evaluateAll((trs) => trs.map((tr) => Number(tr.id.replace('row-', ''))));
+      const expected = (
+        await api(owner, 'GET', `${p}/items.json?status=completed,accepted&not_deployed_to=production&order_by=newest`)
+      ).map((i: { number: number }) => i.number);
       assert.deepEqual(rows, expected);
       assert.deepEqual(rows, [numbers[2], numbers[1]]);
       await page.getByRole('rowheader', { name: new RegExp(`#${numbers[1]} Pulled back`) }).waitFor();
       // Seven environments do not fit a phone: the table scrolls inside its box, the page does not.
       const widths = await page.evaluate(() => {
         const box = document.querySelector('.table-scroll')!;
-        return { page: document.documentElement.scrollWidth, viewport: window.innerWidth, box: box.clientWidth, table: box.scrollWidth };
+        return {
+          page: document.documentElement.scrollWidth,
+          viewport: window.innerWidth,
+          box: box.clientWidth,
+          table: box.scrollWidth,
+        };
       });
       assert.ok(widths.table > widths.box, `the table fits: ${JSON.stringify(widths)}`);
       assert.ok(widths.page <= widths.viewport, `the page scrolls sideways: ${JSON.stringify(widths)}`);
@@ -440,7 +501,9 @@ describe('the pages in chromium', { timeout: 120_000 }, () => {
       const target = `${base}/app/products/${product.id}/items/${numbers[0]}`;
       other.on('request', (_req, res) => {
         res.setHeader('content-type', 'text/html');
-        res.end(`<form method="post" action="${target}"><input name="csrf" value="${csrf}"><input name="title" value="Changed elsewhere"></form><script>document.forms[0].submit()</script>`);
+        res.end(
+          `<form method="post" action="${target}"><input name="csrf" value="${csrf}"><input name="title" value="Changed elsewhere"></form><script>document.forms[0].submit()</script>`,
+        );
       });
       other.listen(0, '127.0.0.1');
       await once(other, 'listening');
@@ -460,7 +523,11 @@ describe('the pages in chromium', { timeout: 120_000 }, () => {
     const outsider = await makeUser(db);
     const { context, page } = await signedIn(outsider.email);
     try {
-      for (const url of [`/app/products/${product.id}/board`, `/app/products/${product.id}/items/${numbers[0]}`, `/app/products/${product.id}/deploys`]) {
+      for (const url of [
+        `/app/products/${product.id}/board`,
+        `/app/products/${product.id}/items/${numbers[0]}`,
+        `/app/products/${product.id}/deploys`,
+      ]) {
         const res = await page.goto(`${base}${url}`);
         assert.equal(res?.status(), 403, url);
         const text = (await page.content()) ?? '';
@@ -476,10 +543,35 @@ describe('the pages in chromium', { timeout: 120_000 }, () => {
     const ada = await makeUser(db, { email: 'ada@example.com', firstName: 'Ada', lastName: 'Lovelace' });
     const owner = await makeUser(db, { email: 'grace@example.com', firstName: 'Grace', lastName: 'Hopper' });
     const product = await makeProduct(db, owner, [ada], 'Shiplog');
-    const add = (params: Record<string, string>) => api(owner, 'POST', `/api/products/${product.id}/items.json`, params);
-    const story = await add({ type: 'story', who: 'follower', what: 'to open an item from a deploy email', why: 'I see what shipped without curl', status: 'in-progress', score: 'L', tags: 'web,mail', assigned_to: String(ada.user.id), description: 'The **short_url** of an item leads a browser to its page; API clients keep the JSON.' });
-    await add({ type: 'task', title: 'Render Markdown descriptions safely', status: 'in-progress', score: 'M', tags: 'web', parent: String(story.number) });
-    await add({ type: 'test', title: 'Drive the board in chromium', status: 'completed', score: 'S', tags: 'web,tests', parent: String(story.number) });
+    const add = (params: Record<string, string>) =>
+      api(owner, 'POST', `/api/products/${product.id}/items.json`, params);
+    const story = await add({
+      type: 'story',
+      who: 'follower',
+      what: 'to open an item from a deploy email',
+      why: 'I see what shipped without curl',
+      status: 'in-progress',
+      score: 'L',
+      tags: 'web,mail',
+      assigned_to: String(ada.user.id),
+      description: 'The **short_url** of an item leads a browser to its page; API clients keep the JSON.',
+    });
+    await add({
+      type: 'task',
+      title: 'Render Markdown descriptions safely',
+      status: 'in-progress',
+      score: 'M',
+      tags: 'web',
+      parent: String(story.number),
+    });
+    await add({
+      type: 'test',
+      title: 'Drive the board in chromium',
+      status: 'completed',
+      score: 'S',
+      tags: 'web,tests',
+      parent: String(story.number),
+    });
     for (const [type, title, status, score, tags] of [
       ['defect', 'Board column scrolls past the footer on phones', 'backlog', 'S', 'web'],
       ['task', 'Filter deploys by environment', 'backlog', 'M', 'deploys'],
@@ -488,10 +580,22 @@ describe('the pages in chromium', { timeout: 120_000 }, () => {
       ['task', 'Dark mode', 'backlog', '~', 'web'],
       ['defect', 'Deploy notes lose line breaks', 'completed', 'S', 'mail'],
     ]) {
-      await add(type === 'story' ? { type, who: 'operator', what: 'a JSON health check', why: 'the load balancer knows', status, score, tags } : { type, title, status, score, tags });
+      await add(
+        type === 'story'
+          ? { type, who: 'operator', what: 'a JSON health check', why: 'the load balancer knows', status, score, tags }
+          : { type, title, status, score, tags },
+      );
     }
-    await api(owner, 'POST', `/api/products/${product.id}/deploys.json`, { environment: 'staging', numbers: String(story.number), version: '1.4.0' });
-    await api(owner, 'POST', `/api/products/${product.id}/deploys.json`, { environment: 'production', numbers: String(story.number), version: '1.4.1' });
+    await api(owner, 'POST', `/api/products/${product.id}/deploys.json`, {
+      environment: 'staging',
+      numbers: String(story.number),
+      version: '1.4.0',
+    });
+    await api(owner, 'POST', `/api/products/${product.id}/deploys.json`, {
+      environment: 'production',
+      numbers: String(story.number),
+      version: '1.4.1',
+    });
 
     const { context, page } = await signedIn(owner.email, 1200);
     try {
@@ -508,7 +612,10 @@ describe('the pages in chromium', { timeout: 120_000 }, () => {
         const item = await page.screenshot();
         const dir = path.join(import.meta.dirname, '..', 'docs', 'screenshots');
         fs.mkdirSync(dir, { recursive: true });
-        for (const [name, png] of [['board.png', board], ['item.png', item]] as const) {
+        for (const [name, png] of [
+          ['board.png', board],
+          ['item.png', item],
+        ] as const) {
           assert.ok(png.length < 200_000, `${name} is ${png.length} bytes`);
           fs.writeFileSync(path.join(dir, name), png);
         }

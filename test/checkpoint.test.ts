@@ -19,7 +19,9 @@ async function eventually(check: () => boolean, ms = 5000): Promise<boolean> {
   return check();
 }
 
-test('committed writes reach the database file while it stays open, from the background thread', { skip: !onSqlite && 'SQLite only' }, async () => {
+test('committed writes reach the database file while it stays open, from the background thread', {
+  skip: !onSqlite && 'SQLite only',
+}, async () => {
   const dataDir = tempDir();
   const file = path.join(dataDir, 'shiplog.db');
   const db = await openDatabase({ dataDir });
@@ -28,14 +30,23 @@ test('committed writes reach the database file while it stays open, from the bac
     assert.equal(rows[0].wal_autocheckpoint, 0, 'commits no longer checkpoint on their own');
 
     const size = () => fs.statSync(file).size;
-    assert.ok(await eventually(() => fs.statSync(`${file}-wal`).size > 0 && size() > 0), 'the migrated schema is in the file');
+    assert.ok(
+      await eventually(() => fs.statSync(`${file}-wal`).size > 0 && size() > 0),
+      'the migrated schema is in the file',
+    );
     const before = size();
     // Well below the thousand pages after which a commit would checkpoint by itself.
     await db.transaction().execute(async (trx) => {
       for (let i = 0; i < 50; i++) {
         await trx
           .insertInto('users')
-          .values({ email: `u${i}@example.com`, first_name: 'U', last_name: `${i}`.repeat(200), api_key_hash: `h${i}`, created_at: '2026-01-01T00:00:00+00:00' })
+          .values({
+            email: `u${i}@example.com`,
+            first_name: 'U',
+            last_name: `${i}`.repeat(200),
+            api_key_hash: `h${i}`,
+            created_at: '2026-01-01T00:00:00+00:00',
+          })
           .execute();
       }
     });
@@ -69,7 +80,9 @@ test('the background thread never keeps a process alive', { skip: !onSqlite && '
   assert.equal(code, 0, `the process ended with ${code} after ${Date.now() - started} ms`);
 });
 
-test('under writes that never pause, the WAL is started anew instead of growing without end', { skip: !onSqlite && 'SQLite only' }, async () => {
+test('under writes that never pause, the WAL is started anew instead of growing without end', {
+  skip: !onSqlite && 'SQLite only',
+}, async () => {
   const dataDir = tempDir();
   const file = path.join(dataDir, 'shiplog.db');
   // Started anew past 256 frames (1 MiB of 4 KiB pages).

@@ -36,7 +36,12 @@ function assertRefused(run: Run, code: 1 | 2, message: RegExp): void {
 }
 
 /** GET as a user against the database under `dataDir`, through the same app the server builds. */
-async function apiGet(dataDir: string, email: string, key: string, url: string): Promise<{ status: number; body: any }> {
+async function apiGet(
+  dataDir: string,
+  email: string,
+  key: string,
+  url: string,
+): Promise<{ status: number; body: any }> {
   const db = await openDatabase(await databaseOptionsFor(dataDir));
   const app = await buildApp({ config: loadConfig(await storageEnv(dataDir)), db, logger: false });
   try {
@@ -71,7 +76,10 @@ describe('shiplog user add', () => {
   test('--api-key sets the key', async () => {
     const dir = newDataDir();
     const key = 'Abcdefghij0123456789KLMNOPqrstuv';
-    assert.equal(await ok(dir, 'user', 'add', 'ada@example.com', '--first', 'Ada', '--last', 'Lovelace', '--api-key', key), key);
+    assert.equal(
+      await ok(dir, 'user', 'add', 'ada@example.com', '--first', 'Ada', '--last', 'Lovelace', '--api-key', key),
+      key,
+    );
     assert.equal((await apiGet(dir, 'ada@example.com', key, '/api/user/whoami.json')).status, 200);
   });
 
@@ -102,14 +110,36 @@ describe('shiplog user add', () => {
   test('a malformed --api-key is refused', async () => {
     const dir = newDataDir();
     for (const key of ['short', 'Abcdefghij0123456789KLMNOPqrst-v', 'Abcdefghij0123456789KLMNOPqrstuvw']) {
-      const run = await shiplog(dir, 'user', 'add', 'ada@example.com', '--first', 'Ada', '--last', 'Lovelace', '--api-key', key);
+      const run = await shiplog(
+        dir,
+        'user',
+        'add',
+        'ada@example.com',
+        '--first',
+        'Ada',
+        '--last',
+        'Lovelace',
+        '--api-key',
+        key,
+      );
       assertRefused(run, 1, /api.key/i);
     }
   });
 
   test('an unknown option or a missing EMAIL is a usage error', async () => {
     const dir = newDataDir();
-    const unknown = await shiplog(dir, 'user', 'add', 'ada@example.com', '--first', 'Ada', '--last', 'Lovelace', '--nickname', 'al');
+    const unknown = await shiplog(
+      dir,
+      'user',
+      'add',
+      'ada@example.com',
+      '--first',
+      'Ada',
+      '--last',
+      'Lovelace',
+      '--nickname',
+      'al',
+    );
     assertRefused(unknown, 2, /nickname/);
     assert.match(unknown.stderr, /Usage: shiplog user add/);
     assertRefused(await shiplog(dir, 'user', 'add', '--first', 'Ada', '--last', 'Lovelace'), 2, /EMAIL/);
@@ -135,7 +165,11 @@ describe('shiplog product add', () => {
 
   test('an unknown owner is refused with exit 1', async () => {
     const dir = newDataDir();
-    assertRefused(await shiplog(dir, 'product', 'add', 'Web site', '--owner', 'nobody@example.com'), 1, /nobody@example\.com/);
+    assertRefused(
+      await shiplog(dir, 'product', 'add', 'Web site', '--owner', 'nobody@example.com'),
+      1,
+      /nobody@example\.com/,
+    );
   });
 
   test('a missing --owner is a usage error', async () => {
@@ -215,8 +249,13 @@ describe('shiplog secrets rotate', () => {
   }
 
   const keys = (dir: string) =>
-    started(dir, async (_app, db) => Object.fromEntries((await db.selectFrom('settings').select(['name', 'value']).execute()).map((r) => [r.name, r.value])));
-  const unsubscribeTokenWorks = (dir: string, token: string) => started(dir, (app) => app.unsubscribeLinks.verify(token) !== undefined);
+    started(dir, async (_app, db) =>
+      Object.fromEntries(
+        (await db.selectFrom('settings').select(['name', 'value']).execute()).map((r) => [r.name, r.value]),
+      ),
+    );
+  const unsubscribeTokenWorks = (dir: string, token: string) =>
+    started(dir, (app) => app.unsubscribeLinks.verify(token) !== undefined);
 
   test('replaces the unsubscribe key: links signed before stop working after a restart, nothing else changes', async () => {
     const dir = newDataDir();
@@ -225,7 +264,10 @@ describe('shiplog secrets rotate', () => {
     assert.ok(await unsubscribeTokenWorks(dir, oldToken));
 
     const out = await ok(dir, 'secrets', 'rotate', 'unsubscribe');
-    assert.match(out, /Restart every instance; from then on unsubscribe and invitation links already mailed stop working\./);
+    assert.match(
+      out,
+      /Restart every instance; from then on unsubscribe and invitation links already mailed stop working\./,
+    );
     const after = await keys(dir);
     assert.notEqual(after.unsubscribe_key, before.unsubscribe_key);
     assert.match(after.unsubscribe_key, /^[0-9a-f]{64}$/);
@@ -237,12 +279,25 @@ describe('shiplog secrets rotate', () => {
   });
 
   test('an unknown key is a usage error', async () => {
-    assertRefused(await shiplog(newDataDir(), 'secrets', 'rotate', 'everything'), 2, /NAME must be one of unsubscribe, sign-in, session, got "everything"/);
+    assertRefused(
+      await shiplog(newDataDir(), 'secrets', 'rotate', 'everything'),
+      2,
+      /NAME must be one of unsubscribe, sign-in, session, got "everything"/,
+    );
   });
 });
 
 describe('shiplog help', () => {
-  const commands = ['user add', 'user key', 'product add', 'member add', 'backup', 'restore', 'deploy', 'secrets rotate'];
+  const commands = [
+    'user add',
+    'user key',
+    'product add',
+    'member add',
+    'backup',
+    'restore',
+    'deploy',
+    'secrets rotate',
+  ];
 
   test('--help prints the usage of every command and exits 0', async () => {
     const run = await shiplog(newDataDir(), '--help');
@@ -274,7 +329,9 @@ describe('shiplog against a running server', () => {
 
   before(async () => {
     dir = newDataDir();
-    port = (await startServer({ env: { LOG_LEVEL: 'warn' }, dataDir: dir, cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] })).port;
+    port = (
+      await startServer({ env: { LOG_LEVEL: 'warn' }, dataDir: dir, cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] })
+    ).port;
   });
 
   after(stopAll);
@@ -305,7 +362,10 @@ describe('shiplog against a running server', () => {
 
     const owner = await get('owner@example.com', ownerKey, '/api/products.json');
     assert.equal(owner.status, 200);
-    assert.deepEqual(((await owner.json()) as Array<{ id: number }>).map((p) => p.id), [Number(id)]);
+    assert.deepEqual(
+      ((await owner.json()) as Array<{ id: number }>).map((p) => p.id),
+      [Number(id)],
+    );
   });
 
   test('a key issued by the command line replaces the old one at once', async () => {

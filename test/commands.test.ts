@@ -42,7 +42,15 @@ async function rejectsWith(promise: Promise<unknown>, status: number, errors?: s
   });
 }
 
-const deploy = (overrides: Partial<DeployInput> = {}): DeployInput => ({ environment: 'production', numbers: [1], version: '1.0', notes: '', rollback: false, dryRun: false, ...overrides });
+const deploy = (overrides: Partial<DeployInput> = {}): DeployInput => ({
+  environment: 'production',
+  numbers: [1],
+  version: '1.0',
+  notes: '',
+  rollback: false,
+  dryRun: false,
+  ...overrides,
+});
 
 describe('recordDeploy', () => {
   async function setup() {
@@ -56,35 +64,61 @@ describe('recordDeploy', () => {
     await makeItem(t.app, alice, product.id); // 2: alice
     await makeItem(t.app, dave, product.id); // 3: dave, who then leaves
     await client(t.app, bob).post(`/api/products/${product.id}/items/2/follow.json`); // 2: + bob
-    await t.db.deleteFrom('memberships').where('product_id', '=', product.id).where('user_id', '=', dave.user.id).execute();
+    await t.db
+      .deleteFrom('memberships')
+      .where('product_id', '=', product.id)
+      .where('user_id', '=', dave.user.id)
+      .execute();
     const scope = await scopeOf(deployer, product.id);
     // Outbox rows name items by their internal id, which the interface does not show.
-    const ids = (await t.db.selectFrom('items').select('id').where('product_id', '=', product.id).orderBy('number').execute()).map((r) => r.id);
+    const ids = (
+      await t.db.selectFrom('items').select('id').where('product_id', '=', product.id).orderBy('number').execute()
+    ).map((r) => r.id);
     const outboxOf = (deployId: number) =>
-      t.db.selectFrom('outbox').select(['user_id', 'item_ids']).where('deploy_id', '=', deployId).orderBy('user_id').execute();
+      t.db
+        .selectFrom('outbox')
+        .select(['user_id', 'item_ids'])
+        .where('deploy_id', '=', deployId)
+        .orderBy('user_id')
+        .execute();
     const deploysOf = () => t.db.selectFrom('deploys').select('id').where('product_id', '=', product.id).execute();
     return { deployer, alice, bob, carol, dave, product, scope, ids, outboxOf, deploysOf };
   }
 
   test('records the known numbers and skips the others', async () => {
     const { scope, ids } = await setup();
-    const result = await inTransaction((trx) => recordDeploy(trx, scope, deploy({ numbers: [1, 3, 99] }), undefined, urls));
+    const result = await inTransaction((trx) =>
+      recordDeploy(trx, scope, deploy({ numbers: [1, 3, 99] }), undefined, urls),
+    );
     assert.equal(result.created, true);
     assert.deepEqual(result.created && result.items.map((i) => i.number), [1, 3]);
-    const linked = await t.db.selectFrom('item_deployments').select('item_id').where('deploy_id', '=', result.deploy.id).orderBy('item_id').execute();
-    assert.deepEqual(linked.map((r) => r.item_id), [ids[0], ids[2]]);
+    const linked = await t.db
+      .selectFrom('item_deployments')
+      .select('item_id')
+      .where('deploy_id', '=', result.deploy.id)
+      .orderBy('item_id')
+      .execute();
+    assert.deepEqual(
+      linked.map((r) => r.item_id),
+      [ids[0], ids[2]],
+    );
   });
 
   test('no known number: a 400 is thrown and nothing is written', async () => {
     const { scope, deploysOf, alice } = await setup();
-    await rejectsWith(inTransaction((trx) => recordDeploy(trx, scope, deploy({ numbers: [77, 78] }), undefined, urls)), 400);
+    await rejectsWith(
+      inTransaction((trx) => recordDeploy(trx, scope, deploy({ numbers: [77, 78] }), undefined, urls)),
+      400,
+    );
     assert.deepEqual(await deploysOf(), []);
     assert.deepEqual(await t.db.selectFrom('outbox').select('id').where('user_id', '=', alice.user.id).execute(), []);
   });
 
   test('one outbox row per following member, listing their items; none for the deployer, non-followers or former members', async () => {
     const { scope, alice, bob, ids, outboxOf } = await setup();
-    const result = await inTransaction((trx) => recordDeploy(trx, scope, deploy({ numbers: [1, 2, 3] }), undefined, urls));
+    const result = await inTransaction((trx) =>
+      recordDeploy(trx, scope, deploy({ numbers: [1, 2, 3] }), undefined, urls),
+    );
     const expected = [
       { user_id: alice.user.id, item_ids: JSON.stringify([ids[1]]) },
       { user_id: bob.user.id, item_ids: JSON.stringify([ids[0], ids[1]]) },
@@ -108,10 +142,19 @@ describe('recordDeploy', () => {
 
   test('the same key with other parameters is a 422, and records nothing', async () => {
     const { scope, outboxOf, deploysOf } = await setup();
-    const first = await inTransaction((trx) => recordDeploy(trx, scope, deploy({ numbers: [1, 2] }), 'release-43', urls));
+    const first = await inTransaction((trx) =>
+      recordDeploy(trx, scope, deploy({ numbers: [1, 2] }), 'release-43', urls),
+    );
     const queued = await outboxOf(first.deploy.id);
-    for (const other of [deploy({ numbers: [1] }), deploy({ numbers: [1, 2], version: '2.0' }), deploy({ numbers: [1, 2], environment: 'staging' })]) {
-      await rejectsWith(inTransaction((trx) => recordDeploy(trx, scope, other, 'release-43', urls)), 422);
+    for (const other of [
+      deploy({ numbers: [1] }),
+      deploy({ numbers: [1, 2], version: '2.0' }),
+      deploy({ numbers: [1, 2], environment: 'staging' }),
+    ]) {
+      await rejectsWith(
+        inTransaction((trx) => recordDeploy(trx, scope, other, 'release-43', urls)),
+        422,
+      );
     }
     assert.deepEqual(await deploysOf(), [{ id: first.deploy.id }]);
     assert.deepEqual(await outboxOf(first.deploy.id), queued);
@@ -124,10 +167,13 @@ describe('resortItem', () => {
     const product = await makeProduct(t.db, owner);
     for (let i = 0; i < count; i++) await makeItem(t.app, owner, product.id);
     const scope = await scopeOf(owner, product.id);
-    const resort = (number: number, input: { before?: number; after?: number }) => inTransaction((trx) => resortItem(trx, scope, number, input));
+    const resort = (number: number, input: { before?: number; after?: number }) =>
+      inTransaction((trx) => resortItem(trx, scope, number, input));
     const sorts = async () =>
       new Map(
-        (await t.db.selectFrom('items').select(['number', 'sort']).where('product_id', '=', product.id).execute()).map((r) => [r.number, Number(r.sort)]),
+        (await t.db.selectFrom('items').select(['number', 'sort']).where('product_id', '=', product.id).execute()).map(
+          (r) => [r.number, Number(r.sort)],
+        ),
       );
     /** Backlog item numbers in position order. */
     const order = async () =>
@@ -185,8 +231,18 @@ describe('resortItem', () => {
 
   test('when the gap is used up the status is spread out again, keeping its order', async () => {
     const { product, resort, sorts, order } = await setup();
-    await t.db.updateTable('items').set({ sort: 100 }).where('product_id', '=', product.id).where('number', '=', 1).execute();
-    await t.db.updateTable('items').set({ sort: 101 }).where('product_id', '=', product.id).where('number', '=', 2).execute();
+    await t.db
+      .updateTable('items')
+      .set({ sort: 100 })
+      .where('product_id', '=', product.id)
+      .where('number', '=', 1)
+      .execute();
+    await t.db
+      .updateTable('items')
+      .set({ sort: 101 })
+      .where('product_id', '=', product.id)
+      .where('number', '=', 2)
+      .execute();
     await resort(5, { before: 1 });
     assert.deepEqual(await order(), [1, 5, 2, 3, 4]);
     const s = await sorts();

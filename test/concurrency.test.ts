@@ -31,7 +31,10 @@ test('50 parallel creates through two instances give 50 distinct numbers and pos
   );
   for (const r of results) assert.equal(r.statusCode, 200, r.body);
   const numbers = results.map((r) => r.json().number).sort((a, b) => a - b);
-  assert.deepEqual(numbers, Array.from({ length: 50 }, (_, i) => i + 1));
+  assert.deepEqual(
+    numbers,
+    Array.from({ length: 50 }, (_, i) => i + 1),
+  );
   const sorts = new Set(results.map((r) => r.json().sort));
   assert.equal(sorts.size, 50);
 });
@@ -46,7 +49,12 @@ test('parallel resorts and status changes through two instances keep positions d
   const moved = [2, 3, 4, 5, 6];
   const ops = Array.from({ length: 60 }, (_, i) => {
     const api = client([t.app, second.app][i % 2], owner);
-    if (i % 12 === 0) return { kind: 'status', n: moved[i / 12], res: api.post(`${base}/items/${moved[i / 12]}.json`, { status: 'in-progress' }) };
+    if (i % 12 === 0)
+      return {
+        kind: 'status',
+        n: moved[i / 12],
+        res: api.post(`${base}/items/${moved[i / 12]}.json`, { status: 'in-progress' }),
+      };
     const n = (i % 9) + 2;
     return { kind: 'resort', n, res: api.post(`${base}/items/${n}/resort.json`, { before: 1 }) };
   });
@@ -61,15 +69,27 @@ test('parallel resorts and status changes through two instances keep positions d
       assert.equal(res.json().number, op.n, label);
     }
   }
-  const rows = await t.db.selectFrom('items').select(['number', 'status', 'sort']).where('product_id', '=', product.id).execute();
+  const rows = await t.db
+    .selectFrom('items')
+    .select(['number', 'status', 'sort'])
+    .where('product_id', '=', product.id)
+    .execute();
   const keys = rows.map((r) => `${r.status}:${r.sort}`);
   assert.equal(new Set(keys).size, keys.length);
   const order = async (status: string) =>
-    (await client(t.app, owner).get(`${base}/items.json`, { status, limit: 500 })).json().map((i: { number: number }) => i.number) as number[];
+    (await client(t.app, owner).get(`${base}/items.json`, { status, limit: 500 }))
+      .json()
+      .map((i: { number: number }) => i.number) as number[];
   const backlog = await order('backlog');
   assert.equal(backlog[0], 1, 'nothing can move above item 1');
-  assert.deepEqual(backlog.slice(1).sort((a, b) => a - b), [7, 8, 9, 10]);
-  assert.deepEqual((await order('in-progress')).sort((a, b) => a - b), moved);
+  assert.deepEqual(
+    backlog.slice(1).sort((a, b) => a - b),
+    [7, 8, 9, 10],
+  );
+  assert.deepEqual(
+    (await order('in-progress')).sort((a, b) => a - b),
+    moved,
+  );
 });
 
 test('parallel deploys: exactly one message per follower per deploy', async () => {
@@ -79,16 +99,30 @@ test('parallel deploys: exactly one message per follower per deploy', async () =
   for (const f of followers) await makeItem(t.app, f, product.id);
   const results = await Promise.all(
     Array.from({ length: 20 }, (_, i) =>
-      client([t.app, second.app][i % 2], deployer).post(`/api/products/${product.id}/deploys.json`, { environment: 'prod', numbers: '1,2,3' }),
+      client([t.app, second.app][i % 2], deployer).post(`/api/products/${product.id}/deploys.json`, {
+        environment: 'prod',
+        numbers: '1,2,3',
+      }),
     ),
   );
   for (const r of results) assert.equal(r.statusCode, 200, r.body);
   const ids = results.map((r) => r.json().id as number);
   assert.equal(new Set(ids).size, 20);
-  const rows = await t.db.selectFrom('outbox').select(['deploy_id', 'user_id']).where('deploy_id', 'in', ids).orderBy('deploy_id').orderBy('user_id').execute();
+  const rows = await t.db
+    .selectFrom('outbox')
+    .select(['deploy_id', 'user_id'])
+    .where('deploy_id', 'in', ids)
+    .orderBy('deploy_id')
+    .orderBy('user_id')
+    .execute();
   const expected = ids
     .sort((a, b) => a - b)
-    .flatMap((id) => followers.map((f) => f.user.id).sort((a, b) => a - b).map((userId) => ({ deploy_id: id, user_id: userId })));
+    .flatMap((id) =>
+      followers
+        .map((f) => f.user.id)
+        .sort((a, b) => a - b)
+        .map((userId) => ({ deploy_id: id, user_id: userId })),
+    );
   assert.deepEqual(rows, expected);
 });
 
@@ -109,5 +143,8 @@ test('parallel repeats of one Idempotency-Key record one deploy', async () => {
   for (const r of results) assert.equal(r.statusCode, 200, r.body);
   assert.equal(new Set(results.map((r) => r.json().id)).size, 1);
   const messages = await t.db.selectFrom('outbox').selectAll().where('deploy_id', '=', results[0].json().id).execute();
-  assert.deepEqual(messages.map((m) => m.user_id), [follower.user.id]);
+  assert.deepEqual(
+    messages.map((m) => m.user_id),
+    [follower.user.id],
+  );
 });

@@ -45,7 +45,11 @@ interface Exchange {
  * for as long as the server keeps the connection open, and collects what comes back until the
  * server closes or `waitMs` passes.
  */
-function exchange(port: number, head: string, options: { trickle?: { everyMs: number }; waitMs?: number } = {}): Promise<Exchange> {
+function exchange(
+  port: number,
+  head: string,
+  options: { trickle?: { everyMs: number }; waitMs?: number } = {},
+): Promise<Exchange> {
   return new Promise((resolve) => {
     const started = Date.now();
     const socket = net.connect({ port, host: '127.0.0.1' });
@@ -78,7 +82,9 @@ function firstResponse(data: string): { status: number; headers: Map<string, str
   const end = data.indexOf('\r\n\r\n');
   assert.ok(end > 0, `no complete response head in ${JSON.stringify(data.slice(0, 200))}`);
   const [statusLine, ...lines] = data.slice(0, end).split('\r\n');
-  const headers = new Map(lines.map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]));
+  const headers = new Map(
+    lines.map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]),
+  );
   const length = Number(headers.get('content-length'));
   return { status: Number(statusLine.split(' ')[1]), headers, body: data.slice(end + 4, end + 4 + length) };
 }
@@ -86,10 +92,14 @@ function firstResponse(data: string): { status: number; headers: Map<string, str
 /** The interface's error shape, as raw bytes from the server. */
 function assertErrorShape(data: string, status: number): void {
   const res = firstResponse(data);
-  assertError({ statusCode: res.status, headers: Object.fromEntries(res.headers), body: res.body }, status, { errors: [], label: data.slice(0, 300) });
+  assertError({ statusCode: res.status, headers: Object.fromEntries(res.headers), body: res.body }, status, {
+    errors: [],
+    label: data.slice(0, 300),
+  });
 }
 
-const get = (path: string, auth: string, extra = '') => `GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${auth}\r\n${extra}\r\n`;
+const get = (path: string, auth: string, extra = '') =>
+  `GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${auth}\r\n${extra}\r\n`;
 
 describe('timeouts', () => {
   let server: Server;
@@ -102,7 +112,11 @@ describe('timeouts', () => {
     server = await startServer({
       dataDir,
       cwd: root,
-      env: { LOG_LEVEL: 'warn', REQUEST_TIMEOUT_MS: String(REQUEST_TIMEOUT_MS), KEEP_ALIVE_TIMEOUT_MS: String(KEEP_ALIVE_TIMEOUT_MS) },
+      env: {
+        LOG_LEVEL: 'warn',
+        REQUEST_TIMEOUT_MS: String(REQUEST_TIMEOUT_MS),
+        KEEP_ALIVE_TIMEOUT_MS: String(KEEP_ALIVE_TIMEOUT_MS),
+      },
     });
   });
 
@@ -130,17 +144,33 @@ describe('timeouts', () => {
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
 
-    for (const [label, result] of [['body', await slow], ['head', await slowHead]] as const) {
+    for (const [label, result] of [
+      ['body', await slow],
+      ['head', await slowHead],
+    ] as const) {
       assert.equal(result.error, undefined, `${label}: ${result.error}`);
       assertErrorShape(result.data, 408);
       assert.ok(result.closedAfterMs !== undefined, `${label}: the slow client was never cut off`);
-      assert.ok(result.closedAfterMs >= REQUEST_TIMEOUT_MS - 50, `${label}: cut off early, after ${result.closedAfterMs} ms`);
-      assert.ok(result.closedAfterMs <= REQUEST_TIMEOUT_MS + 1_500, `${label}: still open ${result.closedAfterMs} ms after it started`);
-      t.diagnostic(`slow ${label}: answered 408 and closed after ${result.closedAfterMs} ms (limit ${REQUEST_TIMEOUT_MS} ms)`);
+      assert.ok(
+        result.closedAfterMs >= REQUEST_TIMEOUT_MS - 50,
+        `${label}: cut off early, after ${result.closedAfterMs} ms`,
+      );
+      assert.ok(
+        result.closedAfterMs <= REQUEST_TIMEOUT_MS + 1_500,
+        `${label}: still open ${result.closedAfterMs} ms after it started`,
+      );
+      t.diagnostic(
+        `slow ${label}: answered 408 and closed after ${result.closedAfterMs} ms (limit ${REQUEST_TIMEOUT_MS} ms)`,
+      );
     }
     const sorted = [...latencies].sort((a, b) => a - b);
-    t.diagnostic(`other requests meanwhile: ${latencies.length}, median ${sorted[sorted.length >> 1]} ms, max ${sorted[sorted.length - 1]} ms`);
-    assert.ok(sorted[sorted.length - 1] < 1_000, `a request waited ${sorted[sorted.length - 1]} ms behind the slow clients`);
+    t.diagnostic(
+      `other requests meanwhile: ${latencies.length}, median ${sorted[sorted.length >> 1]} ms, max ${sorted[sorted.length - 1]} ms`,
+    );
+    assert.ok(
+      sorted[sorted.length - 1] < 1_000,
+      `a request waited ${sorted[sorted.length - 1]} ms behind the slow clients`,
+    );
   });
 
   test('an idle keep-alive connection is closed by the server', async (t) => {
@@ -149,8 +179,13 @@ describe('timeouts', () => {
     assert.equal(firstResponse(result.data).headers.get('connection'), 'keep-alive');
     assert.ok(result.closedAfterMs !== undefined, 'the idle connection stayed open');
     // Node adds up to a second of grace to the advertised timeout.
-    assert.ok(result.closedAfterMs >= KEEP_ALIVE_TIMEOUT_MS - 50 && result.closedAfterMs <= KEEP_ALIVE_TIMEOUT_MS + 2_000, `closed after ${result.closedAfterMs} ms`);
-    t.diagnostic(`idle keep-alive connection closed after ${result.closedAfterMs} ms (limit ${KEEP_ALIVE_TIMEOUT_MS} ms)`);
+    assert.ok(
+      result.closedAfterMs >= KEEP_ALIVE_TIMEOUT_MS - 50 && result.closedAfterMs <= KEEP_ALIVE_TIMEOUT_MS + 2_000,
+      `closed after ${result.closedAfterMs} ms`,
+    );
+    t.diagnostic(
+      `idle keep-alive connection closed after ${result.closedAfterMs} ms (limit ${KEEP_ALIVE_TIMEOUT_MS} ms)`,
+    );
   });
 
   test('what the HTTP parser refuses is answered in the error shape', async () => {
@@ -158,14 +193,25 @@ describe('timeouts', () => {
       ['a malformed request line', 'FOO BAR\r\n\r\n', 400],
       ['bytes that are not HTTP', '\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03', 400],
       ['headers larger than 16 KiB', get('/health', owner.auth, `X-Big: ${'a'.repeat(20_000)}\r\n`), 431],
-      ['both Content-Length and Transfer-Encoding', 'POST /api/products.json HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n0\r\n\r\n', 400],
+      [
+        'both Content-Length and Transfer-Encoding',
+        'POST /api/products.json HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n0\r\n\r\n',
+        400,
+      ],
       ['a raw non-ASCII byte in the URL', 'GET /api/products.json?tags=\xff HTTP/1.1\r\nHost: x\r\n\r\n', 400],
-      ['an Expect the server cannot meet', 'POST /api/products.json HTTP/1.1\r\nHost: x\r\nExpect: 200-ok\r\nContent-Length: 0\r\n\r\n', 417],
+      [
+        'an Expect the server cannot meet',
+        'POST /api/products.json HTTP/1.1\r\nHost: x\r\nExpect: 200-ok\r\nContent-Length: 0\r\n\r\n',
+        417,
+      ],
     ];
     for (const [label, request, status] of cases) {
       const result = await exchange(server.port, request);
       assert.equal(result.error, undefined, `${label}: ${result.error}`);
-      assert.doesNotThrow(() => assertErrorShape(result.data, status), `${label}: ${JSON.stringify(result.data.slice(0, 300))}`);
+      assert.doesNotThrow(
+        () => assertErrorShape(result.data, status),
+        `${label}: ${JSON.stringify(result.data.slice(0, 300))}`,
+      );
       assert.ok(result.closedAfterMs !== undefined, `${label}: connection left open`);
     }
   });
@@ -187,10 +233,17 @@ describe('connection cap', () => {
       // The server takes the connections from the kernel on its next turn.
       await new Promise((resolve) => setTimeout(resolve, 200));
 
-      const refused = await exchange(server.port, get('/health', owner.auth, 'Connection: close\r\n'), { waitMs: 3_000 });
+      const refused = await exchange(server.port, get('/health', owner.auth, 'Connection: close\r\n'), {
+        waitMs: 3_000,
+      });
       assert.equal(refused.data, '', 'a connection over the cap was served');
-      assert.ok(refused.closedAfterMs !== undefined && refused.closedAfterMs < 1_000, `over the cap: closed after ${refused.closedAfterMs} ms`);
-      t.diagnostic(`4th connection with MAX_CONNECTIONS=3: closed after ${refused.closedAfterMs} ms (${refused.error ?? 'FIN'})`);
+      assert.ok(
+        refused.closedAfterMs !== undefined && refused.closedAfterMs < 1_000,
+        `over the cap: closed after ${refused.closedAfterMs} ms`,
+      );
+      t.diagnostic(
+        `4th connection with MAX_CONNECTIONS=3: closed after ${refused.closedAfterMs} ms (${refused.error ?? 'FIN'})`,
+      );
 
       // One of the held connections is served as usual.
       const answer = new Promise<string>((resolve) => {
@@ -219,7 +272,11 @@ describe('configuration', () => {
   test('timeouts and the connection cap are validated, naming the variable', () => {
     for (const name of ['REQUEST_TIMEOUT_MS', 'KEEP_ALIVE_TIMEOUT_MS', 'MAX_CONNECTIONS']) {
       for (const value of ['0', 'abc', '-5', '1.5']) {
-        assert.throws(() => loadConfig({ [name]: value }), (err: unknown) => err instanceof ConfigError && err.message.includes(name), `${name}=${value}`);
+        assert.throws(
+          () => loadConfig({ [name]: value }),
+          (err: unknown) => err instanceof ConfigError && err.message.includes(name),
+          `${name}=${value}`,
+        );
       }
     }
     // Node's timers cannot wait longer: a larger value would fire at once.
@@ -227,6 +284,9 @@ describe('configuration', () => {
     const config = loadConfig({ REQUEST_TIMEOUT_MS: '1000', KEEP_ALIVE_TIMEOUT_MS: '2000', MAX_CONNECTIONS: '7' });
     assert.deepEqual([config.requestTimeoutMs, config.keepAliveTimeoutMs, config.maxConnections], [1000, 2000, 7]);
     const defaults = loadConfig({});
-    assert.deepEqual([defaults.requestTimeoutMs, defaults.keepAliveTimeoutMs, defaults.maxConnections], [30_000, 5_000, 1_000]);
+    assert.deepEqual(
+      [defaults.requestTimeoutMs, defaults.keepAliveTimeoutMs, defaults.maxConnections],
+      [30_000, 5_000, 1_000],
+    );
   });
 });

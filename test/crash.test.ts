@@ -40,16 +40,21 @@ async function seed(database: Db) {
     const items: ItemRow[] = [];
     for (let i = 1; i <= ITEMS; i++) {
       items.push(
-        await createItem(trx, scope, {
-          type: 'task',
-          title: `Crash-proof task ${i}`,
-          description: '',
-          score: '~',
-          status: 'in-progress',
-          assignedTo: undefined,
-          createdBy: undefined,
-          tags: [],
-        }, { publicUrl: 'http://shiplog.test', mailDomain: 'items.shiplog.test' }),
+        await createItem(
+          trx,
+          scope,
+          {
+            type: 'task',
+            title: `Crash-proof task ${i}`,
+            description: '',
+            score: '~',
+            status: 'in-progress',
+            assignedTo: undefined,
+            createdBy: undefined,
+            tags: [],
+          },
+          { publicUrl: 'http://shiplog.test', mailDomain: 'items.shiplog.test' },
+        ),
       );
     }
     const users = await trx
@@ -84,7 +89,9 @@ async function mailCounts(server: Server): Promise<Record<string, number>> {
   return ((await res.json()) as { mail: Record<string, number> }).mail;
 }
 
-test('SIGKILL while 1,000 messages are being delivered: after a restart all arrive, repeats only among the messages in flight', { timeout: 180_000 }, async (t) => {
+test('SIGKILL while 1,000 messages are being delivered: after a restart all arrive, repeats only among the messages in flight', {
+  timeout: 180_000,
+}, async (t) => {
   const dataDir = fs.mkdtempSync(path.join(root, 'data-'));
   db = await openDatabase(await databaseOptionsFor(dataDir));
   const { deployer, product, users } = await seed(db);
@@ -105,7 +112,12 @@ test('SIGKILL while 1,000 messages are being delivered: after a restart all arri
   const res = await fetch(`http://127.0.0.1:${first.port}/api/products/${product.id}/deploys.json`, {
     method: 'POST',
     headers: { authorization: deployer.auth, 'content-type': 'application/x-www-form-urlencoded' },
-    body: new URLSearchParams({ environment: 'production', numbers: '1,2,3,4', version: '9.9.9', notes: 'Everything at once' }),
+    body: new URLSearchParams({
+      environment: 'production',
+      numbers: '1,2,3,4',
+      version: '9.9.9',
+      notes: 'Everything at once',
+    }),
     signal: AbortSignal.timeout(30_000),
   });
   assert.equal(res.status, 200, await res.text());
@@ -118,7 +130,11 @@ test('SIGKILL while 1,000 messages are being delivered: after a restart all arri
     await waitFor(`${KILL_AFTER} messages at the sink`, () => sink!.received.length >= KILL_AFTER, 30_000);
     process.kill(first.child.pid!, 'SIGKILL');
     killedAt = Date.now();
-    await waitFor('the killed server to exit', () => first.child.exitCode !== null || first.child.signalCode !== null, 10_000);
+    await waitFor(
+      'the killed server to exit',
+      () => first.child.exitCode !== null || first.child.signalCode !== null,
+      10_000,
+    );
   } finally {
     await stopProcess(first.child);
   }
@@ -157,10 +173,17 @@ test('SIGKILL while 1,000 messages are being delivered: after a restart all arri
       );
     }
     const done = Date.now();
-    assert.deepEqual({ pending: counts.pending, sending: counts.sending, failed: counts.failed }, { pending: 0, sending: 0, failed: 0 });
+    assert.deepEqual(
+      { pending: counts.pending, sending: counts.sending, failed: counts.failed },
+      { pending: 0, sending: 0, failed: 0 },
+    );
 
     const received = sink.counts();
-    assert.deepEqual(new Set(received.keys()), new Set(rows.map((r) => r.message_id)), 'the sink got exactly the outbox messages');
+    assert.deepEqual(
+      new Set(received.keys()),
+      new Set(rows.map((r) => r.message_id)),
+      'the sink got exactly the outbox messages',
+    );
     for (const u of users) {
       assert.equal(new Set(sink.to(u.email).map((m) => m.messageId)).size, 1, `${u.email} got one message`);
     }
@@ -178,10 +201,14 @@ test('SIGKILL while 1,000 messages are being delivered: after a restart all arri
       t.diagnostic(line);
       console.log(`crash test: ${line}`);
     }
-    for (const [id, n] of duplicates) console.log(`crash test: duplicate ${id} x${n}${inFlight.has(id) ? '' : ' (NOT in flight at the kill)'}`);
+    for (const [id, n] of duplicates)
+      console.log(`crash test: duplicate ${id} x${n}${inFlight.has(id) ? '' : ' (NOT in flight at the kill)'}`);
 
     assert.deepEqual(outside, [], 'a message that was not in flight at the kill arrived twice');
-    assert.ok(extraCopies <= inFlight.size && extraCopies <= IN_FLIGHT_LIMIT, `${extraCopies} duplicates, ${inFlight.size} in flight`);
+    assert.ok(
+      extraCopies <= inFlight.size && extraCopies <= IN_FLIGHT_LIMIT,
+      `${extraCopies} duplicates, ${inFlight.size} in flight`,
+    );
 
     // Only the messages in flight needed a second attempt.
     const final = await db.selectFrom('outbox').select(['message_id', 'status', 'attempts', 'last_error']).execute();

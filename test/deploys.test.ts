@@ -2,7 +2,17 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { assertError, client, deployTeam, makeApp, makeItem, makeUser, type ParsedMail, readEml, type TestContext } from './helpers.js';
+import {
+  assertError,
+  client,
+  deployTeam,
+  makeApp,
+  makeItem,
+  makeUser,
+  type ParsedMail,
+  readEml,
+  type TestContext,
+} from './helpers.js';
 
 let t: TestContext;
 before(async () => {
@@ -30,7 +40,12 @@ describe('create deploy: failures', () => {
   test('missing or empty environment or numbers is 403 (docs/INTERFACE.md §7.8, §3)', async () => {
     const { api, base, deployer, product } = await setup();
     await makeItem(t.app, deployer, product.id);
-    for (const params of [{ numbers: '1' }, { environment: 'prod' }, { environment: '', numbers: '1' }, { environment: 'prod', numbers: ' , ' }]) {
+    for (const params of [
+      { numbers: '1' },
+      { environment: 'prod' },
+      { environment: '', numbers: '1' },
+      { environment: 'prod', numbers: ' , ' },
+    ]) {
       assertError(await api.post(`${base}/deploys.json`, params), 403, { errors: [], label: JSON.stringify(params) });
     }
   });
@@ -39,9 +54,14 @@ describe('create deploy: failures', () => {
     const { api, base, deployer, alice, product } = await setup();
     const item = await makeItem(t.app, deployer, product.id, { assigned_to: alice.user.id });
     for (const numbers of ['1,abc', '1.5', '-1']) {
-      assertError(await api.post(`${base}/deploys.json`, { environment: 'prod', numbers }), 400, { errors: ['numbers'], label: numbers });
+      assertError(await api.post(`${base}/deploys.json`, { environment: 'prod', numbers }), 400, {
+        errors: ['numbers'],
+        label: numbers,
+      });
     }
-    assertError(await api.post(`${base}/deploys.json`, { environment: 'prod', numbers: '77,78' }), 400, { message: /none of the numbers/i });
+    assertError(await api.post(`${base}/deploys.json`, { environment: 'prod', numbers: '77,78' }), 400, {
+      message: /none of the numbers/i,
+    });
     assert.deepEqual((await api.get(`${base}/deploys.json`)).json(), []);
     // A deploy of item 1 would have queued a message to alice, who follows it.
     assert.deepEqual(await t.db.selectFrom('outbox').select('id').where('user_id', '=', alice.user.id).execute(), []);
@@ -53,8 +73,14 @@ describe('create deploy: failures', () => {
   test('too long environment or version is 400', async () => {
     const { api, base, deployer, product } = await setup();
     await makeItem(t.app, deployer, product.id);
-    assertError(await api.post(`${base}/deploys.json`, { environment: 'e'.repeat(256), numbers: '1' }), 400, { errors: ['environment'] });
-    assertError(await api.post(`${base}/deploys.json`, { environment: 'prod', numbers: '1', version: 'v'.repeat(256) }), 400, { errors: ['version'] });
+    assertError(await api.post(`${base}/deploys.json`, { environment: 'e'.repeat(256), numbers: '1' }), 400, {
+      errors: ['environment'],
+    });
+    assertError(
+      await api.post(`${base}/deploys.json`, { environment: 'prod', numbers: '1', version: 'v'.repeat(256) }),
+      400,
+      { errors: ['version'] },
+    );
     assert.deepEqual((await api.get(`${base}/deploys.json`)).json(), []);
   });
 });
@@ -63,7 +89,12 @@ describe('create deploy', () => {
   test('records the deploy with its items, skipping unknown numbers and duplicates', async () => {
     const { api, base, deployer, product } = await setup();
     for (let i = 0; i < 3; i++) await makeItem(t.app, deployer, product.id);
-    const res = await api.post(`${base}/deploys.json`, { environment: 'production', numbers: '3, 1,1,99', version: '1.4.2', notes: 'Fixes *everything*' });
+    const res = await api.post(`${base}/deploys.json`, {
+      environment: 'production',
+      numbers: '3, 1,1,99',
+      version: '1.4.2',
+      notes: 'Fixes *everything*',
+    });
     assert.equal(res.statusCode, 200);
     const deploy = res.json();
     assert.equal(typeof deploy.id, 'number');
@@ -72,9 +103,18 @@ describe('create deploy', () => {
     assert.equal(deploy.notes, 'Fixes *everything*');
     assert.match(deploy.created_at, /\+00:00$/);
     assert.equal(deploy.user.id, deployer.user.id);
-    assert.deepEqual(deploy.items.map((i: { number: number }) => i.number), [1, 3]);
+    assert.deepEqual(
+      deploy.items.map((i: { number: number }) => i.number),
+      [1, 3],
+    );
     assert.deepEqual(deploy.items[0].deployed_to, [
-      { environment: 'production', version: '1.4.2', deployed_at: deploy.created_at, deploy_id: deploy.id, reverted: false },
+      {
+        environment: 'production',
+        version: '1.4.2',
+        deployed_at: deploy.created_at,
+        deploy_id: deploy.id,
+        reverted: false,
+      },
     ]);
   });
 
@@ -93,11 +133,16 @@ describe('create deploy', () => {
     await api.delete(`${base}/items/1.json`);
     await api.post(`${base}/deploys.json`, { environment: 'staging', numbers: '1', version: '1' });
     await api.post(`${base}/deploys.json`, { environment: 'production', numbers: '1', version: '1' });
-    const last = (await api.post(`${base}/deploys.json`, { environment: 'staging', numbers: '1', version: '2' })).json();
+    const last = (
+      await api.post(`${base}/deploys.json`, { environment: 'staging', numbers: '1', version: '2' })
+    ).json();
     const item = (await api.get(`${base}/items/1.json`)).json();
     assert.deepEqual(
       item.deployed_to.map((d: { environment: string; version: string }) => [d.environment, d.version]),
-      [['staging', '2'], ['production', '1']],
+      [
+        ['staging', '2'],
+        ['production', '1'],
+      ],
     );
     assert.equal(item.deployed_to[0].deploy_id, last.id);
   });
@@ -118,14 +163,21 @@ describe('create deploy', () => {
 });
 
 describe('deploy email', () => {
-  test('one message per follower, listing that follower\'s items; the deployer gets none', async () => {
+  test("one message per follower, listing that follower's items; the deployer gets none", async () => {
     const { api, base, deployer, alice, bob, product } = await setup();
     const carol = await makeUser(t.db);
     await makeItem(t.app, deployer, product.id, { title: 'Login page', assigned_to: alice.user.id }); // 1: deployer, alice
     await makeItem(t.app, alice, product.id, { title: 'Signup <form>' }); // 2: alice
     await makeItem(t.app, deployer, product.id, { title: 'Nobody else' }); // 3: deployer only
     await client(t.app, bob).post(`${base}/items/2/follow.json`); // 2: + bob
-    const deploy = (await api.post(`${base}/deploys.json`, { environment: 'production', numbers: '1,2,3', version: '1.4.2', notes: 'Big one' })).json();
+    const deploy = (
+      await api.post(`${base}/deploys.json`, {
+        environment: 'production',
+        numbers: '1,2,3',
+        version: '1.4.2',
+        notes: 'Big one',
+      })
+    ).json();
 
     const mails = await deliveredFor(deploy.id);
     assert.deepEqual([...mails.keys()].sort(), [alice.email, bob.email].sort());
@@ -156,7 +208,9 @@ describe('deploy email', () => {
     const { api, base, deployer, alice, product } = await setup();
     await makeItem(t.app, deployer, product.id, { assigned_to: alice.user.id });
     const notes = (length: number) => `Fixes *this* <b>now</b> ${'x'.repeat(length - 24)}`;
-    const longest = (await api.post(`${base}/deploys.json`, { environment: 'prod', numbers: '1', notes: notes(65535) })).json();
+    const longest = (
+      await api.post(`${base}/deploys.json`, { environment: 'prod', numbers: '1', notes: notes(65535) })
+    ).json();
     const mail = (await deliveredFor(longest.id)).get(alice.email)!;
     assert.match(mail.html, /Fixes <em>this<\/em> &lt;b&gt;now&lt;\/b&gt; x+/);
     assert.ok(mail.text.includes(notes(65535)));
@@ -175,8 +229,16 @@ describe('deploy email', () => {
     await makeItem(t.app, deployer, product.id, { assigned_to: alice.user.id });
     await makeItem(t.app, deployer, product.id, { assigned_to: alice.user.id });
     const headers = { 'idempotency-key': 'deploy-abc-123' };
-    const first = await api.post(`${base}/deploys.json`, { environment: 'prod', numbers: '1,2', version: '7' }, headers);
-    const again = await api.post(`${base}/deploys.json`, { environment: 'prod', numbers: '2,1', version: '7' }, headers);
+    const first = await api.post(
+      `${base}/deploys.json`,
+      { environment: 'prod', numbers: '1,2', version: '7' },
+      headers,
+    );
+    const again = await api.post(
+      `${base}/deploys.json`,
+      { environment: 'prod', numbers: '2,1', version: '7' },
+      headers,
+    );
     assert.equal(again.statusCode, 200);
     assert.equal(again.json().id, first.json().id);
     const other = await api.post(`${base}/deploys.json`, { environment: 'prod', numbers: '1', version: '7' }, headers);
@@ -197,15 +259,27 @@ describe('list deploys', () => {
       ids.push((await api.post(`${base}/deploys.json`, { environment: env, numbers: '1' })).json().id);
     }
     const all = (await api.get(`${base}/deploys.json`)).json();
-    assert.deepEqual(all.map((d: { id: number }) => d.id), ids);
+    assert.deepEqual(
+      all.map((d: { id: number }) => d.id),
+      ids,
+    );
     assert.equal(all[0].items[0].number, 1);
     assert.equal(all[0].user.id, deployer.user.id);
     const staging = (await api.get(`${base}/deploys.json`, { environment: 'staging' })).json();
-    assert.deepEqual(staging.map((d: { id: number }) => d.id), [ids[0], ids[2], ids[3]]);
+    assert.deepEqual(
+      staging.map((d: { id: number }) => d.id),
+      [ids[0], ids[2], ids[3]],
+    );
     const page = (await api.get(`${base}/deploys.json`, { environment: 'staging', offset: 1, limit: 1 })).json();
-    assert.deepEqual(page.map((d: { id: number }) => d.id), [ids[2]]);
+    assert.deepEqual(
+      page.map((d: { id: number }) => d.id),
+      [ids[2]],
+    );
     const skip = (await api.get(`${base}/deploys.json`, { offset: 3 })).json();
-    assert.deepEqual(skip.map((d: { id: number }) => d.id), [ids[3]]);
+    assert.deepEqual(
+      skip.map((d: { id: number }) => d.id),
+      [ids[3]],
+    );
     for (const q of [{ limit: '0' }, { limit: 'x' }, { offset: '-1' }]) {
       assertError(await api.get(`${base}/deploys.json`, q), 400, { errors: Object.keys(q), label: JSON.stringify(q) });
     }
@@ -217,21 +291,48 @@ describe('list deploys', () => {
     await makeItem(t.app, deployer, product.id);
     const ids: number[] = [];
     for (let i = 0; i < 105; i++) {
-      ids.push((await api.post(`${base}/deploys.json`, { environment: i % 2 ? 'staging' : 'production', numbers: '1,2', version: `v${i}` })).json().id);
+      ids.push(
+        (
+          await api.post(`${base}/deploys.json`, {
+            environment: i % 2 ? 'staging' : 'production',
+            numbers: '1,2',
+            version: `v${i}`,
+          })
+        ).json().id,
+      );
     }
     const first = await api.get(`${base}/deploys.json`);
     assert.equal(first.headers['x-sprintly-deploy-count'], '105');
-    assert.deepEqual(first.json().map((d: { id: number }) => d.id), ids.slice(0, 20));
+    assert.deepEqual(
+      first.json().map((d: { id: number }) => d.id),
+      ids.slice(0, 20),
+    );
     const most = await api.get(`${base}/deploys.json`, { limit: 1000, offset: 2 });
-    assert.deepEqual(most.json().map((d: { id: number }) => d.id), ids.slice(2, 102));
+    assert.deepEqual(
+      most.json().map((d: { id: number }) => d.id),
+      ids.slice(2, 102),
+    );
     const newest = await api.get(`${base}/deploys.json`, { order_by: 'newest', limit: 3 });
-    assert.deepEqual(newest.json().map((d: { id: number }) => d.id), ids.slice(-3).reverse());
-    const staging = await api.get(`${base}/deploys.json`, { environment: 'staging', order_by: 'newest', offset: 1, limit: 2 });
+    assert.deepEqual(
+      newest.json().map((d: { id: number }) => d.id),
+      ids.slice(-3).reverse(),
+    );
+    const staging = await api.get(`${base}/deploys.json`, {
+      environment: 'staging',
+      order_by: 'newest',
+      offset: 1,
+      limit: 2,
+    });
     assert.equal(staging.headers['x-sprintly-deploy-count'], '52');
-    assert.deepEqual(staging.json().map((d: { id: number }) => d.id), [ids[101], ids[99]]);
+    assert.deepEqual(
+      staging.json().map((d: { id: number }) => d.id),
+      [ids[101], ids[99]],
+    );
     assert.deepEqual((await api.get(`${base}/deploys.json`, { order_by: 'oldest', limit: 1 })).json()[0].id, ids[0]);
     assert.deepEqual((await api.get(`${base}/deploys.json`, { offset: 105 })).json(), []);
-    assertError(await api.get(`${base}/deploys.json`, { order_by: 'priority', limit: '0' }), 400, { errors: ['limit', 'order_by'] });
+    assertError(await api.get(`${base}/deploys.json`, { order_by: 'priority', limit: '0' }), 400, {
+      errors: ['limit', 'order_by'],
+    });
   });
 
   test('a page stops before the deploy that would take it past 1,000 items, but never comes back empty', async () => {
@@ -241,16 +342,39 @@ describe('list deploys', () => {
       .insertInto('items')
       .values(
         numbers.map((number) => ({
-          product_id: product.id, number, type: 'task', status: 1, title: `Item ${number}`, who: null, what: null, why: null,
-          description: '', score: '~', archived: 0, created_by_id: deployer.user.id, assigned_to_id: null, parent_id: null,
-          sort: number * 1000, close_reason: null, started_at: null, closed_at: null, accepted_at: null,
-          created_at: '2026-01-01T00:00:00+00:00', last_modified: '2026-01-01T00:00:00+00:00', last_activity: '2026-01-01T00:00:00+00:00',
+          product_id: product.id,
+          number,
+          type: 'task',
+          status: 1,
+          title: `Item ${number}`,
+          who: null,
+          what: null,
+          why: null,
+          description: '',
+          score: '~',
+          archived: 0,
+          created_by_id: deployer.user.id,
+          assigned_to_id: null,
+          parent_id: null,
+          sort: number * 1000,
+          close_reason: null,
+          started_at: null,
+          closed_at: null,
+          accepted_at: null,
+          created_at: '2026-01-01T00:00:00+00:00',
+          last_modified: '2026-01-01T00:00:00+00:00',
+          last_activity: '2026-01-01T00:00:00+00:00',
         })),
       )
       .execute();
     const sizes = [600, 300, 100, 5, 600];
     const ids: number[] = [];
-    for (const size of sizes) ids.push((await api.post(`${base}/deploys.json`, { environment: 'prod', numbers: numbers.slice(0, size).join(',') })).json().id);
+    for (const size of sizes)
+      ids.push(
+        (
+          await api.post(`${base}/deploys.json`, { environment: 'prod', numbers: numbers.slice(0, size).join(',') })
+        ).json().id,
+      );
     const pages: number[][] = [];
     for (let offset = 0; offset < sizes.length; ) {
       const res = await api.get(`${base}/deploys.json`, { offset });
@@ -261,7 +385,10 @@ describe('list deploys', () => {
       pages.push(page.map((d) => d.id));
       offset += page.length;
     }
-    assert.deepEqual(pages, [[ids[0], ids[1], ids[2]], [ids[3], ids[4]]]);
+    assert.deepEqual(pages, [
+      [ids[0], ids[1], ids[2]],
+      [ids[3], ids[4]],
+    ]);
   });
 
   test('items are rendered in their current state', async () => {
@@ -272,4 +399,3 @@ describe('list deploys', () => {
     assert.equal((await api.get(`${base}/deploys.json`)).json()[0].items[0].title, 'After');
   });
 });
-

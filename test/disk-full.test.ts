@@ -42,7 +42,14 @@ before(async () => {
   server = await startServer({
     dataDir,
     // SQLite whatever the suite runs on; short leases and probes so mail resumes soon after.
-    env: { DATABASE_URL: '', SMTP_URL: sink.url, MAIL_LEASE_SECONDS: '4', MAIL_SEND_TIMEOUT_SECONDS: '3', MAIL_PROBE_SECONDS: '1', LOG_LEVEL: 'info' },
+    env: {
+      DATABASE_URL: '',
+      SMTP_URL: sink.url,
+      MAIL_LEASE_SECONDS: '4',
+      MAIL_SEND_TIMEOUT_SECONDS: '3',
+      MAIL_PROBE_SECONDS: '1',
+      LOG_LEVEL: 'info',
+    },
   });
 });
 
@@ -67,7 +74,10 @@ interface Answer extends AnswerLike {
 async function call(who: TestUser, method: string, url: string, form?: Record<string, string>): Promise<Answer> {
   const res = await fetch(`http://127.0.0.1:${server.port}${url}`, {
     method,
-    headers: { authorization: basic(who.email, who.apiKey), ...(form ? { 'content-type': 'application/x-www-form-urlencoded' } : {}) },
+    headers: {
+      authorization: basic(who.email, who.apiKey),
+      ...(form ? { 'content-type': 'application/x-www-form-urlencoded' } : {}),
+    },
     body: form ? new URLSearchParams(form).toString() : undefined,
     signal: AbortSignal.timeout(20_000),
   });
@@ -104,7 +114,12 @@ async function health(): Promise<{ status: number; body: any }> {
 
 /** Reads work whatever the disk does, also for a caller whose first request tries to note last_login. */
 async function assertReadsWork(reader: TestUser): Promise<void> {
-  for (const url of [api('/items.json?status=backlog,in-progress,completed'), api('/items/1.json'), api('/deploys.json'), '/api/user/whoami.json']) {
+  for (const url of [
+    api('/items.json?status=backlog,in-progress,completed'),
+    api('/items/1.json'),
+    api('/deploys.json'),
+    '/api/user/whoami.json',
+  ]) {
     const res = await call(reader, 'GET', url);
     assert.equal(res.statusCode, 200, `GET ${url}: ${res.body.slice(0, 300)}`);
   }
@@ -145,107 +160,149 @@ async function assertNothingLost(): Promise<void> {
   }
 }
 
-test('the disk fills up: writes answer 503 "out of space", reads and /health work, nothing is lost, and service resumes once space is freed', BOUNDED, async (t) => {
-  const started = Date.now();
-  const pid = server.child.pid;
-  for (let i = 1; i <= 3; i++) assert.equal((await createItem(`Before ${i}`)).statusCode, 200);
-  assert.equal((await call(member, 'POST', api('/items/1/follow.json'))).statusCode, 200);
-  // Mail that waits through the outage: the mail server is down when the deploy is made.
-  await sink.stop();
-  const deployed = await call(owner, 'POST', api('/deploys.json'), { environment: 'production', numbers: '1', version: 'v-before-full' });
-  assert.equal(deployed.statusCode, 200, deployed.body);
+test(
+  'the disk fills up: writes answer 503 "out of space", reads and /health work, nothing is lost, and service resumes once space is freed',
+  BOUNDED,
+  async (t) => {
+    const started = Date.now();
+    const pid = server.child.pid;
+    for (let i = 1; i <= 3; i++) assert.equal((await createItem(`Before ${i}`)).statusCode, 200);
+    assert.equal((await call(member, 'POST', api('/items/1/follow.json'))).statusCode, 200);
+    // Mail that waits through the outage: the mail server is down when the deploy is made.
+    await sink.stop();
+    const deployed = await call(owner, 'POST', api('/deploys.json'), {
+      environment: 'production',
+      numbers: '1',
+      version: 'v-before-full',
+    });
+    assert.equal(deployed.statusCode, 200, deployed.body);
 
-  const filler = disk!.fill();
-  t.diagnostic(`filler: ${filler} bytes; ${disk!.freeBytes()} bytes left`);
+    const filler = disk!.fill();
+    t.diagnostic(`filler: ${filler} bytes; ${disk!.freeBytes()} bytes left`);
 
-  // The first writes may still fit in room the database had set aside; soon none does.
-  const refusals: Answer[] = [];
-  for (let i = 0; i < 30 && refusals.length === 0; i++) {
-    const res = await createItem(`Big ${i}`, BIG);
-    if (!assertDoneOrRefused(res, /^The database is out of space; try again later\.$/, `big item ${i}`)) refusals.push(res);
-  }
-  assert.ok(refusals.length > 0, 'a write was refused once the disk was full');
-  // Every kind of write answers the same way: done if it fits, else the 503.
-  for (const [form, url] of [
-    [{ type: 'task', title: 'Small', description: BIG }, '/items.json'],
-    [{ description: BIG }, '/items/2.json'],
-    [{ before: '3' }, '/items/2/resort.json'],
-    [{ environment: 'staging', numbers: '1,2,3', notes: BIG }, '/deploys.json'],
-  ] as const) {
-    const res = await call(owner, 'POST', api(url), form);
-    if (assertDoneOrRefused(res, /out of space/, url) && url === '/items.json') acknowledged.set(res.json.number, form.title!);
-  }
+    // The first writes may still fit in room the database had set aside; soon none does.
+    const refusals: Answer[] = [];
+    for (let i = 0; i < 30 && refusals.length === 0; i++) {
+      const res = await createItem(`Big ${i}`, BIG);
+      if (!assertDoneOrRefused(res, /^The database is out of space; try again later\.$/, `big item ${i}`))
+        refusals.push(res);
+    }
+    assert.ok(refusals.length > 0, 'a write was refused once the disk was full');
+    // Every kind of write answers the same way: done if it fits, else the 503.
+    for (const [form, url] of [
+      [{ type: 'task', title: 'Small', description: BIG }, '/items.json'],
+      [{ description: BIG }, '/items/2.json'],
+      [{ before: '3' }, '/items/2/resort.json'],
+      [{ environment: 'staging', numbers: '1,2,3', notes: BIG }, '/deploys.json'],
+    ] as const) {
+      const res = await call(owner, 'POST', api(url), form);
+      if (assertDoneOrRefused(res, /out of space/, url) && url === '/items.json')
+        acknowledged.set(res.json.number, form.title!);
+    }
 
-  await assertReadsWork(newcomers[0]);
-  const full = await health();
-  assert.equal(full.status, 503, JSON.stringify(full.body));
-  assert.equal(full.body.database, 'out of space');
-  assert.match(full.body.reason, /out of space/);
-  assert.ok(full.body.storage.free_bytes < LOW_SPACE_BYTES, JSON.stringify(full.body));
+    await assertReadsWork(newcomers[0]);
+    const full = await health();
+    assert.equal(full.status, 503, JSON.stringify(full.body));
+    assert.equal(full.body.database, 'out of space');
+    assert.match(full.body.reason, /out of space/);
+    assert.ok(full.body.storage.free_bytes < LOW_SPACE_BYTES, JSON.stringify(full.body));
 
-  disk!.empty();
-  await sink.start();
-  await assertWritesResume(pid, /out of space/, 'the disk was full');
-  // The deploy acknowledged before the disk filled has its mail delivered after all.
-  await waitFor('the deploy made before the disk filled to be mailed', () => sink.to(member.email).length > 0, 60_000);
-  assert.match(sink.to(member.email)[0].mail.headers.get('subject') ?? '', /Deployed to production/);
-  await assertNothingLost();
-  t.diagnostic(`disk full test: ${Date.now() - started} ms`);
-});
+    disk!.empty();
+    await sink.start();
+    await assertWritesResume(pid, /out of space/, 'the disk was full');
+    // The deploy acknowledged before the disk filled has its mail delivered after all.
+    await waitFor(
+      'the deploy made before the disk filled to be mailed',
+      () => sink.to(member.email).length > 0,
+      60_000,
+    );
+    assert.match(sink.to(member.email)[0].mail.headers.get('subject') ?? '', /Deployed to production/);
+    await assertNothingLost();
+    t.diagnostic(`disk full test: ${Date.now() - started} ms`);
+  },
+);
 
-test('the database files stop taking writes: writes answer 503 "read-only", reads and /health work, and service resumes without a restart', BOUNDED, async (t) => {
-  const started = Date.now();
-  const pid = server.child.pid;
-  const sentBefore = sink.to(member.email).length;
-  const before = await createItem('Before read-only');
-  assert.equal(before.statusCode, 200, before.body);
+test(
+  'the database files stop taking writes: writes answer 503 "read-only", reads and /health work, and service resumes without a restart',
+  BOUNDED,
+  async (t) => {
+    const started = Date.now();
+    const pid = server.child.pid;
+    const sentBefore = sink.to(member.email).length;
+    const before = await createItem('Before read-only');
+    assert.equal(before.statusCode, 200, before.body);
 
-  disk!.refuseWrites(databaseFiles(), true);
-  const readOnly = /^The database cannot take changes right now \(its storage is read-only or failing\); try again later\.$/;
-  for (const [form, url] of [
-    [{ type: 'task', title: 'Refused' }, '/items.json'],
-    [{ title: 'Refused rename' }, '/items/1.json'],
-    [{ before: '3' }, '/items/2/resort.json'],
-    [{ environment: 'production', numbers: '1', version: 'v-during-read-only' }, '/deploys.json'],
-  ] as const) {
-    const res = await call(owner, 'POST', api(url), form);
-    assertError(res, 503, { message: readOnly, label: url });
-    assert.equal(res.headers['retry-after'], '30', url);
-  }
-  await assertReadsWork(newcomers[1]);
-  const down = await health();
-  assert.equal(down.status, 503, JSON.stringify(down.body));
-  assert.equal(down.body.database, 'read-only');
+    disk!.refuseWrites(databaseFiles(), true);
+    const readOnly =
+      /^The database cannot take changes right now \(its storage is read-only or failing\); try again later\.$/;
+    for (const [form, url] of [
+      [{ type: 'task', title: 'Refused' }, '/items.json'],
+      [{ title: 'Refused rename' }, '/items/1.json'],
+      [{ before: '3' }, '/items/2/resort.json'],
+      [{ environment: 'production', numbers: '1', version: 'v-during-read-only' }, '/deploys.json'],
+    ] as const) {
+      const res = await call(owner, 'POST', api(url), form);
+      assertError(res, 503, { message: readOnly, label: url });
+      assert.equal(res.headers['retry-after'], '30', url);
+    }
+    await assertReadsWork(newcomers[1]);
+    const down = await health();
+    assert.equal(down.status, 503, JSON.stringify(down.body));
+    assert.equal(down.body.database, 'read-only');
 
-  // Mail waiting meanwhile: the mail server is down when the deploy is made, so the worker keeps
-  // the message due and tries it every second; each try claims it, a write, which is refused.
-  disk!.refuseWrites(databaseFiles(), false);
-  await sink.stop();
-  const deployed = await call(owner, 'POST', api('/deploys.json'), { environment: 'production', numbers: '1', version: 'v-before-read-only' });
-  assert.equal(deployed.statusCode, 200, deployed.body);
-  const logFrom = server.stdout().length;
-  const log = () => server.stdout().slice(logFrom).split('\n');
-  disk!.refuseWrites(databaseFiles(), true);
-  await waitFor('the mail worker to meet the refusal', () => log().some((l) => l.includes('mail delivery round failed')), 30_000);
-  disk!.refuseWrites(databaseFiles(), false);
-  await sink.start();
+    // Mail waiting meanwhile: the mail server is down when the deploy is made, so the worker keeps
+    // the message due and tries it every second; each try claims it, a write, which is refused.
+    disk!.refuseWrites(databaseFiles(), false);
+    await sink.stop();
+    const deployed = await call(owner, 'POST', api('/deploys.json'), {
+      environment: 'production',
+      numbers: '1',
+      version: 'v-before-read-only',
+    });
+    assert.equal(deployed.statusCode, 200, deployed.body);
+    const logFrom = server.stdout().length;
+    const log = () => server.stdout().slice(logFrom).split('\n');
+    disk!.refuseWrites(databaseFiles(), true);
+    await waitFor(
+      'the mail worker to meet the refusal',
+      () => log().some((l) => l.includes('mail delivery round failed')),
+      30_000,
+    );
+    disk!.refuseWrites(databaseFiles(), false);
+    await sink.start();
 
-  await assertWritesResume(pid, readOnly, 'the files refused writes');
-  await waitFor('the deploy made before the refusal to be mailed', () => sink.to(member.email).length > sentBefore, 60_000);
-  // The worker lived through it: it said so once when its rounds began to fail and once when they
-  // worked again, not at every round.
-  await waitFor('the mail worker to say its rounds work again', () => log().some((l) => l.includes('mail delivery rounds work again')), 30_000);
-  assert.equal(log().filter((l) => l.includes('mail delivery round failed; trying again')).length, 1, log().join('\n').slice(-3000));
-  assert.equal(log().filter((l) => l.includes('mail delivery rounds work again')).length, 1);
-  await assertNothingLost();
-  t.diagnostic(`read-only test: ${Date.now() - started} ms`);
-});
+    await assertWritesResume(pid, readOnly, 'the files refused writes');
+    await waitFor(
+      'the deploy made before the refusal to be mailed',
+      () => sink.to(member.email).length > sentBefore,
+      60_000,
+    );
+    // The worker lived through it: it said so once when its rounds began to fail and once when they
+    // worked again, not at every round.
+    await waitFor(
+      'the mail worker to say its rounds work again',
+      () => log().some((l) => l.includes('mail delivery rounds work again')),
+      30_000,
+    );
+    assert.equal(
+      log().filter((l) => l.includes('mail delivery round failed; trying again')).length,
+      1,
+      log().join('\n').slice(-3000),
+    );
+    assert.equal(log().filter((l) => l.includes('mail delivery rounds work again')).length, 1);
+    await assertNothingLost();
+    t.diagnostic(`read-only test: ${Date.now() - started} ms`);
+  },
+);
 
 test('stopping the server after both leaves a database that opens cleanly', BOUNDED, async () => {
   await stopProcess(server.child);
   const db = await openDatabase({ dataDir });
   try {
-    const count = await db.selectFrom('items').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+    const count = await db
+      .selectFrom('items')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .executeTakeFirstOrThrow();
     assert.ok(Number(count.n) >= acknowledged.size);
   } finally {
     await db.destroy();

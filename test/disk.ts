@@ -21,7 +21,9 @@ export class SmallDisk {
 
   static mount(sizeMiB: number): SmallDisk {
     if (process.getuid?.() !== 0) {
-      throw new Error(`the disk tests mount a file system of their own and must run as root (uid here: ${process.getuid?.()}); CI runs them as root`);
+      throw new Error(
+        `the disk tests mount a file system of their own and must run as root (uid here: ${process.getuid?.()}); CI runs them as root`,
+      );
     }
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'shiplog-disk-'));
     const image = `${dir}.img`;
@@ -34,7 +36,9 @@ export class SmallDisk {
     } catch (err) {
       fs.rmSync(image, { force: true });
       fs.rmSync(dir, { recursive: true, force: true });
-      throw new Error(`could not mount a ${sizeMiB} MiB ext4 file system for the disk tests (root and loop devices are needed): ${(err as Error).message}`);
+      throw new Error(
+        `could not mount a ${sizeMiB} MiB ext4 file system for the disk tests (root and loop devices are needed): ${(err as Error).message}`,
+      );
     }
     return new SmallDisk(dir, image);
   }

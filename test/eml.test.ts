@@ -16,19 +16,30 @@ test('temporary mail files left by a crash are removed at start; messages are re
 
   const t = await makeApp({ env: { DATA_DIR: dataDir } });
   try {
-    await waitFor('the leftovers to be removed', () => leftovers.every((name) => !fs.existsSync(path.join(mailDir, name))), 5_000);
+    await waitFor(
+      'the leftovers to be removed',
+      () => leftovers.every((name) => !fs.existsSync(path.join(mailDir, name))),
+      5_000,
+    );
     for (const name of kept) assert.ok(fs.existsSync(path.join(mailDir, name)), `${name} was removed`);
 
     const owner = await makeUser(t.db);
     const follower = await makeUser(t.db);
     const productId = (await makeProduct(t.db, owner, [follower])).id;
     const item = await makeItem(t.app, follower, productId, { title: 'Mailed' });
-    const deploy = await client(t.app, owner).post(`/api/products/${productId}/deploys.json`, { environment: 'prod', numbers: String(item.number) });
+    const deploy = await client(t.app, owner).post(`/api/products/${productId}/deploys.json`, {
+      environment: 'prod',
+      numbers: String(item.number),
+    });
     assert.equal(deploy.statusCode, 200, deploy.body);
     await t.app.outbox.deliverDue();
 
     const names = fs.readdirSync(mailDir);
-    assert.deepEqual(names.filter((n) => n.endsWith('.tmp') && !kept.includes(n)), [], 'a temporary file was left behind');
+    assert.deepEqual(
+      names.filter((n) => n.endsWith('.tmp') && !kept.includes(n)),
+      [],
+      'a temporary file was left behind',
+    );
     const written = names.filter((n) => /^\d{8}\.eml$/.test(n) && !kept.includes(n));
     assert.equal(written.length, 1, names.join(', '));
     const mail = await readEml(fs.readFileSync(path.join(mailDir, written[0])));

@@ -32,21 +32,58 @@ type Actor = (typeof ACTORS)[number];
 const STATUSES = ['backlog', 'in-progress', 'completed', 'accepted'] as const;
 
 type Op =
-  | { kind: 'create'; by: Actor; type: 'story' | 'task' | 'defect' | 'test'; status?: string; parent?: number; assignee?: Actor; tags?: string }
-  | { kind: 'update'; by: Actor; n: number; title?: string; status?: string; score?: string; tags?: string; assignee?: Actor | ''; parent?: number | '' }
+  | {
+      kind: 'create';
+      by: Actor;
+      type: 'story' | 'task' | 'defect' | 'test';
+      status?: string;
+      parent?: number;
+      assignee?: Actor;
+      tags?: string;
+    }
+  | {
+      kind: 'update';
+      by: Actor;
+      n: number;
+      title?: string;
+      status?: string;
+      score?: string;
+      tags?: string;
+      assignee?: Actor | '';
+      parent?: number | '';
+    }
   /** As the SDK's save() does: the item fetched, its title changed, and the whole of it posted back as JSON. */
   | { kind: 'save'; by: Actor; n: number; title: string }
   | { kind: 'resort'; by: Actor; n: number; before?: number; after?: number }
-  | { kind: 'move'; by: Actor; n: number; to: 'up' | 'down' | 'top' | 'status' | 'place'; above?: number; below?: number; status: string }
+  | {
+      kind: 'move';
+      by: Actor;
+      n: number;
+      to: 'up' | 'down' | 'top' | 'status' | 'place';
+      above?: number;
+      below?: number;
+      status: string;
+    }
   | { kind: 'archive'; by: Actor; n: number }
   | { kind: 'follow'; by: Actor; n: number; follow: boolean }
-  | { kind: 'deploy'; by: Actor; numbers: number[]; environment: string; version: string; key?: string; dryRun?: boolean }
+  | {
+      kind: 'deploy';
+      by: Actor;
+      numbers: number[];
+      environment: string;
+      version: string;
+      key?: string;
+      dryRun?: boolean;
+    }
   /** Which environments email the person about the product's deploys: all, or a list. */
   | { kind: 'choose'; by: Actor; environments: string };
 
 const actor = fc.constantFrom(...ACTORS);
 /** Item numbers: mostly of items that exist (or soon will), sometimes of none, or too large for any. */
-const itemNumber = fc.oneof({ weight: 15, arbitrary: fc.integer({ min: 1, max: 7 }) }, fc.constantFrom(0, 99, 2147483648));
+const itemNumber = fc.oneof(
+  { weight: 15, arbitrary: fc.integer({ min: 1, max: 7 }) },
+  fc.constantFrom(0, 99, 2147483648),
+);
 const maybe = <T>(arbitrary: fc.Arbitrary<T>) => fc.option(arbitrary, { nil: undefined, freq: 2 });
 const status = fc.constantFrom(...STATUSES);
 
@@ -54,7 +91,15 @@ const op: fc.Arbitrary<Op> = fc.oneof(
   {
     weight: 4,
     arbitrary: fc.record(
-      { kind: fc.constant('create' as const), by: actor, type: fc.constantFrom('story', 'task', 'task', 'defect', 'test'), status: maybe(status), parent: maybe(itemNumber), assignee: maybe(actor), tags: maybe(fc.constantFrom('x', 'x,y', 'y')) },
+      {
+        kind: fc.constant('create' as const),
+        by: actor,
+        type: fc.constantFrom('story', 'task', 'task', 'defect', 'test'),
+        status: maybe(status),
+        parent: maybe(itemNumber),
+        assignee: maybe(actor),
+        tags: maybe(fc.constantFrom('x', 'x,y', 'y')),
+      },
       { requiredKeys: ['kind', 'by', 'type'] },
     ),
   },
@@ -76,20 +121,48 @@ const op: fc.Arbitrary<Op> = fc.oneof(
     ),
   },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('update' as const), by: actor, n: itemNumber, status }) },
-  { weight: 3, arbitrary: fc.record({ kind: fc.constant('save' as const), by: actor, n: itemNumber, title: fc.constantFrom('Saved', 'Saved again') }) },
   {
     weight: 3,
-    arbitrary: fc.record({ kind: fc.constant('resort' as const), by: actor, n: itemNumber, before: maybe(itemNumber), after: maybe(itemNumber) }, { requiredKeys: ['kind', 'by', 'n'] }),
+    arbitrary: fc.record({
+      kind: fc.constant('save' as const),
+      by: actor,
+      n: itemNumber,
+      title: fc.constantFrom('Saved', 'Saved again'),
+    }),
   },
   {
     weight: 3,
     arbitrary: fc.record(
-      { kind: fc.constant('move' as const), by: actor, n: itemNumber, to: fc.constantFrom('up', 'down', 'top', 'status', 'place'), above: maybe(itemNumber), below: maybe(itemNumber), status },
+      {
+        kind: fc.constant('resort' as const),
+        by: actor,
+        n: itemNumber,
+        before: maybe(itemNumber),
+        after: maybe(itemNumber),
+      },
+      { requiredKeys: ['kind', 'by', 'n'] },
+    ),
+  },
+  {
+    weight: 3,
+    arbitrary: fc.record(
+      {
+        kind: fc.constant('move' as const),
+        by: actor,
+        n: itemNumber,
+        to: fc.constantFrom('up', 'down', 'top', 'status', 'place'),
+        above: maybe(itemNumber),
+        below: maybe(itemNumber),
+        status,
+      },
       { requiredKeys: ['kind', 'by', 'n', 'to', 'status'] },
     ),
   },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('archive' as const), by: actor, n: itemNumber }) },
-  { weight: 3, arbitrary: fc.record({ kind: fc.constant('follow' as const), by: actor, n: itemNumber, follow: fc.boolean() }) },
+  {
+    weight: 3,
+    arbitrary: fc.record({ kind: fc.constant('follow' as const), by: actor, n: itemNumber, follow: fc.boolean() }),
+  },
   {
     weight: 3,
     arbitrary: fc.record(
@@ -97,7 +170,15 @@ const op: fc.Arbitrary<Op> = fc.oneof(
         kind: fc.constant('deploy' as const),
         by: actor,
         numbers: fc.array(itemNumber, { minLength: 1, maxLength: 4 }),
-        environment: fc.oneof({ weight: 4, arbitrary: fc.constantFrom('production', 'staging', ' production ') }, oddText.filter((s) => s.trim() !== '' && !/[\u0000-\u0008\u000b\u000c\u000e-\u001f\ud800-\udfff]/.test(s) && [...s].length <= 255)),
+        environment: fc.oneof(
+          { weight: 4, arbitrary: fc.constantFrom('production', 'staging', ' production ') },
+          oddText.filter(
+            (s) =>
+              s.trim() !== '' &&
+              !/[\u0000-\u0008\u000b\u000c\u000e-\u001f\ud800-\udfff]/.test(s) &&
+              [...s].length <= 255,
+          ),
+        ),
         version: fc.constantFrom('', 'v1', 'v2'),
         key: maybe(fc.constantFrom('k1', 'k2')),
         dryRun: fc.option(fc.constant(true), { nil: undefined, freq: 4 }),
@@ -108,11 +189,18 @@ const op: fc.Arbitrary<Op> = fc.oneof(
 );
 
 // Completes the ops above: a person's choice of deploy environments.
-const choose = fc.record({ kind: fc.constant('choose' as const), by: actor, environments: fc.constantFrom('all', 'production', 'staging', 'production, staging', 'Production') });
+const choose = fc.record({
+  kind: fc.constant('choose' as const),
+  by: actor,
+  environments: fc.constantFrom('all', 'production', 'staging', 'production, staging', 'Production'),
+});
 
 /** A step: one request, or a few sent at once. */
 const anyOp: fc.Arbitrary<Op> = fc.oneof({ weight: 12, arbitrary: op }, { weight: 1, arbitrary: choose });
-const step = fc.oneof({ weight: 3, arbitrary: anyOp.map((o) => [o]) }, { weight: 1, arbitrary: fc.array(anyOp, { minLength: 2, maxLength: 5 }) });
+const step = fc.oneof(
+  { weight: 3, arbitrary: anyOp.map((o) => [o]) },
+  { weight: 1, arbitrary: fc.array(anyOp, { minLength: 2, maxLength: 5 }) },
+);
 
 /** What the requests did, as far as the checks need it: how many items, who is assigned and who follows what, the deploys. */
 interface Model {
@@ -143,10 +231,24 @@ async function send(model: Model, o: Op): Promise<LightMyRequestResponse> {
   switch (o.kind) {
     case 'create': {
       const text = o.type === 'story' ? { who: 'user', what: 'something', why: 'reasons' } : { title: `A ${o.type}` };
-      return api.post(`${base}/items.json`, { type: o.type, ...text, status: o.status, parent: o.parent, assigned_to: userId(o.assignee), tags: o.tags });
+      return api.post(`${base}/items.json`, {
+        type: o.type,
+        ...text,
+        status: o.status,
+        parent: o.parent,
+        assigned_to: userId(o.assignee),
+        tags: o.tags,
+      });
     }
     case 'update':
-      return api.post(`${base}/items/${o.n}.json`, { title: o.title, status: o.status, score: o.score, tags: o.tags, assigned_to: userId(o.assignee), parent: o.parent });
+      return api.post(`${base}/items/${o.n}.json`, {
+        title: o.title,
+        status: o.status,
+        score: o.score,
+        tags: o.tags,
+        assigned_to: userId(o.assignee),
+        parent: o.parent,
+      });
     case 'save': {
       const item = await api.get(`${base}/items/${o.n}.json`);
       if (item.statusCode !== 200) return item;
@@ -170,7 +272,12 @@ async function send(model: Model, o: Op): Promise<LightMyRequestResponse> {
     case 'deploy':
       return api.post(
         `${base}/deploys.json`,
-        { environment: o.environment, numbers: o.numbers.join(','), version: o.version || undefined, dry_run: o.dryRun ? 'true' : undefined },
+        {
+          environment: o.environment,
+          numbers: o.numbers.join(','),
+          version: o.version || undefined,
+          dry_run: o.dryRun ? 'true' : undefined,
+        },
         o.key ? { 'idempotency-key': o.key } : {},
       );
     case 'choose':
@@ -179,7 +286,8 @@ async function send(model: Model, o: Op): Promise<LightMyRequestResponse> {
 }
 
 /** Ops that change who follows an item that exists: run one at a time before the rest of their step. */
-const changesFollowers = (o: Op): boolean => o.kind === 'follow' || o.kind === 'save' || o.kind === 'choose' || (o.kind === 'update' && o.assignee !== undefined);
+const changesFollowers = (o: Op): boolean =>
+  o.kind === 'follow' || o.kind === 'save' || o.kind === 'choose' || (o.kind === 'update' && o.assignee !== undefined);
 
 /**
  * Runs one step: all its requests at once, except that follows and assignments go first, one by
@@ -196,7 +304,6 @@ async function runStep(model: Model, ops: Op[]): Promise<Done[]> {
   rest.forEach((o, i) => done.push({ op: o, res: answers[i] }));
   return done;
 }
-
 
 const labelOf = ({ op: o, res }: Done) => `${JSON.stringify(o)} -> ${res.statusCode} ${res.body.slice(0, 300)}`;
 const idOf = (item: { email: { files: string } }) => Number(/^files-(\d+)@/.exec(item.email.files)![1]);
@@ -259,9 +366,17 @@ async function checkDeploys(model: Model, done: Done[], itemsBefore: number): Pr
     if (o.dryRun) {
       // A dry run names who the deploy would mail, about which items, and records nothing.
       assert.equal(deploy.id, null, label);
-      const named = deploy.recipients.map((r: { email: string; numbers: number[] }) => [ACTORS.find((a) => people[a].email === r.email), r.numbers]);
-      const numberOf = new Map<number, number>(deploy.items.map((i: { number: number; email: { files: string } }) => [idOf(i), i.number]));
-      const wanted = [...expected].map(([user, ids]) => [ACTORS.find((a) => people[a].user.id === user), ids.map((id) => numberOf.get(id)).sort((a, b) => a! - b!)]);
+      const named = deploy.recipients.map((r: { email: string; numbers: number[] }) => [
+        ACTORS.find((a) => people[a].email === r.email),
+        r.numbers,
+      ]);
+      const numberOf = new Map<number, number>(
+        deploy.items.map((i: { number: number; email: { files: string } }) => [idOf(i), i.number]),
+      );
+      const wanted = [...expected].map(([user, ids]) => [
+        ACTORS.find((a) => people[a].user.id === user),
+        ids.map((id) => numberOf.get(id)).sort((a, b) => a! - b!),
+      ]);
       assert.deepEqual(named.sort(), wanted.sort(), `who a dry run would mail: ${label}`);
       continue;
     }
@@ -272,14 +387,29 @@ async function checkDeploys(model: Model, done: Done[], itemsBefore: number): Pr
     }
     if (o.key !== undefined) model.keys.set(`${o.by}:${o.key}`, { id: deploy.id, params });
     const deployed: number[] = deploy.items.map((i: { number: number }) => i.number);
-    assert.deepEqual(deployed, [...new Set(deployed)].sort((a, b) => a - b), `items out of order: ${label}`);
-    for (const n of o.numbers) if (n >= 1 && n <= itemsBefore) assert.ok(deployed.includes(n), `item ${n} left out: ${label}`);
+    assert.deepEqual(
+      deployed,
+      [...new Set(deployed)].sort((a, b) => a - b),
+      `items out of order: ${label}`,
+    );
+    for (const n of o.numbers)
+      if (n >= 1 && n <= itemsBefore) assert.ok(deployed.includes(n), `item ${n} left out: ${label}`);
     for (const n of deployed) assert.ok(o.numbers.includes(n) && n <= model.items, `item ${n} not asked for: ${label}`);
 
     assert.equal(deploy.emailed, expected.size, `emailed: ${label}`);
-    const rows = await t.db.selectFrom('outbox').select(['user_id', 'item_ids']).where('deploy_id', '=', deploy.id).execute();
-    const queued = rows.map((r) => [r.user_id, (JSON.parse(r.item_ids) as number[]).sort((a, b) => a - b)] as const).sort(([a], [b]) => a! - b!);
-    assert.deepEqual(queued, [...expected].sort(([a], [b]) => a - b), `messages of deploy ${deploy.id} (user, item ids) differ from who follows what: ${label}`);
+    const rows = await t.db
+      .selectFrom('outbox')
+      .select(['user_id', 'item_ids'])
+      .where('deploy_id', '=', deploy.id)
+      .execute();
+    const queued = rows
+      .map((r) => [r.user_id, (JSON.parse(r.item_ids) as number[]).sort((a, b) => a - b)] as const)
+      .sort(([a], [b]) => a! - b!);
+    assert.deepEqual(
+      queued,
+      [...expected].sort(([a], [b]) => a - b),
+      `messages of deploy ${deploy.id} (user, item ids) differ from who follows what: ${label}`,
+    );
   }
 }
 
@@ -287,13 +417,20 @@ async function checkDeploys(model: Model, done: Done[], itemsBefore: number): Pr
  * Who a deploy mails (user id -> item ids): the members following any of its items, the deployer
  * excepted, who chose every environment or this one (names compared trimmed).
  */
-function recipientsOf(model: Model, o: DeployOp, items: { number: number; email: { files: string } }[]): Map<number, number[]> {
+function recipientsOf(
+  model: Model,
+  o: DeployOp,
+  items: { number: number; email: { files: string } }[],
+): Map<number, number[]> {
   const expected = new Map<number, number[]>();
   for (const item of items) {
     for (const user of model.followers.get(item.number) ?? []) {
       const chosen = model.choices.get(user);
       if (user === people[o.by].user.id || (chosen && !chosen.has(o.environment.trim()))) continue;
-      expected.set(user, [...(expected.get(user) ?? []), idOf(item)].sort((a, b) => a - b));
+      expected.set(
+        user,
+        [...(expected.get(user) ?? []), idOf(item)].sort((a, b) => a - b),
+      );
     }
   }
   return expected;
@@ -301,8 +438,17 @@ function recipientsOf(model: Model, o: DeployOp, items: { number: number; email:
 
 /** Numbers 1..n, each once; positions distinct within each status; followers as the model has them. */
 async function checkItems(model: Model): Promise<void> {
-  const rows = await t.db.selectFrom('items').select(['number', 'status', 'sort']).where('product_id', '=', model.productId).orderBy('number').execute();
-  assert.deepEqual(rows.map((r) => r.number), Array.from({ length: model.items }, (_, i) => i + 1), 'item numbers are not 1..n');
+  const rows = await t.db
+    .selectFrom('items')
+    .select(['number', 'status', 'sort'])
+    .where('product_id', '=', model.productId)
+    .orderBy('number')
+    .execute();
+  assert.deepEqual(
+    rows.map((r) => r.number),
+    Array.from({ length: model.items }, (_, i) => i + 1),
+    'item numbers are not 1..n',
+  );
   const at = new Map<string, number>();
   for (const row of rows) {
     const place = `status ${row.status}, sort ${row.sort}`;
@@ -315,14 +461,19 @@ async function checkItems(model: Model): Promise<void> {
     .select(['items.number', 'followers.user_id'])
     .where('items.product_id', '=', model.productId)
     .execute();
-  const following = (pairs: [number, number][]) => pairs.map(([n, u]) => `#${n} ${ACTORS.find((a) => people[a].user.id === u)}`).sort();
+  const following = (pairs: [number, number][]) =>
+    pairs.map(([n, u]) => `#${n} ${ACTORS.find((a) => people[a].user.id === u)}`).sort();
   assert.deepEqual(
     following(follows.map((f) => [f.number, f.user_id])),
     following([...model.followers].flatMap(([n, users]) => [...users].map((u): [number, number] => [n, u]))),
     'who follows which item',
   );
-  const product = await t.db.selectFrom('products').select('last_number').where('id', '=', model.productId).executeTakeFirstOrThrow();
-  assert.equal(Number(product.last_number), model.items, 'the product\'s last number');
+  const product = await t.db
+    .selectFrom('products')
+    .select('last_number')
+    .where('id', '=', model.productId)
+    .executeTakeFirstOrThrow();
+  assert.equal(Number(product.last_number), model.items, "the product's last number");
 }
 
 /**
@@ -337,12 +488,25 @@ async function checkPlace(model: Model, d: Done): Promise<void> {
   if (o.kind === 'resort') [below, above] = [o.before, o.after];
   else if (o.kind === 'move' && o.to === 'up') above = o.above;
   else if (o.kind === 'move' && o.to === 'down') below = o.below;
-  else if (o.kind === 'move' && o.to === 'place') [below, above] = o.above !== undefined ? [o.above, undefined] : [undefined, o.below];
+  else if (o.kind === 'move' && o.to === 'place')
+    [below, above] = o.above !== undefined ? [o.above, undefined] : [undefined, o.below];
   else return;
   if (below === undefined && above === undefined) return;
-  const item = await t.db.selectFrom('items').select('status').where('product_id', '=', model.productId).where('number', '=', o.n).executeTakeFirstOrThrow();
+  const item = await t.db
+    .selectFrom('items')
+    .select('status')
+    .where('product_id', '=', model.productId)
+    .where('number', '=', o.n)
+    .executeTakeFirstOrThrow();
   const column = (
-    await t.db.selectFrom('items').select('number').where('product_id', '=', model.productId).where('status', '=', item.status).orderBy('sort').orderBy('number').execute()
+    await t.db
+      .selectFrom('items')
+      .select('number')
+      .where('product_id', '=', model.productId)
+      .where('status', '=', item.status)
+      .orderBy('sort')
+      .orderBy('number')
+      .execute()
   ).map((r) => r.number);
   const at = column.indexOf(o.n);
   const label = `${labelOf(d)}\n  the column is now ${column.join(', ')}`;
@@ -357,7 +521,12 @@ async function checkPlace(model: Model, d: Done): Promise<void> {
 async function checkDelivery(model: Model): Promise<void> {
   await t.app.outbox.deliverDue();
   const deploys = t.db.selectFrom('deploys').select('id').where('product_id', '=', model.productId);
-  const stuck = await t.db.selectFrom('outbox').select(['id', 'status', 'last_error']).where('deploy_id', 'in', deploys).where('status', '!=', 'sent').execute();
+  const stuck = await t.db
+    .selectFrom('outbox')
+    .select(['id', 'status', 'last_error'])
+    .where('deploy_id', 'in', deploys)
+    .where('status', '!=', 'sent')
+    .execute();
   assert.deepEqual(stuck, [], 'messages not delivered');
 }
 
@@ -376,7 +545,14 @@ test('item numbers, positions and deploy mail stay right under any sequence of c
   await fc.assert(
     fc.asyncProperty(fc.array(step, { minLength: 1, maxLength: 12 }), async (steps) => {
       const product = await makeProduct(t.db, people.owner, [people.ann, people.bob]);
-      const model: Model = { productId: product.id, items: 0, assignees: new Map(), followers: new Map(), keys: new Map(), choices: new Map() };
+      const model: Model = {
+        productId: product.id,
+        items: 0,
+        assignees: new Map(),
+        followers: new Map(),
+        keys: new Map(),
+        choices: new Map(),
+      };
       for (const o of START) {
         const done = await runStep(model, [o]);
         assert.equal(done[0].res.statusCode, 200, labelOf(done[0]));
@@ -385,7 +561,8 @@ test('item numbers, positions and deploy mail stay right under any sequence of c
       for (const [i, ops] of steps.entries()) {
         const itemsBefore = model.items;
         const done = await runStep(model, ops);
-        for (const d of done) answers.set(`${d.op.kind} ${d.res.statusCode}`, (answers.get(`${d.op.kind} ${d.res.statusCode}`) ?? 0) + 1);
+        for (const d of done)
+          answers.set(`${d.op.kind} ${d.res.statusCode}`, (answers.get(`${d.op.kind} ${d.res.statusCode}`) ?? 0) + 1);
         const where = `step ${i + 1} (${ops.length > 1 ? 'at once' : 'alone'}): ${done.map(labelOf).join('\n  ')}`;
         try {
           apply(model, done);
@@ -401,5 +578,10 @@ test('item numbers, positions and deploy mail stay right under any sequence of c
     fuzzParameters(SEQUENCES),
   );
   const total = [...answers.values()].reduce((a, b) => a + b, 0);
-  context.diagnostic(`${total} requests: ${[...answers].sort().map(([k, n]) => `${n}x ${k}`).join(', ')}`);
+  context.diagnostic(
+    `${total} requests: ${[...answers]
+      .sort()
+      .map(([k, n]) => `${n}x ${k}`)
+      .join(', ')}`,
+  );
 });

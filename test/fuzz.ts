@@ -42,10 +42,15 @@ function tableNames(db: Db): Promise<string[]> {
   let names = tablesOf.get(db);
   if (!names) {
     names = (async () => {
-      const schema = pgBase ? (await sql<{ name: string }>`select current_schema() as name`.execute(db)).rows[0].name : undefined;
+      const schema = pgBase
+        ? (await sql<{ name: string }>`select current_schema() as name`.execute(db)).rows[0].name
+        : undefined;
       const tables = await db.introspection.getTables();
       return tables
-        .filter((table) => !table.isView && !table.name.startsWith('kysely_') && (schema === undefined || table.schema === schema))
+        .filter(
+          (table) =>
+            !table.isView && !table.name.startsWith('kysely_') && (schema === undefined || table.schema === schema),
+        )
         .map((table) => table.name)
         .sort();
     })();
@@ -58,9 +63,14 @@ export async function snapshot(db: Db): Promise<Snapshot> {
   const names = await tableNames(db);
   const contents = await Promise.all(
     names.map(async (name) => {
-      const rows = await db.selectFrom(name as 'users').selectAll().execute();
+      const rows = await db
+        .selectFrom(name as 'users')
+        .selectAll()
+        .execute();
       const volatile = VOLATILE[name] ?? [];
-      return rows.map((row) => JSON.stringify(Object.entries(row).filter(([column]) => !volatile.includes(column)))).sort();
+      return rows
+        .map((row) => JSON.stringify(Object.entries(row).filter(([column]) => !volatile.includes(column))))
+        .sort();
     }),
   );
   return new Map(names.map((name, i) => [name, contents[i]]));
@@ -84,16 +94,79 @@ export function changesBetween(before: Snapshot, after: Snapshot): string | unde
 
 /** Characters parsers and templates trip on: controls, separators, bidi and zero-width marks, lone surrogates, markup. */
 const ODD_CHARACTERS = [
-  '\u0000', '\u0001', '\t', '\n', '\r\n', '\u001b', '\u007f', '\u0085', '\u00a0', '\u2028', '\u202e', '\u200b', '\ufeff', '\ufffe', '\uffff',
-  '\ud800', '\udfff', 'é', 'e\u0301', 'ß', 'İ', '😀', '👩‍👩‍👧', '𝕏', '<', '>', '&', '"', "'", '`', '\\', '%', '+', ',', '=', ';', '#', '?', '/',
-  '[', ']', '{', '}', ' ', 'a', 'Z', '0', '9', '-', '.', '@',
+  '\u0000',
+  '\u0001',
+  '\t',
+  '\n',
+  '\r\n',
+  '\u001b',
+  '\u007f',
+  '\u0085',
+  '\u00a0',
+  '\u2028',
+  '\u202e',
+  '\u200b',
+  '\ufeff',
+  '\ufffe',
+  '\uffff',
+  '\ud800',
+  '\udfff',
+  'é',
+  'e\u0301',
+  'ß',
+  'İ',
+  '😀',
+  '👩‍👩‍👧',
+  '𝕏',
+  '<',
+  '>',
+  '&',
+  '"',
+  "'",
+  '`',
+  '\\',
+  '%',
+  '+',
+  ',',
+  '=',
+  ';',
+  '#',
+  '?',
+  '/',
+  '[',
+  ']',
+  '{',
+  '}',
+  ' ',
+  'a',
+  'Z',
+  '0',
+  '9',
+  '-',
+  '.',
+  '@',
 ];
 
 /** Text of every kind: any code points, odd characters, and lengths around every limit (in characters and in UTF-16 units). */
 export const oddText: fc.Arbitrary<string> = fc.oneof(
   { weight: 3, arbitrary: fc.string({ unit: fc.constantFrom(...ODD_CHARACTERS), maxLength: 24 }) },
   { weight: 2, arbitrary: fc.string({ unit: 'binary', maxLength: 24 }) },
-  { weight: 1, arbitrary: fc.constantFrom('', ' ', '  \t ', 'null', 'undefined', 'true', '[]', '{}', '<script>alert(1)</script>', '../../etc/passwd', "'; drop table items; --") },
+  {
+    weight: 1,
+    arbitrary: fc.constantFrom(
+      '',
+      ' ',
+      '  \t ',
+      'null',
+      'undefined',
+      'true',
+      '[]',
+      '{}',
+      '<script>alert(1)</script>',
+      '../../etc/passwd',
+      "'; drop table items; --",
+    ),
+  },
   {
     weight: 1,
     arbitrary: fc
@@ -104,13 +177,43 @@ export const oddText: fc.Arbitrary<string> = fc.oneof(
 
 /** Numbers as text, well-formed or not: signs, fractions, exponents, other digits, runs too long for any integer type. */
 export const numberText: fc.Arbitrary<string> = fc.oneof(
-  fc.constantFrom('0', '-1', '-0', '+3', '1.5', '1e3', '0x10', ' 7 ', '007', '2147483647', '2147483648', '4294967296', '9007199254740993', '1'.padEnd(400, '9'), 'NaN', 'Infinity', '٣', '３', '1,2', ''),
+  fc.constantFrom(
+    '0',
+    '-1',
+    '-0',
+    '+3',
+    '1.5',
+    '1e3',
+    '0x10',
+    ' 7 ',
+    '007',
+    '2147483647',
+    '2147483648',
+    '4294967296',
+    '9007199254740993',
+    '1'.padEnd(400, '9'),
+    'NaN',
+    'Infinity',
+    '٣',
+    '３',
+    '1,2',
+    '',
+  ),
   fc.integer().map(String),
   fc.bigInt({ min: -(2n ** 90n), max: 2n ** 90n }).map(String),
 );
 
 /** Number tokens of JSON text that JSON.stringify never writes: overflow to Infinity, exponents, more digits than a double keeps. */
-const RAW_JSON_NUMBERS = ['1e400', '-1e400', '1E2', '0.0000001', '-0', '123456789012345678901234567890', '2147483648', '4.0'];
+const RAW_JSON_NUMBERS = [
+  '1e400',
+  '-1e400',
+  '1E2',
+  '0.0000001',
+  '-0',
+  '123456789012345678901234567890',
+  '2147483648',
+  '4.0',
+];
 
 /**
  * JSON text of any value: primitives, numbers of every size, odd strings (lone surrogates
@@ -121,12 +224,25 @@ export function jsonText(leaf: fc.Arbitrary<string>): fc.Arbitrary<string> {
     value: fc.oneof(
       { depthSize: 'small', maxDepth: 3 },
       { weight: 4, arbitrary: leaf.map((s) => JSON.stringify(s)) },
-      { weight: 2, arbitrary: fc.oneof(fc.constantFrom('null', 'true', 'false', ...RAW_JSON_NUMBERS), fc.double({ noNaN: true, noDefaultInfinity: true }).map(String), fc.integer().map(String)) },
+      {
+        weight: 2,
+        arbitrary: fc.oneof(
+          fc.constantFrom('null', 'true', 'false', ...RAW_JSON_NUMBERS),
+          fc.double({ noNaN: true, noDefaultInfinity: true }).map(String),
+          fc.integer().map(String),
+        ),
+      },
       { weight: 1, arbitrary: fc.array(tie('value'), { maxLength: 4 }).map((items) => `[${items.join(',')}]`) },
       {
         weight: 1,
         arbitrary: fc
-          .array(fc.tuple(fc.oneof(fc.constantFrom('id', 'number', '$gt', '__proto__', 'constructor'), fc.string({ maxLength: 6 })), tie('value')), { maxLength: 4 })
+          .array(
+            fc.tuple(
+              fc.oneof(fc.constantFrom('id', 'number', '$gt', '__proto__', 'constructor'), fc.string({ maxLength: 6 })),
+              tie('value'),
+            ),
+            { maxLength: 4 },
+          )
           .map((entries) => `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${v}`).join(',')}}`),
       },
     ),
@@ -134,7 +250,10 @@ export function jsonText(leaf: fc.Arbitrary<string>): fc.Arbitrary<string> {
   return fc.oneof(
     { weight: 20, arbitrary: value },
     { weight: 1, arbitrary: fc.constantFrom(50, 5000).map((depth) => '['.repeat(depth) + ']'.repeat(depth)) },
-    { weight: 1, arbitrary: fc.constantFrom(50, 5000).map((depth) => '{"id":'.repeat(depth) + '1' + '}'.repeat(depth)) },
+    {
+      weight: 1,
+      arbitrary: fc.constantFrom(50, 5000).map((depth) => '{"id":'.repeat(depth) + '1' + '}'.repeat(depth)),
+    },
   );
 }
 
@@ -143,7 +262,12 @@ export function formComponent(s: string): fc.Arbitrary<string> {
   return fc.oneof(
     { weight: 8, arbitrary: fc.constant(encodeLoosely(s)) },
     { weight: 1, arbitrary: fc.constant(encodeLoosely(s).replace(/%20/g, '+')) },
-    { weight: 1, arbitrary: fc.constantFrom('%', '%G1', '%FF', '%C3', '%C0%AF', '%ED%A0%80', '%00', '%E2%80%AE', '%25').map((bad) => encodeLoosely(s) + bad) },
+    {
+      weight: 1,
+      arbitrary: fc
+        .constantFrom('%', '%G1', '%FF', '%C3', '%C0%AF', '%ED%A0%80', '%00', '%E2%80%AE', '%25')
+        .map((bad) => encodeLoosely(s) + bad),
+    },
   );
 }
 
@@ -155,14 +279,18 @@ export function encodeLoosely(s: string): string {
 /** The path of a new sign-in link for a user, as an operator makes one (no mail, no rate limit). */
 export async function signInPath(t: TestContext, user: TestUser): Promise<string> {
   const key = await sharedSecret(t.db, 'signin_key');
-  return new URL(await t.db.transaction().execute((trx) => operatorSignInLink(trx, key, t.config.publicUrl, user.email))).pathname;
+  return new URL(
+    await t.db.transaction().execute((trx) => operatorSignInLink(trx, key, t.config.publicUrl, user.email)),
+  ).pathname;
 }
 
 /** A new page session of a user: its cookie header and the form token its pages carry. */
 export async function pageSession(t: TestContext, user: TestUser): Promise<{ cookie: string; csrf: string }> {
   const signedIn = await t.app.inject({ method: 'POST', url: await signInPath(t, user) });
   assert.equal(signedIn.statusCode, 303, signedIn.body);
-  const cookie = String([signedIn.headers['set-cookie']].flat().find((c) => String(c).startsWith('shiplog_session='))).split(';')[0];
+  const cookie = String(
+    [signedIn.headers['set-cookie']].flat().find((c) => String(c).startsWith('shiplog_session=')),
+  ).split(';')[0];
   const settings = await t.app.inject({ method: 'GET', url: '/app/settings', headers: { cookie } });
   const csrf = /name="csrf" value="([^"]+)"/.exec(settings.body)?.[1];
   assert.ok(csrf, `no form token in ${settings.body}`);

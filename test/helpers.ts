@@ -35,7 +35,9 @@ export function tempDir(prefix = 'shiplog-test-'): string {
  * `file`; a fresh PostgreSQL schema in the suite's PostgreSQL run), with
  * mail written under a temporary data directory and delivered only when a test asks.
  */
-export async function makeApp(options: { file?: boolean; env?: NodeJS.ProcessEnv } & Partial<AppOptions> = {}): Promise<TestContext> {
+export async function makeApp(
+  options: { file?: boolean; env?: NodeJS.ProcessEnv } & Partial<AppOptions> = {},
+): Promise<TestContext> {
   const dataDir = tempDir();
   const dbOptions = await databaseOptionsFor(dataDir, !options.file);
   const config = loadConfig({
@@ -75,12 +77,21 @@ export interface TestUser {
 let userSeq = 0;
 
 /** A user with a fresh API key; override any field. */
-export async function makeUser(db: Db, overrides: Partial<{ email: string; firstName: string; lastName: string }> = {}): Promise<TestUser> {
+export async function makeUser(
+  db: Db,
+  overrides: Partial<{ email: string; firstName: string; lastName: string }> = {},
+): Promise<TestUser> {
   userSeq += 1;
   const email = overrides.email ?? `user${userSeq}-${process.pid}@example.com`;
-  const { user, apiKey } = await db.transaction().execute((trx) =>
-    createUser(trx, { email, firstName: overrides.firstName ?? `First${userSeq}`, lastName: overrides.lastName ?? `Last${userSeq}` }),
-  );
+  const { user, apiKey } = await db
+    .transaction()
+    .execute((trx) =>
+      createUser(trx, {
+        email,
+        firstName: overrides.firstName ?? `First${userSeq}`,
+        lastName: overrides.lastName ?? `Last${userSeq}`,
+      }),
+    );
   return { user, apiKey, email: user.email, auth: basic(user.email, apiKey) };
 }
 
@@ -89,9 +100,17 @@ export function basic(email: string, key: string): string {
 }
 
 /** A product owned (as admin) by `owner`, with the given extra members. */
-export async function makeProduct(db: Db, owner: TestUser, members: TestUser[] = [], name = 'Test product'): Promise<ProductRow> {
+export async function makeProduct(
+  db: Db,
+  owner: TestUser,
+  members: TestUser[] = [],
+  name = 'Test product',
+): Promise<ProductRow> {
   const product = await db.transaction().execute((trx) => createProduct(trx, owner.user, name));
-  for (const m of members) await db.transaction().execute((trx) => insertMembership(trx, product.id, m.user.id, false, '2026-01-01T00:00:00+00:00'));
+  for (const m of members)
+    await db
+      .transaction()
+      .execute((trx) => insertMembership(trx, product.id, m.user.id, false, '2026-01-01T00:00:00+00:00'));
   return product;
 }
 
@@ -134,7 +153,12 @@ export function client(app: FastifyInstance, user: TestUser | { auth: string }) 
       });
     },
     postJson(url: string, body: unknown, extraHeaders: Record<string, string> = {}): Promise<LightMyRequestResponse> {
-      return app.inject({ method: 'POST', url, headers: { ...headers, 'content-type': 'application/json', ...extraHeaders }, payload: JSON.stringify(body) });
+      return app.inject({
+        method: 'POST',
+        url,
+        headers: { ...headers, 'content-type': 'application/json', ...extraHeaders },
+        payload: JSON.stringify(body),
+      });
     },
     delete(url: string): Promise<LightMyRequestResponse> {
       return app.inject({ method: 'DELETE', url, headers });
@@ -169,22 +193,37 @@ export function assertError(
   assert.equal(body.code, status, label);
   assert.equal(typeof body.message, 'string', label);
   assert.ok(body.message.length > 0, label);
-  for (const key of Object.keys(body)) assert.ok(['code', 'message', 'errors'].includes(key), `${label}: unexpected key ${key} in ${res.body}`);
+  for (const key of Object.keys(body))
+    assert.ok(['code', 'message', 'errors'].includes(key), `${label}: unexpected key ${key} in ${res.body}`);
   if (expected.message) assert.match(body.message, expected.message, label);
   if ('errors' in body) {
     assert.equal(typeof body.errors, 'object', label);
     assert.notEqual(body.errors, null, label);
-    for (const reason of Object.values(body.errors)) assert.ok(typeof reason === 'string' && reason.length > 0, `${label}: ${res.body}`);
+    for (const reason of Object.values(body.errors))
+      assert.ok(typeof reason === 'string' && reason.length > 0, `${label}: ${res.body}`);
   }
   if (expected.errors) {
-    assert.deepEqual(Object.keys(body.errors ?? {}).sort(), [...expected.errors].sort(), `${label}: errors named in ${res.body}`);
+    assert.deepEqual(
+      Object.keys(body.errors ?? {}).sort(),
+      [...expected.errors].sort(),
+      `${label}: errors named in ${res.body}`,
+    );
   }
   return body;
 }
 
 /** Creates an item through the API and returns its JSON; fails the test on any other answer. */
-export async function makeItem(app: FastifyInstance, user: TestUser, productId: number, params: Params = {}): Promise<any> {
-  const res = await client(app, user).post(`/api/products/${productId}/items.json`, { type: 'task', title: 'A task', ...params });
+export async function makeItem(
+  app: FastifyInstance,
+  user: TestUser,
+  productId: number,
+  params: Params = {},
+): Promise<any> {
+  const res = await client(app, user).post(`/api/products/${productId}/items.json`, {
+    type: 'task',
+    title: 'A task',
+    ...params,
+  });
   if (res.statusCode !== 200) throw new Error(`item create failed: ${res.statusCode} ${res.body}`);
   return res.json();
 }
@@ -194,13 +233,18 @@ export async function deliveredMail(t: TestContext): Promise<ParsedMail[]> {
   await t.app.outbox.deliverDue();
   const dir = path.join(t.dataDir, 'mail');
   if (!fs.existsSync(dir)) return [];
-  const files = fs.readdirSync(dir).filter((f) => f.endsWith('.eml')).sort();
+  const files = fs
+    .readdirSync(dir)
+    .filter((f) => f.endsWith('.eml'))
+    .sort();
   return Promise.all(files.map((f) => readEml(fs.readFileSync(path.join(dir, f)))));
 }
 
 /** The path of the invitation link in the latest message to `email` (after delivering what is due). */
 export async function invitationPath(t: TestContext, email: string): Promise<string> {
-  const mine = (await deliveredMail(t)).filter((m) => (m.headers.get('to') ?? '').toLowerCase().includes(email.toLowerCase()));
+  const mine = (await deliveredMail(t)).filter((m) =>
+    (m.headers.get('to') ?? '').toLowerCase().includes(email.toLowerCase()),
+  );
   const text = mine.at(-1)?.text ?? '';
   const match = /https?:\/\/[^/\s]+(\/invitations\/[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+)/.exec(text);
   if (!match) throw new Error(`no invitation link to ${email} in: ${text}`);
@@ -209,7 +253,12 @@ export async function invitationPath(t: TestContext, email: string): Promise<str
 
 /** Accepts an invitation link as the invitee's browser would post it; returns the JSON answer. */
 export async function acceptInvitation(app: FastifyInstance, link: string, params: Params = {}): Promise<any> {
-  const res = await app.inject({ method: 'POST', url: link, headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload: formBody(params) });
+  const res = await app.inject({
+    method: 'POST',
+    url: link,
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    payload: formBody(params),
+  });
   if (res.statusCode !== 200) throw new Error(`accepting failed: ${res.statusCode} ${res.body}`);
   return res.json();
 }
@@ -222,10 +271,21 @@ export async function readEml(raw: string | Buffer): Promise<ParsedMail> {
   const parsed = await simpleParser(raw);
   const headers = new Map<string, string>();
   for (const { key, line } of parsed.headerLines) {
-    headers.set(key, line.slice(line.indexOf(':') + 1).replace(/\r?\n[ \t]+/g, ' ').trim());
+    headers.set(
+      key,
+      line
+        .slice(line.indexOf(':') + 1)
+        .replace(/\r?\n[ \t]+/g, ' ')
+        .trim(),
+    );
   }
   if (parsed.subject !== undefined) headers.set('subject', parsed.subject);
-  return { headers, text: parsed.text ?? '', html: typeof parsed.html === 'string' ? parsed.html : '', raw: raw.toString() };
+  return {
+    headers,
+    text: parsed.text ?? '',
+    html: typeof parsed.html === 'string' ? parsed.html : '',
+    raw: raw.toString(),
+  };
 }
 
 export interface ParsedMail {
@@ -253,7 +313,9 @@ export async function signInByMail(t: TestContext, email: string): Promise<strin
     payload: new URLSearchParams({ email }).toString(),
   });
   assert.equal(asked.statusCode, 200, asked.body);
-  const mine = (await deliveredMail(t)).filter((m) => (m.headers.get('to') ?? '').toLowerCase().includes(email.toLowerCase()));
+  const mine = (await deliveredMail(t)).filter((m) =>
+    (m.headers.get('to') ?? '').toLowerCase().includes(email.toLowerCase()),
+  );
   const link = /https?:\/\/[^/\s]+(\/app\/sign-in\/[A-Za-z0-9_-]{43})\b/.exec(mine.at(-1)?.text ?? '')?.[1];
   assert.ok(link, `no sign-in link mailed to ${email}`);
   const res = await t.app.inject({ method: 'POST', url: link });

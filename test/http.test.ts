@@ -2,7 +2,16 @@ import assert from 'node:assert/strict';
 import net from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import type { LightMyRequestResponse } from 'fastify';
-import { assertError, client, makeApp, makeItem, makeProduct, makeUser, type TestContext, type TestUser } from './helpers.js';
+import {
+  assertError,
+  client,
+  makeApp,
+  makeItem,
+  makeProduct,
+  makeUser,
+  type TestContext,
+  type TestUser,
+} from './helpers.js';
 
 const JSON_TYPE = 'application/json; charset=utf-8';
 const TIMESTAMP = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00$/;
@@ -25,7 +34,11 @@ function api() {
 }
 
 /** A POST with an exact body and content type, as a client library would put it on the wire. */
-function rawPost(url: string, contentType: string | undefined, payload: string | Buffer): Promise<LightMyRequestResponse> {
+function rawPost(
+  url: string,
+  contentType: string | undefined,
+  payload: string | Buffer,
+): Promise<LightMyRequestResponse> {
   const headers: Record<string, string> = { authorization: owner.auth };
   if (contentType !== undefined) headers['content-type'] = contentType;
   return t.app.inject({ method: 'POST', url, headers, payload });
@@ -46,7 +59,10 @@ describe('request bodies', () => {
 
   test('form-urlencoded body with a charset', async () => {
     const payload = new URLSearchParams({ type: 'defect', title: 'Grüße aus Köln', description: '日本語' }).toString();
-    for (const contentType of ['application/x-www-form-urlencoded; charset=UTF-8', 'application/x-www-form-urlencoded;charset=utf-8']) {
+    for (const contentType of [
+      'application/x-www-form-urlencoded; charset=UTF-8',
+      'application/x-www-form-urlencoded;charset=utf-8',
+    ]) {
       const item = assertOk(await rawPost(items, contentType, payload), contentType);
       assert.equal(item.type, 'defect');
       assert.equal(item.title, 'Grüße aus Köln');
@@ -64,7 +80,11 @@ describe('request bodies', () => {
   });
 
   test('JSON body with a charset', async () => {
-    const res = await rawPost(items, 'application/json; charset=utf-8', JSON.stringify({ type: 'task', title: 'JSON charset' }));
+    const res = await rawPost(
+      items,
+      'application/json; charset=utf-8',
+      JSON.stringify({ type: 'task', title: 'JSON charset' }),
+    );
     assert.equal(assertOk(res).title, 'JSON charset');
   });
 
@@ -85,7 +105,11 @@ describe('request bodies', () => {
 
   test('query-string parameters alone are enough for a POST without a body', async () => {
     // What `curl -X POST 'https://.../deploys.json?environment=...&numbers=...'` sends.
-    const res = await t.app.inject({ method: 'POST', url: `${items}?type=task&title=Only+query`, headers: { authorization: owner.auth } });
+    const res = await t.app.inject({
+      method: 'POST',
+      url: `${items}?type=task&title=Only+query`,
+      headers: { authorization: owner.auth },
+    });
     const item = assertOk(res, 'create item');
     assert.equal(item.title, 'Only query');
     const deploy = await t.app.inject({
@@ -93,11 +117,18 @@ describe('request bodies', () => {
       url: `/api/products/${productId}/deploys.json?environment=production&numbers=${item.number}`,
       headers: { authorization: owner.auth },
     });
-    assert.deepEqual(assertOk(deploy, 'create deploy').items.map((i: { number: number }) => i.number), [item.number]);
+    assert.deepEqual(
+      assertOk(deploy, 'create deploy').items.map((i: { number: number }) => i.number),
+      [item.number],
+    );
   });
 
   test('+ and %20 in form bodies decode to spaces', async () => {
-    const res = await rawPost(items, 'application/x-www-form-urlencoded', 'type=task&title=hello+big%20world&tags=a+tag%2Cother%20tag');
+    const res = await rawPost(
+      items,
+      'application/x-www-form-urlencoded',
+      'type=task&title=hello+big%20world&tags=a+tag%2Cother%20tag',
+    );
     const item = assertOk(res);
     assert.equal(item.title, 'hello big world');
     assert.deepEqual(item.tags, ['a tag', 'other tag']);
@@ -178,7 +209,12 @@ describe('unknown and read-only parameters', () => {
   test('an item posted back whole as JSON is accepted; nested read-only objects are ignored', async () => {
     const original = await makeItem(t.app, owner, productId, { title: 'JSON round trip', tags: 'p,q' });
     const url = `/api/products/${productId}/items/${original.number}.json`;
-    const res = await api().postJson(url, { ...original, title: 'JSON round trip, edited', sort: original.sort + 7, limit: 100 });
+    const res = await api().postJson(url, {
+      ...original,
+      title: 'JSON round trip, edited',
+      sort: original.sort + 7,
+      limit: 100,
+    });
     const item = assertOk(res);
     assert.equal(item.title, 'JSON round trip, edited');
     assert.equal(item.number, original.number);
@@ -197,23 +233,45 @@ describe('unknown and read-only parameters', () => {
 
 describe('lists', () => {
   test('comma lists are trimmed and empty entries dropped', async () => {
-    const item = assertOk(await api().post(items, { type: 'task', title: 'Tagged', tags: ' alpha , beta,,  gamma delta ,, ' }));
+    const item = assertOk(
+      await api().post(items, { type: 'task', title: 'Tagged', tags: ' alpha , beta,,  gamma delta ,, ' }),
+    );
     assert.deepEqual(item.tags, ['alpha', 'beta', 'gamma delta']);
 
-    const listed = assertOk(await api().get(items, { status: ' backlog , ,in-progress ,', tags: ' alpha ,, gamma delta ' }));
-    assert.deepEqual(listed.map((i: { number: number }) => i.number), [item.number]);
+    const listed = assertOk(
+      await api().get(items, { status: ' backlog , ,in-progress ,', tags: ' alpha ,, gamma delta ' }),
+    );
+    assert.deepEqual(
+      listed.map((i: { number: number }) => i.number),
+      [item.number],
+    );
   });
 
   test('a JSON body may give lists as arrays', async () => {
-    const item = assertOk(await api().postJson(items, { type: 'task', title: 'Array tags', tags: ['first tag', ' second ', 'third'] }));
+    const item = assertOk(
+      await api().postJson(items, { type: 'task', title: 'Array tags', tags: ['first tag', ' second ', 'third'] }),
+    );
     assert.deepEqual(item.tags, ['first tag', 'second', 'third']);
 
-    const deploy = assertOk(await api().postJson(`/api/products/${productId}/deploys.json`, { environment: 'staging', numbers: [item.number] }));
-    assert.deepEqual(deploy.items.map((i: { number: number }) => i.number), [item.number]);
+    const deploy = assertOk(
+      await api().postJson(`/api/products/${productId}/deploys.json`, {
+        environment: 'staging',
+        numbers: [item.number],
+      }),
+    );
+    assert.deepEqual(
+      deploy.items.map((i: { number: number }) => i.number),
+      [item.number],
+    );
   });
 
   test('a JSON body may give integers and booleans as JSON values', async () => {
-    const story = await makeItem(t.app, owner, productId, { type: 'story', who: 'tester', what: 'json numbers', why: 'clients send them' });
+    const story = await makeItem(t.app, owner, productId, {
+      type: 'story',
+      who: 'tester',
+      what: 'json numbers',
+      why: 'clients send them',
+    });
     const child = assertOk(await api().postJson(items, { type: 'task', title: 'JSON child', parent: story.number }));
     assert.equal(child.parent.number, story.number);
   });
@@ -223,7 +281,12 @@ describe('booleans and integers', () => {
   let story: any;
   let child: any;
   before(async () => {
-    story = await makeItem(t.app, owner, productId, { type: 'story', who: 'reader', what: 'sub-items', why: 'I see them' });
+    story = await makeItem(t.app, owner, productId, {
+      type: 'story',
+      who: 'reader',
+      what: 'sub-items',
+      why: 'I see them',
+    });
     child = await makeItem(t.app, owner, productId, { type: 'task', title: 'A sub-item', parent: story.number });
   });
 
@@ -242,7 +305,10 @@ describe('booleans and integers', () => {
 
   test('any other boolean value is 400', async () => {
     for (const value of ['maybe', '2', 'on', 'off', 't', 'f', 'yess', 'truee', '-1']) {
-      assertError(await api().get(items, { children: value }), 400, { errors: ['children'], label: `children=${value}` });
+      assertError(await api().get(items, { children: value }), 400, {
+        errors: ['children'],
+        label: `children=${value}`,
+      });
     }
   });
 
@@ -250,7 +316,9 @@ describe('booleans and integers', () => {
     for (const name of ['limit', 'offset']) {
       for (const value of ['abc', '1.5', '-1', '1e2', '0x10', '10abc']) {
         assertError(await api().get(items, { [name]: value }), 400, { label: `items ${name}=${value}` });
-        assertError(await api().get(`/api/products/${productId}/deploys.json`, { [name]: value }), 400, { label: `deploys ${name}=${value}` });
+        assertError(await api().get(`/api/products/${productId}/deploys.json`, { [name]: value }), 400, {
+          label: `deploys ${name}=${value}`,
+        });
       }
     }
   });
@@ -267,10 +335,28 @@ describe('booleans and integers', () => {
       .insertInto('items')
       .values(
         Array.from({ length: 501 }, (_, i) => ({
-          product_id: own.id, number: i + 1, type: 'task', status: 1, title: `Item ${i + 1}`, who: null, what: null, why: null,
-          description: '', score: '~', archived: 0, created_by_id: owner.user.id, assigned_to_id: null, parent_id: null,
-          sort: (i + 1) * 65536, close_reason: null, started_at: null, closed_at: null, accepted_at: null,
-          created_at: at, last_modified: at, last_activity: at,
+          product_id: own.id,
+          number: i + 1,
+          type: 'task',
+          status: 1,
+          title: `Item ${i + 1}`,
+          who: null,
+          what: null,
+          why: null,
+          description: '',
+          score: '~',
+          archived: 0,
+          created_by_id: owner.user.id,
+          assigned_to_id: null,
+          parent_id: null,
+          sort: (i + 1) * 65536,
+          close_reason: null,
+          started_at: null,
+          closed_at: null,
+          accepted_at: null,
+          created_at: at,
+          last_modified: at,
+          last_activity: at,
         })),
       )
       .execute();
@@ -278,7 +364,11 @@ describe('booleans and integers', () => {
     const first500 = Array.from({ length: 500 }, (_, i) => i + 1);
     for (const value of ['500', '501', '100000']) {
       const res = await api().get(`/api/products/${own.id}/items.json`, { limit: value });
-      assert.deepEqual(assertOk(res, `limit=${value}`).map((i: { number: number }) => i.number), first500, `limit=${value}`);
+      assert.deepEqual(
+        assertOk(res, `limit=${value}`).map((i: { number: number }) => i.number),
+        first500,
+        `limit=${value}`,
+      );
       assert.equal(res.headers['x-sprintly-item-count'], '501');
     }
   });
@@ -287,7 +377,9 @@ describe('booleans and integers', () => {
     const own = await makeProduct(t.db, owner, [], 'Paged list');
     for (let i = 0; i < 3; i++) await makeItem(t.app, owner, own.id);
     const list = async (query: Record<string, string>) =>
-      assertOk(await api().get(`/api/products/${own.id}/items.json`, query), JSON.stringify(query)).map((i: { number: number }) => i.number);
+      assertOk(await api().get(`/api/products/${own.id}/items.json`, query), JSON.stringify(query)).map(
+        (i: { number: number }) => i.number,
+      );
     assert.deepEqual(await list({ limit: '500' }), [1, 2, 3]);
     assert.deepEqual(await list({ limit: '2', offset: '1' }), [2, 3]);
     assert.deepEqual(await list({ offset: '0' }), [1, 2, 3]);
@@ -321,7 +413,10 @@ describe('responses', () => {
   test('timestamps are ISO 8601 UTC with second precision and a numeric offset', async () => {
     const created = await makeItem(t.app, owner, productId, { title: 'Timestamps', status: 'accepted' });
     const deploy = assertOk(
-      await api().post(`/api/products/${productId}/deploys.json`, { environment: 'production', numbers: String(created.number) }),
+      await api().post(`/api/products/${productId}/deploys.json`, {
+        environment: 'production',
+        numbers: String(created.number),
+      }),
     );
     const item = assertOk(await api().get(`/api/products/${productId}/items/${created.number}.json`));
     const me = assertOk(await api().get('/api/user/whoami.json'));
@@ -378,7 +473,9 @@ describe('responses', () => {
   });
 
   test('story parts are stored exactly too', async () => {
-    const story = assertOk(await api().post(items, { type: 'story', who: 'admin <b>', what: 'to see "Ü & ß"', why: '**it matters**' }));
+    const story = assertOk(
+      await api().post(items, { type: 'story', who: 'admin <b>', what: 'to see "Ü & ß"', why: '**it matters**' }),
+    );
     assert.equal(story.who, 'admin <b>');
     assert.equal(story.what, 'to see "Ü & ß"');
     assert.equal(story.why, '**it matters**');
@@ -390,7 +487,9 @@ describe('errors', () => {
   test('an unknown route is 404 in the error shape', async () => {
     assertError(await api().get('/api/nothing-here.json'), 404, { label: 'unknown api path' });
     assertError(await api().get('/nothing'), 404, { label: 'outside /api' });
-    assertError(await api().get(`/api/products/${productId}/items/1/nothing.json`), 404, { label: 'unknown product sub-path' });
+    assertError(await api().get(`/api/products/${productId}/items/1/nothing.json`), 404, {
+      label: 'unknown product sub-path',
+    });
     assertError(await api().post('/api/nothing-here.json', { a: '1' }), 404, { label: 'unknown POST' });
     assertError(await api().get(`/api/products/${productId}/items`), 404, { label: 'path without .json' });
   });
@@ -403,18 +502,32 @@ describe('errors', () => {
 
   test('a body over 1 MiB is 413 in the error shape', async () => {
     const big = 'a'.repeat(1024 * 1024 + 1);
-    assertError(await rawPost(items, 'application/x-www-form-urlencoded', `type=task&title=big&description=${big}`), 413, { label: 'form' });
-    assertError(await rawPost(items, 'application/json', JSON.stringify({ type: 'task', title: 'big', description: big })), 413, { label: 'json' });
+    assertError(
+      await rawPost(items, 'application/x-www-form-urlencoded', `type=task&title=big&description=${big}`),
+      413,
+      { label: 'form' },
+    );
+    assertError(
+      await rawPost(items, 'application/json', JSON.stringify({ type: 'task', title: 'big', description: big })),
+      413,
+      { label: 'json' },
+    );
   });
 
   test('a body just under 1 MiB is read (and its too-long description refused as 400)', async () => {
-    const res = await rawPost(items, 'application/x-www-form-urlencoded', `type=task&title=big&description=${'a'.repeat(1000 * 1000)}`);
+    const res = await rawPost(
+      items,
+      'application/x-www-form-urlencoded',
+      `type=task&title=big&description=${'a'.repeat(1000 * 1000)}`,
+    );
     assertError(res, 400, { errors: ['description'], label: 'description too long' });
   });
 
   test('an unsupported content type is 400 in the error shape', async () => {
     assertError(await rawPost(items, 'text/plain', 'type=task&title=plain'), 400, { label: 'text/plain' });
-    assertError(await rawPost(items, 'application/xml', '<item><type>task</type></item>'), 400, { label: 'application/xml' });
+    assertError(await rawPost(items, 'application/xml', '<item><type>task</type></item>'), 400, {
+      label: 'application/xml',
+    });
   });
 
   test('nothing a client sends produces a 500', async () => {
@@ -422,9 +535,17 @@ describe('errors', () => {
       ['a JSON array', await rawPost(items, 'application/json', '[1,2,3]'), 400],
       ['JSON null', await rawPost(items, 'application/json', 'null'), 400],
       ['a JSON string', await rawPost(items, 'application/json', '"a string"'), 400],
-      ['arrays and objects as values', await api().postJson(items, { type: ['task', 'story'], title: { nested: true } }), 400],
+      [
+        'arrays and objects as values',
+        await api().postJson(items, { type: ['task', 'story'], title: { nested: true } }),
+        400,
+      ],
       ['a number as title', await api().postJson(items, { type: 'task', title: 12345 }), 200],
-      ['repeated status and limit', await api().get(items, { status: ['backlog', 'in-progress'], limit: ['1', '2'] }), 200],
+      [
+        'repeated status and limit',
+        await api().get(items, { status: ['backlog', 'in-progress'], limit: ['1', '2'] }),
+        200,
+      ],
       ['a huge item number', await api().get(`/api/products/${productId}/items/${'9'.repeat(40)}.json`), 404],
       ['a huge product id', await api().get(`/api/products/${'9'.repeat(40)}/items.json`), 404],
       ['a NUL in the title', await api().post(items, { type: 'task', title: '\u0000nul' }), 400, ['title']],
@@ -440,7 +561,10 @@ describe('errors', () => {
 
 describe('length limits', () => {
   test('a title of 256 characters is 400 naming title; 255 is accepted', async () => {
-    assertError(await api().post(items, { type: 'task', title: 't'.repeat(256) }), 400, { errors: ['title'], label: 'title 256' });
+    assertError(await api().post(items, { type: 'task', title: 't'.repeat(256) }), 400, {
+      errors: ['title'],
+      label: 'title 256',
+    });
     assert.equal(assertOk(await api().post(items, { type: 'task', title: 't'.repeat(255) })).title, 't'.repeat(255));
   });
 
@@ -449,13 +573,18 @@ describe('length limits', () => {
     assert.equal(assertOk(await api().post(items, { type: 'task', title: emoji }), 'emoji title').title, emoji);
     const accents = 'é'.repeat(255);
     assert.equal(assertOk(await api().post(items, { type: 'task', title: accents }), 'accented title').title, accents);
-    assertError(await api().post(items, { type: 'task', title: 'é'.repeat(256) }), 400, { label: 'accented title 256' });
+    assertError(await api().post(items, { type: 'task', title: 'é'.repeat(256) }), 400, {
+      label: 'accented title 256',
+    });
   });
 
   test('an update with a title of 256 characters is 400', async () => {
     const item = await makeItem(t.app, owner, productId, { title: 'Short' });
     const url = `/api/products/${productId}/items/${item.number}.json`;
-    assertError(await api().post(url, { title: 'u'.repeat(256) }), 400, { errors: ['title'], label: 'update title 256' });
+    assertError(await api().post(url, { title: 'u'.repeat(256) }), 400, {
+      errors: ['title'],
+      label: 'update title 256',
+    });
     assert.equal(assertOk(await api().get(url)).title, 'Short');
   });
 
@@ -467,13 +596,17 @@ describe('length limits', () => {
   });
 
   test('a description of 65,536 characters is 400; 65,535 is accepted', async () => {
-    assertError(await api().post(items, { type: 'task', title: 'Long', description: 'd'.repeat(65536) }), 400, { label: 'description 65536' });
+    assertError(await api().post(items, { type: 'task', title: 'Long', description: 'd'.repeat(65536) }), 400, {
+      label: 'description 65536',
+    });
     const item = assertOk(await api().post(items, { type: 'task', title: 'Long', description: 'd'.repeat(65535) }));
     assert.equal(item.description.length, 65535);
   });
 
   test('a tag of 65 characters is 400; 64 is accepted', async () => {
-    assertError(await api().post(items, { type: 'task', title: 'Tag', tags: `ok,${'g'.repeat(65)}` }), 400, { label: 'tag 65' });
+    assertError(await api().post(items, { type: 'task', title: 'Tag', tags: `ok,${'g'.repeat(65)}` }), 400, {
+      label: 'tag 65',
+    });
     const item = assertOk(await api().post(items, { type: 'task', title: 'Tag', tags: 'g'.repeat(64) }));
     assert.deepEqual(item.tags, ['g'.repeat(64)]);
   });
@@ -481,9 +614,19 @@ describe('length limits', () => {
   test('deploy environment and version over 255 characters are 400', async () => {
     const item = await makeItem(t.app, owner, productId, { title: 'Deployable' });
     const deploys = `/api/products/${productId}/deploys.json`;
-    assertError(await api().post(deploys, { environment: 'e'.repeat(256), numbers: String(item.number) }), 400, { label: 'environment' });
-    assertError(await api().post(deploys, { environment: 'prod', version: 'v'.repeat(256), numbers: String(item.number) }), 400, { label: 'version' });
-    assertError(await api().post(deploys, { environment: 'prod', notes: 'n'.repeat(65536), numbers: String(item.number) }), 400, { label: 'notes' });
+    assertError(await api().post(deploys, { environment: 'e'.repeat(256), numbers: String(item.number) }), 400, {
+      label: 'environment',
+    });
+    assertError(
+      await api().post(deploys, { environment: 'prod', version: 'v'.repeat(256), numbers: String(item.number) }),
+      400,
+      { label: 'version' },
+    );
+    assertError(
+      await api().post(deploys, { environment: 'prod', notes: 'n'.repeat(65536), numbers: String(item.number) }),
+      400,
+      { label: 'notes' },
+    );
   });
 });
 

@@ -21,18 +21,26 @@ let productId: number;
 
 before(async () => {
   const db = await openDatabase(await databaseOptionsFor(dataDir));
-  const made = await db.transaction().execute((trx) => createUser(trx, { email: 'owner@example.com', firstName: 'Owen', lastName: 'Owner' }));
+  const made = await db
+    .transaction()
+    .execute((trx) => createUser(trx, { email: 'owner@example.com', firstName: 'Owen', lastName: 'Owner' }));
   owner = { email: made.user.email, key: made.apiKey };
   productId = (await db.transaction().execute((trx) => createProduct(trx, made.user, 'Scaled'))).id;
   for (let i = 0; i < 6; i++) {
-    const f = await db.transaction().execute((trx) => createUser(trx, { email: `f${i}@example.com`, firstName: 'F', lastName: String(i) }));
-    await db.transaction().execute((trx) => insertMembership(trx, productId, f.user.id, false, '2026-01-01T00:00:00+00:00'));
+    const f = await db
+      .transaction()
+      .execute((trx) => createUser(trx, { email: `f${i}@example.com`, firstName: 'F', lastName: String(i) }));
+    await db
+      .transaction()
+      .execute((trx) => insertMembership(trx, productId, f.user.id, false, '2026-01-01T00:00:00+00:00'));
     followers.push({ email: f.user.email, key: f.apiKey });
   }
   await db.destroy();
   sink = await SmtpSink.create();
   servers = await Promise.all(
-    [0, 1].map(() => startServer({ dataDir, env: { SMTP_URL: sink.url, LOG_LEVEL: 'info', MAIL_DOMAIN: 'items.shiplog.test' } })),
+    [0, 1].map(() =>
+      startServer({ dataDir, env: { SMTP_URL: sink.url, LOG_LEVEL: 'info', MAIL_DOMAIN: 'items.shiplog.test' } }),
+    ),
   );
 });
 
@@ -41,10 +49,19 @@ after(async () => {
   await sink?.stop();
 });
 
-async function call(i: number, who: { email: string; key: string }, method: string, path: string, form?: Record<string, string>) {
+async function call(
+  i: number,
+  who: { email: string; key: string },
+  method: string,
+  path: string,
+  form?: Record<string, string>,
+) {
   const res = await fetch(`http://127.0.0.1:${servers[i % 2].port}/api/products/${productId}${path}`, {
     method,
-    headers: { authorization: basic(who.email, who.key), ...(form ? { 'content-type': 'application/x-www-form-urlencoded' } : {}) },
+    headers: {
+      authorization: basic(who.email, who.key),
+      ...(form ? { 'content-type': 'application/x-www-form-urlencoded' } : {}),
+    },
     body: form ? new URLSearchParams(form).toString() : undefined,
   });
   return { status: res.status, body: (await res.json()) as any };
@@ -66,7 +83,8 @@ test('concurrent resorts through both instances never leave two items of a statu
   const results = await Promise.all(
     Array.from({ length: 120 }, (_, i) => {
       const moved = 2 + ((i * 37) % 150);
-      const anchor: Record<string, string> = i % 3 === 0 ? { before: '1' } : i % 3 === 1 ? { after: '200' } : { before: String(151 + (i % 40)) };
+      const anchor: Record<string, string> =
+        i % 3 === 0 ? { before: '1' } : i % 3 === 1 ? { after: '200' } : { before: String(151 + (i % 40)) };
       return call(i, owner, 'POST', `/items/${moved}/resort.json`, anchor);
     }),
   );
@@ -75,28 +93,50 @@ test('concurrent resorts through both instances never leave two items of a statu
   const sorts = list.body.map((item: { sort: number }) => item.sort);
   assert.equal(list.body.length, 200);
   assert.equal(new Set(sorts).size, 200, 'every position distinct');
-  assert.deepEqual([...sorts].sort((a: number, b: number) => a - b), sorts, 'listed in position order');
+  assert.deepEqual(
+    [...sorts].sort((a: number, b: number) => a - b),
+    sorts,
+    'listed in position order',
+  );
 });
 
 test('a board read through one instance shows a change made through the other at once', async () => {
   const link = await runCli(['user', 'login-link', owner.email], { dataDir });
   assert.equal(link.code, 0, link.stderr);
-  const signedIn = await fetch(`http://127.0.0.1:${servers[0].port}${new URL(link.stdout.trim()).pathname}`, { method: 'POST', redirect: 'manual' });
+  const signedIn = await fetch(`http://127.0.0.1:${servers[0].port}${new URL(link.stdout.trim()).pathname}`, {
+    method: 'POST',
+    redirect: 'manual',
+  });
   assert.equal(signedIn.status, 303);
-  const cookie = signedIn.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
+  const cookie = signedIn.headers
+    .getSetCookie()
+    .map((c) => c.split(';')[0])
+    .join('; ');
   const board = async (i: number) => {
-    const res = await fetch(`http://127.0.0.1:${servers[i].port}/app/products/${productId}/board?tags=instances`, { headers: { cookie } });
+    const res = await fetch(`http://127.0.0.1:${servers[i].port}/app/products/${productId}/board?tags=instances`, {
+      headers: { cookie },
+    });
     assert.equal(res.status, 200);
     return res.text();
   };
-  const first = await call(1, owner, 'POST', '/items.json', { type: 'task', title: 'Seen everywhere', tags: 'instances' });
+  const first = await call(1, owner, 'POST', '/items.json', {
+    type: 'task',
+    title: 'Seen everywhere',
+    tags: 'instances',
+  });
   const second = await call(1, owner, 'POST', '/items.json', { type: 'task', title: 'Also here', tags: 'instances' });
   const order = (body: string) => [...body.matchAll(/<li class="card" id="item-(\d+)"/g)].map((m) => Number(m[1]));
   for (const i of [0, 1]) assert.deepEqual(order(await board(i)), [first.body.number, second.body.number]);
 
-  assert.equal((await call(1, owner, 'POST', `/items/${first.body.number}.json`, { title: 'Renamed through the other' })).status, 200);
+  assert.equal(
+    (await call(1, owner, 'POST', `/items/${first.body.number}.json`, { title: 'Renamed through the other' })).status,
+    200,
+  );
   assert.match(await board(0), /Renamed through the other/);
-  assert.equal((await call(0, owner, 'POST', `/items/${second.body.number}/resort.json`, { after: first.body.number })).status, 200);
+  assert.equal(
+    (await call(0, owner, 'POST', `/items/${second.body.number}/resort.json`, { after: first.body.number })).status,
+    200,
+  );
   assert.deepEqual(order(await board(1)), [second.body.number, first.body.number]);
   assert.deepEqual(order(await board(0)), [second.body.number, first.body.number]);
 });
@@ -105,7 +145,9 @@ test('item and deploy lists read through one instance show a change made through
   const list = async (i: number) => {
     const res = await call(i, owner, 'GET', '/items.json?tags=kept-lists&status=backlog');
     assert.equal(res.status, 200);
-    return res.body.map((item: any) => `${item.number}:${item.title}:${item.deployed_to.map((d: any) => d.version).join('+')}`);
+    return res.body.map(
+      (item: any) => `${item.number}:${item.title}:${item.deployed_to.map((d: any) => d.version).join('+')}`,
+    );
   };
   const deploys = async (i: number) => {
     const res = await call(i, owner, 'GET', '/deploys.json?environment=kept-lists&order_by=newest');
@@ -127,7 +169,11 @@ test('item and deploy lists read through one instance show a change made through
   await both([`${na}:Kept A, renamed:`, `${nb}:Kept B:`], []);
   assert.equal((await call(0, owner, 'POST', `/items/${nb}/resort.json`, { after: na })).status, 200);
   await both([`${nb}:Kept B:`, `${na}:Kept A, renamed:`], []);
-  assert.equal((await call(1, owner, 'POST', '/deploys.json', { environment: 'kept-lists', version: 'k1', numbers: String(na) })).status, 200);
+  assert.equal(
+    (await call(1, owner, 'POST', '/deploys.json', { environment: 'kept-lists', version: 'k1', numbers: String(na) }))
+      .status,
+    200,
+  );
   await both([`${nb}:Kept B:`, `${na}:Kept A, renamed:k1`], ['k1:Kept A, renamed']);
   assert.equal((await call(0, owner, 'POST', `/items/${na}.json`, { title: 'Kept A, again' })).status, 200);
   await both([`${nb}:Kept B:`, `${na}:Kept A, again:k1`], ['k1:Kept A, again']);
@@ -142,7 +188,13 @@ test('concurrent deploys: one message per follower per deploy, delivered once by
     numbers.push(String(item.body.number));
   }
   const deploys = await Promise.all(
-    Array.from({ length: 20 }, (_, i) => call(i, owner, 'POST', '/deploys.json', { environment: 'production', numbers: numbers.join(','), version: `1.0.${i}` })),
+    Array.from({ length: 20 }, (_, i) =>
+      call(i, owner, 'POST', '/deploys.json', {
+        environment: 'production',
+        numbers: numbers.join(','),
+        version: `1.0.${i}`,
+      }),
+    ),
   );
   for (const d of deploys) assert.equal(d.status, 200, JSON.stringify(d.body));
   const expected = 20 * followers.length;
@@ -159,13 +211,27 @@ test('concurrent deploys: one message per follower per deploy, delivered once by
   try {
     const rows = await db.selectFrom('outbox').select(['deploy_id', 'user_id', 'status']).execute();
     assert.equal(rows.length, expected);
-    assert.equal(new Set(rows.map((r) => `${r.deploy_id}:${r.user_id}`)).size, expected, 'one row per follower per deploy');
+    assert.equal(
+      new Set(rows.map((r) => `${r.deploy_id}:${r.user_id}`)).size,
+      expected,
+      'one row per follower per deploy',
+    );
     assert.ok(rows.every((r) => r.status === 'sent'));
   } finally {
     await db.destroy();
   }
-  const deliveredLines = servers.map((s) => s.stdout().split('\n').filter((l) => l.includes('"mail delivered"')).length);
-  assert.equal(deliveredLines[0] + deliveredLines[1], expected, `each message delivered by exactly one worker (${deliveredLines.join(' + ')})`);
+  const deliveredLines = servers.map(
+    (s) =>
+      s
+        .stdout()
+        .split('\n')
+        .filter((l) => l.includes('"mail delivered"')).length,
+  );
+  assert.equal(
+    deliveredLines[0] + deliveredLines[1],
+    expected,
+    `each message delivered by exactly one worker (${deliveredLines.join(' + ')})`,
+  );
 });
 
 test('several processes starting at once on an empty database migrate it once, without errors', async () => {
@@ -175,7 +241,10 @@ test('several processes starting at once on an empty database migrate it once, w
   for (const run of runs) assert.equal(run.code, 0, run.stderr);
   const db = await openDatabase(await databaseOptionsFor(fresh));
   try {
-    const applied = await db.selectFrom('kysely_migration' as never).select('name' as never).execute();
+    const applied = await db
+      .selectFrom('kysely_migration' as never)
+      .select('name' as never)
+      .execute();
     assert.deepEqual(applied.map((r) => (r as { name: string }).name).sort(), [...MIGRATION_NAMES]);
   } finally {
     await db.destroy();

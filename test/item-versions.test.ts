@@ -62,7 +62,11 @@ describe('ETag on every answer of one item', () => {
     moved(await asAda.post(itemUrl(base, n), { status: 'in-progress' }), 'a new status');
     moved(await asAda.post(itemUrl(base, n), { status: 'backlog' }), 'back to the backlog');
     moved(await asAda.post(`${base}/items/${n}/resort.json`, { after: 2 }), 'a new place');
-    const deploy = await asAda.post(`${base}/deploys.json`, { environment: 'staging', numbers: String(n), version: '1.0' });
+    const deploy = await asAda.post(`${base}/deploys.json`, {
+      environment: 'staging',
+      numbers: String(n),
+      version: '1.0',
+    });
     assert.equal(deploy.statusCode, 200, deploy.body);
     const afterDeploy = await asAda.get(itemUrl(base, n));
     assert.equal(afterDeploy.json().deployed_to[0].environment, 'staging');
@@ -90,15 +94,27 @@ describe('If-Match on update', () => {
     const now = etagOf(bobs);
     assert.notEqual(now, opened);
 
-    const stale = await asAda.post(itemUrl(base, n), { title: 'Old title', description: "Ada's text" }, { 'if-match': opened });
+    const stale = await asAda.post(
+      itemUrl(base, n),
+      { title: 'Old title', description: "Ada's text" },
+      { 'if-match': opened },
+    );
     const body = assertError(stale, 412, { message: /changed since/ });
     assert.match(body.message, new RegExp(now.replaceAll('"', '')), 'the message names the current version');
     const stored = (await asAda.get(itemUrl(base, n))).json();
-    assert.deepEqual([stored.title, stored.description], ["Bob's title", 'Old text'], 'nothing of the refused change is stored');
+    assert.deepEqual(
+      [stored.title, stored.description],
+      ["Bob's title", 'Old text'],
+      'nothing of the refused change is stored',
+    );
     assert.equal(etagOf(await asAda.get(itemUrl(base, n))), now);
 
     // JSON bodies, a list of tags, the current one among them.
-    const listed = await asAda.postJson(itemUrl(base, n), { description: "Ada's text" }, { 'if-match': `${opened}, ${now}` });
+    const listed = await asAda.postJson(
+      itemUrl(base, n),
+      { description: "Ada's text" },
+      { 'if-match': `${opened}, ${now}` },
+    );
     assert.equal(listed.statusCode, 200, listed.body);
     assert.equal(listed.json().description, "Ada's text");
     assert.equal(listed.json().title, "Bob's title");
@@ -116,14 +132,23 @@ describe('If-Match on update', () => {
     const current = etagOf(any);
     assertError(await asAda.post(itemUrl(base, n), { title: 'Four' }, { 'if-match': `W/${current}` }), 412);
     for (const malformed of ['', ' ', current.replaceAll('"', ''), `${current} x`, '"a" "b"', ',']) {
-      assertError(await asAda.post(itemUrl(base, n), { title: 'Four' }, { 'if-match': malformed }), 400, { errors: ['If-Match'], label: `If-Match: ${malformed}` });
+      assertError(await asAda.post(itemUrl(base, n), { title: 'Four' }, { 'if-match': malformed }), 400, {
+        errors: ['If-Match'],
+        label: `If-Match: ${malformed}`,
+      });
     }
     assert.equal((await asAda.get(itemUrl(base, n))).json().title, 'Three');
     // A tag of another item, at the same version number, is not this one's.
     const other = await asAda.post(`${base}/items.json`, { type: 'task', title: 'Other' });
     const fresh = await asAda.post(`${base}/items.json`, { type: 'task', title: 'Fresh' });
-    assertError(await asAda.post(itemUrl(base, fresh.json().number), { title: 'x' }, { 'if-match': etagOf(other) }), 412);
-    assert.equal((await asAda.post(itemUrl(base, fresh.json().number), { title: 'y' }, { 'if-match': etagOf(fresh) })).statusCode, 200);
+    assertError(
+      await asAda.post(itemUrl(base, fresh.json().number), { title: 'x' }, { 'if-match': etagOf(other) }),
+      412,
+    );
+    assert.equal(
+      (await asAda.post(itemUrl(base, fresh.json().number), { title: 'y' }, { 'if-match': etagOf(fresh) })).statusCode,
+      200,
+    );
   });
 
   test('without If-Match a change is made whatever happened since, as Sprint.ly clients expect', async () => {
@@ -159,7 +184,8 @@ describe('If-Match on resort', () => {
     for (const title of ['A', 'B', 'C']) made.push(await asAda.post(`${base}/items.json`, { type: 'task', title }));
     const [a, , c] = made.map((r) => r.json().number);
     const opened = etagOf(made[2]);
-    const order = async () => (await asAda.get(`${base}/items.json`, { status: 'backlog' })).json().map((i: { number: number }) => i.number);
+    const order = async () =>
+      (await asAda.get(`${base}/items.json`, { status: 'backlog' })).json().map((i: { number: number }) => i.number);
     const before = await order();
 
     assert.equal((await asBob.post(itemUrl(base, c), { score: 'M' })).statusCode, 200);
@@ -171,7 +197,10 @@ describe('If-Match on resort', () => {
     assert.equal(moved.statusCode, 200, moved.body);
     assert.notEqual(etagOf(moved), current);
     assert.deepEqual(await order(), [c, ...before.filter((x: number) => x !== c)]);
-    assert.equal((await asAda.post(`${base}/items/${c}/resort.json`, { before: a }, { 'if-match': '*' })).statusCode, 200);
+    assert.equal(
+      (await asAda.post(`${base}/items/${c}/resort.json`, { before: a }, { 'if-match': '*' })).statusCode,
+      200,
+    );
     // Without If-Match, as before.
     assert.equal((await asAda.post(`${base}/items/${c}/resort.json`, { after: a })).statusCode, 200);
   });
@@ -179,13 +208,16 @@ describe('If-Match on resort', () => {
   test('every item whose sort a renumbering moved gets a new ETag', async () => {
     const { asAda, base } = await team();
     const numbers: number[] = [];
-    for (let i = 0; i < 4; i++) numbers.push((await asAda.post(`${base}/items.json`, { type: 'task', title: `Item ${i}` })).json().number);
+    for (let i = 0; i < 4; i++)
+      numbers.push((await asAda.post(`${base}/items.json`, { type: 'task', title: `Item ${i}` })).json().number);
     const state = async () =>
       new Map<number, { sort: number; tag: string }>(
-        await Promise.all(numbers.map(async (n) => {
-          const res = await asAda.get(itemUrl(base, n));
-          return [n, { sort: res.json().sort, tag: etagOf(res) }] as const;
-        })),
+        await Promise.all(
+          numbers.map(async (n) => {
+            const res = await asAda.get(itemUrl(base, n));
+            return [n, { sort: res.json().sort, tag: etagOf(res) }] as const;
+          }),
+        ),
       );
     let was = await state();
     let renumbered = false;
@@ -195,7 +227,8 @@ describe('If-Match on resort', () => {
       assert.equal((await asAda.post(`${base}/items/${mover}/resort.json`, { before: numbers[0] })).statusCode, 200);
       const now = await state();
       const movedSorts = numbers.filter((n) => now.get(n)!.sort !== was.get(n)!.sort);
-      for (const n of movedSorts) assert.notEqual(now.get(n)!.tag, was.get(n)!.tag, `#${n}'s sort moved, so must its ETag`);
+      for (const n of movedSorts)
+        assert.notEqual(now.get(n)!.tag, was.get(n)!.tag, `#${n}'s sort moved, so must its ETag`);
       renumbered = movedSorts.length > 1;
       was = now;
     }

@@ -53,13 +53,19 @@ describe('create item: failures', () => {
   test('assigned_to names a user who is not a member', async () => {
     const { api, base } = await setup();
     const outsider = await makeUser(t.db);
-    assertError(await api.post(`${base}/items.json`, { type: 'task', title: 'x', assigned_to: outsider.user.id }), 404, { message: /assigned_to/ });
+    assertError(
+      await api.post(`${base}/items.json`, { type: 'task', title: 'x', assigned_to: outsider.user.id }),
+      404,
+      { message: /assigned_to/ },
+    );
   });
 
   test('parent names an item that is not a story', async () => {
     const { owner, product, api, base } = await setup();
     await makeItem(t.app, owner, product.id);
-    assertError(await api.post(`${base}/items.json`, { type: 'task', title: 'x', parent: 1 }), 400, { errors: ['parent'] });
+    assertError(await api.post(`${base}/items.json`, { type: 'task', title: 'x', parent: 1 }), 400, {
+      errors: ['parent'],
+    });
   });
 });
 
@@ -112,7 +118,13 @@ describe('create item', () => {
 
   test('a story builds its title from who, what and why, ignoring title', async () => {
     const { owner, product } = await setup();
-    const a = await makeItem(t.app, owner, product.id, { type: 'story', title: 'ignored', who: 'evil genius', what: 'henchmen', why: 'I win' });
+    const a = await makeItem(t.app, owner, product.id, {
+      type: 'story',
+      title: 'ignored',
+      who: 'evil genius',
+      what: 'henchmen',
+      why: 'I win',
+    });
     assert.equal(a.title, 'As an evil genius, I want henchmen so that I win.');
     assert.equal(a.who, 'evil genius');
     assert.equal(a.what, 'henchmen');
@@ -302,11 +314,17 @@ describe('update item', () => {
     const moved = (await api.post(`${base}/items/1.json`, { status: 'in-progress' })).json();
     assert.equal(moved.status, 'in-progress');
     const list = (await api.get(`${base}/items.json`, { status: 'in-progress' })).json();
-    assert.deepEqual(list.map((i: { number: number }) => i.number), [1, 2]);
+    assert.deepEqual(
+      list.map((i: { number: number }) => i.number),
+      [1, 2],
+    );
     await makeItem(t.app, owner, product.id);
     await api.post(`${base}/items/3.json`, { status: 'in-progress' });
     const after = (await api.get(`${base}/items.json`, { status: 'in-progress' })).json();
-    assert.deepEqual(after.map((i: { number: number }) => i.number), [1, 2, 3]);
+    assert.deepEqual(
+      after.map((i: { number: number }) => i.number),
+      [1, 2, 3],
+    );
   });
 
   test('last_modified moves on a real change only', async () => {
@@ -324,7 +342,11 @@ describe('update item', () => {
     const attached = (await api.post(`${base}/items/2.json`, { parent: 1 })).json();
     assert.equal(attached.parent.number, 1);
     assert.equal((await api.post(`${base}/items/3.json`, { parent: 1 })).statusCode, 400, 'story under story');
-    assert.equal((await api.post(`${base}/items/3.json`, { parent: '' })).statusCode, 200, 'a story posted back with no parent');
+    assert.equal(
+      (await api.post(`${base}/items/3.json`, { parent: '' })).statusCode,
+      200,
+      'a story posted back with no parent',
+    );
     assert.equal((await api.post(`${base}/items/2.json`, { parent: 2 })).statusCode, 400, 'parent not a story');
     const detached = (await api.post(`${base}/items/2.json`, { parent: '' })).json();
     assert.ok(!('parent' in detached));
@@ -335,7 +357,11 @@ describe('archive, children, follow', () => {
   test('DELETE archives: still fetchable, no longer listed', async () => {
     const { api, owner, product, base } = await setup();
     await makeItem(t.app, owner, product.id);
-    const res = await t.app.inject({ method: 'DELETE', url: `${base}/items/1.json`, headers: { authorization: owner.auth } });
+    const res = await t.app.inject({
+      method: 'DELETE',
+      url: `${base}/items/1.json`,
+      headers: { authorization: owner.auth },
+    });
     assert.equal(res.statusCode, 200);
     assert.equal(res.json().archived, true);
     assert.equal((await api.get(`${base}/items/1.json`)).json().archived, true);
@@ -353,7 +379,10 @@ describe('archive, children, follow', () => {
     await makeItem(t.app, owner, product.id);
     const res = await api.get(`${base}/items/1/children.json`);
     assert.equal(res.statusCode, 200);
-    assert.deepEqual(res.json().map((i: { number: number }) => i.number), [3, 4, 2]);
+    assert.deepEqual(
+      res.json().map((i: { number: number }) => i.number),
+      [3, 4, 2],
+    );
     for (const c of res.json()) assert.equal(c.parent.number, 1);
     assert.equal((await api.get(`${base}/items/5/children.json`)).statusCode, 400);
     assert.equal((await api.get(`${base}/items/9/children.json`)).statusCode, 404);
@@ -365,12 +394,20 @@ describe('archive, children, follow', () => {
     for (let i = 0; i < 5; i++) await makeItem(t.app, owner, product.id, { parent: 1 });
     const all = await api.get(`${base}/items/1/children.json`);
     assert.equal(all.headers['x-sprintly-item-count'], '5');
-    assert.deepEqual(all.json().map((i: { number: number }) => i.number), [2, 3, 4, 5, 6]);
+    assert.deepEqual(
+      all.json().map((i: { number: number }) => i.number),
+      [2, 3, 4, 5, 6],
+    );
     const page = await api.get(`${base}/items/1/children.json`, { offset: 1, limit: 2 });
     assert.equal(page.headers['x-sprintly-item-count'], '5');
-    assert.deepEqual(page.json().map((i: { number: number }) => i.number), [3, 4]);
+    assert.deepEqual(
+      page.json().map((i: { number: number }) => i.number),
+      [3, 4],
+    );
     assert.equal((await api.get(`${base}/items/1/children.json`, { limit: 9999 })).json().length, 5);
-    assertError(await api.get(`${base}/items/1/children.json`, { offset: '-1', limit: 'x' }), 400, { errors: ['limit', 'offset'] });
+    assertError(await api.get(`${base}/items/1/children.json`, { offset: '-1', limit: 'x' }), 400, {
+      errors: ['limit', 'offset'],
+    });
   });
 
   test('deployed_to shows the latest 10 environments (3 where embedded); deployed_to.json has them all', async () => {
@@ -378,35 +415,53 @@ describe('archive, children, follow', () => {
     await makeItem(t.app, owner, product.id, { type: 'story', who: 'a', what: 'b', why: 'c' });
     await makeItem(t.app, owner, product.id, { parent: 1 });
     const deployIds: number[] = [];
-    for (let e = 0; e < 12; e++) deployIds.push((await api.post(`${base}/deploys.json`, { environment: `env-${e}`, numbers: '1,2' })).json().id);
+    for (let e = 0; e < 12; e++)
+      deployIds.push((await api.post(`${base}/deploys.json`, { environment: `env-${e}`, numbers: '1,2' })).json().id);
     // A later deploy to an environment already listed moves it to the front.
-    deployIds.push((await api.post(`${base}/deploys.json`, { environment: 'env-0', numbers: '1,2', version: 'again' })).json().id);
+    deployIds.push(
+      (await api.post(`${base}/deploys.json`, { environment: 'env-0', numbers: '1,2', version: 'again' })).json().id,
+    );
     const latestFirst = ['env-0', ...Array.from({ length: 11 }, (_, i) => `env-${11 - i}`)];
 
     const item = (await api.get(`${base}/items/2.json`)).json();
     assert.equal(item.deployed_to_count, 12);
-    assert.deepEqual(item.deployed_to.map((d: { environment: string }) => d.environment), latestFirst.slice(0, 10));
+    assert.deepEqual(
+      item.deployed_to.map((d: { environment: string }) => d.environment),
+      latestFirst.slice(0, 10),
+    );
     assert.equal(item.deployed_to[0].version, 'again');
     assert.equal(item.deployed_to[0].deploy_id, deployIds[12]);
     assert.equal(item.parent.deployed_to_count, 12);
-    assert.deepEqual(item.parent.deployed_to.map((d: { environment: string }) => d.environment), latestFirst.slice(0, 3));
+    assert.deepEqual(
+      item.parent.deployed_to.map((d: { environment: string }) => d.environment),
+      latestFirst.slice(0, 3),
+    );
     const listed = (await api.get(`${base}/items.json`, { children: true })).json();
     assert.equal(listed[0].deployed_to.length, 10);
     assert.equal(listed[1].parent.deployed_to.length, 3);
     const deploy = (await api.get(`${base}/deploys.json`, { order_by: 'newest', limit: 1 })).json()[0];
     for (const i of deploy.items) {
       assert.equal(i.deployed_to_count, 12);
-      assert.deepEqual(i.deployed_to.map((d: { environment: string }) => d.environment), latestFirst.slice(0, 3));
+      assert.deepEqual(
+        i.deployed_to.map((d: { environment: string }) => d.environment),
+        latestFirst.slice(0, 3),
+      );
     }
 
     const full = await api.get(`${base}/items/2/deployed_to.json`);
     assert.equal(full.statusCode, 200);
     assert.equal(full.headers['x-sprintly-deployed-to-count'], '12');
-    assert.deepEqual(full.json().map((d: { environment: string }) => d.environment), latestFirst);
+    assert.deepEqual(
+      full.json().map((d: { environment: string }) => d.environment),
+      latestFirst,
+    );
     assert.deepEqual(full.json().slice(0, 10), item.deployed_to);
     const page = await api.get(`${base}/items/2/deployed_to.json`, { offset: 10, limit: 5 });
     assert.equal(page.headers['x-sprintly-deployed-to-count'], '12');
-    assert.deepEqual(page.json().map((d: { environment: string }) => d.environment), latestFirst.slice(10));
+    assert.deepEqual(
+      page.json().map((d: { environment: string }) => d.environment),
+      latestFirst.slice(10),
+    );
     assert.equal((await api.get(`${base}/items/99/deployed_to.json`)).statusCode, 404);
     assert.equal((await api.get(`${base}/items/2/deployed_to.json`, { limit: 0 })).statusCode, 400);
 
@@ -436,7 +491,6 @@ describe('archive, children, follow', () => {
     assert.equal((await m.post(`${base}/items/5/follow.json`)).statusCode, 404);
   });
 });
-
 
 describe('short_url', () => {
   test('redirects (302) to the item', async () => {

@@ -19,14 +19,24 @@ before(async () => {
   productId = (await makeProduct(t.db, ada, [bob])).id;
   await makeItem(t.app, ada, productId, { type: 'task', title: 'Mine', assigned_to: ada.user.id });
   await makeItem(t.app, bob, productId, { type: 'defect', title: 'Theirs', assigned_to: bob.user.id });
-  await client(t.app, ada).post(`/api/products/${productId}/deploys.json`, { environment: 'production', version: '1.0', numbers: '1,2' });
+  await client(t.app, ada).post(`/api/products/${productId}/deploys.json`, {
+    environment: 'production',
+    version: '1.0',
+    numbers: '1,2',
+  });
 });
 after(() => t.close());
 
 const ANSWERED = ['content-type', 'x-sprintly-item-count', 'x-sprintly-deploy-count'];
-const picked = (headers: Record<string, unknown>) => Object.fromEntries(ANSWERED.filter((h) => h in headers).map((h) => [h, headers[h]]));
+const picked = (headers: Record<string, unknown>) =>
+  Object.fromEntries(ANSWERED.filter((h) => h in headers).map((h) => [h, headers[h]]));
 
-for (const path of ['/items.json', '/items.json?order_by=recent&limit=1', '/deploys.json', '/deploys.json?order_by=newest&limit=1']) {
+for (const path of [
+  '/items.json',
+  '/items.json?order_by=recent&limit=1',
+  '/deploys.json',
+  '/deploys.json?order_by=newest&limit=1',
+]) {
   test(`a kept answer of ${path} is the same, byte for byte and header for header, as a fresh one`, async () => {
     const url = `/api/products/${productId}${path}`;
     const auth = { authorization: ada.auth };
@@ -66,19 +76,44 @@ test('following an item shows at once in kept lists: its last_activity, and the 
   const first = await makeItem(t.app, ada, productId, { type: 'task', title: 'Quiet for years', tags: 'activity' });
   const second = await makeItem(t.app, ada, productId, { type: 'task', title: 'Busy lately', tags: 'activity' });
   // Both were active long ago, the first earlier than the second.
-  for (const [number, at] of [[first.number, '2020-01-01T00:00:00+00:00'], [second.number, '2021-01-01T00:00:00+00:00']] as const) {
+  for (const [number, at] of [
+    [first.number, '2020-01-01T00:00:00+00:00'],
+    [second.number, '2021-01-01T00:00:00+00:00'],
+  ] as const) {
     await t.db.transaction().execute(async (trx) => {
-      await trx.updateTable('items').set({ last_activity: at }).where('product_id', '=', productId).where('number', '=', number).execute();
+      await trx
+        .updateTable('items')
+        .set({ last_activity: at })
+        .where('product_id', '=', productId)
+        .where('number', '=', number)
+        .execute();
       await markItemsChanged(trx, productId, { totals: false });
     });
   }
   const url = `/api/products/${productId}/items.json?tags=activity&order_by=active`;
-  const read = async () => JSON.parse((await client(t.app, ada).get(url)).body).map((i: any) => [i.number, i.last_activity.slice(0, 4)]);
-  assert.deepEqual(await read(), [[second.number, '2021'], [first.number, '2020']]);
-  assert.deepEqual(await read(), [[second.number, '2021'], [first.number, '2020']], 'kept');
-  assert.equal((await client(t.app, bob).post(`/api/products/${productId}/items/${first.number}/follow.json`)).statusCode, 200);
+  const read = async () =>
+    JSON.parse((await client(t.app, ada).get(url)).body).map((i: any) => [i.number, i.last_activity.slice(0, 4)]);
+  assert.deepEqual(await read(), [
+    [second.number, '2021'],
+    [first.number, '2020'],
+  ]);
+  assert.deepEqual(
+    await read(),
+    [
+      [second.number, '2021'],
+      [first.number, '2020'],
+    ],
+    'kept',
+  );
+  assert.equal(
+    (await client(t.app, bob).post(`/api/products/${productId}/items/${first.number}/follow.json`)).statusCode,
+    200,
+  );
   const now = String(new Date().getUTCFullYear());
-  assert.deepEqual(await read(), [[first.number, now], [second.number, '2021']]);
+  assert.deepEqual(await read(), [
+    [first.number, now],
+    [second.number, '2021'],
+  ]);
 });
 
 test('an invalid question is refused, never answered from what was kept', async () => {
@@ -213,7 +248,10 @@ test('requests asking what is being rendered wait for that render: it runs once,
     });
   };
   const results = await Promise.allSettled([failing('bad'), failing('bad'), failing('bad')]);
-  assert.deepEqual(results.map((r) => r.status), ['rejected', 'rejected', 'rejected']);
+  assert.deepEqual(
+    results.map((r) => r.status),
+    ['rejected', 'rejected', 'rejected'],
+  );
   assert.equal(made, 4);
   assert.equal((await ask('bad')).body, '{"question":"bad","made":5}');
 });

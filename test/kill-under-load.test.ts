@@ -60,13 +60,21 @@ interface WorkerLog {
 class Unanswered extends Error {}
 
 function clientFor(port: () => number) {
-  return async (who: TestUser, method: string, url: string, form?: Record<string, string>): Promise<{ status: number; json: any }> => {
+  return async (
+    who: TestUser,
+    method: string,
+    url: string,
+    form?: Record<string, string>,
+  ): Promise<{ status: number; json: any }> => {
     let res: Response;
     let text: string;
     try {
       res = await fetch(`http://127.0.0.1:${port()}${url}`, {
         method,
-        headers: { authorization: basic(who.email, who.apiKey), ...(form ? { 'content-type': 'application/x-www-form-urlencoded' } : {}) },
+        headers: {
+          authorization: basic(who.email, who.apiKey),
+          ...(form ? { 'content-type': 'application/x-www-form-urlencoded' } : {}),
+        },
         body: form ? new URLSearchParams(form).toString() : undefined,
         signal: AbortSignal.timeout(30_000),
       });
@@ -99,7 +107,9 @@ async function mailState(database: Db): Promise<Record<string, number>> {
   return counts;
 }
 
-test(`SIGKILL under load from ${WORKERS} clients: after a restart every acknowledged write is there`, { timeout: 300_000 }, async (t) => {
+test(`SIGKILL under load from ${WORKERS} clients: after a restart every acknowledged write is there`, {
+  timeout: 300_000,
+}, async (t) => {
   const dataDir = fs.mkdtempSync(path.join(root, 'data-'));
   db = await openDatabase(await databaseOptionsFor(dataDir));
   const owner = await makeUser(db, { firstName: 'Owen' });
@@ -110,7 +120,13 @@ test(`SIGKILL under load from ${WORKERS} clients: after a restart every acknowle
   const api = (rest: string) => `/api/products/${product.id}${rest}`;
 
   sink = await SmtpSink.create();
-  const env = { SMTP_URL: sink.url, MAIL_LEASE_SECONDS: '6', MAIL_SEND_TIMEOUT_SECONDS: '5', LOG_LEVEL: 'warn', PUBLIC_URL: 'http://shiplog.test' };
+  const env = {
+    SMTP_URL: sink.url,
+    MAIL_LEASE_SECONDS: '6',
+    MAIL_SEND_TIMEOUT_SECONDS: '5',
+    LOG_LEVEL: 'warn',
+    PUBLIC_URL: 'http://shiplog.test',
+  };
   let server: Server = await startServer({ env, dataDir, cwd: root });
   const call = clientFor(() => server.port);
   const ok = async (who: TestUser, method: string, url: string, form?: Record<string, string>) => {
@@ -121,13 +137,15 @@ test(`SIGKILL under load from ${WORKERS} clients: after a restart every acknowle
 
   // Two items every user follows: each deploy names them, so it mails everyone but its deployer.
   const shared: number[] = [];
-  for (const title of ['Shared one', 'Shared two']) shared.push((await ok(owner, 'POST', api('/items.json'), { type: 'task', title })).number);
+  for (const title of ['Shared one', 'Shared two'])
+    shared.push((await ok(owner, 'POST', api('/items.json'), { type: 'task', title })).number);
   for (const m of members) for (const n of shared) await ok(m, 'POST', api(`/items/${n}/follow.json`));
 
   const logs: WorkerLog[] = [];
   for (let w = 0; w < WORKERS; w++) {
     const user = members[w % MEMBERS];
-    const make = async (title: string) => (await ok(user, 'POST', api('/items.json'), { type: 'task', title })).number as number;
+    const make = async (title: string) =>
+      (await ok(user, 'POST', api('/items.json'), { type: 'task', title })).number as number;
     const fieldItem = await make(`w${w} fields`);
     const pair: [number, number] = [await make(`w${w} pair a`), await make(`w${w} pair b`)];
     logs.push({ index: w, user, fieldItem, pair, creates: [], updates: [], resorts: [], deploys: [], refused: [] });
@@ -153,10 +171,19 @@ test(`SIGKILL under load from ${WORKERS} clients: after a restart every acknowle
           log.creates.push({ title, number: json?.number, outcome });
         };
       } else if (op === 'update') {
-        const value = { title: `w${w} t${seq}`, description: `w${w} d${seq}`, score: SCORES[seq % SCORES.length], status: STATUSES[seq % STATUSES.length] };
+        const value = {
+          title: `w${w} t${seq}`,
+          description: `w${w} d${seq}`,
+          score: SCORES[seq % SCORES.length],
+          status: STATUSES[seq % STATUSES.length],
+        };
         [url, form] = [api(`/items/${log.fieldItem}.json`), value];
         record = (outcome, json) => {
-          if (json) assert.deepEqual({ title: json.title, description: json.description, score: json.score, status: json.status }, value);
+          if (json)
+            assert.deepEqual(
+              { title: json.title, description: json.description, score: json.score, status: json.status },
+              value,
+            );
           log.updates.push({ value, outcome });
         };
       } else if (op === 'resort') {
@@ -170,7 +197,11 @@ test(`SIGKILL under load from ${WORKERS} clients: after a restart every acknowle
         const version = `w${w} v${seq}`;
         [url, form] = [api('/deploys.json'), { environment: `env-${w}`, numbers: numbers.join(','), version }];
         record = (outcome, json) => {
-          if (json) assert.deepEqual(json.items.map((i: { number: number }) => i.number), numbers);
+          if (json)
+            assert.deepEqual(
+              json.items.map((i: { number: number }) => i.number),
+              numbers,
+            );
           log.deploys.push({ version, numbers, id: json?.id, outcome });
         };
       }
@@ -232,18 +263,32 @@ test(`SIGKILL under load from ${WORKERS} clients: after a restart every acknowle
     const allCreates = logs.flatMap((l) => l.creates);
     const allDeploys = logs.flatMap((l) => l.deploys);
     const acked = (list: { outcome: Outcome }[]) => list.filter((x) => x.outcome === 'acknowledged').length;
-    for (const [kind, list] of [['creates', allCreates], ['updates', logs.flatMap((l) => l.updates)], ['resorts', logs.flatMap((l) => l.resorts)], ['deploys', allDeploys]] as const) {
+    for (const [kind, list] of [
+      ['creates', allCreates],
+      ['updates', logs.flatMap((l) => l.updates)],
+      ['resorts', logs.flatMap((l) => l.resorts)],
+      ['deploys', allDeploys],
+    ] as const) {
       assert.ok(acked(list) > 0, `some ${kind} were acknowledged before the kill`);
     }
 
     // Numbers 1..n without holes or repeats, and the product's counter at n.
-    const items = await db.selectFrom('items').select(['id', 'number', 'title', 'status', 'sort']).where('product_id', '=', product.id).orderBy('number').execute();
+    const items = await db
+      .selectFrom('items')
+      .select(['id', 'number', 'title', 'status', 'sort'])
+      .where('product_id', '=', product.id)
+      .orderBy('number')
+      .execute();
     assert.deepEqual(
       items.map((i) => i.number),
       Array.from({ length: items.length }, (_, i) => i + 1),
       'item numbers run 1..n',
     );
-    const counter = await db.selectFrom('products').select('last_number').where('id', '=', product.id).executeTakeFirstOrThrow();
+    const counter = await db
+      .selectFrom('products')
+      .select('last_number')
+      .where('id', '=', product.id)
+      .executeTakeFirstOrThrow();
     assert.equal(counter.last_number, items.length);
     const byNumber = new Map(items.map((i) => [i.number, i]));
     const byTitle = new Map<string, number>();
@@ -276,21 +321,39 @@ test(`SIGKILL under load from ${WORKERS} clients: after a restart every acknowle
     for (const log of logs) {
       const item = await ok(owner, 'GET', api(`/items/${log.fieldItem}.json`));
       const now: Fields = { title: item.title, description: item.description, score: item.score, status: item.status };
-      const fieldChoices = possible<Fields>({ title: `w${log.index} fields`, description: '', score: '~', status: 'backlog' }, log.updates, (i) => log.updates[i].value);
-      assert.ok(fieldChoices.some((v) => JSON.stringify(v) === JSON.stringify(now)), `worker ${log.index}: ${JSON.stringify(now)} is not one of ${JSON.stringify(fieldChoices)}`);
-      if (log.updates.some((u) => u.outcome === 'acknowledged') && JSON.stringify(fieldChoices[0]) === JSON.stringify(now)) updatesFound += 1;
+      const fieldChoices = possible<Fields>(
+        { title: `w${log.index} fields`, description: '', score: '~', status: 'backlog' },
+        log.updates,
+        (i) => log.updates[i].value,
+      );
+      assert.ok(
+        fieldChoices.some((v) => JSON.stringify(v) === JSON.stringify(now)),
+        `worker ${log.index}: ${JSON.stringify(now)} is not one of ${JSON.stringify(fieldChoices)}`,
+      );
+      if (
+        log.updates.some((u) => u.outcome === 'acknowledged') &&
+        JSON.stringify(fieldChoices[0]) === JSON.stringify(now)
+      )
+        updatesFound += 1;
 
       const [a, b] = await Promise.all(log.pair.map((n) => ok(owner, 'GET', api(`/items/${n}.json`))));
       assert.equal(a.status, b.status);
       const first = a.sort < b.sort ? a.number : b.number;
       const orderChoices = possible(log.pair[0], log.resorts, (i) => log.resorts[i].first);
-      assert.ok(orderChoices.includes(first), `worker ${log.index}: item ${first} above, expected one of ${orderChoices}`);
+      assert.ok(
+        orderChoices.includes(first),
+        `worker ${log.index}: item ${first} above, expected one of ${orderChoices}`,
+      );
       if (log.resorts.some((r) => r.outcome === 'acknowledged') && orderChoices[0] === first) resortsFound += 1;
     }
 
     // Every acknowledged deploy with exactly its items; every stored deploy with one message for
     // each user but its deployer.
-    const deploys = await db.selectFrom('deploys').select(['id', 'user_id', 'version']).where('product_id', '=', product.id).execute();
+    const deploys = await db
+      .selectFrom('deploys')
+      .select(['id', 'user_id', 'version'])
+      .where('product_id', '=', product.id)
+      .execute();
     const deployById = new Map(deploys.map((d) => [d.id, d]));
     const deployItems = await db
       .selectFrom('deploy_items')
@@ -298,17 +361,34 @@ test(`SIGKILL under load from ${WORKERS} clients: after a restart every acknowle
       .select(['deploy_items.deploy_id', 'items.number'])
       .where('items.product_id', '=', product.id)
       .execute();
-    const outbox = await db.selectFrom('outbox').select(['deploy_id', 'user_id', 'message_id']).where('kind', '=', 'deploy').execute();
+    const outbox = await db
+      .selectFrom('outbox')
+      .select(['deploy_id', 'user_id', 'message_id'])
+      .where('kind', '=', 'deploy')
+      .execute();
     let deploysFound = 0;
     for (const d of allDeploys.filter((x) => x.outcome === 'acknowledged')) {
       assert.equal(deployById.get(d.id!)?.version, d.version, `acknowledged deploy ${d.id}`);
-      const numbers = deployItems.filter((x) => x.deploy_id === d.id).map((x) => x.number).sort((x, y) => x - y);
-      assert.deepEqual(numbers, [...d.numbers].sort((x, y) => x - y), `items of deploy ${d.id}`);
+      const numbers = deployItems
+        .filter((x) => x.deploy_id === d.id)
+        .map((x) => x.number)
+        .sort((x, y) => x - y);
+      assert.deepEqual(
+        numbers,
+        [...d.numbers].sort((x, y) => x - y),
+        `items of deploy ${d.id}`,
+      );
       deploysFound += 1;
     }
     for (const d of deploys) {
-      const recipients = outbox.filter((o) => o.deploy_id === d.id).map((o) => o.user_id).sort((x, y) => x! - y!);
-      const expected = everyone.filter((u) => u.user.id !== d.user_id).map((u) => u.user.id).sort((x, y) => x - y);
+      const recipients = outbox
+        .filter((o) => o.deploy_id === d.id)
+        .map((o) => o.user_id)
+        .sort((x, y) => x! - y!);
+      const expected = everyone
+        .filter((u) => u.user.id !== d.user_id)
+        .map((u) => u.user.id)
+        .sort((x, y) => x - y);
       assert.deepEqual(recipients, expected, `messages of deploy ${d.id}`);
     }
     assert.equal(new Set(deploys.map((d) => d.version)).size, deploys.length, 'no deploy stored twice');
@@ -328,7 +408,9 @@ test(`SIGKILL under load from ${WORKERS} clients: after a restart every acknowle
       throw new Error(`${err.message}; outbox: ${JSON.stringify(counts)}; sink: ${sink!.counts().size} distinct`);
     });
 
-    const unknown = [...allCreates, ...logs.flatMap((l) => [...l.updates, ...l.resorts]), ...allDeploys].filter((x) => x.outcome === 'unknown').length;
+    const unknown = [...allCreates, ...logs.flatMap((l) => [...l.updates, ...l.resorts]), ...allDeploys].filter(
+      (x) => x.outcome === 'unknown',
+    ).length;
     const figures = [
       `database: ${pgBase ? 'PostgreSQL' : 'SQLite'}; ${WORKERS} workers for ${killedAt - loadStarted} ms until the SIGKILL`,
       `writes acknowledged: ${acknowledged} (creates ${acked(allCreates)}, updates ${acked(logs.flatMap((l) => l.updates))}, ` +

@@ -18,8 +18,17 @@ async function setup() {
 }
 
 /** Sets an item's timestamps directly, so orderings can be checked without waiting for the clock. */
-async function stamp(productId: number, number: number, fields: { created_at?: string; last_modified?: string; last_activity?: string }) {
-  await t.db.updateTable('items').set(fields).where('product_id', '=', productId).where('number', '=', number).execute();
+async function stamp(
+  productId: number,
+  number: number,
+  fields: { created_at?: string; last_modified?: string; last_activity?: string },
+) {
+  await t.db
+    .updateTable('items')
+    .set(fields)
+    .where('product_id', '=', productId)
+    .where('number', '=', number)
+    .execute();
 }
 
 describe('list items: filters', () => {
@@ -46,11 +55,17 @@ describe('list items: filters', () => {
     await makeItem(t.app, member, product.id, { type: 'task', tags: 'urgent,ui', status: 'completed' });
     await makeItem(t.app, member, product.id, { type: 'test', tags: 'a tag', status: 'accepted' });
     assert.deepEqual(numbers((await api.get(url, { status: 'completed,accepted' })).json()), [3, 4]);
-    assert.deepEqual(numbers((await api.get(url, { status: 'backlog, completed', type: 'defect,task' })).json()), [1, 2, 3]);
+    assert.deepEqual(
+      numbers((await api.get(url, { status: 'backlog, completed', type: 'defect,task' })).json()),
+      [1, 2, 3],
+    );
     assert.deepEqual(numbers((await api.get(url, { tags: 'urgent,ui', status: 'backlog,completed' })).json()), [1, 3]);
     assert.deepEqual(numbers((await api.get(url, { tags: 'a tag', status: 'accepted' })).json()), [4]);
     assert.deepEqual(numbers((await api.get(url, { assigned_to: member.user.id })).json()), [1, 2]);
-    assert.deepEqual(numbers((await api.get(url, { created_by: member.user.id, status: 'completed,accepted' })).json()), [3, 4]);
+    assert.deepEqual(
+      numbers((await api.get(url, { created_by: member.user.id, status: 'completed,accepted' })).json()),
+      [3, 4],
+    );
     assert.deepEqual((await api.get(url, { created_by: owner.user.id, status: 'completed' })).json(), []);
   });
 
@@ -88,10 +103,26 @@ describe('list items: order and paging', () => {
     const { owner, product, api, url } = await setup();
     for (let i = 0; i < 4; i++) await makeItem(t.app, owner, product.id, { status: i % 2 ? 'in-progress' : 'backlog' });
     // 1 backlog, 2 in-progress, 3 backlog, 4 in-progress
-    await stamp(product.id, 1, { created_at: '2026-01-03T00:00:00+00:00', last_modified: '2026-02-01T00:00:00+00:00', last_activity: '2026-03-04T00:00:00+00:00' });
-    await stamp(product.id, 2, { created_at: '2026-01-01T00:00:00+00:00', last_modified: '2026-02-03T00:00:00+00:00', last_activity: '2026-03-01T00:00:00+00:00' });
-    await stamp(product.id, 3, { created_at: '2026-01-02T00:00:00+00:00', last_modified: '2026-02-02T00:00:00+00:00', last_activity: '2026-03-02T00:00:00+00:00' });
-    await stamp(product.id, 4, { created_at: '2026-01-02T00:00:00+00:00', last_modified: '2026-02-02T00:00:00+00:00', last_activity: '2026-03-02T00:00:00+00:00' });
+    await stamp(product.id, 1, {
+      created_at: '2026-01-03T00:00:00+00:00',
+      last_modified: '2026-02-01T00:00:00+00:00',
+      last_activity: '2026-03-04T00:00:00+00:00',
+    });
+    await stamp(product.id, 2, {
+      created_at: '2026-01-01T00:00:00+00:00',
+      last_modified: '2026-02-03T00:00:00+00:00',
+      last_activity: '2026-03-01T00:00:00+00:00',
+    });
+    await stamp(product.id, 3, {
+      created_at: '2026-01-02T00:00:00+00:00',
+      last_modified: '2026-02-02T00:00:00+00:00',
+      last_activity: '2026-03-02T00:00:00+00:00',
+    });
+    await stamp(product.id, 4, {
+      created_at: '2026-01-02T00:00:00+00:00',
+      last_modified: '2026-02-02T00:00:00+00:00',
+      last_activity: '2026-03-02T00:00:00+00:00',
+    });
     const expected: Record<string, number[]> = {
       priority: [1, 3, 2, 4],
       favorites: [1, 3, 2, 4],
@@ -138,8 +169,20 @@ describe('list items: order and paging', () => {
     assert.deepEqual(numbers(all.json()), [1, 3, 4, 2, 5, 6]);
     assert.equal(all.headers['x-sprintly-item-count'], '6');
     assert.deepEqual(
-      all.json().map((i: { number: number; parent?: { number: number } }) => [i.number, 'parent' in i ? i.parent!.number : null]),
-      [[1, null], [3, 1], [4, 1], [2, null], [5, null], [6, 5]],
+      all
+        .json()
+        .map((i: { number: number; parent?: { number: number } }) => [
+          i.number,
+          'parent' in i ? i.parent!.number : null,
+        ]),
+      [
+        [1, null],
+        [3, 1],
+        [4, 1],
+        [2, null],
+        [5, null],
+        [6, 5],
+      ],
       'sub-items carry their parent; others no parent key',
     );
     const page = await api.get(url, { children: 'yes', offset: 2, limit: 3 });
@@ -155,7 +198,8 @@ describe('list items: order and paging', () => {
 describe('list items: totals stay exact', () => {
   test('X-Sprintly-Item-Count follows every change that alters what a list matches', async () => {
     const { owner, member, product, api, url } = await setup();
-    const total = async (query: Record<string, string | number> = {}) => (await api.get(url, query)).headers['x-sprintly-item-count'];
+    const total = async (query: Record<string, string | number> = {}) =>
+      (await api.get(url, query)).headers['x-sprintly-item-count'];
     const base = `/api/products/${product.id}`;
     await makeItem(t.app, owner, product.id, { type: 'story', who: 'a', what: 'b', why: 'c' }); // 1
     await makeItem(t.app, owner, product.id, { tags: 'x' }); // 2

@@ -14,9 +14,18 @@ const BUILT_CLI = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
  * Faults of the mail server, each against a real SMTP sink on loopback and a server-like app
  * whose worker runs on its own timer, as in production, with short deadlines so the test is quick.
  */
-const FAST: Partial<WorkerOptions> = { intervalMs: 100, probeIntervalMs: 1000, sendTimeoutMs: 2000, stuckRoundMs: 6000 };
+const FAST: Partial<WorkerOptions> = {
+  intervalMs: 100,
+  probeIntervalMs: 1000,
+  sendTimeoutMs: 2000,
+  stuckRoundMs: 6000,
+};
 
-async function serverWithSink(sink: SmtpSink, env: NodeJS.ProcessEnv = {}, worker: Partial<WorkerOptions> = FAST): Promise<TestContext> {
+async function serverWithSink(
+  sink: SmtpSink,
+  env: NodeJS.ProcessEnv = {},
+  worker: Partial<WorkerOptions> = FAST,
+): Promise<TestContext> {
   return makeApp({ file: true, env: { SMTP_URL: sink.url, ...env }, startWorker: true, worker });
 }
 
@@ -33,7 +42,11 @@ async function queueMessages(t: TestContext, followers: number, deploys: number)
   const numbers = people.map((_, i) => i + 1).join(',');
   const api = client(t.app, deployer);
   for (let d = 0; d < deploys; d++) {
-    const res = await api.post(`/api/products/${product.id}/deploys.json`, { environment: 'production', numbers, version: `v${d}` });
+    const res = await api.post(`/api/products/${product.id}/deploys.json`, {
+      environment: 'production',
+      numbers,
+      version: `v${d}`,
+    });
     assert.equal(res.statusCode, 200, res.body);
   }
   const rows = await t.db.selectFrom('outbox').selectAll().orderBy('id').execute();
@@ -58,7 +71,10 @@ function assertEachOnce(sink: SmtpSink, rows: OutboxRow[]): void {
   const lost = rows.filter((r) => !counts.has(r.message_id)).length;
   const duplicated = [...counts.values()].filter((n) => n > 1).length;
   const strangers = [...counts.keys()].filter((id) => !rows.some((r) => r.message_id === id)).length;
-  assert.deepEqual({ delivered: counts.size, lost, duplicated, strangers }, { delivered: rows.length, lost: 0, duplicated: 0, strangers: 0 });
+  assert.deepEqual(
+    { delivered: counts.size, lost, duplicated, strangers },
+    { delivered: rows.length, lost: 0, duplicated: 0, strangers: 0 },
+  );
 }
 
 async function health(t: TestContext) {
@@ -66,24 +82,40 @@ async function health(t: TestContext) {
   return { status: res.statusCode, body: res.json() };
 }
 
-test('an outage that queues 200 messages: the worker probes instead of hammering, then delivers all of them once, promptly, with no restart', { timeout: 150_000 }, async (ctx: NodeTestContext) => {
+test('an outage that queues 200 messages: the worker probes instead of hammering, then delivers all of them once, promptly, with no restart', {
+  timeout: 150_000,
+}, async (ctx: NodeTestContext) => {
   const sink = await SmtpSink.create({ listening: false });
   // Deadlines long enough that a busy machine never has a slow send missed and sent again: what
   // this test counts is that the outage itself sends nothing twice.
-  const t = await serverWithSink(sink, { MAIL_STALL_SECONDS: '2' }, { ...FAST, sendTimeoutMs: 20_000, stuckRoundMs: 60_000 });
+  const t = await serverWithSink(
+    sink,
+    { MAIL_STALL_SECONDS: '2' },
+    { ...FAST, sendTimeoutMs: 20_000, stuckRoundMs: 60_000 },
+  );
   try {
     const rows = await queueMessages(t, 20, 10);
-    await waitFor('the first refused attempts', async () => (await allRows(t)).some((r) => r.last_error !== null), 10_000);
+    await waitFor(
+      'the first refused attempts',
+      async () => (await allRows(t)).some((r) => r.last_error !== null),
+      10_000,
+    );
     // Several probe intervals of outage.
     await new Promise((resolve) => setTimeout(resolve, 3500));
 
     const waiting = await allRows(t);
-    assert.ok(waiting.every((r) => r.status === 'pending'), 'every message still waits');
+    assert.ok(
+      waiting.every((r) => r.status === 'pending'),
+      'every message still waits',
+    );
     const attempts = waiting.reduce((n, r) => n + r.attempts, 0);
     // One window was tried when the outage began, then one message a probe interval: not 200 a second.
     assert.ok(attempts <= 20 + 6, `${attempts} attempts during the outage`);
     assert.ok(waiting.filter((r) => r.last_error).every((r) => /ECONNREFUSED/.test(r.last_error!)));
-    assert.ok(waiting.every((r) => Date.parse(r.next_attempt_at) <= Date.now()), 'nothing backs off on its own: they wait for the server');
+    assert.ok(
+      waiting.every((r) => Date.parse(r.next_attempt_at) <= Date.now()),
+      'nothing backs off on its own: they wait for the server',
+    );
 
     const down = await health(t);
     assert.equal(down.status, 503, 'due mail has stood still past MAIL_STALL_SECONDS');
@@ -107,7 +139,11 @@ test('an outage that queues 200 messages: the worker probes instead of hammering
     assert.match(text.stdout, /^delivery: +STALLED\. Due mail has not moved/m);
 
     await sink.start();
-    const recovery = await waitFor('every message sent', async () => (await allRows(t)).every((r) => r.status === 'sent'), 90_000);
+    const recovery = await waitFor(
+      'every message sent',
+      async () => (await allRows(t)).every((r) => r.status === 'sent'),
+      90_000,
+    );
     ctx.diagnostic(`200 messages delivered ${recovery} ms after the mail server came back`);
     assertEachOnce(sink, rows);
     const after = await health(t);
@@ -123,19 +159,32 @@ test('an outage that queues 200 messages: the worker probes instead of hammering
 
 /** Makes every waiting message due now, as if its backoff had passed. */
 const makeAllDue = (t: TestContext) =>
-  t.db.updateTable('outbox').set({ next_attempt_at: '2000-01-01T00:00:00+00:00' }).where('status', '=', 'pending').execute();
+  t.db
+    .updateTable('outbox')
+    .set({ next_attempt_at: '2000-01-01T00:00:00+00:00' })
+    .where('status', '=', 'pending')
+    .execute();
 
-test('a mail server that accepts a connection and never answers: the deadline fires, that message backs off alone, the others go on', { timeout: 60_000 }, async () => {
+test('a mail server that accepts a connection and never answers: the deadline fires, that message backs off alone, the others go on', {
+  timeout: 60_000,
+}, async () => {
   const sink = await SmtpSink.create();
   const t = await serverWithSink(sink);
   try {
     sink.stayQuiet(1);
     const rows = await queueMessages(t, 12, 1);
     t.app.outbox.nudge();
-    await waitFor('11 messages sent and one backing off', async () => {
-      const now = await allRows(t);
-      return now.filter((r) => r.status === 'sent').length === 11 && now.some((r) => r.status === 'pending' && r.last_error !== null);
-    }, 30_000);
+    await waitFor(
+      '11 messages sent and one backing off',
+      async () => {
+        const now = await allRows(t);
+        return (
+          now.filter((r) => r.status === 'sent').length === 11 &&
+          now.some((r) => r.status === 'pending' && r.last_error !== null)
+        );
+      },
+      30_000,
+    );
     const [stuck] = (await allRows(t)).filter((r) => r.status === 'pending');
     assert.match(stuck.last_error!, /No answer from the mail server within 2 s/);
     const delay = Date.parse(stuck.next_attempt_at) - Date.now();
@@ -147,14 +196,20 @@ test('a mail server that accepts a connection and never answers: the deadline fi
     await waitFor('every message sent', async () => (await allRows(t)).every((r) => r.status === 'sent'), 30_000);
     assertEachOnce(sink, rows);
     const retried = (await allRows(t)).filter((r) => r.attempts > 1);
-    assert.deepEqual(retried.map((r) => r.id), [stuck.id], 'only the message on the silent connection was tried again');
+    assert.deepEqual(
+      retried.map((r) => r.id),
+      [stuck.id],
+      'only the message on the silent connection was tried again',
+    );
   } finally {
     await t.close();
     await sink.stop();
   }
 });
 
-test('a mail server slower than the deadline: the message is not sent again and again, it backs off; no outage is declared', { timeout: 60_000 }, async () => {
+test('a mail server slower than the deadline: the message is not sent again and again, it backs off; no outage is declared', {
+  timeout: 60_000,
+}, async () => {
   const sink = await SmtpSink.create({ delayMs: 3000 });
   const t = await serverWithSink(sink);
   try {
@@ -175,7 +230,9 @@ test('a mail server slower than the deadline: the message is not sent again and 
   }
 });
 
-test('an outage that catches only a few messages is reported as a stall all the same', { timeout: 60_000 }, async () => {
+test('an outage that catches only a few messages is reported as a stall all the same', {
+  timeout: 60_000,
+}, async () => {
   const sink = await SmtpSink.create({ listening: false });
   const t = await serverWithSink(sink, { MAIL_STALL_SECONDS: '2' });
   try {
@@ -196,7 +253,9 @@ test('an outage that catches only a few messages is reported as a stall all the 
   }
 });
 
-test('a connection dropped in the middle of DATA: the message is tried again and arrives once, the others once too', { timeout: 60_000 }, async () => {
+test('a connection dropped in the middle of DATA: the message is tried again and arrives once, the others once too', {
+  timeout: 60_000,
+}, async () => {
   const sink = await SmtpSink.create();
   const t = await serverWithSink(sink);
   try {
@@ -205,14 +264,19 @@ test('a connection dropped in the middle of DATA: the message is tried again and
     t.app.outbox.nudge();
     await waitFor('every message sent', async () => (await allRows(t)).every((r) => r.status === 'sent'), 30_000);
     assertEachOnce(sink, rows);
-    assert.ok((await allRows(t)).some((r) => r.attempts > 1), 'the dropped messages were tried again');
+    assert.ok(
+      (await allRows(t)).some((r) => r.attempts > 1),
+      'the dropped messages were tried again',
+    );
   } finally {
     await t.close();
     await sink.stop();
   }
 });
 
-test('a transport that never calls back cannot hold the worker: each send misses its deadline and later messages still go out', { timeout: 60_000 }, async () => {
+test('a transport that never calls back cannot hold the worker: each send misses its deadline and later messages still go out', {
+  timeout: 60_000,
+}, async () => {
   let hang = true;
   let resets = 0;
   const delivered = new Map<number, number>();
@@ -234,9 +298,16 @@ test('a transport that never calls back cannot hold the worker: each send misses
     const rows = await queueMessages(t, 30, 1);
     await waitFor('the deadline of the first sends', () => resets > 0, 10_000);
     // Every message missed its deadline once (a window of 20, then the other 10), and none is held.
-    await waitFor('every message to back off', async () => (await allRows(t)).every((r) => r.status === 'pending' && r.last_error !== null), 20_000);
+    await waitFor(
+      'every message to back off',
+      async () => (await allRows(t)).every((r) => r.status === 'pending' && r.last_error !== null),
+      20_000,
+    );
     const waiting = await allRows(t);
-    assert.ok(waiting.every((r) => Date.parse(r.next_attempt_at) > Date.now()), 'each backs off on its own');
+    assert.ok(
+      waiting.every((r) => Date.parse(r.next_attempt_at) > Date.now()),
+      'each backs off on its own',
+    );
     assert.ok(waiting.some((r) => /No answer from the mail server within 2 s/.test(r.last_error ?? '')));
     hang = false;
     // The backoff of those that missed their deadline is as for any failed message: skip it.

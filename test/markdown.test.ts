@@ -30,14 +30,25 @@ const HOSTILE_MARKUP = [
 /** No markup that runs or loads anything: only the elements Markdown makes, no event handler, no script or data address. */
 function assertSafe(html: string, label: string): void {
   for (const [tag, name, attributes] of html.matchAll(/<\/?([a-z0-9]+)([^>]*)>/gi)) {
-    assert.ok(['div', 'h1', 'h3', 'p', 'em', 'strong', 'a', 'ul', 'li', 'br', 'img', 'code', 'pre'].includes(name.toLowerCase()), `${label}: ${tag}`);
+    assert.ok(
+      ['div', 'h1', 'h3', 'p', 'em', 'strong', 'a', 'ul', 'li', 'br', 'img', 'code', 'pre'].includes(
+        name.toLowerCase(),
+      ),
+      `${label}: ${tag}`,
+    );
     assert.doesNotMatch(attributes, /\bon\w+\s*=|javascript:|data:text/i, `${label}: ${tag}`);
   }
 }
 
 const storedDescription = async (productId: number, number: number) =>
-  (await t.db.selectFrom('items').select(['description', 'description_html']).where('product_id', '=', productId).where('number', '=', number).executeTakeFirstOrThrow());
-const storedNotes = async (id: number) => (await t.db.selectFrom('deploys').select(['notes', 'notes_html']).where('id', '=', id).executeTakeFirstOrThrow());
+  await t.db
+    .selectFrom('items')
+    .select(['description', 'description_html'])
+    .where('product_id', '=', productId)
+    .where('number', '=', number)
+    .executeTakeFirstOrThrow();
+const storedNotes = async (id: number) =>
+  await t.db.selectFrom('deploys').select(['notes', 'notes_html']).where('id', '=', id).executeTakeFirstOrThrow();
 
 const page = async (url: string, cookie: string) => {
   const res = await t.app.inject({ method: 'GET', url, headers: { cookie } });
@@ -57,7 +68,11 @@ describe('rendered when written', () => {
     assert.match(kept.description_html!, /<h1>Release <em>notes<\/em><\/h1>/);
     assert.match(kept.description_html!, /&lt;script&gt;alert\(1\)&lt;\/script&gt;/);
 
-    const deploy = await api.post(`${base}/deploys.json`, { environment: 'production', numbers: String(item.number), notes: HOSTILE_MARKUP });
+    const deploy = await api.post(`${base}/deploys.json`, {
+      environment: 'production',
+      numbers: String(item.number),
+      notes: HOSTILE_MARKUP,
+    });
     assert.equal(deploy.statusCode, 200, deploy.body);
     assert.equal(deploy.json().notes, HOSTILE_MARKUP);
     assert.ok(!('notes_html' in deploy.json()));
@@ -88,7 +103,12 @@ describe('rendered when written', () => {
       method: 'POST',
       url: `/app/products/${product.id}/items`,
       headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' },
-      payload: new URLSearchParams({ csrf, type: 'task', title: 'From the form', description: 'Line *one*\r\nline <two>' }).toString(),
+      payload: new URLSearchParams({
+        csrf,
+        type: 'task',
+        title: 'From the form',
+        description: 'Line *one*\r\nline <two>',
+      }).toString(),
     });
     assert.equal(res.statusCode, 303, res.body.slice(0, 300));
     const kept = await storedDescription(product.id, 1);
@@ -98,10 +118,23 @@ describe('rendered when written', () => {
 
   test('pages and mail show what was kept, and render nothing themselves', async () => {
     const { api, base, deployer, alice, product } = await deployTeam(t);
-    const item = await makeItem(t.app, deployer, product.id, { description: 'Plain *description*', assigned_to: alice.user.id });
-    const deploy = (await api.post(`${base}/deploys.json`, { environment: 'production', numbers: String(item.number), notes: 'Plain *notes*' })).json();
+    const item = await makeItem(t.app, deployer, product.id, {
+      description: 'Plain *description*',
+      assigned_to: alice.user.id,
+    });
+    const deploy = (
+      await api.post(`${base}/deploys.json`, {
+        environment: 'production',
+        numbers: String(item.number),
+        notes: 'Plain *notes*',
+      })
+    ).json();
     // What is kept is what is shown: a page that rendered the source would show <em> instead.
-    await t.db.updateTable('items').set({ description_html: '<p>KEPT description</p>\n' }).where('product_id', '=', product.id).execute();
+    await t.db
+      .updateTable('items')
+      .set({ description_html: '<p>KEPT description</p>\n' })
+      .where('product_id', '=', product.id)
+      .execute();
     await t.db.updateTable('deploys').set({ notes_html: '<p>KEPT notes</p>\n' }).where('id', '=', deploy.id).execute();
 
     const cookie = await signInByMail(t, deployer.email);
@@ -113,7 +146,9 @@ describe('rendered when written', () => {
       assert.match(body, /<div class="markdown"><p>KEPT notes<\/p>/, url);
       assert.doesNotMatch(body, /<em>notes<\/em>/, url);
     }
-    const mail = (await deliveredMail(t)).find((m) => (m.headers.get('to') ?? '').includes(alice.email) && (m.headers.get('subject') ?? '').includes('Deployed'));
+    const mail = (await deliveredMail(t)).find(
+      (m) => (m.headers.get('to') ?? '').includes(alice.email) && (m.headers.get('subject') ?? '').includes('Deployed'),
+    );
     assert.ok(mail, 'no deploy mail');
     assert.match(mail.html, /<p>KEPT notes<\/p>/);
     assert.match(mail.text, /Plain \*notes\*/);
@@ -138,8 +173,16 @@ describe('no lock while rendering', () => {
         }
         return render(source);
       };
-      const slowItem = api.post(`${base}/items.json`, { type: 'task', title: 'Slow one', description: 'Slow *description*' });
-      const slowDeploy = api.post(`${base}/deploys.json`, { environment: 'production', numbers: '1', notes: 'Slow *notes*' });
+      const slowItem = api.post(`${base}/items.json`, {
+        type: 'task',
+        title: 'Slow one',
+        description: 'Slow *description*',
+      });
+      const slowDeploy = api.post(`${base}/deploys.json`, {
+        environment: 'production',
+        numbers: '1',
+        notes: 'Slow *notes*',
+      });
       // Only if the other writes never finish (a render inside a transaction would hold them): let the renders go.
       let gaveUp = false;
       const giveUp = setTimeout(() => {
@@ -147,7 +190,11 @@ describe('no lock while rendering', () => {
         release();
       }, 5_000);
       const other = await api.post(`${base}/items.json`, { type: 'task', title: 'Meanwhile', description: 'Quick' });
-      const otherDeploy = await api.post(`${base}/deploys.json`, { environment: 'staging', numbers: '1', notes: 'Quick' });
+      const otherDeploy = await api.post(`${base}/deploys.json`, {
+        environment: 'staging',
+        numbers: '1',
+        notes: 'Quick',
+      });
       const finishedFirst = !gaveUp && rendering === 2;
       clearTimeout(giveUp);
       release();
@@ -156,7 +203,12 @@ describe('no lock while rendering', () => {
       assert.ok(finishedFirst, 'the other writes waited for the renders');
       assert.equal((await slowItem).statusCode, 200);
       assert.equal((await slowDeploy).statusCode, 200);
-      const kept = await held.db.selectFrom('items').select('description_html').where('product_id', '=', product.id).where('title', '=', 'Slow one').executeTakeFirstOrThrow();
+      const kept = await held.db
+        .selectFrom('items')
+        .select('description_html')
+        .where('product_id', '=', product.id)
+        .where('title', '=', 'Slow one')
+        .executeTakeFirstOrThrow();
       assert.equal(kept.description_html, '<p>Slow <em>description</em></p>\n');
     } finally {
       await held.close();
@@ -173,13 +225,24 @@ describe('bounds', () => {
       const slow = `<b>x</b>\n\n${'![*'.repeat(19_990)}`;
       assert.ok(slow.length <= 60_000);
       const item = await makeItem(quick.app, deployer, product.id, { description: slow });
-      const kept = await quick.db.selectFrom('items').select('description_html').where('product_id', '=', product.id).where('number', '=', item.number).executeTakeFirstOrThrow();
+      const kept = await quick.db
+        .selectFrom('items')
+        .select('description_html')
+        .where('product_id', '=', product.id)
+        .where('number', '=', item.number)
+        .executeTakeFirstOrThrow();
       assert.equal(kept.description_html, `<p>&lt;b&gt;x&lt;/b&gt;</p>\n<p>${'![*'.repeat(19_990)}</p>\n`);
       assert.ok(quick.app.markdown.fallbacks >= 1);
 
       const long = `*a*\n<i>b</i>${'y'.repeat(60_000)}`;
-      const deploy = (await api.post(`${base}/deploys.json`, { environment: 'production', numbers: String(item.number), notes: long })).json();
-      const notes = await quick.db.selectFrom('deploys').select('notes_html').where('id', '=', deploy.id).executeTakeFirstOrThrow();
+      const deploy = (
+        await api.post(`${base}/deploys.json`, { environment: 'production', numbers: String(item.number), notes: long })
+      ).json();
+      const notes = await quick.db
+        .selectFrom('deploys')
+        .select('notes_html')
+        .where('id', '=', deploy.id)
+        .executeTakeFirstOrThrow();
       assert.equal(notes.notes_html, `<p>*a*<br>\n&lt;i&gt;b&lt;/i&gt;${'y'.repeat(60_000)}</p>\n`);
 
       // The renderer works on after a stopped render: a short text within the bounds is Markdown again.
@@ -199,10 +262,21 @@ describe('bounds', () => {
     try {
       const { api, base, product } = await deployTeam(busy);
       const made = await Promise.all(
-        Array.from({ length: 8 }, (_, i) => api.post(`${base}/items.json`, { type: 'task', title: `Burst ${i}`, description: `*burst ${i}*` })),
+        Array.from({ length: 8 }, (_, i) =>
+          api.post(`${base}/items.json`, { type: 'task', title: `Burst ${i}`, description: `*burst ${i}*` }),
+        ),
       );
-      assert.deepEqual(made.map((r) => r.statusCode), Array(8).fill(200));
-      const rows = () => busy.db.selectFrom('items').select(['title', 'description_html']).where('product_id', '=', product.id).orderBy('number').execute();
+      assert.deepEqual(
+        made.map((r) => r.statusCode),
+        Array(8).fill(200),
+      );
+      const rows = () =>
+        busy.db
+          .selectFrom('items')
+          .select(['title', 'description_html'])
+          .where('product_id', '=', product.id)
+          .orderBy('number')
+          .execute();
       const deferred = (await rows()).filter((r) => r.description_html === null);
       assert.ok(deferred.length >= 1 && busy.app.markdown.deferred === deferred.length, `deferred: ${deferred.length}`);
       // Nothing is kept as escaped text for good: the fill renders each one as Markdown.
@@ -222,7 +296,10 @@ describe('bounds', () => {
       // Nested quotes: about 30 bytes of HTML for each `>` of the text.
       const nested = `${'>'.repeat(90)} deep`;
       assert.equal(await small.app.markdown.render(nested), `<p>${'&gt;'.repeat(90)} deep</p>\n`);
-      assert.equal(await small.app.markdown.render('> *one* level'), '<blockquote>\n<p><em>one</em> level</p>\n</blockquote>\n');
+      assert.equal(
+        await small.app.markdown.render('> *one* level'),
+        '<blockquote>\n<p><em>one</em> level</p>\n</blockquote>\n',
+      );
     } finally {
       await small.close();
     }
@@ -246,22 +323,38 @@ describe('bounds', () => {
 describe('rows from before', () => {
   test('are shown as escaped text, safely, until the fill renders and keeps them', async () => {
     const { api, base, deployer, alice, product } = await deployTeam(t);
-    const item = await makeItem(t.app, deployer, product.id, { description: HOSTILE_MARKUP, assigned_to: alice.user.id });
-    const deploy = (await api.post(`${base}/deploys.json`, { environment: 'production', numbers: String(item.number), notes: HOSTILE_MARKUP })).json();
+    const item = await makeItem(t.app, deployer, product.id, {
+      description: HOSTILE_MARKUP,
+      assigned_to: alice.user.id,
+    });
+    const deploy = (
+      await api.post(`${base}/deploys.json`, {
+        environment: 'production',
+        numbers: String(item.number),
+        notes: HOSTILE_MARKUP,
+      })
+    ).json();
     // As the migration leaves rows written before it.
     await t.db.updateTable('items').set({ description_html: null }).where('product_id', '=', product.id).execute();
     await t.db.updateTable('deploys').set({ notes_html: null }).where('id', '=', deploy.id).execute();
 
     const cookie = await signInByMail(t, deployer.email);
-    const escaped = /<div class="markdown"><p># Release \*notes\*<\/p>\n<p>&lt;script&gt;alert\(1\)&lt;\/script&gt; &lt;img src=x onerror=alert\(2\)&gt;/;
+    const escaped =
+      /<div class="markdown"><p># Release \*notes\*<\/p>\n<p>&lt;script&gt;alert\(1\)&lt;\/script&gt; &lt;img src=x onerror=alert\(2\)&gt;/;
     const itemPage = await page(`/app/products/${product.id}/items/${item.number}`, cookie);
     assert.match(itemPage, escaped);
-    const shown = (body: string) => body.slice(body.indexOf('<div class="markdown">'), body.indexOf('</div>', body.indexOf('<div class="markdown">')));
+    const shown = (body: string) =>
+      body.slice(
+        body.indexOf('<div class="markdown">'),
+        body.indexOf('</div>', body.indexOf('<div class="markdown">')),
+      );
     assertSafe(shown(itemPage), 'item page');
     const deploysPage = await page(`/app/products/${product.id}/deploys`, cookie);
     assert.match(deploysPage, escaped);
     assertSafe(shown(deploysPage), 'deploys page');
-    const mail = (await deliveredMail(t)).find((m) => (m.headers.get('to') ?? '').includes(alice.email) && (m.headers.get('subject') ?? '').includes('Deployed'));
+    const mail = (await deliveredMail(t)).find(
+      (m) => (m.headers.get('to') ?? '').includes(alice.email) && (m.headers.get('subject') ?? '').includes('Deployed'),
+    );
     assert.ok(mail, 'no deploy mail');
     assert.match(mail.html, /<p>&lt;script&gt;alert\(1\)&lt;\/script&gt;/);
     assertSafe(mail.html.slice(mail.html.indexOf('<h3'), mail.html.indexOf('<p style="color:#888')), 'mail');
@@ -271,6 +364,9 @@ describe('rows from before', () => {
     assert.equal((await storedDescription(product.id, item.number)).description_html, reference.render(HOSTILE_MARKUP));
     assert.equal((await storedNotes(deploy.id)).notes_html, reference.render(HOSTILE_MARKUP));
     assert.equal(await fillRenderedMarkdown(t.app), 0);
-    assert.match(await page(`/app/products/${product.id}/items/${item.number}`, cookie), /<h1>Release <em>notes<\/em><\/h1>/);
+    assert.match(
+      await page(`/app/products/${product.id}/items/${item.number}`, cookie),
+      /<h1>Release <em>notes<\/em><\/h1>/,
+    );
   });
 });

@@ -44,10 +44,13 @@ function parseExposition(text: string): { types: Map<string, string>; samples: S
     assert.ok(sample, `not a sample line: ${line}`);
     const [, name, labelText = '', valueText] = sample;
     const labels: Record<string, string> = {};
-    const rest = labelText.replace(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)",?/g, (_m, key: string, value: string) => {
-      labels[key] = value;
-      return '';
-    });
+    const rest = labelText.replace(
+      /([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)",?/g,
+      (_m, key: string, value: string) => {
+        labels[key] = value;
+        return '';
+      },
+    );
     assert.equal(rest, '', `malformed labels: ${line}`);
     const value = valueText === '+Inf' ? Infinity : valueText === '-Inf' ? -Infinity : Number(valueText);
     // Values are read as Go floats, which take NaN in any case (prom-client writes `Nan`).
@@ -126,7 +129,12 @@ describe('metrics: contents', () => {
     assert.equal(types.get('shiplog_db_query_duration_seconds'), 'histogram');
     assert.equal(types.get('shiplog_outbox_messages'), 'gauge');
     assert.equal(types.get('shiplog_outbox_oldest_due_seconds'), 'gauge');
-    for (const name of ['process_resident_memory_bytes', 'nodejs_heap_size_used_bytes', 'nodejs_eventloop_lag_seconds', 'nodejs_eventloop_lag_p99_seconds']) {
+    for (const name of [
+      'process_resident_memory_bytes',
+      'nodejs_heap_size_used_bytes',
+      'nodejs_eventloop_lag_seconds',
+      'nodejs_eventloop_lag_p99_seconds',
+    ]) {
       assert.equal(types.get(name), 'gauge', name);
     }
     assert.ok(valueOf(samples, 'process_resident_memory_bytes') > 0);
@@ -143,7 +151,8 @@ describe('metrics: contents', () => {
     const item = { method: 'GET', route: '/api/products/:product_id/items/:item_number.json' };
     const unmatched = { method: 'GET', route: 'unmatched' };
     const before = (await scrape()).samples;
-    const count = (samples: Sample[], labels: Record<string, string>) => valueOf(samples, 'http_request_duration_seconds_count', labels);
+    const count = (samples: Sample[], labels: Record<string, string>) =>
+      valueOf(samples, 'http_request_duration_seconds_count', labels);
 
     for (let i = 0; i < 3; i++) assert.equal((await api.get(`${base}/items.json`)).statusCode, 200);
     assertError(await api.get(`${base}/items.json`, { limit: 'lots' }), 400);
@@ -155,18 +164,38 @@ describe('metrics: contents', () => {
     assert.equal(count(samples, { ...list, status_code: '200' }) - count(before, { ...list, status_code: '200' }), 3);
     assert.equal(count(samples, { ...list, status_code: '400' }) - count(before, { ...list, status_code: '400' }), 1);
     assert.equal(count(samples, { ...item, status_code: '404' }) - count(before, { ...item, status_code: '404' }), 1);
-    assert.equal(count(samples, { ...unmatched, status_code: '404' }) - count(before, { ...unmatched, status_code: '404' }), 2);
-    assert.ok(count(samples, { method: 'GET', route: '/metrics', status_code: '200' }) >= 1, 'the scrape before this one');
+    assert.equal(
+      count(samples, { ...unmatched, status_code: '404' }) - count(before, { ...unmatched, status_code: '404' }),
+      2,
+    );
+    assert.ok(
+      count(samples, { method: 'GET', route: '/metrics', status_code: '200' }) >= 1,
+      'the scrape before this one',
+    );
     // Each series' buckets end at +Inf with its count.
-    for (const s of samples.filter((x) => x.name === 'http_request_duration_seconds_bucket' && x.labels.le === '+Inf')) {
+    for (const s of samples.filter(
+      (x) => x.name === 'http_request_duration_seconds_bucket' && x.labels.le === '+Inf',
+    )) {
       const { le: _le, ...labels } = s.labels;
       assert.equal(s.value, count(samples, labels));
     }
     for (const s of samples.filter((x) => x.name.startsWith('http_request_duration_seconds'))) {
-      assert.ok(s.labels.route === 'unmatched' || /^\/[a-z0-9_/.:*-]*$/i.test(s.labels.route), `route label ${s.labels.route}`);
+      assert.ok(
+        s.labels.route === 'unmatched' || /^\/[a-z0-9_/.:*-]*$/i.test(s.labels.route),
+        `route label ${s.labels.route}`,
+      );
       assert.match(s.labels.status_code, /^[1-5]\d\d$/);
     }
-    for (const secret of [owner.email, owner.apiKey, 'Grace', 'Hopper', 'Secret Project', 'Confidential', `/api/products/${product.id}/`, '@']) {
+    for (const secret of [
+      owner.email,
+      owner.apiKey,
+      'Grace',
+      'Hopper',
+      'Secret Project',
+      'Confidential',
+      `/api/products/${product.id}/`,
+      '@',
+    ]) {
       assert.ok(!body.includes(secret), `the output contains ${secret}`);
     }
   });
@@ -216,11 +245,19 @@ describe('metrics: the outbox', () => {
     const product = await makeProduct(ctx.db, deployer, followers);
     for (const f of followers) await makeItem(ctx.app, f, product.id);
     const numbers = followers.map((_, i) => i + 1).join(',');
-    const deploy = await client(ctx.app, deployer).post(`/api/products/${product.id}/deploys.json`, { environment: 'production', numbers });
+    const deploy = await client(ctx.app, deployer).post(`/api/products/${product.id}/deploys.json`, {
+      environment: 'production',
+      numbers,
+    });
     assert.equal(deploy.statusCode, 200, deploy.body);
   }
   const gauges = (samples: Sample[]) =>
-    Object.fromEntries(['pending', 'sending', 'sent', 'failed'].map((state) => [state, valueOf(samples, 'shiplog_outbox_messages', { state })]));
+    Object.fromEntries(
+      ['pending', 'sending', 'sent', 'failed'].map((state) => [
+        state,
+        valueOf(samples, 'shiplog_outbox_messages', { state }),
+      ]),
+    );
 
   test('the gauges follow a deploy that queues mail, and its delivery', async () => {
     await deployToFollowers(t, 3);
@@ -231,8 +268,17 @@ describe('metrics: the outbox', () => {
     assert.deepEqual(gauges(queued), table);
 
     // One message has been due for ten minutes (its retry time came and went).
-    const late = await t.db.selectFrom('outbox').select('id').where('status', '=', 'pending').orderBy('id').executeTakeFirstOrThrow();
-    await t.db.updateTable('outbox').set({ next_attempt_at: formatTimestamp(new Date(Date.now() - 600_000)) }).where('id', '=', late.id).execute();
+    const late = await t.db
+      .selectFrom('outbox')
+      .select('id')
+      .where('status', '=', 'pending')
+      .orderBy('id')
+      .executeTakeFirstOrThrow();
+    await t.db
+      .updateTable('outbox')
+      .set({ next_attempt_at: formatTimestamp(new Date(Date.now() - 600_000)) })
+      .where('id', '=', late.id)
+      .execute();
     const oldest = valueOf((await scrape()).samples, 'shiplog_outbox_oldest_due_seconds');
     assert.ok(oldest >= 600 && oldest < 900, `oldest due ${oldest}`);
 
@@ -269,7 +315,8 @@ describe('metrics: the outbox', () => {
       const ids = (await own.db.selectFrom('outbox').select('id').orderBy('id').execute()).map((r) => r.id);
       assert.equal(ids.length, 4);
       const at = (ms: number) => formatTimestamp(new Date(Date.UTC(2030, 0, 1, 12) + ms));
-      const markSent = (id: number, sentAt: string) => own.db.updateTable('outbox').set({ status: 'sent', sent_at: sentAt }).where('id', '=', id).execute();
+      const markSent = (id: number, sentAt: string) =>
+        own.db.updateTable('outbox').set({ status: 'sent', sent_at: sentAt }).where('id', '=', id).execute();
       const HOUR = 3_600_000;
       await markSent(ids[0], at(-3 * HOUR));
       await markSent(ids[1], at(-10 * 60_000));

@@ -1,6 +1,15 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { assertError, client, makeApp, makeItem, makeProduct, makeUser, type TestContext, type TestUser } from './helpers.js';
+import {
+  assertError,
+  client,
+  makeApp,
+  makeItem,
+  makeProduct,
+  makeUser,
+  type TestContext,
+  type TestUser,
+} from './helpers.js';
 
 let t: TestContext;
 before(async () => {
@@ -28,7 +37,10 @@ async function choiceOf(user: TestUser, url: string): Promise<unknown> {
 
 /** Records a deploy of the item and returns who got an outbox row for it, by user id. */
 async function deployTo(s: Awaited<ReturnType<typeof setup>>, environment: string): Promise<number[]> {
-  const res = await client(t.app, s.deployer).post(`${s.base}/deploys.json`, { environment, numbers: String(s.item.number) });
+  const res = await client(t.app, s.deployer).post(`${s.base}/deploys.json`, {
+    environment,
+    numbers: String(s.item.number),
+  });
   assert.equal(res.statusCode, 200, res.body);
   const rows = await t.db.selectFrom('outbox').select('user_id').where('deploy_id', '=', res.json().id).execute();
   return rows.map((r) => r.user_id!).sort((a, b) => a - b);
@@ -68,11 +80,20 @@ describe('notifications.json: failures', () => {
     await makeProduct(t.db, outsider, [], 'Elsewhere');
     assertError(await client(t.app, outsider).get(url), 403);
     assertError(await client(t.app, outsider).post(url, { environments: 'production' }), 403);
-    assertError(await client(t.app, outsider).post(url, { environments: '' }), 403, { label: 'membership before parameters' });
+    assertError(await client(t.app, outsider).post(url, { environments: '' }), 403, {
+      label: 'membership before parameters',
+    });
     assertError(await client(t.app, outsider).get('/api/products/987654/notifications.json'), 404);
-    assertError(await client(t.app, outsider).post('/api/products/abc/notifications.json', { environments: 'production' }), 404);
+    assertError(
+      await client(t.app, outsider).post('/api/products/abc/notifications.json', { environments: 'production' }),
+      404,
+    );
     assertError(await client(t.app, { auth: 'Basic bm9ib2R5Om5vcGU=' }).get(url), 403);
-    const rows = await t.db.selectFrom('notification_environments').selectAll().where('product_id', '=', product.id).execute();
+    const rows = await t.db
+      .selectFrom('notification_environments')
+      .selectAll()
+      .where('product_id', '=', product.id)
+      .execute();
     assert.deepEqual(rows, []);
   });
 });
@@ -87,7 +108,7 @@ describe('notifications.json', () => {
     assert.equal(res.statusCode, 200, res.body);
     assert.deepEqual(res.json(), { environments: ['production', 'staging'] });
     assert.deepEqual(await choiceOf(alice, url), { environments: ['production', 'staging'] });
-    assert.deepEqual(await choiceOf(bob, url), { environments: 'all' }, 'the choice is the caller\'s own');
+    assert.deepEqual(await choiceOf(bob, url), { environments: 'all' }, "the choice is the caller's own");
 
     res = await api.post(url, { environments: ['eu-west', 'us-east'] });
     assert.deepEqual(res.json(), { environments: ['eu-west', 'us-east'] }, 'repeated form keys replace the list');
@@ -98,7 +119,11 @@ describe('notifications.json', () => {
     assert.deepEqual(res.json(), { environments: ['production'] });
 
     const other = await makeProduct(t.db, deployer, [alice], 'Other product');
-    assert.deepEqual(await choiceOf(alice, `/api/products/${other.id}/notifications.json`), { environments: 'all' }, 'per product');
+    assert.deepEqual(
+      await choiceOf(alice, `/api/products/${other.id}/notifications.json`),
+      { environments: 'all' },
+      'per product',
+    );
 
     for (const all of ['all', 'ALL']) {
       res = await api.post(url, { environments: all });
@@ -112,7 +137,11 @@ describe('notifications.json', () => {
   test('a deploy to an environment someone left out is recorded but mails them nothing; the others still get theirs', async () => {
     const s = await setup();
     const { alice, bob, url } = s;
-    assert.deepEqual(await deployTo(s, 'staging'), [alice.user.id, bob.user.id].sort((a, b) => a - b), 'everyone by default');
+    assert.deepEqual(
+      await deployTo(s, 'staging'),
+      [alice.user.id, bob.user.id].sort((a, b) => a - b),
+      'everyone by default',
+    );
 
     assert.equal((await client(t.app, alice).post(url, { environments: 'production' })).statusCode, 200);
     assert.deepEqual(await deployTo(s, 'staging'), [bob.user.id]);
@@ -121,12 +150,22 @@ describe('notifications.json', () => {
     const item = (await client(t.app, alice).get(`${s.base}/items/${s.item.number}.json`)).json();
     assert.equal(item.deployed_to[0].environment, 'staging');
 
-    assert.deepEqual(await deployTo(s, 'production'), [alice.user.id, bob.user.id].sort((a, b) => a - b));
+    assert.deepEqual(
+      await deployTo(s, 'production'),
+      [alice.user.id, bob.user.id].sort((a, b) => a - b),
+    );
     // Names are compared exactly (as the deploy list filters them), apart from surrounding spaces.
     assert.deepEqual(await deployTo(s, 'Production'), [bob.user.id]);
-    assert.deepEqual(await deployTo(s, ' production '), [alice.user.id, bob.user.id].sort((a, b) => a - b));
+    assert.deepEqual(
+      await deployTo(s, ' production '),
+      [alice.user.id, bob.user.id].sort((a, b) => a - b),
+    );
 
     assert.equal((await client(t.app, alice).post(url, { environments: 'all' })).statusCode, 200);
-    assert.deepEqual(await deployTo(s, 'staging'), [alice.user.id, bob.user.id].sort((a, b) => a - b), 'back to all');
+    assert.deepEqual(
+      await deployTo(s, 'staging'),
+      [alice.user.id, bob.user.id].sort((a, b) => a - b),
+      'back to all',
+    );
   });
 });

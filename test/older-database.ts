@@ -33,8 +33,20 @@ export async function olderDatabase(skipped: readonly string[]): Promise<OlderDa
       ? new PostgresDialect({ pool: new pg.Pool({ connectionString: options.databaseUrl, max: 1 }) })
       : new GroupCommitSqliteDialect({ writer: new SQLite(path.join(dataDir, 'shiplog.db')) }),
   });
-  const migrationTableSchema = options.databaseUrl ? (await sql<{ s: string }>`select current_schema() as s`.execute(old)).rows[0].s : undefined;
-  assert.equal((await new Migrator({ db: old, provider: { getMigrations: async () => others }, migrationTableSchema }).migrateToLatest()).error, undefined);
-  const id = async (table: string, values: Record<string, unknown>) => (await old.insertInto(table).values(values).returning('id').executeTakeFirstOrThrow()).id as number;
+  const migrationTableSchema = options.databaseUrl
+    ? (await sql<{ s: string }>`select current_schema() as s`.execute(old)).rows[0].s
+    : undefined;
+  assert.equal(
+    (
+      await new Migrator({
+        db: old,
+        provider: { getMigrations: async () => others },
+        migrationTableSchema,
+      }).migrateToLatest()
+    ).error,
+    undefined,
+  );
+  const id = async (table: string, values: Record<string, unknown>) =>
+    (await old.insertInto(table).values(values).returning('id').executeTakeFirstOrThrow()).id as number;
   return { dataDir, options, old, id };
 }

@@ -10,15 +10,38 @@ import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
 import { DOCS_PREFIX, OPENAPI_PATH } from '../src/http/openapi.js';
 import { WEB_PREFIX } from '../src/web/index.js';
-import { deliveredMail, invitationPath, makeApp, makeProduct, makeUser, tempDir, type TestContext, type TestUser } from './helpers.js';
+import {
+  deliveredMail,
+  invitationPath,
+  makeApp,
+  makeProduct,
+  makeUser,
+  tempDir,
+  type TestContext,
+  type TestUser,
+} from './helpers.js';
 
 const run = promisify(execFile);
 const ROOT = path.resolve(import.meta.dirname, '..');
 const bin = (name: string) => path.join(ROOT, 'node_modules', '.bin', name);
 
-type Operation = { operationId?: string; summary?: string; tags?: string[]; security?: unknown[]; responses: Record<string, Response> };
-type Response = { description: string; headers?: Record<string, unknown>; content?: Record<string, { schema: object }> };
-type Document = { openapi: string; paths: Record<string, Record<string, Operation>>; components: { schemas: Record<string, object> } };
+type Operation = {
+  operationId?: string;
+  summary?: string;
+  tags?: string[];
+  security?: unknown[];
+  responses: Record<string, Response>;
+};
+type Response = {
+  description: string;
+  headers?: Record<string, unknown>;
+  content?: Record<string, { schema: object }>;
+};
+type Document = {
+  openapi: string;
+  paths: Record<string, Record<string, Operation>>;
+  components: { schemas: Record<string, object> };
+};
 
 /** `/api/products/:product_id.json` as the document writes it: `/api/products/{product_id}.json`. */
 const templateOf = (url: string) => url.replace(/:([A-Za-z_]+)/g, '{$1}');
@@ -44,7 +67,14 @@ class Conformance {
   private strict<T>(schema: T): T {
     return JSON.parse(JSON.stringify(schema), (key, value) => {
       if (key === '$ref' && typeof value === 'string') return value.replace('#/components/schemas/', '');
-      if (value && typeof value === 'object' && !Array.isArray(value) && value.type === 'object' && value.properties && !('additionalProperties' in value)) {
+      if (
+        value &&
+        typeof value === 'object' &&
+        !Array.isArray(value) &&
+        value.type === 'object' &&
+        value.properties &&
+        !('additionalProperties' in value)
+      ) {
         return { ...value, additionalProperties: false };
       }
       return value;
@@ -60,7 +90,8 @@ class Conformance {
   operationFor(method: string, pathname: string): [string, Operation] {
     for (const [template, operations] of Object.entries(this.doc.paths)) {
       const pattern = new RegExp(`^${template.replace(/[.]/g, '\\.').replace(/\{[^}]+\}/g, '[^/]+')}$`);
-      if (pattern.test(pathname) && operations[method.toLowerCase()]) return [template, operations[method.toLowerCase()]];
+      if (pattern.test(pathname) && operations[method.toLowerCase()])
+        return [template, operations[method.toLowerCase()]];
     }
     assert.fail(`${method} ${pathname} matches no operation of the document`);
   }
@@ -69,14 +100,19 @@ class Conformance {
     const [template, operation] = this.operationFor(method, url.split('?')[0]);
     const label = `${method} ${template} answered ${res.statusCode}`;
     const documented = operation.responses[String(res.statusCode)];
-    assert.ok(documented, `${label}, which the document does not list (it lists ${Object.keys(operation.responses).join(', ')}): ${res.body.slice(0, 200)}`);
+    assert.ok(
+      documented,
+      `${label}, which the document does not list (it lists ${Object.keys(operation.responses).join(', ')}): ${res.body.slice(0, 200)}`,
+    );
     // A header documented with `x-present-when` is given only then (a next page's offset).
     const headers = Object.entries(documented.headers ?? {})
       .filter(([, header]) => (header as { schema?: Record<string, unknown> }).schema?.['x-present-when'] === undefined)
       .map(([name]) => name);
     // Other errors' headers depend on the request (WWW-Authenticate only without credentials).
-    const expected = res.statusCode < 400 ? headers : headers.filter((h) => h === 'Retry-After' || h.startsWith('RateLimit-'));
-    for (const header of expected) assert.ok(res.headers[header.toLowerCase()] !== undefined, `${label} without its documented header ${header}`);
+    const expected =
+      res.statusCode < 400 ? headers : headers.filter((h) => h === 'Retry-After' || h.startsWith('RateLimit-'));
+    for (const header of expected)
+      assert.ok(res.headers[header.toLowerCase()] !== undefined, `${label} without its documented header ${header}`);
     if (!documented.content) {
       assert.equal(res.body, '', `${label} with a body the document does not describe`);
     } else {
@@ -85,7 +121,10 @@ class Conformance {
       assert.ok(media, `${label} as ${mediaType}, which the document does not list`);
       if (mediaType === 'application/json') {
         const validate = this.validatorFor(media.schema);
-        assert.ok(validate(JSON.parse(res.body)), `${label}: the body does not match its schema: ${this.ajv.errorsText(validate.errors)}\n${res.body.slice(0, 500)}`);
+        assert.ok(
+          validate(JSON.parse(res.body)),
+          `${label}: the body does not match its schema: ${this.ajv.errorsText(validate.errors)}\n${res.body.slice(0, 500)}`,
+        );
       } else if (mediaType === 'text/html') {
         assert.match(res.body, /^<!doctype html>/i, label);
       } else {
@@ -102,7 +141,12 @@ const METRICS_TOKEN = 'metrics-token-for-the-test';
  * Limits high enough never to be met, so that the document has the limiter's 429s; and webhooks
  * may name this machine, where nothing listens and nothing is sent: no worker runs here.
  */
-const APP_ENV = { METRICS_TOKEN, RATE_LIMIT_PER_KEY: '100000', RATE_LIMIT_PER_ADDRESS: '100000', WEBHOOKS_ALLOW_PRIVATE: '1' };
+const APP_ENV = {
+  METRICS_TOKEN,
+  RATE_LIMIT_PER_KEY: '100000',
+  RATE_LIMIT_PER_ADDRESS: '100000',
+  WEBHOOKS_ALLOW_PRIVATE: '1',
+};
 const HOOK_TARGET = 'http://127.0.0.1:9/shiplog';
 const LIMIT_HEADERS = ['RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'Retry-After'];
 
@@ -132,7 +176,11 @@ after(() => t.close());
 describe('the API description', () => {
   test('documents every route of the app, except the pages and the reference page', () => {
     const kept = routes.filter(
-      (r) => r.method !== 'HEAD' && !r.url.startsWith(`${WEB_PREFIX}/`) && r.url !== WEB_PREFIX && !r.url.startsWith(DOCS_PREFIX),
+      (r) =>
+        r.method !== 'HEAD' &&
+        !r.url.startsWith(`${WEB_PREFIX}/`) &&
+        r.url !== WEB_PREFIX &&
+        !r.url.startsWith(DOCS_PREFIX),
     );
     assert.ok(kept.length > 20, `only ${kept.length} routes seen`);
     // A route without a schema is listed all the same, with nothing but a "Default Response".
@@ -141,15 +189,24 @@ describe('the API description', () => {
       const route = `${r.method} ${r.url}`;
       if (!op) return [`${route} is missing`];
       if (!op.summary || !op.tags?.length || !op.operationId) return [`${route} has no summary, tags or operationId`];
-      if (Object.values(op.responses).some((res) => res.description === 'Default Response')) return [`${route} documents no answer`];
+      if (Object.values(op.responses).some((res) => res.description === 'Default Response'))
+        return [`${route} documents no answer`];
       return [];
     });
-    assert.deepEqual(problems, [], `${OPENAPI_PATH} is incomplete (give each route a schema: summary, tags, operationId, response, errors): ${problems.join('; ')}`);
+    assert.deepEqual(
+      problems,
+      [],
+      `${OPENAPI_PATH} is incomplete (give each route a schema: summary, tags, operationId, response, errors): ${problems.join('; ')}`,
+    );
 
     const registered = new Set(kept.map((r) => `${r.method.toLowerCase()} ${templateOf(r.url)}`));
     for (const [template, operations] of Object.entries(doc.paths)) {
-      assert.ok(!template.startsWith(WEB_PREFIX) && !template.startsWith(DOCS_PREFIX), `${template} is a page, not part of the API`);
-      for (const method of Object.keys(operations)) assert.ok(registered.has(`${method} ${template}`), `${method} ${template} is documented but not a route`);
+      assert.ok(
+        !template.startsWith(WEB_PREFIX) && !template.startsWith(DOCS_PREFIX),
+        `${template} is a page, not part of the API`,
+      );
+      for (const method of Object.keys(operations))
+        assert.ok(registered.has(`${method} ${template}`), `${method} ${template} is documented but not a route`);
     }
   });
 
@@ -166,16 +223,38 @@ describe('the API description', () => {
   });
 
   test('names its schemas, says who may call what, and describes each operation', () => {
-    for (const name of ['Error', 'User', 'Product', 'Member', 'Item', 'ParentItem', 'Deployment', 'Deploy', 'InviteAnswer', 'Webhook', 'CreatedWebhook', 'WebhookDelivery', 'Health']) {
+    for (const name of [
+      'Error',
+      'User',
+      'Product',
+      'Member',
+      'Item',
+      'ParentItem',
+      'Deployment',
+      'Deploy',
+      'InviteAnswer',
+      'Webhook',
+      'CreatedWebhook',
+      'WebhookDelivery',
+      'Health',
+    ]) {
       assert.ok(doc.components.schemas[name], `components.schemas.${name}`);
     }
     const text = JSON.stringify(doc);
     for (const match of text.matchAll(/"\$ref":"([^"]+)"/g)) {
-      assert.ok(match[1].startsWith('#/components/schemas/') && doc.components.schemas[match[1].split('/').pop()!], `dangling reference ${match[1]}`);
+      assert.ok(
+        match[1].startsWith('#/components/schemas/') && doc.components.schemas[match[1].split('/').pop()!],
+        `dangling reference ${match[1]}`,
+      );
     }
     assert.doesNotMatch(text, /def-\d+/, 'every shared schema keeps its name');
-    const schemes = (doc as unknown as { components: { securitySchemes: Record<string, { type: string; scheme: string }> } }).components.securitySchemes;
-    assert.deepEqual([schemes.basicAuth.scheme, schemes.bearerAuth.scheme, schemes.metricsToken.scheme], ['basic', 'bearer', 'bearer']);
+    const schemes = (
+      doc as unknown as { components: { securitySchemes: Record<string, { type: string; scheme: string }> } }
+    ).components.securitySchemes;
+    assert.deepEqual(
+      [schemes.basicAuth.scheme, schemes.bearerAuth.scheme, schemes.metricsToken.scheme],
+      ['basic', 'bearer', 'bearer'],
+    );
 
     const ids = new Set<string>();
     for (const [template, operations] of Object.entries(doc.paths)) {
@@ -186,30 +265,53 @@ describe('the API description', () => {
         ids.add(op.operationId!);
         if (template.startsWith('/api/')) {
           assert.deepEqual(op.security, [{ basicAuth: [] }, { bearerAuth: [] }], `${label} needs credentials`);
-          assert.ok(op.responses['403'] && op.responses['503'], `${label} documents the 403 of credentials and the 503 of the database`);
+          assert.ok(
+            op.responses['403'] && op.responses['503'],
+            `${label} documents the 403 of credentials and the 503 of the database`,
+          );
         } else if (template === '/metrics') {
           assert.deepEqual(op.security, [{ metricsToken: [] }], `${label} needs the metrics token`);
         } else {
           assert.equal(op.security, undefined, `${label} needs no credentials`);
         }
-        if (template.startsWith('/api/products/{product_id}')) assert.match(op.responses['404']?.description ?? '', /No product with that id/, label);
+        if (template.startsWith('/api/products/{product_id}'))
+          assert.match(op.responses['404']?.description ?? '', /No product with that id/, label);
         if (template.startsWith('/api/products/{product_id}/webhooks')) {
-          assert.match(op.responses['403'].description, /not a member of the product\. The caller is not an admin/, `${label}: admins only`);
+          assert.match(
+            op.responses['403'].description,
+            /not a member of the product\. The caller is not an admin/,
+            `${label}: admins only`,
+          );
         }
         // The limiter counts every request but the probe's.
         if (template === '/health') {
           assert.equal(op.responses['429'], undefined, `${label} is never limited`);
         } else {
-          assert.match(op.responses['429']?.description ?? '', /More than 100000 from one user, or 100000 from one client address in 60 s/, `${label} documents the limit`);
-          assert.deepEqual(Object.keys(op.responses['429'].headers ?? {}).sort(), LIMIT_HEADERS.sort(), `${label}: the 429's headers`);
+          assert.match(
+            op.responses['429']?.description ?? '',
+            /More than 100000 from one user, or 100000 from one client address in 60 s/,
+            `${label} documents the limit`,
+          );
+          assert.deepEqual(
+            Object.keys(op.responses['429'].headers ?? {}).sort(),
+            LIMIT_HEADERS.sort(),
+            `${label}: the 429's headers`,
+          );
         }
         if (label === 'post /api/products/{product_id}/people.json') {
-          assert.match(op.responses['429'].description, /^More than .* in 60 s;.* The inviter sent 20 invitations/, 'the limiter, then the route');
+          assert.match(
+            op.responses['429'].description,
+            /^More than .* in 60 s;.* The inviter sent 20 invitations/,
+            'the limiter, then the route',
+          );
         }
         for (const [status, response] of Object.entries(op.responses)) {
           if (Number(status) < 400 || template === '/health') continue;
           const schemas = Object.values(response.content ?? {}).map((m) => JSON.stringify(m.schema));
-          assert.ok(schemas.includes('{"$ref":"#/components/schemas/Error"}'), `${label} ${status} is the shared Error`);
+          assert.ok(
+            schemas.includes('{"$ref":"#/components/schemas/Error"}'),
+            `${label} ${status} is the shared Error`,
+          );
         }
       }
     }
@@ -225,12 +327,32 @@ describe('every documented endpoint answers as the document says', () => {
       conformance.check(options.method, options.url, res);
       return res;
     };
-    const as = (user: TestUser | undefined, extra: Record<string, string> = {}) => ({ ...(user ? { authorization: user.auth } : {}), ...extra });
-    const get = (url: string, user?: TestUser, headers: Record<string, string> = {}) => call({ method: 'GET', url, headers: as(user, headers) });
-    const form = (method: 'POST' | 'DELETE', url: string, user: TestUser | undefined, params: Record<string, string> = {}, headers: Record<string, string> = {}) =>
-      call({ method, url, headers: as(user, { 'content-type': 'application/x-www-form-urlencoded', ...headers }), payload: new URLSearchParams(params).toString() });
+    const as = (user: TestUser | undefined, extra: Record<string, string> = {}) => ({
+      ...(user ? { authorization: user.auth } : {}),
+      ...extra,
+    });
+    const get = (url: string, user?: TestUser, headers: Record<string, string> = {}) =>
+      call({ method: 'GET', url, headers: as(user, headers) });
+    const form = (
+      method: 'POST' | 'DELETE',
+      url: string,
+      user: TestUser | undefined,
+      params: Record<string, string> = {},
+      headers: Record<string, string> = {},
+    ) =>
+      call({
+        method,
+        url,
+        headers: as(user, { 'content-type': 'application/x-www-form-urlencoded', ...headers }),
+        payload: new URLSearchParams(params).toString(),
+      });
     const json = (url: string, user: TestUser, body: unknown) =>
-      call({ method: 'POST', url, headers: as(user, { 'content-type': 'application/json' }), payload: JSON.stringify(body) });
+      call({
+        method: 'POST',
+        url,
+        headers: as(user, { 'content-type': 'application/json' }),
+        payload: JSON.stringify(body),
+      });
 
     const owner = await makeUser(t.db);
     const member = await makeUser(t.db);
@@ -255,22 +377,64 @@ describe('every documented endpoint answers as the document says', () => {
 
     // Webhooks before the changes below, so that those queue deliveries for the log to show.
     const hooks = `${p}/webhooks`;
-    const hook = (await form('POST', `${hooks}.json`, owner, { url: HOOK_TARGET, events: 'item.created,item.status_changed,deploy.created' })).json();
-    await json(`${hooks}.json`, owner, { url: HOOK_TARGET, events: ['deploy.rolled_back'], format: 'slack', secret: 'the-receivers-own-secret-0123' });
+    const hook = (
+      await form('POST', `${hooks}.json`, owner, {
+        url: HOOK_TARGET,
+        events: 'item.created,item.status_changed,deploy.created',
+      })
+    ).json();
+    await json(`${hooks}.json`, owner, {
+      url: HOOK_TARGET,
+      events: ['deploy.rolled_back'],
+      format: 'slack',
+      secret: 'the-receivers-own-secret-0123',
+    });
     await form('POST', `${hooks}.json`, owner, { url: 'ftp://example.com/', events: 'item.moved', secret: 'short' });
     await form('POST', `${hooks}.json`, member, { url: HOOK_TARGET, events: 'item.created' });
     await get(`${hooks}.json`, owner);
     await get(`${hooks}.json`, member);
     await get(`${hooks}.json`, stranger);
 
-    const story = (await json(`${p}/items.json`, owner, { type: 'story', who: 'user', what: 'a board', why: 'I see the work', tags: ['ui', 'board'] })).json();
-    const task = (await form('POST', `${p}/items.json`, owner, { type: 'task', title: 'Draw it', parent: String(story.number), assigned_to: String(member.user.id) })).json();
-    const other = (await form('POST', `${p}/items.json`, member, { type: 'defect', title: 'Broken', status: 'completed', close_reason: 'invalid' })).json();
+    const story = (
+      await json(`${p}/items.json`, owner, {
+        type: 'story',
+        who: 'user',
+        what: 'a board',
+        why: 'I see the work',
+        tags: ['ui', 'board'],
+      })
+    ).json();
+    const task = (
+      await form('POST', `${p}/items.json`, owner, {
+        type: 'task',
+        title: 'Draw it',
+        parent: String(story.number),
+        assigned_to: String(member.user.id),
+      })
+    ).json();
+    const other = (
+      await form('POST', `${p}/items.json`, member, {
+        type: 'defect',
+        title: 'Broken',
+        status: 'completed',
+        close_reason: 'invalid',
+      })
+    ).json();
     const last = (await form('POST', `${p}/items.json`, member, { type: 'test', title: 'Check it' })).json();
     await form('POST', `${p}/items.json`, owner, { type: 'epic' });
     await form('POST', `${p}/items.json`, owner, { type: 'task', title: 'x', assigned_to: String(stranger.user.id) });
-    await call({ method: 'POST', url: `${p}/items.json`, headers: as(owner, { 'content-type': 'application/json' }), payload: '{"type": ' });
-    await call({ method: 'POST', url: `${p}/items.json`, headers: as(owner, { 'content-type': 'application/json' }), payload: JSON.stringify({ title: 'x'.repeat(1_100_000) }) });
+    await call({
+      method: 'POST',
+      url: `${p}/items.json`,
+      headers: as(owner, { 'content-type': 'application/json' }),
+      payload: '{"type": ',
+    });
+    await call({
+      method: 'POST',
+      url: `${p}/items.json`,
+      headers: as(owner, { 'content-type': 'application/json' }),
+      payload: JSON.stringify({ title: 'x'.repeat(1_100_000) }),
+    });
 
     await get(`${p}/items.json?children=true&status=backlog,completed`, member);
     await get(`${p}/items.json?limit=0`, member);
@@ -291,11 +455,26 @@ describe('every documented endpoint answers as the document says', () => {
     const deploy = { environment: 'production', numbers, version: '1.4.2', notes: 'First release' };
     await form('POST', `${p}/deploys.json`, owner, deploy, { 'idempotency-key': 'release-1.4.2' });
     await form('POST', `${p}/deploys.json`, owner, deploy, { 'idempotency-key': 'release-1.4.2' });
-    await form('POST', `${p}/deploys.json`, owner, { ...deploy, version: '1.4.3' }, { 'idempotency-key': 'release-1.4.2' });
+    await form(
+      'POST',
+      `${p}/deploys.json`,
+      owner,
+      { ...deploy, version: '1.4.3' },
+      { 'idempotency-key': 'release-1.4.2' },
+    );
     await form('POST', `${p}/deploys.json`, owner, { numbers });
     await form('POST', `${p}/deploys.json`, owner, { environment: 'production', numbers: 'x' });
-    await form('POST', `${p}/deploys.json`, owner, { environment: 'production', numbers, version: '1.5.0', dry_run: 'true' });
-    await form('POST', `${p}/deploys.json`, owner, { environment: 'production', numbers: `${last.number},999`, version: '1.5.0' });
+    await form('POST', `${p}/deploys.json`, owner, {
+      environment: 'production',
+      numbers,
+      version: '1.5.0',
+      dry_run: 'true',
+    });
+    await form('POST', `${p}/deploys.json`, owner, {
+      environment: 'production',
+      numbers: `${last.number},999`,
+      version: '1.5.0',
+    });
     await form('POST', `${p}/deploys.json`, owner, { environment: 'production', version: '1.4.2', rollback: 'true' });
     await form('POST', `${p}/deploys.json`, owner, { environment: 'production', version: '0.1', rollback: 'true' });
     await form('POST', `${p}/deploys.json`, owner, { environment: 'production', numbers, dry_run: 'maybe' });
@@ -320,7 +499,8 @@ describe('every documented endpoint answers as the document says', () => {
     await form('POST', `${hooks}/${hook.id}.json`, owner, { enabled: 'perhaps', url: 'not a url' });
     await form('POST', `${hooks}/999999.json`, owner, { enabled: 'true' });
     let full: LightMyRequestResponse | undefined;
-    for (let i = 0; i < 20 && full?.statusCode !== 422; i++) full = await form('POST', `${hooks}.json`, owner, { url: `${HOOK_TARGET}/${i}`, events: 'item.created' });
+    for (let i = 0; i < 20 && full?.statusCode !== 422; i++)
+      full = await form('POST', `${hooks}.json`, owner, { url: `${HOOK_TARGET}/${i}`, events: 'item.created' });
     assert.equal(full?.statusCode, 422, 'a product has at most 20 webhooks');
     await form('DELETE', `${hooks}/${hook.id}.json`, owner);
     await form('DELETE', `${hooks}/${hook.id}.json`, owner);
@@ -336,7 +516,9 @@ describe('every documented endpoint answers as the document says', () => {
 
     // The deploy mailed the assignee of the task; its List-Unsubscribe link is the one to follow.
     const mail = (await deliveredMail(t)).filter((m) => (m.headers.get('to') ?? '').includes(member.email));
-    const unsubscribe = /<https?:\/\/[^/>]+(\/unsubscribe\/[^>]+)>/.exec(mail.at(-1)?.headers.get('list-unsubscribe') ?? '')?.[1];
+    const unsubscribe = /<https?:\/\/[^/>]+(\/unsubscribe\/[^>]+)>/.exec(
+      mail.at(-1)?.headers.get('list-unsubscribe') ?? '',
+    )?.[1];
     assert.ok(unsubscribe, 'a deploy email with a List-Unsubscribe link');
     await get(unsubscribe);
     await get(unsubscribe, undefined, { accept: 'text/html' });
@@ -345,7 +527,11 @@ describe('every documented endpoint answers as the document says', () => {
     await get('/unsubscribe/not-a.link');
     await get('/unsubscribe/not-a.link', undefined, { accept: 'text/html' });
 
-    await form('POST', `${p}/people.json`, owner, { email: 'newcomer@example.com', first_name: 'New', last_name: 'Comer' });
+    await form('POST', `${p}/people.json`, owner, {
+      email: 'newcomer@example.com',
+      first_name: 'New',
+      last_name: 'Comer',
+    });
     await form('POST', `${p}/people.json`, member, { email: 'friend@example.com' });
     await form('POST', `${p}/people.json`, owner, { email: 'not an address' });
     const link = await invitationPath(t, 'newcomer@example.com');
@@ -360,7 +546,9 @@ describe('every documented endpoint answers as the document says', () => {
     }
     assert.equal(limited?.statusCode, 429, 'an inviter is limited to 20 invitations an hour');
 
-    const operations = Object.entries(doc.paths).flatMap(([template, ops]) => Object.keys(ops).map((m) => `${m.toUpperCase()} ${template}`));
+    const operations = Object.entries(doc.paths).flatMap(([template, ops]) =>
+      Object.keys(ops).map((m) => `${m.toUpperCase()} ${template}`),
+    );
     const untried = operations.filter((op) => !conformance.succeeded.has(op));
     assert.deepEqual(untried, [], `documented endpoints never answered with success here: ${untried.join(', ')}`);
   });
@@ -374,7 +562,12 @@ describe('every documented endpoint answers as the document says', () => {
       const described = await limited.app.inject({ method: 'GET', url: OPENAPI_PATH, remoteAddress: '10.70.0.1' });
       const conformance = new Conformance(described.json());
       const send = async (method: string, url: string, remoteAddress: string, authorization?: string) => {
-        const res = await limited.app.inject({ method, url, remoteAddress, headers: authorization ? { authorization } : {} });
+        const res = await limited.app.inject({
+          method,
+          url,
+          remoteAddress,
+          headers: authorization ? { authorization } : {},
+        });
         conformance.check(method, url, res);
         return res;
       };
@@ -437,10 +630,23 @@ describe('a client generated from the description', () => {
     fs.writeFileSync(path.join(dir, 'client.ts'), CLIENT);
     fs.writeFileSync(
       path.join(dir, 'tsconfig.json'),
-      JSON.stringify({ compilerOptions: { module: 'NodeNext', moduleResolution: 'NodeNext', target: 'ES2022', strict: true, noEmit: true, skipLibCheck: true, types: ['node'] }, files: ['client.ts'] }),
+      JSON.stringify({
+        compilerOptions: {
+          module: 'NodeNext',
+          moduleResolution: 'NodeNext',
+          target: 'ES2022',
+          strict: true,
+          noEmit: true,
+          skipLibCheck: true,
+          types: ['node'],
+        },
+        files: ['client.ts'],
+      }),
     );
     // Typed against the document: a wrong type, or a parameter the document lacks, fails here.
-    await run(bin('tsc'), ['-p', 'tsconfig.json'], { cwd: dir }).catch((err) => assert.fail(`the client does not type-check:\n${err.stdout}${err.stderr}`));
+    await run(bin('tsc'), ['-p', 'tsconfig.json'], { cwd: dir }).catch((err) =>
+      assert.fail(`the client does not type-check:\n${err.stdout}${err.stderr}`),
+    );
 
     const address = await t.app.listen({ host: '127.0.0.1', port: 0 });
     const env = { ...process.env, SHIPLOG_URL: address, SHIPLOG_API_KEY: owner.apiKey, PRODUCT_ID: String(product.id) };
@@ -501,7 +707,10 @@ describe('the reference page', () => {
     assert.ok(assets.length >= 4, page.body);
     for (const asset of assets) {
       assert.doesNotMatch(asset, /^(https?:)?\/\//, `${asset} comes from elsewhere`);
-      const res = await t.app.inject({ method: 'GET', url: new URL(asset, `http://shiplog.test${DOCS_PREFIX}/`).pathname });
+      const res = await t.app.inject({
+        method: 'GET',
+        url: new URL(asset, `http://shiplog.test${DOCS_PREFIX}/`).pathname,
+      });
       assert.equal(res.statusCode, 200, asset);
     }
     const init = await t.app.inject({ method: 'GET', url: `${DOCS_PREFIX}/static/swagger-initializer.js` });

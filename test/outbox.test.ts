@@ -33,20 +33,30 @@ async function deployTo(followerCount: number) {
   const product = await makeProduct(t.db, deployer, followers);
   for (const f of followers) await makeItem(t.app, f, product.id);
   const numbers = followers.map((_, i) => i + 1).join(',');
-  const res = await client(t.app, deployer).post(`/api/products/${product.id}/deploys.json`, { environment: 'prod', numbers });
+  const res = await client(t.app, deployer).post(`/api/products/${product.id}/deploys.json`, {
+    environment: 'prod',
+    numbers,
+  });
   assert.equal(res.statusCode, 200);
   return { followers, deployId: res.json().id as number };
 }
 
-const rowsOf = (deployId: number) => t.db.selectFrom('outbox').selectAll().where('deploy_id', '=', deployId).orderBy('id').execute();
+const rowsOf = (deployId: number) =>
+  t.db.selectFrom('outbox').selectAll().where('deploy_id', '=', deployId).orderBy('id').execute();
 
 test('nothing is sent inside the request: messages wait in the outbox until the worker runs', async () => {
   const before = sent.length;
   const { deployId } = await deployTo(2);
   assert.equal(sent.length, before);
-  assert.deepEqual((await rowsOf(deployId)).map((r) => r.status), ['pending', 'pending']);
+  assert.deepEqual(
+    (await rowsOf(deployId)).map((r) => r.status),
+    ['pending', 'pending'],
+  );
   await t.app.outbox.deliverDue();
-  assert.deepEqual((await rowsOf(deployId)).map((r) => r.status), ['sent', 'sent']);
+  assert.deepEqual(
+    (await rowsOf(deployId)).map((r) => r.status),
+    ['sent', 'sent'],
+  );
 });
 
 test('a temporary failure is retried later with backoff; the others go out meanwhile', async () => {
@@ -55,7 +65,10 @@ test('a temporary failure is retried later with backoff; the others go out meanw
   await t.app.outbox.deliverDue();
   failures.clear();
   const rows = await rowsOf(deployId);
-  assert.deepEqual(rows.map((r) => r.status), ['sent', 'pending', 'sent']);
+  assert.deepEqual(
+    rows.map((r) => r.status),
+    ['sent', 'pending', 'sent'],
+  );
   const failed = rows[1];
   assert.equal(failed.attempts, 1);
   assert.match(failed.last_error!, /ECONNREFUSED/);
@@ -64,7 +77,11 @@ test('a temporary failure is retried later with backoff; the others go out meanw
 
   await t.app.outbox.deliverDue();
   assert.equal((await rowsOf(deployId))[1].status, 'pending', 'not retried before its time');
-  await t.db.updateTable('outbox').set({ next_attempt_at: '2000-01-01T00:00:00+00:00' }).where('id', '=', failed.id).execute();
+  await t.db
+    .updateTable('outbox')
+    .set({ next_attempt_at: '2000-01-01T00:00:00+00:00' })
+    .where('id', '=', failed.id)
+    .execute();
   await t.app.outbox.deliverDue();
   const retried = (await rowsOf(deployId))[1];
   assert.equal(retried.status, 'sent');
@@ -84,17 +101,36 @@ test('a permanent (5xx) failure is recorded and not retried', async () => {
 test('a message claimed by a worker that died is taken up again once its lease has run out', async () => {
   const { deployId } = await deployTo(1);
   const [row] = await rowsOf(deployId);
-  await t.db.updateTable('outbox').set({ status: 'sending', lease_until: '2000-01-01T00:00:00+00:00', attempts: 1 }).where('id', '=', row.id).execute();
+  await t.db
+    .updateTable('outbox')
+    .set({ status: 'sending', lease_until: '2000-01-01T00:00:00+00:00', attempts: 1 })
+    .where('id', '=', row.id)
+    .execute();
   await t.app.outbox.deliverDue();
   assert.equal((await rowsOf(deployId))[0].status, 'sent');
 });
 
 test('backoff grows exponentially from about 30 s, is capped, and is jittered', () => {
-  assert.equal(retryDelayMs(1, () => 0.5), 30_000);
-  assert.equal(retryDelayMs(2, () => 0.5), 60_000);
-  assert.equal(retryDelayMs(20, () => 0.5), 3600_000);
-  assert.equal(retryDelayMs(1, () => 0), 15_000);
-  assert.equal(retryDelayMs(1, () => 0.999), 44_970);
+  assert.equal(
+    retryDelayMs(1, () => 0.5),
+    30_000,
+  );
+  assert.equal(
+    retryDelayMs(2, () => 0.5),
+    60_000,
+  );
+  assert.equal(
+    retryDelayMs(20, () => 0.5),
+    3600_000,
+  );
+  assert.equal(
+    retryDelayMs(1, () => 0),
+    15_000,
+  );
+  assert.equal(
+    retryDelayMs(1, () => 0.999),
+    44_970,
+  );
 });
 
 test('rows hold what a message is made of; its text and HTML are rendered when it is sent, with the items as they are then', async () => {
@@ -113,7 +149,11 @@ test('rows hold what a message is made of; its text and HTML are rendered when i
     const product = await makeProduct(own.db, deployer, [follower]);
     await makeItem(own.app, follower, product.id, { title: 'Old title' });
     const api = client(own.app, deployer);
-    const res = await api.post(`/api/products/${product.id}/deploys.json`, { environment: 'prod', numbers: '1', notes: 'Some *notes*' });
+    const res = await api.post(`/api/products/${product.id}/deploys.json`, {
+      environment: 'prod',
+      numbers: '1',
+      notes: 'Some *notes*',
+    });
     assert.equal(res.statusCode, 200);
     const [row] = await own.db.selectFrom('outbox').selectAll().where('deploy_id', '=', res.json().id).execute();
     assert.equal(row.subject, `[${product.name}] Deployed to prod: #1 Old title`);
@@ -127,7 +167,10 @@ test('rows hold what a message is made of; its text and HTML are rendered when i
     assert.match(mail.text, /Some \*notes\*/);
     assert.match(mail.html, /<em>notes<\/em>/);
     assert.match(mail.html, />New title</);
-    assert.equal((await own.db.selectFrom('outbox').select('status').where('id', '=', row.id).executeTakeFirstOrThrow()).status, 'sent');
+    assert.equal(
+      (await own.db.selectFrom('outbox').select('status').where('id', '=', row.id).executeTakeFirstOrThrow()).status,
+      'sent',
+    );
   } finally {
     await own.close();
   }
@@ -144,7 +187,9 @@ test('a message whose deploy no longer exists is given up with a clear error, an
   assert.ok(!sent.includes(row.id));
 });
 
-test('sends run in a sliding window: a stuck message holds up only itself, each message goes out once, never more than the window at a time', { timeout: 30_000 }, async () => {
+test('sends run in a sliding window: a stuck message holds up only itself, each message goes out once, never more than the window at a time', {
+  timeout: 30_000,
+}, async () => {
   const WINDOW = 4;
   let release!: () => void;
   const stuck = new Promise<void>((resolve) => (release = resolve));
@@ -176,7 +221,10 @@ test('sends run in a sliding window: a stuck message holds up only itself, each 
     for (const f of followers) await makeItem(own.app, f, product.id);
     stuckAddress = followers[0].email;
     const numbers = followers.map((_, i) => i + 1).join(',');
-    const res = await client(own.app, deployer).post(`/api/products/${product.id}/deploys.json`, { environment: 'prod', numbers });
+    const res = await client(own.app, deployer).post(`/api/products/${product.id}/deploys.json`, {
+      environment: 'prod',
+      numbers,
+    });
     assert.equal(res.statusCode, 200);
 
     const round = own.app.outbox.deliverDue();
@@ -186,7 +234,9 @@ test('sends run in a sliding window: a stuck message holds up only itself, each 
     // A delivery is recorded as sent a moment after the transport returns: wait (bounded) for
     // the records rather than reading them the instant the 11th send lands.
     const unsent = async () =>
-      (await own.db.selectFrom('outbox').select(['user_id', 'status']).execute()).filter((r) => r.status !== 'sent').map((r) => r.user_id);
+      (await own.db.selectFrom('outbox').select(['user_id', 'status']).execute())
+        .filter((r) => r.status !== 'sent')
+        .map((r) => r.user_id);
     let left = await unsent();
     while (left.length > 1 && Date.now() < deadline) {
       await new Promise((resolve) => setTimeout(resolve, 5));
@@ -197,7 +247,10 @@ test('sends run in a sliding window: a stuck message holds up only itself, each 
     release();
     assert.equal(await round, 12);
     assert.equal(deliveries.size, 12);
-    assert.ok([...deliveries.values()].every((n) => n === 1), 'each message went out once');
+    assert.ok(
+      [...deliveries.values()].every((n) => n === 1),
+      'each message went out once',
+    );
     assert.ok(most <= WINDOW, `${most} sends at once`);
     assert.ok((await own.db.selectFrom('outbox').select('status').execute()).every((r) => r.status === 'sent'));
   } finally {
@@ -206,18 +259,30 @@ test('sends run in a sliding window: a stuck message holds up only itself, each 
   }
 });
 
-test('deliveries are recorded together, each only while its claim is still this worker\'s', async () => {
+test("deliveries are recorded together, each only while its claim is still this worker's", async () => {
   const { deployId } = await deployTo(3);
   const rows = await rowsOf(deployId);
   await t.db.updateTable('outbox').set({ status: 'sending', attempts: 1 }).where('deploy_id', '=', deployId).execute();
   // The third message's claim lapsed and another worker took it over (one attempt more).
   await t.db.updateTable('outbox').set({ attempts: 2 }).where('id', '=', rows[2].id).execute();
-  const recorded = await markAllSent(t.db, rows.map((r) => ({ id: r.id, attempts: 1 })), '2026-01-01T00:00:00+00:00');
-  assert.deepEqual([...recorded].sort((a, b) => a - b), [rows[0].id, rows[1].id]);
-  assert.deepEqual((await rowsOf(deployId)).map((r) => r.status), ['sent', 'sent', 'sending']);
+  const recorded = await markAllSent(
+    t.db,
+    rows.map((r) => ({ id: r.id, attempts: 1 })),
+    '2026-01-01T00:00:00+00:00',
+  );
+  assert.deepEqual(
+    [...recorded].sort((a, b) => a - b),
+    [rows[0].id, rows[1].id],
+  );
+  assert.deepEqual(
+    (await rowsOf(deployId)).map((r) => r.status),
+    ['sent', 'sent', 'sending'],
+  );
 });
 
-test('a round stuck outside any send (here: a claim the database never answers) is given up, logged, and a new round delivers', { timeout: 30_000 }, async () => {
+test('a round stuck outside any send (here: a claim the database never answers) is given up, logged, and a new round delivers', {
+  timeout: 30_000,
+}, async () => {
   const { deployId } = await deployTo(2);
   // The first claim hangs for good; later ones go to the database as usual.
   let hung = false;
@@ -236,7 +301,11 @@ test('a round stuck outside any send (here: a claim the database never answers) 
     },
   }) as Db;
   const errors: string[] = [];
-  const log = { info() {}, warn() {}, error: (_obj: unknown, msg: string) => errors.push(msg) } as unknown as FastifyBaseLogger;
+  const log = {
+    info() {},
+    warn() {},
+    error: (_obj: unknown, msg: string) => errors.push(msg),
+  } as unknown as FastifyBaseLogger;
   const renderers = { deploy: deployMessageRenderer('http://shiplog.test', t.app.unsubscribeLinks) };
   const worker = new OutboxWorker(db, transport, 'x@shiplog.test', t.app.unsubscribeLinks, renderers, log, {
     intervalMs: 50,
@@ -252,8 +321,14 @@ test('a round stuck outside any send (here: a claim the database never answers) 
     while ((await rowsOf(deployId)).some((r) => r.status !== 'sent') && Date.now() - start < 10_000) {
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
-    assert.deepEqual((await rowsOf(deployId)).map((r) => r.status), ['sent', 'sent']);
-    assert.ok(errors.some((m) => /made no progress/.test(m)), `logged: ${JSON.stringify(errors)}`);
+    assert.deepEqual(
+      (await rowsOf(deployId)).map((r) => r.status),
+      ['sent', 'sent'],
+    );
+    assert.ok(
+      errors.some((m) => /made no progress/.test(m)),
+      `logged: ${JSON.stringify(errors)}`,
+    );
   } finally {
     await worker.stop();
   }

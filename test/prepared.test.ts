@@ -14,8 +14,12 @@ describe('prepared queries', () => {
   });
   after(() => t.close());
 
-  const byIds = prepared((db, ids: number[]) => db.selectFrom('products').select(['id', 'name']).where('id', 'in', ids).orderBy('id'));
-  const rename = prepared((db, id: number, name: string) => db.updateTable('products').set({ name }).where('id', '=', id).returning(['id', 'name']));
+  const byIds = prepared((db, ids: number[]) =>
+    db.selectFrom('products').select(['id', 'name']).where('id', 'in', ids).orderBy('id'),
+  );
+  const rename = prepared((db, id: number, name: string) =>
+    db.updateTable('products').set({ name }).where('id', '=', id).returning(['id', 'name']),
+  );
   const change = prepared((db, id: number, fields: { name?: string; archived?: number }) =>
     db.updateTable('products').set(fields).where('id', '=', id).returning(['name', 'archived']),
   );
@@ -29,9 +33,18 @@ describe('prepared queries', () => {
   test('an array argument of another length is another statement, with every element bound', async () => {
     const owner = await makeUser(t.db);
     const other = (await makeProduct(t.db, owner, [], 'Other')).id;
-    assert.deepEqual((await byIds(t.db, [productId])).map((r) => r.id), [productId]);
-    assert.deepEqual((await byIds(t.db, [other, productId])).map((r) => r.id), [productId, other].sort((a, b) => a - b));
-    assert.deepEqual((await byIds(t.db, [other])).map((r) => r.id), [other]);
+    assert.deepEqual(
+      (await byIds(t.db, [productId])).map((r) => r.id),
+      [productId],
+    );
+    assert.deepEqual(
+      (await byIds(t.db, [other, productId])).map((r) => r.id),
+      [productId, other].sort((a, b) => a - b),
+    );
+    assert.deepEqual(
+      (await byIds(t.db, [other])).map((r) => r.id),
+      [other],
+    );
     assert.deepEqual((await byIds(t.db, [other, other + 1000, productId])).length, 2);
   });
 
@@ -55,7 +68,9 @@ describe('prepared queries', () => {
   });
 
   test('a query that does not take an argument as a value is refused when first built', async () => {
-    const careless = prepared((db: Db, id: number, _unused: string) => db.selectFrom('products').select('id').where('id', '=', id));
+    const careless = prepared((db: Db, id: number, _unused: string) =>
+      db.selectFrom('products').select('id').where('id', '=', id),
+    );
     await assert.rejects(careless(t.db, productId, 'x'), /does not take all its arguments as values/);
   });
 });

@@ -11,7 +11,8 @@ import { runCli, startServer, stopAll, stopProcess, waitFor, type CliRun } from 
 
 const root = tempDir('shiplog-private-test-');
 const sqliteEnv = (dataDir: string) => ({ DATA_DIR: dataDir, DATABASE_URL: '' });
-const shiplog = (dataDir: string, ...args: string[]): Promise<CliRun> => runCli(args, { env: sqliteEnv(dataDir), cwd: root, timeoutMs: 60_000 });
+const shiplog = (dataDir: string, ...args: string[]): Promise<CliRun> =>
+  runCli(args, { env: sqliteEnv(dataDir), cwd: root, timeoutMs: 60_000 });
 const modeOf = (file: string): string => (fs.statSync(file).mode & 0o777).toString(8).padStart(3, '0');
 
 function assertDone(run: CliRun): void {
@@ -41,7 +42,12 @@ describe('files are private whatever the umask', () => {
     assertDone(await shiplog(dataDir, 'user', 'add', 'ada@example.com', '--first', 'Ada', '--last', 'Lovelace'));
     assert.deepEqual(modesUnder(dataDir), { '.': '700', 'shiplog.db': '600' });
     const server = await startServer({
-      env: { ...sqliteEnv(dataDir), LOG_LEVEL: 'error', PUBLIC_URL: 'http://shiplog.test', MAIL_DOMAIN: 'items.shiplog.test' },
+      env: {
+        ...sqliteEnv(dataDir),
+        LOG_LEVEL: 'error',
+        PUBLIC_URL: 'http://shiplog.test',
+        MAIL_DOMAIN: 'items.shiplog.test',
+      },
       dataDir,
       cwd: root,
       stdio: ['ignore', 'ignore', 'pipe'],
@@ -55,11 +61,22 @@ describe('files are private whatever the umask', () => {
       });
       assert.equal(asked.status, 200, await asked.text());
       const mailDir = path.join(dataDir, 'mail');
-      await waitFor('the sign-in link written as a file', () => fs.existsSync(mailDir) && fs.readdirSync(mailDir).some((f) => f.endsWith('.eml')), 30_000);
+      await waitFor(
+        'the sign-in link written as a file',
+        () => fs.existsSync(mailDir) && fs.readdirSync(mailDir).some((f) => f.endsWith('.eml')),
+        30_000,
+      );
       const modes = modesUnder(dataDir);
       const eml = Object.keys(modes).find((f) => f.endsWith('.eml'))!;
       assert.match(fs.readFileSync(path.join(dataDir, eml), 'utf8'), /\/app\/sign-in\//);
-      assert.deepEqual(modes, { '.': '700', 'shiplog.db': '600', 'shiplog.db-wal': '600', 'shiplog.db-shm': '600', mail: '700', [eml]: '600' });
+      assert.deepEqual(modes, {
+        '.': '700',
+        'shiplog.db': '600',
+        'shiplog.db-wal': '600',
+        'shiplog.db-shm': '600',
+        mail: '700',
+        [eml]: '600',
+      });
     } finally {
       await stopProcess(server.child);
     }
@@ -74,7 +91,9 @@ describe('files are private whatever the umask', () => {
     assert.deepEqual(modesUnder(dataDir), { '.': '700', 'shiplog.db': '600' });
   });
 
-  test('backup writes its copy 0600, restore makes the data directory 0700 and the database 0600', { timeout: 60_000 }, async () => {
+  test('backup writes its copy 0600, restore makes the data directory 0700 and the database 0600', {
+    timeout: 60_000,
+  }, async () => {
     const dataDir = path.join(root, 'backed-up');
     assertDone(await shiplog(dataDir, 'user', 'add', 'cy@example.com', '--first', 'Cy', '--last', 'Young'));
     const copies = path.join(root, 'copies');

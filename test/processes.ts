@@ -9,13 +9,39 @@ const SERVER = fileURLToPath(new URL('../dist/bundle/server.js', import.meta.url
 
 /** Every setting Shiplog reads from its environment. */
 const SHIPLOG_SETTINGS = [
-  'PORT', 'HOST', 'DATA_DIR', 'PUBLIC_URL', 'MAIL_DOMAIN', 'MAIL_FROM', 'LOG_LEVEL', 'SMTP_URL', 'MAIL_LEASE_SECONDS',
-  'MAIL_SEND_TIMEOUT_SECONDS', 'MAIL_PROBE_SECONDS', 'MAIL_STALL_SECONDS',
-  'DATABASE_URL', 'PG_POOL_MAX', 'PG_STATEMENT_TIMEOUT_MS', 'PG_CONNECT_TIMEOUT_MS',
-  'REQUEST_TIMEOUT_MS', 'KEEP_ALIVE_TIMEOUT_MS', 'MAX_CONNECTIONS', 'WEB_SESSION_IDLE_MINUTES', 'WEB_SESSION_LIFETIME_DAYS',
-  'WEBHOOK_TIMEOUT_SECONDS', 'WEBHOOK_LEASE_SECONDS', 'WEBHOOK_DISABLE_AFTER_FAILURES', 'WEBHOOKS_ALLOW_PRIVATE', 'WEBHOOK_RETENTION_DAYS',
-  'SHIPLOG_URL', 'SHIPLOG_API_KEY', 'SHIPLOG_EMAIL', 'SHIPLOG_ITEM_PATTERN',
-  'RATE_LIMIT_PER_KEY', 'RATE_LIMIT_PER_ADDRESS', 'RATE_LIMIT_WINDOW_SECONDS',
+  'PORT',
+  'HOST',
+  'DATA_DIR',
+  'PUBLIC_URL',
+  'MAIL_DOMAIN',
+  'MAIL_FROM',
+  'LOG_LEVEL',
+  'SMTP_URL',
+  'MAIL_LEASE_SECONDS',
+  'MAIL_SEND_TIMEOUT_SECONDS',
+  'MAIL_PROBE_SECONDS',
+  'MAIL_STALL_SECONDS',
+  'DATABASE_URL',
+  'PG_POOL_MAX',
+  'PG_STATEMENT_TIMEOUT_MS',
+  'PG_CONNECT_TIMEOUT_MS',
+  'REQUEST_TIMEOUT_MS',
+  'KEEP_ALIVE_TIMEOUT_MS',
+  'MAX_CONNECTIONS',
+  'WEB_SESSION_IDLE_MINUTES',
+  'WEB_SESSION_LIFETIME_DAYS',
+  'WEBHOOK_TIMEOUT_SECONDS',
+  'WEBHOOK_LEASE_SECONDS',
+  'WEBHOOK_DISABLE_AFTER_FAILURES',
+  'WEBHOOKS_ALLOW_PRIVATE',
+  'WEBHOOK_RETENTION_DAYS',
+  'SHIPLOG_URL',
+  'SHIPLOG_API_KEY',
+  'SHIPLOG_EMAIL',
+  'SHIPLOG_ITEM_PATTERN',
+  'RATE_LIMIT_PER_KEY',
+  'RATE_LIMIT_PER_ADDRESS',
+  'RATE_LIMIT_WINDOW_SECONDS',
   'MAX_ANSWER_BYTES',
 ];
 
@@ -87,11 +113,23 @@ function isRunning(child: ChildProcess): boolean {
 }
 
 /** Spawns the built server on a free port without waiting for it, for tests of a start that must fail. */
-export async function spawnServer({ env = {}, envForPort, dataDir, cwd = os.tmpdir(), stdio = ['ignore', 'pipe', 'pipe'] }: ServerOptions): Promise<Server> {
+export async function spawnServer({
+  env = {},
+  envForPort,
+  dataDir,
+  cwd = os.tmpdir(),
+  stdio = ['ignore', 'pipe', 'pipe'],
+}: ServerOptions): Promise<Server> {
   const port = await freePort();
   const child = spawn(process.execPath, [SERVER], {
     cwd,
-    env: cleanEnv({ HOST: '127.0.0.1', PORT: String(port), ...(await storageEnv(dataDir)), ...env, ...envForPort?.(port) }),
+    env: cleanEnv({
+      HOST: '127.0.0.1',
+      PORT: String(port),
+      ...(await storageEnv(dataDir)),
+      ...env,
+      ...envForPort?.(port),
+    }),
     stdio,
   });
   running.add(child);
@@ -164,7 +202,10 @@ export interface CliRun {
  * Runs the admin command line with only the given settings (plus the storage of `dataDir` when
  * given); a hung run is killed rather than stalling the suite.
  */
-export async function runCli(args: string[], options: { dataDir?: string; env?: Record<string, string>; cwd?: string; timeoutMs?: number } = {}): Promise<CliRun> {
+export async function runCli(
+  args: string[],
+  options: { dataDir?: string; env?: Record<string, string>; cwd?: string; timeoutMs?: number } = {},
+): Promise<CliRun> {
   const env = cleanEnv({ ...(options.dataDir ? await storageEnv(options.dataDir) : {}), ...options.env });
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [CLI, ...args], {

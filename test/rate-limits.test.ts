@@ -3,7 +3,16 @@ import { after, afterEach, beforeEach, describe, mock, test } from 'node:test';
 import type { LightMyRequestResponse } from 'fastify';
 import { ConfigError, loadConfig } from '../src/config.js';
 import { rotateApiKey } from '../src/users/index.js';
-import { assertError, basic, makeApp, makeUser, signInByMail, tempDir, type TestContext, type TestUser } from './helpers.js';
+import {
+  assertError,
+  basic,
+  makeApp,
+  makeUser,
+  signInByMail,
+  tempDir,
+  type TestContext,
+  type TestUser,
+} from './helpers.js';
 import { spawnServer, stopAll } from './processes.js';
 
 after(stopAll);
@@ -26,9 +35,15 @@ let ipSeq = 0;
 const newIp = () => `10.60.${Math.floor(++ipSeq / 250)}.${(ipSeq % 250) + 1}`;
 
 const whoami = (t: TestContext, authorization: string | undefined, ip: string) =>
-  t.app.inject({ method: 'GET', url: '/api/user/whoami.json', remoteAddress: ip, headers: authorization ? { authorization } : {} });
+  t.app.inject({
+    method: 'GET',
+    url: '/api/user/whoami.json',
+    remoteAddress: ip,
+    headers: authorization ? { authorization } : {},
+  });
 
-const signInPage = (t: TestContext, ip: string) => t.app.inject({ method: 'GET', url: '/app/sign-in', remoteAddress: ip });
+const signInPage = (t: TestContext, ip: string) =>
+  t.app.inject({ method: 'GET', url: '/app/sign-in', remoteAddress: ip });
 
 function limitHeaders(res: LightMyRequestResponse) {
   return {
@@ -71,13 +86,28 @@ describe('per API key', () => {
     assert.deepEqual(limitHeaders(await whoami(t, ada.auth, ip)), { limit: '3', remaining: '2', reset: '60' });
     const answers = [];
     for (let i = 0; i < 4; i++) answers.push(await whoami(t, ada.auth, ip));
-    assert.deepEqual(answers.map((r) => r.statusCode), [200, 200, 200, 200]);
-    assert.deepEqual(answers.map((r) => r.headers['ratelimit-remaining']), ['3', '2', '1', '0']);
+    assert.deepEqual(
+      answers.map((r) => r.statusCode),
+      [200, 200, 200, 200],
+    );
+    assert.deepEqual(
+      answers.map((r) => r.headers['ratelimit-remaining']),
+      ['3', '2', '1', '0'],
+    );
     for (const r of answers) assert.equal(r.headers['ratelimit-limit'], '4');
     mock.timers.tick(15_000);
     assertLimited(await whoami(t, ada.auth, ip), 4, 45);
     // The count is the user's, whatever the route.
-    assertLimited(await t.app.inject({ method: 'GET', url: '/api/products.json', remoteAddress: ip, headers: { authorization: ada.auth } }), 4, 45);
+    assertLimited(
+      await t.app.inject({
+        method: 'GET',
+        url: '/api/products.json',
+        remoteAddress: ip,
+        headers: { authorization: ada.auth },
+      }),
+      4,
+      45,
+    );
   });
 
   test('one key over its limit leaves other keys, and its own address, untouched', async () => {
@@ -97,7 +127,10 @@ describe('per API key', () => {
     await whoami(t, bearer, ip);
     const answers = [];
     for (let i = 0; i < 4; i++) answers.push(await whoami(t, i % 2 ? bearer : ada.auth, ip));
-    assert.deepEqual(answers.map((r) => r.headers['ratelimit-remaining']), ['3', '2', '1', '0']);
+    assert.deepEqual(
+      answers.map((r) => r.headers['ratelimit-remaining']),
+      ['3', '2', '1', '0'],
+    );
     assertLimited(await whoami(t, bearer, ip), 4, 60);
   });
 
@@ -145,7 +178,12 @@ describe('per client address', () => {
     const t = await appWith({ RATE_LIMIT_PER_ADDRESS: '2' });
     const [ip, other] = [newIp(), newIp()];
     await passes(2, () => signInPage(t, ip));
-    const limited = await t.app.inject({ method: 'GET', url: '/app/sign-in', remoteAddress: ip, headers: { accept: 'application/json' } });
+    const limited = await t.app.inject({
+      method: 'GET',
+      url: '/app/sign-in',
+      remoteAddress: ip,
+      headers: { accept: 'application/json' },
+    });
     assertLimited(limited, 2, 60);
     // Pages show the refusal as a page.
     const page = await signInPage(t, ip);
@@ -167,7 +205,10 @@ describe('per client address', () => {
     assert.equal(first.statusCode, 200);
     const rest = [];
     for (let i = 0; i < 5; i++) rest.push(await page());
-    assert.deepEqual(rest.map((r) => [r.statusCode, r.headers['ratelimit-limit']]), Array(5).fill([200, '5']));
+    assert.deepEqual(
+      rest.map((r) => [r.statusCode, r.headers['ratelimit-limit']]),
+      Array(5).fill([200, '5']),
+    );
     assert.equal((await page()).statusCode, 429);
     assert.equal((await signInPage(t, ip)).statusCode, 200, 'the address keeps its own count');
   });
@@ -191,7 +232,10 @@ describe('/health', () => {
 describe('settings', () => {
   test('the defaults: 1,200 a minute per key, 300 per address', async () => {
     const config = loadConfig({});
-    assert.deepEqual([config.rateLimitPerKey, config.rateLimitPerAddress, config.rateLimitWindowSeconds], [1200, 300, 60]);
+    assert.deepEqual(
+      [config.rateLimitPerKey, config.rateLimitPerAddress, config.rateLimitWindowSeconds],
+      [1200, 300, 60],
+    );
     const t = await appWith({});
     const ada = await makeUser(t.db);
     const ip = newIp();
@@ -204,7 +248,16 @@ describe('settings', () => {
     const ip = newIp();
     assert.equal((await signInPage(t, ip)).headers['ratelimit-reset'], '600');
     mock.timers.tick(100_000);
-    assertLimited(await t.app.inject({ method: 'GET', url: '/app/sign-in', remoteAddress: ip, headers: { accept: 'application/json' } }), 1, 500);
+    assertLimited(
+      await t.app.inject({
+        method: 'GET',
+        url: '/app/sign-in',
+        remoteAddress: ip,
+        headers: { accept: 'application/json' },
+      }),
+      1,
+      500,
+    );
   });
 
   test('0 turns a limit off', async () => {
@@ -226,18 +279,29 @@ describe('settings', () => {
       ['RATE_LIMIT_PER_KEY', '-1', /RATE_LIMIT_PER_KEY must be a whole number from 0 \(no limit\)/],
       ['RATE_LIMIT_PER_KEY', '1.5', /RATE_LIMIT_PER_KEY must be a whole number/],
       ['RATE_LIMIT_PER_ADDRESS', 'lots', /RATE_LIMIT_PER_ADDRESS must be a whole number from 0/],
-      ['RATE_LIMIT_PER_ADDRESS', '1000000001', /RATE_LIMIT_PER_ADDRESS must be a whole number from 0 \(no limit\) to 1000000000/],
+      [
+        'RATE_LIMIT_PER_ADDRESS',
+        '1000000001',
+        /RATE_LIMIT_PER_ADDRESS must be a whole number from 0 \(no limit\) to 1000000000/,
+      ],
       ['RATE_LIMIT_WINDOW_SECONDS', '0', /RATE_LIMIT_WINDOW_SECONDS must be a whole number from 1 to 86400/],
       ['RATE_LIMIT_WINDOW_SECONDS', '1m', /RATE_LIMIT_WINDOW_SECONDS must be a whole number/],
     ];
     for (const [name, value, message] of cases) {
-      assert.throws(() => loadConfig({ [name]: value }), (err: unknown) => err instanceof ConfigError && message.test(err.message), `${name}=${value}`);
+      assert.throws(
+        () => loadConfig({ [name]: value }),
+        (err: unknown) => err instanceof ConfigError && message.test(err.message),
+        `${name}=${value}`,
+      );
     }
   });
 
   test('the server does not start with an invalid value, and says why', async () => {
     const server = await spawnServer({ dataDir: tempDir(), env: { RATE_LIMIT_PER_KEY: 'unlimited' } });
     assert.equal(await server.exited, 1);
-    assert.match(server.stderr(), /^shiplog: RATE_LIMIT_PER_KEY must be a whole number from 0 \(no limit\) to 1000000000, got "unlimited"\.\n$/);
+    assert.match(
+      server.stderr(),
+      /^shiplog: RATE_LIMIT_PER_KEY must be a whole number from 0 \(no limit\) to 1000000000, got "unlimited"\.\n$/,
+    );
   });
 });

@@ -18,9 +18,12 @@ async function setup(count = 5) {
     (await api.get(`${base}/items.json`, { status, limit: 500 })).json().map((i: { number: number }) => i.number);
   const sorts = async () =>
     new Map(
-      (await t.db.selectFrom('items').select(['number', 'sort']).where('product_id', '=', product.id).execute()).map((r) => [r.number, Number(r.sort)]),
+      (await t.db.selectFrom('items').select(['number', 'sort']).where('product_id', '=', product.id).execute()).map(
+        (r) => [r.number, Number(r.sort)],
+      ),
     );
-  const resort = (n: number, params: Record<string, string | number>) => api.post(`${base}/items/${n}/resort.json`, params);
+  const resort = (n: number, params: Record<string, string | number>) =>
+    api.post(`${base}/items/${n}/resort.json`, params);
   return { owner, product, api, base, order, sorts, resort };
 }
 

@@ -34,7 +34,8 @@ let colleague: TestUser;
 let product: ProductRow;
 const seen: Seen[] = [];
 
-const errorsIn = (list: Seen[]) => list.filter((r) => r.status >= 400).map((r) => `${r.method} ${r.url} -> ${r.status}`);
+const errorsIn = (list: Seen[]) =>
+  list.filter((r) => r.status >= 400).map((r) => `${r.method} ${r.url} -> ${r.status}`);
 
 /** Starts recording; the returned function gives the SDK's requests since then. */
 function recordFromNow(): () => Seen[] {
@@ -50,7 +51,12 @@ async function within<T>(what: string, promise: PromiseLike<T>): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
     timer = setTimeout(
-      () => reject(new Error(`${what}: no answer within ${WAIT_MS / 1000} s; SDK errors so far: ${JSON.stringify(errorsIn(seen))}`)),
+      () =>
+        reject(
+          new Error(
+            `${what}: no answer within ${WAIT_MS / 1000} s; SDK errors so far: ${JSON.stringify(errorsIn(seen))}`,
+          ),
+        ),
       WAIT_MS,
     );
   });
@@ -158,7 +164,12 @@ describe('sprintly-data SDK against a running Shiplog', () => {
     assert.equal(task.get('product').id, product.id, 'item URLs are built from product.id');
     assert.equal(task.url(), `${base}/api/products/${product.id}/items/${task.id}.json`);
 
-    const story = sdkProduct.createItem({ type: 'story', who: 'operator', what: 'deploy notices', why: 'I know what shipped' });
+    const story = sdkProduct.createItem({
+      type: 'story',
+      who: 'operator',
+      what: 'deploy notices',
+      why: 'I know what shipped',
+    });
     await save('create story', story);
     assert.equal(story.id, task.id + 1, 'numbers are allocated in order');
     assert.equal(story.get('type'), 'story');
@@ -175,13 +186,21 @@ describe('sprintly-data SDK against a running Shiplog', () => {
     assert.equal((await apiItem(story.id)).title, 'As an operator, I want deploy notices so that I know what shipped.');
 
     const posts = requests().filter((r) => r.method === 'POST');
-    assert.deepEqual(posts.map((r) => r.url), [`/api/products/${product.id}/items.json`, `/api/products/${product.id}/items.json`]);
+    assert.deepEqual(
+      posts.map((r) => r.url),
+      [`/api/products/${product.id}/items.json`, `/api/products/${product.id}/items.json`],
+    );
     assert.deepEqual(errorsIn(requests()), []);
   });
 
   test('fetches an item created elsewhere, with its parent story', async () => {
     const requests = recordFromNow();
-    const story = await makeItem(t.app, owner, product.id, { type: 'story', who: 'shopper', what: 'search', why: 'I find things' });
+    const story = await makeItem(t.app, owner, product.id, {
+      type: 'story',
+      who: 'shopper',
+      what: 'search',
+      why: 'I find things',
+    });
     const sub = await makeItem(t.app, owner, product.id, {
       type: 'defect',
       title: 'Search ignores accents',
@@ -257,7 +276,10 @@ describe('sprintly-data SDK against a running Shiplog', () => {
     const saves = requests().filter((r) => r.method === 'POST');
     assert.deepEqual(
       saves.map((r) => r.url),
-      [`/api/products/${product.id}/items/${created.number}.json`, `/api/products/${product.id}/items/${created.number}.json`],
+      [
+        `/api/products/${product.id}/items/${created.number}.json`,
+        `/api/products/${product.id}/items/${created.number}.json`,
+      ],
       'updates are POSTs to the item',
     );
     assert.deepEqual(errorsIn(requests()), []);
@@ -265,7 +287,13 @@ describe('sprintly-data SDK against a running Shiplog', () => {
 
   test('save() of a story rebuilds its title; save() of a sub-item keeps its parent', async () => {
     const requests = recordFromNow();
-    const story = await makeItem(t.app, owner, product.id, { type: 'story', who: 'admin', what: 'audit logs', why: 'I can trace changes', tags: 'audit' });
+    const story = await makeItem(t.app, owner, product.id, {
+      type: 'story',
+      who: 'admin',
+      what: 'audit logs',
+      why: 'I can trace changes',
+      tags: 'audit',
+    });
     const sub = await makeItem(t.app, owner, product.id, { type: 'task', title: 'Log writes', parent: story.number });
 
     const storyModel = await sdkItem(story.number);
@@ -298,11 +326,19 @@ describe('sprintly-data SDK against a running Shiplog', () => {
     // Created in one transaction through the service: hundreds of HTTP round trips would only slow this down.
     await t.db.transaction().execute(async (trx) => {
       let n = 0;
-      const add = (params: Record<string, string | number>) => createItem(trx, scope, parseCreateItem(params), t.config);
+      const add = (params: Record<string, string | number>) =>
+        createItem(trx, scope, parseCreateItem(params), t.config);
       const task = () => add({ type: 'task', title: `Task ${++n}`, status: statuses[n % 2] });
       const storyWith = async (children: number) => {
-        const story = await add({ type: 'story', who: 'user', what: `thing ${++n}`, why: 'reasons', status: statuses[n % 2] });
-        for (let c = 0; c < children; c++) await add({ type: 'task', title: `Sub ${++n}`, status: statuses[c % 2], parent: story.number });
+        const story = await add({
+          type: 'story',
+          who: 'user',
+          what: `thing ${++n}`,
+          why: 'reasons',
+          status: statuses[n % 2],
+        });
+        for (let c = 0; c < children; c++)
+          await add({ type: 'task', title: `Sub ${++n}`, status: statuses[c % 2], parent: story.number });
       };
       // Oldest: 36 entries.
       for (let i = 0; i < 30; i++) {
@@ -348,7 +384,9 @@ describe('sprintly-data SDK against a running Shiplog', () => {
       sdk.collectionConsumer(coll, { order_by: 'newest', children: true, status: statuses.join(',') }),
     );
 
-    const listed = requests().filter((r) => r.method === 'GET' && r.url.startsWith(`/api/products/${paging.id}/items.json?`));
+    const listed = requests().filter(
+      (r) => r.method === 'GET' && r.url.startsWith(`/api/products/${paging.id}/items.json?`),
+    );
     const offsets = listed.map((r) => new URL(r.url, base).searchParams.get('offset')).sort();
     // The SDK plans its pages from X-Sprintly-Item-Count alone: 539 gives exactly one more page.
     assert.deepEqual(offsets, ['0', '500'], 'the SDK asked for two pages');
@@ -384,8 +422,13 @@ describe('sprintly-data SDK against a running Shiplog', () => {
       const story = coll.get(number);
       const row = rows.find((r) => r.number === number)!;
       assert.deepEqual(
-        story.sub_items().pluck('number').sort((a: number, b: number) => a - b),
-        childrenOf(row.id).map((c) => c.number).sort((a, b) => a - b),
+        story
+          .sub_items()
+          .pluck('number')
+          .sort((a: number, b: number) => a - b),
+        childrenOf(row.id)
+          .map((c) => c.number)
+          .sort((a, b) => a - b),
         `story ${number} holds its sub-items`,
       );
     }
@@ -409,14 +452,22 @@ describe('sprintly-data SDK against a running Shiplog', () => {
 
     const api = client(t.app, owner);
     const order = async (): Promise<{ number: number; sort: number }[]> => {
-      const res = await api.get(`/api/products/${product.id}/items.json`, { status: 'backlog', order_by: 'priority', limit: 500 });
+      const res = await api.get(`/api/products/${product.id}/items.json`, {
+        status: 'backlog',
+        order_by: 'priority',
+        limit: 500,
+      });
       assert.equal(res.statusCode, 200);
       return res.json();
     };
     const ours = async () => (await order()).map((i) => i.number).filter((n) => numbers.includes(n));
     const directlyBelow = async (upper: number, lower: number) => {
       const all = (await order()).map((i) => i.number);
-      assert.equal(all.indexOf(lower), all.indexOf(upper) + 1, `${lower} sits directly below ${upper} in ${all.join(',')}`);
+      assert.equal(
+        all.indexOf(lower),
+        all.indexOf(upper) + 1,
+        `${lower} sits directly below ${upper} in ${all.join(',')}`,
+      );
     };
     assert.deepEqual(await ours(), [r1, r2, r3, r4]);
 

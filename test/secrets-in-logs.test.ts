@@ -38,8 +38,14 @@ class Secrets {
 
   assertAbsentFrom(log: string): void {
     assert.ok(log.length > 0, 'nothing was logged');
-    const found = [...this.values].filter(([, value]) => log.includes(value) || log.includes(encodeURIComponent(value)));
-    assert.deepEqual(found.map(([label]) => label), [], `secrets in the log:\n${log}`);
+    const found = [...this.values].filter(
+      ([, value]) => log.includes(value) || log.includes(encodeURIComponent(value)),
+    );
+    assert.deepEqual(
+      found.map(([label]) => label),
+      [],
+      `secrets in the log:\n${log}`,
+    );
   }
 }
 
@@ -74,8 +80,18 @@ describe('at LOG_LEVEL=trace, requests carrying secrets', () => {
   });
   after(() => t.close());
 
-  const inject = (method: 'GET' | 'POST', url: string, headers: Record<string, string> = {}, payload?: string): Promise<LightMyRequestResponse> =>
-    t.app.inject({ method, url, headers: payload === undefined ? headers : { 'content-type': 'application/x-www-form-urlencoded', ...headers }, payload });
+  const inject = (
+    method: 'GET' | 'POST',
+    url: string,
+    headers: Record<string, string> = {},
+    payload?: string,
+  ): Promise<LightMyRequestResponse> =>
+    t.app.inject({
+      method,
+      url,
+      headers: payload === undefined ? headers : { 'content-type': 'application/x-www-form-urlencoded', ...headers },
+      payload,
+    });
 
   test('API keys, by Basic and Bearer, right, wrong and misplaced', async () => {
     const api = client(t.app, owner);
@@ -84,11 +100,20 @@ describe('at LOG_LEVEL=trace, requests carrying secrets', () => {
     assert.equal((await inject('GET', '/api/products.json', bearer)).statusCode, 200);
     const wrongKey = 'Wr0ngKeyWr0ngKeyWr0ngKeyWr0ngKey';
     secrets.add('a wrong key', wrongKey);
-    assert.equal((await client(t.app, { auth: basic(owner.email, wrongKey) }).get('/api/user/whoami.json')).statusCode, 403);
-    assert.equal((await inject('GET', '/api/user/whoami.json', { authorization: `Bearer ${wrongKey}` })).statusCode, 403);
+    assert.equal(
+      (await client(t.app, { auth: basic(owner.email, wrongKey) }).get('/api/user/whoami.json')).statusCode,
+      403,
+    );
+    assert.equal(
+      (await inject('GET', '/api/user/whoami.json', { authorization: `Bearer ${wrongKey}` })).statusCode,
+      403,
+    );
     // A key where a parameter goes: in the query string, a form body, a path.
     assert.equal((await api.get(`/api/products/${productId}/items.json`, { status: owner.apiKey })).statusCode, 400);
-    assert.equal((await api.post(`/api/products/${productId}/items.json`, { type: member.apiKey, title: 'x' })).statusCode, 400);
+    assert.equal(
+      (await api.post(`/api/products/${productId}/items.json`, { type: member.apiKey, title: 'x' })).statusCode,
+      400,
+    );
     assert.equal((await api.get(`/api/products/${owner.apiKey}/items.json`)).statusCode, 404);
     assert.equal((await inject('GET', `/api/${member.apiKey}.json`, bearer)).statusCode, 404);
     assert.equal((await inject('GET', `/health?key=${owner.apiKey}`)).statusCode, 200);
@@ -101,7 +126,10 @@ describe('at LOG_LEVEL=trace, requests carrying secrets', () => {
   });
 
   test('sign-in links, session cookies, form tokens and a new key on the settings page', async () => {
-    assert.equal((await inject('POST', '/app/sign-in', {}, new URLSearchParams({ email: visitor.email }).toString())).statusCode, 200);
+    assert.equal(
+      (await inject('POST', '/app/sign-in', {}, new URLSearchParams({ email: visitor.email }).toString())).statusCode,
+      200,
+    );
     const mail = (await deliveredMail(t)).filter((m) => m.headers.get('to')?.includes(visitor.email)).at(-1);
     const link = /https?:\/\/[^/\s]+(\/app\/sign-in\/([A-Za-z0-9_-]{43}))/.exec(mail?.text ?? '');
     assert.ok(link, 'no sign-in link mailed');
@@ -113,7 +141,9 @@ describe('at LOG_LEVEL=trace, requests carrying secrets', () => {
     assert.equal((await inject('POST', link[1])).statusCode, 410, 'a used link is refused');
     assert.equal((await inject('GET', `/app/sign-in/${link[2].slice(0, 40)}abc`)).statusCode, 410);
 
-    const cookie = String([signedIn.headers['set-cookie']].flat().find((c) => String(c).startsWith('shiplog_session='))).split(';')[0];
+    const cookie = String(
+      [signedIn.headers['set-cookie']].flat().find((c) => String(c).startsWith('shiplog_session=')),
+    ).split(';')[0];
     const cookieValue = decodeURIComponent(cookie.slice('shiplog_session='.length));
     secrets.add('the session cookie', cookieValue);
     secrets.add('the session id', cookieValue.slice(0, cookieValue.lastIndexOf('.')));
@@ -122,15 +152,27 @@ describe('at LOG_LEVEL=trace, requests carrying secrets', () => {
     const csrf = /name="csrf" value="([^"]+)"/.exec(settings.body)?.[1];
     secrets.add('the form token', csrf);
     assert.equal((await inject('POST', '/app/settings/api-key', { cookie }, 'csrf=wrong')).statusCode, 403);
-    const rotated = await inject('POST', '/app/settings/api-key', { cookie }, new URLSearchParams({ csrf: csrf! }).toString());
+    const rotated = await inject(
+      'POST',
+      '/app/settings/api-key',
+      { cookie },
+      new URLSearchParams({ csrf: csrf! }).toString(),
+    );
     assert.equal(rotated.statusCode, 200);
     secrets.add('a key shown on the settings page', /\b([A-Za-z0-9]{32})\b/.exec(rotated.body.replace(csrf!, ''))?.[1]);
-    assert.equal((await inject('GET', '/api/products.json', { cookie })).statusCode, 403, 'the cookie does not open the API');
+    assert.equal(
+      (await inject('GET', '/api/products.json', { cookie })).statusCode,
+      403,
+      'the cookie does not open the API',
+    );
   });
 
   test('unsubscribe links', async () => {
     const item = await makeItem(t.app, owner, productId, { assigned_to: member.user.id });
-    const deployed = await client(t.app, owner).post(`/api/products/${productId}/deploys.json`, { environment: 'production', numbers: item.number });
+    const deployed = await client(t.app, owner).post(`/api/products/${productId}/deploys.json`, {
+      environment: 'production',
+      numbers: item.number,
+    });
     assert.equal(deployed.statusCode, 200);
     const mail = (await deliveredMail(t)).filter((m) => m.headers.get('to')?.includes(member.email)).at(-1);
     const path = new URL(/^<(.+)>$/.exec(mail?.headers.get('list-unsubscribe') ?? '')?.[1] ?? 'http://x/').pathname;
@@ -144,7 +186,11 @@ describe('at LOG_LEVEL=trace, requests carrying secrets', () => {
 
   test('invitation links, and the key of the account they make', async () => {
     const email = `invited-${process.pid}@example.com`;
-    const invited = await client(t.app, owner).post(`/api/products/${productId}/people.json`, { email, first_name: 'In', last_name: 'Vited' });
+    const invited = await client(t.app, owner).post(`/api/products/${productId}/people.json`, {
+      email,
+      first_name: 'In',
+      last_name: 'Vited',
+    });
     assert.equal(invited.statusCode, 200, invited.body);
     const link = await invitationPath(t, email);
     secrets.add('an invitation token', link.slice('/invitations/'.length));
@@ -157,13 +203,19 @@ describe('at LOG_LEVEL=trace, requests carrying secrets', () => {
   test('headers logged whole would have their credentials redacted', () => {
     const headerSecret = 'Header-secret-that-must-stay-out';
     secrets.add('a credential header', headerSecret);
-    t.app.log.info({ headers: { authorization: `Bearer ${headerSecret}`, cookie: `shiplog_session=${headerSecret}` } }, 'headers');
+    t.app.log.info(
+      { headers: { authorization: `Bearer ${headerSecret}`, cookie: `shiplog_session=${headerSecret}` } },
+      'headers',
+    );
     t.app.log.info({ res: { headers: { 'set-cookie': `shiplog_session=${headerSecret}` } } }, 'reply');
     assert.match(lines.at(-2) ?? '', /"authorization":"\[redacted\]"/);
   });
 
   test('none of them reached the log', () => {
-    assert.ok(lines.some((l) => /"msg":"request"/.test(l)), 'the requests were logged');
+    assert.ok(
+      lines.some((l) => /"msg":"request"/.test(l)),
+      'the requests were logged',
+    );
     secrets.assertAbsentFrom(lines.join(''));
   });
 });
@@ -178,9 +230,14 @@ describe('the server process at LOG_LEVEL=trace', () => {
     const dataDir = tempDir();
     const storage = await storageEnv(dataDir);
     // PostgreSQL runs: the same database with a password in its URL (the test cluster trusts local connections).
-    const databaseUrl = storage.DATABASE_URL ? Object.assign(new URL(storage.DATABASE_URL), { password: dbPassword }).toString() : undefined;
+    const databaseUrl = storage.DATABASE_URL
+      ? Object.assign(new URL(storage.DATABASE_URL), { password: dbPassword }).toString()
+      : undefined;
     const apiKey = 'L0gsNeverSeeTh1sKeyL0gsNeverSeeK';
-    const cli = await runCli(['user', 'add', 'ada@example.com', '--first', 'Ada', '--last', 'Lovelace', '--api-key', apiKey], { dataDir });
+    const cli = await runCli(
+      ['user', 'add', 'ada@example.com', '--first', 'Ada', '--last', 'Lovelace', '--api-key', apiKey],
+      { dataDir },
+    );
     assert.equal(cli.code, 0, cli.stderr);
     secrets.add('the API key', apiKey);
     secrets.add('the Basic credentials', basic('ada@example.com', apiKey).slice('Basic '.length));
@@ -189,13 +246,31 @@ describe('the server process at LOG_LEVEL=trace', () => {
     const sink = await SmtpSink.create();
     const server = await startServer({
       dataDir,
-      env: { LOG_LEVEL: 'trace', SMTP_URL: `smtp://shiplog:${smtpPassword}@127.0.0.1:${sink.port}`, ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}) },
+      env: {
+        LOG_LEVEL: 'trace',
+        SMTP_URL: `smtp://shiplog:${smtpPassword}@127.0.0.1:${sink.port}`,
+        ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
+      },
     });
     try {
       const base = `http://127.0.0.1:${server.port}`;
-      assert.equal((await fetch(`${base}/api/user/whoami.json`, { headers: { authorization: basic('ada@example.com', apiKey) } })).status, 200);
-      assert.equal((await fetch(`${base}/api/user/whoami.json`, { headers: { authorization: `Bearer ${apiKey.replace('0', '1')}` } })).status, 403);
-      const asked = await fetch(`${base}/app/sign-in`, { method: 'POST', body: new URLSearchParams({ email: 'ada@example.com' }) });
+      assert.equal(
+        (await fetch(`${base}/api/user/whoami.json`, { headers: { authorization: basic('ada@example.com', apiKey) } }))
+          .status,
+        200,
+      );
+      assert.equal(
+        (
+          await fetch(`${base}/api/user/whoami.json`, {
+            headers: { authorization: `Bearer ${apiKey.replace('0', '1')}` },
+          })
+        ).status,
+        403,
+      );
+      const asked = await fetch(`${base}/app/sign-in`, {
+        method: 'POST',
+        body: new URLSearchParams({ email: 'ada@example.com' }),
+      });
       assert.equal(asked.status, 200);
       await waitFor('the failed delivery in the log', () => /mail delivery failed/.test(server.stdout()));
     } finally {

@@ -3,7 +3,16 @@ import { once } from 'node:events';
 import net from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import type { LightMyRequestResponse } from 'fastify';
-import { client, makeApp, makeItem, makeProduct, makeUser, signInByMail, type TestContext, type TestUser } from './helpers.js';
+import {
+  client,
+  makeApp,
+  makeItem,
+  makeProduct,
+  makeUser,
+  signInByMail,
+  type TestContext,
+  type TestUser,
+} from './helpers.js';
 
 let t: TestContext;
 let owner: TestUser;
@@ -37,12 +46,19 @@ function assertApiHeaders(headers: Headers, label: string): void {
 /** A page keeps its own policy (web/session.ts), which lets it load Shiplog's stylesheet and script. */
 function assertPageHeaders(headers: Headers, label: string): void {
   assertHardened(headers, label);
-  assert.match(String(headers['content-security-policy']), /^default-src 'self'; script-src 'self';.* frame-ancestors 'none'$/, label);
+  assert.match(
+    String(headers['content-security-policy']),
+    /^default-src 'self'; script-src 'self';.* frame-ancestors 'none'$/,
+    label,
+  );
   assert.equal(headers['referrer-policy'], 'same-origin', label);
 }
 
-const get = (url: string, headers: Record<string, string> = {}, remoteAddress?: string): Promise<LightMyRequestResponse> =>
-  t.app.inject({ method: 'GET', url, headers, remoteAddress });
+const get = (
+  url: string,
+  headers: Record<string, string> = {},
+  remoteAddress?: string,
+): Promise<LightMyRequestResponse> => t.app.inject({ method: 'GET', url, headers, remoteAddress });
 
 describe('hardening headers', () => {
   test('on every kind of answer of the API and the links', async () => {
@@ -64,12 +80,15 @@ describe('hardening headers', () => {
     }
   });
 
-  test("the pages of mailed links allow their inline styles and own forms, nothing else", async () => {
+  test('the pages of mailed links allow their inline styles and own forms, nothing else', async () => {
     const res = await get('/unsubscribe/not.made-here', { accept: 'text/html' });
     assert.equal(res.statusCode, 404);
     assert.match(String(res.headers['content-type']), /^text\/html/);
     assertHardened(res.headers, 'link page');
-    assert.equal(res.headers['content-security-policy'], "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'");
+    assert.equal(
+      res.headers['content-security-policy'],
+      "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'",
+    );
     // The URL holds the link's token: no Referer carries it anywhere.
     assert.equal(res.headers['referrer-policy'], 'no-referrer');
   });
@@ -112,11 +131,15 @@ describe('hardening headers', () => {
       socket.write(request);
       await once(socket, 'close');
       const head = data.slice(0, data.indexOf('\r\n\r\n')).split('\r\n');
-      return Object.fromEntries(head.slice(1).map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]));
+      return Object.fromEntries(
+        head.slice(1).map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]),
+      );
     };
     const tooLarge = await raw(`GET /health HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`);
     assertApiHeaders(tooLarge, '431');
-    const expectation = await raw('POST /api/products.json HTTP/1.1\r\nHost: x\r\nExpect: something\r\nContent-Length: 0\r\nConnection: close\r\n\r\n');
+    const expectation = await raw(
+      'POST /api/products.json HTTP/1.1\r\nHost: x\r\nExpect: something\r\nContent-Length: 0\r\nConnection: close\r\n\r\n',
+    );
     assertApiHeaders(expectation, '417');
   });
 });

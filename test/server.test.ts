@@ -93,7 +93,9 @@ describe('request log', () => {
         { path: '/api/user/whoami.json', status: 403, auth: basic('nobody@example.com', 'x'.repeat(32)) },
       ];
       for (const r of requests) {
-        const res = await fetch(`${base}${r.path}?probe=left-out`, { headers: r.auth ? { authorization: r.auth } : {} });
+        const res = await fetch(`${base}${r.path}?probe=left-out`, {
+          headers: r.auth ? { authorization: r.auth } : {},
+        });
         await res.arrayBuffer();
         assert.equal(res.status, r.status);
       }
@@ -145,7 +147,9 @@ function heldPost(port: number, path: string, auth: string, body: string) {
       res.setEncoding('utf8');
       res.on('data', (chunk: string) => (text += chunk));
       res.on('error', reject);
-      res.on('end', () => (res.complete ? resolve({ status: res.statusCode!, body: text }) : reject(new Error('response cut short'))));
+      res.on('end', () =>
+        res.complete ? resolve({ status: res.statusCode!, body: text }) : reject(new Error('response cut short')),
+      );
     });
   });
   // Settled by the test; keeps an early failure from surfacing as an unhandled rejection.
@@ -159,18 +163,28 @@ describe('graceful shutdown', () => {
     const dataDir = newDataDir();
     const email = 'ada@example.com';
     const db = await openDatabase(await databaseOptionsFor(dataDir));
-    const { apiKey } = await db.transaction().execute((trx) => createUser(trx, { email, firstName: 'Ada', lastName: 'Lovelace' }));
+    const { apiKey } = await db
+      .transaction()
+      .execute((trx) => createUser(trx, { email, firstName: 'Ada', lastName: 'Lovelace' }));
     await db.destroy();
 
     const server = await startServer({ dataDir, cwd: root });
     try {
       const names = ['Alpha', 'Beta', 'Gamma'];
-      const posts = names.map((name) => heldPost(server.port, '/api/products.json', basic(email, apiKey), `name=${name}`));
-      assert.notEqual(await within(Promise.all(posts.map((p) => p.accepted)), 10_000, 'timeout'), 'timeout', 'no 100 Continue');
+      const posts = names.map((name) =>
+        heldPost(server.port, '/api/products.json', basic(email, apiKey), `name=${name}`),
+      );
+      assert.notEqual(
+        await within(Promise.all(posts.map((p) => p.accepted)), 10_000, 'timeout'),
+        'timeout',
+        'no 100 Continue',
+      );
 
       process.kill(server.child.pid!, 'SIGTERM');
       // The bodies go out only once shutdown has begun, so the requests straddle it.
-      await waitFor('the shutdown log line', () => jsonLines(server.stdout()).some((line) => line.msg === 'shutting down'));
+      await waitFor('the shutdown log line', () =>
+        jsonLines(server.stdout()).some((line) => line.msg === 'shutting down'),
+      );
       for (const p of posts) p.release();
 
       const replies = await within(Promise.all(posts.map((p) => p.reply)), 10_000, 'timeout');

@@ -136,7 +136,10 @@ export class SmtpSink {
   }
 
   /** Answers a temporary 451 (or `code`) to the next `count` messages matching `options`. */
-  failNext(count: number, options: { code?: number; text?: string; stage?: 'rcpt' | 'data'; recipient?: string } = {}): void {
+  failNext(
+    count: number,
+    options: { code?: number; text?: string; stage?: 'rcpt' | 'data'; recipient?: string } = {},
+  ): void {
     this.refuse({ ...options, code: options.code ?? 451, times: count });
   }
 
@@ -230,7 +233,9 @@ export class SmtpSink {
   }
 
   private socketOf(session: SMTPServerSession): net.Socket | undefined {
-    return [...this.sockets].find((s) => s.remotePort === session.remotePort && s.remoteAddress === session.remoteAddress);
+    return [...this.sockets].find(
+      (s) => s.remotePort === session.remotePort && s.remoteAddress === session.remoteAddress,
+    );
   }
 
   private async accept(raw: Buffer, session: SMTPServerSession): Promise<Error | undefined> {

@@ -57,7 +57,11 @@ async function makeDue(rows: OutboxRow[]): Promise<void> {
   await t.db
     .updateTable('outbox')
     .set({ next_attempt_at: '2000-01-01T00:00:00+00:00' })
-    .where('id', 'in', rows.map((r) => r.id))
+    .where(
+      'id',
+      'in',
+      rows.map((r) => r.id),
+    )
     .execute();
 }
 
@@ -80,183 +84,220 @@ async function shiplog(...args: string[]): Promise<CliRun> {
 
 describe('deploy email over SMTP: failures', () => {
   for (const stage of ['rcpt', 'data'] as const) {
-    test(`a temporary 451 (at ${stage === 'rcpt' ? 'RCPT TO' : 'end of data'}) is retried after backoff and delivered once`, BOUNDED, async () => {
-      const { api, base, deployer, people, product } = await setup(['Alice']);
-      const [alice] = people;
-      await makeItem(t.app, deployer, product.id, { assigned_to: alice.user.id });
-      sink.failNext(1, { code: 451, text: 'Greylisted, try again later', stage, recipient: alice.email });
-      const refusedBefore = sink.refusals.length;
+    test(
+      `a temporary 451 (at ${stage === 'rcpt' ? 'RCPT TO' : 'end of data'}) is retried after backoff and delivered once`,
+      BOUNDED,
+      async () => {
+        const { api, base, deployer, people, product } = await setup(['Alice']);
+        const [alice] = people;
+        await makeItem(t.app, deployer, product.id, { assigned_to: alice.user.id });
+        sink.failNext(1, { code: 451, text: 'Greylisted, try again later', stage, recipient: alice.email });
+        const refusedBefore = sink.refusals.length;
 
-      const id = await deploy(api, base, { numbers: '1' });
-      const failedAt = Date.now();
-      await t.app.outbox.deliverDue();
-      const row = await rowFor(id, alice);
-      assert.equal(row.status, 'pending');
-      assert.equal(row.attempts, 1);
-      assert.match(row.last_error ?? '', /451 Greylisted/);
-      assertFirstBackoff(row, failedAt);
-      assert.deepEqual(sink.refusals.slice(refusedBefore), [{ stage, code: 451, recipient: alice.email }]);
-      assert.equal(sink.byMessageId(row.message_id).length, 0);
+        const id = await deploy(api, base, { numbers: '1' });
+        const failedAt = Date.now();
+        await t.app.outbox.deliverDue();
+        const row = await rowFor(id, alice);
+        assert.equal(row.status, 'pending');
+        assert.equal(row.attempts, 1);
+        assert.match(row.last_error ?? '', /451 Greylisted/);
+        assertFirstBackoff(row, failedAt);
+        assert.deepEqual(sink.refusals.slice(refusedBefore), [{ stage, code: 451, recipient: alice.email }]);
+        assert.equal(sink.byMessageId(row.message_id).length, 0);
 
-      await makeDue([row]);
-      await t.app.outbox.deliverDue();
-      await t.app.outbox.deliverDue();
-      const retried = await rowFor(id, alice);
-      assert.equal(retried.status, 'sent');
-      assert.equal(retried.attempts, 2);
-      assert.equal(retried.last_error, null);
-      assert.equal(sink.byMessageId(row.message_id).length, 1);
-    });
+        await makeDue([row]);
+        await t.app.outbox.deliverDue();
+        await t.app.outbox.deliverDue();
+        const retried = await rowFor(id, alice);
+        assert.equal(retried.status, 'sent');
+        assert.equal(retried.attempts, 2);
+        assert.equal(retried.last_error, null);
+        assert.equal(sink.byMessageId(row.message_id).length, 1);
+      },
+    );
   }
 
-  test('a permanent 5xx is recorded as failed with the server\'s answer, not retried, and shows in mail status and /health', BOUNDED, async () => {
-    const { api, base, deployer, people, product } = await setup(['Alice', 'Bob']);
-    const [alice, bob] = people;
-    await makeItem(t.app, deployer, product.id, { assigned_to: alice.user.id });
-    await client(t.app, bob).post(`${base}/items/1/follow.json`);
-    sink.refuse({ stage: 'data', code: 554, text: 'Message refused by content policy', recipient: alice.email });
-    const baseline = await health();
+  test(
+    "a permanent 5xx is recorded as failed with the server's answer, not retried, and shows in mail status and /health",
+    BOUNDED,
+    async () => {
+      const { api, base, deployer, people, product } = await setup(['Alice', 'Bob']);
+      const [alice, bob] = people;
+      await makeItem(t.app, deployer, product.id, { assigned_to: alice.user.id });
+      await client(t.app, bob).post(`${base}/items/1/follow.json`);
+      sink.refuse({ stage: 'data', code: 554, text: 'Message refused by content policy', recipient: alice.email });
+      const baseline = await health();
 
-    const id = await deploy(api, base, { numbers: '1' });
-    await t.app.outbox.deliverDue();
-    const failed = await rowFor(id, alice);
-    assert.equal(failed.status, 'failed');
-    assert.equal(failed.attempts, 1);
-    assert.match(failed.last_error ?? '', /554 Message refused by content policy/);
-    assert.equal((await rowFor(id, bob)).status, 'sent');
+      const id = await deploy(api, base, { numbers: '1' });
+      await t.app.outbox.deliverDue();
+      const failed = await rowFor(id, alice);
+      assert.equal(failed.status, 'failed');
+      assert.equal(failed.attempts, 1);
+      assert.match(failed.last_error ?? '', /554 Message refused by content policy/);
+      assert.equal((await rowFor(id, bob)).status, 'sent');
 
-    // Neither time passing nor an operator's plain retry sends a given-up message again.
-    await makeDue([failed]);
-    assert.equal(await retryMail(t.db, false), 0);
-    await t.app.outbox.deliverDue();
-    const still = await rowFor(id, alice);
-    assert.equal(still.status, 'failed');
-    assert.equal(still.attempts, 1);
-    assert.equal(sink.refusals.filter((r) => r.recipient === alice.email).length, 1);
-    assert.equal(sink.byMessageId(failed.message_id).length, 0);
+      // Neither time passing nor an operator's plain retry sends a given-up message again.
+      await makeDue([failed]);
+      assert.equal(await retryMail(t.db, false), 0);
+      await t.app.outbox.deliverDue();
+      const still = await rowFor(id, alice);
+      assert.equal(still.status, 'failed');
+      assert.equal(still.attempts, 1);
+      assert.equal(sink.refusals.filter((r) => r.recipient === alice.email).length, 1);
+      assert.equal(sink.byMessageId(failed.message_id).length, 0);
 
-    const later = await health();
-    assert.equal(Number(later.mail.failed) - Number(baseline.mail.failed), 1);
-    const status = await mailStatus(t.db, t.config.mailStallSeconds);
-    assert.equal(status.counts.failed, Number(later.mail.failed));
-    const listed = status.recentErrors.find((e) => e.id === failed.id);
-    assert.ok(listed, 'the failure is among the recent errors');
-    assert.equal(listed.status, 'failed');
-    assert.equal(listed.to, failed.to_address);
-    assert.equal(listed.attempts, 1);
-    assert.match(listed.error, /554 Message refused by content policy/);
+      const later = await health();
+      assert.equal(Number(later.mail.failed) - Number(baseline.mail.failed), 1);
+      const status = await mailStatus(t.db, t.config.mailStallSeconds);
+      assert.equal(status.counts.failed, Number(later.mail.failed));
+      const listed = status.recentErrors.find((e) => e.id === failed.id);
+      assert.ok(listed, 'the failure is among the recent errors');
+      assert.equal(listed.status, 'failed');
+      assert.equal(listed.to, failed.to_address);
+      assert.equal(listed.attempts, 1);
+      assert.match(listed.error, /554 Message refused by content policy/);
 
-    const json = await shiplog('mail', 'status', '--json');
-    assert.equal(json.code, 0, json.stderr);
-    const cli = JSON.parse(json.stdout);
-    assert.equal(cli.counts.failed, status.counts.failed);
-    assert.ok(cli.recentErrors.some((e: { id: number; error: string }) => e.id === failed.id && /554/.test(e.error)));
-    const text = await shiplog('mail', 'status');
-    assert.equal(text.code, 0, text.stderr);
-    assert.match(text.stdout, new RegExp(`^failed +${status.counts.failed}$`, 'm'));
-    assert.match(text.stdout, new RegExp(`#${failed.id} to .*${alice.email.replace(/[.]/g, '\\.')}.* given up: .*554 Message refused`));
-  });
+      const json = await shiplog('mail', 'status', '--json');
+      assert.equal(json.code, 0, json.stderr);
+      const cli = JSON.parse(json.stdout);
+      assert.equal(cli.counts.failed, status.counts.failed);
+      assert.ok(cli.recentErrors.some((e: { id: number; error: string }) => e.id === failed.id && /554/.test(e.error)));
+      const text = await shiplog('mail', 'status');
+      assert.equal(text.code, 0, text.stderr);
+      assert.match(text.stdout, new RegExp(`^failed +${status.counts.failed}$`, 'm'));
+      assert.match(
+        text.stdout,
+        new RegExp(`#${failed.id} to .*${alice.email.replace(/[.]/g, '\\.')}.* given up: .*554 Message refused`),
+      );
+    },
+  );
 
-  test('an address the server rejects (550) fails alone; the other followers of the deploy get theirs', BOUNDED, async () => {
-    const { api, base, deployer, people, product } = await setup(['Alice', 'Bob', 'Carol']);
-    const [alice, bob, carol] = people;
-    for (const p of people) await makeItem(t.app, deployer, product.id, { assigned_to: p.user.id });
-    sink.rejectRecipient(bob.email, 'No such user here');
+  test(
+    'an address the server rejects (550) fails alone; the other followers of the deploy get theirs',
+    BOUNDED,
+    async () => {
+      const { api, base, deployer, people, product } = await setup(['Alice', 'Bob', 'Carol']);
+      const [alice, bob, carol] = people;
+      for (const p of people) await makeItem(t.app, deployer, product.id, { assigned_to: p.user.id });
+      sink.rejectRecipient(bob.email, 'No such user here');
 
-    const id = await deploy(api, base, { numbers: '1,2,3' });
-    await t.app.outbox.deliverDue();
-    const bad = await rowFor(id, bob);
-    assert.equal(bad.status, 'failed');
-    assert.match(bad.last_error ?? '', /550 No such user here/);
-    for (const good of [alice, carol]) {
-      const row = await rowFor(id, good);
-      assert.equal(row.status, 'sent');
-      assert.equal(row.attempts, 1);
-      assert.equal(sink.byMessageId(row.message_id).length, 1);
-      assert.deepEqual(sink.byMessageId(row.message_id)[0].envelopeTo, [good.email]);
-    }
-    assert.equal(sink.to(bob.email).length, 0);
-  });
+      const id = await deploy(api, base, { numbers: '1,2,3' });
+      await t.app.outbox.deliverDue();
+      const bad = await rowFor(id, bob);
+      assert.equal(bad.status, 'failed');
+      assert.match(bad.last_error ?? '', /550 No such user here/);
+      for (const good of [alice, carol]) {
+        const row = await rowFor(id, good);
+        assert.equal(row.status, 'sent');
+        assert.equal(row.attempts, 1);
+        assert.equal(sink.byMessageId(row.message_id).length, 1);
+        assert.deepEqual(sink.byMessageId(row.message_id)[0].envelopeTo, [good.email]);
+      }
+      assert.equal(sink.to(bob.email).length, 0);
+    },
+  );
 });
 
 describe('deploy email over SMTP', () => {
-  test('each follower gets exactly one message, with the headers, parts and content of the deploy', BOUNDED, async () => {
-    const { api, base, deployer, people, product } = await setup(['Alice', 'Bob', 'Carol']);
-    const [alice, bob, carol] = people;
-    const login = await makeItem(t.app, deployer, product.id, { title: 'Login page – Überarbeitung ✓', assigned_to: alice.user.id });
-    const hostile = '<img src=x onerror=alert(1)> & <script>alert(1)</script>';
-    const signup = await makeItem(t.app, alice, product.id, { type: 'defect', title: `Sign-up ${hostile}` });
-    await makeItem(t.app, deployer, product.id, { title: 'Nobody else follows this' });
-    await client(t.app, bob).post(`${base}/items/2/follow.json`);
-    assert.equal((await api.post(`${base}/items/1.json`, { status: 'in-progress' })).statusCode, 200);
-    assert.equal((await api.post(`${base}/items/2.json`, { status: 'completed' })).statusCode, 200);
-    const notes = [
-      'Ships **bold** changes.',
-      '',
-      '<script>alert(1)</script>',
-      '',
-      '<img src=x onerror=alert(2)>',
-      '',
-      '[click me](javascript:alert(3))',
-    ].join('\n');
+  test(
+    'each follower gets exactly one message, with the headers, parts and content of the deploy',
+    BOUNDED,
+    async () => {
+      const { api, base, deployer, people, product } = await setup(['Alice', 'Bob', 'Carol']);
+      const [alice, bob, carol] = people;
+      const login = await makeItem(t.app, deployer, product.id, {
+        title: 'Login page – Überarbeitung ✓',
+        assigned_to: alice.user.id,
+      });
+      const hostile = '<img src=x onerror=alert(1)> & <script>alert(1)</script>';
+      const signup = await makeItem(t.app, alice, product.id, { type: 'defect', title: `Sign-up ${hostile}` });
+      await makeItem(t.app, deployer, product.id, { title: 'Nobody else follows this' });
+      await client(t.app, bob).post(`${base}/items/2/follow.json`);
+      assert.equal((await api.post(`${base}/items/1.json`, { status: 'in-progress' })).statusCode, 200);
+      assert.equal((await api.post(`${base}/items/2.json`, { status: 'completed' })).statusCode, 200);
+      const notes = [
+        'Ships **bold** changes.',
+        '',
+        '<script>alert(1)</script>',
+        '',
+        '<img src=x onerror=alert(2)>',
+        '',
+        '[click me](javascript:alert(3))',
+      ].join('\n');
 
-    const id = await deploy(api, base, { numbers: '1,2,3', version: 'v2.0.1', notes });
-    const rows = await rowsOf(id);
-    assert.deepEqual(rows.map((r) => r.user_id).sort(), [alice.user.id, bob.user.id].sort());
-    await t.app.outbox.deliverDue();
-    await t.app.outbox.deliverDue();
+      const id = await deploy(api, base, { numbers: '1,2,3', version: 'v2.0.1', notes });
+      const rows = await rowsOf(id);
+      assert.deepEqual(rows.map((r) => r.user_id).sort(), [alice.user.id, bob.user.id].sort());
+      await t.app.outbox.deliverDue();
+      await t.app.outbox.deliverDue();
 
-    for (const row of rows) {
-      const copies = sink.byMessageId(row.message_id);
-      assert.equal(copies.length, 1, `${row.message_id} arrived exactly once`);
-      const [{ envelopeFrom, envelopeTo, mail }] = copies;
-      assert.equal(envelopeFrom, 'deploys@shiplog.test');
-      assert.deepEqual(envelopeTo, [addressOf(row)]);
-      const h = mail.headers;
-      assert.equal(h.get('from'), MAIL_FROM);
-      assert.equal(h.get('message-id'), row.message_id);
-      assert.match(row.message_id, /^<deploy-\d+-\d+\.[0-9a-f]+@items\.shiplog\.test>$/);
-      assert.equal(Date.parse(h.get('date')!), Date.parse(row.created_at), 'Date is when the deploy was recorded');
-      assert.match(h.get('content-type')!, /^multipart\/alternative;/);
-      assert.match(mail.raw, /\r\nContent-Type: text\/plain; charset=utf-8\r\n/i);
-      assert.match(mail.raw, /\r\nContent-Type: text\/html; charset=utf-8\r\n/i);
-      assert.match(h.get('list-unsubscribe')!, /^<http:\/\/shiplog\.test\/unsubscribe\/[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+>$/);
-      assert.equal(h.get('list-unsubscribe-post'), 'List-Unsubscribe=One-Click');
+      for (const row of rows) {
+        const copies = sink.byMessageId(row.message_id);
+        assert.equal(copies.length, 1, `${row.message_id} arrived exactly once`);
+        const [{ envelopeFrom, envelopeTo, mail }] = copies;
+        assert.equal(envelopeFrom, 'deploys@shiplog.test');
+        assert.deepEqual(envelopeTo, [addressOf(row)]);
+        const h = mail.headers;
+        assert.equal(h.get('from'), MAIL_FROM);
+        assert.equal(h.get('message-id'), row.message_id);
+        assert.match(row.message_id, /^<deploy-\d+-\d+\.[0-9a-f]+@items\.shiplog\.test>$/);
+        assert.equal(Date.parse(h.get('date')!), Date.parse(row.created_at), 'Date is when the deploy was recorded');
+        assert.match(h.get('content-type')!, /^multipart\/alternative;/);
+        assert.match(mail.raw, /\r\nContent-Type: text\/plain; charset=utf-8\r\n/i);
+        assert.match(mail.raw, /\r\nContent-Type: text\/html; charset=utf-8\r\n/i);
+        assert.match(
+          h.get('list-unsubscribe')!,
+          /^<http:\/\/shiplog\.test\/unsubscribe\/[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+>$/,
+        );
+        assert.equal(h.get('list-unsubscribe-post'), 'List-Unsubscribe=One-Click');
 
-      assert.match(mail.text, /Dee Ployer deployed version v2\.0\.1 to production on /);
-      assert.ok(mail.text.includes(notes), 'the text part carries the notes as written');
-      assert.match(mail.html, /<strong>Dee Ployer<\/strong> deployed version <strong>v2\.0\.1<\/strong> to <strong>production<\/strong>/);
-      assert.match(mail.html, /<strong>bold<\/strong>/);
-      assert.ok(mail.html.includes('&lt;script&gt;alert(1)&lt;/script&gt;'), 'HTML in notes is shown as text');
-      assert.ok(mail.html.includes('&lt;img src=x onerror=alert(2)&gt;'), 'HTML in notes is shown as text');
-      assert.doesNotMatch(mail.html, /<script/i);
-      assert.doesNotMatch(mail.html, /<img/i);
-      assert.doesNotMatch(mail.html, /href="javascript:/i);
-    }
+        assert.match(mail.text, /Dee Ployer deployed version v2\.0\.1 to production on /);
+        assert.ok(mail.text.includes(notes), 'the text part carries the notes as written');
+        assert.match(
+          mail.html,
+          /<strong>Dee Ployer<\/strong> deployed version <strong>v2\.0\.1<\/strong> to <strong>production<\/strong>/,
+        );
+        assert.match(mail.html, /<strong>bold<\/strong>/);
+        assert.ok(mail.html.includes('&lt;script&gt;alert(1)&lt;/script&gt;'), 'HTML in notes is shown as text');
+        assert.ok(mail.html.includes('&lt;img src=x onerror=alert(2)&gt;'), 'HTML in notes is shown as text');
+        assert.doesNotMatch(mail.html, /<script/i);
+        assert.doesNotMatch(mail.html, /<img/i);
+        assert.doesNotMatch(mail.html, /href="javascript:/i);
+      }
 
-    const a = sink.byMessageId((await rowFor(id, alice)).message_id)[0].mail;
-    assert.equal(a.headers.get('to'), `Alice A <${alice.email}>`);
-    assert.equal(a.headers.get('subject'), '[Rocket] Deployed to production: #1 Login page – Überarbeitung ✓ and 1 more');
-    assert.ok(a.text.includes(`#1 [task] Login page – Überarbeitung ✓ (in-progress)\n      ${login.short_url}`), a.text);
-    assert.ok(a.text.includes(`#2 [defect] Sign-up ${hostile} (completed)\n      ${signup.short_url}`), a.text);
-    assert.doesNotMatch(a.text, /Nobody else/);
-    assert.ok(a.html.includes(`<a href="${login.short_url}">#1</a>`));
-    assert.ok(a.html.includes(`<a href="${signup.short_url}">#2</a>`));
-    assert.match(a.html, /<td[^>]*>in-progress<\/td>/);
-    assert.match(a.html, /<td[^>]*>completed<\/td>/);
-    assert.match(a.html, /<td[^>]*>defect<\/td>/);
-    assert.ok(a.html.includes('Sign-up &lt;img src=x onerror=alert(1)&gt; &amp; &lt;script&gt;alert(1)&lt;/script&gt;'), 'titles are escaped');
+      const a = sink.byMessageId((await rowFor(id, alice)).message_id)[0].mail;
+      assert.equal(a.headers.get('to'), `Alice A <${alice.email}>`);
+      assert.equal(
+        a.headers.get('subject'),
+        '[Rocket] Deployed to production: #1 Login page – Überarbeitung ✓ and 1 more',
+      );
+      assert.ok(
+        a.text.includes(`#1 [task] Login page – Überarbeitung ✓ (in-progress)\n      ${login.short_url}`),
+        a.text,
+      );
+      assert.ok(a.text.includes(`#2 [defect] Sign-up ${hostile} (completed)\n      ${signup.short_url}`), a.text);
+      assert.doesNotMatch(a.text, /Nobody else/);
+      assert.ok(a.html.includes(`<a href="${login.short_url}">#1</a>`));
+      assert.ok(a.html.includes(`<a href="${signup.short_url}">#2</a>`));
+      assert.match(a.html, /<td[^>]*>in-progress<\/td>/);
+      assert.match(a.html, /<td[^>]*>completed<\/td>/);
+      assert.match(a.html, /<td[^>]*>defect<\/td>/);
+      assert.ok(
+        a.html.includes('Sign-up &lt;img src=x onerror=alert(1)&gt; &amp; &lt;script&gt;alert(1)&lt;/script&gt;'),
+        'titles are escaped',
+      );
 
-    const b = sink.byMessageId((await rowFor(id, bob)).message_id)[0].mail;
-    assert.equal(b.headers.get('to'), `Bob B <${bob.email}>`);
-    assert.equal(b.headers.get('subject'), `[Rocket] Deployed to production: #2 Sign-up ${hostile}`);
-    assert.ok(b.text.includes(`#2 [defect] Sign-up ${hostile} (completed)`));
-    assert.doesNotMatch(b.text, /Login page/);
-    assert.doesNotMatch(b.html, /Login page/);
+      const b = sink.byMessageId((await rowFor(id, bob)).message_id)[0].mail;
+      assert.equal(b.headers.get('to'), `Bob B <${bob.email}>`);
+      assert.equal(b.headers.get('subject'), `[Rocket] Deployed to production: #2 Sign-up ${hostile}`);
+      assert.ok(b.text.includes(`#2 [defect] Sign-up ${hostile} (completed)`));
+      assert.doesNotMatch(b.text, /Login page/);
+      assert.doesNotMatch(b.html, /Login page/);
 
-    assert.equal(sink.to(deployer.email).length, 0, 'the deployer is not mailed about their own deploy');
-    assert.equal(sink.to(carol.email).length, 0, 'a member who follows nothing deployed gets nothing');
-  });
+      assert.equal(sink.to(deployer.email).length, 0, 'the deployer is not mailed about their own deploy');
+      assert.equal(sink.to(carol.email).length, 0, 'a member who follows nothing deployed gets nothing');
+    },
+  );
 
   test('a delivery round shares a small pool of connections rather than opening one per message', BOUNDED, async () => {
     const { api, base, deployer, people, product } = await setup(Array.from({ length: 20 }, (_, i) => `Pooled${i}`));
@@ -270,7 +311,10 @@ describe('deploy email over SMTP', () => {
     assert.equal(rows.length, 20);
     for (const row of rows) assert.equal(sink.byMessageId(row.message_id).length, 1);
     // The transport is a pool of at most 5 connections (src/mail/transport.ts).
-    assert.ok(sink.peakConnections <= 5, `${sink.peakConnections} connections open at once for ${rows.length} messages`);
+    assert.ok(
+      sink.peakConnections <= 5,
+      `${sink.peakConnections} connections open at once for ${rows.length} messages`,
+    );
     assert.ok(sink.connectionsOpened <= 5, `${sink.connectionsOpened} connections opened for ${rows.length} messages`);
   });
 
@@ -291,7 +335,18 @@ describe('deploy email over SMTP', () => {
         const header = received.mail.headers.get('list-unsubscribe')!;
         return new URL(/^<(.+)>$/.exec(header)![1]).pathname;
       };
-      return { api, base, product, deployer, alice, bob, aliceLink: link(aliceRow), bobLink: link(bobRow), bobRow, aliceRow };
+      return {
+        api,
+        base,
+        product,
+        deployer,
+        alice,
+        bob,
+        aliceLink: link(aliceRow),
+        bobLink: link(bobRow),
+        bobRow,
+        aliceRow,
+      };
     }
 
     const oneClick = (url: string) =>
@@ -320,7 +375,10 @@ describe('deploy email over SMTP', () => {
       const [encoded, signature] = token.split('.');
       const flip = (s: string, i: number) => s.slice(0, i) + (s[i] === 'A' ? 'B' : 'A') + s.slice(i + 1);
       const bobId = Buffer.from(bobRow.message_id, 'utf8').toString('base64url');
-      const foreignKey = crypto.createHmac('sha256', 'not the key').update(`unsubscribe\0${bobRow.message_id}`).digest('base64url');
+      const foreignKey = crypto
+        .createHmac('sha256', 'not the key')
+        .update(`unsubscribe\0${bobRow.message_id}`)
+        .digest('base64url');
       const forged = [
         `${encoded}.${flip(signature, 10)}`, // one character of the signature changed
         `${flip(encoded, 5)}.${signature}`, // the message named changed
@@ -332,7 +390,10 @@ describe('deploy email over SMTP', () => {
       ];
       for (const bad of forged) {
         for (const method of ['GET', 'POST'] as const) {
-          const res = method === 'GET' ? await t.app.inject({ method, url: `/unsubscribe/${bad}` }) : await oneClick(`/unsubscribe/${bad}`);
+          const res =
+            method === 'GET'
+              ? await t.app.inject({ method, url: `/unsubscribe/${bad}` })
+              : await oneClick(`/unsubscribe/${bad}`);
           assert.equal(res.statusCode, 404, `${method} ${bad}`);
           assert.equal(res.json().code, 404);
         }
@@ -341,40 +402,48 @@ describe('deploy email over SMTP', () => {
       assert.deepEqual(await followed(bob.user.id, product.id), [1]);
     });
 
-    test('the link of a received message stops its recipient, and only them, following its items; it works once', BOUNDED, async () => {
-      const { api, base, product, alice, bob, aliceLink, bobLink } = await deliveredPair();
+    test(
+      'the link of a received message stops its recipient, and only them, following its items; it works once',
+      BOUNDED,
+      async () => {
+        const { api, base, product, alice, bob, aliceLink, bobLink } = await deliveredPair();
 
-      const described = await t.app.inject({ method: 'GET', url: aliceLink });
-      assert.equal(described.statusCode, 200);
-      assert.deepEqual(described.json(), { email: alice.email, items: [1, 2], used: false });
-      const page = await t.app.inject({ method: 'GET', url: aliceLink, headers: { accept: 'text/html' } });
-      assert.equal(page.statusCode, 200);
-      assert.match(page.body, /<form method="post">/);
-      assert.deepEqual(await followed(alice.user.id, product.id), [1, 2], 'looking at the link changes nothing');
+        const described = await t.app.inject({ method: 'GET', url: aliceLink });
+        assert.equal(described.statusCode, 200);
+        assert.deepEqual(described.json(), { email: alice.email, items: [1, 2], used: false });
+        const page = await t.app.inject({ method: 'GET', url: aliceLink, headers: { accept: 'text/html' } });
+        assert.equal(page.statusCode, 200);
+        assert.match(page.body, /<form method="post">/);
+        assert.deepEqual(await followed(alice.user.id, product.id), [1, 2], 'looking at the link changes nothing');
 
-      const done = await oneClick(aliceLink);
-      assert.equal(done.statusCode, 200, done.body);
-      assert.deepEqual(done.json(), { email: alice.email, unfollowed: [1, 2] });
-      assert.deepEqual(await followed(alice.user.id, product.id), []);
-      assert.deepEqual(await followed(bob.user.id, product.id), [1], "another follower's subscription is untouched");
+        const done = await oneClick(aliceLink);
+        assert.equal(done.statusCode, 200, done.body);
+        assert.deepEqual(done.json(), { email: alice.email, unfollowed: [1, 2] });
+        assert.deepEqual(await followed(alice.user.id, product.id), []);
+        assert.deepEqual(await followed(bob.user.id, product.id), [1], "another follower's subscription is untouched");
 
-      const again = await oneClick(aliceLink);
-      assert.equal(again.statusCode, 410);
-      assert.equal(again.json().code, 410);
-      assert.equal((await t.app.inject({ method: 'GET', url: aliceLink })).json().used, true);
+        const again = await oneClick(aliceLink);
+        assert.equal(again.statusCode, 410);
+        assert.equal(again.json().code, 410);
+        assert.equal((await t.app.inject({ method: 'GET', url: aliceLink })).json().used, true);
 
-      const next = await deploy(api, base, { numbers: '1,2', version: 'next' });
-      const rows = await rowsOf(next);
-      assert.deepEqual(rows.map((r) => r.user_id), [bob.user.id], 'only Bob is mailed about the next deploy');
-      const aliceBefore = sink.to(alice.email).length;
-      await t.app.outbox.deliverDue();
-      assert.equal(sink.to(alice.email).length, aliceBefore);
-      assert.equal(sink.byMessageId(rows[0].message_id).length, 1);
+        const next = await deploy(api, base, { numbers: '1,2', version: 'next' });
+        const rows = await rowsOf(next);
+        assert.deepEqual(
+          rows.map((r) => r.user_id),
+          [bob.user.id],
+          'only Bob is mailed about the next deploy',
+        );
+        const aliceBefore = sink.to(alice.email).length;
+        await t.app.outbox.deliverDue();
+        assert.equal(sink.to(alice.email).length, aliceBefore);
+        assert.equal(sink.byMessageId(rows[0].message_id).length, 1);
 
-      const bobDone = await oneClick(bobLink);
-      assert.equal(bobDone.statusCode, 200);
-      assert.deepEqual(bobDone.json(), { email: bob.email, unfollowed: [1] });
-      assert.deepEqual(await followed(bob.user.id, product.id), []);
-    });
+        const bobDone = await oneClick(bobLink);
+        assert.equal(bobDone.statusCode, 200);
+        assert.deepEqual(bobDone.json(), { email: bob.email, unfollowed: [1] });
+        assert.deepEqual(await followed(bob.user.id, product.id), []);
+      },
+    );
   });
 });

@@ -26,10 +26,17 @@ async function open(options: { maxBatch?: number; memory?: boolean } = {}): Prom
   reader?.pragma('query_only = ON');
   const commits: number[] = [];
   const db = new Kysely<any>({
-    dialect: new GroupCommitSqliteDialect({ writer, reader, maxBatch: options.maxBatch, onCommit: (n) => commits.push(n) }),
+    dialect: new GroupCommitSqliteDialect({
+      writer,
+      reader,
+      maxBatch: options.maxBatch,
+      onCommit: (n) => commits.push(n),
+    }),
   });
   await sql`create table parents (id integer primary key)`.execute(db);
-  await sql`create table notes (id integer primary key, body text not null unique, parent_id integer references parents(id) deferrable initially deferred)`.execute(db);
+  await sql`create table notes (id integer primary key, body text not null unique, parent_id integer references parents(id) deferrable initially deferred)`.execute(
+    db,
+  );
   await db.insertInto('parents').values({ id: 1 }).execute();
   commits.length = 0;
   return { db, outside: options.memory ? writer : new SQLite(file, { readonly: true }), commits };
@@ -46,7 +53,8 @@ async function withFixture(options: Parameters<typeof open>[0], body: (f: Fixtur
   }
 }
 
-const bodies = (f: Fixture): string[] => (f.outside.prepare('select body from notes order by id').pluck().all() as string[]);
+const bodies = (f: Fixture): string[] =>
+  f.outside.prepare('select body from notes order by id').pluck().all() as string[];
 
 test('transactions queued together are committed together, and each answers only once it is committed', async () => {
   await withFixture({}, async (f) => {
@@ -54,7 +62,10 @@ test('transactions queued together are committed together, and each answers only
     await Promise.all(
       Array.from({ length: 20 }, async (_, i) => {
         await f.db.transaction().execute(async (trx) => {
-          await trx.insertInto('notes').values({ body: `n${i}` }).execute();
+          await trx
+            .insertInto('notes')
+            .values({ body: `n${i}` })
+            .execute();
           await trx.selectFrom('notes').select('id').execute();
         });
         // Answered: another connection must see it already.
@@ -64,7 +75,10 @@ test('transactions queued together are committed together, and each answers only
     assert.deepEqual(seenAtAnswer, Array(20).fill(true));
     assert.equal(bodies(f).length, 20);
     assert.ok(f.commits.length < 20, `20 transactions took ${f.commits.length} commits`);
-    assert.equal(f.commits.reduce((a, b) => a + b, 0), 20);
+    assert.equal(
+      f.commits.reduce((a, b) => a + b, 0),
+      20,
+    );
   });
 });
 
@@ -76,11 +90,19 @@ test('a transaction that fails in a batch is rolled back alone', async () => {
           await trx.insertInto('notes').values({ body }).execute();
           if (body === 'b') throw new Error('changed its mind');
           // A statement that fails inside SQLite (a duplicate) and is caught: the rest stays.
-          if (body === 'c') await trx.insertInto('notes').values({ body: 'a' }).execute().catch(() => undefined);
+          if (body === 'c')
+            await trx
+              .insertInto('notes')
+              .values({ body: 'a' })
+              .execute()
+              .catch(() => undefined);
         }),
       ),
     );
-    assert.deepEqual(results.map((r) => r.status), ['fulfilled', 'rejected', 'fulfilled', 'fulfilled']);
+    assert.deepEqual(
+      results.map((r) => r.status),
+      ['fulfilled', 'rejected', 'fulfilled', 'fulfilled'],
+    );
     assert.deepEqual(bodies(f), ['a', 'c', 'd']);
     assert.deepEqual(f.commits, [4], 'one commit for the four, the failed one included as nothing');
   });
@@ -90,12 +112,24 @@ test('a commit that fails fails every transaction of its batch, and the next bat
   await withFixture({}, async (f) => {
     // A deferred foreign key is checked at COMMIT: the orphan makes the shared commit fail.
     const results = await Promise.allSettled(
-      [1, 99, 1].map((parent, i) => f.db.transaction().execute((trx) => trx.insertInto('notes').values({ body: `p${i}`, parent_id: parent }).execute())),
+      [1, 99, 1].map((parent, i) =>
+        f.db.transaction().execute((trx) =>
+          trx
+            .insertInto('notes')
+            .values({ body: `p${i}`, parent_id: parent })
+            .execute(),
+        ),
+      ),
     );
-    assert.deepEqual(results.map((r) => r.status), ['rejected', 'rejected', 'rejected']);
+    assert.deepEqual(
+      results.map((r) => r.status),
+      ['rejected', 'rejected', 'rejected'],
+    );
     assert.match(String((results[0] as PromiseRejectedResult).reason), /FOREIGN KEY/);
     assert.deepEqual(bodies(f), [], 'nothing of the failed commit was kept');
-    await f.db.transaction().execute((trx) => trx.insertInto('notes').values({ body: 'after', parent_id: 1 }).execute());
+    await f.db
+      .transaction()
+      .execute((trx) => trx.insertInto('notes').values({ body: 'after', parent_id: 1 }).execute());
     assert.deepEqual(bodies(f), ['after']);
   });
 });
@@ -127,7 +161,16 @@ test('a statement outside any transaction waits for the open batch and is commit
 
 test('a batch holds at most maxBatch transactions', async () => {
   await withFixture({ maxBatch: 4 }, async (f) => {
-    await Promise.all(Array.from({ length: 10 }, (_, i) => f.db.transaction().execute((trx) => trx.insertInto('notes').values({ body: `m${i}` }).execute())));
+    await Promise.all(
+      Array.from({ length: 10 }, (_, i) =>
+        f.db.transaction().execute((trx) =>
+          trx
+            .insertInto('notes')
+            .values({ body: `m${i}` })
+            .execute(),
+        ),
+      ),
+    );
     assert.deepEqual(f.commits, [4, 4, 2]);
     assert.equal(bodies(f).length, 10);
   });
@@ -185,7 +228,9 @@ test('destroy waits for the transactions already queued and commits them', async
     await holding;
   });
   await holds;
-  const queued = ['q1', 'q2', 'q3'].map((body) => f.db.transaction().execute((trx) => trx.insertInto('notes').values({ body }).execute()));
+  const queued = ['q1', 'q2', 'q3'].map((body) =>
+    f.db.transaction().execute((trx) => trx.insertInto('notes').values({ body }).execute()),
+  );
   await new Promise((resolve) => setImmediate(resolve));
   const destroyed = f.db.destroy();
   end();

@@ -2,7 +2,16 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { LightMyRequestResponse } from 'fastify';
 import { BOARD_PAGE } from '../src/web/product-pages.js';
-import { client, makeApp, makeItem, makeProduct, makeUser, signInByMail, type TestContext, type TestUser } from './helpers.js';
+import {
+  client,
+  makeApp,
+  makeItem,
+  makeProduct,
+  makeUser,
+  signInByMail,
+  type TestContext,
+  type TestUser,
+} from './helpers.js';
 
 let t: TestContext;
 before(async () => {
@@ -10,10 +19,16 @@ before(async () => {
 });
 after(() => t.close());
 
-const page = (url: string, cookie: string, headers: Record<string, string> = {}) => t.app.inject({ method: 'GET', url, headers: { cookie, ...headers } });
+const page = (url: string, cookie: string, headers: Record<string, string> = {}) =>
+  t.app.inject({ method: 'GET', url, headers: { cookie, ...headers } });
 
 function postForm(url: string, cookie: string, params: Record<string, string>) {
-  return t.app.inject({ method: 'POST', url, headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' }, payload: new URLSearchParams(params).toString() });
+  return t.app.inject({
+    method: 'POST',
+    url,
+    headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' },
+    payload: new URLSearchParams(params).toString(),
+  });
 }
 
 function csrfOf(res: LightMyRequestResponse): string {
@@ -55,13 +70,29 @@ describe('the board', () => {
       await insertMembership(trx, product.id, other.user.id, false, '2026-01-01T00:00:00+00:00');
     });
     const a = await makeItem(t.app, owner, product.id, { title: 'First', tags: 'ui' });
-    const b = await makeItem(t.app, owner, product.id, { title: 'Second', type: 'defect', assigned_to: String(other.user.id) });
-    const story = await makeItem(t.app, owner, product.id, { type: 'story', who: 'user', what: 'a board', why: 'I see work' });
+    const b = await makeItem(t.app, owner, product.id, {
+      title: 'Second',
+      type: 'defect',
+      assigned_to: String(other.user.id),
+    });
+    const story = await makeItem(t.app, owner, product.id, {
+      type: 'story',
+      who: 'user',
+      what: 'a board',
+      why: 'I see work',
+    });
     await makeItem(t.app, owner, product.id, { title: 'Sub', parent: String(story.number) });
     await makeItem(t.app, owner, product.id, { title: 'Sub 2', parent: String(story.number) });
     const doing = await makeItem(t.app, owner, product.id, { title: 'Doing', status: 'in-progress' });
     // b above a, as resort.json would put it.
-    assert.equal((await client(t.app, owner).post(`/api/products/${product.id}/items/${b.number}/resort.json`, { after: a.number })).statusCode, 200);
+    assert.equal(
+      (
+        await client(t.app, owner).post(`/api/products/${product.id}/items/${b.number}/resort.json`, {
+          after: a.number,
+        })
+      ).statusCode,
+      200,
+    );
 
     const res = await page(`${base}/board`, cookie);
     assert.equal(res.statusCode, 200, res.body);
@@ -90,7 +121,8 @@ describe('the board', () => {
   test('a long column shows its first page and a "more" link to the next', async () => {
     const { owner, product, cookie, base } = await setUp();
     const numbers: number[] = [];
-    for (let i = 0; i < BOARD_PAGE + 2; i++) numbers.push((await makeItem(t.app, owner, product.id, { title: `Item ${i}` })).number);
+    for (let i = 0; i < BOARD_PAGE + 2; i++)
+      numbers.push((await makeItem(t.app, owner, product.id, { title: `Item ${i}` })).number);
     const first = await page(`${base}/board`, cookie);
     assert.deepEqual(column(first.body, 'backlog'), numbers.slice(0, BOARD_PAGE));
     const more = new RegExp(`href="([^"]+status=backlog&amp;offset=${BOARD_PAGE})"`).exec(first.body);
@@ -103,9 +135,14 @@ describe('the board', () => {
 
   test('move up, down, to the top and to another status through the forms, as the API then reads it', async () => {
     const { owner, product, cookie, base } = await setUp();
-    const [a, b, c] = [await makeItem(t.app, owner, product.id, { title: 'A' }), await makeItem(t.app, owner, product.id, { title: 'B' }), await makeItem(t.app, owner, product.id, { title: 'C' })];
+    const [a, b, c] = [
+      await makeItem(t.app, owner, product.id, { title: 'A' }),
+      await makeItem(t.app, owner, product.id, { title: 'B' }),
+      await makeItem(t.app, owner, product.id, { title: 'C' }),
+    ];
     const csrf = csrfOf(await page(`${base}/board`, cookie));
-    const move = (n: number, params: Record<string, string>) => postForm(`${base}/items/${n}/move`, cookie, { csrf, back: 'type=task', ...params });
+    const move = (n: number, params: Record<string, string>) =>
+      postForm(`${base}/items/${n}/move`, cookie, { csrf, back: 'type=task', ...params });
 
     let res = await move(c.number, { to: 'up', above: String(b.number) });
     assert.equal(res.statusCode, 303, res.body);
@@ -127,7 +164,9 @@ describe('the board', () => {
 
     // The board's own forms carry the neighbours: pressing "Up" on a's card moves it above b.
     const board = await page(`${base}/board`, cookie);
-    const form = new RegExp(`action="${base}/items/${a.number}/move">[\\s\\S]*?name="above" value="(\\d+)"`).exec(board.body);
+    const form = new RegExp(`action="${base}/items/${a.number}/move">[\\s\\S]*?name="above" value="(\\d+)"`).exec(
+      board.body,
+    );
     assert.equal(Number(form?.[1]), b.number);
 
     const refused = await move(a.number, { to: 'status', status: 'someday' });
@@ -138,10 +177,19 @@ describe('the board', () => {
 
   test('a drop (to=place) sets the status, then the place between its new neighbours; the script gets JSON', async () => {
     const { owner, product, cookie, base } = await setUp();
-    const [a, b, c] = [await makeItem(t.app, owner, product.id, { title: 'A' }), await makeItem(t.app, owner, product.id, { title: 'B' }), await makeItem(t.app, owner, product.id, { title: 'C' })];
+    const [a, b, c] = [
+      await makeItem(t.app, owner, product.id, { title: 'A' }),
+      await makeItem(t.app, owner, product.id, { title: 'B' }),
+      await makeItem(t.app, owner, product.id, { title: 'C' }),
+    ];
     const csrf = csrfOf(await page(`${base}/board`, cookie));
     const drop = (n: number, params: Record<string, string>, accept = 'application/json') =>
-      t.app.inject({ method: 'POST', url: `${base}/items/${n}/move`, headers: { cookie, accept, 'content-type': 'application/x-www-form-urlencoded' }, payload: new URLSearchParams({ csrf, to: 'place', ...params }).toString() });
+      t.app.inject({
+        method: 'POST',
+        url: `${base}/items/${n}/move`,
+        headers: { cookie, accept, 'content-type': 'application/x-www-form-urlencoded' },
+        payload: new URLSearchParams({ csrf, to: 'place', ...params }).toString(),
+      });
 
     let res = await drop(c.number, { status: 'backlog', below: String(a.number) });
     assert.equal(res.statusCode, 200, res.body);
@@ -153,7 +201,11 @@ describe('the board', () => {
     res = await drop(b.number, { status: 'in-progress', above: String(a.number) });
     assert.equal(res.statusCode, 200, res.body);
     assert.deepEqual(await apiOrder(owner, product.id, 'in-progress'), [a.number, b.number]);
-    res = await drop(c.number, { status: 'in-progress', above: String(a.number), below: String(b.number) }, 'text/html');
+    res = await drop(
+      c.number,
+      { status: 'in-progress', above: String(a.number), below: String(b.number) },
+      'text/html',
+    );
     assert.equal(res.statusCode, 303, 'a form without the script comes back to the board');
     assert.deepEqual(await apiOrder(owner, product.id, 'in-progress'), [a.number, c.number, b.number]);
 
@@ -161,7 +213,12 @@ describe('the board', () => {
     assert.equal(refused.statusCode, 400);
     assert.equal(refused.json().code, 400);
     assert.match(refused.json().message, /status/);
-    const noToken = await t.app.inject({ method: 'POST', url: `${base}/items/${a.number}/move`, headers: { cookie, accept: 'application/json', 'content-type': 'application/x-www-form-urlencoded' }, payload: 'to=place&status=backlog' });
+    const noToken = await t.app.inject({
+      method: 'POST',
+      url: `${base}/items/${a.number}/move`,
+      headers: { cookie, accept: 'application/json', 'content-type': 'application/x-www-form-urlencoded' },
+      payload: 'to=place&status=backlog',
+    });
     assert.equal(noToken.statusCode, 403);
     assert.deepEqual(await apiOrder(owner, product.id, 'in-progress'), [a.number, c.number, b.number]);
 
@@ -173,7 +230,10 @@ describe('the board', () => {
 
   test('a form without the session token, or from another site, changes nothing', async () => {
     const { owner, product, cookie, base } = await setUp();
-    const [a, b] = [await makeItem(t.app, owner, product.id, { title: 'A' }), await makeItem(t.app, owner, product.id, { title: 'B' })];
+    const [a, b] = [
+      await makeItem(t.app, owner, product.id, { title: 'A' }),
+      await makeItem(t.app, owner, product.id, { title: 'B' }),
+    ];
     const before = await apiOrder(owner, product.id, 'backlog');
     const noToken = await postForm(`${base}/items/${b.number}/move`, cookie, { to: 'up', above: String(a.number) });
     assert.equal(noToken.statusCode, 403);
@@ -200,19 +260,46 @@ describe('the board, kept between changes', () => {
   test('every change to what a card or the filters show is on the next board at once', async () => {
     const { owner, product, cookie, base } = await setUp();
     const api = client(t.app, owner);
-    const [a, b] = [await makeItem(t.app, owner, product.id, { title: 'Alpha' }), await makeItem(t.app, owner, product.id, { title: 'Beta' })];
+    const [a, b] = [
+      await makeItem(t.app, owner, product.id, { title: 'Alpha' }),
+      await makeItem(t.app, owner, product.id, { title: 'Beta' }),
+    ];
     const board = async () => (await page(`${base}/board`, cookie)).body;
     assert.deepEqual(column(await board(), 'backlog'), [a.number, b.number]);
     assert.equal(await board(), await board(), 'the same board twice');
 
     const changes: [string, () => Promise<unknown>, (body: string) => void][] = [
-      ['title', () => api.post(`/api/products/${product.id}/items/${a.number}.json`, { title: 'Alpha renamed' }), (body) => assert.match(body, /Alpha renamed/)],
-      ['score', () => api.post(`/api/products/${product.id}/items/${a.number}.json`, { score: 'XL' }), (body) => assert.match(body, /class="score">XL</)],
-      ['tags', () => api.post(`/api/products/${product.id}/items/${b.number}.json`, { tags: 'fresh-tag' }), (body) => assert.match(body, /<li>fresh-tag<\/li>/)],
-      ['order', () => api.post(`/api/products/${product.id}/items/${b.number}/resort.json`, { after: a.number }), (body) => assert.deepEqual(column(body, 'backlog'), [b.number, a.number])],
-      ['status', () => api.post(`/api/products/${product.id}/items/${a.number}.json`, { status: 'in-progress' }), (body) => assert.deepEqual(column(body, 'in-progress'), [a.number])],
+      [
+        'title',
+        () => api.post(`/api/products/${product.id}/items/${a.number}.json`, { title: 'Alpha renamed' }),
+        (body) => assert.match(body, /Alpha renamed/),
+      ],
+      [
+        'score',
+        () => api.post(`/api/products/${product.id}/items/${a.number}.json`, { score: 'XL' }),
+        (body) => assert.match(body, /class="score">XL</),
+      ],
+      [
+        'tags',
+        () => api.post(`/api/products/${product.id}/items/${b.number}.json`, { tags: 'fresh-tag' }),
+        (body) => assert.match(body, /<li>fresh-tag<\/li>/),
+      ],
+      [
+        'order',
+        () => api.post(`/api/products/${product.id}/items/${b.number}/resort.json`, { after: a.number }),
+        (body) => assert.deepEqual(column(body, 'backlog'), [b.number, a.number]),
+      ],
+      [
+        'status',
+        () => api.post(`/api/products/${product.id}/items/${a.number}.json`, { status: 'in-progress' }),
+        (body) => assert.deepEqual(column(body, 'in-progress'), [a.number]),
+      ],
       ['new item', () => makeItem(t.app, owner, product.id, { title: 'Gamma' }), (body) => assert.match(body, /Gamma/)],
-      ['archived', () => api.delete(`/api/products/${product.id}/items/${b.number}.json`), (body) => assert.doesNotMatch(body, /Beta/)],
+      [
+        'archived',
+        () => api.delete(`/api/products/${product.id}/items/${b.number}.json`),
+        (body) => assert.doesNotMatch(body, /Beta/),
+      ],
     ];
     for (const [what, change, check] of changes) {
       await board();
@@ -240,7 +327,10 @@ describe('the board, kept between changes', () => {
       await insertMembership(trx, product.id, colleague.user.id, true, '2026-01-01T00:00:00+00:00');
     });
     const theirs = await signInByMail(t, colleague.email);
-    const [a, b] = [await makeItem(t.app, owner, product.id, { title: 'A' }), await makeItem(t.app, owner, product.id, { title: 'B' })];
+    const [a, b] = [
+      await makeItem(t.app, owner, product.id, { title: 'A' }),
+      await makeItem(t.app, owner, product.id, { title: 'B' }),
+    ];
     const mine = await page(`${base}/board`, cookie);
     const other = await page(`${base}/board`, theirs);
     const [myToken, otherToken] = [csrfOf(mine), csrfOf(other)];
@@ -248,9 +338,16 @@ describe('the board, kept between changes', () => {
     assert.equal(mine.body.split(myToken).length, other.body.split(otherToken).length, 'every form carries the token');
     assert.ok(!other.body.includes(myToken), "nobody gets another person's token");
     assert.ok(!other.body.includes(owner.email), "nor another person's address");
-    assert.equal(mine.body.replaceAll(myToken, ''), other.body.replaceAll(otherToken, '').replaceAll(colleague.email, owner.email));
+    assert.equal(
+      mine.body.replaceAll(myToken, ''),
+      other.body.replaceAll(otherToken, '').replaceAll(colleague.email, owner.email),
+    );
 
-    const moved = await postForm(`${base}/items/${b.number}/move`, theirs, { csrf: otherToken, to: 'up', above: String(a.number) });
+    const moved = await postForm(`${base}/items/${b.number}/move`, theirs, {
+      csrf: otherToken,
+      to: 'up',
+      above: String(a.number),
+    });
     assert.equal(moved.statusCode, 303, moved.body);
     assert.deepEqual(column((await page(`${base}/board`, cookie)).body, 'backlog'), [b.number, a.number]);
   });
@@ -260,13 +357,35 @@ describe('the item page', () => {
   test('shows the item, its sub-items, followers and deploys; Markdown rendered safely', async () => {
     const { owner, product, cookie, base } = await setUp();
     const story = await makeItem(t.app, owner, product.id, {
-      type: 'story', who: 'user', what: 'a page', why: 'I read items',
-      description: '**Bold** and <script>alert(1)</script> [x](javascript:alert(2))', tags: 'ui,web',
+      type: 'story',
+      who: 'user',
+      what: 'a page',
+      why: 'I read items',
+      description: '**Bold** and <script>alert(1)</script> [x](javascript:alert(2))',
+      tags: 'ui,web',
     });
     const sub = await makeItem(t.app, owner, product.id, { title: 'Part one', parent: String(story.number) });
     const api = client(t.app, owner);
-    assert.equal((await api.post(`/api/products/${product.id}/deploys.json`, { environment: 'staging', numbers: String(story.number), version: '1.0' })).statusCode, 200);
-    assert.equal((await api.post(`/api/products/${product.id}/deploys.json`, { environment: 'production', numbers: String(story.number), version: '1.1' })).statusCode, 200);
+    assert.equal(
+      (
+        await api.post(`/api/products/${product.id}/deploys.json`, {
+          environment: 'staging',
+          numbers: String(story.number),
+          version: '1.0',
+        })
+      ).statusCode,
+      200,
+    );
+    assert.equal(
+      (
+        await api.post(`/api/products/${product.id}/deploys.json`, {
+          environment: 'production',
+          numbers: String(story.number),
+          version: '1.1',
+        })
+      ).statusCode,
+      200,
+    );
 
     const res = await page(`${base}/items/${story.number}`, cookie);
     assert.equal(res.statusCode, 200, res.body);
@@ -281,7 +400,12 @@ describe('the item page', () => {
     const production = res.body.indexOf('<strong class="environment">production</strong>');
     const staging = res.body.indexOf('<strong class="environment">staging</strong>');
     assert.ok(production > 0 && staging > production, 'environments latest first');
-    assert.match(res.body, new RegExp(`production</strong> <a class="version" href="${base}/deploys/\\d+">1.1</a> <span class="muted">deployed by First${owner.user.id} Last${owner.user.id}</span>`));
+    assert.match(
+      res.body,
+      new RegExp(
+        `production</strong> <a class="version" href="${base}/deploys/\\d+">1.1</a> <span class="muted">deployed by First${owner.user.id} Last${owner.user.id}</span>`,
+      ),
+    );
     assert.match(res.body, /1 follower: First/);
 
     const subPage = await page(`${base}/items/${sub.number}`, cookie);
@@ -295,7 +419,15 @@ describe('the item page', () => {
     const item = await makeItem(t.app, owner, product.id, { title: 'Before', description: 'Old' });
     const url = `${base}/items/${item.number}`;
     const csrf = csrfOf(await page(url, cookie));
-    const fields = { csrf, title: '   ', description: 'New text kept', status: 'backlog', score: 'M', tags: 'a', assigned_to: '' };
+    const fields = {
+      csrf,
+      title: '   ',
+      description: 'New text kept',
+      status: 'backlog',
+      score: 'M',
+      tags: 'a',
+      assigned_to: '',
+    };
     const bad = await postForm(url, cookie, fields);
     assert.equal(bad.statusCode, 400);
     assert.match(bad.body, /<span class="field-error" id="error-title" role="alert">title must not be empty<\/span>/);
@@ -308,23 +440,44 @@ describe('the item page', () => {
     assert.equal(longTag.statusCode, 400);
     assert.match(longTag.body, /id="error-tags"[^>]*>tags each tag must be at most 64 characters/);
 
-    const good = await postForm(url, cookie, { ...fields, title: 'After', status: 'in-progress', assigned_to: String(owner.user.id) });
+    const good = await postForm(url, cookie, {
+      ...fields,
+      title: 'After',
+      status: 'in-progress',
+      assigned_to: String(owner.user.id),
+    });
     assert.equal(good.statusCode, 303, good.body);
     assert.equal(good.headers.location, url);
     json = (await client(t.app, owner).get(`/api/products/${product.id}/items/${item.number}.json`)).json();
-    assert.deepEqual([json.title, json.description, json.status, json.score, json.tags, json.assigned_to.id], ['After', 'New text kept', 'in-progress', 'M', ['a'], owner.user.id]);
+    assert.deepEqual(
+      [json.title, json.description, json.status, json.score, json.tags, json.assigned_to.id],
+      ['After', 'New text kept', 'in-progress', 'M', ['a'], owner.user.id],
+    );
     assert.ok(json.progress.started_at);
   });
 
-  test('saving a someday item keeps it there; the textarea\'s CRLF line breaks are stored as typed', async () => {
+  test("saving a someday item keeps it there; the textarea's CRLF line breaks are stored as typed", async () => {
     const { owner, product, cookie, base } = await setUp();
     const item = await makeItem(t.app, owner, product.id, { title: 'Later', description: 'one\ntwo' });
-    await t.db.updateTable('items').set({ status: 0 }).where('product_id', '=', product.id).where('number', '=', item.number).execute();
+    await t.db
+      .updateTable('items')
+      .set({ status: 0 })
+      .where('product_id', '=', product.id)
+      .where('number', '=', item.number)
+      .execute();
     const url = `${base}/items/${item.number}`;
     const shown = await page(url, cookie);
     assert.match(shown.body, /<option value="">someday \(as it is\)<\/option>/);
     const csrf = csrfOf(shown);
-    const res = await postForm(url, cookie, { csrf, title: 'Later', description: 'one\r\ntwo', status: '', score: '~', tags: '', assigned_to: '' });
+    const res = await postForm(url, cookie, {
+      csrf,
+      title: 'Later',
+      description: 'one\r\ntwo',
+      status: '',
+      score: '~',
+      tags: '',
+      assigned_to: '',
+    });
     assert.equal(res.statusCode, 303, res.body);
     const json = (await client(t.app, owner).get(`/api/products/${product.id}/items/${item.number}.json`)).json();
     assert.deepEqual([json.status, json.description, json.last_modified], ['someday', 'one\ntwo', item.last_modified]);
@@ -334,11 +487,33 @@ describe('the item page', () => {
     const { owner, product, base } = await setUp();
     const member = await makeUser(t.db);
     const { insertMembership } = await import('../src/products/repository.js');
-    await t.db.transaction().execute((trx) => insertMembership(trx, product.id, member.user.id, false, '2026-01-01T00:00:00+00:00'));
+    await t.db
+      .transaction()
+      .execute((trx) => insertMembership(trx, product.id, member.user.id, false, '2026-01-01T00:00:00+00:00'));
     const cookie = await signInByMail(t, member.email);
     const item = await makeItem(t.app, owner, product.id, { title: 'Watched' });
     const url = `${base}/items/${item.number}`;
-    const followers = async () => (await t.db.selectFrom('followers').select('user_id').where('item_id', '=', (await t.db.selectFrom('items').select('id').where('product_id', '=', product.id).where('number', '=', item.number).executeTakeFirstOrThrow()).id).execute()).map((r) => r.user_id).sort();
+    const followers = async () =>
+      (
+        await t.db
+          .selectFrom('followers')
+          .select('user_id')
+          .where(
+            'item_id',
+            '=',
+            (
+              await t.db
+                .selectFrom('items')
+                .select('id')
+                .where('product_id', '=', product.id)
+                .where('number', '=', item.number)
+                .executeTakeFirstOrThrow()
+            ).id,
+          )
+          .execute()
+      )
+        .map((r) => r.user_id)
+        .sort();
 
     let shown = await page(url, cookie);
     assert.match(shown.body, /<button type="submit">Follow<\/button>/);
@@ -355,15 +530,31 @@ describe('the item page', () => {
   test('create an item and a sub-item from the forms; a missing title is shown next to its field', async () => {
     const { owner, product, cookie, base } = await setUp();
     const csrf = csrfOf(await page(`${base}/board`, cookie));
-    const story = await postForm(`${base}/items`, cookie, { csrf, type: 'story', who: 'admin', what: 'pages', why: 'no curl', status: 'in-progress' });
+    const story = await postForm(`${base}/items`, cookie, {
+      csrf,
+      type: 'story',
+      who: 'admin',
+      what: 'pages',
+      why: 'no curl',
+      status: 'in-progress',
+    });
     assert.equal(story.statusCode, 303, story.body);
     const storyNumber = Number(/\/items\/(\d+)$/.exec(story.headers.location as string)?.[1]);
     let json = (await client(t.app, owner).get(`/api/products/${product.id}/items/${storyNumber}.json`)).json();
-    assert.deepEqual([json.type, json.title, json.status], ['story', 'As an admin, I want pages so that no curl.', 'in-progress']);
+    assert.deepEqual(
+      [json.type, json.title, json.status],
+      ['story', 'As an admin, I want pages so that no curl.', 'in-progress'],
+    );
 
     const storyPage = await page(`${base}/items/${storyNumber}`, cookie);
     assert.match(storyPage.body, new RegExp(`name="parent" value="${storyNumber}"`));
-    const sub = await postForm(`${base}/items`, cookie, { csrf, type: 'task', title: 'Wire it', parent: String(storyNumber), status: 'backlog' });
+    const sub = await postForm(`${base}/items`, cookie, {
+      csrf,
+      type: 'task',
+      title: 'Wire it',
+      parent: String(storyNumber),
+      status: 'backlog',
+    });
     assert.equal(sub.statusCode, 303, sub.body);
     const subNumber = Number(/\/items\/(\d+)$/.exec(sub.headers.location as string)?.[1]);
     json = (await client(t.app, owner).get(`/api/products/${product.id}/items/${subNumber}.json`)).json();
@@ -372,10 +563,23 @@ describe('the item page', () => {
     const missing = await postForm(`${base}/items`, cookie, { csrf, type: 'defect', title: '', status: 'backlog' });
     assert.equal(missing.statusCode, 400);
     assert.match(missing.body, /id="error-title"[^>]*>title is required/);
-    const missingSub = await postForm(`${base}/items`, cookie, { csrf, type: 'task', title: '', parent: String(storyNumber) });
+    const missingSub = await postForm(`${base}/items`, cookie, {
+      csrf,
+      type: 'task',
+      title: '',
+      parent: String(storyNumber),
+    });
     assert.equal(missingSub.statusCode, 400);
     assert.match(missingSub.body, /<details open>/);
-    assert.equal((await client(t.app, owner).get(`/api/products/${product.id}/items.json`, { status: 'backlog,in-progress', children: 'true' })).json().length, 2);
+    assert.equal(
+      (
+        await client(t.app, owner).get(`/api/products/${product.id}/items.json`, {
+          status: 'backlog,in-progress',
+          children: 'true',
+        })
+      ).json().length,
+      2,
+    );
   });
 
   test('a refused parameter the form has no field for is still said on the page', async () => {
@@ -383,13 +587,29 @@ describe('the item page', () => {
     const item = await makeItem(t.app, owner, product.id, { title: 'A task' });
     const csrf = csrfOf(await page(`${base}/board`, cookie));
     // A task's edit form has no who; the board's form no score: such a request comes from elsewhere, but is answered all the same.
-    const edit = await postForm(`${base}/items/${item.number}`, cookie, { csrf, title: 'Renamed', who: 'x'.repeat(256) });
+    const edit = await postForm(`${base}/items/${item.number}`, cookie, {
+      csrf,
+      title: 'Renamed',
+      who: 'x'.repeat(256),
+    });
     assert.equal(edit.statusCode, 400);
     assert.match(edit.body, /<p class="error">who must be at most 255 characters<\/p>/);
-    const created = await postForm(`${base}/items`, cookie, { csrf, type: 'task', title: 'New', score: 'huge', tags: 'x'.repeat(65) });
+    const created = await postForm(`${base}/items`, cookie, {
+      csrf,
+      type: 'task',
+      title: 'New',
+      score: 'huge',
+      tags: 'x'.repeat(65),
+    });
     assert.equal(created.statusCode, 400);
-    assert.match(created.body, /<p class="error">score must be one of ~, S, M, L, XL; tags each tag must be at most 64 characters<\/p>/);
-    assert.equal((await client(t.app, owner).get(`/api/products/${product.id}/items/${item.number}.json`)).json().title, 'A task');
+    assert.match(
+      created.body,
+      /<p class="error">score must be one of ~, S, M, L, XL; tags each tag must be at most 64 characters<\/p>/,
+    );
+    assert.equal(
+      (await client(t.app, owner).get(`/api/products/${product.id}/items/${item.number}.json`)).json().title,
+      'A task',
+    );
   });
 
   test('a new item under a parent that is no story is refused on the board, with the reason', async () => {
@@ -414,7 +634,10 @@ describe('the item page', () => {
       assert.equal(res.statusCode, 200);
       // The one script element is the board's own, from Shiplog.
       assert.doesNotMatch(res.body.replace('<script src="/app/board.js" defer></script>', ''), /<script|<img|<b>t/);
-      assert.match(res.body, /&lt;script&gt;alert\(&quot;x&quot;\)&lt;\/script&gt;&lt;img src=x onerror=alert\(1\)&gt;/);
+      assert.match(
+        res.body,
+        /&lt;script&gt;alert\(&quot;x&quot;\)&lt;\/script&gt;&lt;img src=x onerror=alert\(1\)&gt;/,
+      );
     }
   });
 });
@@ -438,7 +661,10 @@ describe('membership and links', () => {
       assert.match(res.headers['content-type'] as string, /text\/html/);
       assert.doesNotMatch(res.body, /Secret/);
     }
-    assert.equal((await client(t.app, owner).get(`/api/products/${product.id}/items/${item.number}.json`)).json().title, 'Secret item title');
+    assert.equal(
+      (await client(t.app, owner).get(`/api/products/${product.id}/items/${item.number}.json`)).json().title,
+      'Secret item title',
+    );
     assert.equal((await page('/app/products/99999999/board', cookie)).statusCode, 404);
     assert.equal((await page('/app/products/nope/board', cookie)).statusCode, 404);
     const anonymous = await t.app.inject({ method: 'GET', url: `${base}/board` });
@@ -450,14 +676,22 @@ describe('membership and links', () => {
     const { owner, product, cookie } = await setUp();
     const item = await makeItem(t.app, owner, product.id, { title: 'Linked' });
     const path = new URL(item.short_url).pathname;
-    const browser = await t.app.inject({ method: 'GET', url: path, headers: { accept: 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8' } });
+    const browser = await t.app.inject({
+      method: 'GET',
+      url: path,
+      headers: { accept: 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8' },
+    });
     assert.equal(browser.statusCode, 302);
     assert.equal(browser.headers.location, `http://shiplog.test/app/products/${product.id}/items/${item.number}`);
     assert.equal((await page(new URL(browser.headers.location as string).pathname, cookie)).statusCode, 200);
     for (const accept of [undefined, '*/*', 'application/json', 'application/json, text/html;q=0.5']) {
       const res = await t.app.inject({ method: 'GET', url: path, headers: accept ? { accept } : {} });
       assert.equal(res.statusCode, 302, String(accept));
-      assert.equal(res.headers.location, `http://shiplog.test/api/products/${product.id}/items/${item.number}.json`, String(accept));
+      assert.equal(
+        res.headers.location,
+        `http://shiplog.test/api/products/${product.id}/items/${item.number}.json`,
+        String(accept),
+      );
     }
   });
 });
@@ -469,7 +703,12 @@ describe('the deploys page', () => {
     const b = await makeItem(t.app, owner, product.id, { title: 'Beta' });
     const api = client(t.app, owner);
     const deploy = async (environment: string, numbers: number[], version: string, notes = '') => {
-      const res = await api.post(`/api/products/${product.id}/deploys.json`, { environment, numbers: numbers.join(','), version, notes });
+      const res = await api.post(`/api/products/${product.id}/deploys.json`, {
+        environment,
+        numbers: numbers.join(','),
+        version,
+        notes,
+      });
       assert.equal(res.statusCode, 200, res.body);
     };
     await deploy('staging', [a.number], 'v1', 'First *notes* <script>x</script>');
@@ -486,7 +725,10 @@ describe('the deploys page', () => {
     assert.match(res.body, new RegExp(`by First${owner.user.id} Last${owner.user.id}`));
 
     const staging = await page(`${base}/deploys?environment=staging`, cookie);
-    assert.deepEqual([...staging.body.matchAll(/<span class="version">([^<]+)<\/span>/g)].map((m) => m[1]), ['v3', 'v1']);
+    assert.deepEqual(
+      [...staging.body.matchAll(/<span class="version">([^<]+)<\/span>/g)].map((m) => m[1]),
+      ['v3', 'v1'],
+    );
 
     for (let i = 0; i < 20; i++) await deploy('qa', [a.number], `q${i}`);
     const first = await page(`${base}/deploys`, cookie);
@@ -494,6 +736,9 @@ describe('the deploys page', () => {
     const older = /href="([^"]+offset=20)">Older/.exec(first.body);
     assert.ok(older, 'no link to older deploys');
     const second = await page(older[1].replace(/&amp;/g, '&'), cookie);
-    assert.deepEqual([...second.body.matchAll(/<span class="version">([^<]+)<\/span>/g)].map((m) => m[1]), ['v3', 'v2', 'v1']);
+    assert.deepEqual(
+      [...second.body.matchAll(/<span class="version">([^<]+)<\/span>/g)].map((m) => m[1]),
+      ['v3', 'v2', 'v1'],
+    );
   });
 });

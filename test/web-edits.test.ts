@@ -16,7 +16,11 @@ before(async () => {
 });
 after(() => t.close());
 
-const unescape = (s: string) => s.replace(/&(amp|lt|gt|quot|#39|#96);/g, (_, e: string) => ({ amp: '&', lt: '<', gt: '>', quot: '"', '#39': "'", '#96': '`' })[e]!);
+const unescape = (s: string) =>
+  s.replace(
+    /&(amp|lt|gt|quot|#39|#96);/g,
+    (_, e: string) => ({ amp: '&', lt: '<', gt: '>', quot: '"', '#39': "'", '#96': '`' })[e]!,
+  );
 
 /** The edit form's fields as a browser would send them, untouched: hidden and text inputs, checked radios, the textarea, the selected options. */
 function editForm(res: LightMyRequestResponse): Record<string, string> {
@@ -32,7 +36,8 @@ function editForm(res: LightMyRequestResponse): Record<string, string> {
     fields[name] = unescape(/value="([^"]*)"/.exec(input)?.[1] ?? '');
   }
   // The parser drops one newline right after <textarea>.
-  for (const [, name, text] of form.matchAll(/<textarea [^>]*name="([^"]+)"[^>]*>\n?([^]*?)<\/textarea>/g)) fields[name] = unescape(text);
+  for (const [, name, text] of form.matchAll(/<textarea [^>]*name="([^"]+)"[^>]*>\n?([^]*?)<\/textarea>/g))
+    fields[name] = unescape(text);
   for (const [, name, options] of form.matchAll(/<select [^>]*name="([^"]+)"[^>]*>([^]*?)<\/select>/g)) {
     const chosen = /<option value="([^"]*)" selected>/.exec(options) ?? /<option value="([^"]*)"/.exec(options);
     fields[name] = unescape(chosen?.[1] ?? '');
@@ -46,7 +51,8 @@ async function team() {
   const product = await makeProduct(t.db, ada, [bob]);
   const [adaCookie, bobCookie] = [await signInByMail(t, ada.email), await signInByMail(t, bob.email)];
   const base = `/app/products/${product.id}`;
-  const open = async (n: number, cookie: string) => editForm(await t.app.inject({ method: 'GET', url: `${base}/items/${n}`, headers: { cookie } }));
+  const open = async (n: number, cookie: string) =>
+    editForm(await t.app.inject({ method: 'GET', url: `${base}/items/${n}`, headers: { cookie } }));
   const save = (n: number, cookie: string, fields: Record<string, string>) =>
     t.app.inject({
       method: 'POST',
@@ -54,7 +60,8 @@ async function team() {
       headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' },
       payload: new URLSearchParams(fields).toString(),
     });
-  const stored = async (n: number) => (await client(t.app, ada).get(`/api/products/${product.id}/items/${n}.json`)).json();
+  const stored = async (n: number) =>
+    (await client(t.app, ada).get(`/api/products/${product.id}/items/${n}.json`)).json();
   return { ada, bob, product, adaCookie, bobCookie, open, save, stored };
 }
 
@@ -70,9 +77,16 @@ describe('two people editing one item on its page', () => {
     const res = await save(item.number, adaCookie, { ...adas, description: "Ada's **text**\r\non two lines" });
     assert.equal(res.statusCode, 303, res.body);
     const json = await stored(item.number);
-    assert.deepEqual([json.title, json.description, json.tags], ["Bob's title", "Ada's **text**\non two lines", ['ui']]);
+    assert.deepEqual(
+      [json.title, json.description, json.tags],
+      ["Bob's title", "Ada's **text**\non two lines", ['ui']],
+    );
     // The description saved from the older version is shown rendered, as any other save's.
-    const page = await t.app.inject({ method: 'GET', url: `/app/products/${product.id}/items/${item.number}`, headers: { cookie: adaCookie } });
+    const page = await t.app.inject({
+      method: 'GET',
+      url: `/app/products/${product.id}/items/${item.number}`,
+      headers: { cookie: adaCookie },
+    });
     assert.match(page.body, /Ada's <strong>text<\/strong><br>/);
   });
 
@@ -85,14 +99,21 @@ describe('two people editing one item on its page', () => {
 
     const clash = await save(item.number, adaCookie, { ...adas, title: "Ada's <title>", description: "Ada's text" });
     assert.equal(clash.statusCode, 409, clash.body.slice(0, 500));
-    assert.match(clash.body, /<div class="conflict" id="conflict-title" role="alert"><p>Somebody else changed the title since you opened this form\. Theirs:<\/p>\n<blockquote class="theirs">Bob&#39;s title<\/blockquote>/);
+    assert.match(
+      clash.body,
+      /<div class="conflict" id="conflict-title" role="alert"><p>Somebody else changed the title since you opened this form\. Theirs:<\/p>\n<blockquote class="theirs">Bob&#39;s title<\/blockquote>/,
+    );
     assert.match(clash.body, /aria-describedby="conflict-title"/);
     assert.doesNotMatch(clash.body, /id="conflict-description"/, 'nobody else changed the description');
     const again = editForm(clash);
     assert.equal(again.title, "Ada's <title>", "Ada's own title is kept in the field");
     assert.equal(again.keep_title, 'yours');
     let json = await stored(item.number);
-    assert.deepEqual([json.title, json.description, json.score], ["Bob's title", "Ada's text", 'L'], "Bob's title stays; Ada's description and Bob's score are saved");
+    assert.deepEqual(
+      [json.title, json.description, json.score],
+      ["Bob's title", "Ada's text", 'L'],
+      "Bob's title stays; Ada's description and Bob's score are saved",
+    );
 
     // Ada keeps hers.
     const kept = await save(item.number, adaCookie, again);
@@ -106,7 +127,10 @@ describe('two people editing one item on its page', () => {
     const item = await makeItem(t.app, ada, product.id, { title: 'Task', tags: 'a' });
     const adas = await open(item.number, adaCookie);
     const bobs = await open(item.number, bobCookie);
-    assert.equal((await save(item.number, bobCookie, { ...bobs, tags: 'b, c', assigned_to: String(bob.user.id) })).statusCode, 303);
+    assert.equal(
+      (await save(item.number, bobCookie, { ...bobs, tags: 'b, c', assigned_to: String(bob.user.id) })).statusCode,
+      303,
+    );
 
     const clash = await save(item.number, adaCookie, { ...adas, tags: 'd', assigned_to: String(ada.user.id) });
     assert.equal(clash.statusCode, 409);
@@ -114,7 +138,12 @@ describe('two people editing one item on its page', () => {
     assert.match(clash.body, /id="conflict-assigned_to"[^]*<blockquote class="theirs">Bob Builder<\/blockquote>/);
     const again = editForm(clash);
     assert.deepEqual([again.tags, again.assigned_to], ['d', String(ada.user.id)]);
-    const res = await save(item.number, adaCookie, { ...again, keep_tags: 'theirs', keep_assigned_to: 'theirs', status: 'in-progress' });
+    const res = await save(item.number, adaCookie, {
+      ...again,
+      keep_tags: 'theirs',
+      keep_assigned_to: 'theirs',
+      status: 'in-progress',
+    });
     assert.equal(res.statusCode, 303, res.body.slice(0, 500));
     const json = await stored(item.number);
     assert.deepEqual([json.tags, json.assigned_to.id, json.status], [['b', 'c'], bob.user.id, 'in-progress']);
@@ -122,7 +151,12 @@ describe('two people editing one item on its page', () => {
 
   test("the same change made by both is no conflict; a story's parts merge", async () => {
     const { ada, product, adaCookie, bobCookie, open, save, stored } = await team();
-    const story = await makeItem(t.app, ada, product.id, { type: 'story', who: 'user', what: 'a thing', why: 'it helps' });
+    const story = await makeItem(t.app, ada, product.id, {
+      type: 'story',
+      who: 'user',
+      what: 'a thing',
+      why: 'it helps',
+    });
     const adas = await open(story.number, adaCookie);
     const bobs = await open(story.number, bobCookie);
     const bobSave = await save(story.number, bobCookie, { ...bobs, what: 'two things', score: 'S' });
@@ -153,7 +187,10 @@ describe('two people editing one item on its page', () => {
     const { ada, product, adaCookie, bobCookie, open, save, stored } = await team();
     const item = await makeItem(t.app, ada, product.id, { title: 'Old', description: 'Old text' });
     const adas = await open(item.number, adaCookie);
-    assert.equal((await save(item.number, bobCookie, { ...(await open(item.number, bobCookie)), title: "Bob's" })).statusCode, 303);
+    assert.equal(
+      (await save(item.number, bobCookie, { ...(await open(item.number, bobCookie)), title: "Bob's" })).statusCode,
+      303,
+    );
     const plain = Object.fromEntries(Object.entries(adas).filter(([k]) => k !== 'version' && !k.startsWith('seen_')));
     assert.equal((await save(item.number, adaCookie, { ...plain, description: "Ada's" })).statusCode, 303);
     assert.deepEqual([(await stored(item.number)).title, (await stored(item.number)).description], ['Old', "Ada's"]);
@@ -168,14 +205,22 @@ describe('two people editing one item on its page', () => {
     assert.deepEqual([(await stored(item.number)).description, (await stored(item.number)).score], ['\nindented', 'M']);
   });
 
-  test('an item stored before today\'s rules (a control character, a description over its bytes) still takes a change of another field', async () => {
+  test("an item stored before today's rules (a control character, a description over its bytes) still takes a change of another field", async () => {
     const { ada, product, adaCookie, bobCookie, open, save, stored } = await team();
     const item = await makeItem(t.app, ada, product.id, { title: 'Old rules', description: 'short' });
     const old = `bell\u0007 ${'\u{1F680}'.repeat(16_400)}`;
-    await t.db.updateTable('items').set({ description: old }).where('product_id', '=', product.id).where('number', '=', item.number).execute();
+    await t.db
+      .updateTable('items')
+      .set({ description: old })
+      .where('product_id', '=', product.id)
+      .where('number', '=', item.number)
+      .execute();
     const adas = await open(item.number, adaCookie);
     // Somebody else's change in between: Ada's form is of an older version, and is merged.
-    assert.equal((await save(item.number, bobCookie, { ...(await open(item.number, bobCookie)), score: 'L' })).statusCode, 303);
+    assert.equal(
+      (await save(item.number, bobCookie, { ...(await open(item.number, bobCookie)), score: 'L' })).statusCode,
+      303,
+    );
     const res = await save(item.number, adaCookie, { ...adas, title: 'New title' });
     assert.equal(res.statusCode, 303, res.body.slice(0, 500));
     const json = await stored(item.number);

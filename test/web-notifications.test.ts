@@ -1,7 +1,16 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { LightMyRequestResponse } from 'fastify';
-import { client, makeItem, makeApp, makeProduct, makeUser, signInByMail, type TestContext, type TestUser } from './helpers.js';
+import {
+  client,
+  makeItem,
+  makeApp,
+  makeProduct,
+  makeUser,
+  signInByMail,
+  type TestContext,
+  type TestUser,
+} from './helpers.js';
 
 let t: TestContext;
 before(async () => {
@@ -12,7 +21,12 @@ after(() => t.close());
 const page = (url: string, cookie: string) => t.app.inject({ method: 'GET', url, headers: { cookie } });
 
 function postForm(url: string, cookie: string, params: [string, string][], headers: Record<string, string> = {}) {
-  return t.app.inject({ method: 'POST', url, headers: { cookie, 'content-type': 'application/x-www-form-urlencoded', ...headers }, payload: new URLSearchParams(params).toString() });
+  return t.app.inject({
+    method: 'POST',
+    url,
+    headers: { cookie, 'content-type': 'application/x-www-form-urlencoded', ...headers },
+    payload: new URLSearchParams(params).toString(),
+  });
 }
 
 function csrfOf(res: LightMyRequestResponse): string {
@@ -23,7 +37,12 @@ function csrfOf(res: LightMyRequestResponse): string {
 
 /** The environments offered as boxes to tick, each with whether it is ticked. */
 function boxes(body: string): Record<string, boolean> {
-  return Object.fromEntries([...body.matchAll(/<input type="checkbox" name="environments" value="([^"]*)"( checked)?>/g)].map((m) => [m[1], m[2] !== undefined]));
+  return Object.fromEntries(
+    [...body.matchAll(/<input type="checkbox" name="environments" value="([^"]*)"( checked)?>/g)].map((m) => [
+      m[1],
+      m[2] !== undefined,
+    ]),
+  );
 }
 
 const checkedChoice = (body: string) => /<input type="radio" name="choice" value="(\w+)" checked>/.exec(body)?.[1];
@@ -35,7 +54,10 @@ async function setUp() {
   const product = await makeProduct(t.db, owner, [member], 'Notified product');
   const item = await makeItem(t.app, owner, product.id);
   for (const environment of ['staging', 'production']) {
-    const res = await client(t.app, owner).post(`/api/products/${product.id}/deploys.json`, { environment, numbers: String(item.number) });
+    const res = await client(t.app, owner).post(`/api/products/${product.id}/deploys.json`, {
+      environment,
+      numbers: String(item.number),
+    });
     assert.equal(res.statusCode, 200, res.body);
   }
   const cookie = await signInByMail(t, member.email);
@@ -50,7 +72,9 @@ describe('the notifications page', () => {
     const { product, cookie, url } = await setUp();
     const board = await page(`/app/products/${product.id}/board`, cookie);
     assert.ok(board.body.includes(`<a href="${url}">Notifications</a>`), 'the board links the page');
-    assert.ok((await page(`/app/products/${product.id}/deploys`, cookie)).body.includes(`<a href="${url}">Notifications</a>`));
+    assert.ok(
+      (await page(`/app/products/${product.id}/deploys`, cookie)).body.includes(`<a href="${url}">Notifications</a>`),
+    );
     const res = await page(url, cookie);
     assert.equal(res.statusCode, 200, res.body);
     assert.ok(res.body.includes(`<a href="${url}" aria-current="page">Notifications</a>`));
@@ -61,7 +85,12 @@ describe('the notifications page', () => {
   test('the form sets a list (ticked and typed) and all again, as the API then reads it', async () => {
     const { member, cookie, url, api } = await setUp();
     const csrf = csrfOf(await page(url, cookie));
-    let res = await postForm(url, cookie, [['csrf', csrf], ['choice', 'some'], ['environments', 'production'], ['other', 'eu-west, us-east']]);
+    let res = await postForm(url, cookie, [
+      ['csrf', csrf],
+      ['choice', 'some'],
+      ['environments', 'production'],
+      ['other', 'eu-west, us-east'],
+    ]);
     assert.equal(res.statusCode, 303, res.body);
     assert.equal(res.headers.location, `${url}?saved=1`);
     assert.deepEqual(await choiceOf(member, api), { environments: ['eu-west', 'production', 'us-east'] });
@@ -70,7 +99,11 @@ describe('the notifications page', () => {
     assert.equal(checkedChoice(shown.body), 'some');
     assert.deepEqual(boxes(shown.body), { 'eu-west': true, production: true, staging: false, 'us-east': true });
 
-    res = await postForm(url, cookie, [['csrf', csrf], ['choice', 'all'], ['environments', 'production']]);
+    res = await postForm(url, cookie, [
+      ['csrf', csrf],
+      ['choice', 'all'],
+      ['environments', 'production'],
+    ]);
     assert.equal(res.statusCode, 303, res.body);
     assert.deepEqual(await choiceOf(member, api), { environments: 'all' });
     assert.equal(checkedChoice((await page(url, cookie)).body), 'all');
@@ -79,19 +112,46 @@ describe('the notifications page', () => {
   test('a refused choice shows its reason next to the field, keeps what was typed and changes nothing', async () => {
     const { member, cookie, url, api } = await setUp();
     const csrf = csrfOf(await page(url, cookie));
-    assert.equal((await postForm(url, cookie, [['csrf', csrf], ['choice', 'some'], ['environments', 'staging']])).statusCode, 303);
+    assert.equal(
+      (
+        await postForm(url, cookie, [
+          ['csrf', csrf],
+          ['choice', 'some'],
+          ['environments', 'staging'],
+        ])
+      ).statusCode,
+      303,
+    );
 
-    let res = await postForm(url, cookie, [['csrf', csrf], ['choice', 'some'], ['other', ' ']]);
+    let res = await postForm(url, cookie, [
+      ['csrf', csrf],
+      ['choice', 'some'],
+      ['other', ' '],
+    ]);
     assert.equal(res.statusCode, 400);
     assert.match(res.headers['content-type'] as string, /text\/html/);
-    assert.match(res.body, /<span class="field-error" id="error-environments" role="alert">environments must be all, or name at least one environment<\/span>/);
-    assert.match(res.body, /id="other-environments" type="text" name="other" value=" " aria-invalid="true" aria-describedby="error-environments">/);
+    assert.match(
+      res.body,
+      /<span class="field-error" id="error-environments" role="alert">environments must be all, or name at least one environment<\/span>/,
+    );
+    assert.match(
+      res.body,
+      /id="other-environments" type="text" name="other" value=" " aria-invalid="true" aria-describedby="error-environments">/,
+    );
     assert.equal(checkedChoice(res.body), 'some');
 
     const long = 'x'.repeat(256);
-    res = await postForm(url, cookie, [['csrf', csrf], ['choice', 'some'], ['environments', 'production'], ['other', `qa, ${long}`]]);
+    res = await postForm(url, cookie, [
+      ['csrf', csrf],
+      ['choice', 'some'],
+      ['environments', 'production'],
+      ['other', `qa, ${long}`],
+    ]);
     assert.equal(res.statusCode, 400);
-    assert.match(res.body, /id="error-environments"[^>]*>environments &quot;x{40}\.\.\.&quot; is longer than 255 characters/);
+    assert.match(
+      res.body,
+      /id="error-environments"[^>]*>environments &quot;x{40}\.\.\.&quot; is longer than 255 characters/,
+    );
     assert.ok(res.body.includes(`value="qa, ${long}"`), 'the typed names are kept');
     assert.deepEqual(boxes(res.body), { production: true, staging: false }, 'the ticked boxes are kept');
     assert.deepEqual(await choiceOf(member, api), { environments: ['staging'] });
@@ -99,18 +159,27 @@ describe('the notifications page', () => {
 
   test('a form without the session token, or from another site, changes nothing', async () => {
     const { member, cookie, url, api } = await setUp();
-    const params: [string, string][] = [['choice', 'some'], ['environments', 'production']];
+    const params: [string, string][] = [
+      ['choice', 'some'],
+      ['environments', 'production'],
+    ];
     assert.equal((await postForm(url, cookie, params)).statusCode, 403);
     assert.equal((await postForm(url, cookie, [['csrf', 'x'.repeat(43)], ...params])).statusCode, 403);
     const csrf = csrfOf(await page(url, cookie));
-    assert.equal((await postForm(url, cookie, [['csrf', csrf], ...params], { origin: 'https://evil.example' })).statusCode, 403);
+    assert.equal(
+      (await postForm(url, cookie, [['csrf', csrf], ...params], { origin: 'https://evil.example' })).statusCode,
+      403,
+    );
     assert.deepEqual(await choiceOf(member, api), { environments: 'all' });
   });
 
   test('members only; environment names are shown as text', async () => {
     const { owner, product, url } = await setUp();
     const item = await makeItem(t.app, owner, product.id);
-    await client(t.app, owner).post(`/api/products/${product.id}/deploys.json`, { environment: '<b>qa</b>', numbers: String(item.number) });
+    await client(t.app, owner).post(`/api/products/${product.id}/deploys.json`, {
+      environment: '<b>qa</b>',
+      numbers: String(item.number),
+    });
     const ownerCookie = await signInByMail(t, owner.email);
     const shown = await page(url, ownerCookie);
     assert.ok(shown.body.includes('value="&lt;b&gt;qa&lt;/b&gt;"'));
@@ -119,7 +188,13 @@ describe('the notifications page', () => {
     const outsider = await makeUser(t.db);
     const cookie = await signInByMail(t, outsider.email);
     const csrf = csrfOf(await page('/app/products', cookie));
-    for (const res of [await page(url, cookie), await postForm(url, cookie, [['csrf', csrf], ['choice', 'all']])]) {
+    for (const res of [
+      await page(url, cookie),
+      await postForm(url, cookie, [
+        ['csrf', csrf],
+        ['choice', 'all'],
+      ]),
+    ]) {
       assert.equal(res.statusCode, 403);
       assert.doesNotMatch(res.body, /Notified product/);
     }

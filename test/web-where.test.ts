@@ -1,7 +1,16 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { MATRIX_PAGE } from '../src/web/product-pages.js';
-import { client, makeApp, makeItem, makeProduct, makeUser, signInByMail, type TestContext, type TestUser } from './helpers.js';
+import {
+  client,
+  makeApp,
+  makeItem,
+  makeProduct,
+  makeUser,
+  signInByMail,
+  type TestContext,
+  type TestUser,
+} from './helpers.js';
 
 let t: TestContext;
 before(async () => {
@@ -10,8 +19,17 @@ before(async () => {
 after(() => t.close());
 
 const page = (url: string, cookie: string) => t.app.inject({ method: 'GET', url, headers: { cookie } });
-const unescape = (s: string) => s.replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&quot;/g, '"').replace(/&#39;/g, "'").replace(/&amp;/g, '&');
-const text = (s: string) => unescape(s.replace(/<[^>]*>/g, '')).replace(/\s+/g, ' ').trim();
+const unescape = (s: string) =>
+  s
+    .replace(/&lt;/g, '<')
+    .replace(/&gt;/g, '>')
+    .replace(/&quot;/g, '"')
+    .replace(/&#39;/g, "'")
+    .replace(/&amp;/g, '&');
+const text = (s: string) =>
+  unescape(s.replace(/<[^>]*>/g, ''))
+    .replace(/\s+/g, ' ')
+    .trim();
 
 /** A member with a product, signed in to the pages, and a second member. */
 async function setUp() {
@@ -38,7 +56,12 @@ function section(body: string, id: string): string {
 }
 
 /** The timeline's entries, as text, top to bottom. */
-const timeline = (html: string) => [...html.matchAll(/<li( class="reverted")?>(.*?)<\/li>/gs)].map((m) => ({ reverted: !!m[1], text: text(m[2]), html: m[2] }));
+const timeline = (html: string) =>
+  [...html.matchAll(/<li( class="reverted")?>(.*?)<\/li>/gs)].map((m) => ({
+    reverted: !!m[1],
+    text: text(m[2]),
+    html: m[2],
+  }));
 
 /** The history table's rows: [when, environment, version, by, note] as text, and the row's markup. */
 const historyRows = (html: string) =>
@@ -55,7 +78,9 @@ function matrix(body: string): { columns: string[]; rows: { number: number; cell
   const head = table.slice(table.indexOf('<thead>'), table.indexOf('</thead>'));
   const columns = [...head.matchAll(/<th scope="col">(.*?)<\/th>/gs)].map((m) => unescape(m[1])).slice(1);
   const rows = [...table.matchAll(/<tr id="row-(\d+)">(.*?)<\/tr>/gs)].map((m) => {
-    const cells = [...m[2].matchAll(/<td( class="[^"]*")?>(.*?)<\/td>/gs)].map((c) => (c[1] === ' class="never"' ? '' : text(c[2])));
+    const cells = [...m[2].matchAll(/<td( class="[^"]*")?>(.*?)<\/td>/gs)].map((c) =>
+      c[1] === ' class="never"' ? '' : text(c[2]),
+    );
     assert.equal(cells.length, columns.length);
     return { number: Number(m[1]), cells: Object.fromEntries(columns.map((c, i) => [c, cells[i]])) };
   });
@@ -76,24 +101,39 @@ describe("an item's environments and deploy history", () => {
     const idle = await makeItem(t.app, owner, product.id, { title: 'Idle' });
     const d1 = await deploy(owner, api, { environment: 'staging', numbers: `${a.number}`, version: '1.0' });
     const d2 = await deploy(bob, api, { environment: 'production', numbers: `${a.number}`, version: '1.0' });
-    const d3 = await deploy(owner, api, { environment: 'production', numbers: `${a.number},${b.number}`, version: '1.1' });
+    const d3 = await deploy(owner, api, {
+      environment: 'production',
+      numbers: `${a.number},${b.number}`,
+      version: '1.1',
+    });
     // Production runs 1.0 again: a goes back to d2, b (which 1.0 did not have) leaves production.
     const d4 = await deploy(bob, api, { environment: 'production', version: '1.0', rollback: 'true' });
 
     const pageA = await page(`${base}/items/${a.number}`, cookie);
     assert.equal(pageA.statusCode, 200, pageA.body);
     const envA = timeline(section(pageA.body, 'deployed'));
-    assert.deepEqual(envA.map((e) => [e.reverted, e.text.replace(/^\S+ \S+ UTC /, '')]), [
-      [false, 'production 1.0 deployed by Bob Builder'],
-      [false, 'staging 1.0 deployed by Olive Owner'],
-    ]);
+    assert.deepEqual(
+      envA.map((e) => [e.reverted, e.text.replace(/^\S+ \S+ UTC /, '')]),
+      [
+        [false, 'production 1.0 deployed by Bob Builder'],
+        [false, 'staging 1.0 deployed by Olive Owner'],
+      ],
+    );
     assert.match(envA[0].html, new RegExp(`href="${base}/deploys/${d2}"`));
     const historyA = historyRows(section(pageA.body, 'history'));
     assert.deepEqual(
       historyA.map((r) => r.cells.slice(1, 4)),
-      [['staging', '1.0', 'Olive Owner'], ['production', '1.0', 'Bob Builder'], ['production', '1.1', 'Olive Owner'], ['production', '1.0', 'Bob Builder']],
+      [
+        ['staging', '1.0', 'Olive Owner'],
+        ['production', '1.0', 'Bob Builder'],
+        ['production', '1.1', 'Olive Owner'],
+        ['production', '1.0', 'Bob Builder'],
+      ],
     );
-    assert.deepEqual(historyA.map((r) => r.rollback), [false, false, false, true]);
+    assert.deepEqual(
+      historyA.map((r) => r.rollback),
+      [false, false, false, true],
+    );
     assert.match(historyA[2].cells[4], /^Rolled back \S+ \S+ UTC \(rollback\)$/);
     assert.match(historyA[2].html, new RegExp(`href="${base}/deploys/${d4}">rollback`));
     assert.equal(historyA[3].cells[4], 'Rollback: the item back to 1.0');
@@ -106,17 +146,26 @@ describe("an item's environments and deploy history", () => {
     const envB = timeline(section(pageB.body, 'deployed'));
     assert.equal(envB.length, 1);
     assert.ok(envB[0].reverted);
-    assert.match(envB[0].text, /production 1\.1 deployed by Olive Owner Rolled back \S+ \S+ UTC by Bob Builder \(the rollback\): not in production now\./);
+    assert.match(
+      envB[0].text,
+      /production 1\.1 deployed by Olive Owner Rolled back \S+ \S+ UTC by Bob Builder \(the rollback\): not in production now\./,
+    );
     assert.match(envB[0].html, new RegExp(`href="${base}/deploys/${d4}">the rollback`));
     // As the API says it.
     const entry = (await client(t.app, owner).get(`${api}/items/${b.number}.json`)).json().deployed_to[0];
-    assert.deepEqual([entry.environment, entry.version, entry.reverted, entry.reverted_by], ['production', '1.1', true, d4]);
+    assert.deepEqual(
+      [entry.environment, entry.version, entry.reverted, entry.reverted_by],
+      ['production', '1.1', true, d4],
+    );
     assert.match(envB[0].html, new RegExp(`<time datetime="${entry.reverted_at.replace('+', '\\+')}">`));
     const historyB = historyRows(section(pageB.body, 'history'));
-    assert.deepEqual(historyB.map((r) => [r.cells[1], r.cells[2], r.cells[4].replace(/ \S+ \S+ UTC/, '')]), [
-      ['production', '1.1', 'Rolled back (rollback)'],
-      ['production', '1.0', 'Rollback: took the item out'],
-    ]);
+    assert.deepEqual(
+      historyB.map((r) => [r.cells[1], r.cells[2], r.cells[4].replace(/ \S+ \S+ UTC/, '')]),
+      [
+        ['production', '1.1', 'Rolled back (rollback)'],
+        ['production', '1.0', 'Rollback: took the item out'],
+      ],
+    );
 
     const none = await page(`${base}/items/${idle.number}`, cookie);
     assert.match(section(none.body, 'deployed'), /Not deployed yet\./);
@@ -126,7 +175,8 @@ describe("an item's environments and deploy history", () => {
   test('past 100 environments and deploys the page shows the latest, with links to pages of all of them', async () => {
     const { owner, cookie, base, api, product } = await setUp();
     const item = await makeItem(t.app, owner, product.id, { title: 'Everywhere' });
-    for (let i = 0; i < 101; i++) await deploy(owner, api, { environment: `env-${i}`, numbers: `${item.number}`, version: `v${i}` });
+    for (let i = 0; i < 101; i++)
+      await deploy(owner, api, { environment: `env-${i}`, numbers: `${item.number}`, version: `v${i}` });
 
     const res = await page(`${base}/items/${item.number}`, cookie);
     const envs = timeline(section(res.body, 'deployed'));
@@ -135,23 +185,38 @@ describe("an item's environments and deploy history", () => {
     assert.match(envs[99].text, /env-1 v1/);
     assert.match(res.body, /Deployed to <span class="count">101<\/span>/);
     const history = historyRows(section(res.body, 'history'));
-    assert.deepEqual(history.map((r) => r.cells[2]), Array.from({ length: 100 }, (_, i) => `v${i + 1}`));
+    assert.deepEqual(
+      history.map((r) => r.cells[2]),
+      Array.from({ length: 100 }, (_, i) => `v${i + 1}`),
+    );
 
     const moreEnvs = /href="([^"]+\/environments\?offset=100)">Earlier environments/.exec(res.body);
     assert.ok(moreEnvs, 'no link to the earlier environments');
     const rest = await page(moreEnvs[1], cookie);
     assert.equal(rest.statusCode, 200, rest.body);
-    assert.deepEqual(timeline(rest.body).map((e) => e.text.replace(/^\S+ \S+ UTC /, '')), ['env-0 v0 deployed by Olive Owner']);
+    assert.deepEqual(
+      timeline(rest.body).map((e) => e.text.replace(/^\S+ \S+ UTC /, '')),
+      ['env-0 v0 deployed by Olive Owner'],
+    );
 
     const all = /href="([^"]+\/deploys)">All 101 deploys/.exec(res.body);
     assert.ok(all, 'no link to all deploys');
     const first = await page(all[1], cookie);
-    assert.deepEqual(historyRows(first.body).map((r) => r.cells[2]), Array.from({ length: 100 }, (_, i) => `v${i}`));
+    assert.deepEqual(
+      historyRows(first.body).map((r) => r.cells[2]),
+      Array.from({ length: 100 }, (_, i) => `v${i}`),
+    );
     const later = /href="([^"]+\/deploys\?offset=100)">Later/.exec(first.body);
     assert.ok(later, 'no link to later deploys');
-    assert.deepEqual(historyRows((await page(later[1], cookie)).body).map((r) => r.cells[2]), ['v100']);
+    assert.deepEqual(
+      historyRows((await page(later[1], cookie)).body).map((r) => r.cells[2]),
+      ['v100'],
+    );
 
-    for (const url of [`${base}/items/${item.number}/deploys?offset=x`, `${base}/items/${item.number}/environments?offset=-1`]) {
+    for (const url of [
+      `${base}/items/${item.number}/deploys?offset=x`,
+      `${base}/items/${item.number}/environments?offset=-1`,
+    ]) {
       const bad = await page(url, cookie);
       assert.equal(bad.statusCode, 400, url);
       assert.match(bad.body, /offset/);
@@ -162,18 +227,33 @@ describe("an item's environments and deploy history", () => {
   test("a deploy's page; another product's deploy or no deploy is a 404 page", async () => {
     const { owner, cookie, base, api, product } = await setUp();
     const item = await makeItem(t.app, owner, product.id, { title: 'Shown <b>bold</b>' });
-    const id = await deploy(owner, api, { environment: 'prod <i>x</i>', numbers: `${item.number}`, version: '2.0', notes: 'Notes *here*' });
+    const id = await deploy(owner, api, {
+      environment: 'prod <i>x</i>',
+      numbers: `${item.number}`,
+      version: '2.0',
+      notes: 'Notes *here*',
+    });
     const res = await page(`${base}/deploys/${id}`, cookie);
     assert.equal(res.statusCode, 200, res.body);
     assert.match(res.body, /<span class="version">2\.0<\/span>/);
     assert.match(res.body, /prod &lt;i&gt;x&lt;\/i&gt;/);
     assert.match(res.body, /<em>here<\/em>/);
-    assert.match(res.body, new RegExp(`href="${base}/items/${item.number}">#${item.number} Shown &lt;b&gt;bold&lt;/b&gt;`));
+    assert.match(
+      res.body,
+      new RegExp(`href="${base}/items/${item.number}">#${item.number} Shown &lt;b&gt;bold&lt;/b&gt;`),
+    );
 
     const other = await setUp();
     const theirs = await makeItem(t.app, other.owner, other.product.id);
-    const theirDeploy = await deploy(other.owner, other.api, { environment: 'production', numbers: `${theirs.number}` });
-    for (const url of [`${base}/deploys/${theirDeploy}`, `${base}/deploys/99999999999999999999`, `${base}/deploys/abc`]) {
+    const theirDeploy = await deploy(other.owner, other.api, {
+      environment: 'production',
+      numbers: `${theirs.number}`,
+    });
+    for (const url of [
+      `${base}/deploys/${theirDeploy}`,
+      `${base}/deploys/99999999999999999999`,
+      `${base}/deploys/abc`,
+    ]) {
       const missing = await page(url, cookie);
       assert.equal(missing.statusCode, 404, url);
       assert.match(missing.headers['content-type'] as string, /text\/html/);
@@ -205,23 +285,46 @@ describe('the matrix of what is deployed where', () => {
       { number: a.number, cells: { production: '1.0', staging: '1.1' } },
     ]);
     assert.match(res.body, /<th scope="row"><a href="[^"]+">#3 Gamma &lt;script&gt;<\/a>/);
-    assert.match(res.body, new RegExp(`<td class="reverted"><a href="${base}/deploys/${d4}">1.2</a> <span class="reverted-note">rolled back</span></td>`));
+    assert.match(
+      res.body,
+      new RegExp(
+        `<td class="reverted"><a href="${base}/deploys/${d4}">1.2</a> <span class="reverted-note">rolled back</span></td>`,
+      ),
+    );
     // The deploys page and the matrix are two tabs of one page.
     assert.match(res.body, new RegExp(`<a href="${base}/deploys/matrix" aria-current="page">What is where</a>`));
-    assert.match((await page(`${base}/deploys`, cookie)).body, new RegExp(`<a href="${base}/deploys/matrix">What is where</a>`));
+    assert.match(
+      (await page(`${base}/deploys`, cookie)).body,
+      new RegExp(`<a href="${base}/deploys/matrix">What is where</a>`),
+    );
 
     const completed = matrix((await page(`${base}/deploys/matrix?status=completed`, cookie)).body);
-    assert.deepEqual(completed.rows.map((r) => r.number), [b.number]);
+    assert.deepEqual(
+      completed.rows.map((r) => r.number),
+      [b.number],
+    );
   });
 
   test('"done but not in production" lists exactly what the API lists, for any environment chosen', async () => {
     const { owner, cookie, base, api, product } = await setUp();
     const made: Record<string, number> = {};
     for (const [title, status] of [
-      ['open', 'backlog'], ['doing', 'in-progress'], ['done', 'completed'], ['accepted', 'accepted'],
-      ['shipped', 'completed'], ['shipped-accepted', 'accepted'], ['staged', 'completed'], ['pulled', 'accepted'], ['open-shipped', 'backlog'],
-    ]) made[title] = (await makeItem(t.app, owner, product.id, { title, status })).number;
-    await deploy(owner, api, { environment: 'production', numbers: [made.shipped, made['shipped-accepted'], made['open-shipped']].join(','), version: '1' });
+      ['open', 'backlog'],
+      ['doing', 'in-progress'],
+      ['done', 'completed'],
+      ['accepted', 'accepted'],
+      ['shipped', 'completed'],
+      ['shipped-accepted', 'accepted'],
+      ['staged', 'completed'],
+      ['pulled', 'accepted'],
+      ['open-shipped', 'backlog'],
+    ])
+      made[title] = (await makeItem(t.app, owner, product.id, { title, status })).number;
+    await deploy(owner, api, {
+      environment: 'production',
+      numbers: [made.shipped, made['shipped-accepted'], made['open-shipped']].join(','),
+      version: '1',
+    });
     await deploy(owner, api, { environment: 'staging', numbers: [made.staged, made.done].join(','), version: '2' });
     await deploy(owner, api, { environment: 'production', numbers: `${made.pulled}`, version: '3' });
     // pulled leaves production again: it counts as not there.
@@ -232,47 +335,88 @@ describe('the matrix of what is deployed where', () => {
     assert.ok(link, 'no "done but not in production" link');
     const done = await page(unescape(link[1]), cookie);
     assert.equal(done.statusCode, 200, done.body);
-    const expected = await apiNumbers(owner, api, { status: 'completed,accepted', not_deployed_to: 'production', order_by: 'newest', limit: 500 });
+    const expected = await apiNumbers(owner, api, {
+      status: 'completed,accepted',
+      not_deployed_to: 'production',
+      order_by: 'newest',
+      limit: 500,
+    });
     assert.deepEqual(expected, [made.pulled, made.staged, made.accepted, made.done]);
     const shown = matrix(done.body);
-    assert.deepEqual(shown.rows.map((r) => r.number), expected);
+    assert.deepEqual(
+      shown.rows.map((r) => r.number),
+      expected,
+    );
     assert.ok(shown.columns.includes('production'));
     assert.equal(shown.rows.find((r) => r.number === made.pulled)!.cells.production, '3 rolled back');
     // The form shows the filters as chosen.
     assert.match(done.body, /<option value="completed,accepted" selected>/);
     assert.match(done.body, /name="not_deployed_to" list="matrix-environments" value="production"/);
 
-    const notStaged = matrix((await page(`${base}/deploys/matrix?status=completed,accepted&not_deployed_to=staging`, cookie)).body);
-    assert.deepEqual(notStaged.rows.map((r) => r.number), await apiNumbers(owner, api, { status: 'completed,accepted', not_deployed_to: 'staging', order_by: 'newest', limit: 500 }));
+    const notStaged = matrix(
+      (await page(`${base}/deploys/matrix?status=completed,accepted&not_deployed_to=staging`, cookie)).body,
+    );
+    assert.deepEqual(
+      notStaged.rows.map((r) => r.number),
+      await apiNumbers(owner, api, {
+        status: 'completed,accepted',
+        not_deployed_to: 'staging',
+        order_by: 'newest',
+        limit: 500,
+      }),
+    );
     // An environment never deployed to: every done item, and a column for it, empty.
-    const nowhere = matrix((await page(`${base}/deploys/matrix?status=completed,accepted&not_deployed_to=eu-west`, cookie)).body);
+    const nowhere = matrix(
+      (await page(`${base}/deploys/matrix?status=completed,accepted&not_deployed_to=eu-west`, cookie)).body,
+    );
     assert.equal(nowhere.rows.length, 6);
     assert.ok(nowhere.rows.every((r) => r.cells['eu-west'] === ''));
   });
 
   test(`pages of ${MATRIX_PAGE} items, newest first, filters kept in the links`, async () => {
     const { owner, cookie, base, api, product } = await setUp();
-    for (let i = 0; i < MATRIX_PAGE + 5; i++) await makeItem(t.app, owner, product.id, { title: `Item ${i}`, status: i % 5 === 0 ? 'backlog' : 'completed' });
+    for (let i = 0; i < MATRIX_PAGE + 5; i++)
+      await makeItem(t.app, owner, product.id, { title: `Item ${i}`, status: i % 5 === 0 ? 'backlog' : 'completed' });
     await deploy(owner, api, { environment: 'production', numbers: '2,3', version: '1' });
 
     const first = await page(`${base}/deploys/matrix`, cookie);
     const one = matrix(first.body);
-    assert.deepEqual(one.rows.map((r) => r.number), Array.from({ length: MATRIX_PAGE }, (_, i) => MATRIX_PAGE + 5 - i));
+    assert.deepEqual(
+      one.rows.map((r) => r.number),
+      Array.from({ length: MATRIX_PAGE }, (_, i) => MATRIX_PAGE + 5 - i),
+    );
     assert.match(first.body, new RegExp(`Items 1–${MATRIX_PAGE} of ${MATRIX_PAGE + 5}`));
     const older = /href="([^"]+)">Older items/.exec(first.body);
     assert.ok(older);
     const second = await page(unescape(older[1]), cookie);
-    assert.deepEqual(matrix(second.body).rows.map((r) => r.number), [5, 4, 3, 2, 1]);
+    assert.deepEqual(
+      matrix(second.body).rows.map((r) => r.number),
+      [5, 4, 3, 2, 1],
+    );
     assert.match(second.body, /href="[^"]+\/deploys\/matrix">Newer items/);
     assert.doesNotMatch(second.body, /Older items/);
 
     const filtered = await page(`${base}/deploys/matrix?status=completed&not_deployed_to=production`, cookie);
-    const expected = await apiNumbers(owner, api, { status: 'completed', not_deployed_to: 'production', order_by: 'newest', limit: 500 });
+    const expected = await apiNumbers(owner, api, {
+      status: 'completed',
+      not_deployed_to: 'production',
+      order_by: 'newest',
+      limit: 500,
+    });
     assert.equal(expected.length, 42);
-    assert.deepEqual(matrix(filtered.body).rows.map((r) => r.number), expected.slice(0, 42));
+    assert.deepEqual(
+      matrix(filtered.body).rows.map((r) => r.number),
+      expected.slice(0, 42),
+    );
     const next = await page(`${base}/deploys/matrix?status=completed&not_deployed_to=production&offset=40`, cookie);
-    assert.deepEqual(matrix(next.body).rows.map((r) => r.number), expected.slice(40));
-    assert.match(next.body, /href="[^"]+\/deploys\/matrix\?status=completed&amp;not_deployed_to=production">Newer items/);
+    assert.deepEqual(
+      matrix(next.body).rows.map((r) => r.number),
+      expected.slice(40),
+    );
+    assert.match(
+      next.body,
+      /href="[^"]+\/deploys\/matrix\?status=completed&amp;not_deployed_to=production">Newer items/,
+    );
   });
 
   test('refused filters: a 400 page with the reason next to the field, the values kept', async () => {
@@ -280,8 +424,14 @@ describe('the matrix of what is deployed where', () => {
     const bad = await page(`${base}/deploys/matrix?status=done&not_deployed_to=${'e'.repeat(256)}`, cookie);
     assert.equal(bad.statusCode, 400);
     assert.match(bad.headers['content-type'] as string, /text\/html/);
-    assert.match(bad.body, /<span class="field-error" id="error-status" role="alert">status &quot;done&quot; is not one of someday, backlog, in-progress, completed, accepted<\/span>/);
-    assert.match(bad.body, /id="error-not_deployed_to" role="alert">not deployed to each environment must be at most 255 characters</);
+    assert.match(
+      bad.body,
+      /<span class="field-error" id="error-status" role="alert">status &quot;done&quot; is not one of someday, backlog, in-progress, completed, accepted<\/span>/,
+    );
+    assert.match(
+      bad.body,
+      /id="error-not_deployed_to" role="alert">not deployed to each environment must be at most 255 characters</,
+    );
     assert.match(bad.body, /<option value="done" selected>done<\/option>/);
     assert.match(bad.body, /aria-invalid="true" aria-describedby="error-status"/);
     assert.doesNotMatch(bad.body, /<table/);
@@ -296,9 +446,16 @@ describe('the matrix of what is deployed where', () => {
 
   test('environment names are text; a product with no deploys says so', async () => {
     const { owner, cookie, base, api, product } = await setUp();
-    assert.match((await page(`${base}/deploys/matrix`, cookie)).body, /Nothing of this product has been deployed yet\./);
+    assert.match(
+      (await page(`${base}/deploys/matrix`, cookie)).body,
+      /Nothing of this product has been deployed yet\./,
+    );
     const item = await makeItem(t.app, owner, product.id);
-    await deploy(owner, api, { environment: '<img src=x onerror=alert(1)>', numbers: `${item.number}`, version: '"1"' });
+    await deploy(owner, api, {
+      environment: '<img src=x onerror=alert(1)>',
+      numbers: `${item.number}`,
+      version: '"1"',
+    });
     const res = await page(`${base}/deploys/matrix`, cookie);
     assert.doesNotMatch(res.body, /<img/);
     assert.deepEqual(matrix(res.body).columns, ['<img src=x onerror=alert(1)>']);

@@ -6,7 +6,18 @@ import type { LightMyRequestResponse } from 'fastify';
 import { buildApp } from '../src/app.js';
 import { loadConfig } from '../src/config.js';
 import { openDatabase } from '../src/db/connection.js';
-import { assertError, basic, client, deliveredMail, makeApp, makeItem, makeProduct, makeUser, tempDir, type TestContext } from './helpers.js';
+import {
+  assertError,
+  basic,
+  client,
+  deliveredMail,
+  makeApp,
+  makeItem,
+  makeProduct,
+  makeUser,
+  tempDir,
+  type TestContext,
+} from './helpers.js';
 import { runCli } from './processes.js';
 import { databaseOptionsFor, storageEnv } from './storage.js';
 
@@ -36,12 +47,15 @@ function askForLink(email: string, ip: string, ctx = t): Promise<LightMyRequestR
 
 /** The path of the sign-in link in the latest message to `email`, or undefined. */
 async function mailedLink(email: string, ctx = t): Promise<string | undefined> {
-  const mine = (await deliveredMail(ctx)).filter((m) => (m.headers.get('to') ?? '').toLowerCase().includes(email.toLowerCase()));
+  const mine = (await deliveredMail(ctx)).filter((m) =>
+    (m.headers.get('to') ?? '').toLowerCase().includes(email.toLowerCase()),
+  );
   const match = /https?:\/\/[^/\s]+(\/app\/sign-in\/[A-Za-z0-9_-]{43})\b/.exec(mine.at(-1)?.text ?? '');
   return match?.[1];
 }
 
-const follow = (link: string, method: 'GET' | 'POST', ctx = t, remoteAddress?: string) => ctx.app.inject({ method, url: link, remoteAddress });
+const follow = (link: string, method: 'GET' | 'POST', ctx = t, remoteAddress?: string) =>
+  ctx.app.inject({ method, url: link, remoteAddress });
 
 /** The cookie header a browser would send back after this answer set its session cookie. */
 function sessionCookie(res: LightMyRequestResponse): string {
@@ -70,7 +84,12 @@ function csrfOf(res: LightMyRequestResponse): string {
 }
 
 function postForm(url: string, cookie: string, params: Record<string, string>, headers: Record<string, string> = {}) {
-  return t.app.inject({ method: 'POST', url, headers: { cookie, 'content-type': 'application/x-www-form-urlencoded', ...headers }, payload: form(params) });
+  return t.app.inject({
+    method: 'POST',
+    url,
+    headers: { cookie, 'content-type': 'application/x-www-form-urlencoded', ...headers },
+    payload: form(params),
+  });
 }
 
 describe('signing in with a mailed link', () => {
@@ -108,7 +127,11 @@ describe('signing in with a mailed link', () => {
     await askForLink(person.email, newIp());
     const link = await mailedLink(person.email);
     assert.ok(link);
-    await t.db.updateTable('signin_links').set({ expires_at: '2020-01-01T00:00:00+00:00' }).where('user_id', '=', person.user.id).execute();
+    await t.db
+      .updateTable('signin_links')
+      .set({ expires_at: '2020-01-01T00:00:00+00:00' })
+      .where('user_id', '=', person.user.id)
+      .execute();
     const res = await follow(link, 'POST');
     assert.equal(res.statusCode, 410);
     assert.equal(res.headers['set-cookie'], undefined);
@@ -146,20 +169,34 @@ describe('signing in with a mailed link', () => {
       assert.match(limited.body, /Too many sign-in links/);
       assert.ok(Number(limited.headers['retry-after']) > 0);
     }
-    const sent = await t.db.selectFrom('outbox').select('id').where('kind', '=', 'signin').where('user_id', '=', person.user.id).execute();
+    const sent = await t.db
+      .selectFrom('outbox')
+      .select('id')
+      .where('kind', '=', 'signin')
+      .where('user_id', '=', person.user.id)
+      .execute();
     assert.equal(sent.length, 5);
 
     const ip = newIp();
-    for (let i = 0; i < 20; i++) assert.equal((await askForLink(`client-${i}-${process.pid}@example.com`, ip)).statusCode, 200);
+    for (let i = 0; i < 20; i++)
+      assert.equal((await askForLink(`client-${i}-${process.pid}@example.com`, ip)).statusCode, 200);
     assert.equal((await askForLink(`client-last-${process.pid}@example.com`, ip)).statusCode, 429);
-    assert.equal((await askForLink(`client-last-${process.pid}@example.com`, newIp())).statusCode, 200, 'another client is not limited');
+    assert.equal(
+      (await askForLink(`client-last-${process.pid}@example.com`, newIp())).statusCode,
+      200,
+      'another client is not limited',
+    );
   });
 
   test('a stranger asking from one network cannot lock a person out; the address from anywhere has a ceiling', async () => {
     const person = await makeUser(t.db);
     const strangerIp = newIp();
     for (let i = 0; i < 5; i++) assert.equal((await askForLink(person.email, strangerIp)).statusCode, 200);
-    assert.equal((await askForLink(person.email, strangerIp)).statusCode, 429, 'the stranger has used up their own count');
+    assert.equal(
+      (await askForLink(person.email, strangerIp)).statusCode,
+      429,
+      'the stranger has used up their own count',
+    );
     // The person, from their own network, still gets a link, and can use it.
     const own = await askForLink(person.email, newIp());
     assert.equal(own.statusCode, 200, own.body);
@@ -168,11 +205,17 @@ describe('signing in with a mailed link', () => {
     assert.equal((await follow(link, 'POST')).statusCode, 303);
 
     // Requests from many networks at once are bounded by the ceiling per address: 30 messages an hour.
-    for (let i = 0; i < 24; i++) assert.equal((await askForLink(person.email, newIp())).statusCode, 200, `request ${i}`);
+    for (let i = 0; i < 24; i++)
+      assert.equal((await askForLink(person.email, newIp())).statusCode, 200, `request ${i}`);
     const ceiling = await askForLink(person.email, newIp());
     assert.equal(ceiling.statusCode, 429);
     assert.match(ceiling.body, /Too many sign-in links were asked for this address/);
-    const sent = await t.db.selectFrom('outbox').select('id').where('kind', '=', 'signin').where('user_id', '=', person.user.id).execute();
+    const sent = await t.db
+      .selectFrom('outbox')
+      .select('id')
+      .where('kind', '=', 'signin')
+      .where('user_id', '=', person.user.id)
+      .execute();
     assert.equal(sent.length, 30);
   });
 
@@ -209,11 +252,20 @@ describe('signing in with a mailed link', () => {
     await signInFrom(person.email, home);
     await signInFrom(person.email, `${v6home}::1`);
     for (const email of [person.email, other.email, unknown]) await fillCeiling(email);
-    const sent = async () => (await t.db.selectFrom('outbox').select('id').where('kind', '=', 'signin').where('user_id', '=', person.user.id).execute()).length;
+    const sent = async () =>
+      (
+        await t.db
+          .selectFrom('outbox')
+          .select('id')
+          .where('kind', '=', 'signin')
+          .where('user_id', '=', person.user.id)
+          .execute()
+      ).length;
     const before = await sent();
 
     // Home has only its own count for the address: 4 more of its 5 this hour.
-    for (let i = 0; i < 4; i++) assert.equal((await askForLink(person.email, home)).statusCode, 200, `request ${i} from home`);
+    for (let i = 0; i < 4; i++)
+      assert.equal((await askForLink(person.email, home)).statusCode, 200, `request ${i} from home`);
     const own = await askForLink(person.email, home);
     assert.equal(own.statusCode, 429);
     assert.match(own.body, /asked for this address from your network/);
@@ -228,7 +280,11 @@ describe('signing in with a mailed link', () => {
     const elsewhere = await askForLink(person.email, newIp());
     assert.equal(elsewhere.statusCode, 429);
     assert.match(elsewhere.body, /Too many sign-in links were asked for this address;/);
-    assert.equal((await askForLink(person.email, `2001:db8:${(++ipSeq).toString(16)}:7::1`)).statusCode, 429, 'another /64');
+    assert.equal(
+      (await askForLink(person.email, `2001:db8:${(++ipSeq).toString(16)}:7::1`)).statusCode,
+      429,
+      'another /64',
+    );
     // The trust is the person's own: from home, anyone else's address (with an account or not) is at its ceiling.
     for (const email of [other.email, unknown]) {
       const res = await askForLink(email, home);
@@ -252,7 +308,11 @@ describe('signing in with a mailed link', () => {
       const res = await askForLink(person.email, home);
       assert.equal(res.statusCode, 429, 'after 30 days');
       assert.match(res.body, /Too many sign-in links were asked for this address;/);
-      const left = await t.db.selectFrom('signin_clients').select('used_at').where('user_id', '=', person.user.id).execute();
+      const left = await t.db
+        .selectFrom('signin_clients')
+        .select('used_at')
+        .where('user_id', '=', person.user.id)
+        .execute();
       assert.equal(left.length, 1, 'not yet pruned: the next sign-in prunes');
       // Signing in there again (with a link asked for elsewhere, once the hour has passed) trusts it again.
       mock.timers.tick(3600_000 + 1000);
@@ -270,36 +330,69 @@ describe('signing in with a mailed link', () => {
   test('IPv6 clients count per /64: other addresses of the same network share its counts', async () => {
     const network = () => `2001:db8:${(++ipSeq).toString(16)}:1`;
     const crowd = network();
-    for (let i = 1; i <= 20; i++) assert.equal((await askForLink(`v6-${i}-${process.pid}@example.com`, `${crowd}::${i.toString(16)}`)).statusCode, 200);
-    assert.equal((await askForLink(`v6-last-${process.pid}@example.com`, `${crowd}:ffff:ffff:ffff:ffff`)).statusCode, 429, 'another address of the same /64');
-    assert.equal((await askForLink(`v6-last-${process.pid}@example.com`, `${network()}::1`)).statusCode, 200, 'another /64');
+    for (let i = 1; i <= 20; i++)
+      assert.equal(
+        (await askForLink(`v6-${i}-${process.pid}@example.com`, `${crowd}::${i.toString(16)}`)).statusCode,
+        200,
+      );
+    assert.equal(
+      (await askForLink(`v6-last-${process.pid}@example.com`, `${crowd}:ffff:ffff:ffff:ffff`)).statusCode,
+      429,
+      'another address of the same /64',
+    );
+    assert.equal(
+      (await askForLink(`v6-last-${process.pid}@example.com`, `${network()}::1`)).statusCode,
+      200,
+      'another /64',
+    );
 
     const person = await makeUser(t.db);
     const own = network();
-    for (let i = 1; i <= 5; i++) assert.equal((await askForLink(person.email, `${own}::${i.toString(16)}`)).statusCode, 200);
+    for (let i = 1; i <= 5; i++)
+      assert.equal((await askForLink(person.email, `${own}::${i.toString(16)}`)).statusCode, 200);
     assert.equal((await askForLink(person.email, `${own}:ffff::1`)).statusCode, 429, 'the address from the same /64');
     assert.equal((await askForLink(person.email, `${network()}::1`)).statusCode, 200, 'the address from another /64');
     const v4 = newIp();
     for (let i = 0; i < 5; i++) assert.equal((await askForLink(person.email, v4)).statusCode, 200);
-    assert.equal((await askForLink(person.email, `::ffff:${v4}`)).statusCode, 429, 'an IPv4-mapped address is its IPv4 address');
+    assert.equal(
+      (await askForLink(person.email, `::ffff:${v4}`)).statusCode,
+      429,
+      'an IPv4-mapped address is its IPv4 address',
+    );
   });
 
   test('30 requests for one address at once from one client: exactly the 5 the limit allows are mailed, the rest are 429', async () => {
     const person = await makeUser(t.db);
     const ip = newIp();
     const answers = await Promise.all(Array.from({ length: 30 }, () => askForLink(person.email, ip)));
-    const byStatus = answers.reduce<Record<number, number>>((n, r) => ({ ...n, [r.statusCode]: (n[r.statusCode] ?? 0) + 1 }), {});
+    const byStatus = answers.reduce<Record<number, number>>(
+      (n, r) => ({ ...n, [r.statusCode]: (n[r.statusCode] ?? 0) + 1 }),
+      {},
+    );
     assert.deepEqual(byStatus, { 200: 5, 429: 25 });
-    const sent = await t.db.selectFrom('outbox').select('id').where('kind', '=', 'signin').where('user_id', '=', person.user.id).execute();
+    const sent = await t.db
+      .selectFrom('outbox')
+      .select('id')
+      .where('kind', '=', 'signin')
+      .where('user_id', '=', person.user.id)
+      .execute();
     assert.equal(sent.length, 5);
   });
 
   test('40 requests for one address at once from 40 networks: exactly the 30 of the ceiling are mailed', async () => {
     const person = await makeUser(t.db);
     const answers = await Promise.all(Array.from({ length: 40 }, () => askForLink(person.email, newIp())));
-    const byStatus = answers.reduce<Record<number, number>>((n, r) => ({ ...n, [r.statusCode]: (n[r.statusCode] ?? 0) + 1 }), {});
+    const byStatus = answers.reduce<Record<number, number>>(
+      (n, r) => ({ ...n, [r.statusCode]: (n[r.statusCode] ?? 0) + 1 }),
+      {},
+    );
     assert.deepEqual(byStatus, { 200: 30, 429: 10 });
-    const sent = await t.db.selectFrom('outbox').select('id').where('kind', '=', 'signin').where('user_id', '=', person.user.id).execute();
+    const sent = await t.db
+      .selectFrom('outbox')
+      .select('id')
+      .where('kind', '=', 'signin')
+      .where('user_id', '=', person.user.id)
+      .execute();
     assert.equal(sent.length, 30);
   });
 });
@@ -339,7 +432,11 @@ describe('sessions', () => {
       const res = await t.app.inject({ method: 'GET', url });
       assert.equal(res.statusCode, 303, url);
       // Back to the page asked for afterwards (the root is no page of its own).
-      assert.equal(res.headers.location, url === '/app/' ? '/app/sign-in' : `/app/sign-in?next=${encodeURIComponent(url)}`, url);
+      assert.equal(
+        res.headers.location,
+        url === '/app/' ? '/app/sign-in' : `/app/sign-in?next=${encodeURIComponent(url)}`,
+        url,
+      );
     }
     const form = await t.app.inject({ method: 'GET', url: '/app/sign-in' });
     assert.equal(form.statusCode, 200);
@@ -355,7 +452,11 @@ describe('sessions', () => {
     assert.match(String([out.headers['set-cookie']].flat()[0]), /^shiplog_session=;/);
     const after = await page('/app/products', cookie);
     assert.equal(after.statusCode, 303);
-    const left = await t.db.selectFrom('web_sessions').select('id_hash').where('user_id', '=', person.user.id).execute();
+    const left = await t.db
+      .selectFrom('web_sessions')
+      .select('id_hash')
+      .where('user_id', '=', person.user.id)
+      .execute();
     assert.equal(left.length, 0);
   });
 
@@ -363,7 +464,11 @@ describe('sessions', () => {
     const person = await makeUser(t.db);
     const cookie = await signIn(person.email);
     assert.equal((await page('/app/settings', cookie)).statusCode, 200);
-    await t.db.updateTable('web_sessions').set({ last_seen_at: '2020-01-01T00:00:00+00:00' }).where('user_id', '=', person.user.id).execute();
+    await t.db
+      .updateTable('web_sessions')
+      .set({ last_seen_at: '2020-01-01T00:00:00+00:00' })
+      .where('user_id', '=', person.user.id)
+      .execute();
     assert.equal((await page('/app/settings', cookie)).statusCode, 303);
   });
 
@@ -395,8 +500,16 @@ describe('sessions', () => {
       assert.equal((await page('/app/settings', renewed)).statusCode, 200);
       mock.timers.tick(3600_000);
       assert.equal((await page('/app/settings', cookie)).statusCode, 303, '30 days after signing in');
-      assert.equal((await page('/app/settings', renewed)).statusCode, 303, 'the session renewed by a new key ends as the one it replaced');
-      assert.equal((await page('/app/settings', await signIn(person.email))).statusCode, 200, 'signing in again starts afresh');
+      assert.equal(
+        (await page('/app/settings', renewed)).statusCode,
+        303,
+        'the session renewed by a new key ends as the one it replaced',
+      );
+      assert.equal(
+        (await page('/app/settings', await signIn(person.email))).statusCode,
+        200,
+        'signing in again starts afresh',
+      );
     } finally {
       mock.timers.reset();
     }
@@ -411,9 +524,15 @@ describe('sessions', () => {
       const used = await short.app.inject({ method: 'GET', url: '/app/settings', headers: { cookie } });
       assert.equal(used.statusCode, 200);
       mock.timers.tick(47 * 3600_000);
-      assert.equal((await short.app.inject({ method: 'GET', url: '/app/settings', headers: { cookie } })).statusCode, 200);
+      assert.equal(
+        (await short.app.inject({ method: 'GET', url: '/app/settings', headers: { cookie } })).statusCode,
+        200,
+      );
       mock.timers.tick(3600_000);
-      assert.equal((await short.app.inject({ method: 'GET', url: '/app/settings', headers: { cookie } })).statusCode, 303);
+      assert.equal(
+        (await short.app.inject({ method: 'GET', url: '/app/settings', headers: { cookie } })).statusCode,
+        303,
+      );
     } finally {
       mock.timers.reset();
       await short.close();
@@ -436,7 +555,11 @@ describe('sessions', () => {
     assert.equal(settings.statusCode, 200, 'this browser goes on in its new session');
     assert.equal(csrfOf(settings), csrfOf(res), 'the page shown with the key carries the new form token');
     assert.equal((await page('/app/settings', someoneElse)).statusCode, 200, 'nobody else is signed out');
-    const left = await t.db.selectFrom('web_sessions').select('id_hash').where('user_id', '=', person.user.id).execute();
+    const left = await t.db
+      .selectFrom('web_sessions')
+      .select('id_hash')
+      .where('user_id', '=', person.user.id)
+      .execute();
     assert.equal(left.length, 1);
   });
 
@@ -447,10 +570,22 @@ describe('sessions', () => {
     const elsewhere = await signIn(person.email);
     const someoneElse = await signIn(other.email);
     const settings = await page('/app/settings', here);
-    assert.match(settings.body, /<form method="post" action="\/app\/settings\/sign-out-everywhere"><input type="hidden" name="csrf" value="[^"]+"><button type="submit">Sign out everywhere<\/button><\/form>/);
+    assert.match(
+      settings.body,
+      /<form method="post" action="\/app\/settings\/sign-out-everywhere"><input type="hidden" name="csrf" value="[^"]+"><button type="submit">Sign out everywhere<\/button><\/form>/,
+    );
     const csrf = csrfOf(settings);
-    assert.equal((await postForm('/app/settings/sign-out-everywhere', here, {})).statusCode, 403, 'without the form token');
-    assert.equal((await postForm('/app/settings/sign-out-everywhere', here, { csrf }, { origin: 'https://evil.example' })).statusCode, 403, 'from another site');
+    assert.equal(
+      (await postForm('/app/settings/sign-out-everywhere', here, {})).statusCode,
+      403,
+      'without the form token',
+    );
+    assert.equal(
+      (await postForm('/app/settings/sign-out-everywhere', here, { csrf }, { origin: 'https://evil.example' }))
+        .statusCode,
+      403,
+      'from another site',
+    );
     assert.equal((await page('/app/settings', elsewhere)).statusCode, 200, 'a refused form ends nothing');
 
     const res = await postForm('/app/settings/sign-out-everywhere', here, { csrf });
@@ -461,7 +596,11 @@ describe('sessions', () => {
     assert.equal((await page('/app/settings', elsewhere)).statusCode, 303);
     assert.equal((await page('/app/settings', someoneElse)).statusCode, 200, 'nobody else is signed out');
     assert.equal((await client(t.app, person).get('/api/user/whoami.json')).statusCode, 200, 'the API key still works');
-    const left = await t.db.selectFrom('web_sessions').select('id_hash').where('user_id', '=', person.user.id).execute();
+    const left = await t.db
+      .selectFrom('web_sessions')
+      .select('id_hash')
+      .where('user_id', '=', person.user.id)
+      .execute();
     assert.equal(left.length, 0);
   });
 
@@ -471,7 +610,12 @@ describe('sessions', () => {
     for (const url of ['/api/user/whoami.json', '/api/products.json']) {
       assertError(await t.app.inject({ method: 'GET', url, headers: { cookie } }), 403, { label: url });
     }
-    const created = await t.app.inject({ method: 'POST', url: '/api/products.json', headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' }, payload: 'name=X' });
+    const created = await t.app.inject({
+      method: 'POST',
+      url: '/api/products.json',
+      headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' },
+      payload: 'name=X',
+    });
     assertError(created, 403);
     assert.equal((await client(t.app, person).get('/api/products.json')).statusCode, 200, 'the API key still works');
   });
@@ -490,7 +634,13 @@ describe('pages', () => {
     ];
     for (const res of answers) {
       const csp = String(res.headers['content-security-policy']);
-      for (const directive of ["default-src 'self'", "form-action 'self'", "frame-ancestors 'none'", "script-src 'self'"]) assert.ok(csp.includes(directive), `${directive} in ${csp}`);
+      for (const directive of [
+        "default-src 'self'",
+        "form-action 'self'",
+        "frame-ancestors 'none'",
+        "script-src 'self'",
+      ])
+        assert.ok(csp.includes(directive), `${directive} in ${csp}`);
       assert.doesNotMatch(res.body, /<script|style=/i, 'no inline script or style');
       assert.equal(res.headers['cache-control'], 'no-store');
     }
@@ -501,7 +651,7 @@ describe('pages', () => {
     assert.match(answers[0].body, /<meta name="viewport" content="width=device-width/);
   });
 
-  test('a URL under /app that cannot be read is a 400 page, as the API\'s is a 400 in JSON', async () => {
+  test("a URL under /app that cannot be read is a 400 page, as the API's is a 400 in JSON", async () => {
     const person = await makeUser(t.db);
     const cookie = await signIn(person.email);
     for (const url of ['/app/products/%FF/board', '/app/products/1/items/%ED%A0%80', '/app/sign-in/%C3']) {
@@ -511,9 +661,15 @@ describe('pages', () => {
       assert.match(res.body, /<p class="error">The request URL could not be read\.<\/p>/, url);
       assert.ok(String(res.headers['content-security-policy']).includes("default-src 'self'"), url);
     }
-    const fromScript = await t.app.inject({ method: 'POST', url: '/app/products/1/items/%FF/move', headers: { cookie, accept: 'application/json' } });
+    const fromScript = await t.app.inject({
+      method: 'POST',
+      url: '/app/products/1/items/%FF/move',
+      headers: { cookie, accept: 'application/json' },
+    });
     assertError(fromScript, 400, { message: /could not be read/ });
-    assertError(await t.app.inject({ method: 'GET', url: '/api/products/%FF.json' }), 400, { message: /could not be read/ });
+    assertError(await t.app.inject({ method: 'GET', url: '/api/products/%FF.json' }), 400, {
+      message: /could not be read/,
+    });
     assertError(await t.app.inject({ method: 'GET', url: '/application/%FF' }), 400, { message: /could not be read/ });
   });
 
@@ -523,7 +679,8 @@ describe('pages', () => {
     const mine = await makeProduct(t.db, person, [], '<script>alert("x")</script> & co');
     await makeProduct(t.db, other, [], 'Not mine at all');
     await makeProduct(t.db, person, [], 'Empty one');
-    for (const status of ['backlog', 'backlog', 'in-progress', 'completed']) await makeItem(t.app, person, mine.id, { status });
+    for (const status of ['backlog', 'backlog', 'in-progress', 'completed'])
+      await makeItem(t.app, person, mine.id, { status });
     const res = await page('/app/products', await signIn(person.email));
     assert.equal(res.statusCode, 200);
     assert.ok(res.body.includes('&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; co'), res.body);
@@ -579,7 +736,8 @@ describe('pages', () => {
     const item = await makeItem(t.app, owner, product.id, { title: 'To follow' });
     const cookie = await signIn(person.email);
     const csrf = csrfOf(await page('/app/settings', cookie));
-    const inQuery = (url: string, params: Record<string, string> = {}) => postForm(`${url}?csrf=${encodeURIComponent(csrf)}`, cookie, params);
+    const inQuery = (url: string, params: Record<string, string> = {}) =>
+      postForm(`${url}?csrf=${encodeURIComponent(csrf)}`, cookie, params);
     for (const res of [
       await inQuery('/app/settings/api-key'),
       await inQuery(`/app/products/${product.id}/items/${item.number}/follow`, { follow: '1' }),
@@ -590,10 +748,19 @@ describe('pages', () => {
       assert.match(res.body, /This form has expired or did not come from Shiplog/);
     }
     assert.equal((await client(t.app, person).get('/api/user/whoami.json')).statusCode, 200, 'the key is unchanged');
-    const followers = await t.db.selectFrom('followers').select('user_id').where('user_id', '=', person.user.id).execute();
+    const followers = await t.db
+      .selectFrom('followers')
+      .select('user_id')
+      .where('user_id', '=', person.user.id)
+      .execute();
     assert.equal(followers.length, 0, 'nothing was followed');
     assert.equal((await page('/app/settings', cookie)).statusCode, 200, 'still signed in');
-    assert.equal((await postForm(`/app/products/${product.id}/items/${item.number}/follow`, cookie, { csrf, follow: '1' })).statusCode, 303, 'in the body it works');
+    assert.equal(
+      (await postForm(`/app/products/${product.id}/items/${item.number}/follow`, cookie, { csrf, follow: '1' }))
+        .statusCode,
+      303,
+      'in the body it works',
+    );
   });
 
   test('Origin is compared with PUBLIC_URL, not with the Host the request names; Referer when there is no Origin', async () => {
@@ -602,12 +769,22 @@ describe('pages', () => {
     const csrf = csrfOf(await page('/app/settings', cookie));
     const refused = [
       // A name of the attacker's that resolves to the server: its pages' Origin matches the Host.
-      await postForm('/app/settings/api-key', cookie, { csrf }, { host: 'rebound.evil.example', origin: 'http://rebound.evil.example' }),
+      await postForm(
+        '/app/settings/api-key',
+        cookie,
+        { csrf },
+        { host: 'rebound.evil.example', origin: 'http://rebound.evil.example' },
+      ),
       await postForm('/app/settings/api-key', cookie, { csrf }, { origin: 'https://shiplog.test' }),
       await postForm('/app/settings/api-key', cookie, { csrf }, { origin: 'http://shiplog.test:8080' }),
       await postForm('/app/settings/api-key', cookie, { csrf }, { origin: 'null' }),
       await postForm('/app/settings/api-key', cookie, { csrf }, { referer: 'https://evil.example/page' }),
-      await postForm('/app/settings/api-key', cookie, { csrf }, { host: 'rebound.evil.example', referer: 'http://rebound.evil.example/app/settings' }),
+      await postForm(
+        '/app/settings/api-key',
+        cookie,
+        { csrf },
+        { host: 'rebound.evil.example', referer: 'http://rebound.evil.example/app/settings' },
+      ),
       await postForm('/app/settings/api-key', cookie, { csrf }, { referer: 'not a url' }),
     ];
     for (const res of refused) {
@@ -615,11 +792,21 @@ describe('pages', () => {
       assert.match(res.body, /sent from another site/);
     }
     assert.equal((await client(t.app, person).get('/api/user/whoami.json')).statusCode, 200, 'the key is unchanged');
-    const fromReferer = await postForm('/app/settings/api-key', cookie, { csrf }, { referer: 'http://shiplog.test/app/settings' });
+    const fromReferer = await postForm(
+      '/app/settings/api-key',
+      cookie,
+      { csrf },
+      { referer: 'http://shiplog.test/app/settings' },
+    );
     assert.equal(fromReferer.statusCode, 200, 'a Referer of the own origin is fine');
     const renewed = sessionCookie(fromReferer);
-    const own = await postForm('/app/sign-out', renewed, { csrf: csrfOf(fromReferer) }, { host: '127.0.0.1:3000', origin: 'http://shiplog.test' });
-    assert.equal(own.statusCode, 200, 'PUBLIC_URL\'s origin is fine whatever the Host');
+    const own = await postForm(
+      '/app/sign-out',
+      renewed,
+      { csrf: csrfOf(fromReferer) },
+      { host: '127.0.0.1:3000', origin: 'http://shiplog.test' },
+    );
+    assert.equal(own.statusCode, 200, "PUBLIC_URL's origin is fine whatever the Host");
   });
 
   test('asking for a link from another site is refused', async () => {
@@ -640,7 +827,10 @@ describe('shiplog user login-link', () => {
   test('prints a link that signs the user in once', async () => {
     const dataDir = fs.mkdtempSync(path.join(tempDir('shiplog-web-cli-'), 'data-'));
     const env = { PUBLIC_URL: 'https://tracker.example.com' };
-    const added = await runCli(['user', 'add', 'first.admin@example.com', '--first', 'First', '--last', 'Admin'], { dataDir, env });
+    const added = await runCli(['user', 'add', 'first.admin@example.com', '--first', 'First', '--last', 'Admin'], {
+      dataDir,
+      env,
+    });
     assert.equal(added.code, 0, added.stderr);
     const printed = await runCli(['user', 'login-link', 'First.Admin@example.com'], { dataDir, env });
     assert.equal(printed.code, 0, printed.stderr);
@@ -668,7 +858,10 @@ describe('shiplog user key', () => {
   test('a new key signs the user out of the pages everywhere', async () => {
     const dataDir = fs.mkdtempSync(path.join(tempDir('shiplog-web-cli-'), 'data-'));
     const env = { PUBLIC_URL: 'http://shiplog.test' };
-    const added = await runCli(['user', 'add', 'keyed@example.com', '--first', 'Key', '--last', 'Holder'], { dataDir, env });
+    const added = await runCli(['user', 'add', 'keyed@example.com', '--first', 'Key', '--last', 'Holder'], {
+      dataDir,
+      env,
+    });
     assert.equal(added.code, 0, added.stderr);
     const printed = await runCli(['user', 'login-link', 'keyed@example.com'], { dataDir, env });
     const link = /(\/app\/sign-in\/[A-Za-z0-9_-]{43})\n$/.exec(printed.stdout)?.[1];
@@ -694,16 +887,31 @@ describe('coming back to the page asked for after signing in', () => {
     const away = await t.app.inject({ method: 'GET', url: '/app/products/7/items/3?x=1' });
     assert.equal(away.statusCode, 303);
     assert.equal(away.headers.location, `/app/sign-in?next=${encodeURIComponent('/app/products/7/items/3?x=1')}`);
-    const kept = (next: string) => t.app.inject({ method: 'GET', url: `/app/sign-in?next=${encodeURIComponent(next)}` }).then((r) => /name="next" value="([^"]*)"/.exec(r.body)?.[1]);
+    const kept = (next: string) =>
+      t.app
+        .inject({ method: 'GET', url: `/app/sign-in?next=${encodeURIComponent(next)}` })
+        .then((r) => /name="next" value="([^"]*)"/.exec(r.body)?.[1]);
     assert.equal(await kept('/app/settings'), '/app/settings');
-    for (const bad of ['//evil.example/app/', 'https://evil.example/app/', '/app/\\evil.example', '/api/products.json', '/app/../api/products.json', '/app/sign-in/x', '/app/\nX', 'javascript:alert(1)']) {
+    for (const bad of [
+      '//evil.example/app/',
+      'https://evil.example/app/',
+      '/app/\\evil.example',
+      '/api/products.json',
+      '/app/../api/products.json',
+      '/app/sign-in/x',
+      '/app/\nX',
+      'javascript:alert(1)',
+    ]) {
       assert.equal(await kept(bad), undefined, bad);
     }
   });
 
   test('the browser that asked for the link lands on the page; another next is ignored', async () => {
     const person = await makeUser(t.db);
-    for (const [next, landing] of [['/app/settings', '/app/settings'], ['//evil.example/app/x', '/app/products']]) {
+    for (const [next, landing] of [
+      ['/app/settings', '/app/settings'],
+      ['//evil.example/app/x', '/app/products'],
+    ]) {
       const asked = await t.app.inject({
         method: 'POST',
         url: '/app/sign-in',
@@ -715,7 +923,11 @@ describe('coming back to the page asked for after signing in', () => {
       const kept = [asked.headers['set-cookie'] ?? []].flat().find((c) => String(c).startsWith('shiplog_next='));
       const link = await mailedLink(person.email);
       assert.ok(link);
-      const res = await t.app.inject({ method: 'POST', url: link, headers: kept ? { cookie: String(kept).split(';')[0] } : {} });
+      const res = await t.app.inject({
+        method: 'POST',
+        url: link,
+        headers: kept ? { cookie: String(kept).split(';')[0] } : {},
+      });
       assert.equal(res.statusCode, 303);
       assert.equal(res.headers.location, landing, next);
     }

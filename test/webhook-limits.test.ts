@@ -5,7 +5,16 @@ import { loadConfig } from '../src/config.js';
 import { openDatabase } from '../src/db/connection.js';
 import type { ProductRow } from '../src/db/schema.js';
 import { replayDelivery, type WebhookWorkerOptions } from '../src/webhooks/index.js';
-import { assertError, client, makeApp, makeProduct, makeUser, signInByMail, type TestContext, type TestUser } from './helpers.js';
+import {
+  assertError,
+  client,
+  makeApp,
+  makeProduct,
+  makeUser,
+  signInByMail,
+  type TestContext,
+  type TestUser,
+} from './helpers.js';
 import { olderDatabase } from './older-database.js';
 import { Receiver, signatureValid, type Received } from './webhook-receiver.js';
 
@@ -52,7 +61,13 @@ async function addWebhook(s: Setup, params: Record<string, string>): Promise<any
 
 /** The same database and settings, without WEBHOOKS_ALLOW_PRIVATE: as an operator runs it. */
 async function strictApp(s: Setup) {
-  const config = loadConfig({ DATA_DIR: s.t.dataDir, PUBLIC_URL: 'http://shiplog.test', MAIL_DOMAIN: 'items.shiplog.test', RATE_LIMIT_PER_KEY: '0', RATE_LIMIT_PER_ADDRESS: '0' });
+  const config = loadConfig({
+    DATA_DIR: s.t.dataDir,
+    PUBLIC_URL: 'http://shiplog.test',
+    MAIL_DOMAIN: 'items.shiplog.test',
+    RATE_LIMIT_PER_KEY: '0',
+    RATE_LIMIT_PER_ADDRESS: '0',
+  });
   const app = await buildApp({ config, db: s.t.db, logger: false });
   await app.ready();
   return app;
@@ -64,7 +79,8 @@ function signed(r: Received): Received {
 }
 
 const counts = async (s: Setup) => ({
-  events: (await s.t.db.selectFrom('webhook_events').select('id').where('product_id', '=', s.product.id).execute()).length,
+  events: (await s.t.db.selectFrom('webhook_events').select('id').where('product_id', '=', s.product.id).execute())
+    .length,
   deliveries: (await s.t.db.selectFrom('webhook_deliveries').select('id').execute()).length,
 });
 
@@ -76,11 +92,19 @@ describe('event bodies', () => {
     const asAdmin = client(s.t.app, s.admin);
     const long = 'x'.repeat(20_000);
     for (let n = 1; n <= 60; n++) {
-      const res = await asAdmin.post(`${s.api}/items.json`, { type: 'task', title: `${'"'.repeat(240)} ${n}`, description: long });
+      const res = await asAdmin.post(`${s.api}/items.json`, {
+        type: 'task',
+        title: `${'"'.repeat(240)} ${n}`,
+        description: long,
+      });
       assert.equal(res.statusCode, 200, res.body);
     }
     const numbers = Array.from({ length: 60 }, (_, i) => 60 - i).join(',');
-    assert.equal((await asAdmin.post(`${s.api}/deploys.json`, { environment: 'production', numbers, notes: 'n'.repeat(5000) })).statusCode, 200);
+    assert.equal(
+      (await asAdmin.post(`${s.api}/deploys.json`, { environment: 'production', numbers, notes: 'n'.repeat(5000) }))
+        .statusCode,
+      200,
+    );
     assert.equal((await asAdmin.post(`${s.api}/items/7.json`, { description: 'shorter' })).statusCode, 200);
     await s.t.app.webhooks.deliverDue();
 
@@ -102,8 +126,13 @@ describe('event bodies', () => {
     const [slack] = receiver.to('/big-slack').map(signed);
     assert.match(slack.json.text, / and 35 more \(by Ada Lovelace\)$/);
     // What the database keeps of each event is as small.
-    const rows = await s.t.db.selectFrom('webhook_events').select(['body', 'slack_body']).where('product_id', '=', s.product.id).execute();
-    for (const row of rows) assert.ok(Buffer.byteLength(row.body) + Buffer.byteLength(row.slack_body) <= MAX_EVENT_BYTES);
+    const rows = await s.t.db
+      .selectFrom('webhook_events')
+      .select(['body', 'slack_body'])
+      .where('product_id', '=', s.product.id)
+      .execute();
+    for (const row of rows)
+      assert.ok(Buffer.byteLength(row.body) + Buffer.byteLength(row.slack_body) <= MAX_EVENT_BYTES);
   });
 
   test('every attempt and replay sends the bytes written with the event, signed; the delivery is named by a header', async () => {
@@ -112,12 +141,20 @@ describe('event bodies', () => {
     const hook = await addWebhook(s, { url: receiver.url('/again'), events: 'item.created' });
     await client(s.t.app, s.admin).post(`${s.api}/items.json`, { type: 'task', title: 'Same bytes' });
     for (let round = 0; round < 50 && receiver.to('/again').length < 3; round++) await s.t.app.webhooks.deliverDue();
-    const [delivery] = await s.t.db.selectFrom('webhook_deliveries').selectAll().where('webhook_id', '=', hook.id).execute();
+    const [delivery] = await s.t.db
+      .selectFrom('webhook_deliveries')
+      .selectAll()
+      .where('webhook_id', '=', hook.id)
+      .execute();
     await s.t.db.transaction().execute((trx) => replayDelivery(trx, delivery.uid));
     await s.t.app.webhooks.deliverDue();
     const got = receiver.to('/again').map(signed);
     assert.equal(got.length, 4, 'three attempts and a replay');
-    const [stored] = await s.t.db.selectFrom('webhook_events').select('body').where('product_id', '=', s.product.id).execute();
+    const [stored] = await s.t.db
+      .selectFrom('webhook_events')
+      .select('body')
+      .where('product_id', '=', s.product.id)
+      .execute();
     for (const r of got) assert.equal(r.body, stored.body);
     assert.deepEqual(
       got.map((r) => r.headers['shiplog-delivery']),
@@ -133,23 +170,38 @@ describe('retention', () => {
     let now = Date.now();
     const s = await setup({ clock: () => now, retentionBatch: 2 });
     const hook = await addWebhook(s, { url: receiver.url('/kept'), events: 'item.created' });
-    for (let n = 1; n <= 5; n++) await client(s.t.app, s.admin).post(`${s.api}/items.json`, { type: 'task', title: `Item ${n}` });
+    for (let n = 1; n <= 5; n++)
+      await client(s.t.app, s.admin).post(`${s.api}/items.json`, { type: 'task', title: `Item ${n}` });
     await s.t.app.webhooks.deliverDue();
     assert.deepEqual(await s.t.app.webhooks.sweep(), { deliveries: 0, events: 0, statements: 2 }, 'nothing is old yet');
 
-    const events = await s.t.db.selectFrom('webhook_events').select(['id', 'uid']).where('product_id', '=', s.product.id).orderBy('id').execute();
+    const events = await s.t.db
+      .selectFrom('webhook_events')
+      .select(['id', 'uid'])
+      .where('product_id', '=', s.product.id)
+      .orderBy('id')
+      .execute();
     const old = events.slice(0, 4).map((e) => e.id);
     const longAgo = new Date(now - 31 * DAY).toISOString().slice(0, 19) + '+00:00';
     await s.t.db.updateTable('webhook_events').set({ created_at: longAgo }).where('id', 'in', old).execute();
     await s.t.db.updateTable('webhook_deliveries').set({ created_at: longAgo }).where('event_id', 'in', old).execute();
     // An old event replayed now is kept with its new delivery.
-    const [replayed] = await s.t.db.selectFrom('webhook_deliveries').select('uid').where('event_id', '=', old[3]).execute();
+    const [replayed] = await s.t.db
+      .selectFrom('webhook_deliveries')
+      .select('uid')
+      .where('event_id', '=', old[3])
+      .execute();
     await s.t.db.transaction().execute((trx) => replayDelivery(trx, replayed.uid));
     await s.t.app.webhooks.deliverDue();
 
     const swept = await s.t.app.webhooks.sweep();
     assert.deepEqual(swept, { deliveries: 4, events: 3, statements: 5 }, 'deliveries 2+2+0, events 2+1');
-    const left = await s.t.db.selectFrom('webhook_events').select('id').where('product_id', '=', s.product.id).orderBy('id').execute();
+    const left = await s.t.db
+      .selectFrom('webhook_events')
+      .select('id')
+      .where('product_id', '=', s.product.id)
+      .orderBy('id')
+      .execute();
     assert.deepEqual(
       left.map((e) => e.id),
       [old[3], events[4].id],
@@ -185,7 +237,11 @@ describe('retention', () => {
 
     assert.equal((await asAdmin.delete(`${s.api}/webhooks/${own.id}.json`)).statusCode, 200);
     assert.deepEqual(await counts(s), { events: 1, deliveries: 1 });
-    const [event] = await s.t.db.selectFrom('webhook_events').select('type').where('product_id', '=', s.product.id).execute();
+    const [event] = await s.t.db
+      .selectFrom('webhook_events')
+      .select('type')
+      .where('product_id', '=', s.product.id)
+      .execute();
     assert.equal(event.type, 'item.created');
     assert.equal((await asAdmin.delete(`${s.api}/webhooks/${shared.id}.json`)).statusCode, 200);
     assert.deepEqual(await counts(s), { events: 0, deliveries: 0 });
@@ -218,7 +274,10 @@ describe('targets', () => {
     try {
       const asAdmin = client(app, s.admin);
       for (const url of EMBEDDING) {
-        const body = assertError(await asAdmin.post(`${s.api}/webhooks.json`, { url, events: 'item.created' }), 400, { errors: ['url'], label: url });
+        const body = assertError(await asAdmin.post(`${s.api}/webhooks.json`, { url, events: 'item.created' }), 400, {
+          errors: ['url'],
+          label: url,
+        });
         assert.match(body.errors!.url, /must lead to a public address \(.+ is (a|an|not a) /, url);
       }
       for (const url of ['http://[2606:4700:4700::1111]/hook', 'http://1.1.1.1/hook']) {
@@ -266,7 +325,9 @@ describe('credentials in a webhook URL', () => {
     await s.t.app.webhooks.deliverDue();
 
     // Masked credentials are kept only for the same receiver, never carried to another host.
-    const elsewhere = await asAdmin.post(`${s.api}/webhooks/${made.id}.json`, { url: masked.replace('127.0.0.1', 'localhost') });
+    const elsewhere = await asAdmin.post(`${s.api}/webhooks/${made.id}.json`, {
+      url: masked.replace('127.0.0.1', 'localhost'),
+    });
     assert.equal(elsewhere.statusCode, 400, elsewhere.body);
     assert.match(elsewhere.json().errors.url, /same scheme, host and port/);
     const changed = await asAdmin.post(`${s.api}/webhooks/${made.id}.json`, { url: masked, events: 'item.updated' });
@@ -285,8 +346,15 @@ describe('credentials in a webhook URL', () => {
       (await asAdmin.get(`${s.api}/webhooks/${made.id}.json`)).body,
       (await asAdmin.get(`${s.api}/webhooks/${made.id}/deliveries.json`)).body,
       changed.body,
-      (await s.t.app.inject({ method: 'GET', url: `/app/products/${s.product.id}/webhooks`, headers: { cookie } })).body,
-      (await s.t.app.inject({ method: 'GET', url: `/app/products/${s.product.id}/webhooks/${made.id}`, headers: { cookie } })).body,
+      (await s.t.app.inject({ method: 'GET', url: `/app/products/${s.product.id}/webhooks`, headers: { cookie } }))
+        .body,
+      (
+        await s.t.app.inject({
+          method: 'GET',
+          url: `/app/products/${s.product.id}/webhooks/${made.id}`,
+          headers: { cookie },
+        })
+      ).body,
     ];
     for (const body of shown) {
       assert.equal(body.includes('s3cret-pass') || body.includes('hook-user'), false, body.slice(0, 300));
@@ -296,23 +364,70 @@ describe('credentials in a webhook URL', () => {
 });
 
 describe('upgrading a database with events written before their bodies were kept', () => {
-  test('their deliveries send the stored payload with the event\'s id, time and type in front; Slack ones are rendered from it', async () => {
+  test("their deliveries send the stored payload with the event's id, time and type in front; Slack ones are rendered from it", async () => {
     const { dataDir, options, old, id } = await olderDatabase(['2026_11_26_0030_webhook_bodies']);
     const at = '2026-01-01T00:00:00+00:00';
-    const user = await id('users', { email: 'old@example.com', first_name: 'O', last_name: 'Ld', api_key_hash: 'h', created_at: at });
-    const product = await id('products', { name: 'Old', archived: 0, created_at: at, last_number: 1, items_version: 0 });
-    const hook = (url: string, format: string) => ({ product_id: product, url, events: 'deploy.created', format, secret: SECRET, created_by_id: user, created_at: at });
-    const hooks = [await id('webhooks', hook(receiver.url('/old-shiplog'), 'shiplog')), await id('webhooks', hook(receiver.url('/old-slack'), 'slack'))];
-    const item = { number: 1, title: 'Old item', type: 'task', status: 'accepted', short_url: 'http://shiplog.test/i/1/1/', description: 'All of it' };
+    const user = await id('users', {
+      email: 'old@example.com',
+      first_name: 'O',
+      last_name: 'Ld',
+      api_key_hash: 'h',
+      created_at: at,
+    });
+    const product = await id('products', {
+      name: 'Old',
+      archived: 0,
+      created_at: at,
+      last_number: 1,
+      items_version: 0,
+    });
+    const hook = (url: string, format: string) => ({
+      product_id: product,
+      url,
+      events: 'deploy.created',
+      format,
+      secret: SECRET,
+      created_by_id: user,
+      created_at: at,
+    });
+    const hooks = [
+      await id('webhooks', hook(receiver.url('/old-shiplog'), 'shiplog')),
+      await id('webhooks', hook(receiver.url('/old-slack'), 'slack')),
+    ];
+    const item = {
+      number: 1,
+      title: 'Old item',
+      type: 'task',
+      status: 'accepted',
+      short_url: 'http://shiplog.test/i/1/1/',
+      description: 'All of it',
+    };
     const payload = JSON.stringify({
       product: { id: product, name: 'Old' },
       actor: { id: user, first_name: 'O', last_name: 'Ld', email: 'old@example.com' },
       deploy: { id: 1, environment: 'production', version: 'v1', notes: '', items: [item] },
     });
-    const event = await id('webhook_events', { uid: 'old-event', product_id: product, type: 'deploy.created', payload, created_at: at });
+    const event = await id('webhook_events', {
+      uid: 'old-event',
+      product_id: product,
+      type: 'deploy.created',
+      payload,
+      created_at: at,
+    });
     const due = new Date().toISOString().slice(0, 19) + '+00:00';
     for (const [n, webhook] of hooks.entries()) {
-      await old.insertInto('webhook_deliveries').values({ uid: `old-delivery-${n}`, webhook_id: webhook, event_id: event, status: 'pending', next_attempt_at: at, retry_until: '2099-01-01T00:00:00+00:00', created_at: due }).execute();
+      await old
+        .insertInto('webhook_deliveries')
+        .values({
+          uid: `old-delivery-${n}`,
+          webhook_id: webhook,
+          event_id: event,
+          status: 'pending',
+          next_attempt_at: at,
+          retry_until: '2099-01-01T00:00:00+00:00',
+          created_at: due,
+        })
+        .execute();
     }
     await old.destroy();
 

@@ -48,7 +48,9 @@ async function createItem(server: Server, admin: TestUser, productId: number, ti
 
 const env = { WEBHOOKS_ALLOW_PRIVATE: '1', LOG_LEVEL: 'warn', PUBLIC_URL: 'http://shiplog.test' };
 
-test('a server killed mid-delivery: after a restart the claim lapses and the delivery arrives', { timeout: 60_000 }, async () => {
+test('a server killed mid-delivery: after a restart the claim lapses and the delivery arrives', {
+  timeout: 60_000,
+}, async () => {
   receiver ??= await Receiver.start();
   let calls = 0;
   // The first attempt is held until the server is gone; the next is answered.
@@ -66,14 +68,26 @@ test('a server killed mid-delivery: after a restart the claim lapses and the del
     await stopProcess(first.child);
   }
   const atKill = await db.selectFrom('webhook_deliveries').selectAll().where('webhook_id', '=', webhook.id).execute();
-  assert.deepEqual(atKill.map((d) => [d.status, d.attempts]), [['sending', 1]], 'claimed, outcome never written');
+  assert.deepEqual(
+    atKill.map((d) => [d.status, d.attempts]),
+    [['sending', 1]],
+    'claimed, outcome never written',
+  );
 
   const second = await startServer({ env: settings, dataDir, cwd: root });
   try {
-    await waitFor('the delivery to be taken over and delivered', async () => {
-      const [d] = await db.selectFrom('webhook_deliveries').select('status').where('webhook_id', '=', webhook.id).execute();
-      return d.status === 'delivered';
-    }, 30_000);
+    await waitFor(
+      'the delivery to be taken over and delivered',
+      async () => {
+        const [d] = await db
+          .selectFrom('webhook_deliveries')
+          .select('status')
+          .where('webhook_id', '=', webhook.id)
+          .execute();
+        return d.status === 'delivered';
+      },
+      30_000,
+    );
   } finally {
     await stopProcess(second.child);
   }
@@ -93,11 +107,22 @@ test('two instances on one database deliver each event to a webhook once', { tim
   const servers = await Promise.all([0, 1].map(() => startServer({ env, dataDir, cwd: root })));
   const ITEMS = 40;
   try {
-    await Promise.all(Array.from({ length: ITEMS }, (_, i) => createItem(servers[i % 2], admin, product.id, `Item ${i}`)));
-    await waitFor(`${ITEMS} deliveries`, async () => {
-      const rows = await db.selectFrom('webhook_deliveries').select('status').where('webhook_id', '=', webhook.id).where('status', '=', 'delivered').execute();
-      return rows.length === ITEMS;
-    }, 60_000);
+    await Promise.all(
+      Array.from({ length: ITEMS }, (_, i) => createItem(servers[i % 2], admin, product.id, `Item ${i}`)),
+    );
+    await waitFor(
+      `${ITEMS} deliveries`,
+      async () => {
+        const rows = await db
+          .selectFrom('webhook_deliveries')
+          .select('status')
+          .where('webhook_id', '=', webhook.id)
+          .where('status', '=', 'delivered')
+          .execute();
+        return rows.length === ITEMS;
+      },
+      60_000,
+    );
   } finally {
     await Promise.all(servers.map((s) => stopProcess(s.child)));
   }
@@ -105,5 +130,8 @@ test('two instances on one database deliver each event to a webhook once', { tim
   assert.equal(got.length, ITEMS, 'no delivery sent twice');
   assert.equal(new Set(got.map((r) => r.headers['shiplog-delivery'])).size, ITEMS);
   assert.equal(new Set(got.map((r) => r.json.id)).size, ITEMS);
-  assert.deepEqual(new Set(got.map((r) => r.json.item.title)), new Set(Array.from({ length: ITEMS }, (_, i) => `Item ${i}`)));
+  assert.deepEqual(
+    new Set(got.map((r) => r.json.item.title)),
+    new Set(Array.from({ length: ITEMS }, (_, i) => `Item ${i}`)),
+  );
 });

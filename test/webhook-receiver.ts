@@ -96,7 +96,11 @@ export class Receiver {
 
 /** Checks a Shiplog-Signature header as a receiver would: true when it signs `body` with `secret`. */
 export function signatureValid(header: string | string[] | undefined, secret: string, body: string): boolean {
-  const parts = Object.fromEntries(String(header ?? '').split(',').map((p) => p.split('=', 2) as [string, string]));
+  const parts = Object.fromEntries(
+    String(header ?? '')
+      .split(',')
+      .map((p) => p.split('=', 2) as [string, string]),
+  );
   if (!parts.t || !parts.v1) return false;
   const expected = crypto.createHmac('sha256', secret).update(`${parts.t}.${body}`).digest('hex');
   return parts.v1.length === expected.length && crypto.timingSafeEqual(Buffer.from(parts.v1), Buffer.from(expected));

@@ -35,7 +35,10 @@ interface Setup {
  * An app of its own (the receiver is on 127.0.0.1, so private targets are allowed), retries after
  * milliseconds instead of seconds, and a product with an admin and two members.
  */
-async function setup(env: Record<string, string> = {}, options: { file?: boolean; worker?: Partial<WebhookWorkerOptions> } = {}): Promise<Setup> {
+async function setup(
+  env: Record<string, string> = {},
+  options: { file?: boolean; worker?: Partial<WebhookWorkerOptions> } = {},
+): Promise<Setup> {
   const t = await makeApp({
     file: options.file,
     env: { WEBHOOKS_ALLOW_PRIVATE: '1', WEBHOOK_TIMEOUT_SECONDS: '2', WEBHOOK_LEASE_SECONDS: '5', ...env },
@@ -51,7 +54,11 @@ async function setup(env: Record<string, string> = {}, options: { file?: boolean
 
 /** Adds a webhook as the admin; fails the test on any other answer than 200. */
 async function addWebhook(s: Setup, params: Record<string, string>): Promise<any> {
-  const res = await client(s.t.app, s.admin).post(`${s.api}/webhooks.json`, { events: ALL_EVENTS, secret: SECRET, ...params });
+  const res = await client(s.t.app, s.admin).post(`${s.api}/webhooks.json`, {
+    events: ALL_EVENTS,
+    secret: SECRET,
+    ...params,
+  });
   assert.equal(res.statusCode, 200, res.body);
   return res.json();
 }
@@ -64,15 +71,23 @@ async function deliveries(s: Setup, webhookId: number): Promise<any[]> {
 
 /** Runs delivery rounds until `done` holds (retries fall due within milliseconds here). */
 async function deliverUntil(s: Setup, what: string, done: () => boolean | Promise<boolean>): Promise<void> {
-  await waitFor(what, async () => {
-    if (await done()) return true;
-    await s.t.app.webhooks.deliverDue();
-    return false;
-  }, 20_000);
+  await waitFor(
+    what,
+    async () => {
+      if (await done()) return true;
+      await s.t.app.webhooks.deliverDue();
+      return false;
+    },
+    20_000,
+  );
 }
 
 const withoutPrivateSetting = async (s: Setup) => {
-  const config = loadConfig({ DATA_DIR: s.t.dataDir, PUBLIC_URL: 'http://shiplog.test', MAIL_DOMAIN: 'items.shiplog.test' });
+  const config = loadConfig({
+    DATA_DIR: s.t.dataDir,
+    PUBLIC_URL: 'http://shiplog.test',
+    MAIL_DOMAIN: 'items.shiplog.test',
+  });
   const app = await buildApp({ config, db: s.t.db, logger: false });
   await app.ready();
   return app;
@@ -83,7 +98,10 @@ describe('managing webhooks', () => {
     const s = await setup();
     const asMember = client(s.t.app, s.member);
     assertError(await asMember.get(`${s.api}/webhooks.json`), 403, { message: /admins/ });
-    assertError(await asMember.post(`${s.api}/webhooks.json`, { url: receiver.url('/x'), events: 'item.created' }), 403);
+    assertError(
+      await asMember.post(`${s.api}/webhooks.json`, { url: receiver.url('/x'), events: 'item.created' }),
+      403,
+    );
     const hook = await addWebhook(s, { url: receiver.url('/x') });
     assertError(await asMember.delete(`${s.api}/webhooks/${hook.id}.json`), 403);
     assertError(await asMember.get(`${s.api}/webhooks/${hook.id}/deliveries.json`), 403);
@@ -95,27 +113,45 @@ describe('managing webhooks', () => {
     const s = await setup();
     const asAdmin = client(s.t.app, s.admin);
     assertError(await asAdmin.post(`${s.api}/webhooks.json`, {}), 400, { errors: ['url', 'events'] });
-    assertError(await asAdmin.post(`${s.api}/webhooks.json`, { url: 'ftp://example.com/x', events: 'item.created' }), 400, { errors: ['url'] });
-    assertError(await asAdmin.post(`${s.api}/webhooks.json`, { url: 'not a url', events: 'item.created' }), 400, { errors: ['url'] });
     assertError(
-      await asAdmin.post(`${s.api}/webhooks.json`, { url: receiver.url('/x'), events: 'item.created,item.deleted', format: 'teams', secret: 'short' }),
+      await asAdmin.post(`${s.api}/webhooks.json`, { url: 'ftp://example.com/x', events: 'item.created' }),
+      400,
+      { errors: ['url'] },
+    );
+    assertError(await asAdmin.post(`${s.api}/webhooks.json`, { url: 'not a url', events: 'item.created' }), 400, {
+      errors: ['url'],
+    });
+    assertError(
+      await asAdmin.post(`${s.api}/webhooks.json`, {
+        url: receiver.url('/x'),
+        events: 'item.created,item.deleted',
+        format: 'teams',
+        secret: 'short',
+      }),
       400,
       { errors: ['events', 'format', 'secret'] },
     );
-    assertError(await asAdmin.post(`${s.api}/webhooks.json`, { url: receiver.url('/x'), events: ',' }), 400, { errors: ['events'] });
+    assertError(await asAdmin.post(`${s.api}/webhooks.json`, { url: receiver.url('/x'), events: ',' }), 400, {
+      errors: ['events'],
+    });
     assertError(await asAdmin.get(`${s.api}/webhooks/999.json`), 404);
     assertError(await asAdmin.get(`${s.api}/webhooks/abc/deliveries.json`), 404);
     assertError(await asAdmin.delete(`${s.api}/webhooks/99999999999999999999.json`), 404);
     // Another product's webhook is not this product's.
     const other = await makeProduct(s.t.db, s.admin, [], 'Other');
-    const theirs = (await asAdmin.post(`/api/products/${other.id}/webhooks.json`, { url: receiver.url('/x'), events: 'item.created' })).json();
+    const theirs = (
+      await asAdmin.post(`/api/products/${other.id}/webhooks.json`, { url: receiver.url('/x'), events: 'item.created' })
+    ).json();
     assertError(await asAdmin.get(`${s.api}/webhooks/${theirs.id}.json`), 404);
   });
 
   test('create shows a generated secret once; update, re-enable and delete', async () => {
     const s = await setup();
     const asAdmin = client(s.t.app, s.admin);
-    const res = await asAdmin.postJson(`${s.api}/webhooks.json`, { url: receiver.url('/made'), events: ['item.created', 'deploy.created'] });
+    const res = await asAdmin.postJson(`${s.api}/webhooks.json`, {
+      url: receiver.url('/made'),
+      events: ['item.created', 'deploy.created'],
+    });
     assert.equal(res.statusCode, 200, res.body);
     const made = res.json();
     assert.match(made.secret, /^whsec_[A-Za-z0-9_-]{32}$/);
@@ -128,7 +164,13 @@ describe('managing webhooks', () => {
     assert.equal('secret' in listed[0], false, 'the secret is shown only when made');
     assert.equal(JSON.stringify(listed).includes(made.secret), false);
 
-    const changed = (await asAdmin.post(`${s.api}/webhooks/${made.id}.json`, { events: 'item.status_changed', format: 'slack', enabled: 'false' })).json();
+    const changed = (
+      await asAdmin.post(`${s.api}/webhooks/${made.id}.json`, {
+        events: 'item.status_changed',
+        format: 'slack',
+        enabled: 'false',
+      })
+    ).json();
     assert.deepEqual([changed.events, changed.format, changed.enabled], [['item.status_changed'], 'slack', false]);
     assert.match(changed.disabled_reason, /Disabled by Ada Lovelace/);
     const again = (await asAdmin.post(`${s.api}/webhooks/${made.id}.json`, { enabled: 'true' })).json();
@@ -144,9 +186,16 @@ describe('managing webhooks', () => {
   test('a product has at most 20 webhooks', async () => {
     const s = await setup();
     for (let i = 0; i < 20; i++) await addWebhook(s, { url: receiver.url(`/many/${i}`), events: 'item.created' });
-    assertError(await client(s.t.app, s.admin).post(`${s.api}/webhooks.json`, { url: receiver.url('/many/20'), events: 'item.created' }), 422, {
-      message: /at most 20/,
-    });
+    assertError(
+      await client(s.t.app, s.admin).post(`${s.api}/webhooks.json`, {
+        url: receiver.url('/many/20'),
+        events: 'item.created',
+      }),
+      422,
+      {
+        message: /at most 20/,
+      },
+    );
   });
 });
 
@@ -173,14 +222,22 @@ describe('private targets', () => {
         'http://2130706433/x',
       ];
       for (const url of refused) {
-        const body = assertError(await asAdmin.post(`${s.api}/webhooks.json`, { url, events: 'item.created' }), 400, { errors: ['url'], label: url });
+        const body = assertError(await asAdmin.post(`${s.api}/webhooks.json`, { url, events: 'item.created' }), 400, {
+          errors: ['url'],
+          label: url,
+        });
         assert.match(body.errors!.url, /public address/, url);
       }
       // A public address is fine (nothing is sent until an event happens).
-      const ok = await asAdmin.post(`${s.api}/webhooks.json`, { url: 'http://93.184.215.14/hook', events: 'item.created' });
+      const ok = await asAdmin.post(`${s.api}/webhooks.json`, {
+        url: 'http://93.184.215.14/hook',
+        events: 'item.created',
+      });
       assert.equal(ok.statusCode, 200, ok.body);
       // Changing the URL is checked the same way.
-      assertError(await asAdmin.post(`${s.api}/webhooks/${ok.json().id}.json`, { url: 'http://127.0.0.1/x' }), 400, { errors: ['url'] });
+      assertError(await asAdmin.post(`${s.api}/webhooks/${ok.json().id}.json`, { url: 'http://127.0.0.1/x' }), 400, {
+        errors: ['url'],
+      });
     } finally {
       await app.close();
     }
@@ -200,7 +257,8 @@ describe('private targets', () => {
     assert.equal(receiver.to('/private-name').length + receiver.to('/private-address').length, 0);
     const [viaName] = await deliveries(s, byName.id);
     const [viaAddress] = await deliveries(s, byAddress.id);
-    for (const d of [viaName, viaAddress]) assert.deepEqual([d.status, d.attempts, d.response_code], ['failed', 1, null]);
+    for (const d of [viaName, viaAddress])
+      assert.deepEqual([d.status, d.attempts, d.response_code], ['failed', 1, null]);
     assert.match(viaName.last_error, /localhost resolves to (127\.0\.0\.1|::1), a loopback address/);
     assert.match(viaAddress.last_error, /127\.0\.0\.1 is a loopback address/);
     // With the setting, the name is resolved and the connection made to the address checked.
@@ -232,7 +290,11 @@ function verified(r: Received, secret = SECRET): any {
   assert.match(String(r.headers['shiplog-delivery']), /^[0-9a-f-]{36}$/);
   if (r.json.type) {
     assert.equal(r.headers['shiplog-event'], r.json.type);
-    assert.equal('delivery_id' in r.json, false, 'the delivery is named by its header: the body is the same in every delivery');
+    assert.equal(
+      'delivery_id' in r.json,
+      false,
+      'the delivery is named by its header: the body is the same in every delivery',
+    );
   }
   return r.json;
 }
@@ -245,10 +307,22 @@ describe('deliveries', () => {
     const asObserver = client(s.t.app, s.observer);
     const seen = async (n: number) => (await asObserver.get(`${s.api}/items/${n}.json`)).json();
 
-    assert.equal((await asAdmin.post(`${s.api}/items.json`, { type: 'task', title: 'Checkout fix', tags: 'ui' })).statusCode, 200);
+    assert.equal(
+      (await asAdmin.post(`${s.api}/items.json`, { type: 'task', title: 'Checkout fix', tags: 'ui' })).statusCode,
+      200,
+    );
     const created = await seen(1);
-    await asAdmin.post(`${s.api}/items.json`, { type: 'story', who: 'a shopper', what: 'faster search', why: 'I find things' });
-    await asAdmin.post(`${s.api}/items/1.json`, { title: 'Checkout fix, again', tags: 'ui,payments', assigned_to: s.member.user.id });
+    await asAdmin.post(`${s.api}/items.json`, {
+      type: 'story',
+      who: 'a shopper',
+      what: 'faster search',
+      why: 'I find things',
+    });
+    await asAdmin.post(`${s.api}/items/1.json`, {
+      title: 'Checkout fix, again',
+      tags: 'ui,payments',
+      assigned_to: s.member.user.id,
+    });
     const updated = await seen(1);
     await asAdmin.post(`${s.api}/items/1.json`, { status: 'in-progress' });
     const moved = await seen(1);
@@ -256,21 +330,45 @@ describe('deliveries', () => {
     const archived = await seen(2);
     // Changes that change nothing are no events.
     await asAdmin.post(`${s.api}/items/1.json`, { title: 'Checkout fix, again' });
-    const deploy = await asAdmin.post(`${s.api}/deploys.json`, { environment: 'production', numbers: '1,2', version: '1.4.0', notes: 'Friday' });
+    const deploy = await asAdmin.post(`${s.api}/deploys.json`, {
+      environment: 'production',
+      numbers: '1,2',
+      version: '1.4.0',
+      notes: 'Friday',
+    });
     assert.equal(deploy.statusCode, 200, deploy.body);
     const deployed = (await asObserver.get(`${s.api}/deploys.json`)).json()[0];
-    const later = await asAdmin.post(`${s.api}/deploys.json`, { environment: 'production', numbers: '1', version: '1.5.0' });
+    const later = await asAdmin.post(`${s.api}/deploys.json`, {
+      environment: 'production',
+      numbers: '1',
+      version: '1.5.0',
+    });
     // Back to 1.4.0: 1.5.0 is undone, and item 1 is as 1.4.0 left it.
-    const rollback = await asAdmin.post(`${s.api}/deploys.json`, { environment: 'production', version: '1.4.0', rollback: 'true' });
+    const rollback = await asAdmin.post(`${s.api}/deploys.json`, {
+      environment: 'production',
+      version: '1.4.0',
+      rollback: 'true',
+    });
     assert.equal(rollback.statusCode, 200, rollback.body);
-    const rolledBackSeen = (await asObserver.get(`${s.api}/deploys.json`)).json().find((d: any) => d.id === rollback.json().id);
+    const rolledBackSeen = (await asObserver.get(`${s.api}/deploys.json`))
+      .json()
+      .find((d: any) => d.id === rollback.json().id);
 
     await s.t.app.webhooks.deliverDue();
     const log = await deliveries(s, hook.id);
     const got = await received(s, hook.id, '/all');
     assert.deepEqual(
       got.map((e) => e.type),
-      ['item.created', 'item.created', 'item.updated', 'item.status_changed', 'item.updated', 'deploy.created', 'deploy.created', 'deploy.rolled_back'],
+      [
+        'item.created',
+        'item.created',
+        'item.updated',
+        'item.status_changed',
+        'item.updated',
+        'deploy.created',
+        'deploy.created',
+        'deploy.rolled_back',
+      ],
     );
     const actor = { id: s.admin.user.id, first_name: 'Ada', last_name: 'Lovelace', email: s.admin.email };
     for (const e of got) {
@@ -284,7 +382,13 @@ describe('deliveries', () => {
     assert.equal(new Set(deliveryIds).size, got.length, 'a delivery id each');
 
     // Items as summaries; deploys with their items so, and how many they have.
-    const summary = (i: any) => ({ number: i.number, title: i.title, type: i.type, status: i.status, short_url: i.short_url });
+    const summary = (i: any) => ({
+      number: i.number,
+      title: i.title,
+      type: i.type,
+      status: i.status,
+      short_url: i.short_url,
+    });
     const deploySummary = (d: any) => ({
       id: d.id,
       environment: d.environment,
@@ -325,7 +429,10 @@ describe('deliveries', () => {
       assert.ok(d.delivered_at);
     }
     assert.deepEqual(new Set(log.map((d) => d.delivery_id)), new Set(deliveryIds));
-    const page = await client(s.t.app, s.admin).get(`${s.api}/webhooks/${hook.id}/deliveries.json`, { offset: 5, limit: 1 });
+    const page = await client(s.t.app, s.admin).get(`${s.api}/webhooks/${hook.id}/deliveries.json`, {
+      offset: 5,
+      limit: 1,
+    });
     assert.equal(page.headers['x-sprintly-delivery-count'], '8');
     assert.deepEqual(page.json(), [log[5]]);
   });
@@ -335,7 +442,12 @@ describe('deliveries', () => {
     const asAdmin = client(s.t.app, s.admin);
     await asAdmin.post(`${s.api}/items.json`, { type: 'story', who: 'a', what: 'b', why: 'c' });
     await asAdmin.post(`${s.api}/items.json`, { type: 'story', who: 'd', what: 'e', why: 'f' });
-    await asAdmin.post(`${s.api}/items.json`, { type: 'task', title: 'Child', parent: 1, assigned_to: s.member.user.id });
+    await asAdmin.post(`${s.api}/items.json`, {
+      type: 'task',
+      title: 'Child',
+      parent: 1,
+      assigned_to: s.member.user.id,
+    });
     const hook = await addWebhook(s, { url: receiver.url('/relations'), events: 'item.updated' });
     await asAdmin.post(`${s.api}/items/3.json`, { parent: 2, assigned_to: s.observer.user.id });
     await asAdmin.post(`${s.api}/items/2.json`, { what: 'g' });
@@ -353,7 +465,10 @@ describe('deliveries', () => {
     await addWebhook(s, { url: receiver.url('/deploys-only'), events: 'deploy.created' });
     await client(s.t.app, s.admin).post(`${s.api}/items.json`, { type: 'task', title: 'Quiet' });
     // A refused deploy (no item with these numbers) rolls back whatever it wrote.
-    assertError(await client(s.t.app, s.admin).post(`${s.api}/deploys.json`, { environment: 'production', numbers: '77' }), 400);
+    assertError(
+      await client(s.t.app, s.admin).post(`${s.api}/deploys.json`, { environment: 'production', numbers: '77' }),
+      400,
+    );
     const events = await s.t.db.selectFrom('webhook_events').selectAll().execute();
     assert.deepEqual(events, []);
   });
@@ -363,7 +478,11 @@ describe('deliveries', () => {
     receiver.answerInTurn('/flaky', { status: 500, body: 'broken' }, { status: 503 });
     const hook = await addWebhook(s, { url: receiver.url('/flaky'), events: 'item.created' });
     await client(s.t.app, s.admin).post(`${s.api}/items.json`, { type: 'task', title: 'Retry me' });
-    await deliverUntil(s, 'the third attempt succeeds', async () => (await deliveries(s, hook.id))[0].status === 'delivered');
+    await deliverUntil(
+      s,
+      'the third attempt succeeds',
+      async () => (await deliveries(s, hook.id))[0].status === 'delivered',
+    );
     const got = receiver.to('/flaky');
     assert.equal(got.length, 3);
     assert.equal(new Set(got.map((r) => r.headers['shiplog-delivery'])).size, 1);
@@ -393,7 +512,11 @@ describe('deliveries', () => {
     assert.deepEqual([waiting.status, waiting.attempts, waiting.response_code], ['pending', 1, 429]);
     assert.ok(Date.parse(waiting.next_attempt_at) >= attempted + 2000, `due at ${waiting.next_attempt_at}`);
     assert.equal(receiver.to('/busy').length, 1, 'not yet retried');
-    await deliverUntil(s, 'the retry after Retry-After', async () => (await deliveries(s, busy.id))[0].status === 'delivered');
+    await deliverUntil(
+      s,
+      'the retry after Retry-After',
+      async () => (await deliveries(s, busy.id))[0].status === 'delivered',
+    );
     assert.equal(receiver.to('/busy').length, 2);
   });
 
@@ -413,9 +536,15 @@ describe('deliveries', () => {
     await waitFor('the hanging requests to be given up', () => receiver.hanging === 0);
     const held = await deliveries(s, hangs.id);
     for (const d of held) {
-      assert.deepEqual([d.status, d.attempts, d.response_code, d.last_error], ['pending', 1, null, 'No answer within 2 s.']);
+      assert.deepEqual(
+        [d.status, d.attempts, d.response_code, d.last_error],
+        ['pending', 1, null, 'No answer within 2 s.'],
+      );
     }
-    assert.deepEqual((await deliveries(s, quick.id)).map((d) => d.status), ['delivered', 'delivered', 'delivered']);
+    assert.deepEqual(
+      (await deliveries(s, quick.id)).map((d) => d.status),
+      ['delivered', 'delivered', 'delivered'],
+    );
     await client(s.t.app, s.admin).delete(`${s.api}/webhooks/${hangs.id}.json`);
   });
 
@@ -426,7 +555,11 @@ describe('deliveries', () => {
     const asAdmin = client(s.t.app, s.admin);
     await asAdmin.post(`${s.api}/items.json`, { type: 'task', title: 'First' });
     await asAdmin.post(`${s.api}/items.json`, { type: 'task', title: 'Second' });
-    await deliverUntil(s, 'the webhook is disabled', async () => !(await asAdmin.get(`${s.api}/webhooks/${hook.id}.json`)).json().enabled);
+    await deliverUntil(
+      s,
+      'the webhook is disabled',
+      async () => !(await asAdmin.get(`${s.api}/webhooks/${hook.id}.json`)).json().enabled,
+    );
     // A delivery in flight as it was disabled is given up on the next round.
     await s.t.app.webhooks.deliverDue();
     const disabled = (await asAdmin.get(`${s.api}/webhooks/${hook.id}.json`)).json();
@@ -434,7 +567,11 @@ describe('deliveries', () => {
     assert.ok(disabled.disabled_at);
     assert.equal(disabled.consecutive_failures, 3);
     const log = await deliveries(s, hook.id);
-    assert.deepEqual(log.map((d) => d.status), ['failed', 'failed'], 'what waited is given up');
+    assert.deepEqual(
+      log.map((d) => d.status),
+      ['failed', 'failed'],
+      'what waited is given up',
+    );
     const tried = receiver.to('/down').length;
     await asAdmin.post(`${s.api}/items.json`, { type: 'task', title: 'While disabled' });
     await s.t.app.webhooks.deliverDue();
@@ -454,7 +591,11 @@ describe('deliveries', () => {
     receiver.answer('/long-down', () => ({ status: 502, body: '' }));
     const hook = await addWebhook(s, { url: receiver.url('/long-down'), events: 'item.created' });
     const since = new Date(Date.now() - 25 * 3600_000).toISOString().slice(0, 19) + '+00:00';
-    await s.t.db.updateTable('webhooks').set({ consecutive_failures: 1, failing_since: since }).where('id', '=', hook.id).execute();
+    await s.t.db
+      .updateTable('webhooks')
+      .set({ consecutive_failures: 1, failing_since: since })
+      .where('id', '=', hook.id)
+      .execute();
     await client(s.t.app, s.admin).post(`${s.api}/items.json`, { type: 'task', title: 'Long' });
     await s.t.app.webhooks.deliverDue();
     const disabled = (await client(s.t.app, s.admin).get(`${s.api}/webhooks/${hook.id}.json`)).json();
@@ -466,15 +607,25 @@ describe('deliveries', () => {
     const s = await setup();
     const hook = await addWebhook(s, { url: receiver.url('/once'), events: 'item.created' });
     await client(s.t.app, s.admin).post(`${s.api}/items.json`, { type: 'task', title: 'Once' });
-    const row = await s.t.db.selectFrom('webhook_deliveries').selectAll().where('webhook_id', '=', hook.id).executeTakeFirstOrThrow();
+    const row = await s.t.db
+      .selectFrom('webhook_deliveries')
+      .selectAll()
+      .where('webhook_id', '=', hook.id)
+      .executeTakeFirstOrThrow();
     const { id: _id, ...copy } = row;
-    await assert.rejects(s.t.db.insertInto('webhook_deliveries').values({ ...copy, uid: 'another' }).execute());
+    await assert.rejects(
+      s.t.db
+        .insertInto('webhook_deliveries')
+        .values({ ...copy, uid: 'another' })
+        .execute(),
+    );
   });
 
   test('two workers on one database send each delivery once', async () => {
     const s = await setup({}, { file: true });
     const hook = await addWebhook(s, { url: receiver.url('/two-workers'), events: 'item.created' });
-    for (let i = 0; i < 30; i++) await client(s.t.app, s.admin).post(`${s.api}/items.json`, { type: 'task', title: `Item ${i}` });
+    for (let i = 0; i < 30; i++)
+      await client(s.t.app, s.admin).post(`${s.api}/items.json`, { type: 'task', title: `Item ${i}` });
     const second = new WebhookWorker(s.t.db, s.t.app.log, { ...DEFAULT_WEBHOOK_WORKER_OPTIONS, allowPrivate: true });
     try {
       // A round may end early while the other worker holds what is due; the next round takes it.
@@ -501,7 +652,12 @@ describe('slack format', () => {
     await asAdmin.post(`${s.api}/items.json`, { type: 'defect', title: 'Faster <search> & more' });
     await asAdmin.post(`${s.api}/items/1.json`, { status: 'completed' });
     await asAdmin.post(`${s.api}/items/2.json`, { title: 'Faster search', score: 'M' });
-    await asAdmin.post(`${s.api}/deploys.json`, { environment: 'production', numbers: '1,2', version: 'v1.4.0', notes: 'Ship it' });
+    await asAdmin.post(`${s.api}/deploys.json`, {
+      environment: 'production',
+      numbers: '1,2',
+      version: 'v1.4.0',
+      notes: 'Ship it',
+    });
     await asAdmin.post(`${s.api}/deploys.json`, { environment: 'production', numbers: '2', version: 'v1.5.0' });
     await asAdmin.post(`${s.api}/deploys.json`, { environment: 'production', version: 'v1.4.0', rollback: 'true' });
     await s.t.app.webhooks.deliverDue();
@@ -540,7 +696,10 @@ describe('the command line', () => {
     const firstDelivery = String(first.headers['shiplog-delivery']);
     const replay = await runCli(['webhooks', 'replay', firstDelivery], { dataDir: s.t.dataDir });
     assert.equal(replay.code, 0, replay.stderr);
-    assert.match(replay.stdout, new RegExp(`^Queued delivery [0-9a-f-]{36} of event ${first.json.id} to webhook ${hook.id} `));
+    assert.match(
+      replay.stdout,
+      new RegExp(`^Queued delivery [0-9a-f-]{36} of event ${first.json.id} to webhook ${hook.id} `),
+    );
     await s.t.app.webhooks.deliverDue();
     const [, second] = receiver.to('/replayed');
     assert.ok(second, 'replayed');
@@ -551,12 +710,20 @@ describe('the command line', () => {
     assert.equal(second.body, first.body, 'the same bytes');
     assert.equal(receiver.to('/other').length, 1, 'other webhooks get nothing again');
 
-    const log = await runCli(['webhooks', 'log', String(s.product.id), '--webhook', String(hook.id)], { dataDir: s.t.dataDir });
+    const log = await runCli(['webhooks', 'log', String(s.product.id), '--webhook', String(hook.id)], {
+      dataDir: s.t.dataDir,
+    });
     assert.equal(log.code, 0, log.stderr);
     const lines = log.stdout.trim().split('\n');
     assert.equal(lines.length, 2);
     assert.ok(lines[0].includes(secondDelivery) && lines[1].includes(firstDelivery), log.stdout);
-    for (const line of lines) assert.match(line, new RegExp(`webhook ${hook.id}  item\\.created \\(event ${first.json.id}\\)  delivered  200 \\d+ ms  1 attempt\\(s\\)`));
+    for (const line of lines)
+      assert.match(
+        line,
+        new RegExp(
+          `webhook ${hook.id}  item\\.created \\(event ${first.json.id}\\)  delivered  200 \\d+ ms  1 attempt\\(s\\)`,
+        ),
+      );
     const all = await runCli(['webhooks', 'log', String(s.product.id), '--json'], { dataDir: s.t.dataDir });
     assert.deepEqual(new Set(JSON.parse(all.stdout).map((d: any) => d.webhook_id)), new Set([hook.id, other.id]));
 
@@ -567,7 +734,9 @@ describe('the command line', () => {
     const refused = await runCli(['webhooks', 'replay', firstDelivery], { dataDir: s.t.dataDir });
     assert.equal(refused.code, 1);
     assert.match(refused.stderr, /is disabled \(Disabled by Ada Lovelace\.\); enable it first/);
-    const badLog = await runCli(['webhooks', 'log', String(s.product.id), '--webhook', '999999'], { dataDir: s.t.dataDir });
+    const badLog = await runCli(['webhooks', 'log', String(s.product.id), '--webhook', '999999'], {
+      dataDir: s.t.dataDir,
+    });
     assert.equal(badLog.code, 1);
   });
 });

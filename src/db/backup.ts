@@ -75,7 +75,8 @@ interface SchemaObject {
 /** Tables SQLite itself adds when asked to (ANALYZE, PRAGMA optimize): statistics, no code. */
 const STATISTICS = new Set(['sqlite_stat1', 'sqlite_stat2', 'sqlite_stat3', 'sqlite_stat4']);
 
-const sameSql = (a: string | null, b: string | null): boolean => (a ?? '').replace(/\s+/g, ' ').trim() === (b ?? '').replace(/\s+/g, ' ').trim();
+const sameSql = (a: string | null, b: string | null): boolean =>
+  (a ?? '').replace(/\s+/g, ' ').trim() === (b ?? '').replace(/\s+/g, ' ').trim();
 
 /**
  * The schema this version's migrations make of an empty database when they stop at `applied` (the
@@ -102,14 +103,17 @@ async function schemaOf(applied: readonly string[]): Promise<SchemaObject[]> {
  */
 function foreignObjects(db: SQLite.Database, expected: SchemaObject[]): string[] {
   const known = new Map(expected.map((o) => [o.name, o]));
-  const found = db.prepare('select type, name, tbl_name, sql from sqlite_master order by type, name').all() as SchemaObject[];
+  const found = db
+    .prepare('select type, name, tbl_name, sql from sqlite_master order by type, name')
+    .all() as SchemaObject[];
   const foreign: string[] = [];
   for (const o of found) {
     if (o.type === 'table' && STATISTICS.has(o.name)) continue;
     const mine = known.get(o.name);
     const on = o.tbl_name !== o.name ? ` on ${o.tbl_name}` : '';
     if (!mine || mine.type !== o.type) foreign.push(`${o.type} ${o.name}${on}`);
-    else if (mine.tbl_name !== o.tbl_name || !sameSql(mine.sql, o.sql)) foreign.push(`${o.type} ${o.name}${on} (defined otherwise than this version defines it)`);
+    else if (mine.tbl_name !== o.tbl_name || !sameSql(mine.sql, o.sql))
+      foreign.push(`${o.type} ${o.name}${on} (defined otherwise than this version defines it)`);
   }
   return foreign;
 }
@@ -129,20 +133,30 @@ async function inspectCopy(file: string, shownAs: string, refuseForeign: boolean
     db = new SQLite(file, { fileMustExist: true });
     const problems = db.prepare('pragma integrity_check').pluck().all() as string[];
     if (problems.length !== 1 || problems[0] !== 'ok') {
-      throw new BackupError(`${shownAs} is damaged; PRAGMA integrity_check reports:\n  ${problems.slice(0, 10).join('\n  ')}`);
+      throw new BackupError(
+        `${shownAs} is damaged; PRAGMA integrity_check reports:\n  ${problems.slice(0, 10).join('\n  ')}`,
+      );
     }
     const tables = new Set(db.prepare("select name from sqlite_master where type = 'table'").pluck().all() as string[]);
     const missing = SHIPLOG_TABLES.filter((t) => !tables.has(t));
-    const applied = missing.length ? [] : (db.prepare('select name from kysely_migration order by name').pluck().all() as string[]);
+    const applied = missing.length
+      ? []
+      : (db.prepare('select name from kysely_migration order by name').pluck().all() as string[]);
     if (missing.length || applied.length === 0) {
-      throw new BackupError(`${shownAs} is not a Shiplog database (it lacks ${missing.length ? `the tables ${missing.join(', ')}` : 'any migration'}).`);
+      throw new BackupError(
+        `${shownAs} is not a Shiplog database (it lacks ${missing.length ? `the tables ${missing.join(', ')}` : 'any migration'}).`,
+      );
     }
     const unknown = applied.filter((name) => !MIGRATION_NAMES.includes(name));
     if (unknown.length) {
-      throw new BackupError(`${shownAs} comes from a newer version of Shiplog (migrations this version does not know: ${unknown.join(', ')}); restore it with that version.`);
+      throw new BackupError(
+        `${shownAs} comes from a newer version of Shiplog (migrations this version does not know: ${unknown.join(', ')}); restore it with that version.`,
+      );
     }
     if (applied.some((name, i) => name !== MIGRATION_NAMES[i])) {
-      throw new BackupError(`${shownAs} has migrations applied out of order (${applied.join(', ')}); Shiplog never leaves a database so.`);
+      throw new BackupError(
+        `${shownAs} has migrations applied out of order (${applied.join(', ')}); Shiplog never leaves a database so.`,
+      );
     }
     const foreign = foreignObjects(db, await schemaOf(applied));
     if (foreign.length && refuseForeign) {
@@ -152,7 +166,10 @@ async function inspectCopy(file: string, shownAs: string, refuseForeign: boolean
       );
     }
     const orphans = db.prepare('pragma foreign_key_check').all();
-    if (orphans.length) throw new BackupError(`${shownAs} is damaged: PRAGMA foreign_key_check finds ${orphans.length} row(s) pointing at rows that do not exist.`);
+    if (orphans.length)
+      throw new BackupError(
+        `${shownAs} is damaged: PRAGMA foreign_key_check finds ${orphans.length} row(s) pointing at rows that do not exist.`,
+      );
     db.pragma('journal_mode = DELETE');
     const count = (sql: string): number => db!.prepare(sql).pluck().get() as number;
     const summary: CopySummary = {
@@ -172,7 +189,8 @@ async function inspectCopy(file: string, shownAs: string, refuseForeign: boolean
     return { ...summary, bytes: fs.statSync(file).size };
   } catch (err) {
     if (err instanceof BackupError) throw err;
-    const damage = (err as { code?: string }).code === 'SQLITE_CORRUPT' ? 'is damaged' : 'is not a usable SQLite database';
+    const damage =
+      (err as { code?: string }).code === 'SQLITE_CORRUPT' ? 'is damaged' : 'is not a usable SQLite database';
     throw new BackupError(`${shownAs} ${damage}: ${(err as Error).message}.`);
   } finally {
     if (db?.open) db.close();
@@ -223,7 +241,8 @@ export async function backupDatabase(live: string, file: string, force: boolean)
     if (fs.statSync(target).isDirectory()) throw new BackupError(`${target} is a directory; name the backup file.`);
     if (!force) throw new BackupError(`${target} exists; add --force to replace it.`);
   }
-  if (!fs.existsSync(path.dirname(target))) throw new BackupError(`The directory ${path.dirname(target)} does not exist.`);
+  if (!fs.existsSync(path.dirname(target)))
+    throw new BackupError(`The directory ${path.dirname(target)} does not exist.`);
   return installCopy(target, `The copy of ${live}`, async (tmp) => {
     // Made first, private: SQLite would create the copy under the umask.
     privateFile(tmp);
@@ -277,7 +296,9 @@ function claimLiveDatabase(live: string): void {
     } catch (err) {
       const code = (err as { code?: string }).code;
       if (code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED') {
-        throw new BackupError(`${live} is in use: a server (or another shiplog command) has it open. Stop every server on this DATA_DIR, then restore again.`);
+        throw new BackupError(
+          `${live} is in use: a server (or another shiplog command) has it open. Stop every server on this DATA_DIR, then restore again.`,
+        );
       }
       // A file SQLite cannot read as a database cannot be open in a server either: it is replaced,
       // and a log beside it belongs to no database that will be there.
@@ -285,7 +306,9 @@ function claimLiveDatabase(live: string): void {
         removeDatabaseFiles(live, ['-wal', '-shm']);
         return;
       }
-      throw new BackupError(`Could not make sure that ${live} is not in use: ${(err as Error).message}. Move it away yourself, then restore again.`);
+      throw new BackupError(
+        `Could not make sure that ${live} is not in use: ${(err as Error).message}. Move it away yourself, then restore again.`,
+      );
     }
     removeDatabaseFiles(live, ['-shm']);
   } finally {
@@ -301,7 +324,8 @@ function claimLiveDatabase(live: string): void {
  */
 export async function restoreDatabase(file: string, live: string): Promise<CopySummary> {
   const source = path.resolve(file);
-  if (!fs.existsSync(source) || !fs.statSync(source).isFile()) throw new BackupError(`There is no file ${source} to restore.`);
+  if (!fs.existsSync(source) || !fs.statSync(source).isFile())
+    throw new BackupError(`There is no file ${source} to restore.`);
   if (isSameFile(source, live)) throw new BackupError(`${source} is the live database itself.`);
   if (fs.existsSync(`${source}-wal`) && fs.statSync(`${source}-wal`).size > 0) {
     throw new BackupError(
@@ -309,5 +333,11 @@ export async function restoreDatabase(file: string, live: string): Promise<CopyS
     );
   }
   privateDirectory(path.dirname(live));
-  return installCopy(live, source, (tmp) => fs.copyFileSync(source, tmp), () => claimLiveDatabase(live), true);
+  return installCopy(
+    live,
+    source,
+    (tmp) => fs.copyFileSync(source, tmp),
+    () => claimLiveDatabase(live),
+    true,
+  );
 }

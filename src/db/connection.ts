@@ -127,7 +127,14 @@ function openSqlite(options: DatabaseOptions): Db {
     if (reader) sqlite.pragma(`cache_size = ${-Math.max(2, Math.round(options.cacheMb / 4)) * 1024}`);
   }
   const checkpointer = wal
-    ? new BackgroundCheckpointer(sqlite, filename, undefined, options.onCheckpointError, options.onCheckpointRecovered, options.walRestartFrames)
+    ? new BackgroundCheckpointer(
+        sqlite,
+        filename,
+        undefined,
+        options.onCheckpointError,
+        options.onCheckpointRecovered,
+        options.walRestartFrames,
+      )
     : undefined;
   return withQueryLog(
     (log) =>
@@ -200,7 +207,9 @@ async function openPostgres(options: DatabaseOptions & { databaseUrl: string }):
     // A transaction left open by a stuck client must not hold its locks for ever.
     idle_in_transaction_session_timeout: 60_000,
   });
-  return withQueryLog((log) => new Kysely<Database>({ dialect: new PostgresDialect({ pool: resilientPool(pool) as never }), log }));
+  return withQueryLog(
+    (log) => new Kysely<Database>({ dialect: new PostgresDialect({ pool: resilientPool(pool) as never }), log }),
+  );
 }
 
 /**
@@ -208,7 +217,9 @@ async function openPostgres(options: DatabaseOptions & { databaseUrl: string }):
  * mode with foreign keys. The schema is migrated before the handle is returned.
  */
 export async function openDatabase(options: DatabaseOptions): Promise<Db> {
-  const db = options.databaseUrl ? await openPostgres({ ...options, databaseUrl: options.databaseUrl }) : openSqlite(options);
+  const db = options.databaseUrl
+    ? await openPostgres({ ...options, databaseUrl: options.databaseUrl })
+    : openSqlite(options);
   try {
     await migrateToLatest(db);
   } catch (err) {
@@ -234,5 +245,7 @@ export function isDatabaseUnavailable(err: unknown): boolean {
   if (e.code && (/^57(014|P0[1-3])$/.test(e.code) || /^08/.test(e.code) || e.code === '53300')) return true;
   // PostgreSQL: "cached plan must not change result type", a prepared statement outlived by the schema.
   if (e.code === '0A000' && /cached plan/i.test(e.message ?? '')) return true;
-  return /timeout exceeded when trying to connect|Connection terminated|connection timeout|Query read timeout/i.test(e.message ?? '');
+  return /timeout exceeded when trying to connect|Connection terminated|connection timeout|Query read timeout/i.test(
+    e.message ?? '',
+  );
 }

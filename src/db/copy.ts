@@ -26,7 +26,17 @@ const TABLES: Partial<Record<keyof Database, string[]>> = {
   webhook_deliveries: ['id'],
 };
 const SELF_REFERENCES = { items: 'parent_id', deploys: 'reverted_by' } as const;
-const SERIAL_TABLES: (keyof Database)[] = ['users', 'products', 'items', 'deploys', 'invitations', 'outbox', 'webhooks', 'webhook_events', 'webhook_deliveries'];
+const SERIAL_TABLES: (keyof Database)[] = [
+  'users',
+  'products',
+  'items',
+  'deploys',
+  'invitations',
+  'outbox',
+  'webhooks',
+  'webhook_events',
+  'webhook_deliveries',
+];
 const BATCH = 500;
 
 export interface CopyReport {
@@ -36,7 +46,10 @@ export interface CopyReport {
 }
 
 async function count(db: Db, table: keyof Database): Promise<number> {
-  const row = await db.selectFrom(table).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+  const row = await db
+    .selectFrom(table)
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .executeTakeFirstOrThrow();
   return Number(row.n);
 }
 
@@ -47,10 +60,15 @@ export class CopyError extends Error {}
  * ids, in one transaction on the target; then moves the target's id sequences past the copied
  * ids and compares the counts of every table. Throws CopyError if the target is not empty.
  */
-export async function copyDatabase(source: Db, target: Db, onTable: (table: string, rows: number) => void = () => undefined): Promise<CopyReport[]> {
+export async function copyDatabase(
+  source: Db,
+  target: Db,
+  onTable: (table: string, rows: number) => void = () => undefined,
+): Promise<CopyReport[]> {
   const tables = Object.keys(TABLES) as (keyof Database)[];
   for (const table of tables) {
-    if ((await count(target, table)) > 0) throw new CopyError(`The target database is not empty (table ${table} has rows).`);
+    if ((await count(target, table)) > 0)
+      throw new CopyError(`The target database is not empty (table ${table} has rows).`);
   }
   await target.transaction().execute(async (trx) => {
     for (const table of tables) {
@@ -63,24 +81,38 @@ export async function copyDatabase(source: Db, target: Db, onTable: (table: stri
         if (rows.length === 0) break;
         const self = SELF_REFERENCES[table as keyof typeof SELF_REFERENCES];
         const values = self ? rows.map((r) => ({ ...r, [self]: null })) : rows;
-        await trx.insertInto(table).values(values as never).execute();
+        await trx
+          .insertInto(table)
+          .values(values as never)
+          .execute();
         copied += rows.length;
       }
       onTable(table, copied);
     }
-    const children = await source.selectFrom('items').select(['id', 'parent_id']).where('parent_id', 'is not', null).execute();
+    const children = await source
+      .selectFrom('items')
+      .select(['id', 'parent_id'])
+      .where('parent_id', 'is not', null)
+      .execute();
     for (const child of children) {
       await trx.updateTable('items').set({ parent_id: child.parent_id }).where('id', '=', child.id).execute();
     }
-    const undone = await source.selectFrom('deploys').select(['id', 'reverted_by']).where('reverted_by', 'is not', null).execute();
+    const undone = await source
+      .selectFrom('deploys')
+      .select(['id', 'reverted_by'])
+      .where('reverted_by', 'is not', null)
+      .execute();
     for (const deploy of undone) {
       await trx.updateTable('deploys').set({ reverted_by: deploy.reverted_by }).where('id', '=', deploy.id).execute();
     }
     for (const table of SERIAL_TABLES) {
-      await sql`select setval(pg_get_serial_sequence(${table}, 'id'), coalesce(max(id), 1), max(id) is not null) from ${sql.table(table)}`.execute(trx);
+      await sql`select setval(pg_get_serial_sequence(${table}, 'id'), coalesce(max(id), 1), max(id) is not null) from ${sql.table(table)}`.execute(
+        trx,
+      );
     }
   });
   const report: CopyReport[] = [];
-  for (const table of tables) report.push({ table, source: await count(source, table), target: await count(target, table) });
+  for (const table of tables)
+    report.push({ table, source: await count(source, table), target: await count(target, table) });
   return report;
 }

@@ -1,4 +1,11 @@
-import { SqliteAdapter, SqliteDialect, type CreateTableBuilder, type DialectAdapter, type Driver, type Kysely } from 'kysely';
+import {
+  SqliteAdapter,
+  SqliteDialect,
+  type CreateTableBuilder,
+  type DialectAdapter,
+  type Driver,
+  type Kysely,
+} from 'kysely';
 import { GroupCommitSqliteDriver, type SqliteConnections } from './sqlite-driver.js';
 
 export type DialectName = 'sqlite' | 'postgres';
@@ -8,7 +15,10 @@ export function dialectOf(db: Kysely<any>): DialectName {
 }
 
 /** Adds the auto-incremented integer primary key `id` in the form each dialect wants. */
-export function idColumn<T extends string>(db: Kysely<any>, table: CreateTableBuilder<T, never>): CreateTableBuilder<T, 'id'> {
+export function idColumn<T extends string>(
+  db: Kysely<any>,
+  table: CreateTableBuilder<T, never>,
+): CreateTableBuilder<T, 'id'> {
   return dialectOf(db) === 'sqlite'
     ? table.addColumn('id', 'integer', (c) => c.primaryKey().autoIncrement())
     : table.addColumn('id', 'serial', (c) => c.primaryKey());

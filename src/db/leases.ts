@@ -20,7 +20,10 @@ export type Due<T extends LeasedTable> = (eb: ExpressionBuilder<Database, T>) =>
  * `UPDATE ... WHERE id IN (SELECT ... LIMIT n)`: with SKIP LOCKED, PostgreSQL may run such a
  * subquery more than once and claim far more than n rows.
  */
-export function lockedForClaim<DB, TB extends keyof DB, O>(trx: Db, candidates: SelectQueryBuilder<DB, TB, O>): SelectQueryBuilder<DB, TB, O> {
+export function lockedForClaim<DB, TB extends keyof DB, O>(
+  trx: Db,
+  candidates: SelectQueryBuilder<DB, TB, O>,
+): SelectQueryBuilder<DB, TB, O> {
   return dialectOf(trx) === 'postgres' ? candidates.forUpdate().skipLocked() : candidates;
 }
 
@@ -29,7 +32,13 @@ export function lockedForClaim<DB, TB extends keyof DB, O>(trx: Db, candidates: 
  * attempts counted; returned in id order. A row another worker took meanwhile no longer matches
  * `due`, so no row is ever taken twice.
  */
-export async function takeLeases<T extends LeasedTable>(trx: Db, table: T, ids: number[], due: Due<T>, leaseUntil: string): Promise<Selectable<Database[T]>[]> {
+export async function takeLeases<T extends LeasedTable>(
+  trx: Db,
+  table: T,
+  ids: number[],
+  due: Due<T>,
+  leaseUntil: string,
+): Promise<Selectable<Database[T]>[]> {
   if (ids.length === 0) return [];
   // Both tables have the columns a lease writes; Kysely types the statement for one of them.
   const rows = await trx

@@ -53,10 +53,17 @@ export async function migrateToLatest(db: Kysely<any>): Promise<void> {
   // On PostgreSQL the bookkeeping tables live in the connection's own schema (search_path), not
   // wherever a table of that name happens to exist.
   const migrationTableSchema =
-    dialectOf(db) === 'postgres' ? (await sql<{ schema: string }>`select current_schema() as schema`.execute(db)).rows[0].schema : undefined;
+    dialectOf(db) === 'postgres'
+      ? (await sql<{ schema: string }>`select current_schema() as schema`.execute(db)).rows[0].schema
+      : undefined;
   // Changes made side by side are numbered apart and may be released in another order: a database
   // that has 0020 already still takes a 0010 that came later (each touches its own columns).
-  const migrator = new Migrator({ db, provider: { getMigrations: async () => MIGRATIONS }, migrationTableSchema, allowUnorderedMigrations: true });
+  const migrator = new Migrator({
+    db,
+    provider: { getMigrations: async () => MIGRATIONS },
+    migrationTableSchema,
+    allowUnorderedMigrations: true,
+  });
   const { error, results } = await migrator.migrateToLatest();
   if (error) {
     const failed = results?.find((r) => r.status === 'Error');

@@ -14,7 +14,8 @@ const isStand = (value: unknown): value is Stand => typeof value === 'object' &&
 const isRecord = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && Object.getPrototypeOf(value) === Object.prototype;
 /** The fields of a record argument that take part (Kysely leaves undefined ones out of a query). */
-const fieldsOf = (record: Record<string, unknown>): string[] => Object.keys(record).filter((k) => record[k] !== undefined);
+const fieldsOf = (record: Record<string, unknown>): string[] =>
+  Object.keys(record).filter((k) => record[k] !== undefined);
 
 /** What decides a query's text besides the dialect: the length of each array, the fields of each record. */
 const shapeOf = (args: unknown[]): string =>
@@ -56,12 +57,16 @@ interface Compiled {
  * fetch ran at half the rate without. Only shapes whose arrays hold at most SERVER_ARRAY_MAX
  * elements, so that a connection holds a few statements per query, not one per length of list.
  */
-export function prepared<A extends unknown[], O>(build: (db: Db, ...args: A) => Compilable<O>): (db: Db, ...args: A) => Promise<O[]> {
+export function prepared<A extends unknown[], O>(
+  build: (db: Db, ...args: A) => Compilable<O>,
+): (db: Db, ...args: A) => Promise<O[]> {
   const byDialect = new WeakMap<DialectAdapter, Map<string, Compiled>>();
   const compile = (db: Db, args: A): Compiled => {
     const stands = args.map(standIn);
     const query = build(db, ...(stands as A)).compile();
-    const slots = query.parameters.map((p) => (isStand(p) ? { argument: p[STAND][0], part: p[STAND][1] } : { value: p }));
+    const slots = query.parameters.map((p) =>
+      isStand(p) ? { argument: p[STAND][0], part: p[STAND][1] } : { value: p },
+    );
     const every = stands.flatMap((s) => (Array.isArray(s) ? s : isStand(s) ? [s] : Object.values(s as object)));
     const unused = every.filter((s) => !query.parameters.includes(s));
     if (unused.length) throw new Error(`A prepared query does not take all its arguments as values: ${query.sql}`);
@@ -76,7 +81,11 @@ export function prepared<A extends unknown[], O>(build: (db: Db, ...args: A) => 
     let compiled = shapes.get(shape);
     if (!compiled) shapes.set(shape, (compiled = compile(db, args)));
     const parameters = compiled.slots.map((slot) =>
-      'value' in slot ? slot.value : slot.part === undefined ? args[slot.argument] : (args[slot.argument] as Record<number | string, unknown>)[slot.part],
+      'value' in slot
+        ? slot.value
+        : slot.part === undefined
+          ? args[slot.argument]
+          : (args[slot.argument] as Record<number | string, unknown>)[slot.part],
     );
     const result = await db.executeQuery<O>({ ...compiled.query, parameters });
     return result.rows;

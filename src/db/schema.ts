@@ -340,7 +340,9 @@ export type WebhookDeliveryRow = Selectable<WebhookDeliveriesTable>;
 /** Columns of a row type, each once; a column of the type missing from the list does not compile. */
 const allColumns =
   <Row>() =>
-  <const C extends readonly (keyof Row & string)[]>(columns: C & ([Exclude<keyof Row, C[number]>] extends [never] ? unknown : 'a column is missing')): C =>
+  <const C extends readonly (keyof Row & string)[]>(
+    columns: C & ([Exclude<keyof Row, C[number]>] extends [never] ? unknown : 'a column is missing'),
+  ): C =>
     columns;
 
 /**
@@ -349,14 +351,48 @@ const allColumns =
  * only where it is shown, not by every list.
  */
 export const ITEM_COLUMNS = allColumns<ItemRow>()([
-  'id', 'product_id', 'number', 'type', 'status', 'title', 'who', 'what', 'why', 'description', 'score', 'archived', 'created_by_id',
-  'assigned_to_id', 'parent_id', 'sort', 'close_reason', 'started_at', 'closed_at', 'accepted_at', 'created_at', 'last_modified', 'last_activity',
+  'id',
+  'product_id',
+  'number',
+  'type',
+  'status',
+  'title',
+  'who',
+  'what',
+  'why',
+  'description',
+  'score',
+  'archived',
+  'created_by_id',
+  'assigned_to_id',
+  'parent_id',
+  'sort',
+  'close_reason',
+  'started_at',
+  'closed_at',
+  'accepted_at',
+  'created_at',
+  'last_modified',
+  'last_activity',
   'version',
 ]);
 export const DEPLOY_COLUMNS = allColumns<DeployRow>()([
-  'id', 'product_id', 'user_id', 'environment', 'version', 'notes', 'created_at', 'idempotency_key', 'request_hash', 'rollback',
-  'reverted_at', 'reverted_by', 'unknown_numbers', 'emailed',
+  'id',
+  'product_id',
+  'user_id',
+  'environment',
+  'version',
+  'notes',
+  'created_at',
+  'idempotency_key',
+  'request_hash',
+  'rollback',
+  'reverted_at',
+  'reverted_by',
+  'unknown_numbers',
+  'emailed',
 ]);
 
 /** The same columns of a table named by an alias in a join (`items.id`, `i.id`). */
-export const columnsOf = <A extends string, C extends string>(alias: A, columns: readonly C[]) => columns.map((c) => `${alias}.${c}` as `${A}.${C}`);
+export const columnsOf = <A extends string, C extends string>(alias: A, columns: readonly C[]) =>
+  columns.map((c) => `${alias}.${c}` as `${A}.${C}`);

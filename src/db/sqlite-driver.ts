@@ -188,7 +188,9 @@ export class GroupCommitSqliteDriver implements Driver {
   }
 
   #joinable(batch: Batch): boolean {
-    return batch.lost === undefined && batch.began < this.#maxBatch && performance.now() - batch.openedAt < this.#maxBatchMs;
+    return (
+      batch.lost === undefined && batch.began < this.#maxBatch && performance.now() - batch.openedAt < this.#maxBatchMs
+    );
   }
 
   /** Opens a batch if none is, and a savepoint in it for one transaction (the caller has the writer). */
@@ -338,7 +340,11 @@ class GroupCommitConnection implements DatabaseConnection {
     // Its commit failed with its batch: nothing left to undo.
     if (!open) return;
     this.#open = undefined;
-    this.#undo(open.batch, open.savepoint, new Error('SQLite ended the transaction after an error: none of its changes were kept.'));
+    this.#undo(
+      open.batch,
+      open.savepoint,
+      new Error('SQLite ended the transaction after an error: none of its changes were kept.'),
+    );
     this.driver.pass();
   }
 

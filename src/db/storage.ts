@@ -65,7 +65,9 @@ export interface StorageState {
  */
 export async function checkStorage(db: Db, options: { dataDir: string; databaseUrl?: string }): Promise<StorageState> {
   if (options.databaseUrl) {
-    const { rows } = await sql<{ read_only: string }>`select current_setting('transaction_read_only') as read_only`.execute(db);
+    const { rows } = await sql<{
+      read_only: string;
+    }>`select current_setting('transaction_read_only') as read_only`.execute(db);
     return rows[0]?.read_only === 'on' ? { problem: 'read-only' } : {};
   }
   const { bavail, bsize } = await fs.statfs(options.dataDir);

@@ -39,7 +39,12 @@ export async function announceDeploy(
       };
       if (!rollback) return { deploy: summary };
       const undone = [...rollback.undone].sort((a, b) => a - b);
-      return { deploy: summary, reverted: listed.map((i) => i.number), reverted_deploys: undone.slice(0, MAX_EVENT_ITEMS), reverted_deploy_count: undone.length };
+      return {
+        deploy: summary,
+        reverted: listed.map((i) => i.number),
+        reverted_deploys: undone.slice(0, MAX_EVENT_ITEMS),
+        reverted_deploy_count: undone.length,
+      };
     },
   });
 }

@@ -3,4 +3,12 @@ export { deployMessageRenderer, rollbackMessageRenderer } from './mail.js';
 export { deployRoutes } from './routes.js';
 export { parseDeployList } from './input.js';
 export { DEPLOY_SCHEMAS, presentDeploys, type DeployJson } from './present.js';
-export { deployersOf, deployHistoryOf, fillNotesHtml, findDeploys, getDeploy, notesHtmlOf, type ItemDeploy } from './service.js';
+export {
+  deployersOf,
+  deployHistoryOf,
+  fillNotesHtml,
+  findDeploys,
+  getDeploy,
+  notesHtmlOf,
+  type ItemDeploy,
+} from './service.js';

@@ -1,5 +1,15 @@
 import { ForbiddenError, ValidationError } from '../errors.js';
-import { asEnum, asList, asPage, asString, asText, collectErrors, digitsToId, invalid, type ParamValue } from '../http/params.js';
+import {
+  asEnum,
+  asList,
+  asPage,
+  asString,
+  asText,
+  collectErrors,
+  digitsToId,
+  invalid,
+  type ParamValue,
+} from '../http/params.js';
 import type { DeployFilter } from './repository.js';
 
 /** Items one deploy may name: far more than any release, few enough for one transaction. */
@@ -54,7 +64,9 @@ export function parseDeploy(p: Record<string, ParamValue>): DeployInput {
     const rawNumbers = asList('numbers', p.numbers);
     // A malformed rollback flag leaves open whether numbers are needed: its 400 says enough.
     if (environment === undefined || environment.trim() === '' || (rollback === false && !rawNumbers?.length)) {
-      throw new ForbiddenError(`${rollback ? 'An environment is' : 'Both environment and numbers are'} required to record a deploy.`);
+      throw new ForbiddenError(
+        `${rollback ? 'An environment is' : 'Both environment and numbers are'} required to record a deploy.`,
+      );
     }
     const numbers = field(() => {
       const parsed = (rawNumbers ?? []).map((n) => digitsToId(n) ?? invalid('numbers', `"${n}" is not an item number`));
@@ -63,7 +75,8 @@ export function parseDeploy(p: Record<string, ParamValue>): DeployInput {
       return distinct;
     });
     const version = field(() => asText('version', p.version, 255)) ?? '';
-    if (rollback && version.trim() === '') field(() => invalid('version', 'is required with rollback: the version the environment runs again'));
+    if (rollback && version.trim() === '')
+      field(() => invalid('version', 'is required with rollback: the version the environment runs again'));
     return {
       environment,
       numbers: numbers ?? [],
@@ -76,7 +89,10 @@ export function parseDeploy(p: Record<string, ParamValue>): DeployInput {
 }
 
 /** Parameters of a deploy list (docs/INTERFACE.md §7.7); every malformed one is named in one 400. */
-export function parseDeployList(p: Record<string, ParamValue>): { filter: DeployFilter; page: { offset: number; limit: number } } {
+export function parseDeployList(p: Record<string, ParamValue>): {
+  filter: DeployFilter;
+  page: { offset: number; limit: number };
+} {
   return collectErrors((field) => {
     const page = field(() => asPage(p, DEPLOY_PAGE));
     const environment = field(() => asText('environment', p.environment, 255)) || undefined;

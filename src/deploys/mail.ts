@@ -22,9 +22,17 @@ async function loadDeployMail(db: Db, messages: OutboxRow[]): Promise<DeployMail
   const deployIds = [...new Set(messages.flatMap((m) => (m.deploy_id === null ? [] : [m.deploy_id])))];
   const deploys = new Map((await findDeploysByIds(db, deployIds)).map((d) => [d.id, d]));
   const notes = await notesHtmlOf(db, [...deploys.values()]);
-  const deployers = new Map((await findUsersByIds(db, [...deploys.values()].map((d) => d.user_id))).map((u) => [u.id, u]));
+  const deployers = new Map(
+    (
+      await findUsersByIds(
+        db,
+        [...deploys.values()].map((d) => d.user_id),
+      )
+    ).map((u) => [u.id, u]),
+  );
   const products = new Map<number, ProductRow | undefined>();
-  for (const productId of new Set([...deploys.values()].map((d) => d.product_id))) products.set(productId, await findProduct(db, productId));
+  for (const productId of new Set([...deploys.values()].map((d) => d.product_id)))
+    products.set(productId, await findProduct(db, productId));
   const itemIds = messages.flatMap((m) => JSON.parse(m.item_ids) as number[]);
   const items = new Map((await findItemHeadsByIds(db, itemIds)).map((i) => [i.id, i]));
   return { deploys, notes, deployers, products, items };
@@ -35,8 +43,12 @@ function messageParts(mail: DeployMail, message: OutboxRow) {
   const deploy = message.deploy_id === null ? undefined : mail.deploys.get(message.deploy_id);
   const product = deploy && mail.products.get(deploy.product_id);
   const deployer = deploy && mail.deployers.get(deploy.user_id);
-  const items = (JSON.parse(message.item_ids) as number[]).flatMap((id) => mail.items.get(id) ?? []).sort((a, b) => a.number - b.number);
-  return deploy && product && deployer && items.length > 0 ? { deploy, product, deployer, items, notesHtml: mail.notes.get(deploy.id)! } : undefined;
+  const items = (JSON.parse(message.item_ids) as number[])
+    .flatMap((id) => mail.items.get(id) ?? [])
+    .sort((a, b) => a.number - b.number);
+  return deploy && product && deployer && items.length > 0
+    ? { deploy, product, deployer, items, notesHtml: mail.notes.get(deploy.id)! }
+    : undefined;
 }
 
 /**
@@ -50,7 +62,10 @@ export function deployMessageRenderer(publicUrl: string, links: UnsubscribeLinks
       messages.map((message) => {
         const parts = messageParts(mail, message);
         const unsubscribeUrl = links.url(message.message_id);
-        return [message.id, parts ? renderDeployEmail({ ...parts, subject: message.subject, unsubscribeUrl, publicUrl }) : null];
+        return [
+          message.id,
+          parts ? renderDeployEmail({ ...parts, subject: message.subject, unsubscribeUrl, publicUrl }) : null,
+        ];
       }),
     );
   };
@@ -71,7 +86,17 @@ export function rollbackMessageRenderer(publicUrl: string, links: UnsubscribeLin
         const mine = restored.get(parts.deploy.id);
         const items = parts.items.map((item) => ({ item, restoredTo: mine?.get(item.id) ?? null }));
         const unsubscribeUrl = links.url(message.message_id);
-        return [message.id, renderRollbackEmail({ ...parts, rollback: parts.deploy, items, subject: message.subject, unsubscribeUrl, publicUrl })];
+        return [
+          message.id,
+          renderRollbackEmail({
+            ...parts,
+            rollback: parts.deploy,
+            items,
+            subject: message.subject,
+            unsubscribeUrl,
+            publicUrl,
+          }),
+        ];
       }),
     );
   };

@@ -18,10 +18,13 @@ const deployFields = {
   notes: Type.String({ description: 'Markdown; empty when not given.' }),
   created_at: Type.String(),
   user: ref(UserSchema, { description: 'Who recorded the deploy.' }),
-  items: Type.Array(ref(ItemSchema), { description: 'The deployed items as they are now, by number; on a rollback, those whose entry it changed.' }),
+  items: Type.Array(ref(ItemSchema), {
+    description: 'The deployed items as they are now, by number; on a rollback, those whose entry it changed.',
+  }),
   omitted_numbers: Type.Optional(
     Type.Array(Type.Integer(), {
-      description: 'Only when `items` had to be cut short to keep the answer within its size bound: the numbers of the items left out, in order; fetch each as items/{number}.json.',
+      description:
+        'Only when `items` had to be cut short to keep the answer within its size bound: the numbers of the items left out, in order; fetch each as items/{number}.json.',
     }),
   ),
   /** A rollback: the environment runs `version` again; its items are those it reverted or restored. */
@@ -32,7 +35,10 @@ const deployFields = {
   reverted_by: Type.Optional(Type.Integer({ description: "The rollback's id." })),
 };
 
-export const DeploySchema = Type.Object(deployFields, { $id: 'Deploy', description: 'Items that went to an environment (docs/INTERFACE.md §4.4).' });
+export const DeploySchema = Type.Object(deployFields, {
+  $id: 'Deploy',
+  description: 'Items that went to an environment (docs/INTERFACE.md §4.4).',
+});
 export type DeployJson = Static<typeof DeploySchema>;
 
 const RecipientSchema = Type.Object(
@@ -53,7 +59,9 @@ export const DeployReceiptSchema = Type.Object(
   {
     ...deployFields,
     id: Type.Union([Type.Integer(), Type.Null()], { description: 'null on a dry run: nothing was recorded.' }),
-    unknown_numbers: Type.Array(Type.Integer(), { description: 'The numbers of the request that named no item, in request order.' }),
+    unknown_numbers: Type.Array(Type.Integer(), {
+      description: 'The numbers of the request that named no item, in request order.',
+    }),
     emailed: Type.Integer({ description: 'How many people the deploy mails.' }),
     dry_run: Type.Boolean(),
     recipients: Type.Optional(Type.Array(ref(RecipientSchema), { description: 'On a dry run only.' })),
@@ -66,7 +74,13 @@ export type DeployReceiptJson = Static<typeof DeployReceiptSchema>;
 export const DEPLOY_SCHEMAS = [DeploySchema, RecipientSchema, DeployReceiptSchema];
 
 /** A deploy as the caller (`viewerId`) sees it (see presentUser); `omitted`: the numbers of items left out to fit an answer. */
-export function presentDeploy(row: DeployRow, user: UserRow, viewerId: number, items: ItemJson[], omitted: number[] = []): DeployJson {
+export function presentDeploy(
+  row: DeployRow,
+  user: UserRow,
+  viewerId: number,
+  items: ItemJson[],
+  omitted: number[] = [],
+): DeployJson {
   const json: DeployJson = {
     id: row.id,
     environment: row.environment,
@@ -92,10 +106,30 @@ export function presentDeploy(row: DeployRow, user: UserRow, viewerId: number, i
  * without a budget. Only those rows are read: the text of the items that cannot fit (tens of MB
  * for a deploy of 500 long descriptions) never is. An item deleted since its head was read is left out.
  */
-async function rowsThatMayFit(db: Db, heads: ItemHead[], budget: number | undefined): Promise<{ shown: ItemRow[]; omitted: number[] }> {
-  const count = budget === undefined ? heads.length : leadingWithin(heads.map((h) => h.text_bytes), budget);
-  const rows = new Map((await findItemsByIds(db, heads.slice(0, count).map((h) => h.id))).map((row) => [row.id, row]));
-  return { shown: heads.slice(0, count).flatMap((h) => rows.get(h.id) ?? []), omitted: heads.slice(count).map((h) => h.number) };
+async function rowsThatMayFit(
+  db: Db,
+  heads: ItemHead[],
+  budget: number | undefined,
+): Promise<{ shown: ItemRow[]; omitted: number[] }> {
+  const count =
+    budget === undefined
+      ? heads.length
+      : leadingWithin(
+          heads.map((h) => h.text_bytes),
+          budget,
+        );
+  const rows = new Map(
+    (
+      await findItemsByIds(
+        db,
+        heads.slice(0, count).map((h) => h.id),
+      )
+    ).map((row) => [row.id, row]),
+  );
+  return {
+    shown: heads.slice(0, count).flatMap((h) => rows.get(h.id) ?? []),
+    omitted: heads.slice(count).map((h) => h.number),
+  };
 }
 
 /**
@@ -104,7 +138,13 @@ async function rowsThatMayFit(db: Db, heads: ItemHead[], budget: number | undefi
  * from the first that cannot fit whole after another, and the items of a first deploy that cannot
  * fit, whose numbers it lists in `omitted_numbers` (deploysWithin then fits what is left exactly).
  */
-export async function presentDeploys(db: Db, scope: ProductScope, allDeploys: DeployRow[], urls: Urls, budget?: number): Promise<DeployJson[]> {
+export async function presentDeploys(
+  db: Db,
+  scope: ProductScope,
+  allDeploys: DeployRow[],
+  urls: Urls,
+  budget?: number,
+): Promise<DeployJson[]> {
   const omitted = new Map<number, number[]>();
   let deploys = allDeploys;
   /** With a budget, the ids of the items each deploy shows: the others' text is not read. */
@@ -112,29 +152,67 @@ export async function presentDeploys(db: Db, scope: ProductScope, allDeploys: De
   if (budget !== undefined) {
     // Sizes first: the text of items that cannot fit (a deploy of a thousand long descriptions
     // holds tens of MB) is never read.
-    const sizes = await itemSizesOfDeploys(db, allDeploys.map((d) => d.id));
+    const sizes = await itemSizesOfDeploys(
+      db,
+      allDeploys.map((d) => d.id),
+    );
     shownOf = new Map();
     let room = budget;
     for (const [k, deploy] of allDeploys.entries()) {
       const items = sizes.get(deploy.id)!;
-      const shown = leadingWithin(items.map((item) => item.least), room);
+      const shown = leadingWithin(
+        items.map((item) => item.least),
+        room,
+      );
       if (shown < items.length && k > 0) {
         deploys = allDeploys.slice(0, k);
         break;
       }
-      omitted.set(deploy.id, items.slice(shown).map((item) => item.number));
+      omitted.set(
+        deploy.id,
+        items.slice(shown).map((item) => item.number),
+      );
       shownOf.set(deploy.id, new Set(items.slice(0, shown).map((item) => item.id)));
       room -= items.slice(0, shown).reduce((bytes, item) => bytes + item.least, 0);
     }
   }
-  const itemsByDeploy = await itemsOfDeploys(db, deploys.map((d) => d.id), shownOf && [...new Set([...shownOf.values()].flatMap((ids) => [...ids]))]);
+  const itemsByDeploy = await itemsOfDeploys(
+    db,
+    deploys.map((d) => d.id),
+    shownOf && [...new Set([...shownOf.values()].flatMap((ids) => [...ids]))],
+  );
   // An item shown by one deploy of the page and left out of another is read once, shown by one.
-  if (shownOf) for (const [id, rows] of itemsByDeploy) itemsByDeploy.set(id, rows.filter((row) => shownOf.get(id)!.has(row.id)));
+  if (shownOf)
+    for (const [id, rows] of itemsByDeploy)
+      itemsByDeploy.set(
+        id,
+        rows.filter((row) => shownOf.get(id)!.has(row.id)),
+      );
   const allItems = [...new Map([...itemsByDeploy.values()].flat().map((i) => [i.id, i])).values()];
   if (allItems.length > BIG_PAGE) await nextTurn();
-  const rendered = new Map((await presentItems(db, scope.product, allItems, urls, scope.user.id, true)).map((json, i) => [allItems[i].id, json]));
-  const users = new Map((await findUsersByIds(db, deploys.map((d) => d.user_id))).map((u) => [u.id, u]));
-  const json = deploys.map((d) => presentDeploy(d, users.get(d.user_id)!, scope.user.id, itemsByDeploy.get(d.id)!.map((i) => rendered.get(i.id)!), omitted.get(d.id)));
+  const rendered = new Map(
+    (await presentItems(db, scope.product, allItems, urls, scope.user.id, true)).map((json, i) => [
+      allItems[i].id,
+      json,
+    ]),
+  );
+  const users = new Map(
+    (
+      await findUsersByIds(
+        db,
+        deploys.map((d) => d.user_id),
+      )
+    ).map((u) => [u.id, u]),
+  );
+  const json = deploys.map((d) =>
+    presentDeploy(
+      d,
+      users.get(d.user_id)!,
+      scope.user.id,
+      itemsByDeploy.get(d.id)!.map((i) => rendered.get(i.id)!),
+      omitted.get(d.id),
+    ),
+  );
   // Serialising a page of a thousand items is a step of its own (see nextTurn).
   if (allItems.length > BIG_PAGE) await nextTurn();
   return json;
@@ -145,11 +223,25 @@ export async function presentDeploys(db: Db, scope: ProductScope, allDeploys: De
  * particular): its items' heads and its deployer (the caller) are in hand. With a `budget`, the
  * items that cannot fit in an answer of that many bytes are left out (see presentDeploys).
  */
-export async function presentRecorded(db: Db, scope: ProductScope, deploy: DeployRow, items: ItemHead[], urls: Urls, viewerId: number, budget?: number): Promise<DeployJson> {
+export async function presentRecorded(
+  db: Db,
+  scope: ProductScope,
+  deploy: DeployRow,
+  items: ItemHead[],
+  urls: Urls,
+  viewerId: number,
+  budget?: number,
+): Promise<DeployJson> {
   // Just after the commit of a large deploy, itself a long step (SQLite writes every page it changed).
   if (items.length > BIG_PAGE) await nextTurn();
   const { shown, omitted } = await rowsThatMayFit(db, items, budget);
-  const json = presentDeploy(deploy, scope.user, viewerId, await presentItems(db, scope.product, shown, urls, viewerId, true), omitted);
+  const json = presentDeploy(
+    deploy,
+    scope.user,
+    viewerId,
+    await presentItems(db, scope.product, shown, urls, viewerId, true),
+    omitted,
+  );
   if (shown.length > BIG_PAGE) await nextTurn();
   return json;
 }
@@ -158,10 +250,24 @@ export async function presentRecorded(db: Db, scope: ProductScope, deploy: Deplo
  * The receipt of a deploy recorded now or earlier (an Idempotency-Key repeat): as its row keeps it,
  * without the items that cannot fit in an answer of `budget` bytes.
  */
-export async function presentReceipt(db: Db, scope: ProductScope, deploy: DeployRow, items: ItemHead[] | undefined, urls: Urls, budget: number): Promise<DeployReceiptJson> {
+export async function presentReceipt(
+  db: Db,
+  scope: ProductScope,
+  deploy: DeployRow,
+  items: ItemHead[] | undefined,
+  urls: Urls,
+  budget: number,
+): Promise<DeployReceiptJson> {
   // Just recorded, its items are in hand; a repeat reads them again.
-  const json = items ? await presentRecorded(db, scope, deploy, items, urls, scope.user.id, budget) : (await presentDeploys(db, scope, [deploy], urls, budget))[0];
-  return { ...json, unknown_numbers: JSON.parse(deploy.unknown_numbers) as number[], emailed: deploy.emailed, dry_run: false };
+  const json = items
+    ? await presentRecorded(db, scope, deploy, items, urls, scope.user.id, budget)
+    : (await presentDeploys(db, scope, [deploy], urls, budget))[0];
+  return {
+    ...json,
+    unknown_numbers: JSON.parse(deploy.unknown_numbers) as number[],
+    emailed: deploy.emailed,
+    dry_run: false,
+  };
 }
 
 /** What a dry run shows of its plan (the service's DeployPlan; named here, so the service can use this module). */
@@ -175,7 +281,14 @@ interface PlannedDeploy {
  * The receipt of a dry run: the deploy as it would be recorded now (no id), and whom it would mail
  * about what; without the items that cannot fit in an answer of `budget` bytes.
  */
-export async function presentDryRun(db: Db, scope: ProductScope, input: DeployInput, plan: PlannedDeploy, urls: Urls, budget: number): Promise<DeployReceiptJson> {
+export async function presentDryRun(
+  db: Db,
+  scope: ProductScope,
+  input: DeployInput,
+  plan: PlannedDeploy,
+  urls: Urls,
+  budget: number,
+): Promise<DeployReceiptJson> {
   const { shown, omitted } = await rowsThatMayFit(db, plan.items, budget);
   const items = await presentItems(db, scope.product, shown, urls, scope.user.id, true);
   if (shown.length > BIG_PAGE) await nextTurn();
@@ -194,7 +307,12 @@ export async function presentDryRun(db: Db, scope: ProductScope, input: DeployIn
     dry_run: true,
     ...(omitted.length > 0 ? { omitted_numbers: omitted } : {}),
     recipients: plan.recipients
-      .map(({ user, items }) => ({ email: user.email, first_name: user.first_name, last_name: user.last_name, numbers: items.map((i) => i.number) }))
+      .map(({ user, items }) => ({
+        email: user.email,
+        first_name: user.first_name,
+        last_name: user.last_name,
+        numbers: items.map((i) => i.number),
+      }))
       .sort((a, b) => (a.email < b.email ? -1 : a.email > b.email ? 1 : 0)),
   };
 }
@@ -216,7 +334,12 @@ export interface DeploySerializers<D extends WithItems> {
  * that fit and the numbers of the others in `omitted_numbers` (a deploy of a thousand large items
  * weighs more than any answer may); undefined when it is not whole and may not be cut.
  */
-export async function deployWithin<D extends WithItems>(deploy: D, serialize: DeploySerializers<D>, room: number, cut: boolean): Promise<string | undefined> {
+export async function deployWithin<D extends WithItems>(
+  deploy: D,
+  serialize: DeploySerializers<D>,
+  room: number,
+  cut: boolean,
+): Promise<string | undefined> {
   const items = new SerializedEntries(deploy.items as ItemJson[], serialize.item);
   // Left out already by the presenter: what surely could not fit.
   const omitted = deploy.omitted_numbers ?? [];
@@ -230,14 +353,22 @@ export async function deployWithin<D extends WithItems>(deploy: D, serialize: De
   const numbers = [...(deploy.items as ItemJson[]).map((item) => item.number), ...omitted];
   const widest = serialize.deploy({ ...deploy, items: [], omitted_numbers: numbers });
   const { pieces } = await items.fit(room - Buffer.byteLength(widest) + 2, false);
-  return fillArray(serialize.deploy({ ...deploy, items: [], omitted_numbers: numbers.slice(pieces.length) }), 'items', pieces);
+  return fillArray(
+    serialize.deploy({ ...deploy, items: [], omitted_numbers: numbers.slice(pieces.length) }),
+    'items',
+    pieces,
+  );
 }
 
 /**
  * A page of deploys as a JSON array of at most `budget` bytes, and how many deploys it holds: it
  * ends before the deploy that would not fit whole, and its first deploy is cut to fit if need be.
  */
-export async function deploysWithin(deploys: DeployJson[], serialize: DeploySerializers<DeployJson>, budget: number): Promise<{ json: string; count: number }> {
+export async function deploysWithin(
+  deploys: DeployJson[],
+  serialize: DeploySerializers<DeployJson>,
+  budget: number,
+): Promise<{ json: string; count: number }> {
   const pieces: string[] = [];
   let bytes = 2;
   for (const deploy of deploys) {

@@ -3,9 +3,22 @@ import { inChunks } from '../db/chunks.js';
 import { prepared } from '../db/prepared.js';
 import type { Db } from '../db/connection.js';
 import { dialectOf } from '../db/dialect.js';
-import { columnsOf, DEPLOY_COLUMNS, ITEM_COLUMNS, type DeployRow, type DeploysTable, type ItemDeploymentsTable, type ItemRow } from '../db/schema.js';
+import {
+  columnsOf,
+  DEPLOY_COLUMNS,
+  ITEM_COLUMNS,
+  type DeployRow,
+  type DeploysTable,
+  type ItemDeploymentsTable,
+  type ItemRow,
+} from '../db/schema.js';
 
-export async function findDeployByKey(db: Db, productId: number, userId: number, key: string): Promise<DeployRow | undefined> {
+export async function findDeployByKey(
+  db: Db,
+  productId: number,
+  userId: number,
+  key: string,
+): Promise<DeployRow | undefined> {
   return db
     .selectFrom('deploys')
     .select(DEPLOY_COLUMNS)
@@ -16,7 +29,9 @@ export async function findDeployByKey(db: Db, productId: number, userId: number,
 }
 
 export async function findDeploysByIds(db: Db, ids: number[]): Promise<DeployRow[]> {
-  return inChunks([...new Set(ids)], (chunk) => db.selectFrom('deploys').select(DEPLOY_COLUMNS).where('id', 'in', chunk).execute());
+  return inChunks([...new Set(ids)], (chunk) =>
+    db.selectFrom('deploys').select(DEPLOY_COLUMNS).where('id', 'in', chunk).execute(),
+  );
 }
 
 export async function insertDeploy(trx: Db, deploy: Insertable<DeploysTable>): Promise<DeployRow> {
@@ -27,7 +42,11 @@ export async function insertDeploy(trx: Db, deploy: Insertable<DeploysTable>): P
  * Links the items to an ordinary deploy and makes it their latest deploy to its environment, in
  * effect again where a rollback had reverted the entry.
  */
-export async function recordDeployedItems(trx: Db, deploy: DeployRow, items: Pick<ItemRow, 'id' | 'status'>[]): Promise<void> {
+export async function recordDeployedItems(
+  trx: Db,
+  deploy: DeployRow,
+  items: Pick<ItemRow, 'id' | 'status'>[],
+): Promise<void> {
   await trx
     .insertInto('deploy_items')
     .values(items.map((item) => ({ deploy_id: deploy.id, item_id: item.id })))
@@ -61,22 +80,43 @@ export async function recordDeployedItems(trx: Db, deploy: DeployRow, items: Pic
 
 /** The product's deploys to the environment that no rollback undid. */
 function inEffect(db: Db, productId: number, environment: string) {
-  return db.selectFrom('deploys').select(DEPLOY_COLUMNS).where('product_id', '=', productId).where('environment', '=', environment).where('reverted_at', 'is', null);
+  return db
+    .selectFrom('deploys')
+    .select(DEPLOY_COLUMNS)
+    .where('product_id', '=', productId)
+    .where('environment', '=', environment)
+    .where('reverted_at', 'is', null);
 }
 
 /** The deploy a rollback to `version` goes back to: the latest to the environment with that version that no rollback undid. */
-export async function findRollbackTarget(db: Db, productId: number, environment: string, version: string): Promise<DeployRow | undefined> {
-  return inEffect(db, productId, environment).where('version', '=', version).orderBy('id', 'desc').limit(1).executeTakeFirst();
+export async function findRollbackTarget(
+  db: Db,
+  productId: number,
+  environment: string,
+  version: string,
+): Promise<DeployRow | undefined> {
+  return inEffect(db, productId, environment)
+    .where('version', '=', version)
+    .orderBy('id', 'desc')
+    .limit(1)
+    .executeTakeFirst();
 }
 
 /** The deploys to the environment after `afterId` that no rollback undid yet, oldest first. */
-export async function deploysInEffectAfter(db: Db, productId: number, environment: string, afterId: number): Promise<DeployRow[]> {
+export async function deploysInEffectAfter(
+  db: Db,
+  productId: number,
+  environment: string,
+  afterId: number,
+): Promise<DeployRow[]> {
   return inEffect(db, productId, environment).where('id', '>', afterId).orderBy('id').execute();
 }
 
 /** The distinct ids of the items of the given deploys. */
 export async function itemIdsOfDeploys(db: Db, deployIds: number[]): Promise<number[]> {
-  const rows = await inChunks(deployIds, (chunk) => db.selectFrom('deploy_items').select('item_id').distinct().where('deploy_id', 'in', chunk).execute());
+  const rows = await inChunks(deployIds, (chunk) =>
+    db.selectFrom('deploy_items').select('item_id').distinct().where('deploy_id', 'in', chunk).execute(),
+  );
   return [...new Set(rows.map((r) => r.item_id))];
 }
 
@@ -106,14 +146,30 @@ export async function latestDeploysOfItems(
       .groupBy('deploy_items.item_id')
       .execute(),
   );
-  const deploys = new Map((await findDeploysByIds(db, latest.map((r) => Number(r.deploy_id)))).map((d) => [d.id, d]));
+  const deploys = new Map(
+    (
+      await findDeploysByIds(
+        db,
+        latest.map((r) => Number(r.deploy_id)),
+      )
+    ).map((d) => [d.id, d]),
+  );
   return new Map(latest.map((r) => [r.item_id, deploys.get(Number(r.deploy_id))!]));
 }
 
 /** The items' entries for one environment (their latest deploy there), by item id. */
-export async function entriesOf(db: Db, environment: string, itemIds: number[]): Promise<Map<number, Selectable<ItemDeploymentsTable>>> {
+export async function entriesOf(
+  db: Db,
+  environment: string,
+  itemIds: number[],
+): Promise<Map<number, Selectable<ItemDeploymentsTable>>> {
   const rows = await inChunks(itemIds, (chunk) =>
-    db.selectFrom('item_deployments').selectAll().where('environment', '=', environment).where('item_id', 'in', chunk).execute(),
+    db
+      .selectFrom('item_deployments')
+      .selectAll()
+      .where('environment', '=', environment)
+      .where('item_id', 'in', chunk)
+      .execute(),
   );
   return new Map(rows.map((r) => [r.item_id, r]));
 }
@@ -129,23 +185,43 @@ export interface RollbackChange {
  * for the environment goes back to its earlier deploy or is marked reverted, and the changed items
  * become the rollback's own, each with the deploy it went back to.
  */
-export async function recordRollback(trx: Db, rollback: DeployRow, undone: number[], changes: RollbackChange[]): Promise<void> {
+export async function recordRollback(
+  trx: Db,
+  rollback: DeployRow,
+  undone: number[],
+  changes: RollbackChange[],
+): Promise<void> {
   const reverted = { reverted_at: rollback.created_at, reverted_by: rollback.id };
   await inChunks(undone, (chunk) => trx.updateTable('deploys').set(reverted).where('id', 'in', chunk).execute());
   const byDeploy = new Map<DeployRow | null, number[]>();
-  for (const { itemId, restoredTo } of changes) (byDeploy.get(restoredTo) ?? byDeploy.set(restoredTo, []).get(restoredTo)!).push(itemId);
+  for (const { itemId, restoredTo } of changes)
+    (byDeploy.get(restoredTo) ?? byDeploy.set(restoredTo, []).get(restoredTo)!).push(itemId);
   for (const [deploy, itemIds] of byDeploy) {
-    const entry = deploy === null
-      ? reverted
-      : { deploy_id: deploy.id, version: deploy.version, deployed_at: deploy.created_at, reverted_at: null, reverted_by: null };
+    const entry =
+      deploy === null
+        ? reverted
+        : {
+            deploy_id: deploy.id,
+            version: deploy.version,
+            deployed_at: deploy.created_at,
+            reverted_at: null,
+            reverted_by: null,
+          };
     await inChunks(itemIds, (chunk) =>
-      trx.updateTable('item_deployments').set(entry).where('environment', '=', rollback.environment).where('item_id', 'in', chunk).execute(),
+      trx
+        .updateTable('item_deployments')
+        .set(entry)
+        .where('environment', '=', rollback.environment)
+        .where('item_id', 'in', chunk)
+        .execute(),
     );
   }
   if (changes.length === 0) return;
   await trx
     .insertInto('deploy_items')
-    .values(changes.map((c) => ({ deploy_id: rollback.id, item_id: c.itemId, restored_deploy_id: c.restoredTo?.id ?? null })))
+    .values(
+      changes.map((c) => ({ deploy_id: rollback.id, item_id: c.itemId, restored_deploy_id: c.restoredTo?.id ?? null })),
+    )
     .execute();
 }
 
@@ -161,7 +237,8 @@ export async function restoredDeploysOf(db: Db, rollbackIds: number[]): Promise<
       .execute(),
   );
   const restored = new Map<number, Map<number, DeployRow>>();
-  for (const { rollback_id, item_id, ...deploy } of rows) (restored.get(rollback_id) ?? restored.set(rollback_id, new Map()).get(rollback_id)!).set(item_id, deploy);
+  for (const { rollback_id, item_id, ...deploy } of rows)
+    (restored.get(rollback_id) ?? restored.set(rollback_id, new Map()).get(rollback_id)!).set(item_id, deploy);
   return restored;
 }
 
@@ -177,7 +254,9 @@ export async function followingMembers(db: Db, productId: number, itemIds: numbe
   const rows = await inChunks(itemIds, (chunk) =>
     db
       .selectFrom('followers')
-      .innerJoin('memberships', (j) => j.onRef('memberships.user_id', '=', 'followers.user_id').on('memberships.product_id', '=', productId))
+      .innerJoin('memberships', (j) =>
+        j.onRef('memberships.user_id', '=', 'followers.user_id').on('memberships.product_id', '=', productId),
+      )
       .select(['followers.user_id', ids.as('item_ids')])
       .where('followers.item_id', 'in', chunk)
       .groupBy('followers.user_id')
@@ -203,7 +282,13 @@ function deploysOf(db: Db, productId: number, filter: DeployFilter) {
 }
 
 /** One page of a product's deploys (optionally of one environment), oldest or newest first. */
-export async function listDeploys(db: Db, productId: number, filter: DeployFilter, offset: number, limit: number): Promise<DeployRow[]> {
+export async function listDeploys(
+  db: Db,
+  productId: number,
+  filter: DeployFilter,
+  offset: number,
+  limit: number,
+): Promise<DeployRow[]> {
   return deploysOf(db, productId, filter)
     .select(DEPLOY_COLUMNS)
     .orderBy('id', filter.newest ? 'desc' : 'asc')
@@ -213,7 +298,9 @@ export async function listDeploys(db: Db, productId: number, filter: DeployFilte
 }
 
 export async function countDeploys(db: Db, productId: number, filter: DeployFilter): Promise<number> {
-  const row = await deploysOf(db, productId, filter).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+  const row = await deploysOf(db, productId, filter)
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .executeTakeFirstOrThrow();
   return Number(row.n);
 }
 
@@ -248,7 +335,14 @@ const itemDeploysInOrder = itemDeploysPage('asc');
 const itemDeploysNewestFirst = itemDeploysPage('desc');
 
 /** One page of the deploys that had the item, in the order they were recorded or newest first. */
-export async function listItemDeploys(db: Db, productId: number, itemId: number, newest: boolean, offset: number, limit: number): Promise<ItemDeployRow[]> {
+export async function listItemDeploys(
+  db: Db,
+  productId: number,
+  itemId: number,
+  newest: boolean,
+  offset: number,
+  limit: number,
+): Promise<ItemDeployRow[]> {
   return (newest ? itemDeploysNewestFirst : itemDeploysInOrder)(db, productId, itemId, offset, limit);
 }
 
@@ -297,7 +391,8 @@ export async function itemSizesOfDeploys(db: Db, deployIds: number[]): Promise<M
       .orderBy('items.number')
       .execute(),
   );
-  for (const { deploy_id, id, number, least } of rows) result.get(deploy_id)!.push({ id, number, least: Number(least) });
+  for (const { deploy_id, id, number, least } of rows)
+    result.get(deploy_id)!.push({ id, number, least: Number(least) });
   return result;
 }
 
@@ -321,16 +416,30 @@ export async function itemsOfDeploys(db: Db, deployIds: number[], only?: number[
 
 /** The notes of deploys as rendered when they were written, by deploy id: null for one from before that is not filled yet. */
 export async function findNotesHtml(db: Db, deployIds: number[]): Promise<Map<number, string | null>> {
-  const rows = await inChunks([...new Set(deployIds)], (chunk) => db.selectFrom('deploys').select(['id', 'notes_html']).where('id', 'in', chunk).execute());
+  const rows = await inChunks([...new Set(deployIds)], (chunk) =>
+    db.selectFrom('deploys').select(['id', 'notes_html']).where('id', 'in', chunk).execute(),
+  );
   return new Map(rows.map((r) => [r.id, r.notes_html]));
 }
 
 /** Deploys with notes and no HTML for them yet, from the partial index of just those, by id. */
 export async function findUnrenderedNotes(db: Db, limit: number): Promise<{ id: number; notes: string }[]> {
-  return db.selectFrom('deploys').select(['id', 'notes']).where('notes_html', 'is', null).where('notes', '<>', '').orderBy('id').limit(limit).execute();
+  return db
+    .selectFrom('deploys')
+    .select(['id', 'notes'])
+    .where('notes_html', 'is', null)
+    .where('notes', '<>', '')
+    .orderBy('id')
+    .limit(limit)
+    .execute();
 }
 
 /** Keeps the HTML of a deploy's notes (which never change) unless some other fill kept it first. */
 export async function setNotesHtml(trx: Db, deployId: number, html: string): Promise<void> {
-  await trx.updateTable('deploys').set({ notes_html: html }).where('id', '=', deployId).where('notes_html', 'is', null).execute();
+  await trx
+    .updateTable('deploys')
+    .set({ notes_html: html })
+    .where('id', '=', deployId)
+    .where('notes_html', 'is', null)
+    .execute();
 }

@@ -5,7 +5,14 @@ import { BODY_ERRORS, doc, documentAs, errorAnswers, ref } from '../http/documen
 import { params } from '../http/params.js';
 import { requestParams } from '../http/request.js';
 import { ProductParams } from '../http/schemas.js';
-import { DEPLOY_ORDERS, DEPLOY_PAGE, MAX_DEPLOY_ITEMS, parseDeploy, parseDeployList, parseIdempotencyKey } from './input.js';
+import {
+  DEPLOY_ORDERS,
+  DEPLOY_PAGE,
+  MAX_DEPLOY_ITEMS,
+  parseDeploy,
+  parseDeployList,
+  parseIdempotencyKey,
+} from './input.js';
 import { ItemSchema, type ItemJson } from '../items/index.js';
 import {
   deploysWithin,
@@ -27,7 +34,10 @@ const IdempotencyHeader = documentAs(
   Type.Object({}),
   Type.Object({
     'Idempotency-Key': Type.Optional(
-      doc.text('A retry with the same key and the same parameters records nothing and answers with the first deploy.', 255),
+      doc.text(
+        'A retry with the same key and the same parameters records nothing and answers with the first deploy.',
+        255,
+      ),
     ),
   }),
 );
@@ -53,13 +63,19 @@ export async function deployRoutes(app: FastifyInstance): Promise<void> {
         querystring: params({
           environment: doc.text('Only deploys to exactly this environment; empty is no filter.', 255),
           offset: doc.integer('Deploys to skip; 0 by default.'),
-          limit: doc.integer(`Page size: ${DEPLOY_PAGE.default} by default, above ${DEPLOY_PAGE.max} taken as ${DEPLOY_PAGE.max}.`, 1),
+          limit: doc.integer(
+            `Page size: ${DEPLOY_PAGE.default} by default, above ${DEPLOY_PAGE.max} taken as ${DEPLOY_PAGE.max}.`,
+            1,
+          ),
           order_by: doc.choice(DEPLOY_ORDERS, '`oldest` by default.'),
         }),
         response: {
           200: Type.Array(ref(DeploySchema), {
             description: 'The page of deploys.',
-            headers: { [DEPLOY_COUNT]: { type: 'integer', description: 'How many deploys match, before paging.' }, ...nextOffsetHeader },
+            headers: {
+              [DEPLOY_COUNT]: { type: 'integer', description: 'How many deploys match, before paging.' },
+              ...nextOffsetHeader,
+            },
           }),
         },
         errors: errorAnswers([{ 400: 'A malformed limit or offset; order_by other than oldest or newest.' }]),
@@ -67,15 +83,28 @@ export async function deployRoutes(app: FastifyInstance): Promise<void> {
     },
     async (request, reply) => {
       const { filter, page } = parseDeployList(requestParams(request));
-      return app.keptAnswers.answer(request, reply, `deploys:${JSON.stringify({ filter, page })}`, [DEPLOY_COUNT, NEXT_OFFSET], async () => {
-        const { deploys, total } = await findDeploys(app.db, request.scope, filter, page);
-        const budget = app.config.maxAnswerBytes;
-        const serialize = { deploy: serializerOf<DeployJson>(reply, ONE_DEPLOY), item: serializerOf<ItemJson>(reply, ONE_ITEM) };
-        const bounded = await deploysWithin(await presentDeploys(app.db, request.scope, deploys, urls, budget), serialize, budget);
-        reply.header(DEPLOY_COUNT, String(total));
-        if (page.offset + bounded.count < total) reply.header(NEXT_OFFSET, String(page.offset + bounded.count));
-        return Buffer.from(bounded.json);
-      });
+      return app.keptAnswers.answer(
+        request,
+        reply,
+        `deploys:${JSON.stringify({ filter, page })}`,
+        [DEPLOY_COUNT, NEXT_OFFSET],
+        async () => {
+          const { deploys, total } = await findDeploys(app.db, request.scope, filter, page);
+          const budget = app.config.maxAnswerBytes;
+          const serialize = {
+            deploy: serializerOf<DeployJson>(reply, ONE_DEPLOY),
+            item: serializerOf<ItemJson>(reply, ONE_ITEM),
+          };
+          const bounded = await deploysWithin(
+            await presentDeploys(app.db, request.scope, deploys, urls, budget),
+            serialize,
+            budget,
+          );
+          reply.header(DEPLOY_COUNT, String(total));
+          if (page.offset + bounded.count < total) reply.header(NEXT_OFFSET, String(page.offset + bounded.count));
+          return Buffer.from(bounded.json);
+        },
+      );
     },
   );
 
@@ -100,8 +129,12 @@ export async function deployRoutes(app: FastifyInstance): Promise<void> {
           ),
           version: doc.text("The deployed software's version; required on a rollback.", 255),
           notes: doc.text('Markdown.', 65535),
-          rollback: doc.strictFlag('The environment runs `version` again: later deploys there are marked reverted, and their items go back to what it ran then; false by default.'),
-          dry_run: doc.strictFlag('Answer the receipt the deploy would get, with `id` null and the recipients, and write nothing; false by default.'),
+          rollback: doc.strictFlag(
+            'The environment runs `version` again: later deploys there are marked reverted, and their items go back to what it ran then; false by default.',
+          ),
+          dry_run: doc.strictFlag(
+            'Answer the receipt the deploy would get, with `id` null and the recipients, and write nothing; false by default.',
+          ),
         }),
         response: {
           200: ref(DeployReceiptSchema, {
@@ -124,19 +157,43 @@ export async function deployRoutes(app: FastifyInstance): Promise<void> {
       const budget = app.config.maxAnswerBytes;
       // The receipt within the size bound of an answer: its items cut short if need be.
       const bounded = async (receipt: DeployReceiptJson) => {
-        const serialize = { deploy: serializerOf<DeployReceiptJson>(reply, ONE_RECEIPT), item: serializerOf<ItemJson>(reply, ONE_ITEM) };
+        const serialize = {
+          deploy: serializerOf<DeployReceiptJson>(reply, ONE_RECEIPT),
+          item: serializerOf<ItemJson>(reply, ONE_ITEM),
+        };
         reply.type('application/json; charset=utf-8');
         return Buffer.from((await deployWithin(receipt, serialize, budget, true))!);
       };
       // A dry run reads what is stored now, outside any transaction: it takes no lock and writes
       // nothing, so its Idempotency-Key is neither looked up nor used up.
-      if (input.dryRun) return bounded(await presentDryRun(app.db, request.scope, input, await planDeploy(app.db, request.scope, input), urls, budget));
+      if (input.dryRun)
+        return bounded(
+          await presentDryRun(
+            app.db,
+            request.scope,
+            input,
+            await planDeploy(app.db, request.scope, input),
+            urls,
+            budget,
+          ),
+        );
       const key = parseIdempotencyKey(request.headers['idempotency-key']);
       // Rendered before the transaction opens: a render may take up to its deadline, holding nothing.
       const notesHtml = (await app.markdown.render(input.notes)) ?? undefined;
-      const recorded = await app.db.transaction().execute((trx) => recordDeploy(trx, request.scope, { ...input, notesHtml }, key, urls));
+      const recorded = await app.db
+        .transaction()
+        .execute((trx) => recordDeploy(trx, request.scope, { ...input, notesHtml }, key, urls));
       if (recorded.created) app.outbox.nudge();
-      return bounded(await presentReceipt(app.db, request.scope, recorded.deploy, recorded.created ? recorded.items : undefined, urls, budget));
+      return bounded(
+        await presentReceipt(
+          app.db,
+          request.scope,
+          recorded.deploy,
+          recorded.created ? recorded.items : undefined,
+          urls,
+          budget,
+        ),
+      );
     },
   );
 }

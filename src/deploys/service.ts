@@ -45,7 +45,9 @@ import {
 function requestHash(input: DeployInput): string {
   const { environment, version, notes } = input;
   const numbers = [...input.numbers].sort((a, b) => a - b);
-  const request = input.rollback ? { environment, numbers, version, notes, rollback: true } : { environment, numbers, version, notes };
+  const request = input.rollback
+    ? { environment, numbers, version, notes, rollback: true }
+    : { environment, numbers, version, notes };
   return crypto.createHash('sha256').update(JSON.stringify(request)).digest('hex');
 }
 
@@ -61,11 +63,20 @@ export interface Recipient {
  * those who chose other environments for this product's deploy mail. The one place that rule
  * lives: a real deploy, a rollback and a dry run all ask here.
  */
-export async function deployRecipients(db: Db, scope: ProductScope, environment: string, items: ItemHead[]): Promise<Recipient[]> {
+export async function deployRecipients(
+  db: Db,
+  scope: ProductScope,
+  environment: string,
+  items: ItemHead[],
+): Promise<Recipient[]> {
   const byId = new Map(items.map((i) => [i.id, i]));
   const perFollower = new Map<number, ItemHead[]>();
   for (const [userId, followed] of await followingMembers(db, scope.product.id, [...byId.keys()])) {
-    if (userId !== scope.user.id) perFollower.set(userId, followed.map((id) => byId.get(id)!).sort((a, b) => a.number - b.number));
+    if (userId !== scope.user.id)
+      perFollower.set(
+        userId,
+        followed.map((id) => byId.get(id)!).sort((a, b) => a.number - b.number),
+      );
   }
   const wanting = await wantDeployMail(db, scope.product.id, environment, [...perFollower.keys()]);
   const users = await findUsersByIds(db, wanting);
@@ -104,7 +115,12 @@ export async function planDeploy(db: Db, scope: ProductScope, input: DeployInput
     return { items: named, unknownNumbers, recipients: await deployRecipients(db, scope, input.environment, named) };
   }
   const rollback = await planRollback(db, scope, input.environment, input.version);
-  const items = (await findItemHeadsByIds(db, rollback.changes.map((c) => c.itemId))).sort((a, b) => a.number - b.number);
+  const items = (
+    await findItemHeadsByIds(
+      db,
+      rollback.changes.map((c) => c.itemId),
+    )
+  ).sort((a, b) => a.number - b.number);
   return { items, unknownNumbers, recipients: await deployRecipients(db, scope, input.environment, items), rollback };
 }
 
@@ -124,20 +140,30 @@ async function planRollback(db: Db, scope: ProductScope, environment: string, ve
     );
   }
   const undone = await deploysInEffectAfter(db, productId, environment, target.id);
-  const itemIds = await itemIdsOfDeploys(db, undone.map((d) => d.id));
-  const [restore, entries] = await Promise.all([latestDeploysOfItems(db, productId, environment, target.id, itemIds), entriesOf(db, environment, itemIds)]);
+  const itemIds = await itemIdsOfDeploys(
+    db,
+    undone.map((d) => d.id),
+  );
+  const [restore, entries] = await Promise.all([
+    latestDeploysOfItems(db, productId, environment, target.id, itemIds),
+    entriesOf(db, environment, itemIds),
+  ]);
   const changes: RollbackChange[] = [];
   for (const itemId of itemIds) {
     const entry = entries.get(itemId);
     const restoredTo = restore.get(itemId) ?? null;
-    const unchanged = restoredTo ? entry?.deploy_id === restoredTo.id && entry.reverted_at === null : !entry || entry.reverted_at !== null;
+    const unchanged = restoredTo
+      ? entry?.deploy_id === restoredTo.id && entry.reverted_at === null
+      : !entry || entry.reverted_at !== null;
     if (!unchanged) changes.push({ itemId, restoredTo });
   }
   return { undone, changes };
 }
 
 /** A deploy as recorded, with what its receipt says besides the deploy itself. */
-export type RecordedDeploy = { deploy: DeployRow; created: false } | { deploy: DeployRow; created: true; items: ItemHead[] };
+export type RecordedDeploy =
+  | { deploy: DeployRow; created: false }
+  | { deploy: DeployRow; created: true; items: ItemHead[] };
 
 /**
  * Records a deploy or rollback in the caller's transaction (docs/INTERFACE.md §7.8): the deploy,
@@ -149,14 +175,21 @@ export type RecordedDeploy = { deploy: DeployRow; created: false } | { deploy: D
  * A new deploy comes with its items (heads) as they are after it, in number order, and is an event for
  * the product's webhooks (`deploy.created`, or `deploy.rolled_back`).
  */
-export async function recordDeploy(trx: Trx, scope: ProductScope, input: DeployInput, key: string | undefined, urls: Urls): Promise<RecordedDeploy> {
+export async function recordDeploy(
+  trx: Trx,
+  scope: ProductScope,
+  input: DeployInput,
+  key: string | undefined,
+  urls: Urls,
+): Promise<RecordedDeploy> {
   const hash = key === undefined ? null : requestHash(input);
   // Deploys of a product queue here: two requests with one key find each other's deploy, and
   // item rows are always locked after the product's, as every writer does.
   await lockProduct(trx, scope.product.id);
   const earlier = key === undefined ? undefined : await findDeployByKey(trx, scope.product.id, scope.user.id, key);
   if (earlier) {
-    if (earlier.request_hash !== hash) throw new UnprocessableError('This Idempotency-Key was used for a deploy with other parameters.');
+    if (earlier.request_hash !== hash)
+      throw new UnprocessableError('This Idempotency-Key was used for a deploy with other parameters.');
     return { deploy: earlier, created: false };
   }
   const plan = await planDeploy(trx, scope, input);
@@ -177,15 +210,37 @@ export async function recordDeploy(trx: Trx, scope: ProductScope, input: DeployI
     unknown_numbers: JSON.stringify(plan.unknownNumbers),
     emailed: plan.recipients.length,
   });
-  if (plan.rollback) await recordRollback(trx, deploy, plan.rollback.undone.map((d) => d.id), plan.rollback.changes);
+  if (plan.rollback)
+    await recordRollback(
+      trx,
+      deploy,
+      plan.rollback.undone.map((d) => d.id),
+      plan.rollback.changes,
+    );
   else await recordDeployedItems(trx, deploy, plan.items);
   // Lists filter on where items are deployed: their totals must be counted again.
   await markItemsChanged(trx, scope.product.id, { totals: true });
   await touchItems(trx, plan.items, at);
-  await queueDeployNotifications(trx, { product: scope.product, deploy, recipients: plan.recipients }, urls.mailDomain, now);
+  await queueDeployNotifications(
+    trx,
+    { product: scope.product, deploy, recipients: plan.recipients },
+    urls.mailDomain,
+    now,
+  );
   // As touchActivity left them, without reading them again.
-  const items = plan.items.map((i) => ({ ...i, version: i.version + 1, last_activity: i.last_activity < at ? at : i.last_activity }));
-  await announceDeploy(trx, scope, deploy, items, urls, plan.rollback && { undone: plan.rollback.undone.map((d) => d.id) });
+  const items = plan.items.map((i) => ({
+    ...i,
+    version: i.version + 1,
+    last_activity: i.last_activity < at ? at : i.last_activity,
+  }));
+  await announceDeploy(
+    trx,
+    scope,
+    deploy,
+    items,
+    urls,
+    plan.rollback && { undone: plan.rollback.undone.map((d) => d.id) },
+  );
   return { deploy, created: true, items };
 }
 
@@ -229,7 +284,10 @@ export async function findDeploys(
     listDeploys(db, scope.product.id, filter, page.offset, page.limit),
     countDeploys(db, scope.product.id, filter),
   ]);
-  const sizes = await countDeployItems(db, candidates.map((d) => d.id));
+  const sizes = await countDeployItems(
+    db,
+    candidates.map((d) => d.id),
+  );
   const deploys: DeployRow[] = [];
   let items = 0;
   for (const deploy of candidates) {
@@ -243,7 +301,14 @@ export async function findDeploys(
 /** Who made each of the given deploys of the product, by deploy id (two queries whatever the count). */
 export async function deployersOf(db: Db, scope: ProductScope, deployIds: number[]): Promise<Map<number, UserRow>> {
   const deploys = (await findDeploysByIds(db, deployIds)).filter((d) => d.product_id === scope.product.id);
-  const users = new Map((await findUsersByIds(db, deploys.map((d) => d.user_id))).map((u) => [u.id, u]));
+  const users = new Map(
+    (
+      await findUsersByIds(
+        db,
+        deploys.map((d) => d.user_id),
+      )
+    ).map((u) => [u.id, u]),
+  );
   return new Map(deploys.map((d) => [d.id, users.get(d.user_id)!]));
 }
 
@@ -273,15 +338,28 @@ export async function deployHistoryOf(
 ): Promise<{ deploys: ItemDeploy[]; total: number }> {
   const rows = await listItemDeploys(db, scope.product.id, itemId, page.newest, page.offset, page.limit);
   // A first page that is not full holds them all.
-  const total = page.offset === 0 && rows.length < page.limit ? rows.length : await countItemDeploys(db, scope.product.id, itemId);
-  const users = new Map((await findUsersByIds(db, rows.map((d) => d.user_id))).map((u) => [u.id, u]));
+  const total =
+    page.offset === 0 && rows.length < page.limit ? rows.length : await countItemDeploys(db, scope.product.id, itemId);
+  const users = new Map(
+    (
+      await findUsersByIds(
+        db,
+        rows.map((d) => d.user_id),
+      )
+    ).map((u) => [u.id, u]),
+  );
   return { deploys: rows.map((deploy) => ({ deploy, by: users.get(deploy.user_id)! })), total };
 }
 
 /** Each deploy's notes as pages and mail show them, by deploy id: the HTML kept when they were written (escaped text for a deploy from before). */
 export async function notesHtmlOf(db: Db, deploys: Pick<DeployRow, 'id' | 'notes'>[]): Promise<Map<number, string>> {
   const withNotes = deploys.filter((d) => d.notes !== '');
-  const kept = withNotes.length ? await findNotesHtml(db, withNotes.map((d) => d.id)) : new Map<number, string | null>();
+  const kept = withNotes.length
+    ? await findNotesHtml(
+        db,
+        withNotes.map((d) => d.id),
+      )
+    : new Map<number, string | null>();
   return new Map(deploys.map((d) => [d.id, shownHtml(d.notes, kept.get(d.id))]));
 }
 

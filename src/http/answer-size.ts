@@ -17,14 +17,16 @@ export const nextOffsetHeader = {
     type: 'integer',
     // Not on every answer: a header the document marks so is not expected on each (test/openapi.test.ts).
     'x-present-when': 'entries remain after this page',
-    description: 'The offset of the next page, given whenever entries remain after this one. A page can end before `limit` to stay within the size bound of an answer; continue from here.',
+    description:
+      'The offset of the next page, given whenever entries remain after this one. A page can end before `limit` to stay within the size bound of an answer; continue from here.',
   },
 } as const;
 
 export type Serialize<T> = (value: T) => string;
 
 /** What the route's own serializer would write for a value of `schema` (compiled once per schema by Fastify). */
-export const serializerOf = <T>(reply: FastifyReply, schema: TSchema): Serialize<T> => reply.compileSerializationSchema(schema) as Serialize<T>;
+export const serializerOf = <T>(reply: FastifyReply, schema: TSchema): Serialize<T> =>
+  reply.compileSerializationSchema(schema) as Serialize<T>;
 
 /**
  * How many leading entries may fit in `room` bytes, given what each takes at least (the first
@@ -94,7 +96,11 @@ export const jsonArray = (pieces: readonly string[]): string => `[${pieces.join(
  * A page of `entries` as a JSON array of at most `budget` bytes (at least one entry), and how many
  * entries it holds. Entries are serialized only until the bound is reached.
  */
-export async function boundedPage<T>(entries: readonly T[], serialize: Serialize<T>, budget: number): Promise<{ json: string; count: number }> {
+export async function boundedPage<T>(
+  entries: readonly T[],
+  serialize: Serialize<T>,
+  budget: number,
+): Promise<{ json: string; count: number }> {
   const { pieces } = await new SerializedEntries(entries, serialize).fit(budget, true);
   return { json: jsonArray(pieces), count: pieces.length };
 }

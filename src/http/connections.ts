@@ -76,7 +76,9 @@ export function clientErrorHandler(config: Config) {
         `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\n` +
           'Content-Type: application/json; charset=utf-8\r\n' +
           `Content-Length: ${Buffer.byteLength(body)}\r\n` +
-          Object.entries(EARLY_ANSWER_HEADERS).map(([name, value]) => `${name}: ${value}\r\n`).join('') +
+          Object.entries(EARLY_ANSWER_HEADERS)
+            .map(([name, value]) => `${name}: ${value}\r\n`)
+            .join('') +
           'Connection: close\r\n\r\n' +
           body,
       );

@@ -38,20 +38,29 @@ const requiredMeanings = new WeakSet<TSchema>();
  * `doc.required` (the interface answers a missing one itself, with its own status).
  */
 export function parameterMeanings(props: Record<string, TSchema>) {
-  return Type.Object(Object.fromEntries(Object.entries(props).map(([k, s]) => [k, requiredMeanings.has(s) ? s : Type.Optional(s)])));
+  return Type.Object(
+    Object.fromEntries(Object.entries(props).map(([k, s]) => [k, requiredMeanings.has(s) ? s : Type.Optional(s)])),
+  );
 }
 
 /** A schema registered with `app.addSchema` (it has an `$id`), referenced rather than copied. */
-export const ref = <T extends TSchema>(schema: T, options?: SchemaOptions) => Type.Unsafe<Static<T>>(Type.Ref(schema.$id!, options));
+export const ref = <T extends TSchema>(schema: T, options?: SchemaOptions) =>
+  Type.Unsafe<Static<T>>(Type.Ref(schema.$id!, options));
 
 /** How parameters read (docs/INTERFACE.md §1), for the descriptions of parameters. */
 export const doc = {
   text: (description: string, maxLength?: number) => Type.String({ description, ...(maxLength ? { maxLength } : {}) }),
   choice: (values: readonly string[], description: string) => Type.String({ enum: [...values], description }),
   integer: (description: string, minimum = 0) => Type.Integer({ minimum, description }),
-  flag: (description: string) => Type.Boolean({ description: `${description} \`true\` or \`false\` (\`1\`/\`0\`, \`yes\`/\`no\` and \`y\`/\`n\` read the same).` }),
+  flag: (description: string) =>
+    Type.Boolean({
+      description: `${description} \`true\` or \`false\` (\`1\`/\`0\`, \`yes\`/\`no\` and \`y\`/\`n\` read the same).`,
+    }),
   /** A flag where a typo must not pass for false (a dry run): only these four values. */
-  strictFlag: (description: string) => Type.Boolean({ description: `${description} \`true\` or \`false\` (\`1\`/\`0\`), in any case; anything else is a 400.` }),
+  strictFlag: (description: string) =>
+    Type.Boolean({
+      description: `${description} \`true\` or \`false\` (\`1\`/\`0\`), in any case; anything else is a 400.`,
+    }),
   /** A list: comma-separated text (`a,b`), a repeated form key, or a JSON array (of `entry`, or of these values). */
   list: (description: string, entry: readonly string[] | TSchema = Type.String()) => {
     const values = Array.isArray(entry) ? (entry as readonly string[]) : undefined;
@@ -75,13 +84,25 @@ export const ErrorSchema = Type.Object(
     code: Type.Integer({ description: 'The HTTP status, again.' }),
     message: Type.String({ description: 'One sentence a person can act on.' }),
     errors: Type.Optional(
-      Type.Object({}, { additionalProperties: Type.String(), description: 'On validation errors: each offending parameter, and what is wrong with it.' }),
+      Type.Object(
+        {},
+        {
+          additionalProperties: Type.String(),
+          description: 'On validation errors: each offending parameter, and what is wrong with it.',
+        },
+      ),
     ),
   },
   {
     $id: 'Error',
     description: 'Every error of the interface has this shape (docs/INTERFACE.md §3).',
-    examples: [{ code: 400, message: 'Invalid parameter status: must be one of backlog, in-progress, completed, accepted.', errors: { status: 'must be one of backlog, in-progress, completed, accepted' } }],
+    examples: [
+      {
+        code: 400,
+        message: 'Invalid parameter status: must be one of backlog, in-progress, completed, accepted.',
+        errors: { status: 'must be one of backlog, in-progress, completed, accepted' },
+      },
+    ],
   },
 );
 
@@ -89,9 +110,17 @@ export const ErrorSchema = Type.Object(
 export const API_KEY_SECURITY: Array<Record<string, string[]>> = [{ basicAuth: [] }, { bearerAuth: [] }];
 export const METRICS_SECURITY = 'metricsToken';
 export const SECURITY_SCHEMES = {
-  basicAuth: { type: 'http', scheme: 'basic', description: "The user's email as the user name, the API key as the password." },
+  basicAuth: {
+    type: 'http',
+    scheme: 'basic',
+    description: "The user's email as the user name, the API key as the password.",
+  },
   bearerAuth: { type: 'http', scheme: 'bearer', description: '`Authorization: Bearer <API key>`.' },
-  [METRICS_SECURITY]: { type: 'http', scheme: 'bearer', description: "`Authorization: Bearer <METRICS_TOKEN>`, the operator's scraper's: not an API key." },
+  [METRICS_SECURITY]: {
+    type: 'http',
+    scheme: 'bearer',
+    description: "`Authorization: Bearer <METRICS_TOKEN>`, the operator's scraper's: not an API key.",
+  },
 } as const;
 
 export type ErrorStatus = 400 | 401 | 403 | 404 | 410 | 412 | 413 | 422 | 429 | 503;
@@ -101,7 +130,9 @@ const RETRY_AFTER = { 'Retry-After': { type: 'integer', description: 'Seconds to
 const HEADERS: Partial<Record<ErrorStatus, object>> = { 429: RETRY_AFTER, 503: RETRY_AFTER };
 
 /** What any route that reads the database can answer. */
-export const UNAVAILABLE: Explained = { 503: 'The database cannot be reached right now, or cannot store a change (out of space, or read-only).' };
+export const UNAVAILABLE: Explained = {
+  503: 'The database cannot be reached right now, or cannot store a change (out of space, or read-only).',
+};
 
 export const TOO_LARGE = 'The body is larger than 1 MiB.';
 /** What any route that reads a body can answer, besides its own errors (docs/INTERFACE.md §3). */
@@ -112,7 +143,11 @@ export const BODY_ERRORS: Explained = {
 
 /** A 200 that is JSON for programs and an HTML page for a browser (Accept: text/html), as links in mail answer. */
 export function jsonOrPage(schema: TSchema, description: string, headers?: object) {
-  return { description, ...(headers ? { headers } : {}), content: { 'application/json': { schema }, 'text/html': { schema: Type.String() } } };
+  return {
+    description,
+    ...(headers ? { headers } : {}),
+    content: { 'application/json': { schema }, 'text/html': { schema: Type.String() } },
+  };
 }
 
 /**
@@ -120,7 +155,10 @@ export function jsonOrPage(schema: TSchema, description: string, headers?: objec
  * Several sets may explain one status: their sentences are joined. With `html`, the answer is an
  * HTML page for a browser (Accept: text/html) and the error JSON otherwise.
  */
-export function errorAnswers(sets: Explained[], options: { html?: readonly ErrorStatus[] } = {}): Record<string, object> {
+export function errorAnswers(
+  sets: Explained[],
+  options: { html?: readonly ErrorStatus[] } = {},
+): Record<string, object> {
   const joined = new Map<ErrorStatus, string[]>();
   for (const set of sets) {
     for (const [status, text] of Object.entries(set) as [string, string][]) {

@@ -1,6 +1,12 @@
 import type { FastifyError, FastifyInstance, FastifyRequest } from 'fastify';
 import { databaseFailure } from '../db/storage.js';
-import { AppError, InvalidUserError, ServiceUnavailableError, TooManyRequestsError, UnauthorizedError } from '../errors.js';
+import {
+  AppError,
+  InvalidUserError,
+  ServiceUnavailableError,
+  TooManyRequestsError,
+  UnauthorizedError,
+} from '../errors.js';
 import { bodyLimitOf, tooLargeMessage } from './parsers.js';
 
 /** An error of ours, or the 503 of a database failure; undefined for anything else. */
@@ -14,19 +20,30 @@ export function knownError(error: unknown): AppError | undefined {
 
 /** The seconds of `Retry-After` that go with an error, if any. */
 export function retryAfter(error: AppError | undefined): number | undefined {
-  return error instanceof TooManyRequestsError || error instanceof ServiceUnavailableError ? error.retryAfter : undefined;
+  return error instanceof TooManyRequestsError || error instanceof ServiceUnavailableError
+    ? error.retryAfter
+    : undefined;
 }
 
 /** Turns anything thrown into the interface's error body; only unknown errors are 500s. */
-function errorBody(error: FastifyError | Error, known: AppError | undefined, request: FastifyRequest): { status: number; body: Record<string, unknown> } {
+function errorBody(
+  error: FastifyError | Error,
+  known: AppError | undefined,
+  request: FastifyRequest,
+): { status: number; body: Record<string, unknown> } {
   if (known) {
-    return { status: known.statusCode, body: { code: known.statusCode, message: known.message, ...(known.errors ? { errors: known.errors } : {}) } };
+    return {
+      status: known.statusCode,
+      body: { code: known.statusCode, message: known.message, ...(known.errors ? { errors: known.errors } : {}) },
+    };
   }
   const fe = error as FastifyError;
   if (fe.validation) {
     const errors: Record<string, string> = {};
     for (const v of fe.validation) {
-      const name = v.instancePath.replace(/^\//, '').split('/')[0] || String((v.params as { missingProperty?: string }).missingProperty ?? 'request');
+      const name =
+        v.instancePath.replace(/^\//, '').split('/')[0] ||
+        String((v.params as { missingProperty?: string }).missingProperty ?? 'request');
       errors[name] ??= v.message ?? 'is invalid';
     }
     const [first] = Object.entries(errors);
@@ -36,7 +53,8 @@ function errorBody(error: FastifyError | Error, known: AppError | undefined, req
     return { status: 413, body: { code: 413, message: tooLargeMessage(bodyLimitOf(request)) } };
   }
   if (fe.code?.startsWith('FST_ERR_CTP')) {
-    const message = 'The request body could not be read: send valid application/x-www-form-urlencoded or application/json.';
+    const message =
+      'The request body could not be read: send valid application/x-www-form-urlencoded or application/json.';
     return { status: 400, body: { code: 400, message } };
   }
   if (fe.statusCode && fe.statusCode >= 400 && fe.statusCode < 500) {
@@ -53,12 +71,12 @@ export function registerErrorHandling(app: FastifyInstance): void {
     if (status >= 500) request.log.error({ err: error }, 'request failed');
     const seconds = retryAfter(known);
     if (seconds !== undefined) reply.header('Retry-After', String(seconds));
-    if (error instanceof InvalidUserError && error.noCredentials) reply.header('WWW-Authenticate', 'Basic realm="shiplog"');
+    if (error instanceof InvalidUserError && error.noCredentials)
+      reply.header('WWW-Authenticate', 'Basic realm="shiplog"');
     if (error instanceof UnauthorizedError) reply.header('WWW-Authenticate', 'Bearer realm="shiplog"');
     return reply.code(status).type('application/json; charset=utf-8').send(body);
   });
   app.setNotFoundHandler((request, reply) =>
     reply.code(404).send({ code: 404, message: `No such endpoint: ${request.method} ${request.url.split('?')[0]}.` }),
   );
-
 }

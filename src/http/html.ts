@@ -23,10 +23,20 @@ const PAGE_POLICY = "default-src 'none'; style-src 'unsafe-inline'; form-action 
  * JSON is sent as built: the route's response schemas describe it, and the serialiser, which
  * writes optional fields last, would reorder it.
  */
-export function answer(request: FastifyRequest, reply: FastifyReply, status: number, title: string, html: string, json: object) {
+export function answer(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  status: number,
+  title: string,
+  html: string,
+  json: object,
+) {
   reply.code(status);
   if (/text\/html/.test(request.headers.accept ?? '')) {
-    return reply.type('text/html; charset=utf-8').header('content-security-policy', PAGE_POLICY).send(page(title, html));
+    return reply
+      .type('text/html; charset=utf-8')
+      .header('content-security-policy', PAGE_POLICY)
+      .send(page(title, html));
   }
   return reply.type('application/json; charset=utf-8').send(JSON.stringify(json));
 }

@@ -10,7 +10,9 @@ import { Param } from './params.js';
 export const OPENAPI_PATH = '/openapi.json';
 export const DOCS_PREFIX = '/docs';
 
-const { version } = JSON.parse(fs.readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+const { version } = JSON.parse(fs.readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+  version: string;
+};
 
 const DESCRIPTION = `Shiplog speaks the HTTP/JSON interface of the Sprint.ly item tracker; docs/INTERFACE.md is the full contract.
 
@@ -26,9 +28,16 @@ const TAGS = [
   { name: 'deploys', description: 'Items that went to an environment; each deploy mails the followers of its items.' },
   { name: 'products', description: 'The products the caller belongs to.' },
   { name: 'people', description: 'The caller, the members of a product, and invitations.' },
-  { name: 'webhooks', description: "Addresses a product's changes are posted to, and their deliveries; for the product's admins." },
+  {
+    name: 'webhooks',
+    description: "Addresses a product's changes are posted to, and their deliveries; for the product's admins.",
+  },
   { name: 'notifications', description: 'Which deploy environments email the caller, per product.' },
-  { name: 'links', description: 'Addresses sent in mail and shown in items; the token or the address is the credential, and pages answer browsers in HTML.' },
+  {
+    name: 'links',
+    description:
+      'Addresses sent in mail and shown in items; the token or the address is the credential, and pages answer browsers in HTML.',
+  },
   { name: 'service', description: 'For operators and tools.' },
 ];
 
@@ -61,7 +70,10 @@ function documented({ errors, ...schema }: FastifySchema): FastifySchema {
  * are shared by the routes, which reference them, and become the document's named components.
  * Routes under `hidden` prefixes (the pages) are left out.
  */
-export async function registerOpenApi(app: FastifyInstance, options: { schemas: TSchema[]; hidden: string[] }): Promise<void> {
+export async function registerOpenApi(
+  app: FastifyInstance,
+  options: { schemas: TSchema[]; hidden: string[] },
+): Promise<void> {
   for (const schema of [ErrorSchema, ...options.schemas]) app.addSchema(schema);
   const hidden = (url: string) => options.hidden.some((prefix) => url === prefix || url.startsWith(`${prefix}/`));
   await app.register(swagger, {
@@ -72,7 +84,9 @@ export async function registerOpenApi(app: FastifyInstance, options: { schemas: 
       components: { securitySchemes: SECURITY_SCHEMES },
     },
     // Components keep their own names (User, Item, Deploy ...) instead of def-0, def-1 ...
-    refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
+    refResolver: {
+      buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`),
+    },
     transform: ({ schema, url }) => ({ schema: hidden(url) || !schema ? { hide: true } : documented(schema), url }),
     // Param only validates; the document shows what each parameter means in its place.
     transformObject: (document) => {
@@ -91,11 +105,17 @@ export async function registerOpenApi(app: FastifyInstance, options: { schemas: 
         description: 'OpenAPI 3.1. The reference page at /docs shows it.',
         operationId: 'openapi',
         tags: ['service'],
-        response: { 200: Type.Object({ openapi: Type.String() }, { additionalProperties: true, description: 'The OpenAPI document.' }) },
+        response: {
+          200: Type.Object(
+            { openapi: Type.String() },
+            { additionalProperties: true, description: 'The OpenAPI document.' },
+          ),
+        },
       },
     },
     // Sent as text, made once: the serialiser would walk the whole document on every request.
-    async (_request, reply) => reply.type('application/json; charset=utf-8').send((text ??= JSON.stringify(app.swagger()))),
+    async (_request, reply) =>
+      reply.type('application/json; charset=utf-8').send((text ??= JSON.stringify(app.swagger()))),
   );
 
   await app.register(swaggerUi, {

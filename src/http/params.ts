@@ -8,15 +8,18 @@ import { documentAs, parameterMeanings } from './documentation.js';
  * each parameter with this type; the functions below turn it into a typed value or a 400 naming
  * the parameter, following docs/INTERFACE.md §1.
  */
-export const Param = Type.Union([
-  Type.String(),
-  Type.Number(),
-  Type.Boolean(),
-  Type.Null(),
-  Type.Array(Type.Union([Type.String(), Type.Number(), Type.Boolean(), Type.Null()])),
-  // An item posted back whole carries embedded objects (assigned_to, parent, ...).
-  Type.Object({}, { additionalProperties: true }),
-], { $id: 'Param' });
+export const Param = Type.Union(
+  [
+    Type.String(),
+    Type.Number(),
+    Type.Boolean(),
+    Type.Null(),
+    Type.Array(Type.Union([Type.String(), Type.Number(), Type.Boolean(), Type.Null()])),
+    // An item posted back whole carries embedded objects (assigned_to, parent, ...).
+    Type.Object({}, { additionalProperties: true }),
+  ],
+  { $id: 'Param' },
+);
 export type ParamValue = Static<typeof Param> | undefined;
 
 /**
@@ -26,7 +29,10 @@ export type ParamValue = Static<typeof Param> | undefined;
  */
 export function params<K extends string>(props: Record<K, TSchema>) {
   const ref = Type.Ref(Param);
-  const optional = Object.fromEntries(Object.keys(props).map((k) => [k, Type.Optional(ref)])) as Record<K, TOptional<typeof ref>>;
+  const optional = Object.fromEntries(Object.keys(props).map((k) => [k, Type.Optional(ref)])) as Record<
+    K,
+    TOptional<typeof ref>
+  >;
   return documentAs(Type.Object(optional, { additionalProperties: true }), parameterMeanings(props));
 }
 
@@ -127,7 +133,8 @@ export function asInteger(name: string, value: ParamValue, min = 0): number | un
   if (s === undefined || s.trim() === '') return undefined;
   const t = s.trim();
   const n = digitsToId(t);
-  if (n === undefined) return invalid(name, min > 0 ? `must be a whole number of at least ${min}` : 'must be a whole number');
+  if (n === undefined)
+    return invalid(name, min > 0 ? `must be a whole number of at least ${min}` : 'must be a whole number');
   if (n < min) return invalid(name, `must be at least ${min}`);
   return n;
 }
@@ -144,7 +151,8 @@ export function asEnumList<T extends string>(name: string, value: ParamValue, al
   const list = asList(name, value);
   if (list === undefined) return undefined;
   for (const entry of list) {
-    if (!(allowed as readonly string[]).includes(entry)) invalid(name, `"${entry}" is not one of ${allowed.join(', ')}`);
+    if (!(allowed as readonly string[]).includes(entry))
+      invalid(name, `"${entry}" is not one of ${allowed.join(', ')}`);
   }
   return [...new Set(list)] as T[];
 }
@@ -165,7 +173,8 @@ export function asText(name: string, value: ParamValue, max: number): string | u
 export function asTextBytes(name: string, value: ParamValue, max: number): string | undefined {
   const s = asString(name, value);
   if (s === undefined) return undefined;
-  if (Buffer.byteLength(s, 'utf8') > max) invalid(name, `must be at most ${max} bytes of UTF-8 (${max} ASCII characters, fewer of others)`);
+  if (Buffer.byteLength(s, 'utf8') > max)
+    invalid(name, `must be at most ${max} bytes of UTF-8 (${max} ASCII characters, fewer of others)`);
   return s;
 }
 
@@ -202,7 +211,10 @@ export function parseFormText(text: string, maxPairs = Infinity): Record<string,
     const pair = text.slice(start, end);
     start = end + 1;
     if (pair === '') continue;
-    if (++pairs > maxPairs) throw new BadRequestError(`The form has more than ${maxPairs} name=value pairs; no request of this interface needs as many.`);
+    if (++pairs > maxPairs)
+      throw new BadRequestError(
+        `The form has more than ${maxPairs} name=value pairs; no request of this interface needs as many.`,
+      );
     const eq = pair.indexOf('=');
     const key = decodeComponent(eq < 0 ? pair : pair.slice(0, eq));
     // A name that is not text is no parameter anyone reads.
@@ -232,7 +244,11 @@ const BRACKETED = /^([^[\]]+)\[([^[\]]*)\]$/;
  * `name[]` and deeper nesting are refused: silently ignoring them would answer as if the
  * parameter were not given (an unfiltered list, say).
  */
-function readSource(source: unknown, names: ReadonlySet<string>, errors: Record<string, string>): Record<string, ParamValue> {
+function readSource(
+  source: unknown,
+  names: ReadonlySet<string>,
+  errors: Record<string, string>,
+): Record<string, ParamValue> {
   if (!source || typeof source !== 'object' || Array.isArray(source)) return {};
   const undecodable = (source as { [UNDECODABLE]?: Set<string> })[UNDECODABLE];
   const out: Record<string, ParamValue> = {};
@@ -300,7 +316,10 @@ export function collectErrors<T>(parse: (field: <V>(fn: () => V) => V | undefine
  * `offset` and `limit` of a paged list: no limit is `size.default`, a bigger one than
  * `size.max` is cut to it (as item lists do), below 1 is 400.
  */
-export function asPage(p: Record<string, ParamValue>, size: { default: number; max: number }): { offset: number; limit: number } {
+export function asPage(
+  p: Record<string, ParamValue>,
+  size: { default: number; max: number },
+): { offset: number; limit: number } {
   return collectErrors((field) => ({
     offset: field(() => asInteger('offset', p.offset)) ?? 0,
     limit: Math.min(field(() => asInteger('limit', p.limit, 1)) ?? size.default, size.max),

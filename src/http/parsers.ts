@@ -54,12 +54,16 @@ export function bodyLimitOf(request: FastifyRequest): number {
 
 /** What a 413 says: the limit, in KiB or MiB. */
 export function tooLargeMessage(limit: number, what = 'request body'): string {
-  const size = limit >= 1024 * 1024 && limit % (1024 * 1024) === 0 ? `${limit / (1024 * 1024)} MiB` : `${Math.round(limit / 1024)} KiB`;
+  const size =
+    limit >= 1024 * 1024 && limit % (1024 * 1024) === 0
+      ? `${limit / (1024 * 1024)} MiB`
+      : `${Math.round(limit / 1024)} KiB`;
   return `The ${what} is larger than ${size}.`;
 }
 
 const notUtf8 = () => new BadRequestError('The request body is not valid UTF-8.');
-const tooManyKeys = () => new BadRequestError(`The JSON body has more than ${MAX_JSON_KEYS} keys; no request of this interface needs as many.`);
+const tooManyKeys = () =>
+  new BadRequestError(`The JSON body has more than ${MAX_JSON_KEYS} keys; no request of this interface needs as many.`);
 
 /**
  * Bodies the interface reads (form-encoded and JSON), the shared parameter schema, and the rule
@@ -93,7 +97,10 @@ export function registerBodyParsers(app: FastifyInstance): void {
   app.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, body, done) =>
     (body as Buffer).length === 0
       ? done(null, {})
-      : done(new BadRequestError('Send parameters as application/x-www-form-urlencoded or application/json.'), undefined),
+      : done(
+          new BadRequestError('Send parameters as application/x-www-form-urlencoded or application/json.'),
+          undefined,
+        ),
   );
 
   app.addHook('preValidation', async (request) => {

@@ -22,7 +22,10 @@ const COUNTERS = 10_000;
 
 /** The headers of the IETF draft, which every counted answer carries; the 429's tell when to come back. */
 const LIMIT_HEADERS = {
-  'RateLimit-Limit': { type: 'integer', description: 'The requests this user or client address may make in the window.' },
+  'RateLimit-Limit': {
+    type: 'integer',
+    description: 'The requests this user or client address may make in the window.',
+  },
   'RateLimit-Remaining': { type: 'integer', description: 'The requests left in the window: 0.' },
   'RateLimit-Reset': { type: 'integer', description: 'Seconds until the window starts again.' },
 };
@@ -57,7 +60,11 @@ interface Window {
  * normalizeIP groups it): made-up credentials cannot buy fresh counters, and a new key's first
  * request costs one request of its address. Counters are per process.
  */
-export async function registerRateLimits(app: FastifyInstance, config: Config, identity: RequestIdentity): Promise<void> {
+export async function registerRateLimits(
+  app: FastifyInstance,
+  config: Config,
+  identity: RequestIdentity,
+): Promise<void> {
   const { rateLimitPerKey: perKey, rateLimitPerAddress: perAddress, rateLimitWindowSeconds: windowSeconds } = config;
   if (perKey === 0 && perAddress === 0) return;
   const known = new LruCache<string, number>(KNOWN_CREDENTIALS, KNOWN_FOR_MS);
@@ -99,11 +106,18 @@ export async function registerRateLimits(app: FastifyInstance, config: Config, i
     reply.header('RateLimit-Reset', seconds);
     if (window.count <= max) return done();
     reply.header('Retry-After', seconds);
-    done(new TooManyRequestsError(`Too many requests: at most ${max} in ${windowSeconds} s. Try again in ${Math.max(1, seconds)} s.`, Math.max(1, seconds)));
+    done(
+      new TooManyRequestsError(
+        `Too many requests: at most ${max} in ${windowSeconds} s. Try again in ${Math.max(1, seconds)} s.`,
+        Math.max(1, seconds),
+      ),
+    );
   });
   // Here, beside the hook, so that every route counted (those registered from now on) documents
   // its 429, and a route exempted from the limit does not.
-  const limits = [perKey && `${perKey} from one user`, perAddress && `${perAddress} from one client address`].filter(Boolean).join(', or ');
+  const limits = [perKey && `${perKey} from one user`, perAddress && `${perAddress} from one client address`]
+    .filter(Boolean)
+    .join(', or ');
   documentScope(app, {
     errors: {
       429: `More than ${limits} in ${windowSeconds} s; a request counts against its user once its credentials have authenticated them on this instance, against its address until then. Checked before anything else, credentials included.`,

@@ -16,5 +16,7 @@ function routeParamNames(request: FastifyRequest): ReadonlySet<string> {
 /** The request's parameters: the query string, and for POST the body on top of it. */
 export function requestParams(request: FastifyRequest): Record<string, ParamValue> {
   const names = routeParamNames(request);
-  return request.method === 'GET' ? mergeParams(request.query, undefined, names) : mergeParams(request.query, request.body, names);
+  return request.method === 'GET'
+    ? mergeParams(request.query, undefined, names)
+    : mergeParams(request.query, request.body, names);
 }

@@ -5,7 +5,10 @@ import { doc, documentAs } from './documentation.js';
 const productId = doc.integer("The product's id.");
 const itemNumber = doc.integer("The item's number within the product.");
 
-export const ProductParams = documentAs(Type.Object({ product_id: Type.String() }), Type.Object({ product_id: productId }));
+export const ProductParams = documentAs(
+  Type.Object({ product_id: Type.String() }),
+  Type.Object({ product_id: productId }),
+);
 export const ItemParams = documentAs(
   Type.Object({ product_id: Type.String(), item_number: Type.String() }),
   Type.Object({ product_id: productId, item_number: itemNumber }),

@@ -54,7 +54,11 @@ function loggerOptions(config: Config, logger: FastifyServerOptions['logger']): 
     ...(typeof logger === 'object' ? logger : {}),
     redact: { paths: REDACTED, censor: '[redacted]' },
     serializers: {
-      req: (request) => ({ method: request.method, url: loggedUrl(request.url), remoteAddress: (request as FastifyRequest).ip }),
+      req: (request) => ({
+        method: request.method,
+        url: loggedUrl(request.url),
+        remoteAddress: (request as FastifyRequest).ip,
+      }),
     },
   };
 }
@@ -70,7 +74,12 @@ class RequestLine extends LogController {
     // The line is built only when it is written (a busy server at `warn` writes none).
     if (!LINE_LEVELS.has(request.log.level)) return;
     request.log.info(
-      { method: request.method, url: loggedUrl(request.url), status: reply.statusCode, ms: Math.round(reply.elapsedTime) },
+      {
+        method: request.method,
+        url: loggedUrl(request.url),
+        status: reply.statusCode,
+        ms: Math.round(reply.elapsedTime),
+      },
       'request',
     );
   }
@@ -85,7 +94,8 @@ export interface PageErrors {
   answer(request: FastifyRequest, reply: FastifyReply, status: number, message: string): unknown;
 }
 
-const isUnder = (url: string, prefix: string): boolean => url.startsWith(prefix) && (url.length === prefix.length || '/?#'.includes(url[prefix.length]));
+const isUnder = (url: string, prefix: string): boolean =>
+  url.startsWith(prefix) && (url.length === prefix.length || '/?#'.includes(url[prefix.length]));
 
 /** How Fastify is set up for the service: logging, limits, timeouts and URL handling. */
 /**
@@ -94,7 +104,9 @@ const isUnder = (url: string, prefix: string): boolean => url.startsWith(prefix)
  * registered: compiling all of them took a fifth of start-up, mostly for answers (error
  * statuses of rare routes) that a process may never send.
  */
-function lazySerializers(): NonNullable<NonNullable<FastifyServerOptions['schemaController']>['compilersFactory']>['buildSerializer'] {
+function lazySerializers(): NonNullable<
+  NonNullable<FastifyServerOptions['schemaController']>['compilersFactory']
+>['buildSerializer'] {
   const select = SerializerSelector();
   return (externalSchemas, options) => {
     const compile = select(externalSchemas as never, options as never);
@@ -105,7 +117,11 @@ function lazySerializers(): NonNullable<NonNullable<FastifyServerOptions['schema
   };
 }
 
-export function serverOptions(config: Config, logger: FastifyServerOptions['logger'], pages?: PageErrors): FastifyServerOptions {
+export function serverOptions(
+  config: Config,
+  logger: FastifyServerOptions['logger'],
+  pages?: PageErrors,
+): FastifyServerOptions {
   return {
     logger: loggerOptions(config, logger),
     logController: new RequestLine(),
@@ -128,7 +144,8 @@ export function serverOptions(config: Config, logger: FastifyServerOptions['logg
       const status = error.statusCode && error.statusCode < 500 ? error.statusCode : 400;
       const message = 'The request URL could not be read.';
       (reply as FastifyReply).headers(EARLY_ANSWER_HEADERS);
-      if (pages && isUnder(pathOnly(request.url), pages.prefix)) return void pages.answer(request, reply as FastifyReply, status, message);
+      if (pages && isUnder(pathOnly(request.url), pages.prefix))
+        return void pages.answer(request, reply as FastifyReply, status, message);
       void (reply as FastifyReply).code(status).send({ code: status, message });
     },
   };

@@ -11,7 +11,10 @@ export function invitationUrl(links: UnsubscribeLinks, invitation: Pick<Invitati
 }
 
 /** What an invitation link names, or undefined when it was not made here. */
-export function readInvitationToken(links: UnsubscribeLinks, token: string): { id: number; expiresAt: string } | undefined {
+export function readInvitationToken(
+  links: UnsubscribeLinks,
+  token: string,
+): { id: number; expiresAt: string } | undefined {
   const match = /^(\d{1,10}) (\S+)$/.exec(links.open('invitation', token) ?? '');
   return match ? { id: Number(match[1]), expiresAt: match[2] } : undefined;
 }

@@ -13,16 +13,35 @@ export function invitationMessageRenderer(links: UnsubscribeLinks): MessageRende
   return async (db, messages) => {
     const ids = messages.flatMap((m) => (m.invitation_id === null ? [] : [m.invitation_id]));
     const invitations = new Map((await findInvitationsByIds(db, ids)).map((i) => [i.id, i]));
-    const inviters = new Map((await findUsersByIds(db, [...invitations.values()].map((i) => i.invited_by_id))).map((u) => [u.id, u]));
+    const inviters = new Map(
+      (
+        await findUsersByIds(
+          db,
+          [...invitations.values()].map((i) => i.invited_by_id),
+        )
+      ).map((u) => [u.id, u]),
+    );
     const products = new Map<number, ProductRow | undefined>();
-    for (const productId of new Set([...invitations.values()].map((i) => i.product_id))) products.set(productId, await findProduct(db, productId));
+    for (const productId of new Set([...invitations.values()].map((i) => i.product_id)))
+      products.set(productId, await findProduct(db, productId));
     return new Map(
       messages.map((message) => {
         const invitation = message.invitation_id === null ? undefined : invitations.get(message.invitation_id);
         const product = invitation && products.get(invitation.product_id);
         const inviter = invitation && inviters.get(invitation.invited_by_id);
         const open = invitation && product && inviter && invitation.accepted_at === null;
-        return [message.id, open ? renderInvitationEmail({ invitation, product, inviter, subject: message.subject, acceptUrl: invitationUrl(links, invitation) }) : null];
+        return [
+          message.id,
+          open
+            ? renderInvitationEmail({
+                invitation,
+                product,
+                inviter,
+                subject: message.subject,
+                acceptUrl: invitationUrl(links, invitation),
+              })
+            : null,
+        ];
       }),
     );
   };

@@ -4,7 +4,12 @@ import { dialectOf } from '../db/dialect.js';
 import { storableId, type InvitationRow } from '../db/schema.js';
 
 export async function findInvitation(db: Db, productId: number, email: string): Promise<InvitationRow | undefined> {
-  return db.selectFrom('invitations').selectAll().where('product_id', '=', productId).where('email', '=', email).executeTakeFirst();
+  return db
+    .selectFrom('invitations')
+    .selectAll()
+    .where('product_id', '=', productId)
+    .where('email', '=', email)
+    .executeTakeFirst();
 }
 
 export async function findInvitationById(db: Db, id: number): Promise<InvitationRow | undefined> {
@@ -13,7 +18,9 @@ export async function findInvitationById(db: Db, id: number): Promise<Invitation
 }
 
 export async function findInvitationsByIds(db: Db, ids: number[]): Promise<InvitationRow[]> {
-  return inChunks([...new Set(ids)], (chunk) => db.selectFrom('invitations').selectAll().where('id', 'in', chunk).execute());
+  return inChunks([...new Set(ids)], (chunk) =>
+    db.selectFrom('invitations').selectAll().where('id', 'in', chunk).execute(),
+  );
 }
 
 /**
@@ -22,7 +29,10 @@ export async function findInvitationsByIds(db: Db, ids: number[]): Promise<Invit
  */
 export async function saveSentInvitation(
   trx: Trx,
-  row: Pick<InvitationRow, 'product_id' | 'email' | 'first_name' | 'last_name' | 'admin' | 'invited_by_id' | 'sent_at' | 'expires_at'>,
+  row: Pick<
+    InvitationRow,
+    'product_id' | 'email' | 'first_name' | 'last_name' | 'admin' | 'invited_by_id' | 'sent_at' | 'expires_at'
+  >,
 ): Promise<InvitationRow> {
   return trx
     .insertInto('invitations')
@@ -43,13 +53,22 @@ export async function saveSentInvitation(
 }
 
 /** Changes what a pending invitation gives (names, role) without sending it again. */
-export async function updateInvitationTerms(trx: Trx, id: number, terms: Pick<InvitationRow, 'first_name' | 'last_name' | 'admin'>): Promise<void> {
+export async function updateInvitationTerms(
+  trx: Trx,
+  id: number,
+  terms: Pick<InvitationRow, 'first_name' | 'last_name' | 'admin'>,
+): Promise<void> {
   await trx.updateTable('invitations').set(terms).where('id', '=', id).execute();
 }
 
 /** Marks an invitation accepted; false when it already was (it works once). */
 export async function markAccepted(trx: Trx, id: number, at: string): Promise<boolean> {
-  const res = await trx.updateTable('invitations').set({ accepted_at: at }).where('id', '=', id).where('accepted_at', 'is', null).executeTakeFirst();
+  const res = await trx
+    .updateTable('invitations')
+    .set({ accepted_at: at })
+    .where('id', '=', id)
+    .where('accepted_at', 'is', null)
+    .executeTakeFirst();
   return Number(res.numUpdatedRows) === 1;
 }
 
@@ -63,7 +82,8 @@ export async function countSentSince(
     .selectFrom('invitations')
     .select((eb) => [eb.fn.countAll<number>().as('n'), eb.fn.min('sent_at').as('earliest')])
     .where('sent_at', '>', since);
-  query = 'productId' in by ? query.where('product_id', '=', by.productId) : query.where('invited_by_id', '=', by.inviterId);
+  query =
+    'productId' in by ? query.where('product_id', '=', by.productId) : query.where('invited_by_id', '=', by.inviterId);
   const row = await query.executeTakeFirstOrThrow();
   return { count: Number(row.n), earliest: (row.earliest as string | null) ?? null };
 }

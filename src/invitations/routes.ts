@@ -14,10 +14,15 @@ import { acceptInvitation, invitationTarget, invitePerson, type InvitationTarget
 export const InviteAnswerSchema = Type.Object(
   {
     email: Type.String(),
-    status: Type.Union([Type.Literal('invited'), Type.Literal('member')], { description: '`member` when the person is a member already.' }),
+    status: Type.Union([Type.Literal('invited'), Type.Literal('member')], {
+      description: '`member` when the person is a member already.',
+    }),
     admin: Type.Boolean(),
   },
-  { $id: 'InviteAnswer', description: 'The same whether or not the address has an account, or a message went out now.' },
+  {
+    $id: 'InviteAnswer',
+    description: 'The same whether or not the address has an account, or a message went out now.',
+  },
 );
 
 /** An invitation as its link shows it to a program (presentInvitation). */
@@ -28,8 +33,12 @@ const InvitationSchema = Type.Object(
     invited_by: Type.String({ description: "The inviter's name." }),
     admin: Type.Boolean({ description: 'Whether accepting makes the person an admin.' }),
     has_account: Type.Boolean(),
-    first_name: Type.Optional(Type.String({ description: 'For an address without an account: the name the inviter gave.' })),
-    last_name: Type.Optional(Type.String({ description: 'For an address without an account: the name the inviter gave.' })),
+    first_name: Type.Optional(
+      Type.String({ description: 'For an address without an account: the name the inviter gave.' }),
+    ),
+    last_name: Type.Optional(
+      Type.String({ description: 'For an address without an account: the name the inviter gave.' }),
+    ),
     expires_at: Type.String(),
     accepted: Type.Boolean(),
   },
@@ -86,7 +95,9 @@ export async function inviteRoutes(app: FastifyInstance): Promise<void> {
     async (request) => {
       requireAdmin(request.scope);
       const input = parseInvite(requestParams(request));
-      const { answer, queued } = await app.db.transaction().execute((trx) => invitePerson(trx, request.scope, input, app.config.mailDomain));
+      const { answer, queued } = await app.db
+        .transaction()
+        .execute((trx) => invitePerson(trx, request.scope, input, app.config.mailDomain));
       if (queued) app.outbox.nudge();
       return answer;
     },
@@ -147,13 +158,19 @@ export async function invitationRoutes(app: FastifyInstance): Promise<void> {
   const tokenOf = (request: FastifyRequest) => (request.params as { token: string }).token;
 
   const tags = ['links'];
-  const linkErrors = [{ 404: 'The link was not made here.', 410: 'The invitation expired, or was accepted already.' }, UNAVAILABLE];
+  const linkErrors = [
+    { 404: 'The link was not made here.', 410: 'The invitation expired, or was accepted already.' },
+    UNAVAILABLE,
+  ];
   const html = { html: [400, 404, 410] as const };
-  const noStore = { 'Cache-Control': { type: 'string', description: '`no-store`: the answer may hold a name or an API key.' } };
+  const noStore = {
+    'Cache-Control': { type: 'string', description: '`no-store`: the answer may hold a name or an API key.' },
+  };
 
   const showSchema = {
     summary: 'Show an invitation',
-    description: 'Changes nothing, so mail scanners that follow links do no harm. Needs no credentials: the token is the credential.',
+    description:
+      'Changes nothing, so mail scanners that follow links do no harm. Needs no credentials: the token is the credential.',
     operationId: 'showInvitation',
     tags,
     params: TokenParams,
@@ -172,7 +189,8 @@ export async function invitationRoutes(app: FastifyInstance): Promise<void> {
 
   const acceptSchema = {
     summary: 'Accept an invitation',
-    description: 'Makes the person a member with the role the invitation gives; an address without an account gets one, and its API key once.',
+    description:
+      'Makes the person a member with the role the invitation gives; an address without an account gets one, and its API key once.',
     operationId: 'acceptInvitation',
     tags,
     params: TokenParams,
@@ -181,12 +199,21 @@ export async function invitationRoutes(app: FastifyInstance): Promise<void> {
       last_name: doc.text('For a new account: its last name, instead of the one the invitation gives.', 255),
     }),
     response: { 200: jsonOrPage(ref(AcceptedSchema), 'The new membership.', noStore) },
-    errors: errorAnswers([{ 400: 'A new account would have no name (neither the invitation nor the form gives one); a name too long.' }, SMALL_BODY_ERRORS, ...linkErrors], html),
+    errors: errorAnswers(
+      [
+        { 400: 'A new account would have no name (neither the invitation nor the form gives one); a name too long.' },
+        SMALL_BODY_ERRORS,
+        ...linkErrors,
+      ],
+      html,
+    ),
   };
   app.post('/invitations/:token', { bodyLimit: SMALL_FORM_LIMIT, schema: acceptSchema }, async (request, reply) => {
     try {
       const names = parseAcceptNames(requestParams(request));
-      const done = await app.db.transaction().execute((trx) => acceptInvitation(trx, app.unsubscribeLinks, tokenOf(request), names));
+      const done = await app.db
+        .transaction()
+        .execute((trx) => acceptInvitation(trx, app.unsubscribeLinks, tokenOf(request), names));
       reply.header('cache-control', 'no-store');
       const json = {
         email: done.user.email,
@@ -195,7 +222,14 @@ export async function invitationRoutes(app: FastifyInstance): Promise<void> {
         user: presentUser(done.user, done.user.id),
         ...(done.apiKey ? { api_key: done.apiKey } : {}),
       };
-      return answer(request, reply, 200, `You are now a member of ${done.target.product.name}`, acceptedPage(done.apiKey), json);
+      return answer(
+        request,
+        reply,
+        200,
+        `You are now a member of ${done.target.product.name}`,
+        acceptedPage(done.apiKey),
+        json,
+      );
     } catch (err) {
       return failure(request, reply, err);
     }

@@ -105,7 +105,10 @@ async function checkLimits(trx: Trx, productId: number, inviterId: number, now: 
     const { count, earliest } = await countSentSince(trx, by, since);
     if (count >= max) {
       const retryAfter = Math.max(1, Math.ceil((Date.parse(earliest!) + HOUR_MS - now.getTime()) / 1000));
-      throw new TooManyRequestsError(`${what} ${max} invitations in the last hour, the most allowed; try again in ${Math.ceil(retryAfter / 60)} minutes.`, retryAfter);
+      throw new TooManyRequestsError(
+        `${what} ${max} invitations in the last hour, the most allowed; try again in ${Math.ceil(retryAfter / 60)} minutes.`,
+        retryAfter,
+      );
     }
   }
 }
@@ -126,7 +129,12 @@ export interface InvitationTarget {
  * What a link is for: 404 when it was not signed here or its invitation (or product) is gone,
  * 410 when it has expired and was not used.
  */
-export async function invitationTarget(db: Db, links: UnsubscribeLinks, token: string, now = new Date()): Promise<InvitationTarget> {
+export async function invitationTarget(
+  db: Db,
+  links: UnsubscribeLinks,
+  token: string,
+  now = new Date(),
+): Promise<InvitationTarget> {
   const read = readInvitationToken(links, token);
   const invitation = read && (await findInvitationById(db, read.id));
   const product = invitation && (await findProduct(db, invitation.product_id));
@@ -180,7 +188,13 @@ export async function acceptInvitation(
       if (!user) throw err;
     }
   }
-  await insertMembership(trx, product.id, user.id, invitation.admin === 1 ? true : undefined, formatTimestamp(new Date()));
+  await insertMembership(
+    trx,
+    product.id,
+    user.id,
+    invitation.admin === 1 ? true : undefined,
+    formatTimestamp(new Date()),
+  );
   const membership = (await findMembership(trx, product.id, user.id))!;
   return { target, user, admin: membership.admin, apiKey };
 }

@@ -33,7 +33,9 @@ const SAID_WITH_A_VOWEL_AFTER_ALL = ['unid', 'unim', 'unin', 'unil', 'uniss', 'o
 /** A single letter or an all-capital abbreviation, said letter by letter ("an SQL query", "a URL"). */
 function isSpeltOut(word: string): boolean {
   if (word.length === 1) return true;
-  return word.length <= 5 && word === word.toUpperCase() && /^\p{Lu}+$/u.test(word) && !/[AEIOU][^AEIOU]+[AEIOU]/.test(word);
+  return (
+    word.length <= 5 && word === word.toUpperCase() && /^\p{Lu}+$/u.test(word) && !/[AEIOU][^AEIOU]+[AEIOU]/.test(word)
+  );
 }
 
 /** Numbers said starting with a vowel: eight, eighteen, eighty, eight hundred, eleven, eleven thousand. */

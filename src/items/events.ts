@@ -8,8 +8,17 @@ import { findItemsByIds } from './repository.js';
 import { itemShortUrl } from './urls.js';
 
 /** An item as webhook events show it: which one, what it is, where it stands, and its link. */
-export function itemSummary(row: Pick<ItemRow, 'product_id' | 'number' | 'title' | 'type' | 'status'>, urls: Urls): ItemSummary {
-  return { number: row.number, title: row.title, type: row.type, status: statusName(row.status), short_url: itemShortUrl(urls.publicUrl, row) };
+export function itemSummary(
+  row: Pick<ItemRow, 'product_id' | 'number' | 'title' | 'type' | 'status'>,
+  urls: Urls,
+): ItemSummary {
+  return {
+    number: row.number,
+    title: row.title,
+    type: row.type,
+    status: statusName(row.status),
+    short_url: itemShortUrl(urls.publicUrl, row),
+  };
 }
 
 /**
@@ -40,7 +49,12 @@ const TEXT_FIELDS = ['title', 'who', 'what', 'why', 'description', 'score', 'clo
  * terms: `status` by name, `assigned_to` as a person (or null), `parent` as `{number}` (or null),
  * `archived` as a boolean, `tags` (given when they changed) as the list.
  */
-export async function previousValues(db: Db, before: ItemRow, after: ItemRow, tagsBefore?: string[]): Promise<Record<string, unknown>> {
+export async function previousValues(
+  db: Db,
+  before: ItemRow,
+  after: ItemRow,
+  tagsBefore?: string[],
+): Promise<Record<string, unknown>> {
   const previous: Record<string, unknown> = {};
   for (const field of TEXT_FIELDS) if (before[field] !== after[field]) previous[field] = before[field];
   if (before.status !== after.status) previous.status = statusName(before.status);

@@ -1,7 +1,15 @@
 /** Items: numbered work in a product, its lists, order, followers and deploy history. */
 export { ListCounts } from './counts.js';
 export { parseCreateItem, parseListItems, parseUpdateItem, type ListItemsInput } from './input.js';
-export { entityTag, INPUT_STATUSES, ITEM_TYPES, SCORES, statusName, STATUSES as STATUS_NAMES, type Status } from './model.js';
+export {
+  entityTag,
+  INPUT_STATUSES,
+  ITEM_TYPES,
+  SCORES,
+  statusName,
+  STATUSES as STATUS_NAMES,
+  type Status,
+} from './model.js';
 export { BIG_PAGE, ITEM_SCHEMAS, ItemSchema, presentItems, rowsThatMayFit, type ItemJson } from './present.js';
 export {
   deploymentsIn,

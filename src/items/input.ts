@@ -38,7 +38,6 @@ import {
 
 type Params = Record<string, ParamValue>;
 
-
 /** A user reference (assigned_to, created_by): anything but a positive integer names no user. */
 export type UserRef = { id: number } | { invalid: true } | null | undefined;
 
@@ -57,7 +56,8 @@ function tagList(value: ParamValue, max: number): string[] | undefined {
   const list = asList('tags', value);
   if (list === undefined) return undefined;
   for (const tag of list) {
-    if ([...tag].length > LIMITS.tag) throw new ValidationError({ tags: `each tag must be at most ${LIMITS.tag} characters` });
+    if ([...tag].length > LIMITS.tag)
+      throw new ValidationError({ tags: `each tag must be at most ${LIMITS.tag} characters` });
   }
   const tags = [...new Set(list)];
   if (tags.length > max) throw new ValidationError({ tags: `at most ${max} tags` });
@@ -68,7 +68,8 @@ function tagList(value: ParamValue, max: number): string[] | undefined {
 function environmentList(name: string, value: ParamValue): string[] | undefined {
   const list = asList(name, value);
   if (!list?.length) return undefined;
-  if (list.some((environment) => [...environment].length > ENVIRONMENT_LENGTH)) invalid(name, `each environment must be at most ${ENVIRONMENT_LENGTH} characters`);
+  if (list.some((environment) => [...environment].length > ENVIRONMENT_LENGTH))
+    invalid(name, `each environment must be at most ${ENVIRONMENT_LENGTH} characters`);
   const environments = [...new Set(list)];
   if (environments.length > MAX_ENVIRONMENT_FILTER) invalid(name, `at most ${MAX_ENVIRONMENT_FILTER} environments`);
   return environments;
@@ -109,7 +110,11 @@ export interface ListItemsInput {
 function listOffset(value: ParamValue, children: boolean): number | undefined {
   const offset = asInteger('offset', value);
   const max = children ? MAX_CHILDREN_OFFSET : MAX_LIST_OFFSET;
-  if (offset !== undefined && offset > max) invalid('offset', `must be at most ${max}${children ? ' with children=true' : ''}; narrow the list with filters instead`);
+  if (offset !== undefined && offset > max)
+    invalid(
+      'offset',
+      `must be at most ${max}${children ? ' with children=true' : ''}; narrow the list with filters instead`,
+    );
   return offset;
 }
 
@@ -177,7 +182,10 @@ export function parseCreateItem(p: Params): CreateItemInput {
       tags: field(() => tagList(p.tags, MAX_TAGS)) ?? [],
       parent: field(() => parentRef(p.parent)),
     };
-    if (story && input.parent != null) field(() => { throw new ValidationError({ parent: 'a story cannot have a parent' }); });
+    if (story && input.parent != null)
+      field(() => {
+        throw new ValidationError({ parent: 'a story cannot have a parent' });
+      });
     return input;
   });
 }
@@ -226,7 +234,10 @@ export function parseResort(p: Params): ResortInput {
     after: field(() => asInteger('after', p.after)),
   }));
   if (input.before === undefined && input.after === undefined) {
-    throw new ValidationError({ before: 'give before, after, or both' }, 'Give before or after: the item to place this one below or above.');
+    throw new ValidationError(
+      { before: 'give before, after, or both' },
+      'Give before or after: the item to place this one below or above.',
+    );
   }
   return input;
 }
@@ -246,7 +257,8 @@ export function parseIfMatch(header: string | string[] | undefined): IfMatch | u
   if (header === undefined) return undefined;
   const value = Array.isArray(header) ? header.join(', ') : header;
   if (value.trim() === '*') return '*';
-  const malformed = () => invalid('If-Match', 'must be * or a list of quoted entity tags, as an ETag header gives them');
+  const malformed = () =>
+    invalid('If-Match', 'must be * or a list of quoted entity tags, as an ETag header gives them');
   const tags: string[] = [];
   let elements = 0;
   // Each element ends at a comma (consumed) or at the end (where the loop stops).

@@ -7,13 +7,22 @@ import { presentProductSummary, ProductSummarySchema } from '../products/index.j
 import type { Urls } from '../scope.js';
 import { nextTurn } from '../turns.js';
 import { presentUser, UserSchema } from '../users/index.js';
-import { CLOSE_REASONS, DEPLOYED_TO_SHOWN, DEPLOYED_TO_SHOWN_EMBEDDED, ITEM_TYPES, SCORES, STATUSES, statusName } from './model.js';
+import {
+  CLOSE_REASONS,
+  DEPLOYED_TO_SHOWN,
+  DEPLOYED_TO_SHOWN_EMBEDDED,
+  ITEM_TYPES,
+  SCORES,
+  STATUSES,
+  statusName,
+} from './model.js';
 import { loadRelations, type Deployment, type ItemRelations, type KnownRelations } from './repository.js';
 import { itemShortUrl } from './urls.js';
 
 // Descriptions and enums are for the API's description; serialising ignores them.
 const Timestamp = Type.String();
-const oneOf = (values: readonly string[], description?: string) => Type.String({ enum: [...values], ...(description ? { description } : {}) });
+const oneOf = (values: readonly string[], description?: string) =>
+  Type.String({ enum: [...values], ...(description ? { description } : {}) });
 
 /**
  * One entry of `deployed_to`: the item's latest deploy to one environment. A rollback that left
@@ -35,7 +44,13 @@ type DeploymentJson = Static<typeof DeploymentSchema>;
 
 /** A `deployed_to` entry as JSON, the same on items and in deployed_to.json. */
 export function presentDeployment(d: Deployment): DeploymentJson {
-  const entry: DeploymentJson = { environment: d.environment, version: d.version, deployed_at: d.deployed_at, deploy_id: d.deploy_id, reverted: d.reverted_at !== null };
+  const entry: DeploymentJson = {
+    environment: d.environment,
+    version: d.version,
+    deployed_at: d.deployed_at,
+    deploy_id: d.deploy_id,
+    reverted: d.reverted_at !== null,
+  };
   if (d.reverted_at !== null) {
     entry.reverted_at = d.reverted_at;
     if (d.reverted_by !== null) entry.reverted_by = d.reverted_by;
@@ -86,7 +101,10 @@ const itemFields = {
 };
 
 /** The parent as embedded in a sub-item: the item without its own parent or children. */
-export const ParentItemSchema = Type.Object(itemFields, { $id: 'ParentItem', description: 'The parent story of a sub-item: an Item without a parent.' });
+export const ParentItemSchema = Type.Object(itemFields, {
+  $id: 'ParentItem',
+  description: 'The parent story of a sub-item: an Item without a parent.',
+});
 export const ItemSchema: TObject = Type.Object(
   { ...itemFields, parent: Type.Optional(ref(ParentItemSchema, { description: 'On sub-items only.' })) },
   { $id: 'Item', description: 'An item: every endpoint returns this complete object (docs/INTERFACE.md §4.3).' },
@@ -144,7 +162,8 @@ export function presentItem(row: ItemRow, rel: ItemRelations, urls: Urls, viewer
   const item = presentOwnFields(row, rel, urls, viewerId, shown);
   if (row.parent_id !== null) {
     const parent = rel.parents.get(row.parent_id);
-    if (parent) item.parent = presentOwnFields(parent, rel, urls, viewerId, Math.min(shown, DEPLOYED_TO_SHOWN_EMBEDDED));
+    if (parent)
+      item.parent = presentOwnFields(parent, rel, urls, viewerId, Math.min(shown, DEPLOYED_TO_SHOWN_EMBEDDED));
   }
   return item;
 }
@@ -155,7 +174,13 @@ export function presentItem(row: ItemRow, rel: ItemRelations, urls: Urls, viewer
  * are neither presented nor serialized only to be cut.
  */
 export function rowsThatMayFit<R extends ItemRow>(rows: R[], budget: number): R[] {
-  return rows.slice(0, leadingWithin(rows.map((row) => row.description.length + row.title.length), budget));
+  return rows.slice(
+    0,
+    leadingWithin(
+      rows.map((row) => row.description.length + row.title.length),
+      budget,
+    ),
+  );
 }
 
 /** Pages of more items than this step aside for other requests between their phases. */

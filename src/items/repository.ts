@@ -5,7 +5,15 @@ import type { Db } from '../db/connection.js';
 import { dialectOf } from '../db/dialect.js';
 import { prepared } from '../db/prepared.js';
 import { leadingWithin } from '../http/answer-size.js';
-import { columnsOf, ITEM_COLUMNS, storableId, type ItemRow, type ItemUpdate, type NewItem, type ProductRow } from '../db/schema.js';
+import {
+  columnsOf,
+  ITEM_COLUMNS,
+  storableId,
+  type ItemRow,
+  type ItemUpdate,
+  type NewItem,
+  type ProductRow,
+} from '../db/schema.js';
 import { SORT_STEP, type Order } from './model.js';
 
 const itemByNumber = prepared((db, productId: number, number: number) =>
@@ -44,7 +52,9 @@ export async function findItemsByIds(db: Db, ids: number[]): Promise<ItemRow[]> 
  */
 export type ItemHead = Omit<ItemRow, 'description'> & { text_bytes: number; stored_bytes: number };
 
-const ITEM_HEAD_COLUMNS = ITEM_COLUMNS.filter((c): c is Exclude<(typeof ITEM_COLUMNS)[number], 'description'> => c !== 'description');
+const ITEM_HEAD_COLUMNS = ITEM_COLUMNS.filter(
+  (c): c is Exclude<(typeof ITEM_COLUMNS)[number], 'description'> => c !== 'description',
+);
 
 function itemHeads(db: Db) {
   return db
@@ -54,13 +64,19 @@ function itemHeads(db: Db) {
     .select(sql<number>`octet_length(description) + coalesce(octet_length(description_html), 0)`.as('stored_bytes'));
 }
 
-const headOf = <R extends { text_bytes: number | string; stored_bytes: number | string }>(row: R) => ({ ...row, text_bytes: Number(row.text_bytes), stored_bytes: Number(row.stored_bytes) });
+const headOf = <R extends { text_bytes: number | string; stored_bytes: number | string }>(row: R) => ({
+  ...row,
+  text_bytes: Number(row.text_bytes),
+  stored_bytes: Number(row.stored_bytes),
+});
 
 /** The heads of the product's items of these numbers, by number. */
 export async function findItemHeadsByNumbers(db: Db, productId: number, requested: number[]): Promise<ItemHead[]> {
   const numbers = requested.filter(storableId);
   if (numbers.length === 0) return [];
-  return (await itemHeads(db).where('product_id', '=', productId).where('number', 'in', numbers).orderBy('number').execute()).map(headOf);
+  return (
+    await itemHeads(db).where('product_id', '=', productId).where('number', 'in', numbers).orderBy('number').execute()
+  ).map(headOf);
 }
 
 /** The heads of the items of these ids, in no particular order. */
@@ -85,7 +101,12 @@ export async function insertItem(trx: Db, item: NewItem): Promise<ItemRow> {
 
 // Every change of an item's row is a new version of it (see entityTag).
 const itemChanges = prepared((db, id: number, changes: ItemUpdate) =>
-  db.updateTable('items').set(changes).set((eb) => ({ version: eb('version', '+', 1) })).where('id', '=', id).returning(ITEM_COLUMNS),
+  db
+    .updateTable('items')
+    .set(changes)
+    .set((eb) => ({ version: eb('version', '+', 1) }))
+    .where('id', '=', id)
+    .returning(ITEM_COLUMNS),
 );
 const deploymentsStatus = prepared((db, itemId: number, status: number) =>
   db.updateTable('item_deployments').set({ status }).where('item_id', '=', itemId),
@@ -155,12 +176,21 @@ export async function renumberStatus(trx: Db, productId: number, status: number)
     .execute();
   for (const [i, row] of rows.entries()) {
     // Each item shows its sort: a new position is a new version of it.
-    await trx.updateTable('items').set((eb) => ({ sort: top + i * SORT_STEP, version: eb('version', '+', 1) })).where('id', '=', row.id).execute();
+    await trx
+      .updateTable('items')
+      .set((eb) => ({ sort: top + i * SORT_STEP, version: eb('version', '+', 1) }))
+      .where('id', '=', row.id)
+      .execute();
   }
 }
 
 const tagsOfItems = prepared((db, itemIds: number[]) =>
-  db.selectFrom('item_tags').select(['item_id', 'tag']).where('item_id', 'in', itemIds).orderBy('item_id').orderBy('position'),
+  db
+    .selectFrom('item_tags')
+    .select(['item_id', 'tag'])
+    .where('item_id', 'in', itemIds)
+    .orderBy('item_id')
+    .orderBy('position'),
 );
 
 export async function findTags(db: Db, itemId: number): Promise<string[]> {
@@ -202,7 +232,13 @@ export async function removeFollower(trx: Db, itemId: number, userId: number): P
 }
 
 const firstFollowers = prepared((db, itemId: number, limit: number) =>
-  db.selectFrom('followers').select('user_id').where('item_id', '=', itemId).orderBy('created_at').orderBy('user_id').limit(limit),
+  db
+    .selectFrom('followers')
+    .select('user_id')
+    .where('item_id', '=', itemId)
+    .orderBy('created_at')
+    .orderBy('user_id')
+    .limit(limit),
 );
 
 /** The first `limit` followers of an item, by when they started following. */
@@ -249,7 +285,10 @@ export interface ItemFilter {
   deployedToFew?: boolean;
 }
 
-type OrderKey = { column: 'status' | 'sort' | 'number' | 'created_at' | 'last_modified' | 'last_activity'; dir: 'asc' | 'desc' };
+type OrderKey = {
+  column: 'status' | 'sort' | 'number' | 'created_at' | 'last_modified' | 'last_activity';
+  dir: 'asc' | 'desc';
+};
 
 // Positions are unique within a product's status (items_position), so status and sort alone are a
 // total order, and one an index walks without looking at a single row.
@@ -321,7 +360,12 @@ export async function readFilter(db: Db, f: ItemFilter): Promise<ItemFilter> {
   if (!deployedTo?.length) return f;
   const few = FEW_DEPLOYED[dialectOf(db)];
   const row = await db
-    .selectFrom(deployedNowIn(db, f.productId, deployedTo, f.statuses).distinct().limit(few + 1).as('d'))
+    .selectFrom(
+      deployedNowIn(db, f.productId, deployedTo, f.statuses)
+        .distinct()
+        .limit(few + 1)
+        .as('d'),
+    )
     .select((eb) => eb.fn.countAll<number>().as('n'))
     .executeTakeFirstOrThrow();
   return { ...f, deployedToFew: Number(row.n) <= few };
@@ -356,10 +400,19 @@ function topLevelQuery(db: Db, f: ItemFilter, order?: Order) {
     // The plan readFilter asks for: the few ids first, then their items by id. PostgreSQL computes
     // ARRAY(...) once; SQLite reads them first in itemsFrom.
     if (!f.deployedToFew) q = q.where('items.id', 'in', deployedNow(db, f.productId, deployedTo));
-    else if (dialectOf(db) === 'postgres') q = q.where(sql<boolean>`${sql.ref('items.id')} = any(array(${deployedNowIn(db, f.productId, deployedTo, statuses)}))`);
+    else if (dialectOf(db) === 'postgres')
+      q = q.where(
+        sql<boolean>`${sql.ref('items.id')} = any(array(${deployedNowIn(db, f.productId, deployedTo, statuses)}))`,
+      );
   }
   if (notDeployedTo?.length) {
-    q = q.where((eb) => eb.not(eb.exists(deployedNow(db, f.productId, notDeployedTo).where('item_deployments.item_id', '=', eb.ref('items.id')))));
+    q = q.where((eb) =>
+      eb.not(
+        eb.exists(
+          deployedNow(db, f.productId, notDeployedTo).where('item_deployments.item_id', '=', eb.ref('items.id')),
+        ),
+      ),
+    );
   }
   for (const tag of f.tags ?? []) {
     q = q.where((eb) =>
@@ -390,10 +443,20 @@ const SIZED_PAGE = 100;
  * (a lower bound of its JSON, known without reading the text), then the leading rows within the
  * budget, so that 500 long descriptions are not read to show 60.
  */
-export async function listTopLevel(db: Db, f: ItemFilter, order: Order, offset: number, limit: number, budget?: number): Promise<ItemRow[]> {
+export async function listTopLevel(
+  db: Db,
+  f: ItemFilter,
+  order: Order,
+  offset: number,
+  limit: number,
+  budget?: number,
+): Promise<ItemRow[]> {
   const page = ordered(topLevelQuery(db, f, order), order);
-  if (budget === undefined || limit <= SIZED_PAGE) return page.select(columnsOf('items', ITEM_COLUMNS)).limit(limit).offset(offset).execute();
-  return (await rowsWithin(db, await page.select(['items.id', LEAST_BYTES]).limit(limit).offset(offset).execute(), budget)).rows;
+  if (budget === undefined || limit <= SIZED_PAGE)
+    return page.select(columnsOf('items', ITEM_COLUMNS)).limit(limit).offset(offset).execute();
+  return (
+    await rowsWithin(db, await page.select(['items.id', LEAST_BYTES]).limit(limit).offset(offset).execute(), budget)
+  ).rows;
 }
 
 /** What an item's JSON takes at least, known without reading its text: the bytes of its text. */
@@ -404,8 +467,20 @@ const LEAST_BYTES = sql<number>`octet_length(items.description) + octet_length(i
  * bytes; and how many the page matched. An item archived or moved between the two reads is left
  * out; the exact fit comes later anyway.
  */
-async function rowsWithin(db: Db, sizes: { id: number; least: number }[], budget: number): Promise<{ rows: ItemRow[]; matched: number }> {
-  const ids = sizes.slice(0, leadingWithin(sizes.map((s) => Number(s.least)), budget)).map((s) => s.id);
+async function rowsWithin(
+  db: Db,
+  sizes: { id: number; least: number }[],
+  budget: number,
+): Promise<{ rows: ItemRow[]; matched: number }> {
+  const ids = sizes
+    .slice(
+      0,
+      leadingWithin(
+        sizes.map((s) => Number(s.least)),
+        budget,
+      ),
+    )
+    .map((s) => s.id);
   const byId = new Map((await findItemsByIds(db, ids)).map((row) => [row.id, row]));
   return { rows: ids.flatMap((id) => byId.get(id) ?? []), matched: sizes.length };
 }
@@ -417,10 +492,15 @@ export async function countTopLevel(db: Db, f: ItemFilter): Promise<number> {
   // counting all candidates and those deployed there, from the environment's own index entries,
   // and subtracting reads far less.
   if (notDeployedTo?.length && !rest.deployedTo?.length) {
-    const [all, deployed] = await Promise.all([countTopLevel(db, rest), countTopLevel(db, await readFilter(db, { ...rest, deployedTo: notDeployedTo }))]);
+    const [all, deployed] = await Promise.all([
+      countTopLevel(db, rest),
+      countTopLevel(db, await readFilter(db, { ...rest, deployedTo: notDeployedTo })),
+    ]);
     return all - deployed;
   }
-  const row = await topLevelQuery(db, f).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+  const row = await topLevelQuery(db, f)
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .executeTakeFirstOrThrow();
   return Number(row.n);
 }
 
@@ -457,18 +537,31 @@ export async function listChildren(db: Db, parentIds: number[]): Promise<ItemRow
   return liveChildren(db, parentIds).execute();
 }
 
-const childrenPage = prepared((db, parentId: number, offset: number, limit: number) => liveChildren(db, [parentId]).limit(limit).offset(offset));
+const childrenPage = prepared((db, parentId: number, offset: number, limit: number) =>
+  liveChildren(db, [parentId]).limit(limit).offset(offset),
+);
 
 /**
  * One page of a story's live sub-items, by priority, and how many it matched; with `budget`, a
  * big page reads the rows of only those that may fit in it, as listTopLevel does.
  */
-export async function listChildrenPage(db: Db, parentId: number, offset: number, limit: number, budget?: number): Promise<{ rows: ItemRow[]; matched: number }> {
+export async function listChildrenPage(
+  db: Db,
+  parentId: number,
+  offset: number,
+  limit: number,
+  budget?: number,
+): Promise<{ rows: ItemRow[]; matched: number }> {
   if (budget === undefined || limit <= SIZED_PAGE) {
     const rows = await childrenPage(db, parentId, offset, limit);
     return { rows, matched: rows.length };
   }
-  const sizes = await liveChildren(db, [parentId]).clearSelect().select(['items.id', LEAST_BYTES]).limit(limit).offset(offset).execute();
+  const sizes = await liveChildren(db, [parentId])
+    .clearSelect()
+    .select(['items.id', LEAST_BYTES])
+    .limit(limit)
+    .offset(offset)
+    .execute();
   return rowsWithin(db, sizes, budget);
 }
 
@@ -525,10 +618,20 @@ function reachedEntries(tops: { id: number }[], childCounts: Map<number, number>
  * bound the offset: MAX_CHILDREN_OFFSET). Chunks grow while the walk is still short of the
  * page, so a deep page takes a few steps rather than one per hundred items.
  */
-export async function listWithChildren(db: Db, f: ItemFilter, order: Order, offset: number, limit: number): Promise<ItemRow[]> {
+export async function listWithChildren(
+  db: Db,
+  f: ItemFilter,
+  order: Order,
+  offset: number,
+  limit: number,
+): Promise<ItemRow[]> {
   const page: ItemRow[] = [];
   let skip = offset;
-  for (let topOffset = 0, chunk = Math.max(100, limit); page.length < limit; topOffset += chunk, chunk = Math.min(chunk * 2, 2000)) {
+  for (
+    let topOffset = 0, chunk = Math.max(100, limit);
+    page.length < limit;
+    topOffset += chunk, chunk = Math.min(chunk * 2, 2000)
+  ) {
     // Only ids, which the order's index holds; whole rows are read for the entries the page shows.
     const tops = await ordered(topLevelQuery(db, f, order), order)
       .select('items.id')
@@ -536,13 +639,22 @@ export async function listWithChildren(db: Db, f: ItemFilter, order: Order, offs
       .offset(topOffset)
       .execute();
     if (tops.length === 0) break;
-    const childCounts = await countLiveChildren(db, tops.map((t) => t.id));
+    const childCounts = await countLiveChildren(
+      db,
+      tops.map((t) => t.id),
+    );
     const walk = reachedEntries(tops, childCounts, skip, limit - page.length);
     skip = walk.skip;
     const reached = walk.reached;
     const [rows, children] = await Promise.all([
-      findItemsByIds(db, reached.map((r) => r.id)),
-      listChildren(db, reached.filter((r) => childCounts.has(r.id)).map((r) => r.id)),
+      findItemsByIds(
+        db,
+        reached.map((r) => r.id),
+      ),
+      listChildren(
+        db,
+        reached.filter((r) => childCounts.has(r.id)).map((r) => r.id),
+      ),
     ]);
     const byId = new Map(rows.map((r) => [r.id, r]));
     const byParent = new Map<number, ItemRow[]>();
@@ -555,7 +667,6 @@ export async function listWithChildren(db: Db, f: ItemFilter, order: Order, offs
   }
   return page;
 }
-
 
 /** An item's latest deploy to one environment, reverted (by a rollback) or not. */
 export interface Deployment {
@@ -596,7 +707,9 @@ async function latestDeployments(
       ? (await deploymentsPage(db, ids[0], 0, take)).map((d) => ({ item_id: ids[0], ...d }))
       : await inChunks(ids, async (chunk) => {
           // Through a correlated rowid list per item: SQLite has no LATERAL.
-          const query = sql<Deployment & { item_id: number }>`select d.item_id, d.environment, d.version, d.deployed_at, d.deploy_id, d.reverted_at, d.reverted_by
+          const query = sql<
+            Deployment & { item_id: number }
+          >`select d.item_id, d.environment, d.version, d.deployed_at, d.deploy_id, d.reverted_at, d.reverted_by
               from items i
               join item_deployments d on d.rowid in (
                 select x.rowid from item_deployments x where x.item_id = i.id order by x.deploy_id desc limit ${take}
@@ -656,7 +769,11 @@ export async function listDeployments(db: Db, itemId: number, offset: number, li
  * page of items shows per environment. One read of the (item, environment) key per pair, so a
  * page of 50 items and a dozen environments reads at most 600 rows, whatever else they went to.
  */
-export async function deploymentsIn(db: Db, itemIds: number[], environments: string[]): Promise<Map<number, Map<string, Deployment>>> {
+export async function deploymentsIn(
+  db: Db,
+  itemIds: number[],
+  environments: string[],
+): Promise<Map<number, Map<string, Deployment>>> {
   const result = new Map<number, Map<string, Deployment>>();
   if (environments.length === 0) return result;
   const rows = await inChunks(itemIds, (chunk) =>
@@ -667,7 +784,8 @@ export async function deploymentsIn(db: Db, itemIds: number[], environments: str
       .where('environment', 'in', environments)
       .execute(),
   );
-  for (const { item_id, ...deployment } of rows) (result.get(item_id) ?? result.set(item_id, new Map()).get(item_id)!).set(deployment.environment, deployment);
+  for (const { item_id, ...deployment } of rows)
+    (result.get(item_id) ?? result.set(item_id, new Map()).get(item_id)!).set(deployment.environment, deployment);
   return result;
 }
 
@@ -697,7 +815,11 @@ type Extras = Required<KnownRelations>;
  * in-process, runs three small prepared ones.
  */
 const extraColumns = (take: number) => [
-  sql<string[]>`coalesce((select json_agg(t.tag order by t.position) from item_tags t where t.item_id = i.id), '[]'::json)`.as('tags'),
+  sql<
+    string[]
+  >`coalesce((select json_agg(t.tag order by t.position) from item_tags t where t.item_id = i.id), '[]'::json)`.as(
+    'tags',
+  ),
   sql<Deployment[]>`coalesce((select json_agg(d order by d.deploy_id desc) from (
       select x.environment, x.version, x.deployed_at, x.deploy_id, x.reverted_at, x.reverted_by
       from item_deployments x where x.item_id = i.id order by x.deploy_id desc limit ${take}
@@ -706,11 +828,18 @@ const extraColumns = (take: number) => [
 ];
 
 const itemWithExtras = prepared((db, productId: number, number: number, take: number) =>
-  db.selectFrom('items as i').select(columnsOf('i', ITEM_COLUMNS)).select(extraColumns(take)).where('i.product_id', '=', productId).where('i.number', '=', number),
+  db
+    .selectFrom('items as i')
+    .select(columnsOf('i', ITEM_COLUMNS))
+    .select(extraColumns(take))
+    .where('i.product_id', '=', productId)
+    .where('i.number', '=', number),
 );
 
 /** The extras of rows read with extraColumns, keyed by item. */
-function extrasOf(rows: { id: number; tags: string[]; deployments: Deployment[]; deployments_total: number }[]): Extras {
+function extrasOf(
+  rows: { id: number; tags: string[]; deployments: Deployment[]; deployments_total: number }[],
+): Extras {
   const extras: Extras = { tags: new Map(), deployments: new Map(), counts: new Map() };
   for (const row of rows) {
     extras.tags.set(row.id, row.tags);
@@ -735,7 +864,12 @@ async function extrasOnPostgres(db: Db, ids: number[], shown: number): Promise<E
  * An item of a product by number, to be shown with its latest `shown` deployments: on PostgreSQL
  * read with its tags and deployments in the same query (given as `known`, for loadRelations).
  */
-export async function findItemToShow(db: Db, productId: number, number: number, shown: number): Promise<{ row: ItemRow; known?: KnownRelations } | undefined> {
+export async function findItemToShow(
+  db: Db,
+  productId: number,
+  number: number,
+  shown: number,
+): Promise<{ row: ItemRow; known?: KnownRelations } | undefined> {
   if (dialectOf(db) !== 'postgres') {
     const row = await findItemByNumber(db, productId, number);
     return row && { row };
@@ -754,7 +888,10 @@ async function readExtras(db: Db, ids: number[], shown: number, known?: KnownRel
   if (dialectOf(db) === 'postgres') {
     read = await extrasOnPostgres(db, [...new Set([...lacking(known?.tags), ...lacking(known?.counts)])], shown);
   } else {
-    const [tags, deployments] = await Promise.all([inChunks(lacking(known?.tags), (chunk) => tagsOfItems(db, chunk)), latestDeployments(db, lacking(known?.counts), shown)]);
+    const [tags, deployments] = await Promise.all([
+      inChunks(lacking(known?.tags), (chunk) => tagsOfItems(db, chunk)),
+      latestDeployments(db, lacking(known?.counts), shown),
+    ]);
     const tagMap = new Map<number, string[]>();
     for (const t of tags) (tagMap.get(t.item_id) ?? tagMap.set(t.item_id, []).get(t.item_id)!).push(t.tag);
     read = { tags: tagMap, ...deployments };
@@ -771,15 +908,26 @@ async function readExtras(db: Db, ids: number[], shown: number, known?: KnownRel
  * Loads what a page of items embeds, each item's `deployed_to` cut to its latest `shown`
  * environments (parents included); what `known` holds of an item is not read again.
  */
-export async function loadRelations(db: Db, product: ProductRow, rows: ItemRow[], shown: number, known?: KnownRelations): Promise<ItemRelations> {
+export async function loadRelations(
+  db: Db,
+  product: ProductRow,
+  rows: ItemRow[],
+  shown: number,
+  known?: KnownRelations,
+): Promise<ItemRelations> {
   // A list with sub-items usually holds their parents too.
   const listed = new Map(rows.map((r) => [r.id, r]));
   const parentIds = [...new Set(rows.map((r) => r.parent_id).filter((id): id is number => id !== null))];
   const missing = parentIds.filter((id) => !listed.has(id));
-  const parents = [...parentIds.filter((id) => listed.has(id)).map((id) => listed.get(id)!), ...(await findItemsByIds(db, missing))];
+  const parents = [
+    ...parentIds.filter((id) => listed.has(id)).map((id) => listed.get(id)!),
+    ...(await findItemsByIds(db, missing)),
+  ];
   const all = [...rows, ...parents];
   const ids = [...new Set(all.map((r) => r.id))];
-  const userIds = [...new Set(all.flatMap((r) => (r.assigned_to_id ? [r.created_by_id, r.assigned_to_id] : [r.created_by_id])))];
+  const userIds = [
+    ...new Set(all.flatMap((r) => (r.assigned_to_id ? [r.created_by_id, r.assigned_to_id] : [r.created_by_id]))),
+  ];
   const [users, extras] = await Promise.all([findProfiles(db, userIds), readExtras(db, ids, shown, known)]);
   return {
     product,
@@ -798,7 +946,10 @@ export async function findDescriptionHtml(db: Db, itemId: number): Promise<strin
 }
 
 /** Items with a description and no HTML for it yet, from the partial index of just those, by id. */
-export async function findUnrenderedDescriptions(db: Db, limit: number): Promise<{ id: number; description: string }[]> {
+export async function findUnrenderedDescriptions(
+  db: Db,
+  limit: number,
+): Promise<{ id: number; description: string }[]> {
   return db
     .selectFrom('items')
     .select(['id', 'description'])

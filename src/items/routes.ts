@@ -9,7 +9,15 @@ import { requestParams } from '../http/request.js';
 import { asPage, digitsToId, params, type ParamValue } from '../http/params.js';
 import { ItemParams, ProductParams } from '../http/schemas.js';
 import type { ProductScope } from '../scope.js';
-import { parseIfMatch, pathItemNumber, parseCreateItem, parseListItems, parseResort, parseUpdateItem, type IfMatch } from './input.js';
+import {
+  parseIfMatch,
+  pathItemNumber,
+  parseCreateItem,
+  parseListItems,
+  parseResort,
+  parseUpdateItem,
+  type IfMatch,
+} from './input.js';
 import {
   CHILDREN_PAGE,
   CLOSE_REASONS,
@@ -28,7 +36,14 @@ import {
   STATUSES,
 } from './model.js';
 import { itemPagePath } from './urls.js';
-import { DeploymentSchema, ItemSchema, presentDeployment, presentItems, rowsThatMayFit, type ItemJson } from './present.js';
+import {
+  DeploymentSchema,
+  ItemSchema,
+  presentDeployment,
+  presentItems,
+  rowsThatMayFit,
+  type ItemJson,
+} from './present.js';
 import { knownDeploymentsOf, type KnownRelations } from './repository.js';
 import {
   archiveItem,
@@ -47,32 +62,57 @@ import {
 /** What an item's parameters mean (docs/INTERFACE.md §7.2, §7.4); `type` only counts on creation. */
 const itemFields = {
   type: doc.choice(ITEM_TYPES, "Ignored: an item's type never changes."),
-  title: doc.text('Required for a task, defect or test, and not empty; ignored for a story, whose title is built from who, what and why.', LIMITS.title),
+  title: doc.text(
+    'Required for a task, defect or test, and not empty; ignored for a story, whose title is built from who, what and why.',
+    LIMITS.title,
+  ),
   who: doc.text('A story\'s "As a …"; required for a story, and not empty.', LIMITS.who),
   what: doc.text('A story\'s "I want …"; required for a story, and not empty.', LIMITS.what),
   why: doc.text('A story\'s "so that …"; required for a story, and not empty.', LIMITS.why),
   description: doc.text(`Markdown; at most ${LIMITS.description} bytes of UTF-8.`, LIMITS.description),
   score: doc.choice(SCORES, '`~` unless given.'),
-  status: doc.choice(INPUT_STATUSES, '`backlog` for a new item unless given; a change moves the item to the bottom of its new status.'),
-  assigned_to: doc.reference('A user id, of a member of the product, who starts following the item; empty or null unassigns.', 'id'),
-  created_by: doc.reference('Accepted for compatibility: it must name a user, but the creator is always the caller.', 'id'),
-  tags: doc.list(`Each at most ${LIMITS.tag} characters, at most ${MAX_TAGS}; on an update the whole set, and empty removes every tag.`),
-  parent: doc.reference('The number of a story of this product, under which the item is placed (not for a story); empty or null detaches it.', 'number'),
+  status: doc.choice(
+    INPUT_STATUSES,
+    '`backlog` for a new item unless given; a change moves the item to the bottom of its new status.',
+  ),
+  assigned_to: doc.reference(
+    'A user id, of a member of the product, who starts following the item; empty or null unassigns.',
+    'id',
+  ),
+  created_by: doc.reference(
+    'Accepted for compatibility: it must name a user, but the creator is always the caller.',
+    'id',
+  ),
+  tags: doc.list(
+    `Each at most ${LIMITS.tag} characters, at most ${MAX_TAGS}; on an update the whole set, and empty removes every tag.`,
+  ),
+  parent: doc.reference(
+    'The number of a story of this product, under which the item is placed (not for a story); empty or null detaches it.',
+    'number',
+  ),
   close_reason: doc.choice(CLOSE_REASONS, 'Used while the status is completed or accepted; `fixed` unless given.'),
 };
 const createFields = { ...itemFields, type: doc.required(doc.choice(ITEM_TYPES, 'The kind of item; never changes.')) };
 const listFields = {
   type: doc.list('Only items of these types.', ITEM_TYPES),
   status: doc.list('Only items in these statuses; `backlog,in-progress` by default.', STATUSES),
-  offset: doc.integer(`Entries to skip: at most ${MAX_LIST_OFFSET} (${MAX_CHILDREN_OFFSET} with children=true); 0 by default.`),
+  offset: doc.integer(
+    `Entries to skip: at most ${MAX_LIST_OFFSET} (${MAX_CHILDREN_OFFSET} with children=true); 0 by default.`,
+  ),
   limit: doc.integer('Page size: 20 by default, above 500 taken as 500.', 1),
   order_by: doc.choice(ORDERS, '`priority` by default (docs/INTERFACE.md §6).'),
   assigned_to: doc.integer('Only items assigned to this user id; empty is no filter.'),
   created_by: doc.integer('Only items this user id created; empty is no filter.'),
   tags: doc.list(`Only items that carry every one of these tags (at most ${MAX_TAG_FILTER}).`),
-  children: doc.flag("Also list, right after each story, its sub-items that are not archived, whatever their status; false by default."),
-  deployed_to: doc.list(`Only items that these environments run now (their entry there is not reverted); at most ${MAX_ENVIRONMENT_FILTER}.`),
-  not_deployed_to: doc.list(`Only items none of these environments runs now (never deployed there, or reverted); at most ${MAX_ENVIRONMENT_FILTER}.`),
+  children: doc.flag(
+    'Also list, right after each story, its sub-items that are not archived, whatever their status; false by default.',
+  ),
+  deployed_to: doc.list(
+    `Only items that these environments run now (their entry there is not reverted); at most ${MAX_ENVIRONMENT_FILTER}.`,
+  ),
+  not_deployed_to: doc.list(
+    `Only items none of these environments runs now (never deployed there, or reverted); at most ${MAX_ENVIRONMENT_FILTER}.`,
+  ),
 };
 
 /** One item, serialized on its own to fit a page within the size bound of an answer. */
@@ -80,7 +120,9 @@ const ONE_ITEM = ref(ItemSchema);
 /** The total of an item list, before paging. */
 const ITEM_COUNT = 'X-Sprintly-Item-Count';
 const ITEM_MISSING = { 404: 'No item with that number in the product.' };
-const count = (header: string, what: string) => ({ [header]: { type: 'integer', description: `How many ${what} there are in all, before paging.` } });
+const count = (header: string, what: string) => ({
+  [header]: { type: 'integer', description: `How many ${what} there are in all, before paging.` },
+});
 
 /** The item routes under `/api/products/{id}`: the lists, then the changes to one item. */
 export async function itemRoutes(app: FastifyInstance): Promise<void> {
@@ -89,7 +131,13 @@ export async function itemRoutes(app: FastifyInstance): Promise<void> {
 }
 
 /** The caller's view of one item, as every single-item route answers, with its version as the ETag. */
-const presentOne = async (app: FastifyInstance, reply: FastifyReply, scope: ProductScope, row: ItemRow, known?: KnownRelations) => {
+const presentOne = async (
+  app: FastifyInstance,
+  reply: FastifyReply,
+  scope: ProductScope,
+  row: ItemRow,
+  known?: KnownRelations,
+) => {
   reply.header('ETag', `"${entityTag(row)}"`);
   return (await presentItems(app.db, scope.product, [row], app.config, scope.user.id, false, known))[0];
 };
@@ -117,20 +165,29 @@ const IfMatchHeader = documentAs(
 );
 const IF_MATCH_ERRORS: Explained = {
   400: 'If-Match is neither `*` nor a list of quoted entity tags.',
-  412: 'If-Match names none of the item\'s current version: somebody changed it since; nothing was changed.',
+  412: "If-Match names none of the item's current version: somebody changed it since; nothing was changed.",
 };
 const ifMatchOf = (request: FastifyRequest): IfMatch | undefined => parseIfMatch(request.headers['if-match']);
 
 /** Lists: the items of a product, a story's sub-items, an item's environments. */
 async function itemListRoutes(app: FastifyInstance): Promise<void> {
   const page = (size: { default: number; max: number }) =>
-    params({ offset: doc.integer('Entries to skip; 0 by default.'), limit: doc.integer(`Page size: ${size.default} by default, above ${size.max} taken as ${size.max}.`, 1) });
-  const items = (description: string) => Type.Array(ref(ItemSchema), { description, headers: { ...count(ITEM_COUNT, 'entries'), ...nextOffsetHeader } });
+    params({
+      offset: doc.integer('Entries to skip; 0 by default.'),
+      limit: doc.integer(`Page size: ${size.default} by default, above ${size.max} taken as ${size.max}.`, 1),
+    });
+  const items = (description: string) =>
+    Type.Array(ref(ItemSchema), { description, headers: { ...count(ITEM_COUNT, 'entries'), ...nextOffsetHeader } });
   /**
    * A page of items as JSON within the size bound of an answer, with the total and, when entries
    * remain after it, where the next page starts (it can end before `limit`).
    */
-  const boundedItems = async (reply: FastifyReply, items: ItemJson[], offset: number, total: number): Promise<Buffer> => {
+  const boundedItems = async (
+    reply: FastifyReply,
+    items: ItemJson[],
+    offset: number,
+    total: number,
+  ): Promise<Buffer> => {
     const page = await boundedPage(items, serializerOf<ItemJson>(reply, ONE_ITEM), app.config.maxAnswerBytes);
     reply.header(ITEM_COUNT, String(total));
     if (offset + page.count < total) reply.header(NEXT_OFFSET, String(offset + page.count));
@@ -142,7 +199,8 @@ async function itemListRoutes(app: FastifyInstance): Promise<void> {
     {
       schema: {
         summary: 'List items',
-        description: 'Top-level items that are not archived, a page at a time, which ends early rather than pass the size bound of an answer (docs/INTERFACE.md §7.1).',
+        description:
+          'Top-level items that are not archived, a page at a time, which ends early rather than pass the size bound of an answer (docs/INTERFACE.md §7.1).',
         operationId: 'listItems',
         tags: ['items'],
         params: ProductParams,
@@ -158,11 +216,28 @@ async function itemListRoutes(app: FastifyInstance): Promise<void> {
     },
     async (request, reply) => {
       const input = parseListItems(requestParams(request));
-      return app.keptAnswers.answer(request, reply, `items:${JSON.stringify(input)}`, [ITEM_COUNT, NEXT_OFFSET], async () => {
-        const { rows, total } = await listItems(app.db, request.scope, input, app.listCounts, app.config.maxAnswerBytes);
-        const shown = rowsThatMayFit(rows, app.config.maxAnswerBytes);
-        return boundedItems(reply, await presentItems(app.db, request.scope.product, shown, app.config, request.scope.user.id), input.offset, total);
-      });
+      return app.keptAnswers.answer(
+        request,
+        reply,
+        `items:${JSON.stringify(input)}`,
+        [ITEM_COUNT, NEXT_OFFSET],
+        async () => {
+          const { rows, total } = await listItems(
+            app.db,
+            request.scope,
+            input,
+            app.listCounts,
+            app.config.maxAnswerBytes,
+          );
+          const shown = rowsThatMayFit(rows, app.config.maxAnswerBytes);
+          return boundedItems(
+            reply,
+            await presentItems(app.db, request.scope.product, shown, app.config, request.scope.user.id),
+            input.offset,
+            total,
+          );
+        },
+      );
     },
   );
 
@@ -182,10 +257,21 @@ async function itemListRoutes(app: FastifyInstance): Promise<void> {
     },
     async (request, reply) => {
       const page = asPage(requestParams(request), CHILDREN_PAGE);
-      const { rows, total } = await childrenOf(app.db, request.scope, pathItemNumber(request), page, app.config.maxAnswerBytes);
+      const { rows, total } = await childrenOf(
+        app.db,
+        request.scope,
+        pathItemNumber(request),
+        page,
+        app.config.maxAnswerBytes,
+      );
       reply.type('application/json; charset=utf-8');
       const shown = rowsThatMayFit(rows, app.config.maxAnswerBytes);
-      return boundedItems(reply, await presentItems(app.db, request.scope.product, shown, app.config, request.scope.user.id), page.offset, total);
+      return boundedItems(
+        reply,
+        await presentItems(app.db, request.scope.product, shown, app.config, request.scope.user.id),
+        page.offset,
+        total,
+      );
     },
   );
 
@@ -201,7 +287,10 @@ async function itemListRoutes(app: FastifyInstance): Promise<void> {
         params: ItemParams,
         querystring: page(DEPLOYED_TO_PAGE),
         response: {
-          200: Type.Array(ref(DeploymentSchema), { description: 'The page of environments.', headers: count('X-Sprintly-Deployed-To-Count', 'environments') }),
+          200: Type.Array(ref(DeploymentSchema), {
+            description: 'The page of environments.',
+            headers: count('X-Sprintly-Deployed-To-Count', 'environments'),
+          }),
         },
         errors: errorAnswers([{ 400: 'A malformed offset or limit.' }, ITEM_MISSING]),
       },
@@ -248,7 +337,8 @@ async function itemChangeRoutes(app: FastifyInstance): Promise<void> {
     {
       schema: {
         summary: 'Create an item',
-        description: "The item gets the product's next number and goes to the bottom of its status; the creator and the assignee follow it.",
+        description:
+          "The item gets the product's next number and goes to the bottom of its status; the creator and the assignee follow it.",
         operationId: 'createItem',
         tags,
         params: ProductParams,
@@ -272,7 +362,15 @@ async function itemChangeRoutes(app: FastifyInstance): Promise<void> {
   );
   app.get(
     item,
-    { schema: { summary: 'Fetch an item', operationId: 'getItem', tags, params: ItemParams, ...answer('The item, archived or not.', ITEM_MISSING) } },
+    {
+      schema: {
+        summary: 'Fetch an item',
+        operationId: 'getItem',
+        tags,
+        params: ItemParams,
+        ...answer('The item, archived or not.', ITEM_MISSING),
+      },
+    },
     async (request, reply) => {
       const { row, known } = await getItemToShow(app.db, request.scope, pathItemNumber(request));
       return presentOne(app, reply, request.scope, row, known);
@@ -283,7 +381,8 @@ async function itemChangeRoutes(app: FastifyInstance): Promise<void> {
     {
       schema: {
         summary: 'Update an item',
-        description: 'Only the parameters given change anything, and only when they differ from what is stored (docs/INTERFACE.md §7.4).',
+        description:
+          'Only the parameters given change anything, and only when they differ from what is stored (docs/INTERFACE.md §7.4).',
         operationId: 'updateItem',
         tags,
         params: ItemParams,
@@ -302,7 +401,8 @@ async function itemChangeRoutes(app: FastifyInstance): Promise<void> {
     },
     change(
       parseUpdateItem,
-      async (trx, scope, n, input, ifMatch) => (await updateItem(trx, scope, n, input, app.config, ifMatch && { etags: ifMatch })).row,
+      async (trx, scope, n, input, ifMatch) =>
+        (await updateItem(trx, scope, n, input, app.config, ifMatch && { etags: ifMatch })).row,
       { conditional: true, prepare: (input) => renderDescription(app.markdown, input) },
     ),
   );
@@ -352,7 +452,13 @@ async function itemChangeRoutes(app: FastifyInstance): Promise<void> {
     app.route({
       method,
       url: '/api/products/:product_id/items/:item_number/follow.json',
-      schema: { summary, operationId, tags, params: ItemParams, ...answer('The item; repeating is harmless.', ITEM_MISSING, BODY_ERRORS) },
+      schema: {
+        summary,
+        operationId,
+        tags,
+        params: ItemParams,
+        ...answer('The item; repeating is harmless.', ITEM_MISSING, BODY_ERRORS),
+      },
       handler: change(noInput, (trx, scope, n) => setFollowing(trx, scope, n, follow)),
     });
   }
@@ -376,7 +482,8 @@ function acceptQuality(accept: string | undefined, type: string): number {
 }
 
 /** A browser following a link: it asks for HTML by name, above JSON (`*\/*` alone, as curl sends, is not that). */
-export const prefersHtml = (accept: string | undefined): boolean => acceptQuality(accept, 'text/html') > acceptQuality(accept, 'application/json');
+export const prefersHtml = (accept: string | undefined): boolean =>
+  acceptQuality(accept, 'text/html') > acceptQuality(accept, 'application/json');
 
 /**
  * `short_url`s (`/i/{product}/{number}/`) lead to the item: a browser asking for HTML to its page
@@ -396,7 +503,8 @@ export async function shortUrlRoutes(app: FastifyInstance): Promise<void> {
         response: {
           302: {
             type: 'null',
-            description: "A browser asking for HTML goes to the item's page, any other client to the item's API address.",
+            description:
+              "A browser asking for HTML goes to the item's page, any other client to the item's API address.",
             headers: { Location: { type: 'string', description: 'The absolute address of the item.' } },
           },
         },
@@ -408,7 +516,8 @@ export async function shortUrlRoutes(app: FastifyInstance): Promise<void> {
       const number = pathItemNumber(request);
       if (productId === undefined) throw productNotFound();
       reply.header('vary', 'Accept');
-      if (prefersHtml(request.headers.accept)) return reply.redirect(`${app.config.publicUrl}${itemPagePath(productId, number)}`, 302);
+      if (prefersHtml(request.headers.accept))
+        return reply.redirect(`${app.config.publicUrl}${itemPagePath(productId, number)}`, 302);
       return reply.redirect(`${app.config.publicUrl}/api/products/${productId}/items/${number}.json`, 302);
     },
   );

@@ -1,7 +1,14 @@
 import type { Db, Trx } from '../db/connection.js';
 import { shownHtml, type MarkdownRenderer } from '../markdown.js';
 import type { ItemRow, ItemUpdate } from '../db/schema.js';
-import { BadRequestError, itemNotFound, NotFoundError, PreconditionFailedError, userNotFound, ValidationError } from '../errors.js';
+import {
+  BadRequestError,
+  itemNotFound,
+  NotFoundError,
+  PreconditionFailedError,
+  userNotFound,
+  ValidationError,
+} from '../errors.js';
 import { allocateItemNumber, filterMembers, lockProduct, markItemsChanged } from '../products/index.js';
 import type { ProductScope, Urls } from '../scope.js';
 import { nowTimestamp } from '../time.js';
@@ -73,7 +80,11 @@ export async function getItem(db: Db, scope: ProductScope, number: number): Prom
  * An item to be shown on its own (not embedded), and what was read of its relations along with
  * it (for presentItems), in as few queries as the database allows.
  */
-export async function getItemToShow(db: Db, scope: ProductScope, number: number): Promise<{ row: ItemRow; known?: KnownRelations }> {
+export async function getItemToShow(
+  db: Db,
+  scope: ProductScope,
+  number: number,
+): Promise<{ row: ItemRow; known?: KnownRelations }> {
   const found = await findItemToShow(db, scope.product.id, number, DEPLOYED_TO_SHOWN);
   if (!found) throw itemNotFound(number);
   return found;
@@ -128,8 +139,11 @@ export async function listItems(
   const rows = input.children
     ? await listWithChildren(db, filter, input.order, input.offset, input.limit)
     : await listTopLevel(db, filter, input.order, input.offset, input.limit, budget);
-  const total = await counts.get(scope.product.id, scope.product.items_version, { ...filter, children: input.children }, () =>
-    (input.children ? countWithChildren : countTopLevel)(db, filter),
+  const total = await counts.get(
+    scope.product.id,
+    scope.product.items_version,
+    { ...filter, children: input.children },
+    () => (input.children ? countWithChildren : countTopLevel)(db, filter),
   );
   return { rows, total };
 }
@@ -146,7 +160,12 @@ export async function childrenOf(
 }
 
 /** The same, for an item already read; with `budget`, the rows of a big page that cannot fit in it are not read. */
-export async function childrenOfItem(db: Db, item: ItemRow, page: { offset: number; limit: number }, budget?: number): Promise<{ rows: ItemRow[]; total: number }> {
+export async function childrenOfItem(
+  db: Db,
+  item: ItemRow,
+  page: { offset: number; limit: number },
+  budget?: number,
+): Promise<{ rows: ItemRow[]; total: number }> {
   if (item.type !== 'story') throw new BadRequestError('Only stories have sub-items.');
   const { rows, matched } = await listChildrenPage(db, item.id, page.offset, page.limit, budget);
   // A first page that is not full holds them all.
@@ -165,9 +184,16 @@ export async function deploymentsOf(
 }
 
 /** The same, for an item already read. */
-export async function deploymentsOfItem(db: Db, item: ItemRow, page: { offset: number; limit: number }): Promise<{ deployments: Deployment[]; total: number }> {
+export async function deploymentsOfItem(
+  db: Db,
+  item: ItemRow,
+  page: { offset: number; limit: number },
+): Promise<{ deployments: Deployment[]; total: number }> {
   const deployments = await listDeployments(db, item.id, page.offset, page.limit);
-  const total = page.offset === 0 && deployments.length < page.limit ? deployments.length : ((await countDeployments(db, [item.id])).get(item.id) ?? 0);
+  const total =
+    page.offset === 0 && deployments.length < page.limit
+      ? deployments.length
+      : ((await countDeployments(db, [item.id])).get(item.id) ?? 0);
   return { deployments, total };
 }
 
@@ -253,13 +279,17 @@ type Editable = keyof typeof EDITABLE;
 /** A field's value in one comparable form; undefined when the field is not given. */
 function comparable(field: Editable, value: UpdateItemInput[Editable]): string | undefined {
   if (value === undefined) return undefined;
-  if (field === 'assignedTo') return value === null ? 'null' : 'invalid' in (value as object) ? 'invalid' : String((value as { id: number }).id);
+  if (field === 'assignedTo')
+    return value === null ? 'null' : 'invalid' in (value as object) ? 'invalid' : String((value as { id: number }).id);
   return JSON.stringify(value);
 }
 
 /** The item's fields now, in the form `comparable` gives the caller's. */
 async function storedValues(trx: Trx, item: ItemRow, wanted: UpdateItemInput): Promise<Record<Editable, string>> {
-  const parent = wanted.parent !== undefined && item.parent_id !== null ? (await findItemsByIds(trx, [item.parent_id]))[0] : undefined;
+  const parent =
+    wanted.parent !== undefined && item.parent_id !== null
+      ? (await findItemsByIds(trx, [item.parent_id]))[0]
+      : undefined;
   return {
     title: JSON.stringify(item.title),
     who: JSON.stringify(item.who ?? ''),
@@ -294,7 +324,12 @@ function requireVersion(item: ItemRow, etags: IfMatch): void {
  * changed it since, and is a conflict if somebody did (left as they made it: nothing of theirs is
  * overwritten unseen); a field it left alone is not written, so another's change to it stays.
  */
-async function unseenChanges(trx: Trx, item: ItemRow, input: UpdateItemInput, seen: Seen | undefined): Promise<{ input: UpdateItemInput; conflicts: string[] }> {
+async function unseenChanges(
+  trx: Trx,
+  item: ItemRow,
+  input: UpdateItemInput,
+  seen: Seen | undefined,
+): Promise<{ input: UpdateItemInput; conflicts: string[] }> {
   if (seen === undefined) return { input, conflicts: [] };
   if (seen.fields === undefined) {
     requireVersion(item, seen.etags);
@@ -326,7 +361,14 @@ async function unseenChanges(trx: Trx, item: ItemRow, input: UpdateItemInput, se
  * status and updates progress (§5). A real change is an `item.status_changed` event for webhooks
  * when the status moved, else `item.updated`.
  */
-export async function updateItem(trx: Trx, scope: ProductScope, number: number, given: UpdateItemInput, urls: Urls, seen?: Seen): Promise<Edited> {
+export async function updateItem(
+  trx: Trx,
+  scope: ProductScope,
+  number: number,
+  given: UpdateItemInput,
+  urls: Urls,
+  seen?: Seen,
+): Promise<Edited> {
   // Product first: changes of a product's items apply one at a time, and read the item as the
   // previous change left it.
   await lockProduct(trx, scope.product.id);
@@ -350,7 +392,9 @@ export async function updateItem(trx: Trx, scope: ProductScope, number: number, 
   await markItemsChanged(trx, scope.product.id, { totals });
   const updated = await updateItemRow(trx, item.id, { ...changes, last_modified: now, last_activity: now });
   const type = changes.status !== undefined ? 'item.status_changed' : 'item.updated';
-  await announceItem(trx, scope, type, updated, urls, () => previousValues(trx, item, updated, tagsChanged ? tagsBefore : undefined));
+  await announceItem(trx, scope, type, updated, urls, () =>
+    previousValues(trx, item, updated, tagsChanged ? tagsBefore : undefined),
+  );
   return { row: updated, conflicts };
 }
 
@@ -380,7 +424,13 @@ function textChanges(item: ItemRow, input: UpdateItemInput): ItemUpdate {
 }
 
 /** Parent and assignee; a new assignee starts following the item. */
-async function relationChanges(trx: Trx, scope: ProductScope, item: ItemRow, input: UpdateItemInput, now: string): Promise<ItemUpdate> {
+async function relationChanges(
+  trx: Trx,
+  scope: ProductScope,
+  item: ItemRow,
+  input: UpdateItemInput,
+  now: string,
+): Promise<ItemUpdate> {
   const changes: ItemUpdate = {};
   const story = item.type === 'story';
   // Clients posting a story back whole send `parent=` (none): only a real parent is refused.
@@ -402,14 +452,21 @@ async function relationChanges(trx: Trx, scope: ProductScope, item: ItemRow, inp
 }
 
 /** A new status (at the bottom of it, with progress as §5 says), or a new close reason. */
-async function statusChanges(trx: Trx, scope: ProductScope, item: ItemRow, input: UpdateItemInput, now: string): Promise<ItemUpdate> {
+async function statusChanges(
+  trx: Trx,
+  scope: ProductScope,
+  item: ItemRow,
+  input: UpdateItemInput,
+  now: string,
+): Promise<ItemUpdate> {
   const current = statusName(item.status);
   if (input.status !== undefined && input.status !== current) {
     const code = statusCode(input.status);
     const sort = await bottomSort(trx, scope.product.id, code);
     return { status: code, sort, ...progressOnEntering(input.status, item, now, input.closeReason) };
   }
-  if (input.closeReason !== undefined && isClosed(current) && input.closeReason !== item.close_reason) return { close_reason: input.closeReason };
+  if (input.closeReason !== undefined && isClosed(current) && input.closeReason !== item.close_reason)
+    return { close_reason: input.closeReason };
   return {};
 }
 
@@ -431,13 +488,22 @@ export async function archiveItem(trx: Trx, scope: ProductScope, number: number,
  * when the status is renumbered first, in the same transaction. With `ifMatch`, a 412 unless the
  * caller holds the item's current version.
  */
-export async function resortItem(trx: Trx, scope: ProductScope, number: number, input: ResortInput, ifMatch?: IfMatch): Promise<ItemRow> {
+export async function resortItem(
+  trx: Trx,
+  scope: ProductScope,
+  number: number,
+  input: ResortInput,
+  ifMatch?: IfMatch,
+): Promise<ItemRow> {
   const productId = scope.product.id;
   await lockProduct(trx, productId);
   const item = await getItem(trx, scope, number);
   if (ifMatch !== undefined) requireVersion(item, ifMatch);
   const refs: ItemRow[] = [];
-  for (const [param, ref] of [['before', input.before], ['after', input.after]] as const) {
+  for (const [param, ref] of [
+    ['before', input.before],
+    ['after', input.after],
+  ] as const) {
     if (ref === undefined) continue;
     const other = await findItemByNumber(trx, productId, ref);
     if (!other) throw new NotFoundError(`Parameter ${param} names no item of this product.`);
@@ -503,9 +569,17 @@ export async function subItemCounts(db: Db, itemIds: number[]): Promise<Map<numb
 }
 
 /** The first `limit` followers of an item (user ids, earliest first), and whether `userId` follows it. */
-export async function followersOf(db: Db, item: ItemRow, userId: number, limit: number): Promise<{ userIds: number[]; following: boolean }> {
+export async function followersOf(
+  db: Db,
+  item: ItemRow,
+  userId: number,
+  limit: number,
+): Promise<{ userIds: number[]; following: boolean }> {
   const userIds = await listFollowerIds(db, item.id, limit);
-  return { userIds, following: userIds.includes(userId) || (userIds.length >= limit && (await isFollower(db, item.id, userId))) };
+  return {
+    userIds,
+    following: userIds.includes(userId) || (userIds.length >= limit && (await isFollower(db, item.id, userId))),
+  };
 }
 
 /** A move of a card on the board: past a neighbour, to the top, to a status, or dropped at a place in a column. */
@@ -522,7 +596,14 @@ export type Move =
  * uses: a status change through updateItem (to the bottom of the new status), a place through
  * resortItem. A drop into another column changes the status first, then the place.
  */
-export async function moveItem(trx: Trx, scope: ProductScope, number: number, move: Move, counts: ListCounts, urls: Urls): Promise<ItemRow> {
+export async function moveItem(
+  trx: Trx,
+  scope: ProductScope,
+  number: number,
+  move: Move,
+  counts: ListCounts,
+  urls: Urls,
+): Promise<ItemRow> {
   switch (move.to) {
     case 'up':
       return resortItem(trx, scope, number, { after: move.above });
@@ -532,7 +613,8 @@ export async function moveItem(trx: Trx, scope: ProductScope, number: number, mo
       return (await updateItem(trx, scope, number, parseUpdateItem({ status: move.status }), urls)).row;
     case 'place': {
       const item = await getItem(trx, scope, number);
-      if (statusName(item.status) !== move.status) await updateItem(trx, scope, number, parseUpdateItem({ status: move.status }), urls);
+      if (statusName(item.status) !== move.status)
+        await updateItem(trx, scope, number, parseUpdateItem({ status: move.status }), urls);
       if (move.above !== undefined) return resortItem(trx, scope, number, { before: move.above });
       if (move.below !== undefined) return resortItem(trx, scope, number, { after: move.below });
       return getItem(trx, scope, number);
@@ -540,7 +622,9 @@ export async function moveItem(trx: Trx, scope: ProductScope, number: number, mo
     case 'top': {
       // Above the first top-level item of its status, unless that is the item itself.
       const item = await getItem(trx, scope, number);
-      const first = (await listItems(trx, scope, parseListItems({ status: statusName(item.status), limit: '1' }), counts)).rows[0];
+      const first = (
+        await listItems(trx, scope, parseListItems({ status: statusName(item.status), limit: '1' }), counts)
+      ).rows[0];
       return first && first.id !== item.id ? resortItem(trx, scope, number, { after: first.number }) : item;
     }
   }
@@ -551,8 +635,13 @@ export async function moveItem(trx: Trx, scope: ProductScope, number: number, mo
  * it. Called before the write's transaction opens: a render may take up to the renderer's
  * deadline, and must hold no lock meanwhile.
  */
-export async function renderDescription<T extends { description?: string; descriptionHtml?: string }>(markdown: MarkdownRenderer, input: T): Promise<T> {
-  return input.description === undefined ? input : { ...input, descriptionHtml: (await markdown.render(input.description)) ?? undefined };
+export async function renderDescription<T extends { description?: string; descriptionHtml?: string }>(
+  markdown: MarkdownRenderer,
+  input: T,
+): Promise<T> {
+  return input.description === undefined
+    ? input
+    : { ...input, descriptionHtml: (await markdown.render(input.description)) ?? undefined };
 }
 
 /** The item's description as its page shows it: the HTML kept when it was written (escaped text for an item from before). */

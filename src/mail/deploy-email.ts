@@ -8,7 +8,11 @@ import { fullName } from '../users/index.js';
 import { oneLine, readableTime } from './format.js';
 
 /** `[Product] Deployed to production: #12 Title and 2 more`, from a follower's items in number order. */
-export function deploySubject(product: ProductRow, deploy: DeployRow, items: Pick<ItemRow, 'number' | 'title'>[]): string {
+export function deploySubject(
+  product: ProductRow,
+  deploy: DeployRow,
+  items: Pick<ItemRow, 'number' | 'title'>[],
+): string {
   const first = items[0];
   const more = items.length > 1 ? ` and ${items.length - 1} more` : '';
   return oneLine(`[${product.name}] Deployed to ${deploy.environment}: #${first.number} ${first.title}${more}`);
@@ -43,7 +47,10 @@ export function renderDeployEmail(parts: DeployMessageParts): { text: string; ht
   return renderFollowerMessage({
     ...parts,
     headline: { text, html },
-    intro: items.length === 1 ? 'The item you follow in this deploy:' : `The ${items.length} items you follow in this deploy:`,
+    intro:
+      items.length === 1
+        ? 'The item you follow in this deploy:'
+        : `The ${items.length} items you follow in this deploy:`,
     items: items.map((item) => ({ item })),
   });
 }
@@ -90,7 +97,15 @@ function itemRowHtml(item: MailedItem, publicUrl: string, note?: string): string
 </tr>`;
 }
 
-function followerText({ product, deploy, headline, intro, items, unsubscribeUrl, publicUrl }: FollowerMessageParts): string {
+function followerText({
+  product,
+  deploy,
+  headline,
+  intro,
+  items,
+  unsubscribeUrl,
+  publicUrl,
+}: FollowerMessageParts): string {
   const lines = [
     headline.text,
     '',
@@ -106,7 +121,17 @@ function followerText({ product, deploy, headline, intro, items, unsubscribeUrl,
   return lines.join('\n') + '\n';
 }
 
-function followerHtml({ product, deploy, headline, intro, items, notesHtml, subject, unsubscribeUrl, publicUrl }: FollowerMessageParts): string {
+function followerHtml({
+  product,
+  deploy,
+  headline,
+  intro,
+  items,
+  notesHtml,
+  subject,
+  unsubscribeUrl,
+  publicUrl,
+}: FollowerMessageParts): string {
   const rows = items.map(({ item, note }) => itemRowHtml(item, publicUrl, note)).join('\n');
   return `<!doctype html>
 <html><head><meta charset="utf-8"><title>${escapeHtml(subject)}</title></head>

@@ -2,7 +2,10 @@ import type { UserRow } from '../db/schema.js';
 
 /** `"First Last" <email>`, quoted so that any name is a valid header. */
 export function mailbox(user: UserRow): string {
-  const name = `${user.first_name} ${user.last_name}`.trim().replace(/[\\"]/g, '\\$&').replace(/[\r\n]+/g, ' ');
+  const name = `${user.first_name} ${user.last_name}`
+    .trim()
+    .replace(/[\\"]/g, '\\$&')
+    .replace(/[\r\n]+/g, ' ');
   return name ? `"${name}" <${user.email}>` : user.email;
 }
 
@@ -31,6 +34,12 @@ const graphemes = new Intl.Segmenter('en', { granularity: 'grapheme' });
 export function quotedName(name: string): string {
   const plain = oneLine(name.replace(BIDI_CONTROLS, '').replace(/[\u201c\u201d]/g, '"'));
   const characters = Array.from(graphemes.segment(plain), (g) => g.segment);
-  const shown = characters.length > QUOTED_NAME_MAX ? `${characters.slice(0, QUOTED_NAME_MAX - 1).join('').trimEnd()}…` : plain;
+  const shown =
+    characters.length > QUOTED_NAME_MAX
+      ? `${characters
+          .slice(0, QUOTED_NAME_MAX - 1)
+          .join('')
+          .trimEnd()}…`
+      : plain;
   return `“${shown}”`;
 }

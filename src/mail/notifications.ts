@@ -25,7 +25,11 @@ const unique = () => crypto.randomBytes(6).toString('hex');
  */
 export async function queueDeployNotifications(
   trx: Trx,
-  notice: { product: ProductRow; deploy: DeployRow; recipients: { user: UserRow; items: Pick<ItemRow, 'id' | 'number' | 'title'>[] }[] },
+  notice: {
+    product: ProductRow;
+    deploy: DeployRow;
+    recipients: { user: UserRow; items: Pick<ItemRow, 'id' | 'number' | 'title'>[] }[];
+  },
   mailDomain: string,
   now: Date,
 ): Promise<void> {
@@ -77,7 +81,13 @@ export async function queueInvitation(
  * the link so that the renderer finds it when the message is sent. Retried for as long as the
  * link works at most: a link that arrives after it expired is of no use.
  */
-export async function queueSignin(trx: Trx, user: UserRow, mailDomain: string, now: Date, validMs: number): Promise<string> {
+export async function queueSignin(
+  trx: Trx,
+  user: UserRow,
+  mailDomain: string,
+  now: Date,
+  validMs: number,
+): Promise<string> {
   const messageId = `<signin-${user.id}-${now.getTime()}.${unique()}@${mailDomain}>`;
   const message = {
     kind: 'signin',

@@ -8,11 +8,19 @@ import { formatTimestamp } from '../time.js';
  * A message to queue: whom it goes to, its subject, and what its bodies are rendered from when it
  * is sent (a deploy and the recipient's items, or with kind `invitation` an invitation).
  */
-export type NewMessage = Pick<OutboxRow, 'deploy_id' | 'user_id' | 'to_address' | 'subject' | 'item_ids' | 'message_id'> &
+export type NewMessage = Pick<
+  OutboxRow,
+  'deploy_id' | 'user_id' | 'to_address' | 'subject' | 'item_ids' | 'message_id'
+> &
   Partial<Pick<OutboxRow, 'kind' | 'invitation_id'>>;
 
 /** Queues messages; called inside the transaction of the change that causes them. */
-export async function enqueueMessages(trx: Trx, messages: NewMessage[], now: string, retryUntil: string): Promise<void> {
+export async function enqueueMessages(
+  trx: Trx,
+  messages: NewMessage[],
+  now: string,
+  retryUntil: string,
+): Promise<void> {
   if (messages.length === 0) return;
   await trx
     .insertInto('outbox')
@@ -39,13 +47,22 @@ export async function enqueueMessages(trx: Trx, messages: NewMessage[], now: str
  * history of sent messages. Only messages of the given `kinds` are taken: those the worker can
  * render (during a rolling upgrade an older instance leaves a newer kind to the newer ones).
  */
-export async function claimDue(db: Db, now: string, leaseUntil: string, limit: number, kinds: string[]): Promise<OutboxRow[]> {
+export async function claimDue(
+  db: Db,
+  now: string,
+  leaseUntil: string,
+  limit: number,
+  kinds: string[],
+): Promise<OutboxRow[]> {
   if (kinds.length === 0) return [];
-  const lapsed: Condition = (eb) => eb.and([eb('status', '=', 'sending'), eb('lease_until', '<', now), eb('kind', 'in', kinds)]);
-  const pending: Condition = (eb) => eb.and([eb('status', '=', 'pending'), eb('next_attempt_at', '<=', now), eb('kind', 'in', kinds)]);
+  const lapsed: Condition = (eb) =>
+    eb.and([eb('status', '=', 'sending'), eb('lease_until', '<', now), eb('kind', 'in', kinds)]);
+  const pending: Condition = (eb) =>
+    eb.and([eb('status', '=', 'pending'), eb('next_attempt_at', '<=', now), eb('kind', 'in', kinds)]);
   return db.transaction().execute(async (trx) => {
     const claimed = await claimWhere(trx, lapsed, ['id'], leaseUntil, limit);
-    if (claimed.length < limit) claimed.push(...(await claimWhere(trx, pending, ['next_attempt_at', 'id'], leaseUntil, limit - claimed.length)));
+    if (claimed.length < limit)
+      claimed.push(...(await claimWhere(trx, pending, ['next_attempt_at', 'id'], leaseUntil, limit - claimed.length)));
     return claimed;
   });
 }
@@ -53,7 +70,13 @@ export async function claimDue(db: Db, now: string, leaseUntil: string, limit: n
 type Condition = Due<'outbox'>;
 
 /** Claims up to `limit` rows matching `due`, in `order`, in the caller's transaction (see db/leases.ts). */
-async function claimWhere(trx: Db, due: Condition, order: ('id' | 'next_attempt_at')[], leaseUntil: string, limit: number): Promise<OutboxRow[]> {
+async function claimWhere(
+  trx: Db,
+  due: Condition,
+  order: ('id' | 'next_attempt_at')[],
+  leaseUntil: string,
+  limit: number,
+): Promise<OutboxRow[]> {
   let candidates = trx.selectFrom('outbox').select('id').where(due).limit(limit);
   for (const column of order) candidates = candidates.orderBy(column);
   const ids = (await lockedForClaim(trx, candidates).execute()).map((r) => r.id);
@@ -65,7 +88,11 @@ export type Claim = Pick<OutboxRow, 'id' | 'attempts'>;
 
 /** The outbox row of a claim, as long as the claim is still this worker's. */
 function stillClaimed(db: Db, claim: Claim) {
-  return db.updateTable('outbox').where('id', '=', claim.id).where('status', '=', 'sending').where('attempts', '=', claim.attempts);
+  return db
+    .updateTable('outbox')
+    .where('id', '=', claim.id)
+    .where('status', '=', 'sending')
+    .where('attempts', '=', claim.attempts);
 }
 
 /**
@@ -97,7 +124,12 @@ export async function markAllSent(db: Db, claims: Claim[], at: string): Promise<
  * (`'due'`) pending again with the due time it had, when the mail server rather than the message
  * failed.
  */
-export async function markAttemptFailed(db: Db, claim: Claim, error: string, retryAt: string | null | 'due'): Promise<boolean> {
+export async function markAttemptFailed(
+  db: Db,
+  claim: Claim,
+  error: string,
+  retryAt: string | null | 'due',
+): Promise<boolean> {
   const change =
     retryAt === null
       ? { status: 'failed', lease_until: null, last_error: error }
@@ -134,7 +166,8 @@ export class SentCount {
     const before = formatTimestamp(new Date(Date.parse(now) - SENT_SETTLE_MS));
     let settled = this.#settled;
     if (!settled) settled = { before, count: await countSentBetween(db, null, before) };
-    else if (settled.before < before) settled = { before, count: settled.count + (await countSentBetween(db, settled.before, before)) };
+    else if (settled.before < before)
+      settled = { before, count: settled.count + (await countSentBetween(db, settled.before, before)) };
     // Calls running at once each arrive at a consistent pair; the later settled time is kept.
     if (!this.#settled || this.#settled.before < settled.before) this.#settled = settled;
     return settled.count + (await countSentBetween(db, settled.before, null));
@@ -145,7 +178,10 @@ const SENT_SETTLE_MS = 60 * 60 * 1000;
 
 /** Messages sent at or after `from` and before `to` (either open). */
 async function countSentBetween(db: Db, from: string | null, to: string | null): Promise<number> {
-  let query = db.selectFrom('outbox').select((eb) => eb.fn.countAll<number>().as('n')).where('sent_at', 'is not', null);
+  let query = db
+    .selectFrom('outbox')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('sent_at', 'is not', null);
   if (from !== null) query = query.where('sent_at', '>=', from);
   if (to !== null) query = query.where('sent_at', '<', to);
   return Number((await query.executeTakeFirstOrThrow()).n);
@@ -167,8 +203,16 @@ export async function summarize(db: Db, now: string, sent = new SentCount()): Pr
     .execute();
   const counts = { pending: 0, sending: 0, sent: await sent.count(db, now), failed: 0 };
   for (const row of rows) counts[row.status as keyof typeof counts] = Number(row.n);
-  const latest = await db.selectFrom('outbox').select((eb) => eb.fn.max('sent_at').as('at')).executeTakeFirst();
-  const summary: OutboxSummary = { counts, oldestPendingAt: null, oldestDueAt: null, lastSentAt: (latest?.at as string | null | undefined) ?? null };
+  const latest = await db
+    .selectFrom('outbox')
+    .select((eb) => eb.fn.max('sent_at').as('at'))
+    .executeTakeFirst();
+  const summary: OutboxSummary = {
+    counts,
+    oldestPendingAt: null,
+    oldestDueAt: null,
+    lastSentAt: (latest?.at as string | null | undefined) ?? null,
+  };
   if (counts.pending + counts.sending === 0) return summary;
   const oldest = await db
     .selectFrom('outbox')
@@ -188,7 +232,11 @@ export async function summarize(db: Db, now: string, sent = new SentCount()): Pr
     .where('lease_until', '<', now)
     .executeTakeFirst();
   const dueTimes = [due?.at, lapsed?.at].filter((t): t is string => typeof t === 'string').sort();
-  return { ...summary, oldestPendingAt: (oldest?.oldest as string | null | undefined) ?? null, oldestDueAt: dueTimes[0] ?? null };
+  return {
+    ...summary,
+    oldestPendingAt: (oldest?.oldest as string | null | undefined) ?? null,
+    oldestDueAt: dueTimes[0] ?? null,
+  };
 }
 
 /** The most recent failures, final or still being retried. */

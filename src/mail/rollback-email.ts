@@ -5,10 +5,16 @@ import { renderFollowerMessage, type MailedItem } from './deploy-email.js';
 import { oneLine, readableTime } from './format.js';
 
 /** `[Product] Rolled back production to 1.4.1: #12 Title and 2 more`, from a follower's items in number order. */
-export function rollbackSubject(product: ProductRow, rollback: DeployRow, items: Pick<ItemRow, 'number' | 'title'>[]): string {
+export function rollbackSubject(
+  product: ProductRow,
+  rollback: DeployRow,
+  items: Pick<ItemRow, 'number' | 'title'>[],
+): string {
   const first = items[0];
   const more = items.length > 1 ? ` and ${items.length - 1} more` : '';
-  return oneLine(`[${product.name}] Rolled back ${rollback.environment} to ${rollback.version}: #${first.number} ${first.title}${more}`);
+  return oneLine(
+    `[${product.name}] Rolled back ${rollback.environment} to ${rollback.version}: #${first.number} ${first.title}${more}`,
+  );
 }
 
 /** What one rollback message is rendered from. */
@@ -52,7 +58,10 @@ export function renderRollbackEmail(parts: RollbackMessageParts): { text: string
     ...parts,
     deploy: rollback,
     headline: { text, html },
-    intro: items.length === 1 ? 'The item you follow that this rolled back:' : `The ${items.length} items you follow that this rolled back:`,
+    intro:
+      items.length === 1
+        ? 'The item you follow that this rolled back:'
+        : `The ${items.length} items you follow that this rolled back:`,
     items: items.map(({ item, restoredTo }) => ({ item, note: outcome(rollback.environment, restoredTo) })),
   });
 }

@@ -15,14 +15,20 @@ const UnsubscribeLinkSchema = Type.Object(
   { $id: 'UnsubscribeLink', description: 'What following the link would do.' },
 );
 const UnsubscribedSchema = Type.Object(
-  { email: Type.String(), unfollowed: Type.Array(Type.Integer(), { description: 'The numbers of the items no longer followed.' }) },
+  {
+    email: Type.String(),
+    unfollowed: Type.Array(Type.Integer(), { description: 'The numbers of the items no longer followed.' }),
+  },
   { $id: 'Unsubscribed' },
 );
 
 /** The named schemas of the feature, registered on the app so that responses reference them. */
 export const MAIL_SCHEMAS = [UnsubscribeLinkSchema, UnsubscribedSchema];
 
-const linkErrors = [{ 404: 'The link was not signed by this installation.', 410: 'The link was used already.' }, UNAVAILABLE];
+const linkErrors = [
+  { 404: 'The link was not signed by this installation.', 410: 'The link was used already.' },
+  UNAVAILABLE,
+];
 const html = { html: [404, 410] as const };
 const tags = ['links'];
 
@@ -71,16 +77,20 @@ export async function unsubscribeRoutes(app: FastifyInstance): Promise<void> {
     errors: errorAnswers([...linkErrors, { 413: tooLargeMessage(SMALL_FORM_LIMIT, 'body') }], html),
   };
   // What mail programs post is one short field.
-  app.post('/unsubscribe/:token', { bodyLimit: SMALL_FORM_LIMIT, schema: unsubscribeSchema }, async (request, reply) => {
-    try {
-      const token = (request.params as { token: string }).token;
-      const target = await app.db.transaction().execute((trx) => unsubscribe(trx, app.unsubscribeLinks, token));
-      return answer(request, reply, 200, 'You no longer follow these items', itemList(target), {
-        email: target.user.email,
-        unfollowed: target.items.map((i) => i.number),
-      });
-    } catch (err) {
-      return failure(request, reply, err);
-    }
-  });
+  app.post(
+    '/unsubscribe/:token',
+    { bodyLimit: SMALL_FORM_LIMIT, schema: unsubscribeSchema },
+    async (request, reply) => {
+      try {
+        const token = (request.params as { token: string }).token;
+        const target = await app.db.transaction().execute((trx) => unsubscribe(trx, app.unsubscribeLinks, token));
+        return answer(request, reply, 200, 'You no longer follow these items', itemList(target), {
+          email: target.user.email,
+          unfollowed: target.items.map((i) => i.number),
+        });
+      } catch (err) {
+        return failure(request, reply, err);
+      }
+    },
+  );
 }

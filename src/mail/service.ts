@@ -21,10 +21,16 @@ export async function unsubscribeTarget(db: Db, links: UnsubscribeLinks, token: 
   const messageId = links.verify(token);
   const message = messageId === undefined ? undefined : await findByMessageId(db, messageId);
   // Only mail to followers has unsubscribe links; other messages go to an address, not a follower.
-  if (!message || !hasUnsubscribeLink(message.kind) || message.user_id === null) throw new NotFoundError('This unsubscribe link is not valid.');
+  if (!message || !hasUnsubscribeLink(message.kind) || message.user_id === null)
+    throw new NotFoundError('This unsubscribe link is not valid.');
   const user = (await findUserById(db, message.user_id))!;
   const items = await findItemsByIds(db, JSON.parse(message.item_ids) as number[]);
-  return { outboxId: message.id, user, items: items.sort((a, b) => a.number - b.number), used: message.unsubscribed_at !== null };
+  return {
+    outboxId: message.id,
+    user,
+    items: items.sort((a, b) => a.number - b.number),
+    used: message.unsubscribed_at !== null,
+  };
 }
 
 /**
@@ -55,11 +61,17 @@ export interface MailStatus extends OutboxSummary {
  * and no message at all was delivered in that time. A long queue that is being worked through
  * keeps delivering, so it is not a stall; an outage or a stuck worker is.
  */
-export function assessDelivery(summary: OutboxSummary, now: Date, stallSeconds: number): Pick<MailStatus, 'oldestDueSeconds' | 'progressing' | 'stalled'> {
-  const since = (t: string | null) => (t === null ? Infinity : Math.max(0, Math.floor((now.getTime() - Date.parse(t)) / 1000)));
+export function assessDelivery(
+  summary: OutboxSummary,
+  now: Date,
+  stallSeconds: number,
+): Pick<MailStatus, 'oldestDueSeconds' | 'progressing' | 'stalled'> {
+  const since = (t: string | null) =>
+    t === null ? Infinity : Math.max(0, Math.floor((now.getTime() - Date.parse(t)) / 1000));
   const oldestDueSeconds = summary.oldestDueAt === null ? 0 : since(summary.oldestDueAt);
   const quietSeconds = since(summary.lastSentAt);
-  if (oldestDueSeconds <= stallSeconds || quietSeconds <= stallSeconds) return { oldestDueSeconds, progressing: true, stalled: null };
+  if (oldestDueSeconds <= stallSeconds || quietSeconds <= stallSeconds)
+    return { oldestDueSeconds, progressing: true, stalled: null };
   const last = summary.lastSentAt ? `the last delivery was at ${summary.lastSentAt}` : 'nothing has been delivered yet';
   const stalled = `Due mail has not moved for ${oldestDueSeconds < 120 ? `${oldestDueSeconds} seconds` : `${Math.floor(oldestDueSeconds / 60)} minutes`}: a message has been due since ${summary.oldestDueAt} and ${last}.`;
   return { oldestDueSeconds, progressing: false, stalled };

@@ -89,7 +89,9 @@ async function removeLeftovers(dir: string): Promise<void> {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
     throw err;
   }
-  await Promise.all(names.filter((n) => /\.eml\.[0-9a-f]+\.tmp$/.test(n)).map((n) => fs.rm(path.join(dir, n), { force: true })));
+  await Promise.all(
+    names.filter((n) => /\.eml\.[0-9a-f]+\.tmp$/.test(n)).map((n) => fs.rm(path.join(dir, n), { force: true })),
+  );
 }
 
 /**
@@ -183,7 +185,8 @@ export function smtpTransport(url: string, maxConnections = 5): MailTransport {
         await pool.sendMail({ envelope: composed.envelope, raw: composed.message as Buffer });
       } catch (err) {
         // Still queued when reset() closed its pool: it never reached the mail server.
-        if (pool !== transporter && !(err as { code?: string }).code) throw Object.assign(new Error('Not sent: the connections were replaced.'), { code: 'ERESET' });
+        if (pool !== transporter && !(err as { code?: string }).code)
+          throw Object.assign(new Error('Not sent: the connections were replaced.'), { code: 'ERESET' });
         throw err;
       }
     },

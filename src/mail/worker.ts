@@ -64,7 +64,16 @@ export function isPermanentFailure(err: unknown): boolean {
  * nodemailer's codes for a mail server that could not be reached or talked to at all: refused or
  * dropped connections, no greeting or no answer within its socket timeouts, DNS, TLS, login.
  */
-const SERVER_CODES = new Set(['ECONNECTION', 'ESOCKET', 'ETIMEDOUT', 'EDNS', 'ETLS', 'EAUTH', 'ECONNREFUSED', 'ECONNRESET']);
+const SERVER_CODES = new Set([
+  'ECONNECTION',
+  'ESOCKET',
+  'ETIMEDOUT',
+  'EDNS',
+  'ETLS',
+  'EAUTH',
+  'ECONNREFUSED',
+  'ECONNRESET',
+]);
 
 /**
  * A failure of the mail server rather than of the message: it would fail every message alike
@@ -90,7 +99,9 @@ export function retryDelayMs(attempts: number, random = Math.random): number {
  * tried again at `retryAt`, given up when it is null, or (`'due'`) left due as it was: a message
  * that waits for its mail server keeps the time it became due, which is what /health measures.
  */
-type Outcome = { claim: OutboxRow; error?: undefined } | { claim: OutboxRow; error: string; retryAt: string | null | 'due' };
+type Outcome =
+  | { claim: OutboxRow; error?: undefined }
+  | { claim: OutboxRow; error: string; retryAt: string | null | 'due' };
 
 /** What this worker knows of the mail server, for operators (`/health`). */
 export interface WorkerState {
@@ -118,7 +129,12 @@ function withDeadline<T>(work: Promise<T>, ms: number): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const deadline = new Promise<never>((_, reject) => {
     timer = setTimeout(
-      () => reject(Object.assign(new Error(`No answer from the mail server within ${Math.round(ms / 1000)} s.`), { code: 'EDEADLINE' })),
+      () =>
+        reject(
+          Object.assign(new Error(`No answer from the mail server within ${Math.round(ms / 1000)} s.`), {
+            code: 'EDEADLINE',
+          }),
+        ),
       ms,
     );
   });
@@ -187,7 +203,10 @@ export class OutboxWorker {
         this.signal.notify();
         return;
       }
-      this.log.error({ stuckForMs: Date.now() - this.progressAt }, 'mail delivery round made no progress; starting a new one');
+      this.log.error(
+        { stuckForMs: Date.now() - this.progressAt },
+        'mail delivery round made no progress; starting a new one',
+      );
       this.running = undefined;
     }
     void this.deliverDue().then(
@@ -236,7 +255,10 @@ export class OutboxWorker {
   /** What this worker knows of the mail server right now. */
   state(): WorkerState {
     const since = this.outage?.since;
-    return { unreachableSince: since === undefined ? null : formatTimestamp(new Date(since)), lastErrorCode: this.outage?.code ?? null };
+    return {
+      unreachableSince: since === undefined ? null : formatTimestamp(new Date(since)),
+      lastErrorCode: this.outage?.code ?? null,
+    };
   }
 
   /** How many messages may be claimed now: the free part of the window, or one probe during an outage. */
@@ -279,10 +301,18 @@ export class OutboxWorker {
   /** Claims up to `room` due messages, renders them, and starts their sends; returns how many. */
   private async claimAndSend(room: number, held: Set<Promise<void>>, tally: { sent: number }): Promise<number> {
     const now = Date.now();
-    const claimed = await claimDue(this.db, formatTimestamp(new Date(now)), formatTimestamp(new Date(now + this.options.leaseMs)), room, this.kinds);
+    const claimed = await claimDue(
+      this.db,
+      formatTimestamp(new Date(now)),
+      formatTimestamp(new Date(now + this.options.leaseMs)),
+      room,
+      this.kinds,
+    );
     this.progressAt = Date.now();
     if (claimed.length === 0) return 0;
-    const bodies = await renderMessages(this.db, claimed, this.renderers, (err, kind) => this.log.error({ err, kind }, 'mail could not be rendered'));
+    const bodies = await renderMessages(this.db, claimed, this.renderers, (err, kind) =>
+      this.log.error({ err, kind }, 'mail could not be rendered'),
+    );
     for (const message of claimed) {
       const delivery: Promise<void> = this.deliver(message, bodies.get(message.id)).then((ok) => {
         if (ok) tally.sent += 1;
@@ -300,8 +330,12 @@ export class OutboxWorker {
     let outcome: Outcome;
     try {
       if (body === undefined) throw new Error('The message could not be rendered; it is tried again later.');
-      if (body === null) throw Object.assign(new Error('What this message is about no longer exists.'), { permanent: true });
-      await withDeadline(this.transport.send(composeMessage(message, body, this.from, this.links), message.id), this.options.sendTimeoutMs);
+      if (body === null)
+        throw Object.assign(new Error('What this message is about no longer exists.'), { permanent: true });
+      await withDeadline(
+        this.transport.send(composeMessage(message, body, this.from, this.links), message.id),
+        this.options.sendTimeoutMs,
+      );
       outcome = { claim: message };
       this.serverAnswered();
     } catch (err) {
@@ -317,7 +351,10 @@ export class OutboxWorker {
     }
     if (outcome.error !== undefined) {
       const final = outcome.retryAt === null;
-      this.log.warn({ outboxId: message.id, attempts: message.attempts, err: outcome.error, final, recorded }, 'mail delivery failed');
+      this.log.warn(
+        { outboxId: message.id, attempts: message.attempts, err: outcome.error, final, recorded },
+        'mail delivery failed',
+      );
       return false;
     }
     if (!recorded) {
@@ -336,7 +373,11 @@ export class OutboxWorker {
    */
   private failure(message: OutboxRow, err: unknown): Outcome {
     const error = (err instanceof Error ? err.message : String(err)).slice(0, 1000);
-    const { code, responseCode, permanent } = (err ?? {}) as { code?: string; responseCode?: number; permanent?: boolean };
+    const { code, responseCode, permanent } = (err ?? {}) as {
+      code?: string;
+      responseCode?: number;
+      permanent?: boolean;
+    };
     // Connections that missed a deadline may never answer: later sends get fresh ones.
     if (code === 'EDEADLINE') this.transport.reset();
     // Sent nowhere: the pool it waited in was replaced. It goes again as it was.
@@ -385,9 +426,14 @@ export class OutboxWorker {
         const batch = this.outcomes.splice(0);
         try {
           const sent = batch.flatMap(({ outcome }) => (outcome.error === undefined ? [outcome.claim] : []));
-          const recorded = sent.length ? await markAllSent(this.db, sent, formatTimestamp(new Date())) : new Set<number>();
+          const recorded = sent.length
+            ? await markAllSent(this.db, sent, formatTimestamp(new Date()))
+            : new Set<number>();
           for (const { outcome } of batch) {
-            if (outcome.error !== undefined && (await markAttemptFailed(this.db, outcome.claim, outcome.error, outcome.retryAt))) {
+            if (
+              outcome.error !== undefined &&
+              (await markAttemptFailed(this.db, outcome.claim, outcome.error, outcome.retryAt))
+            ) {
               recorded.add(outcome.claim.id);
             }
           }

@@ -25,7 +25,12 @@ export function parseEnvironmentChoice(p: Record<string, ParamValue>): Environme
     invalid('environments', 'must be all on its own, or a list of environments without all');
   }
   const long = chosen.find((e) => [...e].length > MAX_ENVIRONMENT_LENGTH);
-  if (long !== undefined) invalid('environments', `"${[...long].slice(0, 40).join('')}..." is longer than ${MAX_ENVIRONMENT_LENGTH} characters`);
-  if (chosen.length > MAX_CHOSEN_ENVIRONMENTS) invalid('environments', `at most ${MAX_CHOSEN_ENVIRONMENTS} environments`);
+  if (long !== undefined)
+    invalid(
+      'environments',
+      `"${[...long].slice(0, 40).join('')}..." is longer than ${MAX_ENVIRONMENT_LENGTH} characters`,
+    );
+  if (chosen.length > MAX_CHOSEN_ENVIRONMENTS)
+    invalid('environments', `at most ${MAX_CHOSEN_ENVIRONMENTS} environments`);
   return chosen;
 }

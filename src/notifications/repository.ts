@@ -14,8 +14,17 @@ export async function findChosenEnvironments(db: Db, productId: number, userId: 
 }
 
 /** Replaces the user's choice for the product; an empty list leaves the default, every environment. */
-export async function replaceChosenEnvironments(trx: Trx, productId: number, userId: number, environments: string[]): Promise<void> {
-  await trx.deleteFrom('notification_environments').where('product_id', '=', productId).where('user_id', '=', userId).execute();
+export async function replaceChosenEnvironments(
+  trx: Trx,
+  productId: number,
+  userId: number,
+  environments: string[],
+): Promise<void> {
+  await trx
+    .deleteFrom('notification_environments')
+    .where('product_id', '=', productId)
+    .where('user_id', '=', userId)
+    .execute();
   if (environments.length === 0) return;
   await trx
     .insertInto('notification_environments')
@@ -27,11 +36,19 @@ export async function replaceChosenEnvironments(trx: Trx, productId: number, use
  * Of the given users, those who chose environments for the product, each with whether
  * `environment` is one of them: one row per such user (the primary key's index answers it).
  */
-export async function choicesFor(db: Db, productId: number, environment: string, userIds: number[]): Promise<Map<number, boolean>> {
+export async function choicesFor(
+  db: Db,
+  productId: number,
+  environment: string,
+  userIds: number[],
+): Promise<Map<number, boolean>> {
   const rows = await inChunks(userIds, (chunk) =>
     db
       .selectFrom('notification_environments')
-      .select((eb) => ['user_id', eb.fn.max(eb.case().when('environment', '=', environment).then(1).else(0).end()).as('chosen')])
+      .select((eb) => [
+        'user_id',
+        eb.fn.max(eb.case().when('environment', '=', environment).then(1).else(0).end()).as('chosen'),
+      ])
       .where('product_id', '=', productId)
       .where('user_id', 'in', chunk)
       .groupBy('user_id')

@@ -15,7 +15,15 @@ export async function notificationRoutes(app: FastifyInstance): Promise<void> {
 
   app.get(
     path,
-    { schema: { summary: 'Which deploys email you', operationId: 'getNotifications', tags, params: ProductParams, response: answer("The caller's choice.") } },
+    {
+      schema: {
+        summary: 'Which deploys email you',
+        operationId: 'getNotifications',
+        tags,
+        params: ProductParams,
+        response: answer("The caller's choice."),
+      },
+    },
     async (request) => presentEnvironmentChoice(await environmentChoice(app.db, request.scope)),
   );
 
@@ -37,14 +45,18 @@ export async function notificationRoutes(app: FastifyInstance): Promise<void> {
         }),
         response: answer('The choice as stored.'),
         errors: errorAnswers([
-          { 400: `environments is missing or empty, names all together with environments, more than ${MAX_CHOSEN_ENVIRONMENTS}, or one longer than 255 characters.` },
+          {
+            400: `environments is missing or empty, names all together with environments, more than ${MAX_CHOSEN_ENVIRONMENTS}, or one longer than 255 characters.`,
+          },
           BODY_ERRORS,
         ]),
       },
     },
     async (request) => {
       const choice = parseEnvironmentChoice(requestParams(request));
-      return presentEnvironmentChoice(await app.db.transaction().execute((trx) => setEnvironmentChoice(trx, request.scope, choice)));
+      return presentEnvironmentChoice(
+        await app.db.transaction().execute((trx) => setEnvironmentChoice(trx, request.scope, choice)),
+      );
     },
   );
 }

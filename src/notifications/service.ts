@@ -15,7 +15,11 @@ export async function environmentChoice(db: Db, scope: ProductScope): Promise<En
  * is locked first, as every writer of a product does: a deploy recorded meanwhile sees the old
  * choice or the new one, never half of it, and two changes at once do not mix.
  */
-export async function setEnvironmentChoice(trx: Trx, scope: ProductScope, choice: EnvironmentChoice): Promise<EnvironmentChoice> {
+export async function setEnvironmentChoice(
+  trx: Trx,
+  scope: ProductScope,
+  choice: EnvironmentChoice,
+): Promise<EnvironmentChoice> {
   await lockProduct(trx, scope.product.id);
   await replaceChosenEnvironments(trx, scope.product.id, scope.user.id, choice === 'all' ? [] : choice);
   return environmentChoice(trx, scope);
@@ -26,7 +30,12 @@ export async function setEnvironmentChoice(trx: Trx, scope: ProductScope, choice
  * product to `environment`, in the order given: everyone who chose nothing (every environment),
  * and those who chose this one. Chosen names are trimmed, so a deploy's is compared trimmed too.
  */
-export async function wantDeployMail(db: Db, productId: number, environment: string, userIds: number[]): Promise<number[]> {
+export async function wantDeployMail(
+  db: Db,
+  productId: number,
+  environment: string,
+  userIds: number[],
+): Promise<number[]> {
   const choices = await choicesFor(db, productId, environment.trim(), userIds);
   return userIds.filter((id) => choices.get(id) ?? true);
 }

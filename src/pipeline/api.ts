@@ -38,8 +38,10 @@ function unreachableReason(error: unknown): string {
 
 /** The server's own error message (docs/INTERFACE.md §3), with the parameters it names. */
 function refusal(status: number, json: Record<string, unknown> | undefined): string {
-  if (typeof json?.message !== 'string') return `the server answered ${status} without a Shiplog error (is the URL the Shiplog server's?)`;
-  const errors = json.errors && typeof json.errors === 'object' ? Object.entries(json.errors as Record<string, unknown>) : [];
+  if (typeof json?.message !== 'string')
+    return `the server answered ${status} without a Shiplog error (is the URL the Shiplog server's?)`;
+  const errors =
+    json.errors && typeof json.errors === 'object' ? Object.entries(json.errors as Record<string, unknown>) : [];
   const detail = errors.length ? ` (${errors.map(([k, v]) => `${k} ${String(v)}`).join('; ')})` : '';
   return `the server refused the deploy (${status}): ${json.message}${detail}`;
 }
@@ -60,7 +62,11 @@ function parseObject(text: string): Record<string, unknown> | undefined {
  */
 export async function postDeploy(base: URL, credentials: Credentials, request: DeployRequest): Promise<Answer> {
   const url = new URL(`api/products/${request.productId}/deploys.json`, base);
-  const form = new URLSearchParams({ environment: request.environment, numbers: request.numbers.join(','), version: request.version });
+  const form = new URLSearchParams({
+    environment: request.environment,
+    numbers: request.numbers.join(','),
+    version: request.version,
+  });
   if (request.notes !== undefined) form.set('notes', request.notes);
   if (request.dryRun) form.set('dry_run', 'true');
   let response: Response;
@@ -84,12 +90,18 @@ export async function postDeploy(base: URL, credentials: Credentials, request: D
   }
   if (response.status >= 300 && response.status < 400) {
     const location = response.headers.get('location');
-    throw new Failure(EXIT.refused, `the server answered ${response.status}, redirecting to ${location ?? 'nowhere'}: give the address it names as the URL`);
+    throw new Failure(
+      EXIT.refused,
+      `the server answered ${response.status}, redirecting to ${location ?? 'nowhere'}: give the address it names as the URL`,
+    );
   }
   const json = parseObject(text);
   if (!response.ok) throw new Failure(EXIT.refused, refusal(response.status, json));
   if (!json || (typeof json.id !== 'number' && json.dry_run !== true)) {
-    throw new Failure(EXIT.refused, `the server answered ${response.status} with no deploy (is the URL the Shiplog server's?)`);
+    throw new Failure(
+      EXIT.refused,
+      `the server answered ${response.status} with no deploy (is the URL the Shiplog server's?)`,
+    );
   }
   return { json, text };
 }

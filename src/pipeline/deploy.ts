@@ -65,7 +65,9 @@ interface Options {
   environment: string;
   version: string;
   /** Where the numbers come from: given, or read from a range of commits. */
-  source: { numbers: number[] } | { since: string; until: string; repo: string; pattern: RegExp; patternSource: string };
+  source:
+    | { numbers: number[] }
+    | { since: string; until: string; repo: string; pattern: RegExp; patternSource: string };
   notesFile: string | undefined;
   dryRun: boolean;
   json: boolean;
@@ -84,7 +86,8 @@ function parseBase(raw: string): URL {
     throw usage(`the URL must be the server's address, such as https://shiplog.example.com; got "${raw}"`);
   }
   if (url.username || url.password) throw usage('the URL must not hold credentials: give them as --key and --email');
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw usage(`the URL must start with http:// or https://; got "${raw}"`);
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    throw usage(`the URL must start with http:// or https://; got "${raw}"`);
   if (!url.pathname.endsWith('/')) url.pathname += '/';
   url.search = '';
   url.hash = '';
@@ -92,7 +95,10 @@ function parseBase(raw: string): URL {
 }
 
 function parseNumbers(raw: string): number[] {
-  const parts = raw.split(',').map((n) => n.trim()).filter((n) => n !== '');
+  const parts = raw
+    .split(',')
+    .map((n) => n.trim())
+    .filter((n) => n !== '');
   const bad = parts.find((n) => !/^\d+$/.test(n) || !Number.isSafeInteger(Number(n)));
   if (bad !== undefined) throw usage(`--numbers must be item numbers separated by commas; got "${bad}"`);
   return [...new Set(parts.map(Number))].sort((a, b) => a - b);
@@ -121,7 +127,8 @@ function readOptions(args: string[], env: NodeJS.ProcessEnv): Options | 'help' {
   if (missing.length) throw usage(`missing ${missing.join(', ')}; see shiplog deploy --help`);
   if (values.since && values.numbers !== undefined) throw usage('give --since or --numbers, not both');
   if (values.until && !values.since) throw usage('--until needs --since');
-  if (!/^\d+$/.test(values.product!) || !Number.isSafeInteger(Number(values.product))) throw usage(`--product must be a product id (digits); got "${values.product}"`);
+  if (!/^\d+$/.test(values.product!) || !Number.isSafeInteger(Number(values.product)))
+    throw usage(`--product must be a product id (digits); got "${values.product}"`);
 
   let source: Options['source'];
   if (values.numbers !== undefined) {
@@ -164,7 +171,10 @@ async function numbersToDeploy(source: Options['source']): Promise<{ numbers: nu
   const commits = range.messages.length;
   if (commits === 0) throw new Failure(EXIT.noItems, `${span} holds no commit, so no item to deploy`);
   if (!numbers.length) {
-    throw new Failure(EXIT.noItems, `no commit message in ${span} (${commits} commit${commits === 1 ? '' : 's'}) names an item (pattern ${source.patternSource})`);
+    throw new Failure(
+      EXIT.noItems,
+      `no commit message in ${span} (${commits} commit${commits === 1 ? '' : 's'}) names an item (pattern ${source.patternSource})`,
+    );
   }
   return { numbers, range };
 }
@@ -210,7 +220,10 @@ export async function deployCommand(
     const answer = await postDeploy(options.base, options.credentials, request);
     out.write(`${options.json ? answer.text : formatReceipt(answer.json, request, range)}\n`);
     if (options.dryRun && answer.json.dry_run !== true) {
-      throw new Failure(EXIT.refused, `the server does not know dry runs and recorded deploy ${String(answer.json.id)}`);
+      throw new Failure(
+        EXIT.refused,
+        `the server does not know dry runs and recorded deploy ${String(answer.json.id)}`,
+      );
     }
     return EXIT.ok;
   } catch (error) {

@@ -22,7 +22,11 @@ export function compileItemPattern(source: string): RegExp {
   }
   // An alternative that matches the empty string exposes how many groups the pattern has.
   const groups = new RegExp(`${source}|`).exec('')!.length - 1;
-  if (groups < 1) throw new Failure(EXIT.usage, `the item pattern ${source} has no capture group: its first group must capture the item number`);
+  if (groups < 1)
+    throw new Failure(
+      EXIT.usage,
+      `the item pattern ${source} has no capture group: its first group must capture the item number`,
+    );
   return pattern;
 }
 
@@ -55,7 +59,12 @@ function git(repo: string, args: string[]): Promise<{ ok: boolean; stdout: strin
   return new Promise((resolve, reject) => {
     execFile('git', args, { cwd: repo, encoding: 'utf8', maxBuffer: 256 * 1024 * 1024 }, (error, stdout, stderr) => {
       if ((error as NodeJS.ErrnoException | null)?.code === 'ENOENT') {
-        reject(new Failure(EXIT.git, 'git is not installed, or not on PATH: it is needed to read item numbers (or give --numbers)'));
+        reject(
+          new Failure(
+            EXIT.git,
+            'git is not installed, or not on PATH: it is needed to read item numbers (or give --numbers)',
+          ),
+        );
       } else {
         resolve({ ok: !error, stdout, stderr });
       }
@@ -80,9 +89,14 @@ export async function readRange(repo: string, since: string, until: string): Pro
     // git would take it for an option.
     if (revision.startsWith('-')) throw new Failure(EXIT.usage, `"${revision}" is not a revision`);
   }
-  if (!fs.statSync(repo, { throwIfNoEntry: false })?.isDirectory()) throw new Failure(EXIT.usage, `${repo} is not a directory`);
+  if (!fs.statSync(repo, { throwIfNoEntry: false })?.isDirectory())
+    throw new Failure(EXIT.usage, `${repo} is not a directory`);
   const inside = await git(repo, ['rev-parse', '--git-dir']);
-  if (!inside.ok) throw new Failure(EXIT.git, `${path.resolve(repo)} is not a git repository that git can read: ${firstLine(inside.stderr)}`);
+  if (!inside.ok)
+    throw new Failure(
+      EXIT.git,
+      `${path.resolve(repo)} is not a git repository that git can read: ${firstLine(inside.stderr)}`,
+    );
   const sinceId = await commitOf(repo, since);
   const untilId = await commitOf(repo, until);
   const log = await git(repo, ['log', '-z', '--no-show-signature', '--format=%B', `${sinceId}..${untilId}`]);

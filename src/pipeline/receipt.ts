@@ -9,7 +9,8 @@ type Json = Record<string, unknown>;
 
 const numberList = (numbers: unknown[]): string => numbers.map((n) => `#${String(n)}`).join(' ');
 const textOr = (value: unknown, fallback: string): string => (typeof value === 'string' ? value : fallback);
-const objects = (value: unknown): Json[] | undefined => (Array.isArray(value) ? value.filter((v): v is Json => !!v && typeof v === 'object') : undefined);
+const objects = (value: unknown): Json[] | undefined =>
+  Array.isArray(value) ? value.filter((v): v is Json => !!v && typeof v === 'object') : undefined;
 
 /** One line per recipient of a dry run: who, and which of the items their message would list. */
 function recipientLines(recipients: Json[]): string[] {
@@ -37,12 +38,18 @@ export function formatReceipt(answer: Json, sent: DeployRequest, range: Range | 
   const lines: string[] = [];
   if (range) {
     const commits = `${range.messages.length} commit${range.messages.length === 1 ? '' : 's'}`;
-    lines.push(`${range.since}..${range.until} (${range.sinceId.slice(0, 12)}..${range.untilId.slice(0, 12)}): ${commits} naming ${numberList(sent.numbers)}`);
+    lines.push(
+      `${range.since}..${range.until} (${range.sinceId.slice(0, 12)}..${range.untilId.slice(0, 12)}): ${commits} naming ${numberList(sent.numbers)}`,
+    );
   }
   const items = objects(answer.items);
   const count = items ? `${items.length} item${items.length === 1 ? '' : 's'}` : numberList(sent.numbers);
   const where = `to ${textOr(answer.environment, sent.environment)}, version ${textOr(answer.version, sent.version)}`;
-  lines.push(answer.dry_run === true ? `Dry run, nothing recorded: would deploy ${count} ${where}` : `Deploy ${String(answer.id)} recorded: ${count} ${where}`);
+  lines.push(
+    answer.dry_run === true
+      ? `Dry run, nothing recorded: would deploy ${count} ${where}`
+      : `Deploy ${String(answer.id)} recorded: ${count} ${where}`,
+  );
   for (const item of items ?? []) lines.push(`  #${String(item.number)} ${textOr(item.title, '')}`.trimEnd());
   if (Array.isArray(answer.unknown_numbers) && answer.unknown_numbers.length) {
     lines.push(`Not items of the product, skipped: ${numberList(answer.unknown_numbers)}`);

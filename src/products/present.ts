@@ -20,7 +20,13 @@ export const ProductSchema = Type.Object(
 );
 
 export const MemberSchema = Type.Composite(
-  [UserSchema, Type.Object({ admin: Type.Boolean({ description: 'Whether the member is an admin of the product.' }), revoked: Type.Boolean({ description: 'Always false.' }) })],
+  [
+    UserSchema,
+    Type.Object({
+      admin: Type.Boolean({ description: 'Whether the member is an admin of the product.' }),
+      revoked: Type.Boolean({ description: 'Always false.' }),
+    }),
+  ],
   { $id: 'Member', description: 'A member of a product: a User with their role.' },
 );
 

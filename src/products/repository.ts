@@ -20,7 +20,9 @@ export async function findProduct(db: Db, id: number): Promise<ProductRow | unde
 const productAs = prepared((db, id: number, userId: number) =>
   db
     .selectFrom('products')
-    .leftJoin('memberships', (j) => j.onRef('memberships.product_id', '=', 'products.id').on('memberships.user_id', '=', userId))
+    .leftJoin('memberships', (j) =>
+      j.onRef('memberships.product_id', '=', 'products.id').on('memberships.user_id', '=', userId),
+    )
     .selectAll('products')
     .select('memberships.admin')
     .where('products.id', '=', id),
@@ -58,11 +60,17 @@ const callerIn = (db: Db, productId: number) =>
   db
     .selectFrom('users')
     .leftJoin('products', (j) => j.on('products.id', '=', productId))
-    .leftJoin('memberships', (j) => j.onRef('memberships.product_id', '=', 'products.id').onRef('memberships.user_id', '=', 'users.id'))
+    .leftJoin('memberships', (j) =>
+      j.onRef('memberships.product_id', '=', 'products.id').onRef('memberships.user_id', '=', 'users.id'),
+    )
     .selectAll('users')
     .select([...Object.values(PRODUCT_AS), 'memberships.admin']);
-const callerByEmailIn = prepared((db, productId: number, email: string) => callerIn(db, productId).where('users.email', '=', email));
-const callerByKeyIn = prepared((db, productId: number, hash: string) => callerIn(db, productId).where('users.api_key_hash', '=', hash));
+const callerByEmailIn = prepared((db, productId: number, email: string) =>
+  callerIn(db, productId).where('users.email', '=', email),
+);
+const callerByKeyIn = prepared((db, productId: number, hash: string) =>
+  callerIn(db, productId).where('users.api_key_hash', '=', hash),
+);
 
 export interface CallerAndProduct {
   user: UserRow | undefined;
@@ -80,9 +88,22 @@ export async function findCallerAndProduct(
   productId: number | undefined,
 ): Promise<CallerAndProduct> {
   if (productId === undefined || !storableId(productId)) return { user: await findUserBy(db, lookup) };
-  const [row] = 'email' in lookup ? await callerByEmailIn(db, productId, lookup.email) : await callerByKeyIn(db, productId, lookup.keyHash);
+  const [row] =
+    'email' in lookup
+      ? await callerByEmailIn(db, productId, lookup.email)
+      : await callerByKeyIn(db, productId, lookup.keyHash);
   if (!row) return { user: undefined };
-  const { product_id, product_name, product_archived, product_created_at, product_last_number, product_items_version, product_revision, admin, ...user } = row;
+  const {
+    product_id,
+    product_name,
+    product_archived,
+    product_created_at,
+    product_last_number,
+    product_items_version,
+    product_revision,
+    admin,
+    ...user
+  } = row;
   if (product_id === null) return { user };
   const product: ProductRow = {
     id: product_id,
@@ -110,13 +131,21 @@ export async function findMembership(db: Db, productId: number, userId: number):
  * Makes a user a member. For someone who already is, `admin` (when given) sets their role;
  * otherwise the membership stays as it was. The product's revision moves: pages list its members.
  */
-export async function insertMembership(trx: Trx, productId: number, userId: number, admin: boolean | undefined, at: string): Promise<void> {
+export async function insertMembership(
+  trx: Trx,
+  productId: number,
+  userId: number,
+  admin: boolean | undefined,
+  at: string,
+): Promise<void> {
   await markItemsChanged(trx, productId, { totals: false });
   await trx
     .insertInto('memberships')
     .values({ product_id: productId, user_id: userId, admin: admin ? 1 : 0, created_at: at })
     .onConflict((oc) =>
-      admin === undefined ? oc.columns(['product_id', 'user_id']).doNothing() : oc.columns(['product_id', 'user_id']).doUpdateSet({ admin: admin ? 1 : 0 }),
+      admin === undefined
+        ? oc.columns(['product_id', 'user_id']).doNothing()
+        : oc.columns(['product_id', 'user_id']).doUpdateSet({ admin: admin ? 1 : 0 }),
     )
     .execute();
 }
@@ -169,7 +198,11 @@ export async function allocateItemNumber(trx: Trx, productId: number): Promise<n
 const nextItemNumber = prepared((db, productId: number) =>
   db
     .updateTable('products')
-    .set((eb) => ({ last_number: eb('last_number', '+', 1), items_version: eb('items_version', '+', 1), revision: eb('revision', '+', 1) }))
+    .set((eb) => ({
+      last_number: eb('last_number', '+', 1),
+      items_version: eb('items_version', '+', 1),
+      revision: eb('revision', '+', 1),
+    }))
     .where('id', '=', productId)
     .returning('last_number'),
 );

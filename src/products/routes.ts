@@ -16,12 +16,21 @@ const tags = ['products'];
  * `offset` of a list that is whole unless it would pass the size bound of an answer (thousands of
  * products or members): such a list ends early, and X-Sprintly-Next-Offset says where it goes on.
  */
-const continued = params({ offset: doc.integer('Entries to skip, to continue a list that ended early (X-Sprintly-Next-Offset); 0 by default.') });
+const continued = params({
+  offset: doc.integer('Entries to skip, to continue a list that ended early (X-Sprintly-Next-Offset); 0 by default.'),
+});
 const OFFSET_ERROR = { 400: 'A malformed offset.' };
-const parseOffset = (p: Record<string, ParamValue>): number => collectErrors((field) => field(() => asInteger('offset', p.offset)) ?? 0);
+const parseOffset = (p: Record<string, ParamValue>): number =>
+  collectErrors((field) => field(() => asInteger('offset', p.offset)) ?? 0);
 
 /** `entries` from `offset`, as a JSON array within the size bound of an answer, with the next offset when some remain. */
-async function boundedList<T>(app: FastifyInstance, reply: FastifyReply, schema: TSchema, entries: T[], offset: number): Promise<Buffer> {
+async function boundedList<T>(
+  app: FastifyInstance,
+  reply: FastifyReply,
+  schema: TSchema,
+  entries: T[],
+  offset: number,
+): Promise<Buffer> {
   const page = await boundedPage(entries.slice(offset), serializerOf<T>(reply, schema), app.config.maxAnswerBytes);
   if (offset + page.count < entries.length) reply.header(NEXT_OFFSET, String(offset + page.count));
   reply.type('application/json; charset=utf-8');
@@ -39,14 +48,25 @@ export async function productRoutes(app: FastifyInstance): Promise<void> {
         operationId: 'listProducts',
         tags,
         querystring: continued,
-        response: { 200: Type.Array(ref(ProductSchema), { description: 'The products the caller is a member of, by id.', headers: nextOffsetHeader }) },
+        response: {
+          200: Type.Array(ref(ProductSchema), {
+            description: 'The products the caller is a member of, by id.',
+            headers: nextOffsetHeader,
+          }),
+        },
         errors: errorAnswers([OFFSET_ERROR]),
       },
     },
     async (request, reply) => {
       const offset = parseOffset(requestParams(request));
       const rows = await listProductsOfUser(app.db, request.user.id);
-      return boundedList(app, reply, ONE_PRODUCT, rows.map((row) => presentProduct(row, row.admin === 1)), offset);
+      return boundedList(
+        app,
+        reply,
+        ONE_PRODUCT,
+        rows.map((row) => presentProduct(row, row.admin === 1)),
+        offset,
+      );
     },
   );
 
@@ -75,7 +95,15 @@ export async function productRoutes(app: FastifyInstance): Promise<void> {
 export async function productMemberRoutes(app: FastifyInstance): Promise<void> {
   app.get(
     '/api/products/:product_id.json',
-    { schema: { summary: 'Fetch a product', operationId: 'getProduct', tags, params: ProductParams, response: { 200: ref(ProductSchema, { description: 'The product.' }) } } },
+    {
+      schema: {
+        summary: 'Fetch a product',
+        operationId: 'getProduct',
+        tags,
+        params: ProductParams,
+        response: { 200: ref(ProductSchema, { description: 'The product.' }) },
+      },
+    },
     async (request) => presentProduct(request.scope.product, request.scope.admin),
   );
 
@@ -88,13 +116,17 @@ export async function productMemberRoutes(app: FastifyInstance): Promise<void> {
         tags: ['people'],
         params: ProductParams,
         querystring: continued,
-        response: { 200: Type.Array(ref(MemberSchema), { description: 'The members, by user id.', headers: nextOffsetHeader }) },
+        response: {
+          200: Type.Array(ref(MemberSchema), { description: 'The members, by user id.', headers: nextOffsetHeader }),
+        },
         errors: errorAnswers([OFFSET_ERROR]),
       },
     },
     async (request, reply) => {
       const offset = parseOffset(requestParams(request));
-      const members = (await listMembers(app.db, request.scope.product.id)).map((u) => presentMember(u, u.admin === 1, request.user.id));
+      const members = (await listMembers(app.db, request.scope.product.id)).map((u) =>
+        presentMember(u, u.admin === 1, request.user.id),
+      );
       return boundedList(app, reply, ONE_MEMBER, members, offset);
     },
   );

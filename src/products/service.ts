@@ -5,7 +5,15 @@ import { digitsToId, textProblem } from '../http/params.js';
 import type { ProductScope } from '../scope.js';
 import { nowTimestamp } from '../time.js';
 import { authenticateWith, findUserByEmail } from '../users/index.js';
-import { findCallerAndProduct, findMembership, findProduct, findProductAs, insertMembership, insertProduct, type CallerAndProduct } from './repository.js';
+import {
+  findCallerAndProduct,
+  findMembership,
+  findProduct,
+  findProductAs,
+  insertMembership,
+  insertProduct,
+  type CallerAndProduct,
+} from './repository.js';
 
 /**
  * Resolves the product of a `/api/products/{id}` path for a caller, in the order docs/INTERFACE.md §2
@@ -44,7 +52,6 @@ export async function createProduct(trx: Trx, owner: UserRow, name: string): Pro
   await insertMembership(trx, product.id, owner.id, true, now);
   return product;
 }
-
 
 /**
  * The admin tool's way in: adds an existing user to a product by email, directly. People added

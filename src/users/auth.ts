@@ -43,7 +43,8 @@ export async function authenticateWith<T extends { user: UserRow | undefined }>(
   const credentials = credentialsOf(header);
   const found = await find('email' in credentials ? { email: credentials.email.toLowerCase() } : credentials);
   // Basic: the key is compared even when the email is unknown, so both failures take the same time.
-  if ('key' in credentials && !apiKeyMatches(credentials.key, found.user?.api_key_hash ?? DUMMY_HASH)) throw new InvalidUserError();
+  if ('key' in credentials && !apiKeyMatches(credentials.key, found.user?.api_key_hash ?? DUMMY_HASH))
+    throw new InvalidUserError();
   const user = found.user;
   if (!user) throw new InvalidUserError();
   await noteLogin(db, user);
@@ -72,7 +73,14 @@ async function noteLogin(db: Db, user: UserRow): Promise<void> {
 export const requireUserDocumentation: ScopeDocumentation = {
   security: API_KEY_SECURITY,
   errors: { 403: 'Credentials missing, malformed or wrong ("Invalid or unknown user.").', ...UNAVAILABLE },
-  headers: { 403: { 'WWW-Authenticate': { type: 'string', description: '`Basic realm="shiplog"`, when no Authorization header was sent.' } } },
+  headers: {
+    403: {
+      'WWW-Authenticate': {
+        type: 'string',
+        description: '`Basic realm="shiplog"`, when no Authorization header was sent.',
+      },
+    },
+  },
 };
 
 /** onRequest hook: the caller, before anything else is looked at (docs/INTERFACE.md §2). */

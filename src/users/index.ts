@@ -2,6 +2,13 @@
 export { authenticate, authenticateWith, requireUser, requireUserDocumentation } from './auth.js';
 export { fullName, presentUser, USER_SCHEMAS, UserSchema, type UserJson } from './present.js';
 export { findProfiles, PROFILE_TTL_MS, type UserProfile } from './profiles.js';
-export { countUsers, findUserBy, findUserByEmail, findUserById, findUsersByIds, type UserLookup } from './repository.js';
+export {
+  countUsers,
+  findUserBy,
+  findUserByEmail,
+  findUserById,
+  findUsersByIds,
+  type UserLookup,
+} from './repository.js';
 export { userRoutes } from './routes.js';
 export { createUser, rotateApiKey, validEmail } from './service.js';

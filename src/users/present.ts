@@ -7,9 +7,14 @@ export const UserSchema = Type.Object(
     first_name: Type.String(),
     last_name: Type.String(),
     email: Type.String(),
-    created_at: Type.Optional(Type.String({ description: 'When the account was made; shown to the user themselves only.' })),
+    created_at: Type.Optional(
+      Type.String({ description: 'When the account was made; shown to the user themselves only.' }),
+    ),
     last_login: Type.Optional(
-      Type.String({ description: "The user's last authenticated request (recorded at most once a minute); shown to the user themselves only." }),
+      Type.String({
+        description:
+          "The user's last authenticated request (recorded at most once a minute); shown to the user themselves only.",
+      }),
     ),
   },
   { $id: 'User', description: 'A person (docs/INTERFACE.md §4.1). Timestamps are ISO 8601 in UTC, to the second.' },

@@ -4,7 +4,9 @@ import { prepared } from '../db/prepared.js';
 import { storableId, type UserRow } from '../db/schema.js';
 
 const userByEmail = prepared((db, email: string) => db.selectFrom('users').selectAll().where('email', '=', email));
-const userByKeyHash = prepared((db, hash: string) => db.selectFrom('users').selectAll().where('api_key_hash', '=', hash));
+const userByKeyHash = prepared((db, hash: string) =>
+  db.selectFrom('users').selectAll().where('api_key_hash', '=', hash),
+);
 const usersByIds = prepared((db, ids: number[]) => db.selectFrom('users').selectAll().where('id', 'in', ids));
 
 export async function findUserByEmail(db: Db, email: string): Promise<UserRow | undefined> {
@@ -44,14 +46,19 @@ export async function insertUserIfAbsent(
     .executeTakeFirst();
 }
 
-const lastLogin = prepared((db, id: number, at: string) => db.updateTable('users').set({ last_login: at }).where('id', '=', id));
+const lastLogin = prepared((db, id: number, at: string) =>
+  db.updateTable('users').set({ last_login: at }).where('id', '=', id),
+);
 
 export async function setLastLogin(db: Db, id: number, at: string): Promise<void> {
   await lastLogin(db, id, at);
 }
 
 export async function countUsers(db: Db): Promise<number> {
-  const row = await db.selectFrom('users').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+  const row = await db
+    .selectFrom('users')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .executeTakeFirstOrThrow();
   return Number(row.n);
 }
 

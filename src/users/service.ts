@@ -30,11 +30,15 @@ export async function createUser(trx: Trx, input: NewUserInput): Promise<{ user:
   if (!validEmail(email)) errors.email = 'must be an email address';
   if (!input.firstName.trim() || input.firstName.length > 255) errors.first_name = 'must be 1 to 255 characters';
   if (!input.lastName.trim() || input.lastName.length > 255) errors.last_name = 'must be 1 to 255 characters';
-  for (const [field, value] of [['first_name', input.firstName], ['last_name', input.lastName]] as const) {
+  for (const [field, value] of [
+    ['first_name', input.firstName],
+    ['last_name', input.lastName],
+  ] as const) {
     const problem = textProblem(value);
     if (problem !== undefined) errors[field] ??= problem;
   }
-  if (input.apiKey !== undefined && !API_KEY_PATTERN.test(input.apiKey)) errors.api_key = 'must be 32 letters and digits';
+  if (input.apiKey !== undefined && !API_KEY_PATTERN.test(input.apiKey))
+    errors.api_key = 'must be 32 letters and digits';
   if (Object.keys(errors).length) throw new ValidationError(errors);
 
   if (await findUserByEmail(trx, email)) throw new ConflictError(`A user with email ${email} already exists.`);

@@ -7,7 +7,11 @@ import { validEmail } from '../users/index.js';
 /** The address a sign-in link is asked for, lower case. */
 export function parseSignInRequest(p: Record<string, ParamValue>): { email: string } {
   const email = asString('email', p.email)?.trim().toLowerCase();
-  if (!email || !validEmail(email)) throw new ValidationError({ email: 'must be an email address' }, 'Enter an email address, such as ada@example.com.');
+  if (!email || !validEmail(email))
+    throw new ValidationError(
+      { email: 'must be an email address' },
+      'Enter an email address, such as ada@example.com.',
+    );
   return { email };
 }
 
@@ -38,7 +42,8 @@ export function parseBoardQuery(p: Record<string, ParamValue>, viewerId: number)
     if (value) filters[name] = value;
   }
   const status = asString('status', p.status)?.trim() || undefined;
-  if (status !== undefined && !(STATUS_NAMES as readonly string[]).includes(status)) throw new ValidationError({ status: `must be one of ${STATUS_NAMES.join(', ')}` });
+  if (status !== undefined && !(STATUS_NAMES as readonly string[]).includes(status))
+    throw new ValidationError({ status: `must be one of ${STATUS_NAMES.join(', ')}` });
   const offset = asString('offset', p.offset)?.trim() || '0';
   if (!/^\d{1,9}$/.test(offset)) throw new ValidationError({ offset: 'must be a whole number' });
   const mine = filters.mine !== undefined && filters.mine !== '0';
@@ -72,7 +77,8 @@ export function parseMove(p: Record<string, ParamValue>): Move {
   const to = asString('to', p.to);
   const number = (name: string): number => {
     const n = digitsToId(asString(name, p[name]) ?? '');
-    if (n === undefined) throw new ValidationError({ [name]: 'must be an item number' }, 'There is no card to move past.');
+    if (n === undefined)
+      throw new ValidationError({ [name]: 'must be an item number' }, 'There is no card to move past.');
     return n;
   };
   switch (to) {

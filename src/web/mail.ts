@@ -9,13 +9,28 @@ import { linkToken, signInUrl } from './service.js';
  */
 export function signinMessageRenderer(publicUrl: string, signinKey: string): MessageRenderer {
   return async (db, messages) => {
-    const links = new Map((await findSigninLinksByMessageIds(db, messages.map((m) => m.message_id))).map((l) => [l.message_id, l]));
+    const links = new Map(
+      (
+        await findSigninLinksByMessageIds(
+          db,
+          messages.map((m) => m.message_id),
+        )
+      ).map((l) => [l.message_id, l]),
+    );
     const now = nowTimestamp();
     return new Map(
       messages.map((message) => {
         const link = links.get(message.message_id);
         const usable = link && link.user_id === message.user_id && link.used_at === null && link.expires_at > now;
-        return [message.id, usable ? renderSigninEmail({ signInUrl: signInUrl(publicUrl, linkToken(signinKey, link.token_salt)), expiresAt: link.expires_at }) : null];
+        return [
+          message.id,
+          usable
+            ? renderSigninEmail({
+                signInUrl: signInUrl(publicUrl, linkToken(signinKey, link.token_salt)),
+                expiresAt: link.expires_at,
+              })
+            : null,
+        ];
       }),
     );
   };

@@ -18,10 +18,24 @@ export function presentProductOverviews(rows: Awaited<ReturnType<typeof productO
   const products = new Map<number, ProductOverview & { byStatus: Map<string, number> }>();
   for (const row of rows) {
     let p = products.get(row.id);
-    if (!p) products.set(row.id, (p = { id: row.id, name: row.name, archived: row.archived === 1, admin: row.admin === 1, counts: [], byStatus: new Map() }));
+    if (!p)
+      products.set(
+        row.id,
+        (p = {
+          id: row.id,
+          name: row.name,
+          archived: row.archived === 1,
+          admin: row.admin === 1,
+          counts: [],
+          byStatus: new Map(),
+        }),
+      );
     if (row.status !== null) p.byStatus.set(statusName(row.status), Number(row.n));
   }
-  return [...products.values()].map(({ byStatus, ...p }) => ({ ...p, counts: STATUS_NAMES.map((status) => ({ status, count: byStatus.get(status) ?? 0 })) }));
+  return [...products.values()].map(({ byStatus, ...p }) => ({
+    ...p,
+    counts: STATUS_NAMES.map((status) => ({ status, count: byStatus.get(status) ?? 0 })),
+  }));
 }
 
 /** An environment on an item's timeline: the item's latest deploy there, and the rollback that took it out. */
@@ -47,7 +61,8 @@ export function presentEnvironments(deployments: Deployment[], deployers: Map<nu
     deployId: d.deploy_id,
     deployedAt: d.deployed_at,
     by: nameOf(d.deploy_id),
-    reverted: d.reverted_at === null ? undefined : { at: d.reverted_at, rollbackId: d.reverted_by, by: nameOf(d.reverted_by) },
+    reverted:
+      d.reverted_at === null ? undefined : { at: d.reverted_at, rollbackId: d.reverted_by, by: nameOf(d.reverted_by) },
   }));
 }
 
@@ -71,7 +86,8 @@ export function presentHistory(deploys: ItemDeploy[]): HistoryEntry[] {
     version: d.version,
     at: d.created_at,
     by: personName(by),
-    rollback: d.rollback === 1 ? { restoredVersion: d.restored_deploy_id === null ? null : d.restored_version } : undefined,
+    rollback:
+      d.rollback === 1 ? { restoredVersion: d.restored_deploy_id === null ? null : d.restored_version } : undefined,
     reverted: d.reverted_at === null ? undefined : { at: d.reverted_at, rollbackId: d.reverted_by },
   }));
 }
@@ -95,7 +111,11 @@ export interface MatrixRow {
 }
 
 /** A page of items as rows of the matrix, with their latest deploy to each of the `environments`. */
-export function presentMatrixRows(items: ItemRow[], environments: string[], deployments: Map<number, Map<string, Deployment>>): MatrixRow[] {
+export function presentMatrixRows(
+  items: ItemRow[],
+  environments: string[],
+  deployments: Map<number, Map<string, Deployment>>,
+): MatrixRow[] {
   return items.map((item) => {
     const mine = deployments.get(item.id);
     return {
@@ -105,7 +125,9 @@ export function presentMatrixRows(items: ItemRow[], environments: string[], depl
       status: statusName(item.status),
       cells: environments.map((environment) => {
         const d = mine?.get(environment);
-        return d ? { version: d.version, deployId: d.deploy_id, deployedAt: d.deployed_at, reverted: d.reverted_at !== null } : null;
+        return d
+          ? { version: d.version, deployId: d.deploy_id, deployedAt: d.deployed_at, reverted: d.reverted_at !== null }
+          : null;
       }),
     };
   });

@@ -13,7 +13,8 @@ import { prepared } from '../db/prepared.js';
  * (write transactions begin IMMEDIATE).
  */
 export async function lockSigninRequests(trx: Trx): Promise<void> {
-  if (dialectOf(trx) === 'postgres') await sql`select pg_advisory_xact_lock(hashtext('shiplog.signin_requests'))`.execute(trx);
+  if (dialectOf(trx) === 'postgres')
+    await sql`select pg_advisory_xact_lock(hashtext('shiplog.signin_requests'))`.execute(trx);
 }
 
 export async function insertSigninRequest(trx: Trx, email: string, clientIp: string, at: string): Promise<void> {
@@ -85,13 +86,22 @@ export async function pruneSigninClients(trx: Trx, before: string): Promise<void
 
 export async function insertSigninLink(
   trx: Trx,
-  link: { user_id: number; token_hash: string; token_salt: string; message_id: string | null; created_at: string; expires_at: string },
+  link: {
+    user_id: number;
+    token_hash: string;
+    token_salt: string;
+    message_id: string | null;
+    created_at: string;
+    expires_at: string;
+  },
 ): Promise<void> {
   await trx.insertInto('signin_links').values(link).execute();
 }
 
 export async function findSigninLinksByMessageIds(db: Db, messageIds: string[]): Promise<SigninLinkRow[]> {
-  return inChunks([...new Set(messageIds)], (chunk) => db.selectFrom('signin_links').selectAll().where('message_id', 'in', chunk).execute());
+  return inChunks([...new Set(messageIds)], (chunk) =>
+    db.selectFrom('signin_links').selectAll().where('message_id', 'in', chunk).execute(),
+  );
 }
 
 /** The link of a token while it still works (unused, unexpired), or undefined. */
@@ -132,14 +142,24 @@ const activeSession = prepared((db, idHash: string, activeSince: string, started
     .selectFrom('web_sessions')
     .innerJoin('users', 'users.id', 'web_sessions.user_id')
     .selectAll('users')
-    .select(['web_sessions.id_hash', 'web_sessions.csrf_token', 'web_sessions.created_at as session_created_at', 'web_sessions.last_seen_at'])
+    .select([
+      'web_sessions.id_hash',
+      'web_sessions.csrf_token',
+      'web_sessions.created_at as session_created_at',
+      'web_sessions.last_seen_at',
+    ])
     .where('web_sessions.id_hash', '=', idHash)
     .where('web_sessions.last_seen_at', '>=', activeSince)
     .where('web_sessions.created_at', '>', startedAfter),
 );
 
 /** A session seen since `activeSince` and begun after `startedAfter`, with its user. */
-export async function findSession(db: Db, idHash: string, activeSince: string, startedAfter: string): Promise<{ session: WebSessionRow; user: UserRow } | undefined> {
+export async function findSession(
+  db: Db,
+  idHash: string,
+  activeSince: string,
+  startedAfter: string,
+): Promise<{ session: WebSessionRow; user: UserRow } | undefined> {
   const [row] = await activeSession(db, idHash, activeSince, startedAfter);
   if (!row) return undefined;
   const { id_hash, csrf_token, session_created_at, last_seen_at, ...user } = row;
@@ -176,7 +196,14 @@ export async function productOverviewRows(db: Db, userId: number) {
     .selectFrom('memberships')
     .innerJoin('products', 'products.id', 'memberships.product_id')
     .leftJoin('items', (j) => j.onRef('items.product_id', '=', 'products.id').on('items.archived', '=', 0))
-    .select((eb) => ['products.id', 'products.name', 'products.archived', 'memberships.admin', 'items.status', eb.fn.count<number>('items.id').as('n')])
+    .select((eb) => [
+      'products.id',
+      'products.name',
+      'products.archived',
+      'memberships.admin',
+      'items.status',
+      eb.fn.count<number>('items.id').as('n'),
+    ])
     .where('memberships.user_id', '=', userId)
     .groupBy(['products.id', 'products.name', 'products.archived', 'memberships.admin', 'items.status'])
     .orderBy('products.name')

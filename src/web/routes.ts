@@ -10,12 +10,37 @@ import { productPages } from './product-pages.js';
 import { parseSignInRequest, safeNext, wellFormedToken } from './input.js';
 import { presentProductOverviews } from './present.js';
 import { productOverviewRows } from './repository.js';
-import { linkUsable, replaceApiKeyFromPage, requestSignInLink, signIn, signOut, signOutEverywhere, type ActiveSession } from './service.js';
-import { clearSessionCookie, loadSession, requireFormToken, sameOrigin, securityHeaders, sendPage, setSessionCookie, type CookieSettings } from './session.js';
+import {
+  linkUsable,
+  replaceApiKeyFromPage,
+  requestSignInLink,
+  signIn,
+  signOut,
+  signOutEverywhere,
+  type ActiveSession,
+} from './service.js';
+import {
+  clearSessionCookie,
+  loadSession,
+  requireFormToken,
+  sameOrigin,
+  securityHeaders,
+  sendPage,
+  setSessionCookie,
+  type CookieSettings,
+} from './session.js';
 import { html } from './views/html.js';
 import { productsPage } from './views/products.js';
 import { settingsPage } from './views/settings.js';
-import { confirmSignInPage, linkRefusedPage, linkSentPage, problemPage, signedOutEverywherePage, signedOutPage, signInForm } from './views/signin.js';
+import {
+  confirmSignInPage,
+  linkRefusedPage,
+  linkSentPage,
+  problemPage,
+  signedOutEverywherePage,
+  signedOutPage,
+  signInForm,
+} from './views/signin.js';
 import { BOARD_SCRIPT } from './views/board-script.js';
 import { STYLESHEET } from './views/style.js';
 import { viewerOf } from './session.js';
@@ -76,7 +101,9 @@ export async function webRoutes(app: FastifyInstance, options: WebOptions): Prom
   app.get('/board.js', async (_request, reply) =>
     reply.type('text/javascript; charset=utf-8').header('cache-control', 'public, max-age=3600').send(BOARD_SCRIPT),
   );
-  app.get('/style.css', async (_request, reply) => reply.type('text/css; charset=utf-8').header('cache-control', 'public, max-age=3600').send(STYLESHEET));
+  app.get('/style.css', async (_request, reply) =>
+    reply.type('text/css; charset=utf-8').header('cache-control', 'public, max-age=3600').send(STYLESHEET),
+  );
   app.get('/', async (request, reply) => reply.redirect(request.webSession ? HOME : SIGN_IN, 303));
 
   await app.register(signInPages, { cookieSecret: options.cookieSecret, signinKey: options.signinKey, settings });
@@ -104,8 +131,20 @@ async function signInPages(app: FastifyInstance, options: WebOptions & { setting
     } catch (err) {
       return sendPage(reply, 400, 'Sign in', signInForm((err as Error).message, next));
     }
-    if (next) reply.setCookie(NEXT_COOKIE, next, { signed: true, httpOnly: true, sameSite: 'lax', path: SIGN_IN, secure: settings.secure, maxAge: 15 * 60 });
-    const queued = await app.db.transaction().execute((trx) => requestSignInLink(trx, { email, clientIp: request.ip }, options.signinKey, app.config.mailDomain, new Date()));
+    if (next)
+      reply.setCookie(NEXT_COOKIE, next, {
+        signed: true,
+        httpOnly: true,
+        sameSite: 'lax',
+        path: SIGN_IN,
+        secure: settings.secure,
+        maxAge: 15 * 60,
+      });
+    const queued = await app.db
+      .transaction()
+      .execute((trx) =>
+        requestSignInLink(trx, { email, clientIp: request.ip }, options.signinKey, app.config.mailDomain, new Date()),
+      );
     if (queued) app.outbox.nudge();
     return sendPage(reply, 200, 'Check your mail', linkSentPage());
   });
@@ -115,18 +154,23 @@ async function signInPages(app: FastifyInstance, options: WebOptions & { setting
   // GET shows a button only: programs that fetch links in mail (scanners, previews) use nothing up.
   app.get('/sign-in/:token', { schema: { params: TokenParams } }, async (request, reply) => {
     const token = tokenOf(request);
-    if (!wellFormedToken(token) || !(await linkUsable(app.db, token))) return sendPage(reply, 410, 'Sign-in link not valid', linkRefusedPage());
+    if (!wellFormedToken(token) || !(await linkUsable(app.db, token)))
+      return sendPage(reply, 410, 'Sign-in link not valid', linkRefusedPage());
     return sendPage(reply, 200, 'Sign in', confirmSignInPage());
   });
 
   app.post('/sign-in/:token', { schema: { params: TokenParams } }, async (request, reply) => {
     const token = tokenOf(request);
-    const session = wellFormedToken(token) ? await app.db.transaction().execute((trx) => signIn(trx, token, request.ip, settings)) : undefined;
+    const session = wellFormedToken(token)
+      ? await app.db.transaction().execute((trx) => signIn(trx, token, request.ip, settings))
+      : undefined;
     if (!session) return sendPage(reply, 410, 'Sign-in link not valid', linkRefusedPage());
     setSessionCookie(reply, session, settings);
     // A link may name the page itself (?next=, kept by the button's form); else the page this browser came from.
     const kept = request.cookies[NEXT_COOKIE] ? request.unsignCookie(request.cookies[NEXT_COOKIE]) : undefined;
-    const next = safeNext((request.query as Record<string, unknown>).next as string) ?? (kept?.valid ? safeNext(kept.value ?? undefined) : undefined);
+    const next =
+      safeNext((request.query as Record<string, unknown>).next as string) ??
+      (kept?.valid ? safeNext(kept.value ?? undefined) : undefined);
     if (kept) reply.clearCookie(NEXT_COOKIE, { path: SIGN_IN });
     return reply.header('cache-control', 'no-store').redirect(next ?? HOME, 303);
   });
@@ -184,9 +228,12 @@ function registerPageErrors(app: FastifyInstance): void {
     let message = 'Something went wrong on our side; it has been logged.';
     const known = knownError(error);
     if (known) [status, message] = [known.statusCode, known.message];
-    else if ((error as FastifyError).code === 'FST_ERR_CTP_BODY_TOO_LARGE') [status, message] = [413, tooLargeMessage(bodyLimitOf(request), 'form')];
-    else if ((error as FastifyError).validation || (error as FastifyError).code?.startsWith('FST_ERR_CTP')) [status, message] = [400, 'The form could not be read.'];
-    else if (error.statusCode && error.statusCode >= 400 && error.statusCode < 500) [status, message] = [error.statusCode, error.message];
+    else if ((error as FastifyError).code === 'FST_ERR_CTP_BODY_TOO_LARGE')
+      [status, message] = [413, tooLargeMessage(bodyLimitOf(request), 'form')];
+    else if ((error as FastifyError).validation || (error as FastifyError).code?.startsWith('FST_ERR_CTP'))
+      [status, message] = [400, 'The form could not be read.'];
+    else if (error.statusCode && error.statusCode >= 400 && error.statusCode < 500)
+      [status, message] = [error.statusCode, error.message];
     if (status >= 500) request.log.error({ err: error }, 'request failed');
     const seconds = retryAfter(known);
     if (seconds !== undefined) reply.header('retry-after', String(seconds));
@@ -194,7 +241,13 @@ function registerPageErrors(app: FastifyInstance): void {
   });
   app.setNotFoundHandler((request, reply) => {
     securityHeaders(reply);
-    return sendPage(reply, 404, 'Not found', html`<p>There is no page here.</p><p><a href="${WEB_PREFIX}/">Back to Shiplog</a></p>`, request.webSession);
+    return sendPage(
+      reply,
+      404,
+      'Not found',
+      html`<p>There is no page here.</p><p><a href="${WEB_PREFIX}/">Back to Shiplog</a></p>`,
+      request.webSession,
+    );
   });
 }
 
@@ -205,8 +258,17 @@ function registerPageErrors(app: FastifyInstance): void {
  */
 export function pageProblem(request: FastifyRequest, reply: FastifyReply, status: number, message: string) {
   securityHeaders(reply);
-  if (/^application\/json\b/.test(request.headers.accept ?? '')) return reply.code(status).header('cache-control', 'no-store').send({ code: status, message });
+  if (/^application\/json\b/.test(request.headers.accept ?? ''))
+    return reply.code(status).header('cache-control', 'no-store').send({ code: status, message });
   const title =
-    status === 403 ? 'Not allowed' : status === 429 ? 'Too many requests' : status === 503 ? 'Try again later' : status >= 500 ? 'Something went wrong' : 'Cannot do that';
+    status === 403
+      ? 'Not allowed'
+      : status === 429
+        ? 'Too many requests'
+        : status === 503
+          ? 'Try again later'
+          : status >= 500
+            ? 'Something went wrong'
+            : 'Cannot do that';
   return sendPage(reply, status, title, problemPage(message), request.webSession);
 }

@@ -39,7 +39,13 @@ export const LINK_VALID_MS = 15 * 60_000;
  * accounts. The trust lasts 30 days, the default lifetime of a page session: whoever signs in at least
  * that often keeps it where they sign in, and a network left (or given up) stops counting.
  */
-export const LINK_LIMITS = { perAddressAndClient: 5, perClient: 20, perAddress: 30, windowMs: 3600_000, trustedForMs: 30 * 24 * 3600_000 } as const;
+export const LINK_LIMITS = {
+  perAddressAndClient: 5,
+  perClient: 20,
+  perAddress: 30,
+  windowMs: 3600_000,
+  trustedForMs: 30 * 24 * 3600_000,
+} as const;
 /** last_seen_at (and the cookie's lifetime) moves at most this often, so pages are not a write each. */
 const TOUCH_EVERY_MS = 60_000;
 
@@ -51,13 +57,27 @@ const randomToken = (): string => crypto.randomBytes(32).toString('base64url');
  * keeps the salt and the token's hash, so the outbox can put the token into the message when it
  * sends it, while the token itself is stored nowhere.
  */
-export const linkToken = (signinKey: string, salt: string): string => crypto.createHmac('sha256', signinKey).update(`signin ${salt}`).digest('base64url');
+export const linkToken = (signinKey: string, salt: string): string =>
+  crypto.createHmac('sha256', signinKey).update(`signin ${salt}`).digest('base64url');
 
-async function newLink(trx: Trx, signinKey: string, user: UserRow, messageId: string | null, now: Date): Promise<{ token: string; expiresAt: string }> {
+async function newLink(
+  trx: Trx,
+  signinKey: string,
+  user: UserRow,
+  messageId: string | null,
+  now: Date,
+): Promise<{ token: string; expiresAt: string }> {
   const salt = crypto.randomBytes(16).toString('hex');
   const token = linkToken(signinKey, salt);
   const expiresAt = formatTimestamp(new Date(now.getTime() + LINK_VALID_MS));
-  await insertSigninLink(trx, { user_id: user.id, token_hash: sha256(token), token_salt: salt, message_id: messageId, created_at: formatTimestamp(now), expires_at: expiresAt });
+  await insertSigninLink(trx, {
+    user_id: user.id,
+    token_hash: sha256(token),
+    token_salt: salt,
+    message_id: messageId,
+    created_at: formatTimestamp(now),
+    expires_at: expiresAt,
+  });
   return { token, expiresAt };
 }
 
@@ -68,19 +88,35 @@ const trustedSince = (now: Date): string => formatTimestamp(new Date(now.getTime
  * known address or not, so that the answer (and when a 429 comes) says nothing about accounts;
  * only an address with an account gets a message. Returns whether one was queued.
  */
-export async function requestSignInLink(trx: Trx, request: { email: string; clientIp: string }, signinKey: string, mailDomain: string, now: Date): Promise<boolean> {
+export async function requestSignInLink(
+  trx: Trx,
+  request: { email: string; clientIp: string },
+  signinKey: string,
+  mailDomain: string,
+  now: Date,
+): Promise<boolean> {
   await lockSigninRequests(trx);
   const client = clientKey(request.clientIp);
   const since = formatTimestamp(new Date(now.getTime() - LINK_LIMITS.windowMs));
   const counts = await countSigninRequests(trx, request.email, client, since);
   const refuse = (message: string, oldest: string | null) =>
-    new TooManyRequestsError(message, Math.max(1, Math.ceil((Date.parse(oldest ?? '') + LINK_LIMITS.windowMs - now.getTime()) / 1000) || 60));
+    new TooManyRequestsError(
+      message,
+      Math.max(1, Math.ceil((Date.parse(oldest ?? '') + LINK_LIMITS.windowMs - now.getTime()) / 1000) || 60),
+    );
   if (counts.byEmailAndClient.n >= LINK_LIMITS.perAddressAndClient) {
-    throw refuse('Too many sign-in links were asked for this address from your network; try again later.', counts.byEmailAndClient.oldest);
+    throw refuse(
+      'Too many sign-in links were asked for this address from your network; try again later.',
+      counts.byEmailAndClient.oldest,
+    );
   }
-  if (counts.byClient.n >= LINK_LIMITS.perClient) throw refuse('Too many sign-in links were asked for from your network; try again later.', counts.byClient.oldest);
+  if (counts.byClient.n >= LINK_LIMITS.perClient)
+    throw refuse('Too many sign-in links were asked for from your network; try again later.', counts.byClient.oldest);
   const user = await findUserByEmail(trx, request.email);
-  if (counts.byEmail.n >= LINK_LIMITS.perAddress && !(user && (await signedInFromSince(trx, user.id, client, trustedSince(now))))) {
+  if (
+    counts.byEmail.n >= LINK_LIMITS.perAddress &&
+    !(user && (await signedInFromSince(trx, user.id, client, trustedSince(now))))
+  ) {
     throw refuse('Too many sign-in links were asked for this address; try again later.', counts.byEmail.oldest);
   }
   await pruneSignin(trx, since, formatTimestamp(new Date(now.getTime() - 24 * 3600_000)));
@@ -92,7 +128,13 @@ export async function requestSignInLink(trx: Trx, request: { email: string; clie
 }
 
 /** A link for an operator to hand over (`shiplog user login-link`): no mail, no rate limit. */
-export async function operatorSignInLink(trx: Trx, signinKey: string, publicUrl: string, email: string, now = new Date()): Promise<string> {
+export async function operatorSignInLink(
+  trx: Trx,
+  signinKey: string,
+  publicUrl: string,
+  email: string,
+  now = new Date(),
+): Promise<string> {
   const user = await findUserByEmail(trx, email.trim());
   if (!user) throw new NotFoundError(`No user with email ${email.trim().toLowerCase()}.`);
   const { token } = await newLink(trx, signinKey, user, null, now);
@@ -126,12 +168,19 @@ export interface ActiveSession {
 export type NewSession = ActiveSession & { id: string };
 
 /** Until when a session can last at most: its start and the policy's lifetime. */
-export const sessionEndsAt = (session: ActiveSession, policy: SessionPolicy): number => Date.parse(session.startedAt) + policy.lifetimeMs;
+export const sessionEndsAt = (session: ActiveSession, policy: SessionPolicy): number =>
+  Date.parse(session.startedAt) + policy.lifetimeMs;
 
 async function startSession(trx: Trx, user: UserRow, startedAt: string, now: Date): Promise<NewSession> {
   const id = randomToken();
   const csrfToken = randomToken();
-  await insertSession(trx, { id_hash: sha256(id), user_id: user.id, csrf_token: csrfToken, created_at: startedAt, last_seen_at: formatTimestamp(now) });
+  await insertSession(trx, {
+    id_hash: sha256(id),
+    user_id: user.id,
+    csrf_token: csrfToken,
+    created_at: startedAt,
+    last_seen_at: formatTimestamp(now),
+  });
   return { id, idHash: sha256(id), user, csrfToken, startedAt, touched: true };
 }
 
@@ -140,14 +189,24 @@ async function startSession(trx: Trx, user: UserRow, startedAt: string, now: Dat
  * client that used it is trusted for the user's later requests for links: only someone who can
  * read the person's mail gets there. (Not the client that asked: a stranger may have asked.)
  */
-export async function signIn(trx: Trx, token: string, clientIp: string, policy: SessionPolicy, now = new Date()): Promise<NewSession | undefined> {
+export async function signIn(
+  trx: Trx,
+  token: string,
+  clientIp: string,
+  policy: SessionPolicy,
+  now = new Date(),
+): Promise<NewSession | undefined> {
   const at = formatTimestamp(now);
   const userId = await useLink(trx, sha256(token), at);
   const user = userId === undefined ? undefined : await findUserById(trx, userId);
   if (!user) return undefined;
   await pruneSigninClients(trx, trustedSince(now));
   await rememberSigninClient(trx, user.id, clientKey(clientIp), at);
-  await pruneSessions(trx, formatTimestamp(new Date(now.getTime() - policy.idleMs)), formatTimestamp(new Date(now.getTime() - policy.lifetimeMs)));
+  await pruneSessions(
+    trx,
+    formatTimestamp(new Date(now.getTime() - policy.idleMs)),
+    formatTimestamp(new Date(now.getTime() - policy.lifetimeMs)),
+  );
   return startSession(trx, user, at, now);
 }
 
@@ -155,15 +214,31 @@ export async function signIn(trx: Trx, token: string, clientIp: string, policy: 
  * The session of a cookie's id while it is active: used within the idle time and begun within the
  * lifetime. Its last_seen_at moves at most once a minute.
  */
-export async function resumeSession(db: Db, id: string, policy: SessionPolicy, now = new Date()): Promise<ActiveSession | undefined> {
+export async function resumeSession(
+  db: Db,
+  id: string,
+  policy: SessionPolicy,
+  now = new Date(),
+): Promise<ActiveSession | undefined> {
   const idHash = sha256(id);
-  const found = await findSession(db, idHash, formatTimestamp(new Date(now.getTime() - policy.idleMs)), formatTimestamp(new Date(now.getTime() - policy.lifetimeMs)));
+  const found = await findSession(
+    db,
+    idHash,
+    formatTimestamp(new Date(now.getTime() - policy.idleMs)),
+    formatTimestamp(new Date(now.getTime() - policy.lifetimeMs)),
+  );
   if (!found) return undefined;
   // A page is still shown when the storage takes no writes; the session is then simply not moved on.
   const touched =
     now.getTime() - Date.parse(found.session.last_seen_at) >= TOUCH_EVERY_MS &&
     (await unlessStorageRefuses(() => touchSession(db, idHash, formatTimestamp(now))));
-  return { idHash, user: found.user, csrfToken: found.session.csrf_token, startedAt: found.session.created_at, touched };
+  return {
+    idHash,
+    user: found.user,
+    csrfToken: found.session.csrf_token,
+    startedAt: found.session.created_at,
+    touched,
+  };
 }
 
 export async function signOut(db: Db, session: ActiveSession): Promise<void> {
@@ -191,7 +266,11 @@ export async function replaceApiKey(trx: Trx, email: string): Promise<string> {
  * browser that asked goes on in a new one (a new id and form token) that keeps its sign-in time,
  * so that a new key never lengthens a session.
  */
-export async function replaceApiKeyFromPage(trx: Trx, session: ActiveSession, now = new Date()): Promise<{ apiKey: string; session: NewSession }> {
+export async function replaceApiKeyFromPage(
+  trx: Trx,
+  session: ActiveSession,
+  now = new Date(),
+): Promise<{ apiKey: string; session: NewSession }> {
   const apiKey = await replaceApiKey(trx, session.user.email);
   return { apiKey, session: await startSession(trx, session.user, session.startedAt, now) };
 }

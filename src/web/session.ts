@@ -1,6 +1,13 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ForbiddenError } from '../errors.js';
-import { formTokenMatches, resumeSession, sessionEndsAt, type ActiveSession, type NewSession, type SessionPolicy } from './service.js';
+import {
+  formTokenMatches,
+  resumeSession,
+  sessionEndsAt,
+  type ActiveSession,
+  type NewSession,
+  type SessionPolicy,
+} from './service.js';
 import { layout, type Viewer } from './views/layout.js';
 import type { Html } from './views/html.js';
 
@@ -26,7 +33,8 @@ export function sessionCookieOf(request: FastifyRequest): string | undefined {
  * `Origin: null` with a page's own forms, which the same-origin check must refuse.
  */
 const SECURITY_HEADERS = {
-  'content-security-policy': "default-src 'self'; script-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
+  'content-security-policy':
+    "default-src 'self'; script-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
   'x-content-type-options': 'nosniff',
   'x-frame-options': 'DENY',
   'referrer-policy': 'same-origin',
@@ -36,10 +44,19 @@ export function securityHeaders(reply: FastifyReply): void {
   reply.headers(SECURITY_HEADERS);
 }
 
-export const viewerOf = (session: ActiveSession): Viewer => ({ email: session.user.email, csrfToken: session.csrfToken });
+export const viewerOf = (session: ActiveSession): Viewer => ({
+  email: session.user.email,
+  csrfToken: session.csrfToken,
+});
 
 /** A page: HTML, never kept by a cache (pages show keys and personal data). */
-export function sendPage(reply: FastifyReply, status: number, title: string, body: Html, session?: ActiveSession | null) {
+export function sendPage(
+  reply: FastifyReply,
+  status: number,
+  title: string,
+  body: Html,
+  session?: ActiveSession | null,
+) {
   return sendHtml(reply, status, layout(title, body, session ? viewerOf(session) : undefined).text);
 }
 
@@ -53,7 +70,12 @@ export interface CookieSettings extends SessionPolicy {
 }
 
 /** The cookie of a session, kept by the browser for the idle time from now, and never past the session's end. */
-export function setSessionCookie(reply: FastifyReply, session: NewSession, settings: CookieSettings, now = Date.now()): void {
+export function setSessionCookie(
+  reply: FastifyReply,
+  session: NewSession,
+  settings: CookieSettings,
+  now = Date.now(),
+): void {
   const maxAgeMs = Math.min(settings.idleMs, sessionEndsAt(session, settings) - now);
   reply.setCookie(SESSION_COOKIE, session.id, {
     signed: true,
@@ -113,5 +135,8 @@ function originOf(referer: string | undefined): string | undefined {
 export function requireFormToken(session: ActiveSession, request: FastifyRequest): void {
   const body = request.body as Record<string, unknown> | undefined;
   const sent = typeof body?.csrf === 'string' ? body.csrf : '';
-  if (!formTokenMatches(session, sent)) throw new ForbiddenError('This form has expired or did not come from Shiplog; reload the page and try again. Nothing was changed.');
+  if (!formTokenMatches(session, sent))
+    throw new ForbiddenError(
+      'This form has expired or did not come from Shiplog; reload the page and try again. Nothing was changed.',
+    );
 }

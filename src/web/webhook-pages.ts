@@ -23,7 +23,9 @@ import { sendPage } from './session.js';
 import { deliveriesPage, webhooksPage, type WebhookForm } from './views/webhooks.js';
 
 const ProductPath = { params: { type: 'object', properties: { product_id: { type: 'string' } } } } as const;
-const WebhookPath = { params: { type: 'object', properties: { product_id: { type: 'string' }, webhook_id: { type: 'string' } } } } as const;
+const WebhookPath = {
+  params: { type: 'object', properties: { product_id: { type: 'string' }, webhook_id: { type: 'string' } } },
+} as const;
 /** Deliveries a page lists. */
 const DELIVERIES_SHOWN = 50;
 
@@ -44,7 +46,13 @@ async function renderWebhooks(
   const scope = request.scope;
   const webhooks = await presentWebhooks(app.db, await listWebhooks(app.db, scope), scope.user.id);
   const view = { product: productOf(scope), webhooks, form, eventTypes: EVENT_TYPES, added };
-  return sendPage(reply, status, `Webhooks · ${scope.product.name}`, webhooksPage(view, viewerOf(request)), sessionOf(request));
+  return sendPage(
+    reply,
+    status,
+    `Webhooks · ${scope.product.name}`,
+    webhooksPage(view, viewerOf(request)),
+    sessionOf(request),
+  );
 }
 
 /**
@@ -55,46 +63,90 @@ async function renderWebhooks(
 export async function webhookPages(app: FastifyInstance): Promise<void> {
   app.addHook('preHandler', async (request) => requireAdmin(request.scope));
 
-  app.get('/webhooks', { schema: ProductPath }, async (request, reply) => renderWebhooks(app, request, reply, 200, blankForm()));
+  app.get('/webhooks', { schema: ProductPath }, async (request, reply) =>
+    renderWebhooks(app, request, reply, 200, blankForm()),
+  );
 
   // A target URL of 2,000 characters fits even percent-encoded at 12 bytes a character.
-  app.post('/webhooks', { bodyLimit: 32 * 1024, schema: { ...ProductPath, body: params({ csrf: Param, url: Param, events: Param, format: Param, secret: Param }) } }, async (request, reply) => {
-    checkToken(request);
-    const p = requestParams(request);
-    try {
-      const input = parseCreateWebhook(p);
-      await vetTarget(input.url, app.config.webhooksAllowPrivate);
-      const { webhook, secret } = await app.db.transaction().execute((trx) => createWebhook(trx, request.scope, input));
-      return renderWebhooks(app, request, reply, 200, blankForm(), { url: maskedUrl(webhook.url), secret });
-    } catch (err) {
-      // A full product is said above the form; the fields' own reasons next to them.
-      const shown = formErrors(err) ?? (err instanceof AppError && err.statusCode === 422 ? { errors: {}, message: err.message } : undefined);
-      if (!shown) throw err;
-      return renderWebhooks(app, request, reply, 400, { values: asText(p), chosen: strings(p.events), ...shown });
-    }
-  });
+  app.post(
+    '/webhooks',
+    {
+      bodyLimit: 32 * 1024,
+      schema: {
+        ...ProductPath,
+        body: params({ csrf: Param, url: Param, events: Param, format: Param, secret: Param }),
+      },
+    },
+    async (request, reply) => {
+      checkToken(request);
+      const p = requestParams(request);
+      try {
+        const input = parseCreateWebhook(p);
+        await vetTarget(input.url, app.config.webhooksAllowPrivate);
+        const { webhook, secret } = await app.db
+          .transaction()
+          .execute((trx) => createWebhook(trx, request.scope, input));
+        return renderWebhooks(app, request, reply, 200, blankForm(), { url: maskedUrl(webhook.url), secret });
+      } catch (err) {
+        // A full product is said above the form; the fields' own reasons next to them.
+        const shown =
+          formErrors(err) ??
+          (err instanceof AppError && err.statusCode === 422 ? { errors: {}, message: err.message } : undefined);
+        if (!shown) throw err;
+        return renderWebhooks(app, request, reply, 400, { values: asText(p), chosen: strings(p.events), ...shown });
+      }
+    },
+  );
 
-  app.post('/webhooks/:webhook_id/delete', { schema: { ...WebhookPath, body: params({ csrf: Param }) } }, async (request, reply) => {
-    checkToken(request);
-    const id = webhookOf(request);
-    await app.db.transaction().execute((trx) => deleteWebhook(trx, request.scope, id));
-    return reply.header('cache-control', 'no-store').redirect(listPath(request), 303);
-  });
+  app.post(
+    '/webhooks/:webhook_id/delete',
+    { schema: { ...WebhookPath, body: params({ csrf: Param }) } },
+    async (request, reply) => {
+      checkToken(request);
+      const id = webhookOf(request);
+      await app.db.transaction().execute((trx) => deleteWebhook(trx, request.scope, id));
+      return reply.header('cache-control', 'no-store').redirect(listPath(request), 303);
+    },
+  );
 
-  app.post('/webhooks/:webhook_id/enable', { schema: { ...WebhookPath, body: params({ csrf: Param }) } }, async (request, reply) => {
-    checkToken(request);
-    const id = webhookOf(request);
-    await app.db.transaction().execute((trx) => updateWebhook(trx, request.scope, id, { enabled: true }));
-    return reply.header('cache-control', 'no-store').redirect(listPath(request), 303);
-  });
+  app.post(
+    '/webhooks/:webhook_id/enable',
+    { schema: { ...WebhookPath, body: params({ csrf: Param }) } },
+    async (request, reply) => {
+      checkToken(request);
+      const id = webhookOf(request);
+      await app.db.transaction().execute((trx) => updateWebhook(trx, request.scope, id, { enabled: true }));
+      return reply.header('cache-control', 'no-store').redirect(listPath(request), 303);
+    },
+  );
 
-  app.get('/webhooks/:webhook_id', { schema: { ...WebhookPath, querystring: params({ offset: Param }) } }, async (request, reply) => {
-    const scope = request.scope;
-    const id = webhookOf(request);
-    const page = asPage({ offset: requestParams(request).offset, limit: String(DELIVERIES_SHOWN) }, { default: DELIVERIES_SHOWN, max: DELIVERIES_SHOWN });
-    const [webhook] = await presentWebhooks(app.db, [await getWebhook(app.db, scope, id)], scope.user.id);
-    const { rows, total } = await deliveriesOf(app.db, scope, id, page);
-    const view = { product: productOf(scope), webhook, deliveries: rows.map(presentDelivery), total, offset: page.offset, pageSize: DELIVERIES_SHOWN };
-    return sendPage(reply, 200, `Webhook deliveries · ${scope.product.name}`, deliveriesPage(view), sessionOf(request));
-  });
+  app.get(
+    '/webhooks/:webhook_id',
+    { schema: { ...WebhookPath, querystring: params({ offset: Param }) } },
+    async (request, reply) => {
+      const scope = request.scope;
+      const id = webhookOf(request);
+      const page = asPage(
+        { offset: requestParams(request).offset, limit: String(DELIVERIES_SHOWN) },
+        { default: DELIVERIES_SHOWN, max: DELIVERIES_SHOWN },
+      );
+      const [webhook] = await presentWebhooks(app.db, [await getWebhook(app.db, scope, id)], scope.user.id);
+      const { rows, total } = await deliveriesOf(app.db, scope, id, page);
+      const view = {
+        product: productOf(scope),
+        webhook,
+        deliveries: rows.map(presentDelivery),
+        total,
+        offset: page.offset,
+        pageSize: DELIVERIES_SHOWN,
+      };
+      return sendPage(
+        reply,
+        200,
+        `Webhook deliveries · ${scope.product.name}`,
+        deliveriesPage(view),
+        sessionOf(request),
+      );
+    },
+  );
 }

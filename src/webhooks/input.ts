@@ -1,5 +1,14 @@
 import { webhookNotFound } from '../errors.js';
-import { asBoolean, asEnum, asEnumList, asText, collectErrors, digitsToId, invalid, type ParamValue } from '../http/params.js';
+import {
+  asBoolean,
+  asEnum,
+  asEnumList,
+  asText,
+  collectErrors,
+  digitsToId,
+  invalid,
+  type ParamValue,
+} from '../http/params.js';
 import { EVENT_TYPES, FORMATS, MAX_URL_LENGTH, type EventType, type WebhookFormat } from './model.js';
 
 export interface WebhookInput {
@@ -28,13 +37,15 @@ function asTarget(value: ParamValue): URL | undefined {
   } catch {
     return invalid('url', 'must be an absolute http:// or https:// URL');
   }
-  if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.hostname === '') invalid('url', 'must be an absolute http:// or https:// URL');
+  if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.hostname === '')
+    invalid('url', 'must be an absolute http:// or https:// URL');
   return url;
 }
 
 function asEvents(value: ParamValue): EventType[] | undefined {
   const events = asEnumList('events', value, EVENT_TYPES);
-  if (events !== undefined && events.length === 0) invalid('events', `must name at least one of ${EVENT_TYPES.join(', ')}`);
+  if (events !== undefined && events.length === 0)
+    invalid('events', `must name at least one of ${EVENT_TYPES.join(', ')}`);
   return events;
 }
 
@@ -42,14 +53,17 @@ function asEvents(value: ParamValue): EventType[] | undefined {
 function asSecret(value: ParamValue): string | undefined {
   const secret = asText('secret', value, 200)?.trim();
   if (secret === undefined || secret === '') return undefined;
-  if ([...secret].length < 16 || !/^[\x21-\x7e]+$/.test(secret)) invalid('secret', 'must be 16 to 200 printable ASCII characters without spaces');
+  if ([...secret].length < 16 || !/^[\x21-\x7e]+$/.test(secret))
+    invalid('secret', 'must be 16 to 200 printable ASCII characters without spaces');
   return secret;
 }
 
 export function parseCreateWebhook(p: Record<string, ParamValue>): WebhookInput {
   return collectErrors((field) => {
     const url = field(() => asTarget(p.url) ?? invalid('url', 'is required'));
-    const events = field(() => asEvents(p.events) ?? invalid('events', `is required: a list of ${EVENT_TYPES.join(', ')}`));
+    const events = field(
+      () => asEvents(p.events) ?? invalid('events', `is required: a list of ${EVENT_TYPES.join(', ')}`),
+    );
     const format = field(() => asEnum('format', p.format, FORMATS)) ?? 'shiplog';
     const secret = field(() => asSecret(p.secret));
     return { url: url!, events: events!, format, secret };

@@ -1,6 +1,12 @@
 import { ValidationError } from '../errors.js';
 /** What a webhook can be told about. `deploy.rolled_back` comes from rollbacks (a deploy that takes items back). */
-export const EVENT_TYPES = ['deploy.created', 'deploy.rolled_back', 'item.created', 'item.updated', 'item.status_changed'] as const;
+export const EVENT_TYPES = [
+  'deploy.created',
+  'deploy.rolled_back',
+  'item.created',
+  'item.updated',
+  'item.status_changed',
+] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 
 /** `shiplog`: the signed JSON event; `slack`: a message incoming webhooks of Slack, Mattermost and Rocket.Chat accept. */
@@ -25,7 +31,8 @@ export const DELIVERY_PAGE = { default: 50, max: 200 };
 /** People in events are rendered as to a member who is none of them (no user has id 0): name and address only. */
 export const NO_VIEWER = 0;
 
-export const eventList = (events: string): EventType[] => events.split(',').filter((e): e is EventType => (EVENT_TYPES as readonly string[]).includes(e));
+export const eventList = (events: string): EventType[] =>
+  events.split(',').filter((e): e is EventType => (EVENT_TYPES as readonly string[]).includes(e));
 
 /** Items an event lists (a deploy's first, by number); `item_count` says how many there are. */
 export const MAX_EVENT_ITEMS = 50;
@@ -62,7 +69,9 @@ export function unmasked(given: URL, stored: string): URL {
   if (given.username !== MASK && given.password !== MASK) return given;
   const before = new URL(stored);
   if (given.origin !== before.origin) {
-    throw new ValidationError({ url: `keeps the stored user name and password (${MASK}) only for the same scheme, host and port; give them again for another` });
+    throw new ValidationError({
+      url: `keeps the stored user name and password (${MASK}) only for the same scheme, host and port; give them again for another`,
+    });
   }
   const url = new URL(given.href);
   if (url.username === MASK) url.username = before.username;

@@ -103,7 +103,8 @@ export function eventBodies(head: EventHead, parts: EventParts): { body: string;
     if (written.reverted) written.reverted = written.reverted.slice(0, keep);
     body = JSON.stringify(written);
   }
-  if (Buffer.byteLength(body) > MAX_EVENT_BYTES) throw new Error(`A ${head.type} event of ${Buffer.byteLength(body)} bytes, over ${MAX_EVENT_BYTES}.`);
+  if (Buffer.byteLength(body) > MAX_EVENT_BYTES)
+    throw new Error(`A ${head.type} event of ${Buffer.byteLength(body)} bytes, over ${MAX_EVENT_BYTES}.`);
   return { body, slack: slackMessage(written) };
 }
 
@@ -132,12 +133,15 @@ const escapeText = (text: string): string => text.replace(/&/g, '&amp;').replace
 const link = (url: string, label: string): string => `<${url}|${escapeText(label).replace(/\|/g, '¦')}>`;
 const itemLink = (item: ItemSummary): string => link(item.short_url, `#${item.number} ${item.title}`);
 const nameOf = (p: Person): string => escapeText(`${p.first_name} ${p.last_name}`.trim() || p.email);
-const sectionText = (text: string): string => ([...text].length <= SECTION_TEXT ? text : `${[...text].slice(0, SECTION_TEXT - 1).join('')}…`);
+const sectionText = (text: string): string =>
+  [...text].length <= SECTION_TEXT ? text : `${[...text].slice(0, SECTION_TEXT - 1).join('')}…`;
 
 /** Links to the first items; `total` counts those not listed too. */
 function itemList(items: ItemSummary[], total: number): string {
   const listed = items.slice(0, LISTED_ITEMS).map(itemLink).join(', ');
-  return total > Math.min(items.length, LISTED_ITEMS) ? `${listed} and ${total - Math.min(items.length, LISTED_ITEMS)} more` : listed;
+  return total > Math.min(items.length, LISTED_ITEMS)
+    ? `${listed} and ${total - Math.min(items.length, LISTED_ITEMS)} more`
+    : listed;
 }
 
 /** The one line a chat shows: what happened, to which items (linked), by whom. */
@@ -150,10 +154,20 @@ function messageText(w: Written): string {
       return `${escapeText(deploy!.version ? `${deploy!.version} to ${deploy!.environment}` : `Deploy to ${deploy!.environment}`)}: ${itemList(deploy!.items, deploy!.item_count ?? deploy!.items.length)} (by ${by})`;
     case 'deploy.rolled_back': {
       const known = new Map(deploy!.items.map((i) => [i.number, i]));
-      const reverted = (w.reverted ?? []).map((n) => known.get(n) ?? ({ number: n, title: '', short_url: '' } as ItemSummary));
+      const reverted = (w.reverted ?? []).map(
+        (n) => known.get(n) ?? ({ number: n, title: '', short_url: '' } as ItemSummary),
+      );
       const total = Math.max(deploy!.item_count ?? 0, reverted.length);
-      const target = escapeText(deploy!.version ? `${deploy!.environment} rolled back to ${deploy!.version}` : `${deploy!.environment} rolled back`);
-      const list = itemList(reverted.filter((i) => i.short_url), total) || reverted.map((i) => `#${i.number}`).join(', ');
+      const target = escapeText(
+        deploy!.version
+          ? `${deploy!.environment} rolled back to ${deploy!.version}`
+          : `${deploy!.environment} rolled back`,
+      );
+      const list =
+        itemList(
+          reverted.filter((i) => i.short_url),
+          total,
+        ) || reverted.map((i) => `#${i.number}`).join(', ');
       return `${target}${list ? `: ${list} reverted` : ''} (by ${by})`;
     }
     case 'item.created':
@@ -161,7 +175,11 @@ function messageText(w: Written): string {
     case 'item.status_changed':
       return `${by} moved ${itemLink(item!)} from ${escapeText(String(w.changes?.status ?? ''))} to ${escapeText(item!.status)}`;
     case 'item.updated':
-      return `${by} updated ${itemLink(item!)}: ${escapeText(Object.keys(w.changes ?? {}).join(', ').replace(/_/g, ' '))}`;
+      return `${by} updated ${itemLink(item!)}: ${escapeText(
+        Object.keys(w.changes ?? {})
+          .join(', ')
+          .replace(/_/g, ' '),
+      )}`;
     default:
       return escapeText(w.type);
   }
@@ -174,7 +192,8 @@ function messageText(w: Written): string {
 function slackMessage(written: Written): string {
   const text = messageText(written);
   const blocks: unknown[] = [{ type: 'section', text: { type: 'mrkdwn', text: sectionText(text) } }];
-  if (written.deploy?.notes) blocks.push({ type: 'section', text: { type: 'mrkdwn', text: sectionText(escapeText(written.deploy.notes)) } });
+  if (written.deploy?.notes)
+    blocks.push({ type: 'section', text: { type: 'mrkdwn', text: sectionText(escapeText(written.deploy.notes)) } });
   blocks.push({ type: 'context', elements: [{ type: 'mrkdwn', text: escapeText(written.product.name) }] });
   return JSON.stringify({ text, blocks });
 }

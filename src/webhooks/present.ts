@@ -12,9 +12,15 @@ const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T, desc
 export const WebhookSchema = Type.Object(
   {
     id: Type.Integer(),
-    url: Type.String({ description: 'Where the events are posted; a user name and password in it are shown as `***`.' }),
+    url: Type.String({
+      description: 'Where the events are posted; a user name and password in it are shown as `***`.',
+    }),
     events: Type.Array(Type.String({ enum: [...EVENT_TYPES] }), { description: 'The event types it gets.' }),
-    format: Type.String({ enum: [...FORMATS], description: '`shiplog`: the signed JSON event; `slack`: a message for incoming webhooks of Slack, Mattermost and Rocket.Chat.' }),
+    format: Type.String({
+      enum: [...FORMATS],
+      description:
+        '`shiplog`: the signed JSON event; `slack`: a message for incoming webhooks of Slack, Mattermost and Rocket.Chat.',
+    }),
     enabled: Type.Boolean({ description: 'False once it was disabled, by an admin or after repeated failures.' }),
     disabled_at: Nullable(Type.String()),
     disabled_reason: Nullable(Type.String(), 'Who disabled it, or the failures that did, with the last error.'),
@@ -49,7 +55,10 @@ export const DeliverySchema = Type.Object(
     created_at: Type.String(),
     delivered_at: Nullable(Type.String()),
   },
-  { $id: 'WebhookDelivery', description: 'One event sent to one webhook, as its delivery log shows it (docs/INTERFACE.md §10).' },
+  {
+    $id: 'WebhookDelivery',
+    description: 'One event sent to one webhook, as its delivery log shows it (docs/INTERFACE.md §10).',
+  },
 );
 export type DeliveryJson = Static<typeof DeliverySchema>;
 
@@ -58,7 +67,9 @@ export const WEBHOOK_SCHEMAS = [WebhookSchema, CreatedWebhookSchema, DeliverySch
 
 /** Webhooks as JSON (never their secrets), their creators as the caller sees them, in one query. */
 export async function presentWebhooks(db: Db, rows: WebhookRow[], viewerId: number): Promise<WebhookJson[]> {
-  const users = new Map((await findUsersByIds(db, [...new Set(rows.map((r) => r.created_by_id))])).map((u) => [u.id, u]));
+  const users = new Map(
+    (await findUsersByIds(db, [...new Set(rows.map((r) => r.created_by_id))])).map((u) => [u.id, u]),
+  );
   return rows.map((row) => ({
     id: row.id,
     url: maskedUrl(row.url),

@@ -2,7 +2,14 @@ import type { Insertable, Updateable } from 'kysely';
 import type { Db, Trx } from '../db/connection.js';
 import { lockedForClaim, takeLeases, type Due } from '../db/leases.js';
 import { prepared } from '../db/prepared.js';
-import { storableId, type WebhookDeliveriesTable, type WebhookDeliveryRow, type WebhookEventRow, type WebhookRow, type WebhooksTable } from '../db/schema.js';
+import {
+  storableId,
+  type WebhookDeliveriesTable,
+  type WebhookDeliveryRow,
+  type WebhookEventRow,
+  type WebhookRow,
+  type WebhooksTable,
+} from '../db/schema.js';
 
 export async function insertWebhook(trx: Trx, row: Insertable<WebhooksTable>): Promise<WebhookRow> {
   return trx.insertInto('webhooks').values(row).returningAll().executeTakeFirstOrThrow();
@@ -10,7 +17,12 @@ export async function insertWebhook(trx: Trx, row: Insertable<WebhooksTable>): P
 
 export async function findWebhook(db: Db, productId: number, id: number): Promise<WebhookRow | undefined> {
   if (!storableId(id)) return undefined;
-  return db.selectFrom('webhooks').selectAll().where('product_id', '=', productId).where('id', '=', id).executeTakeFirst();
+  return db
+    .selectFrom('webhooks')
+    .selectAll()
+    .where('product_id', '=', productId)
+    .where('id', '=', id)
+    .executeTakeFirst();
 }
 
 export async function findWebhooksByIds(db: Db, ids: number[]): Promise<WebhookRow[]> {
@@ -28,11 +40,19 @@ export async function enabledWebhooks(db: Db, productId: number): Promise<Pick<W
 
 // Read by every change of an item: built and compiled once.
 const enabledOf = prepared((db, productId: number) =>
-  db.selectFrom('webhooks').select(['id', 'events']).where('product_id', '=', productId).where('disabled_at', 'is', null),
+  db
+    .selectFrom('webhooks')
+    .select(['id', 'events'])
+    .where('product_id', '=', productId)
+    .where('disabled_at', 'is', null),
 );
 
 export async function countWebhooks(db: Db, productId: number): Promise<number> {
-  const row = await db.selectFrom('webhooks').select((eb) => eb.fn.countAll<number>().as('n')).where('product_id', '=', productId).executeTakeFirstOrThrow();
+  const row = await db
+    .selectFrom('webhooks')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('product_id', '=', productId)
+    .executeTakeFirstOrThrow();
   return Number(row.n);
 }
 
@@ -49,7 +69,14 @@ export async function deleteWebhookRow(trx: Trx, id: number): Promise<void> {
     .deleteFrom('webhook_events')
     .where('id', 'in', (eb) => eb.selectFrom('webhook_deliveries').select('event_id').where('webhook_id', '=', id))
     .where(({ not, exists, selectFrom }) =>
-      not(exists(selectFrom('webhook_deliveries as other').select('other.id').whereRef('other.event_id', '=', 'webhook_events.id').where('other.webhook_id', '<>', id))),
+      not(
+        exists(
+          selectFrom('webhook_deliveries as other')
+            .select('other.id')
+            .whereRef('other.event_id', '=', 'webhook_events.id')
+            .where('other.webhook_id', '<>', id),
+        ),
+      ),
     )
     .execute();
   await trx.deleteFrom('webhook_deliveries').where('webhook_id', '=', id).execute();
@@ -65,7 +92,13 @@ export async function deleteOldDeliveries(db: Db, before: string, limit: number)
   const res = await db
     .deleteFrom('webhook_deliveries')
     .where('id', 'in', (eb) =>
-      eb.selectFrom('webhook_deliveries').select('id').where('created_at', '<', before).where('status', 'in', ['delivered', 'failed']).orderBy('created_at').limit(limit),
+      eb
+        .selectFrom('webhook_deliveries')
+        .select('id')
+        .where('created_at', '<', before)
+        .where('status', 'in', ['delivered', 'failed'])
+        .orderBy('created_at')
+        .limit(limit),
     )
     .executeTakeFirst();
   return Number(res.numDeletedRows);
@@ -80,7 +113,9 @@ export async function deleteOldEvents(db: Db, before: string, limit: number): Pr
         .selectFrom('webhook_events as e')
         .select('e.id')
         .where('e.created_at', '<', before)
-        .where(({ not, exists, selectFrom }) => not(exists(selectFrom('webhook_deliveries as d').select('d.id').whereRef('d.event_id', '=', 'e.id'))))
+        .where(({ not, exists, selectFrom }) =>
+          not(exists(selectFrom('webhook_deliveries as d').select('d.id').whereRef('d.event_id', '=', 'e.id'))),
+        )
         .orderBy('e.created_at')
         .limit(limit),
     )
@@ -113,9 +148,19 @@ function loggedDeliveries(db: Db) {
 }
 
 /** One page of a webhook's deliveries, newest first (the (webhook_id, id) index). */
-export async function deliveriesPage(db: Db, webhookIds: number[], offset: number, limit: number): Promise<LoggedDelivery[]> {
+export async function deliveriesPage(
+  db: Db,
+  webhookIds: number[],
+  offset: number,
+  limit: number,
+): Promise<LoggedDelivery[]> {
   if (webhookIds.length === 0) return [];
-  return loggedDeliveries(db).where('d.webhook_id', 'in', webhookIds).orderBy('d.id', 'desc').offset(offset).limit(limit).execute();
+  return loggedDeliveries(db)
+    .where('d.webhook_id', 'in', webhookIds)
+    .orderBy('d.id', 'desc')
+    .offset(offset)
+    .limit(limit)
+    .execute();
 }
 
 export async function countDeliveries(db: Db, webhookId: number): Promise<number> {
@@ -158,7 +203,13 @@ export interface Shares {
  * the worker (`shares`): webhooks at their share are left out of the look-up, so that a backlog of
  * one cannot hide the others' deliveries.
  */
-export async function claimDue(db: Db, now: string, leaseUntil: string, limit: number, shares: Shares): Promise<WebhookDeliveryRow[]> {
+export async function claimDue(
+  db: Db,
+  now: string,
+  leaseUntil: string,
+  limit: number,
+  shares: Shares,
+): Promise<WebhookDeliveryRow[]> {
   const full = [...shares.inFlight].filter(([, n]) => n >= shares.perWebhook).map(([id]) => id);
   const open: Condition = (eb) => (full.length ? eb('webhook_id', 'not in', full) : eb.lit(true));
   const lapsed: Condition = (eb) => eb.and([eb('status', '=', 'sending'), eb('lease_until', '<', now), open(eb)]);
@@ -166,7 +217,8 @@ export async function claimDue(db: Db, now: string, leaseUntil: string, limit: n
   return db.transaction().execute(async (trx) => {
     const taken = new Map(shares.inFlight);
     const claimed = await claimWhere(trx, lapsed, leaseUntil, limit, shares.perWebhook, taken);
-    if (claimed.length < limit) claimed.push(...(await claimWhere(trx, pending, leaseUntil, limit - claimed.length, shares.perWebhook, taken)));
+    if (claimed.length < limit)
+      claimed.push(...(await claimWhere(trx, pending, leaseUntil, limit - claimed.length, shares.perWebhook, taken)));
     return claimed;
   });
 }
@@ -183,7 +235,13 @@ async function claimWhere(
   perWebhook: number,
   taken: Map<number, number>,
 ): Promise<WebhookDeliveryRow[]> {
-  const candidates = trx.selectFrom('webhook_deliveries').select(['id', 'webhook_id']).where(due).orderBy('next_attempt_at').orderBy('id').limit(limit);
+  const candidates = trx
+    .selectFrom('webhook_deliveries')
+    .select(['id', 'webhook_id'])
+    .where(due)
+    .orderBy('next_attempt_at')
+    .orderBy('id')
+    .limit(limit);
   const ids: number[] = [];
   for (const { id, webhook_id } of await lockedForClaim(trx, candidates).execute()) {
     const n = taken.get(webhook_id) ?? 0;
@@ -198,7 +256,11 @@ async function claimWhere(
 export type Claim = Pick<WebhookDeliveryRow, 'id' | 'attempts'>;
 
 /** Writes a claimed delivery's outcome; false when the claim had lapsed (another worker took it over). */
-export async function recordAttempt(trx: Trx, claim: Claim, changes: Updateable<WebhookDeliveriesTable>): Promise<boolean> {
+export async function recordAttempt(
+  trx: Trx,
+  claim: Claim,
+  changes: Updateable<WebhookDeliveriesTable>,
+): Promise<boolean> {
   const res = await trx
     .updateTable('webhook_deliveries')
     .set({ ...changes, lease_until: null })
@@ -213,7 +275,10 @@ export async function recordAttempt(trx: Trx, claim: Claim, changes: Updateable<
 export async function countFailure(trx: Trx, webhookId: number, now: string): Promise<WebhookRow | undefined> {
   return trx
     .updateTable('webhooks')
-    .set((eb) => ({ consecutive_failures: eb('consecutive_failures', '+', 1), failing_since: eb.fn.coalesce('failing_since', eb.val(now)) }))
+    .set((eb) => ({
+      consecutive_failures: eb('consecutive_failures', '+', 1),
+      failing_since: eb.fn.coalesce('failing_since', eb.val(now)),
+    }))
     .where('id', '=', webhookId)
     .where('disabled_at', 'is', null)
     .returningAll()
@@ -231,7 +296,11 @@ export async function clearFailures(trx: Trx, webhookId: number): Promise<void> 
 
 /** Stops a webhook getting events, saying why, and gives up its waiting deliveries. */
 export async function disableWebhook(trx: Trx, webhookId: number, at: string, reason: string): Promise<void> {
-  await trx.updateTable('webhooks').set({ disabled_at: at, disabled_reason: reason }).where('id', '=', webhookId).execute();
+  await trx
+    .updateTable('webhooks')
+    .set({ disabled_at: at, disabled_reason: reason })
+    .where('id', '=', webhookId)
+    .execute();
   await failPending(trx, webhookId, reason);
 }
 

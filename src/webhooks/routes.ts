@@ -8,9 +8,18 @@ import { requireAdmin } from '../products/index.js';
 import { parseCreateWebhook, parseUpdateWebhook, webhookIdOf } from './input.js';
 import { DELIVERY_PAGE, EVENT_TYPES, FORMATS, MAX_URL_LENGTH, MAX_WEBHOOKS } from './model.js';
 import { CreatedWebhookSchema, DeliverySchema, presentDelivery, presentWebhooks, WebhookSchema } from './present.js';
-import { createWebhook, deleteWebhook, deliveriesOf, getWebhook, listWebhooks, updateWebhook, vetTarget } from './service.js';
+import {
+  createWebhook,
+  deleteWebhook,
+  deliveriesOf,
+  getWebhook,
+  listWebhooks,
+  updateWebhook,
+  vetTarget,
+} from './service.js';
 
-const FORMAT = '`shiplog` (the signed JSON event) or `slack` (a message for incoming webhooks of Slack, Mattermost and Rocket.Chat).';
+const FORMAT =
+  '`shiplog` (the signed JSON event) or `slack` (a message for incoming webhooks of Slack, Mattermost and Rocket.Chat).';
 
 /** What a webhook's parameters mean (docs/INTERFACE.md §10); `secret` only counts on creation, `enabled` on a change. */
 const webhookFields = {
@@ -21,14 +30,19 @@ const webhookFields = {
   events: doc.list('The event types it gets; at least one.', EVENT_TYPES),
   format: doc.choice(FORMATS, FORMAT),
   secret: doc.text("Ignored: a webhook's secret never changes.", 200),
-  enabled: doc.flag('`true` re-enables a disabled webhook, its failures forgotten; `false` disables it, and gives up its deliveries waiting then.'),
+  enabled: doc.flag(
+    '`true` re-enables a disabled webhook, its failures forgotten; `false` disables it, and gives up its deliveries waiting then.',
+  ),
 };
 const createFields = {
   ...webhookFields,
   url: doc.required(webhookFields.url),
   events: doc.required(webhookFields.events),
   format: doc.choice(FORMATS, `${FORMAT} \`shiplog\` unless given.`),
-  secret: doc.text('16 to 200 printable ASCII characters without spaces, to sign deliveries with; without it one is made.', 200),
+  secret: doc.text(
+    '16 to 200 printable ASCII characters without spaces, to sign deliveries with; without it one is made.',
+    200,
+  ),
   enabled: doc.flag('Ignored: a new webhook is enabled.'),
 };
 
@@ -45,9 +59,13 @@ export async function webhookRoutes(app: FastifyInstance): Promise<void> {
   documentScope(app, { errors: { 403: 'The caller is not an admin of the product.' } });
   const one = '/api/products/:product_id/webhooks/:webhook_id.json';
   const tags = ['webhooks'];
-  const answer = (description: string, ...errors: Explained[]) => ({ response: { 200: ref(WebhookSchema, { description }) }, errors: errorAnswers(errors) });
+  const answer = (description: string, ...errors: Explained[]) => ({
+    response: { 200: ref(WebhookSchema, { description }) },
+    errors: errorAnswers(errors),
+  });
   const idOf = (request: FastifyRequest) => webhookIdOf((request.params as { webhook_id: string }).webhook_id);
-  const present = async (request: FastifyRequest, rows: Parameters<typeof presentWebhooks>[1]) => presentWebhooks(app.db, rows, request.scope.user.id);
+  const present = async (request: FastifyRequest, rows: Parameters<typeof presentWebhooks>[1]) =>
+    presentWebhooks(app.db, rows, request.scope.user.id);
   const allowPrivate = app.config.webhooksAllowPrivate;
 
   app.get(
@@ -94,7 +112,15 @@ export async function webhookRoutes(app: FastifyInstance): Promise<void> {
 
   app.get(
     one,
-    { schema: { summary: 'Fetch a webhook', operationId: 'getWebhook', tags, params: WebhookParams, ...answer('The webhook.', WEBHOOK_MISSING) } },
+    {
+      schema: {
+        summary: 'Fetch a webhook',
+        operationId: 'getWebhook',
+        tags,
+        params: WebhookParams,
+        ...answer('The webhook.', WEBHOOK_MISSING),
+      },
+    },
     async (request) => (await present(request, [await getWebhook(app.db, request.scope, idOf(request))]))[0],
   );
 
@@ -108,7 +134,12 @@ export async function webhookRoutes(app: FastifyInstance): Promise<void> {
         tags,
         params: WebhookParams,
         body: params(webhookFields),
-        ...answer('The webhook as it is now.', { 400: `${BAD_FIELDS}; enabled not a flag.` }, WEBHOOK_MISSING, BODY_ERRORS),
+        ...answer(
+          'The webhook as it is now.',
+          { 400: `${BAD_FIELDS}; enabled not a flag.` },
+          WEBHOOK_MISSING,
+          BODY_ERRORS,
+        ),
       },
     },
     async (request) => {
@@ -150,12 +181,20 @@ export async function webhookRoutes(app: FastifyInstance): Promise<void> {
         params: WebhookParams,
         querystring: params({
           offset: doc.integer('Deliveries to skip; 0 by default.'),
-          limit: doc.integer(`Page size: ${DELIVERY_PAGE.default} by default, above ${DELIVERY_PAGE.max} taken as ${DELIVERY_PAGE.max}.`, 1),
+          limit: doc.integer(
+            `Page size: ${DELIVERY_PAGE.default} by default, above ${DELIVERY_PAGE.max} taken as ${DELIVERY_PAGE.max}.`,
+            1,
+          ),
         }),
         response: {
           200: Type.Array(ref(DeliverySchema), {
             description: 'The page of deliveries.',
-            headers: { 'X-Sprintly-Delivery-Count': { type: 'integer', description: 'How many deliveries the webhook has, before paging.' } },
+            headers: {
+              'X-Sprintly-Delivery-Count': {
+                type: 'integer',
+                description: 'How many deliveries the webhook has, before paging.',
+              },
+            },
           }),
         },
         errors: errorAnswers([{ 400: 'A malformed offset or limit.' }, WEBHOOK_MISSING]),

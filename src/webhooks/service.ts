@@ -66,7 +66,9 @@ export interface NewEvent {
  * that finds none.
  */
 export async function queueEvent(trx: Trx, event: NewEvent): Promise<void> {
-  const wanting = (await enabledWebhooks(trx, event.product.id)).filter((w) => eventList(w.events).includes(event.type));
+  const wanting = (await enabledWebhooks(trx, event.product.id)).filter((w) =>
+    eventList(w.events).includes(event.type),
+  );
   if (wanting.length === 0) return;
   const now = new Date();
   const uid = crypto.randomUUID();
@@ -78,8 +80,18 @@ export async function queueEvent(trx: Trx, event: NewEvent): Promise<void> {
     actor: presentUser(event.actor, NO_VIEWER),
   };
   const { body, slack } = eventBodies(head, await event.render());
-  const eventId = await insertEvent(trx, { uid, product_id: event.product.id, type: event.type, body, slack_body: slack, created_at: head.timestamp });
-  await insertDeliveries(trx, wanting.map((w) => newDelivery(w.id, eventId, 0, now)));
+  const eventId = await insertEvent(trx, {
+    uid,
+    product_id: event.product.id,
+    type: event.type,
+    body,
+    slack_body: slack,
+    created_at: head.timestamp,
+  });
+  await insertDeliveries(
+    trx,
+    wanting.map((w) => newDelivery(w.id, eventId, 0, now)),
+  );
 }
 
 /**
@@ -140,7 +152,11 @@ export async function listWebhooks(db: Db, scope: ProductScope): Promise<Webhook
  * Adds a webhook (checked with vetTarget first). Its secret is the one given, or a new one; the
  * caller shows it this once. 422 when the product has MAX_WEBHOOKS already.
  */
-export async function createWebhook(trx: Trx, scope: ProductScope, input: WebhookInput): Promise<{ webhook: WebhookRow; secret: string }> {
+export async function createWebhook(
+  trx: Trx,
+  scope: ProductScope,
+  input: WebhookInput,
+): Promise<{ webhook: WebhookRow; secret: string }> {
   // Two admins adding at once count one after the other.
   await lockProduct(trx, scope.product.id);
   if ((await countWebhooks(trx, scope.product.id)) >= MAX_WEBHOOKS) {
@@ -167,7 +183,12 @@ export async function createWebhook(trx: Trx, scope: ProductScope, input: Webhoo
  * forgotten), false disables it, naming who did. A URL given with its credentials masked, as
  * shown, keeps the stored ones. Deliveries waiting when it is disabled are given up.
  */
-export async function updateWebhook(trx: Trx, scope: ProductScope, id: number, change: WebhookChange): Promise<WebhookRow> {
+export async function updateWebhook(
+  trx: Trx,
+  scope: ProductScope,
+  id: number,
+  change: WebhookChange,
+): Promise<WebhookRow> {
   const webhook = await getWebhook(trx, scope, id);
   const now = nowTimestamp();
   const fields = {
@@ -175,7 +196,8 @@ export async function updateWebhook(trx: Trx, scope: ProductScope, id: number, c
     ...(change.events ? { events: change.events.join(',') } : {}),
     ...(change.format ? { format: change.format } : {}),
   };
-  if (change.enabled === true) Object.assign(fields, { disabled_at: null, disabled_reason: null, consecutive_failures: 0, failing_since: null });
+  if (change.enabled === true)
+    Object.assign(fields, { disabled_at: null, disabled_reason: null, consecutive_failures: 0, failing_since: null });
   const disabling = change.enabled === false && webhook.disabled_at === null;
   if (disabling) Object.assign(fields, { disabled_at: now, disabled_reason: `Disabled by ${fullName(scope.user)}.` });
   if (Object.keys(fields).length === 0) return webhook;
@@ -205,10 +227,16 @@ export async function deliveriesOf(
 }
 
 /** The latest deliveries of a product's webhooks (or of one), newest first: the operator's log. */
-export async function deliveryLog(db: Db, productId: number, webhookId: number | undefined, limit: number): Promise<LoggedDelivery[]> {
+export async function deliveryLog(
+  db: Db,
+  productId: number,
+  webhookId: number | undefined,
+  limit: number,
+): Promise<LoggedDelivery[]> {
   if (!(await findProduct(db, productId))) throw productNotFound();
   const webhooks = await listWebhookRows(db, productId);
-  const ids = webhookId === undefined ? webhooks.map((w) => w.id) : webhooks.filter((w) => w.id === webhookId).map((w) => w.id);
+  const ids =
+    webhookId === undefined ? webhooks.map((w) => w.id) : webhooks.filter((w) => w.id === webhookId).map((w) => w.id);
   if (webhookId !== undefined && ids.length === 0) throw webhookNotFound();
   return deliveriesPage(db, ids, 0, limit);
 }
@@ -218,14 +246,24 @@ export async function deliveryLog(db: Db, productId: number, webhookId: number |
  * the same event, with the same event id. 404 for an unknown delivery; 422 when the webhook is
  * disabled (enable it first).
  */
-export async function replayDelivery(trx: Trx, deliveryUid: string): Promise<{ uid: string; webhook: WebhookRow; eventUid: string }> {
+export async function replayDelivery(
+  trx: Trx,
+  deliveryUid: string,
+): Promise<{ uid: string; webhook: WebhookRow; eventUid: string }> {
   const original = await findDeliveryByUid(trx, deliveryUid.trim());
   if (!original) throw new NotFoundError(`No webhook delivery ${deliveryUid}.`);
   const [webhook] = await findWebhooksByIds(trx, [original.webhook_id]);
   if (webhook.disabled_at !== null) {
-    throw new UnprocessableError(`Webhook ${webhook.id} is disabled (${webhook.disabled_reason ?? 'no reason given'}); enable it first.`);
+    throw new UnprocessableError(
+      `Webhook ${webhook.id} is disabled (${webhook.disabled_reason ?? 'no reason given'}); enable it first.`,
+    );
   }
-  const delivery = newDelivery(webhook.id, original.event_id, await nextReplay(trx, webhook.id, original.event_id), new Date());
+  const delivery = newDelivery(
+    webhook.id,
+    original.event_id,
+    await nextReplay(trx, webhook.id, original.event_id),
+    new Date(),
+  );
   await insertDeliveries(trx, [delivery]);
   return { uid: delivery.uid, webhook, eventUid: original.event_uid };
 }

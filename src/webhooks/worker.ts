@@ -4,7 +4,15 @@ import type { WebhookDeliveryRow, WebhookEventRow, WebhookRow } from '../db/sche
 import { formatTimestamp } from '../time.js';
 import { FAILING_FOR_MS, RETENTION_BATCH } from './model.js';
 import { signatureHeader, slackOfStoredBody } from './payload.js';
-import { claimDue, clearFailures, countFailure, disableWebhook, findEventsByIds, findWebhooksByIds, recordAttempt } from './repository.js';
+import {
+  claimDue,
+  clearFailures,
+  countFailure,
+  disableWebhook,
+  findEventsByIds,
+  findWebhooksByIds,
+  recordAttempt,
+} from './repository.js';
 import { WebhookSender, type Answer } from './sender.js';
 import { deleteExpired } from './service.js';
 
@@ -109,7 +117,8 @@ export class WebhookWorker {
     this.timer = setInterval(() => this.nudge(), this.options.intervalMs);
     this.timer.unref();
     this.sweepTimer = setInterval(() => {
-      if (!this.sweeping) this.sweeping = this.sweep().catch((err) => this.log.error({ err }, 'deleting old webhook events failed'));
+      if (!this.sweeping)
+        this.sweeping = this.sweep().catch((err) => this.log.error({ err }, 'deleting old webhook events failed'));
     }, this.options.sweepIntervalMs);
     this.sweepTimer.unref();
     this.nudge();
@@ -184,18 +193,34 @@ export class WebhookWorker {
   private async claimAndSend(room: number, held: Set<Promise<void>>, tally: { delivered: number }): Promise<number> {
     const now = Date.now();
     const shares = { perWebhook: this.options.perWebhook, inFlight: this.inFlight };
-    const claimed = await claimDue(this.db, formatTimestamp(new Date(now)), formatTimestamp(new Date(now + this.options.leaseMs)), room, shares);
+    const claimed = await claimDue(
+      this.db,
+      formatTimestamp(new Date(now)),
+      formatTimestamp(new Date(now + this.options.leaseMs)),
+      room,
+      shares,
+    );
     if (claimed.length === 0) return 0;
-    const webhooks = new Map((await findWebhooksByIds(this.db, [...new Set(claimed.map((d) => d.webhook_id))])).map((w) => [w.id, w]));
-    const events = new Map((await findEventsByIds(this.db, [...new Set(claimed.map((d) => d.event_id))])).map((e) => [e.id, e]));
+    const webhooks = new Map(
+      (await findWebhooksByIds(this.db, [...new Set(claimed.map((d) => d.webhook_id))])).map((w) => [w.id, w]),
+    );
+    const events = new Map(
+      (await findEventsByIds(this.db, [...new Set(claimed.map((d) => d.event_id))])).map((e) => [e.id, e]),
+    );
     for (const delivery of claimed) {
       this.inFlight.set(delivery.webhook_id, (this.inFlight.get(delivery.webhook_id) ?? 0) + 1);
-      const sending: Promise<void> = this.deliver(delivery, webhooks.get(delivery.webhook_id), events.get(delivery.event_id))
+      const sending: Promise<void> = this.deliver(
+        delivery,
+        webhooks.get(delivery.webhook_id),
+        events.get(delivery.event_id),
+      )
         .then((ok) => {
           if (ok) tally.delivered += 1;
         })
         // The claim stays as it is and runs out; the delivery is tried again then.
-        .catch((err) => this.log.error({ err, deliveryId: delivery.uid }, 'webhook delivery result could not be recorded'))
+        .catch((err) =>
+          this.log.error({ err, deliveryId: delivery.uid }, 'webhook delivery result could not be recorded'),
+        )
         .finally(() => {
           const left = (this.inFlight.get(delivery.webhook_id) ?? 1) - 1;
           if (left > 0) this.inFlight.set(delivery.webhook_id, left);
@@ -210,16 +235,27 @@ export class WebhookWorker {
   }
 
   /** One attempt, and its outcome written back; true when the receiver took it. */
-  private async deliver(delivery: WebhookDeliveryRow, webhook: WebhookRow | undefined, event: WebhookEventRow | undefined): Promise<boolean> {
+  private async deliver(
+    delivery: WebhookDeliveryRow,
+    webhook: WebhookRow | undefined,
+    event: WebhookEventRow | undefined,
+  ): Promise<boolean> {
     if (!webhook || !event || webhook.disabled_at !== null) {
       // Queued just as its webhook was disabled: given up like the others waiting then.
-      await this.db.transaction().execute((trx) =>
-        recordAttempt(trx, delivery, { status: 'failed', last_error: webhook?.disabled_reason ?? 'The webhook is disabled.' }),
-      );
+      await this.db
+        .transaction()
+        .execute((trx) =>
+          recordAttempt(trx, delivery, {
+            status: 'failed',
+            last_error: webhook?.disabled_reason ?? 'The webhook is disabled.',
+          }),
+        );
       return false;
     }
     // The bytes written with the event, as they are (events older than the kept Slack body render theirs).
-    const body = Buffer.from(webhook.format === 'slack' ? event.slack_body || slackOfStoredBody(event.body) : event.body);
+    const body = Buffer.from(
+      webhook.format === 'slack' ? event.slack_body || slackOfStoredBody(event.body) : event.body,
+    );
     const answer = await this.sender.post(webhook.url, body, {
       'content-type': 'application/json',
       'user-agent': 'Shiplog-Webhooks/1',
@@ -230,8 +266,15 @@ export class WebhookWorker {
     const delivered = answer.error === undefined;
     const outcome: Outcome = { delivered, answer, retryAt: delivered ? null : this.retryAt(delivery, answer) };
     const recorded = await this.record(delivery, webhook, outcome);
-    const context = { deliveryId: delivery.uid, webhookId: webhook.id, event: event.type, attempts: delivery.attempts, recorded };
-    if (delivered) this.log.info({ ...context, status: answer.status, durationMs: answer.durationMs }, 'webhook delivered');
+    const context = {
+      deliveryId: delivery.uid,
+      webhookId: webhook.id,
+      event: event.type,
+      attempts: delivery.attempts,
+      recorded,
+    };
+    if (delivered)
+      this.log.info({ ...context, status: answer.status, durationMs: answer.durationMs }, 'webhook delivered');
     else this.log.warn({ ...context, err: answer.error, final: outcome.retryAt === null }, 'webhook delivery failed');
     return delivered;
   }
@@ -242,7 +285,10 @@ export class WebhookWorker {
    */
   private retryAt(delivery: WebhookDeliveryRow, answer: Answer): number | null {
     if (!retryable(answer)) return null;
-    const backoff = Math.min(this.options.retryBaseMs * 2 ** Math.max(0, delivery.attempts - 1), this.options.retryMaxMs);
+    const backoff = Math.min(
+      this.options.retryBaseMs * 2 ** Math.max(0, delivery.attempts - 1),
+      this.options.retryMaxMs,
+    );
     const delay = answer.retryAfterMs ?? backoff * (0.5 + Math.random());
     const at = Date.now() + delay;
     return at > Date.parse(delivery.retry_until) ? null : at;
@@ -263,7 +309,12 @@ export class WebhookWorker {
         ? { ...measured, status: 'delivered', delivered_at: at, last_error: null }
         : outcome.retryAt === null
           ? { ...measured, status: 'failed', last_error: answer.error! }
-          : { ...measured, status: 'pending', last_error: answer.error!, next_attempt_at: formatTimestamp(new Date(outcome.retryAt)) };
+          : {
+              ...measured,
+              status: 'pending',
+              last_error: answer.error!,
+              next_attempt_at: formatTimestamp(new Date(outcome.retryAt)),
+            };
       if (!(await recordAttempt(trx, delivery, change))) return false;
       if (outcome.delivered) {
         await clearFailures(trx, webhook.id);

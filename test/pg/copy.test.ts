@@ -13,7 +13,11 @@ const shiplog = (env: Record<string, string>, ...args: string[]) => runCli(args,
 /** An app on an explicit database, for reading the source (SQLite) and the target (PostgreSQL) alike. */
 async function appOn(dataDir: string, databaseUrl?: string): Promise<{ app: FastifyInstance; db: Db }> {
   const db = await openDatabase({ dataDir, databaseUrl });
-  const config = loadConfig({ DATA_DIR: dataDir, PUBLIC_URL: 'http://shiplog.test', ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}) });
+  const config = loadConfig({
+    DATA_DIR: dataDir,
+    PUBLIC_URL: 'http://shiplog.test',
+    ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
+  });
   return { db, app: await buildApp({ config, db, logger: false }) };
 }
 
@@ -31,15 +35,35 @@ before(async () => {
   productId = (await makeProduct(source.db, owner, [member], 'Moving product')).id;
   await makeItem(source.app, owner, productId, { title: 'Will be a sub-item', tags: 'a,b' }); // 1
   await makeItem(source.app, owner, productId, { type: 'story', who: 'mover', what: 'to move', why: 'we grow' }); // 2
-  await client(source.app, owner).post(`/api/products/${productId}/items/1.json`, { parent: 2, assigned_to: member.user.id });
+  await client(source.app, owner).post(`/api/products/${productId}/items/1.json`, {
+    parent: 2,
+    assigned_to: member.user.id,
+  });
   await makeItem(source.app, member, productId, { status: 'completed' }); // 3
-  await client(source.app, owner).post(`/api/products/${productId}/deploys.json`, { environment: 'production', numbers: '1,2,3', version: '2.0' });
+  await client(source.app, owner).post(`/api/products/${productId}/deploys.json`, {
+    environment: 'production',
+    numbers: '1,2,3',
+    version: '2.0',
+  });
   await source.app.outbox.deliverDue();
-  await client(source.app, owner).post(`/api/products/${productId}/deploys.json`, { environment: 'staging', numbers: '3' });
-  await client(source.app, member).post(`/api/products/${productId}/notifications.json`, { environments: 'production,staging' });
+  await client(source.app, owner).post(`/api/products/${productId}/deploys.json`, {
+    environment: 'staging',
+    numbers: '3',
+  });
+  await client(source.app, member).post(`/api/products/${productId}/notifications.json`, {
+    environments: 'production,staging',
+  });
   // A rollback: the deploy it undid refers to it, a later row.
-  await client(source.app, owner).post(`/api/products/${productId}/deploys.json`, { environment: 'production', numbers: '1', version: '2.1' });
-  await client(source.app, owner).post(`/api/products/${productId}/deploys.json`, { environment: 'production', version: '2.0', rollback: 'true' });
+  await client(source.app, owner).post(`/api/products/${productId}/deploys.json`, {
+    environment: 'production',
+    numbers: '1',
+    version: '2.1',
+  });
+  await client(source.app, owner).post(`/api/products/${productId}/deploys.json`, {
+    environment: 'production',
+    version: '2.0',
+    rollback: 'true',
+  });
   // A pending invitation: its message goes to an address with no user yet.
   await client(source.app, owner).post(`/api/products/${productId}/people.json`, { email: 'invited@example.com' });
 });
@@ -54,7 +78,20 @@ test('copy moves every row into an empty PostgreSQL database and checks the coun
   const run = await shiplog({ DATA_DIR: sourceDir }, 'copy', '--to', targetUrl);
   assert.equal(run.code, 0, run.stderr);
   assert.match(run.stdout, /every count matches/);
-  for (const table of ['users', 'products', 'memberships', 'items', 'item_tags', 'followers', 'deploys', 'deploy_items', 'item_deployments', 'invitations', 'outbox', 'notification_environments']) {
+  for (const table of [
+    'users',
+    'products',
+    'memberships',
+    'items',
+    'item_tags',
+    'followers',
+    'deploys',
+    'deploy_items',
+    'item_deployments',
+    'invitations',
+    'outbox',
+    'notification_environments',
+  ]) {
     assert.match(run.stdout, new RegExp(`^${table}\\s+(\\d+)\\s+\\1$`, 'm'), `${table} counts in ${run.stdout}`);
   }
 
@@ -73,9 +110,21 @@ test('copy moves every row into an empty PostgreSQL database and checks the coun
       assert.deepEqual(after.json(), before.json(), url);
     }
     const choice = await client(target.app, member).get(`/api/products/${productId}/notifications.json`);
-    assert.deepEqual(choice.json(), { environments: ['production', 'staging'] }, 'the member\'s deploy mail choice moves along');
-    const outboxBefore = await source.db.selectFrom('outbox').select(['id', 'status', 'message_id', 'kind', 'invitation_id']).orderBy('id').execute();
-    const outboxAfter = await target.db.selectFrom('outbox').select(['id', 'status', 'message_id', 'kind', 'invitation_id']).orderBy('id').execute();
+    assert.deepEqual(
+      choice.json(),
+      { environments: ['production', 'staging'] },
+      "the member's deploy mail choice moves along",
+    );
+    const outboxBefore = await source.db
+      .selectFrom('outbox')
+      .select(['id', 'status', 'message_id', 'kind', 'invitation_id'])
+      .orderBy('id')
+      .execute();
+    const outboxAfter = await target.db
+      .selectFrom('outbox')
+      .select(['id', 'status', 'message_id', 'kind', 'invitation_id'])
+      .orderBy('id')
+      .execute();
     assert.deepEqual(outboxAfter, outboxBefore, 'pending mail moves along');
 
     // Ids go on after the copied ones.

@@ -28,7 +28,11 @@ let tablespace: string | undefined;
 
 async function appOn(databaseUrl: string): Promise<FastifyInstance> {
   const db = await openDatabase({ dataDir, databaseUrl });
-  const app = await buildApp({ config: loadConfig({ DATA_DIR: dataDir, DATABASE_URL: databaseUrl, PUBLIC_URL: 'http://shiplog.test' }), db, logger: false });
+  const app = await buildApp({
+    config: loadConfig({ DATA_DIR: dataDir, DATABASE_URL: databaseUrl, PUBLIC_URL: 'http://shiplog.test' }),
+    db,
+    logger: false,
+  });
   opened.push({ app, db });
   return app;
 }
@@ -62,7 +66,8 @@ after(async () => {
   try {
     if (tablespace) {
       await superuser(async (c) => {
-        for (const name of await movedRelations(c)) await c.query(`alter ${name.kind} ${name.name} set tablespace pg_default`);
+        for (const name of await movedRelations(c))
+          await c.query(`alter ${name.kind} ${name.name} set tablespace pg_default`);
         await c.query(`drop tablespace ${tablespace}`);
       });
     }
@@ -79,26 +84,31 @@ const WRITES = [
   ['/deploys.json', { environment: 'production', numbers: '1,2' }],
 ] as const;
 
-test('transactions that are read-only (a standby): writes answer 503 "read-only", reads and the start of an instance work', BOUNDED, async () => {
-  const url = new URL(schemaUrl);
-  url.searchParams.set('options', `${url.searchParams.get('options')} -c default_transaction_read_only=on`);
-  const readOnly = await appOn(url.toString());
-  for (const [path, form] of WRITES) {
-    const res = await client(readOnly, owner).post(api(path), form);
-    assertError(res, 503, { message: /read-only/, label: path });
-    assert.equal(res.headers['retry-after'], '30');
-  }
-  // The reader's first call notes last_login: refused, and the read goes on.
-  for (const path of [api('/items.json'), api('/items/1.json'), api('/deploys.json')]) {
-    assert.equal((await client(readOnly, reader).get(path)).statusCode, 200, path);
-  }
-  const health = await readOnly.inject({ method: 'GET', url: '/health' });
-  assert.equal(health.statusCode, 503);
-  assert.equal(health.json().database, 'read-only');
-  // The same writes through a connection that may write.
-  for (const [path, form] of WRITES) assert.equal((await client(writable, owner).post(api(path), form)).statusCode, 200, path);
-  assert.equal((await writable.inject({ method: 'GET', url: '/health' })).statusCode, 200);
-});
+test(
+  'transactions that are read-only (a standby): writes answer 503 "read-only", reads and the start of an instance work',
+  BOUNDED,
+  async () => {
+    const url = new URL(schemaUrl);
+    url.searchParams.set('options', `${url.searchParams.get('options')} -c default_transaction_read_only=on`);
+    const readOnly = await appOn(url.toString());
+    for (const [path, form] of WRITES) {
+      const res = await client(readOnly, owner).post(api(path), form);
+      assertError(res, 503, { message: /read-only/, label: path });
+      assert.equal(res.headers['retry-after'], '30');
+    }
+    // The reader's first call notes last_login: refused, and the read goes on.
+    for (const path of [api('/items.json'), api('/items/1.json'), api('/deploys.json')]) {
+      assert.equal((await client(readOnly, reader).get(path)).statusCode, 200, path);
+    }
+    const health = await readOnly.inject({ method: 'GET', url: '/health' });
+    assert.equal(health.statusCode, 503);
+    assert.equal(health.json().database, 'read-only');
+    // The same writes through a connection that may write.
+    for (const [path, form] of WRITES)
+      assert.equal((await client(writable, owner).post(api(path), form)).statusCode, 200, path);
+    assert.equal((await writable.inject({ method: 'GET', url: '/health' })).statusCode, 200);
+  },
+);
 
 /** The schema's items table and its indexes, where they are not in the default tablespace. */
 async function movedRelations(c: pg.Client): Promise<{ kind: string; name: string }[]> {
@@ -109,42 +119,67 @@ async function movedRelations(c: pg.Client): Promise<{ kind: string; name: strin
   return rows.map((r) => ({ kind: r.relkind === 'r' ? 'table' : 'index', name: `"${r.relname}"` }));
 }
 
-test('the disk under the items table fills up: writes answer 503 "out of space", reads work, and writes resume once space is freed', BOUNDED, async () => {
-  const host = new URL(schemaUrl).hostname;
-  assert.ok(['127.0.0.1', 'localhost', '::1'].includes(host), `the PostgreSQL server must run on this machine to put a tablespace on a disk of ours (it is at ${host})`);
-  disk = SmallDisk.mount(32);
-  const location = path.join(disk.dir, 'pg');
-  fs.mkdirSync(location);
-  const name = `full_${process.pid}`;
-  await superuser(async (c) => {
-    // The location must belong to the server's own user, the owner of its data directory.
-    const { rows: [{ data_directory }] } = await c.query<{ data_directory: string }>('show data_directory');
-    const { uid, gid } = fs.statSync(data_directory);
-    fs.chownSync(location, uid, gid);
-    await c.query(`create tablespace ${name} location '${location}'`);
-    tablespace = name;
-    await c.query(`alter table items set tablespace ${name}`);
-    const { rows } = await c.query<{ indexname: string }>(`select indexname from pg_indexes where schemaname = current_schema() and tablename = 'items'`);
-    for (const { indexname } of rows) await c.query(`alter index "${indexname}" set tablespace ${name}`);
-  });
+test(
+  'the disk under the items table fills up: writes answer 503 "out of space", reads work, and writes resume once space is freed',
+  BOUNDED,
+  async () => {
+    const host = new URL(schemaUrl).hostname;
+    assert.ok(
+      ['127.0.0.1', 'localhost', '::1'].includes(host),
+      `the PostgreSQL server must run on this machine to put a tablespace on a disk of ours (it is at ${host})`,
+    );
+    disk = SmallDisk.mount(32);
+    const location = path.join(disk.dir, 'pg');
+    fs.mkdirSync(location);
+    const name = `full_${process.pid}`;
+    await superuser(async (c) => {
+      // The location must belong to the server's own user, the owner of its data directory.
+      const {
+        rows: [{ data_directory }],
+      } = await c.query<{ data_directory: string }>('show data_directory');
+      const { uid, gid } = fs.statSync(data_directory);
+      fs.chownSync(location, uid, gid);
+      await c.query(`create tablespace ${name} location '${location}'`);
+      tablespace = name;
+      await c.query(`alter table items set tablespace ${name}`);
+      const { rows } = await c.query<{ indexname: string }>(
+        `select indexname from pg_indexes where schemaname = current_schema() and tablename = 'items'`,
+      );
+      for (const { indexname } of rows) await c.query(`alter index "${indexname}" set tablespace ${name}`);
+    });
 
-  disk.fill();
-  let refused = 0;
-  for (let i = 0; i < 50 && refused === 0; i++) {
-    const res = await client(writable, owner).post(api('/items.json'), { type: 'task', title: `Big ${i}`, description: BIG });
-    if (res.statusCode === 200) continue;
-    assertError(res, 503, { message: /^The database is out of space; try again later\.$/, label: `big item ${i}` });
-    assert.equal(res.headers['retry-after'], '30');
-    refused += 1;
-  }
-  assert.equal(refused, 1, 'a write was refused once the disk was full');
-  for (const path of [api('/items.json'), api('/items/1.json'), api('/deploys.json')]) {
-    assert.equal((await client(writable, owner).get(path)).statusCode, 200, path);
-  }
+    disk.fill();
+    let refused = 0;
+    for (let i = 0; i < 50 && refused === 0; i++) {
+      const res = await client(writable, owner).post(api('/items.json'), {
+        type: 'task',
+        title: `Big ${i}`,
+        description: BIG,
+      });
+      if (res.statusCode === 200) continue;
+      assertError(res, 503, { message: /^The database is out of space; try again later\.$/, label: `big item ${i}` });
+      assert.equal(res.headers['retry-after'], '30');
+      refused += 1;
+    }
+    assert.equal(refused, 1, 'a write was refused once the disk was full');
+    for (const path of [api('/items.json'), api('/items/1.json'), api('/deploys.json')]) {
+      assert.equal((await client(writable, owner).get(path)).statusCode, 200, path);
+    }
 
-  disk.empty();
-  const res = await client(writable, owner).post(api('/items.json'), { type: 'task', title: 'After', description: BIG });
-  assert.equal(res.statusCode, 200, res.body);
-  const numbers = (await client(writable, owner).get(api('/items.json'), { limit: 500 })).json().map((i: { number: number }) => i.number);
-  assert.deepEqual([...numbers].sort((a: number, b: number) => a - b), Array.from({ length: numbers.length }, (_, i) => i + 1), 'no number lost to the refused writes');
-});
+    disk.empty();
+    const res = await client(writable, owner).post(api('/items.json'), {
+      type: 'task',
+      title: 'After',
+      description: BIG,
+    });
+    assert.equal(res.statusCode, 200, res.body);
+    const numbers = (await client(writable, owner).get(api('/items.json'), { limit: 500 }))
+      .json()
+      .map((i: { number: number }) => i.number);
+    assert.deepEqual(
+      [...numbers].sort((a: number, b: number) => a - b),
+      Array.from({ length: numbers.length }, (_, i) => i + 1),
+      'no number lost to the refused writes',
+    );
+  },
+);

@@ -40,11 +40,20 @@ test('the hot reads are prepared once by the connection, and then only run', asy
   assert.deepEqual(first.json().tags, ['a', 'b']);
   assert.equal(first.json().deployed_to[0].environment, 'production');
   const names = (await prepared()).map((s) => s.name);
-  assert.ok(names.some((n) => n.startsWith('shiplog_')), `prepared: ${names.join(', ')}`);
+  assert.ok(
+    names.some((n) => n.startsWith('shiplog_')),
+    `prepared: ${names.join(', ')}`,
+  );
   // The caller with the product, and the item with its tags and deployments: both by name.
   const statements = (await prepared()).map((s) => s.statement);
-  assert.ok(statements.some((s) => /from "users"/.test(s) && /"products"/.test(s)), 'the caller and the product');
-  assert.ok(statements.some((s) => /json_agg/.test(s) && /"items" as "i"/.test(s)), 'the item and what it shows');
+  assert.ok(
+    statements.some((s) => /from "users"/.test(s) && /"products"/.test(s)),
+    'the caller and the product',
+  );
+  assert.ok(
+    statements.some((s) => /json_agg/.test(s) && /"items" as "i"/.test(s)),
+    'the item and what it shows',
+  );
   const again = await fetchItem();
   assert.deepEqual(again.json(), first.json());
   assert.deepEqual((await prepared()).map((s) => s.name).sort(), names.sort(), 'nothing prepared twice');

@@ -120,7 +120,10 @@ test('a database that stops answering gives 503 quickly; once it answers again, 
   assert.equal(stuck.statusCode, 503, stuck.body);
   assert.equal(stuck.json().code, 503);
   assert.ok(Date.now() - started < 5000, `answered in ${Date.now() - started} ms`);
-  const write = await client(app, owner).post(`/api/products/${productId}/items.json`, { type: 'task', title: 'during outage' });
+  const write = await client(app, owner).post(`/api/products/${productId}/items.json`, {
+    type: 'task',
+    title: 'during outage',
+  });
   assert.equal(write.statusCode, 503);
   proxy.resume();
   let status = 0;
@@ -129,6 +132,9 @@ test('a database that stops answering gives 503 quickly; once it answers again, 
     if (status !== 200) await new Promise((r) => setTimeout(r, 250));
   }
   assert.equal(status, 200, 'the service recovered');
-  const created = await client(app, owner).post(`/api/products/${productId}/items.json`, { type: 'task', title: 'after outage' });
+  const created = await client(app, owner).post(`/api/products/${productId}/items.json`, {
+    type: 'task',
+    title: 'after outage',
+  });
   assert.equal(created.statusCode, 200, created.body);
 });

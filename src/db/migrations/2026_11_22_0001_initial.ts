@@ -56,7 +56,12 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addUniqueConstraint('items_product_number', ['product_id', 'number'])
     .execute();
   // One position per status: the database itself refuses two items at one place.
-  await db.schema.createIndex('items_position').on('items').columns(['product_id', 'status', 'sort']).unique().execute();
+  await db.schema
+    .createIndex('items_position')
+    .on('items')
+    .columns(['product_id', 'status', 'sort'])
+    .unique()
+    .execute();
   await db.schema.createIndex('items_parent').on('items').columns(['parent_id', 'status', 'sort']).execute();
   // Lists show live top-level items: partial indexes hold just those, in each order lists ask for,
   // with the status alongside so the default status filter needs no row look-up.
@@ -107,7 +112,11 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('request_hash', 'text')
     .addUniqueConstraint('deploys_idempotency', ['product_id', 'user_id', 'idempotency_key'])
     .execute();
-  await db.schema.createIndex('deploys_product_env').on('deploys').columns(['product_id', 'environment', 'id']).execute();
+  await db.schema
+    .createIndex('deploys_product_env')
+    .on('deploys')
+    .columns(['product_id', 'environment', 'id'])
+    .execute();
 
   await db.schema
     .createTable('deploy_items')
@@ -157,7 +166,19 @@ export async function up(db: Kysely<any>): Promise<void> {
 }
 
 export async function down(db: Kysely<any>): Promise<void> {
-  for (const t of ['settings', 'outbox', 'item_deployments', 'deploy_items', 'deploys', 'followers', 'item_tags', 'items', 'memberships', 'products', 'users']) {
+  for (const t of [
+    'settings',
+    'outbox',
+    'item_deployments',
+    'deploy_items',
+    'deploys',
+    'followers',
+    'item_tags',
+    'items',
+    'memberships',
+    'products',
+    'users',
+  ]) {
     await db.schema.dropTable(t).execute();
   }
 }

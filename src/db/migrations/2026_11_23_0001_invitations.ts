@@ -21,11 +21,22 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addUniqueConstraint('invitations_product_email', ['product_id', 'email'])
     .execute();
   // Rate limits count the invitations sent in the last hour per product and per inviter.
-  await db.schema.createIndex('invitations_product_sent').on('invitations').columns(['product_id', 'sent_at']).execute();
-  await db.schema.createIndex('invitations_inviter_sent').on('invitations').columns(['invited_by_id', 'sent_at']).execute();
+  await db.schema
+    .createIndex('invitations_product_sent')
+    .on('invitations')
+    .columns(['product_id', 'sent_at'])
+    .execute();
+  await db.schema
+    .createIndex('invitations_inviter_sent')
+    .on('invitations')
+    .columns(['invited_by_id', 'sent_at'])
+    .execute();
 
   await outboxUserOptional(db);
-  await db.schema.alterTable('outbox').addColumn('kind', 'text', (c) => c.notNull().defaultTo('deploy')).execute();
+  await db.schema
+    .alterTable('outbox')
+    .addColumn('kind', 'text', (c) => c.notNull().defaultTo('deploy'))
+    .execute();
   await db.schema
     .alterTable('outbox')
     .addColumn('invitation_id', 'integer', (c) => c.references('invitations.id').onDelete('set null'))
@@ -41,16 +52,26 @@ async function outboxUserOptional(db: Kysely<any>): Promise<void> {
     await sql`alter table outbox alter column user_id drop not null`.execute(db);
     return;
   }
-  const schema = (await sql<{ type: string; sql: string | null }>`select type, sql from sqlite_master where tbl_name = 'outbox'`.execute(db)).rows;
+  const schema = (
+    await sql<{
+      type: string;
+      sql: string | null;
+    }>`select type, sql from sqlite_master where tbl_name = 'outbox'`.execute(db)
+  ).rows;
   const table = schema.find((s) => s.type === 'table')!.sql!;
   const rebuilt = table
     .replace(/^CREATE TABLE "outbox"/, 'CREATE TABLE "outbox_rebuilt"')
     .replace(/"user_id" integer not null/, '"user_id" integer');
-  if (rebuilt === table || !rebuilt.startsWith('CREATE TABLE "outbox_rebuilt"') || /"user_id" integer not null/.test(rebuilt)) {
+  if (
+    rebuilt === table ||
+    !rebuilt.startsWith('CREATE TABLE "outbox_rebuilt"') ||
+    /"user_id" integer not null/.test(rebuilt)
+  ) {
     throw new Error('Unexpected definition of the outbox table.');
   }
   const indexes = schema.filter((s) => s.type === 'index' && s.sql).map((s) => s.sql!);
-  const seq = (await sql<{ seq: number }>`select seq from sqlite_sequence where name = 'outbox'`.execute(db)).rows[0]?.seq;
+  const seq = (await sql<{ seq: number }>`select seq from sqlite_sequence where name = 'outbox'`.execute(db)).rows[0]
+    ?.seq;
   await sql.raw(rebuilt).execute(db);
   await sql`insert into outbox_rebuilt select * from outbox`.execute(db);
   await sql`drop table outbox`.execute(db);

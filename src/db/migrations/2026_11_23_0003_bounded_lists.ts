@@ -4,7 +4,11 @@ import type { Kysely } from 'kysely';
 export async function up(db: Kysely<any>): Promise<void> {
   // An item's latest deploys first, straight from the index: `deployed_to` shows only the
   // latest few environments, however many the item went to.
-  await db.schema.createIndex('item_deployments_latest').on('item_deployments').columns(['item_id', 'deploy_id']).execute();
+  await db.schema
+    .createIndex('item_deployments_latest')
+    .on('item_deployments')
+    .columns(['item_id', 'deploy_id'])
+    .execute();
   // A page of a product's deploys of every environment, oldest or newest first, without sorting them all.
   await db.schema.createIndex('deploys_product').on('deploys').columns(['product_id', 'id']).execute();
 }

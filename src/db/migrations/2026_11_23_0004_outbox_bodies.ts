@@ -10,6 +10,12 @@ export async function up(db: Kysely<any>): Promise<void> {
 }
 
 export async function down(db: Kysely<any>): Promise<void> {
-  await db.schema.alterTable('outbox').addColumn('body_text', 'text', (c) => c.notNull().defaultTo('')).execute();
-  await db.schema.alterTable('outbox').addColumn('body_html', 'text', (c) => c.notNull().defaultTo('')).execute();
+  await db.schema
+    .alterTable('outbox')
+    .addColumn('body_text', 'text', (c) => c.notNull().defaultTo(''))
+    .execute();
+  await db.schema
+    .alterTable('outbox')
+    .addColumn('body_html', 'text', (c) => c.notNull().defaultTo(''))
+    .execute();
 }

@@ -26,7 +26,11 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('created_at', 'text', (c) => c.notNull())
     .execute();
   await db.schema.createIndex('signin_requests_email').on('signin_requests').columns(['email', 'created_at']).execute();
-  await db.schema.createIndex('signin_requests_client').on('signin_requests').columns(['client_ip', 'created_at']).execute();
+  await db.schema
+    .createIndex('signin_requests_client')
+    .on('signin_requests')
+    .columns(['client_ip', 'created_at'])
+    .execute();
 
   await db.schema
     .createTable('web_sessions')

@@ -7,7 +7,10 @@ import type { Kysely } from 'kysely';
 // board) is keyed by, read from the database on each request, so every instance sees a change
 // as soon as it commits. items_version moves only with changes that alter list totals.
 export async function up(db: Kysely<any>): Promise<void> {
-  await db.schema.alterTable('products').addColumn('revision', 'integer', (c) => c.notNull().defaultTo(0)).execute();
+  await db.schema
+    .alterTable('products')
+    .addColumn('revision', 'integer', (c) => c.notNull().defaultTo(0))
+    .execute();
 }
 
 export async function down(db: Kysely<any>): Promise<void> {

@@ -49,8 +49,16 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addUniqueConstraint('webhook_deliveries_once', ['webhook_id', 'event_id', 'replay'])
     .execute();
   // Claims walk the due deliveries; the log pages a webhook's deliveries newest first.
-  await db.schema.createIndex('webhook_deliveries_due').on('webhook_deliveries').columns(['status', 'next_attempt_at']).execute();
-  await db.schema.createIndex('webhook_deliveries_log').on('webhook_deliveries').columns(['webhook_id', 'id']).execute();
+  await db.schema
+    .createIndex('webhook_deliveries_due')
+    .on('webhook_deliveries')
+    .columns(['status', 'next_attempt_at'])
+    .execute();
+  await db.schema
+    .createIndex('webhook_deliveries_log')
+    .on('webhook_deliveries')
+    .columns(['webhook_id', 'id'])
+    .execute();
   await db.schema.createIndex('webhook_deliveries_event').on('webhook_deliveries').columns(['event_id']).execute();
 }
 

@@ -8,9 +8,15 @@ import { dialectOf } from '../dialect.js';
 // the statuses it asks for alone: few, where an environment holds many items but few of them in
 // those statuses (production holds the done items; lists ask for the open ones).
 export async function up(db: Kysely<any>): Promise<void> {
-  await db.schema.alterTable('item_deployments').addColumn('status', 'integer', (c) => c.notNull().defaultTo(0)).execute();
-  await sql`update item_deployments set status = (select status from items where items.id = item_deployments.item_id)`.execute(db);
-  if (dialectOf(db) === 'postgres') await sql`alter table item_deployments alter column status drop default`.execute(db);
+  await db.schema
+    .alterTable('item_deployments')
+    .addColumn('status', 'integer', (c) => c.notNull().defaultTo(0))
+    .execute();
+  await sql`update item_deployments set status = (select status from items where items.id = item_deployments.item_id)`.execute(
+    db,
+  );
+  if (dialectOf(db) === 'postgres')
+    await sql`alter table item_deployments alter column status drop default`.execute(db);
   await db.schema
     .createIndex('item_deployments_current_status')
     .on('item_deployments')

@@ -8,7 +8,11 @@ import type { Kysely } from 'kysely';
 // item, at random places of a big database.
 export async function up(db: Kysely<any>): Promise<void> {
   await db.schema.createIndex('item_tags_in_order').on('item_tags').columns(['item_id', 'position', 'tag']).execute();
-  await db.schema.createIndex('followers_in_order').on('followers').columns(['item_id', 'created_at', 'user_id']).execute();
+  await db.schema
+    .createIndex('followers_in_order')
+    .on('followers')
+    .columns(['item_id', 'created_at', 'user_id'])
+    .execute();
 }
 
 export async function down(db: Kysely<any>): Promise<void> {

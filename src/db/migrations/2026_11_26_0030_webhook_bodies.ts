@@ -11,8 +11,14 @@ import { sql, type Kysely } from 'kysely';
 //
 // Old events and deliveries are deleted by age, so both are looked up by when they were made.
 export async function up(db: Kysely<any>): Promise<void> {
-  await db.schema.alterTable('webhook_events').addColumn('body', 'text', (c) => c.notNull().defaultTo('')).execute();
-  await db.schema.alterTable('webhook_events').addColumn('slack_body', 'text', (c) => c.notNull().defaultTo('')).execute();
+  await db.schema
+    .alterTable('webhook_events')
+    .addColumn('body', 'text', (c) => c.notNull().defaultTo(''))
+    .execute();
+  await db.schema
+    .alterTable('webhook_events')
+    .addColumn('slack_body', 'text', (c) => c.notNull().defaultTo(''))
+    .execute();
   await sql`update webhook_events set body = '{"id":"' || uid || '","timestamp":"' || created_at || '","type":"' || type || '"'
     || case when payload = '{}' then '}' else ',' || substr(payload, 2) end`.execute(db);
   await db.schema.alterTable('webhook_events').dropColumn('payload').execute();
@@ -23,7 +29,10 @@ export async function up(db: Kysely<any>): Promise<void> {
 export async function down(db: Kysely<any>): Promise<void> {
   await db.schema.dropIndex('webhook_deliveries_created').execute();
   await db.schema.dropIndex('webhook_events_created').execute();
-  await db.schema.alterTable('webhook_events').addColumn('payload', 'text', (c) => c.notNull().defaultTo('{}')).execute();
+  await db.schema
+    .alterTable('webhook_events')
+    .addColumn('payload', 'text', (c) => c.notNull().defaultTo('{}'))
+    .execute();
   await db.schema.alterTable('webhook_events').dropColumn('slack_body').execute();
   await db.schema.alterTable('webhook_events').dropColumn('body').execute();
 }

@@ -3,7 +3,16 @@ import { createForm } from './board.js';
 import { csrfField, type Viewer } from './layout.js';
 import { html, raw, type Html } from './html.js';
 import type { EnvironmentEntry, HistoryEntry } from '../present.js';
-import { fieldError, type FormState, itemHref, otherErrors, personName, productNav, selectOptions, when } from './parts.js';
+import {
+  fieldError,
+  type FormState,
+  itemHref,
+  otherErrors,
+  personName,
+  productNav,
+  selectOptions,
+  when,
+} from './parts.js';
 import { deployHistory, environmentTimeline } from './where.js';
 
 export interface ItemView {
@@ -30,7 +39,17 @@ export interface ItemView {
 }
 
 /** The fields of the edit form, each also carried as it was shown (`seen_<field>`), so that a save changes only what the person changed. */
-export const EDIT_FIELDS = ['title', 'who', 'what', 'why', 'description', 'status', 'score', 'tags', 'assigned_to'] as const;
+export const EDIT_FIELDS = [
+  'title',
+  'who',
+  'what',
+  'why',
+  'description',
+  'status',
+  'score',
+  'tags',
+  'assigned_to',
+] as const;
 export type EditField = (typeof EDIT_FIELDS)[number];
 
 /**
@@ -80,7 +99,8 @@ ${editForm(v, viewer)}`;
 function whereDeployed(v: ItemView): Html {
   const p = v.product.id;
   const item = itemHref(p, v.item.number);
-  if (v.environmentsTotal === 0) return html`<h2 id="deployed">Deployed to</h2>\n<p class="muted">Not deployed yet.</p>`;
+  if (v.environmentsTotal === 0)
+    return html`<h2 id="deployed">Deployed to</h2>\n<p class="muted">Not deployed yet.</p>`;
   const moreEnvironments = v.environmentsTotal > v.environments.length;
   const earlierDeploys = v.historyTotal > v.history.length;
   return html`<h2 id="deployed">Deployed to <span class="count">${v.environmentsTotal}</span></h2>
@@ -95,9 +115,11 @@ function subItems(v: ItemView, viewer: Viewer): Html | '' {
   if (!v.subItems) return '';
   const p = v.product.id;
   return html`<h2>Sub-items <span class="count">${v.subItemsTotal}</span></h2>
-${v.subItems.length
-  ? html`<ul class="sub-items">${v.subItems.map((s) => html`<li><a href="${itemHref(p, s.number)}">#${s.number} ${s.title}</a> <span class="muted">${s.type} \u00b7 ${s.status}</span></li>`)}</ul>`
-  : html`<p class="muted">No sub-items yet.</p>`}
+${
+  v.subItems.length
+    ? html`<ul class="sub-items">${v.subItems.map((s) => html`<li><a href="${itemHref(p, s.number)}">#${s.number} ${s.title}</a> <span class="muted">${s.type} \u00b7 ${s.status}</span></li>`)}</ul>`
+    : html`<p class="muted">No sub-items yet.</p>`
+}
 <details${Object.keys(v.newSubItem.errors).length || v.newSubItem.message ? html` open` : ''}><summary>New sub-item</summary>
 ${createForm(`/app/products/${p}/items`, v.newSubItem, viewer, { types: v.types.filter((t) => t !== 'story'), statuses: v.statuses, parent: v.item.number })}
 </details>`;
@@ -122,7 +144,10 @@ const FIELD_LABELS: Record<EditField, string> = {
 function conflictNote(v: ItemView, name: EditField): Html | '' {
   if (!v.edit.conflicts.includes(name)) return '';
   const raw = editValues(v.item)[name];
-  const theirs = name === 'assigned_to' ? (v.members.find((m) => String(m.id) === raw)?.name ?? (raw ? `user ${raw}` : 'nobody')) : raw;
+  const theirs =
+    name === 'assigned_to'
+      ? (v.members.find((m) => String(m.id) === raw)?.name ?? (raw ? `user ${raw}` : 'nobody'))
+      : raw;
   return html`<div class="conflict" id="conflict-${name}" role="alert"><p>Somebody else changed the ${FIELD_LABELS[name]} since you opened this form. Theirs:</p>
 <blockquote class="theirs">${theirs === '' ? html`<span class="muted">(empty)</span>` : theirs}</blockquote>
 <p>Yours is in the field. <label><input type="radio" name="keep_${name}" value="yours" checked> Keep yours</label> <label><input type="radio" name="keep_${name}" value="theirs"> Keep theirs</label></p></div>`;
@@ -133,12 +158,21 @@ function editForm(v: ItemView, viewer: Viewer): Html {
   const val = s.values;
   const i = v.item;
   const described = (name: string) => {
-    const ids = [s.errors[name] ? `error-${name}` : '', s.conflicts.includes(name) ? `conflict-${name}` : ''].filter(Boolean).join(' ');
+    const ids = [s.errors[name] ? `error-${name}` : '', s.conflicts.includes(name) ? `conflict-${name}` : '']
+      .filter(Boolean)
+      .join(' ');
     return ids ? html` aria-invalid="true" aria-describedby="${ids}"` : '';
   };
   const text = (name: EditField, label: string) =>
     html`<p><label for="edit-${name}">${label}</label><input id="edit-${name}" type="text" name="${name}" maxlength="255" value="${val[name] ?? ''}"${described(name)}>${fieldError(s, name)}</p>${conflictNote(v, name)}`;
-  const shown: EditField[] = [...(i.type === 'story' ? (['who', 'what', 'why'] as const) : (['title'] as const)), 'description', 'status', 'score', 'tags', 'assigned_to'];
+  const shown: EditField[] = [
+    ...(i.type === 'story' ? (['who', 'what', 'why'] as const) : (['title'] as const)),
+    'description',
+    'status',
+    'score',
+    'tags',
+    'assigned_to',
+  ];
   // A newline right after <textarea> is dropped by the parser: one is written so that a description's own first one stays.
   return html`<form class="item-form" method="post" action="${itemHref(v.product.id, i.number)}">${csrfField(viewer)}
 <input type="hidden" name="version" value="${s.version}">${shown.map((name) => html`<input type="hidden" name="seen_${name}" value="${s.seen[name] ?? ''}">`)}
@@ -146,10 +180,19 @@ ${s.message ? html`<p class="error">${s.message}</p>` : ''}${otherErrors(s, show
 ${i.type === 'story' ? [text('who', 'As a (who)'), text('what', 'I want (what)'), text('why', 'So that (why)')] : text('title', 'Title')}
 <p><label for="edit-description">Description <span class="muted">(Markdown)</span></label><textarea id="edit-description" name="description" rows="8"${described('description')}>
 ${val.description ?? ''}</textarea>${fieldError(s, 'description')}</p>${conflictNote(v, 'description')}
-<p><label for="edit-status">Status</label><select id="edit-status" name="status"${described('status')}>${v.statuses.includes(i.status) ? '' : html`<option value="">${i.status} (as it is)</option>`}${selectOptions(v.statuses.map((x) => [x, x]), val.status)}</select>${fieldError(s, 'status')}</p>${conflictNote(v, 'status')}
-<p><label for="edit-score">Score</label><select id="edit-score" name="score"${described('score')}>${selectOptions(v.scores.map((x) => [x, x]), val.score)}</select>${fieldError(s, 'score')}</p>${conflictNote(v, 'score')}
+<p><label for="edit-status">Status</label><select id="edit-status" name="status"${described('status')}>${v.statuses.includes(i.status) ? '' : html`<option value="">${i.status} (as it is)</option>`}${selectOptions(
+    v.statuses.map((x) => [x, x]),
+    val.status,
+  )}</select>${fieldError(s, 'status')}</p>${conflictNote(v, 'status')}
+<p><label for="edit-score">Score</label><select id="edit-score" name="score"${described('score')}>${selectOptions(
+    v.scores.map((x) => [x, x]),
+    val.score,
+  )}</select>${fieldError(s, 'score')}</p>${conflictNote(v, 'score')}
 ${text('tags', 'Tags (comma-separated)')}
-<p><label for="edit-assigned_to">Assignee</label><select id="edit-assigned_to" name="assigned_to"${described('assigned_to')}><option value="">nobody</option>${selectOptions(v.members.map((m) => [String(m.id), m.name]), val.assigned_to)}</select>${fieldError(s, 'assigned_to')}</p>${conflictNote(v, 'assigned_to')}
+<p><label for="edit-assigned_to">Assignee</label><select id="edit-assigned_to" name="assigned_to"${described('assigned_to')}><option value="">nobody</option>${selectOptions(
+    v.members.map((m) => [String(m.id), m.name]),
+    val.assigned_to,
+  )}</select>${fieldError(s, 'assigned_to')}</p>${conflictNote(v, 'assigned_to')}
 <p><button type="submit">Save</button></p>
 </form>`;
 }

@@ -29,9 +29,11 @@ ${s.message ? html`<p class="error">${s.message}</p>` : ''}
 <fieldset><legend>Email me about deploys to</legend>
 <p><label class="check"><input type="radio" name="choice" value="all"${some ? '' : html` checked`}> All environments</label></p>
 <p><label class="check"><input type="radio" name="choice" value="some"${some ? html` checked` : ''}> Only these environments:</label></p>
-${v.offered.length
-  ? html`<ul class="environments">${v.offered.map((e) => html`<li><label class="check"><input type="checkbox" name="environments" value="${e}"${s.chosen.includes(e) ? html` checked` : ''}> ${e}</label></li>`)}</ul>`
-  : html`<p class="muted">Nothing of this product has been deployed yet.</p>`}
+${
+  v.offered.length
+    ? html`<ul class="environments">${v.offered.map((e) => html`<li><label class="check"><input type="checkbox" name="environments" value="${e}"${s.chosen.includes(e) ? html` checked` : ''}> ${e}</label></li>`)}</ul>`
+    : html`<p class="muted">Nothing of this product has been deployed yet.</p>`
+}
 <p><label for="other-environments">Other environments <span class="muted">(comma-separated, exactly as deploys name them)</span></label>
 <input id="other-environments" type="text" name="other" value="${s.values.other ?? ''}"${invalid}>${fieldError(s, 'environments')}</p>
 </fieldset>

@@ -11,7 +11,9 @@ export interface FormState {
 /** The service's reason next to its field (tied to it for screen readers by the field's id). */
 export function fieldError(s: FormState, name: string): Html | '' {
   const reason = s.errors[name];
-  return reason ? html`<span class="field-error" id="error-${name}" role="alert">${name.replaceAll('_', ' ')} ${reason}</span>` : '';
+  return reason
+    ? html`<span class="field-error" id="error-${name}" role="alert">${name.replaceAll('_', ' ')} ${reason}</span>`
+    : '';
 }
 
 /**
@@ -20,7 +22,9 @@ export function fieldError(s: FormState, name: string): Html | '' {
  */
 export function otherErrors(s: FormState, shown: readonly string[]): Html | '' {
   const rest = Object.entries(s.errors).filter(([name]) => !shown.includes(name));
-  return rest.length ? html`<p class="error">${rest.map(([name, reason]) => `${name.replace('_', ' ')} ${reason}`).join('; ')}</p>` : '';
+  return rest.length
+    ? html`<p class="error">${rest.map(([name, reason]) => `${name.replace('_', ' ')} ${reason}`).join('; ')}</p>`
+    : '';
 }
 
 export const itemHref = (productId: number, number: number): string => `/app/products/${productId}/items/${number}`;
@@ -33,13 +37,18 @@ export function personName(user: { first_name: string; last_name: string; email:
 
 /** `<option>`s with `selected` on the current value. */
 export function selectOptions(options: readonly (readonly [string, string])[], current: string | undefined): Html[] {
-  return options.map(([value, label]) => html`<option value="${value}"${value === current ? html` selected` : ''}>${label}</option>`);
+  return options.map(
+    ([value, label]) => html`<option value="${value}"${value === current ? html` selected` : ''}>${label}</option>`,
+  );
 }
 
 type ProductPage = 'board' | 'deploys' | 'notifications' | 'webhooks';
 
 /** The product's name and its pages; its admins also see theirs (webhooks). */
-export function productNav(product: { id: number; name: string; admin?: boolean }, current: ProductPage | 'item'): Html {
+export function productNav(
+  product: { id: number; name: string; admin?: boolean },
+  current: ProductPage | 'item',
+): Html {
   const link = (page: ProductPage, label: string) =>
     html`<a href="/app/products/${product.id}/${page}"${page === current ? html` aria-current="page"` : ''}>${label}</a>`;
   const admin = product.admin ? html` ${link('webhooks', 'Webhooks')}` : '';

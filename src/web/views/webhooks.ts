@@ -19,9 +19,13 @@ export interface WebhooksView {
   added?: { url: string; secret: string };
 }
 
-const FORMAT_LABELS: Record<string, string> = { shiplog: 'Shiplog (signed JSON)', slack: 'Slack, Mattermost or Rocket.Chat message' };
+const FORMAT_LABELS: Record<string, string> = {
+  shiplog: 'Shiplog (signed JSON)',
+  slack: 'Slack, Mattermost or Rocket.Chat message',
+};
 
-const invalid = (s: FormState, name: string) => (s.errors[name] ? html` aria-invalid="true" aria-describedby="error-${name}"` : '');
+const invalid = (s: FormState, name: string) =>
+  s.errors[name] ? html` aria-invalid="true" aria-describedby="error-${name}"` : '';
 
 /** One webhook's row: where to, what, and whether it still gets events (why not, when disabled). */
 function webhookRow(productId: number, w: WebhookJson, viewer: Viewer): Html {
@@ -40,19 +44,23 @@ export function webhooksPage(v: WebhooksView, viewer: Viewer): Html {
   const s = v.form;
   const p = v.product.id;
   return html`${productNav(v.product, 'webhooks')}
-${v.added
-  ? html`<div class="notice" role="status"><p>Webhook added for ${v.added.url}. Its signing secret, shown only this once; keep it with the receiver:</p>
+${
+  v.added
+    ? html`<div class="notice" role="status"><p>Webhook added for ${v.added.url}. Its signing secret, shown only this once; keep it with the receiver:</p>
 <p><code class="key">${v.added.secret}</code></p></div>`
-  : ''}
+    : ''
+}
 <p>Webhooks tell other services about this product's changes: each event is a signed JSON POST (the
 <code>Shiplog-Signature</code> header), or a message for a chat's incoming webhook. A webhook that keeps failing is
 disabled, with the reason shown here.</p>
 <h2>Webhooks</h2>
-${v.webhooks.length
-  ? html`<table class="list"><thead><tr><th>URL</th><th>Events</th><th>Format</th><th>State</th><th></th></tr></thead><tbody>
+${
+  v.webhooks.length
+    ? html`<table class="list"><thead><tr><th>URL</th><th>Events</th><th>Format</th><th>State</th><th></th></tr></thead><tbody>
 ${v.webhooks.map((w) => webhookRow(p, w, viewer))}
 </tbody></table>`
-  : html`<p class="muted">None yet.</p>`}
+    : html`<p class="muted">None yet.</p>`
+}
 <h2>Add a webhook</h2>
 <form class="webhook" method="post" action="/app/products/${p}/webhooks">${csrfField(viewer)}
 ${s.message ? html`<p class="error">${s.message}</p>` : ''}
@@ -79,7 +87,10 @@ export interface DeliveriesView {
 }
 
 function deliveryRow(d: DeliveryJson): Html {
-  const state = d.status === 'pending' && d.next_attempt_at ? html`pending<br><span class="muted">next ${when(d.next_attempt_at)}</span>` : d.status;
+  const state =
+    d.status === 'pending' && d.next_attempt_at
+      ? html`pending<br><span class="muted">next ${when(d.next_attempt_at)}</span>`
+      : d.status;
   return html`<tr><td>${when(d.created_at)}</td><td>${d.event}${d.replay > 0 ? html` <span class="muted">(replay)</span>` : ''}</td>
 <td><code>${d.delivery_id}</code></td><td>${state}</td><td>${d.response_code ?? ''}</td><td>${d.duration_ms === null ? '' : `${d.duration_ms} ms`}</td>
 <td>${d.attempts}</td><td>${d.last_error ?? ''}</td></tr>`;
@@ -87,18 +98,21 @@ function deliveryRow(d: DeliveryJson): Html {
 
 /** A webhook's deliveries, newest first, with what each receiver answered. */
 export function deliveriesPage(v: DeliveriesView): Html {
-  const link = (offset: number) => `/app/products/${v.product.id}/webhooks/${v.webhook.id}${offset > 0 ? `?offset=${offset}` : ''}`;
+  const link = (offset: number) =>
+    `/app/products/${v.product.id}/webhooks/${v.webhook.id}${offset > 0 ? `?offset=${offset}` : ''}`;
   const end = v.offset + v.deliveries.length;
   return html`${productNav(v.product, 'webhooks')}
 <p><a href="/app/products/${v.product.id}/webhooks">All webhooks</a></p>
 <h2>${v.webhook.url}</h2>
 ${v.webhook.enabled ? '' : html`<p class="error">Disabled: ${v.webhook.disabled_reason ?? ''}</p>`}
 <p class="muted">${v.total} deliver${v.total === 1 ? 'y' : 'ies'}, newest first.</p>
-${v.deliveries.length
-  ? html`<table class="list"><thead><tr><th>When</th><th>Event</th><th>Delivery</th><th>Status</th><th>Answer</th><th>Took</th><th>Attempts</th><th>Last error</th></tr></thead><tbody>
+${
+  v.deliveries.length
+    ? html`<table class="list"><thead><tr><th>When</th><th>Event</th><th>Delivery</th><th>Status</th><th>Answer</th><th>Took</th><th>Attempts</th><th>Last error</th></tr></thead><tbody>
 ${v.deliveries.map(deliveryRow)}
 </tbody></table>`
-  : ''}
+    : ''
+}
 <p class="pager">${v.offset > 0 ? html`<a href="${link(Math.max(0, v.offset - v.pageSize))}">Newer</a>` : ''}
 ${end < v.total ? html`<a href="${link(end)}">Older</a>` : ''}</p>`;
 }

@@ -5,16 +5,19 @@ import { deployHref, fieldError, type FormState, itemHref, productNav, selectOpt
 type Product = { id: number; name: string };
 
 /** A version as a link's text: deploys may name none. */
-const versionText = (version: string): Html => (version ? html`${version}` : html`<span class="muted">no version</span>`);
+const versionText = (version: string): Html =>
+  version ? html`${version}` : html`<span class="muted">no version</span>`;
 
 /** Where an item is: each environment it went to, latest first, with what runs there now and what a rollback took out. */
 export function environmentTimeline(productId: number, environments: EnvironmentEntry[]): Html {
   return html`<ol class="timeline">${environments.map(
     (e) => html`<li${e.reverted ? html` class="reverted"` : ''}>${timeTag(e.deployedAt)}
 <p><strong class="environment">${e.environment}</strong> <a class="version" href="${deployHref(productId, e.deployId)}">${versionText(e.version)}</a>${e.by ? html` <span class="muted">deployed by ${e.by}</span>` : ''}</p>
-${e.reverted
-  ? html`<p class="reverted-note"><strong>Rolled back</strong> ${timeTag(e.reverted.at)}${e.reverted.by ? html` by ${e.reverted.by}` : ''}${e.reverted.rollbackId !== null ? html` (<a href="${deployHref(productId, e.reverted.rollbackId)}">the rollback</a>)` : ''}: not in ${e.environment} now.</p>`
-  : ''}</li>`,
+${
+  e.reverted
+    ? html`<p class="reverted-note"><strong>Rolled back</strong> ${timeTag(e.reverted.at)}${e.reverted.by ? html` by ${e.reverted.by}` : ''}${e.reverted.rollbackId !== null ? html` (<a href="${deployHref(productId, e.reverted.rollbackId)}">the rollback</a>)` : ''}: not in ${e.environment} now.</p>`
+    : ''
+}</li>`,
   )}</ol>`;
 }
 
@@ -26,7 +29,10 @@ function historyNote(productId: number, d: HistoryEntry): Html | string {
       : html`<strong>Rollback</strong>: the item back to ${versionText(d.rollback.restoredVersion)}`;
   }
   if (d.reverted) {
-    const link = d.reverted.rollbackId !== null ? html` (<a href="${deployHref(productId, d.reverted.rollbackId)}">rollback</a>)` : '';
+    const link =
+      d.reverted.rollbackId !== null
+        ? html` (<a href="${deployHref(productId, d.reverted.rollbackId)}">rollback</a>)`
+        : '';
     return html`<span class="reverted-note">Rolled back ${timeTag(d.reverted.at)}${link}</span>`;
   }
   return '';
@@ -114,14 +120,17 @@ export function matrixHref(productId: number, filters: MatrixFilters, offset = 0
 
 /** The two views of a product's deploys: every deploy, and what is where. */
 export function deployTabs(productId: number, current: 'list' | 'matrix'): Html {
-  const tab = (href: string, label: string, which: 'list' | 'matrix') => html`<a href="${href}"${which === current ? html` aria-current="page"` : ''}>${label}</a>`;
+  const tab = (href: string, label: string, which: 'list' | 'matrix') =>
+    html`<a href="${href}"${which === current ? html` aria-current="page"` : ''}>${label}</a>`;
   return html`<nav class="tabs" aria-label="Deploys">${tab(`/app/products/${productId}/deploys`, 'All deploys', 'list')} ${tab(matrixHref(productId, {}), 'What is where', 'matrix')}</nav>`;
 }
 
 function matrixCell(productId: number, c: MatrixCell | null): Html {
   if (!c) return html`<td class="never"><span aria-hidden="true">\u00b7</span><span class="sr-only">never</span></td>`;
   const link = html`<a href="${deployHref(productId, c.deployId)}">${versionText(c.version)}</a>`;
-  return c.reverted ? html`<td class="reverted">${link} <span class="reverted-note">rolled back</span></td>` : html`<td>${link}</td>`;
+  return c.reverted
+    ? html`<td class="reverted">${link} <span class="reverted-note">rolled back</span></td>`
+    : html`<td>${link}</td>`;
 }
 
 function matrixFilterForm(v: MatrixView): Html {
@@ -152,19 +161,21 @@ export function matrixPage(v: MatrixView): Html {
 ${deployTabs(p, 'matrix')}
 <p><a href="${matrixHref(p, { status: 'completed,accepted', not_deployed_to: 'production' })}">Done but not in production</a></p>
 ${matrixFilterForm(v)}
-${failed
-  ? ''
-  : v.environments.length === 0
-    ? html`<p class="muted">Nothing of this product has been deployed yet.</p>`
-    : html`<p class="muted">Each cell is the version of the item's latest deploy to that environment.</p>
+${
+  failed
+    ? ''
+    : v.environments.length === 0
+      ? html`<p class="muted">Nothing of this product has been deployed yet.</p>`
+      : html`<p class="muted">Each cell is the version of the item's latest deploy to that environment.</p>
 <div class="table-scroll" role="region" aria-labelledby="matrix-caption" tabindex="0"><table class="matrix">
 <caption id="matrix-caption">${v.rows.length ? html`Items ${v.offset + 1}\u2013${end} of ${v.total}, newest first` : 'No items'}</caption>
 <thead><tr><th scope="col">Item</th>${v.environments.map((e) => html`<th scope="col">${e}</th>`)}</tr></thead>
 <tbody>${v.rows.map(
-  (r) =>
-    html`<tr id="row-${r.number}"><th scope="row"><a href="${itemHref(p, r.number)}">#${r.number} ${r.title}</a> <span class="muted">${r.type} \u00b7 ${r.status}</span></th>${r.cells.map((c) => matrixCell(p, c))}</tr>`,
-)}</tbody></table></div>
+          (r) =>
+            html`<tr id="row-${r.number}"><th scope="row"><a href="${itemHref(p, r.number)}">#${r.number} ${r.title}</a> <span class="muted">${r.type} \u00b7 ${r.status}</span></th>${r.cells.map((c) => matrixCell(p, c))}</tr>`,
+        )}</tbody></table></div>
 ${v.moreEnvironments ? html`<p class="muted">The ${v.environments.length} environments deployed to most recently (and those filtered on) are shown.</p>` : ''}
 <p class="pager">${v.offset > 0 ? html`<a href="${matrixHref(p, v.filters, Math.max(0, v.offset - v.pageSize))}">Newer items</a>` : ''}
-${end < v.total ? html`<a href="${matrixHref(p, v.filters, end)}">Older items</a>` : ''}</p>`}`;
+${end < v.total ? html`<a href="${matrixHref(p, v.filters, end)}">Older items</a>` : ''}</p>`
+}`;
 }
