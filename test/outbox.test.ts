@@ -7,6 +7,7 @@ import { deployMessageRenderer } from '../src/deploys/index.js';
 import type { Db } from '../src/db/connection.js';
 import type { FastifyBaseLogger } from 'fastify';
 import { client, makeApp, makeItem, makeProduct, makeUser, type TestContext } from './helpers.js';
+import { ManualClock, until } from './manual-clock.js';
 
 /** A transport that fails for chosen addresses, and records what it sent. */
 const sent: number[] = [];
@@ -203,7 +204,7 @@ test('sends run in a sliding window: a stuck message holds up only itself, each 
       most = Math.max(most, inFlight);
       try {
         if (String(mail.to).includes(stuckAddress)) await stuck;
-        else await new Promise((resolve) => setTimeout(resolve, 2));
+        else await new Promise((resolve) => setImmediate(resolve));
         deliveries.set(outboxId, (deliveries.get(outboxId) ?? 0) + 1);
       } finally {
         inFlight -= 1;
@@ -228,21 +229,15 @@ test('sends run in a sliding window: a stuck message holds up only itself, each 
     assert.equal(res.statusCode, 200);
 
     const round = own.app.outbox.deliverDue();
-    const deadline = Date.now() + 20_000;
-    while (deliveries.size < 11 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 5));
-    assert.equal(deliveries.size, 11, 'the other messages went out while one was stuck');
-    // A delivery is recorded as sent a moment after the transport returns: wait (bounded) for
-    // the records rather than reading them the instant the 11th send lands.
+    await until('the other messages to go out while one is stuck', () => deliveries.size === 11);
+    // A delivery is recorded as sent a moment after the transport returns: wait for the records
+    // rather than reading them the instant the 11th send lands.
     const unsent = async () =>
       (await own.db.selectFrom('outbox').select(['user_id', 'status']).execute())
         .filter((r) => r.status !== 'sent')
         .map((r) => r.user_id);
-    let left = await unsent();
-    while (left.length > 1 && Date.now() < deadline) {
-      await new Promise((resolve) => setTimeout(resolve, 5));
-      left = await unsent();
-    }
-    assert.deepEqual(left, [followers[0].user.id], 'every message but the stuck one is recorded as sent');
+    await until('every message but the stuck one recorded as sent', async () => (await unsent()).length === 1);
+    assert.deepEqual(await unsent(), [followers[0].user.id], 'every message but the stuck one is recorded as sent');
 
     release();
     assert.equal(await round, 12);
@@ -307,6 +302,7 @@ test('a round stuck outside any send (here: a claim the database never answers) 
     error: (_obj: unknown, msg: string) => errors.push(msg),
   } as unknown as FastifyBaseLogger;
   const renderers = { deploy: deployMessageRenderer('http://shiplog.test', t.app.unsubscribeLinks) };
+  const clock = new ManualClock();
   const worker = new OutboxWorker(db, transport, 'x@shiplog.test', t.app.unsubscribeLinks, renderers, log, {
     intervalMs: 50,
     window: 20,
@@ -314,13 +310,20 @@ test('a round stuck outside any send (here: a claim the database never answers) 
     sendTimeoutMs: 1000,
     probeIntervalMs: 1000,
     stuckRoundMs: 500,
+    clock,
   });
   worker.start();
   try {
-    const start = Date.now();
-    while ((await rowsOf(deployId)).some((r) => r.status !== 'sent') && Date.now() - start < 10_000) {
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
+    // The first round hangs in its claim; ticks within the watchdog's patience leave it be.
+    await clock.tick(500);
+    assert.deepEqual(errors, []);
+    assert.deepEqual(
+      (await rowsOf(deployId)).map((r) => r.status),
+      ['pending', 'pending'],
+    );
+    // Past it: the next tick gives the round up and starts one that delivers.
+    await clock.tick(100);
+    await worker.settled();
     assert.deepEqual(
       (await rowsOf(deployId)).map((r) => r.status),
       ['sent', 'sent'],
@@ -331,5 +334,6 @@ test('a round stuck outside any send (here: a claim the database never answers) 
     );
   } finally {
     await worker.stop();
+    clock.reset();
   }
 });
