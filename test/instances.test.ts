@@ -191,63 +191,66 @@ test('item and deploy lists read through one instance show a change made through
   await both([`${na}:Kept A, again:k1`], ['k1:Kept A, again']);
 });
 
-test('concurrent deploys: one message per follower per deploy, delivered once by the workers of both instances', async () => {
-  const numbers: string[] = [];
-  for (const [i, f] of followers.entries()) {
-    const item = await call(i, f, 'POST', '/items.json', { type: 'task', title: `Followed by ${f.email}` });
-    numbers.push(String(item.body.number));
-  }
-  const deploys = await Promise.all(
-    Array.from({ length: 20 }, (_, i) =>
-      call(i, owner, 'POST', '/deploys.json', {
-        environment: 'production',
-        numbers: numbers.join(','),
-        version: `1.0.${i}`,
-      }),
-    ),
-  );
-  for (const d of deploys) assert.equal(d.status, 200, JSON.stringify(d.body));
-  const expected = 20 * followers.length;
+test(
+  'concurrent deploys: one message per follower per deploy, delivered once by the workers of both ' + 'instances',
+  async () => {
+    const numbers: string[] = [];
+    for (const [i, f] of followers.entries()) {
+      const item = await call(i, f, 'POST', '/items.json', { type: 'task', title: `Followed by ${f.email}` });
+      numbers.push(String(item.body.number));
+    }
+    const deploys = await Promise.all(
+      Array.from({ length: 20 }, (_, i) =>
+        call(i, owner, 'POST', '/deploys.json', {
+          environment: 'production',
+          numbers: numbers.join(','),
+          version: `1.0.${i}`,
+        }),
+      ),
+    );
+    for (const d of deploys) assert.equal(d.status, 200, JSON.stringify(d.body));
+    const expected = 20 * followers.length;
 
-  const db = await openDatabase(await databaseOptionsFor(dataDir));
-  try {
-    // Once every message is recorded as sent, no worker holds a claim on any: no other copy can be
-    // on its way (a message goes again only when its claim lapses or its attempt failed).
-    await waitFor(
-      `${expected} messages recorded as sent`,
-      async () => {
-        const rows = await db.selectFrom('outbox').select('status').execute();
-        return rows.length === expected && rows.every((r) => r.status === 'sent');
-      },
-      30_000,
-    );
-    const rows = await db.selectFrom('outbox').select(['deploy_id', 'user_id', 'status']).execute();
-    assert.equal(
-      new Set(rows.map((r) => `${r.deploy_id}:${r.user_id}`)).size,
-      expected,
-      'one row per follower per deploy',
-    );
-  } finally {
-    await db.destroy();
-  }
-  assert.equal(sink.counts().size, expected);
-  assert.deepEqual([...sink.duplicates()], [], 'no message delivered twice');
-  for (const f of followers) assert.equal(sink.to(f.email).length, 20, f.email);
-  assert.equal(sink.to(owner.email).length, 0, 'the deployer gets none');
+    const db = await openDatabase(await databaseOptionsFor(dataDir));
+    try {
+      // Once every message is recorded as sent, no worker holds a claim on any: no other copy can be
+      // on its way (a message goes again only when its claim lapses or its attempt failed).
+      await waitFor(
+        `${expected} messages recorded as sent`,
+        async () => {
+          const rows = await db.selectFrom('outbox').select('status').execute();
+          return rows.length === expected && rows.every((r) => r.status === 'sent');
+        },
+        30_000,
+      );
+      const rows = await db.selectFrom('outbox').select(['deploy_id', 'user_id', 'status']).execute();
+      assert.equal(
+        new Set(rows.map((r) => `${r.deploy_id}:${r.user_id}`)).size,
+        expected,
+        'one row per follower per deploy',
+      );
+    } finally {
+      await db.destroy();
+    }
+    assert.equal(sink.counts().size, expected);
+    assert.deepEqual([...sink.duplicates()], [], 'no message delivered twice');
+    for (const f of followers) assert.equal(sink.to(f.email).length, 20, f.email);
+    assert.equal(sink.to(owner.email).length, 0, 'the deployer gets none');
 
-  // Each delivery is logged once its outcome is written: the lines may still be on their way.
-  const deliveredLines = () =>
-    servers.map(
-      (s) =>
-        s
-          .stdout()
-          .split('\n')
-          .filter((l) => l.includes('"mail delivered"')).length,
-    );
-  await waitFor('the deliveries logged', () => deliveredLines()[0] + deliveredLines()[1] >= expected);
-  const lines = deliveredLines();
-  assert.equal(lines[0] + lines[1], expected, `each message delivered by exactly one worker (${lines.join(' + ')})`);
-});
+    // Each delivery is logged once its outcome is written: the lines may still be on their way.
+    const deliveredLines = () =>
+      servers.map(
+        (s) =>
+          s
+            .stdout()
+            .split('\n')
+            .filter((l) => l.includes('"mail delivered"')).length,
+      );
+    await waitFor('the deliveries logged', () => deliveredLines()[0] + deliveredLines()[1] >= expected);
+    const lines = deliveredLines();
+    assert.equal(lines[0] + lines[1], expected, `each message delivered by exactly one worker (${lines.join(' + ')})`);
+  },
+);
 
 test('several processes starting at once on an empty database migrate it once, without errors', async () => {
   // Separate processes, as instances are: each opens the database, which migrates it.

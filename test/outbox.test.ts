@@ -134,48 +134,55 @@ test('backoff grows exponentially from about 30 s, is capped, and is jittered', 
   );
 });
 
-test('rows hold what a message is made of; its text and HTML are rendered when it is sent, with the items as they are then', async () => {
-  const seen = new Map<number, { subject: string; text: string; html: string }>();
-  const recording: MailTransport = {
-    async send(mail, outboxId) {
-      seen.set(outboxId, { subject: String(mail.subject), text: String(mail.text), html: String(mail.html) });
-    },
-    reset() {},
-    close() {},
-  };
-  const own = await makeApp({ mailTransport: recording });
-  try {
-    const deployer = await makeUser(own.db);
-    const follower = await makeUser(own.db);
-    const product = await makeProduct(own.db, deployer, [follower]);
-    await makeItem(own.app, follower, product.id, { title: 'Old title' });
-    const api = client(own.app, deployer);
-    const res = await api.post(`/api/products/${product.id}/deploys.json`, {
-      environment: 'prod',
-      numbers: '1',
-      notes: 'Some *notes*',
-    });
-    assert.equal(res.statusCode, 200);
-    const [row] = await own.db.selectFrom('outbox').selectAll().where('deploy_id', '=', res.json().id).execute();
-    assert.equal(row.subject, `[${product.name}] Deployed to prod: #1 Old title`);
+test(
+  'rows hold what a message is made of; its text and HTML are rendered when it is sent, with the items as ' +
+    'they are then',
+  async () => {
+    const seen = new Map<number, { subject: string; text: string; html: string }>();
+    const recording: MailTransport = {
+      async send(mail, outboxId) {
+        seen.set(outboxId, { subject: String(mail.subject), text: String(mail.text), html: String(mail.html) });
+      },
+      reset() {},
+      close() {},
+    };
+    const own = await makeApp({ mailTransport: recording });
+    try {
+      const deployer = await makeUser(own.db);
+      const follower = await makeUser(own.db);
+      const product = await makeProduct(own.db, deployer, [follower]);
+      await makeItem(own.app, follower, product.id, { title: 'Old title' });
+      const api = client(own.app, deployer);
+      const res = await api.post(`/api/products/${product.id}/deploys.json`, {
+        environment: 'prod',
+        numbers: '1',
+        notes: 'Some *notes*',
+      });
+      assert.equal(res.statusCode, 200);
+      const [row] = await own.db.selectFrom('outbox').selectAll().where('deploy_id', '=', res.json().id).execute();
+      assert.equal(row.subject, `[${product.name}] Deployed to prod: #1 Old title`);
 
-    assert.equal((await api.post(`/api/products/${product.id}/items/1.json`, { title: 'New title' })).statusCode, 200);
-    await own.app.outbox.deliverDue();
-    const mail = seen.get(row.id)!;
-    assert.ok(mail, 'the message was sent');
-    assert.equal(mail.subject, row.subject, 'the subject is the one queued');
-    assert.match(mail.text, /#1 \[task\] New title \(backlog\)/);
-    assert.match(mail.text, /Some \*notes\*/);
-    assert.match(mail.html, /<em>notes<\/em>/);
-    assert.match(mail.html, />New title</);
-    assert.equal(
-      (await own.db.selectFrom('outbox').select('status').where('id', '=', row.id).executeTakeFirstOrThrow()).status,
-      'sent',
-    );
-  } finally {
-    await own.close();
-  }
-});
+      assert.equal(
+        (await api.post(`/api/products/${product.id}/items/1.json`, { title: 'New title' })).statusCode,
+        200,
+      );
+      await own.app.outbox.deliverDue();
+      const mail = seen.get(row.id)!;
+      assert.ok(mail, 'the message was sent');
+      assert.equal(mail.subject, row.subject, 'the subject is the one queued');
+      assert.match(mail.text, /#1 \[task\] New title \(backlog\)/);
+      assert.match(mail.text, /Some \*notes\*/);
+      assert.match(mail.html, /<em>notes<\/em>/);
+      assert.match(mail.html, />New title</);
+      assert.equal(
+        (await own.db.selectFrom('outbox').select('status').where('id', '=', row.id).executeTakeFirstOrThrow()).status,
+        'sent',
+      );
+    } finally {
+      await own.close();
+    }
+  },
+);
 
 test('a message whose deploy no longer exists is given up with a clear error, and not sent', async () => {
   const { deployId } = await deployTo(1);
@@ -188,7 +195,8 @@ test('a message whose deploy no longer exists is given up with a clear error, an
   assert.ok(!sent.includes(row.id));
 });
 
-test('sends run in a sliding window: a stuck message holds up only itself, each message goes out once, never more than the window at a time', {
+test('sends run in a sliding window: a stuck message holds up only itself, each message goes out once, never ' +
+  'more than the window at a time', {
   timeout: 30_000,
 }, async () => {
   const WINDOW = 4;
@@ -275,7 +283,8 @@ test("deliveries are recorded together, each only while its claim is still this 
   );
 });
 
-test('a round stuck outside any send (here: a claim the database never answers) is given up, logged, and a new round delivers', {
+test('a round stuck outside any send (here: a claim the database never answers) is given up, logged, and a new ' +
+  'round delivers', {
   timeout: 30_000,
 }, async () => {
   const { deployId } = await deployTo(2);

@@ -192,7 +192,10 @@ export class JobRunner<J> {
    */
   private roundFailed(err: unknown): void {
     const code = String((err as { code?: unknown } | null)?.code ?? (err instanceof Error ? err.message : err));
-    if (this.failing?.code === code) return this.log.debug({ err }, `${this.kind.name} round failed again`);
+    if (this.failing?.code === code) {
+      this.log.debug({ err }, `${this.kind.name} round failed again`);
+      return;
+    }
     this.failing = { code, since: this.failing?.since ?? this.clock.now() };
     this.log.error({ err }, `${this.kind.name} round failed; trying again every interval`);
   }

@@ -104,7 +104,10 @@ export async function deleteOldDeliveries(db: Db, before: string, limit: number)
   return Number(res.numDeletedRows);
 }
 
-/** Deletes up to `limit` events made before `before` that no delivery points at any more (a replay keeps its event); returns how many. */
+/**
+ * Deletes up to `limit` events made before `before` that no delivery points at any more (a replay
+ * keeps its event); returns how many.
+ */
 export async function deleteOldEvents(db: Db, before: string, limit: number): Promise<number> {
   const res = await db
     .deleteFrom('webhook_events')
