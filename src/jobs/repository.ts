@@ -67,16 +67,18 @@ async function claimWhere<T extends LeasedTable>(
   limit: number,
 ): Promise<Selectable<Database[T]>[]> {
   const share = request.share;
+  // The share's column is read as `key` (the id again when there is no share).
+  const key = (share?.column ?? 'id') as 'id';
   let candidates = trx
     .selectFrom(table as 'outbox')
-    .select(share ? ['id', `${share.column} as key` as 'kind'] : ['id'])
+    .select((eb) => ['id', eb.ref(key).as('key')])
     .where(due)
     .orderBy('next_attempt_at')
     .orderBy('id')
     .limit(limit);
   if (dialectOf(trx) === 'postgres') candidates = candidates.forUpdate().skipLocked();
-  const rows = (await candidates.execute()) as unknown as { id: number; key?: number }[];
-  const ids = rows.filter((row) => !share || share.admit(row.key!)).map((row) => row.id);
+  const rows = await candidates.execute();
+  const ids = rows.filter((row) => !share || share.admit(row.key)).map((row) => row.id);
   if (ids.length === 0) return [];
   const taken = await trx
     .updateTable(table as 'outbox')
