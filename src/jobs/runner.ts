@@ -18,7 +18,7 @@ export interface JobKind<J> {
   claim(limit: number): Promise<J[]>;
   /** Runs a claimed job to its written outcome; resolves true when it succeeded. Never rejects. */
   run(job: J): Promise<boolean>;
-  /** A job ended: true when what it held may let a claim take others it left out (a target's share). */
+  /** A job ended: true when a claim may now take jobs it left out (a target below its share, a pause over). */
   ended?(job: J): boolean;
   /** A claim found nothing to take. */
   drained?(): void;

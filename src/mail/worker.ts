@@ -187,8 +187,8 @@ class MailDelivery implements JobKind<ClaimedMessage> {
   private readonly kinds: string[];
   private readonly writer: OutcomeWriter;
   private outage: { since: number; code: string; nextProbeAt: number } | undefined;
-  /** Asks the runner to look for due messages again at once (the mail server is back). */
-  lookAgain: () => void = () => undefined;
+  /** The mail server answered again after an outage: what waited may be claimed at once. */
+  private resumed = false;
 
   constructor(
     private readonly db: Db,
@@ -324,7 +324,14 @@ class MailDelivery implements JobKind<ClaimedMessage> {
     const downForMs = this.clock.now() - this.outage.since;
     this.log.info({ downForMs }, 'mail server reachable again; delivering what waited');
     this.outage = undefined;
-    this.lookAgain();
+    this.resumed = true;
+  }
+
+  /** A send ended: true when it ended an outage, so that the runner looks for what waited. */
+  ended(): boolean {
+    const resumed = this.resumed;
+    this.resumed = false;
+    return resumed;
   }
 
   state(): WorkerState {
@@ -358,7 +365,6 @@ export class OutboxWorker {
     const clock = options.clock ?? systemClock;
     this.kind = new MailDelivery(db, transport, from, links, renderers, log, options, clock);
     this.runner = new JobRunner(this.kind, options, log, clock);
-    this.kind.lookAgain = () => this.runner.nudge();
   }
 
   start(): void {
