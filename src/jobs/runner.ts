@@ -259,6 +259,11 @@ export class PeriodicJob<R> {
     });
   }
 
+  /** Resolves once no scheduled run is running. */
+  async settled(): Promise<void> {
+    await this.running;
+  }
+
   /** One run now, whatever the schedule. */
   runNow(): Promise<R> {
     return this.kind.run(() => this.stopping);

@@ -297,9 +297,9 @@ export class WebhookWorker {
     return this.runner.runDue();
   }
 
-  /** Resolves once no delivery round is running. */
-  settled(): Promise<void> {
-    return this.runner.settled();
+  /** Resolves once no delivery round and no retention run is running. */
+  async settled(): Promise<void> {
+    await Promise.all([this.runner.settled(), this.retention.settled()]);
   }
 
   /** Stops the timers and waits for the deliveries in flight and their outcomes, and for a retention run. */
