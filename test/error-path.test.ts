@@ -65,3 +65,38 @@ describe('an unknown error', () => {
     assert.deepEqual(items.json(), [], 'nothing was written');
   });
 });
+
+describe('Accept', () => {
+  test('is read alike by pages and links: the type ranked higher by q and the most specific range wins', async () => {
+    const ada = await makeUser(t.db, { firstName: 'Ada', lastName: 'Lovelace' });
+    const product = await makeProduct(t.db, ada);
+    const cookie = await signInByMail(t, ada.email);
+    const pageError = (accept?: string) =>
+      t.app.inject({
+        method: 'GET',
+        url: `/app/products/${product.id}/items/999999`,
+        headers: { cookie, ...(accept === undefined ? {} : { accept }) },
+      });
+    const link = (accept?: string) =>
+      t.app.inject({ method: 'GET', url: '/invitations/not-a-link', headers: accept === undefined ? {} : { accept } });
+    const typeOf = (res: { statusCode: number; headers: Record<string, unknown> }) => {
+      assert.equal(res.statusCode, 404);
+      return String(res.headers['content-type']).split(';')[0];
+    };
+    const BROWSER = 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8';
+    // A page is HTML unless JSON is asked for above it; a link is JSON unless HTML is.
+    for (const [accept, page, linked] of [
+      [undefined, 'text/html', 'application/json'],
+      ['*/*', 'text/html', 'application/json'],
+      [BROWSER, 'text/html', 'text/html'],
+      ['application/json', 'application/json', 'application/json'],
+      ['text/html', 'text/html', 'text/html'],
+      ['text/html;q=0.5, application/json', 'application/json', 'application/json'],
+      ['application/json;q=0.5, text/html', 'text/html', 'text/html'],
+      ['text/*, application/json;q=0.9', 'text/html', 'text/html'],
+    ] as const) {
+      assert.equal(typeOf(await pageError(accept)), page, `a page for ${accept}`);
+      assert.equal(typeOf(await link(accept)), linked, `a link for ${accept}`);
+    }
+  });
+});
