@@ -112,8 +112,8 @@ export async function webRoutes(app: FastifyInstance, options: WebOptions): Prom
 }
 
 /**
- * Asking for a link, following it, signing out. One group on purpose, though long: its four
- * routes share the cookie settings and the page to come back to, and read as the flow they are.
+ * Asking for a link, following it, signing out: one group, since its routes share the cookie
+ * settings and the page to come back to, and read as the flow they are.
  */
 async function signInPages(app: FastifyInstance, options: WebOptions & { settings: CookieSettings }): Promise<void> {
   const { settings } = options;
