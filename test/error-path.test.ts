@@ -17,7 +17,7 @@ const SECRET = 'connection string postgres://admin:hunter2@db';
 const LOGGED = 'Something went wrong on our side; it has been logged.';
 
 describe('an unknown error', () => {
-  test('is a 500 that says nothing of itself, in JSON to the API and the board script, as a page to a browser', async () => {
+  test('is a 500 that says nothing of itself: JSON to the API and the board script, a page to a browser', async () => {
     const ada = await makeUser(t.db, { firstName: 'Ada', lastName: 'Lovelace' });
     const product = await makeProduct(t.db, ada);
     const cookie = await signInByMail(t, ada.email);
