@@ -168,6 +168,36 @@ describe('two people editing one item on its page', () => {
     assert.equal(json.title, 'As an admin, I want two things so that it helps.');
   });
 
+  test('a person the product lacks is said next to the field that names them, with the 404 the API answers', async () => {
+    const { ada, product, adaCookie, open, save } = await team();
+    const outsider = await makeUser(t.db, { firstName: 'Olga', lastName: 'Outside' });
+    const item = await makeItem(t.app, ada, product.id, { title: 'Task' });
+    const form = await open(item.number, adaCookie);
+    for (const [id, reason] of [
+      [String(outsider.user.id), 'names nobody (or nothing) of this product'],
+      ['999999', 'unknown user'],
+    ]) {
+      const res = await save(item.number, adaCookie, { ...form, assigned_to: id });
+      assert.equal(res.statusCode, 400, res.body.slice(0, 500));
+      assert.ok(
+        res.body.includes(`<span class="field-error" id="error-assigned_to" role="alert">assigned to ${reason}</span>`),
+        `${id}: ${res.body.slice(0, 500)}`,
+      );
+      assert.match(res.body, /<select id="edit-assigned_to" name="assigned_to" aria-invalid="true"/);
+    }
+    const api = client(t.app, ada);
+    const url = `/api/products/${product.id}/items/${item.number}.json`;
+    const outside = await api.post(url, { assigned_to: outsider.user.id });
+    assert.equal(outside.statusCode, 404);
+    assert.equal(outside.body, '{"code":404,"message":"Parameter assigned_to names no member of this product."}');
+    const unknown = await api.post(url, { assigned_to: 999999 });
+    assert.equal(
+      unknown.body,
+      '{"code":404,"message":"Parameter assigned_to names no known user.","errors":{"assigned_to":"unknown user"}}',
+    );
+    assert.equal((await open(item.number, adaCookie)).assigned_to, '', 'nothing was saved');
+  });
+
   test('a refused save keeps the version it was opened at: the next save still sees what changed meanwhile', async () => {
     const { ada, product, adaCookie, bobCookie, open, save, stored } = await team();
     const item = await makeItem(t.app, ada, product.id, { title: 'Old' });

@@ -5,6 +5,7 @@ import { Type } from '@sinclair/typebox';
 import { productNotFound } from '../errors.js';
 import { boundedPage, NEXT_OFFSET, nextOffsetHeader, serializerOf } from '../http/answer-size.js';
 import { BODY_ERRORS, doc, documentAs, errorAnswers, ref, type Explained } from '../http/documentation.js';
+import { prefersHtml } from '../http/negotiate.js';
 import { requestParams } from '../http/request.js';
 import { asPage, digitsToId, params, type ParamValue } from '../http/params.js';
 import { ItemParams, ProductParams } from '../http/schemas.js';
@@ -463,27 +464,6 @@ async function itemChangeRoutes(app: FastifyInstance): Promise<void> {
     });
   }
 }
-
-/**
- * How much an Accept header wants a media type: its own q, else its type's wildcard, else `*\/*`.
- * A missing header accepts everything equally.
- */
-function acceptQuality(accept: string | undefined, type: string): number {
-  if (!accept) return 1;
-  let best: { rank: number; q: number } = { rank: -1, q: 0 };
-  for (const part of accept.split(',')) {
-    const [range, ...parameters] = part.split(';').map((s) => s.trim().toLowerCase());
-    const rank = range === type ? 2 : range === `${type.split('/')[0]}/*` ? 1 : range === '*/*' ? 0 : -1;
-    if (rank <= best.rank) continue;
-    const q = Number(/^q=([0-9.]+)$/.exec(parameters.find((p) => p.startsWith('q=')) ?? 'q=1')?.[1] ?? 1);
-    best = { rank, q: Number.isFinite(q) ? q : 0 };
-  }
-  return best.q;
-}
-
-/** A browser following a link: it asks for HTML by name, above JSON (`*\/*` alone, as curl sends, is not that). */
-export const prefersHtml = (accept: string | undefined): boolean =>
-  acceptQuality(accept, 'text/html') > acceptQuality(accept, 'application/json');
 
 /**
  * `short_url`s (`/i/{product}/{number}/`) lead to the item: a browser asking for HTML to its page

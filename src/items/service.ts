@@ -4,7 +4,7 @@ import type { ItemRow, ItemUpdate } from '../db/schema.js';
 import {
   BadRequestError,
   itemNotFound,
-  NotFoundError,
+  namesNothing,
   PreconditionFailedError,
   userNotFound,
   ValidationError,
@@ -105,13 +105,13 @@ async function knownUser(db: Db, param: string, ref: { id: number } | { invalid:
 async function assignee(db: Db, productId: number, ref: Exclude<UserRef, null | undefined>): Promise<number> {
   if (!('invalid' in ref) && (await filterMembers(db, productId, [ref.id])).has(ref.id)) return ref.id;
   await knownUser(db, 'assigned_to', ref);
-  throw new NotFoundError('Parameter assigned_to names no member of this product.');
+  throw namesNothing('assigned_to', 'no member of this product');
 }
 
 /** A parent must be a story of the same product. */
 async function parentStory(db: Db, productId: number, number: number): Promise<ItemRow> {
   const parent = await findItemByNumber(db, productId, number);
-  if (!parent) throw new NotFoundError('Parameter parent names no item of this product.');
+  if (!parent) throw namesNothing('parent', 'no item of this product');
   if (parent.type !== 'story') throw new ValidationError({ parent: 'must be the number of a story' });
   return parent;
 }
@@ -512,7 +512,7 @@ export async function resortItem(
   ] as const) {
     if (ref === undefined) continue;
     const other = await findItemByNumber(trx, productId, ref);
-    if (!other) throw new NotFoundError(`Parameter ${param} names no item of this product.`);
+    if (!other) throw namesNothing(param, 'no item of this product');
     if (other.id === item.id) throw new ValidationError({ [param]: 'must name another item than the one being moved' });
     if (other.status !== item.status) throw new ValidationError({ [param]: 'must name an item of the same status' });
     refs.push(other);

@@ -12,6 +12,7 @@ import {
 import { asPage, digitsToId, params, Param, type ParamValue } from '../http/params.js';
 import { ValidationError } from '../errors.js';
 import { requestParams } from '../http/request.js';
+import { prefersJson } from '../http/negotiate.js';
 import {
   childrenOfItem,
   createItem,
@@ -151,7 +152,7 @@ const editFields = params({
 
 /** Browsers send a textarea's line breaks as CRLF (HTML says so); what the API stores is what was typed. */
 const lineBreaks = (v: ParamValue): ParamValue => (typeof v === 'string' ? v.replace(/\r\n?/g, '\n') : v);
-const wantsJson = (request: FastifyRequest): boolean => /^application\/json\b/.test(request.headers.accept ?? '');
+const wantsJson = (request: FastifyRequest): boolean => prefersJson(request.headers.accept);
 const emptyForm = (): FormState => ({ values: {}, errors: {} });
 
 /** The edit form's fields as the update reads them: an unchanged status the form cannot name (someday) comes as none; textareas send CRLF. */
@@ -275,7 +276,7 @@ async function renderBoard(
       ? `${scope.product.id}:${scope.product.revision}:${role}:${JSON.stringify(query)}`
       : undefined;
   const title = `Board · ${scope.product.name}`;
-  const page = await boards.render(key, viewerOf(request), async (anybody) =>
+  const page = await boards.render(key, viewerOf(sessionOf(request)), async (anybody) =>
     layout(title, boardPage(await boardView(app, scope, query, newItem), anybody), anybody),
   );
   return sendHtml(reply, status, page);
@@ -442,7 +443,7 @@ async function renderItem(
     reply,
     status,
     `#${item.number} · ${scope.product.name}`,
-    itemPage(view, viewerOf(request)),
+    itemPage(view, viewerOf(sessionOf(request))),
     sessionOf(request),
   );
 }
@@ -770,7 +771,7 @@ async function renderNotifications(
     reply,
     status,
     `Notifications · ${scope.product.name}`,
-    notificationsPage(view, viewerOf(request)),
+    notificationsPage(view, viewerOf(sessionOf(request))),
     sessionOf(request),
   );
 }

@@ -50,7 +50,7 @@ async function renderWebhooks(
     reply,
     status,
     `Webhooks · ${scope.product.name}`,
-    webhooksPage(view, viewerOf(request)),
+    webhooksPage(view, viewerOf(sessionOf(request))),
     sessionOf(request),
   );
 }
