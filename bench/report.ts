@@ -179,7 +179,6 @@ function eachScenario(target: string, results: LoadResult[], rule: Rule): Target
 }
 
 const percent = (v: number) => `${fmt(v, 0)}%`;
-const ms = (v: number) => `${fmt(v, 2)} ms`;
 
 /** A fixed-rate run's p99 against a limit; errors fail it. */
 function rateTarget(target: string, runs: RateResult[], limitMs: number): TargetResult {

@@ -40,7 +40,10 @@ const markdown = new MarkdownIt({ html: false, linkify: true, breaks: true });
 const renderedTexts = new Map<string, string>();
 const rendered = (text: string): string => {
   let html = renderedTexts.get(text);
-  if (html === undefined) renderedTexts.set(text, (html = markdown.render(text)));
+  if (html === undefined) {
+    html = markdown.render(text);
+    renderedTexts.set(text, html);
+  }
   return html;
 };
 
@@ -414,7 +417,7 @@ class Generator {
     const tagCount = Math.floor(r() * 4);
     const tags = new Set<string>();
     while (tags.size < tagCount) tags.add(this.pick(TAGS));
-    [...tags].forEach((tag, position) => out.add('item_tags', [n, position, tag]));
+    for (const [position, tag] of [...tags].entries()) out.add('item_tags', [n, position, tag]);
     const followedAt = ts(created);
     const followers = new Set([creator]);
     if (assignee) followers.add(assignee);

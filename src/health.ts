@@ -75,7 +75,7 @@ export async function healthRoutes(app: FastifyInstance): Promise<void> {
   };
   app.get('/health', { schema, config: { rateLimit: false } }, async (request, reply) => {
     const now = new Date();
-    let summary;
+    let summary: Awaited<ReturnType<typeof summarize>>;
     try {
       summary = await summarize(app.db, formatTimestamp(now), app.sentCount);
     } catch (err) {

@@ -214,8 +214,14 @@ describe('the pages in chromium', { timeout: 120_000 }, () => {
         // In the middle of the screen, away from the edges where a held finger scrolls the page.
         await grip.evaluate((e) => e.scrollIntoView({ block: 'center' }));
         // Until the page has stopped moving.
+        const scrollY = () => page.evaluate(() => window.scrollY);
         let y = -1;
-        while (y !== (y = await page.evaluate(() => window.scrollY))) await page.waitForTimeout(50);
+        let next = await scrollY();
+        while (next !== y) {
+          y = next;
+          await page.waitForTimeout(50);
+          next = await scrollY();
+        }
         const box = (await grip.boundingBox())!;
         const at = { x: box.x + box.width / 2, y: box.y + box.height / 2 };
         await finger('touchStart', at.x, at.y);

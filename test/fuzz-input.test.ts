@@ -987,12 +987,16 @@ function assertCheckOrder(
     if (message && request.method !== 'HEAD') assert.match(res.body, message, label);
   };
   if (spec.access === 'api') {
-    if (!['owner', 'member', 'outsider'].includes(request.as))
-      return expect(403, /Invalid or unknown user/, 'bad credentials come first');
+    if (!['owner', 'member', 'outsider'].includes(request.as)) {
+      expect(403, /Invalid or unknown user/, 'bad credentials come first');
+      return;
+    }
     if (product === undefined) return;
     // An id the router cannot place (a line break in it) names no endpoint: a 404 all the same.
-    if (!/\d/.test(product))
-      return expect(404, /No product with that id|No such endpoint/, 'a product id that is no number');
+    if (!/\d/.test(product)) {
+      expect(404, /No product with that id|No such endpoint/, 'a product id that is no number');
+      return;
+    }
     const member = request.as === 'outsider' ? product === String(otherProductId) : product === String(productId);
     if (product === String(productId) || product === String(otherProductId)) {
       if (!member) expect(403, /not a member/, 'the caller is not a member');
@@ -1005,19 +1009,25 @@ function assertCheckOrder(
     (request.headers.origin !== undefined && request.headers.origin !== 'http://shiplog.test') ||
     request.headers['sec-fetch-site'] === 'cross-site';
   if (request.method !== 'GET' && request.method !== 'HEAD' && foreign) {
-    return expect(403, /another site/, 'a form from another site is refused first');
+    expect(403, /another site/, 'a form from another site is refused first');
+    return;
   }
   if (product === undefined) return;
   if (!['web', 'web outsider'].includes(request.as)) {
     expect(303, undefined, 'no session: sign in first');
-    return assert.match(String(res.headers.location), /^\/app\/sign-in\b/, label);
+    assert.match(String(res.headers.location), /^\/app\/sign-in\b/, label);
+    return;
   }
-  if (!/\d/.test(product))
-    return expect(404, /No product with that id|There is no page here/, 'a product id that is no number');
-  if (product === String(productId) && request.as === 'web outsider')
-    return expect(403, /not a member/, 'the person is not a member');
+  if (!/\d/.test(product)) {
+    expect(404, /No product with that id|There is no page here/, 'a product id that is no number');
+    return;
+  }
+  if (product === String(productId) && request.as === 'web outsider') {
+    expect(403, /not a member/, 'the person is not a member');
+    return;
+  }
   if (product === String(otherProductId) && request.as === 'web')
-    return expect(403, /not a member/, 'the person is not a member');
+    expect(403, /not a member/, 'the person is not a member');
 }
 
 /** The state before the next case, when the last case left it known (a failing case leaves it unknown). */

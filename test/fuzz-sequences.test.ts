@@ -175,6 +175,7 @@ const op: fc.Arbitrary<Op> = fc.oneof(
           oddText.filter(
             (s) =>
               s.trim() !== '' &&
+              // biome-ignore lint/suspicious/noControlCharactersInRegex: the control characters an environment name may not hold
               !/[\u0000-\u0008\u000b\u000c\u000e-\u001f\ud800-\udfff]/.test(s) &&
               [...s].length <= 255,
           ),
@@ -301,7 +302,7 @@ async function runStep(model: Model, ops: Op[]): Promise<Done[]> {
   for (const o of first) done.push({ op: o, res: await send(model, o) });
   const rest = ops.filter((o) => !first.includes(o));
   const answers = await Promise.all(rest.map((o) => send(model, o)));
-  rest.forEach((o, i) => done.push({ op: o, res: answers[i] }));
+  for (const [i, o] of rest.entries()) done.push({ op: o, res: answers[i] });
   return done;
 }
 

@@ -252,7 +252,7 @@ export function jsonText(leaf: fc.Arbitrary<string>): fc.Arbitrary<string> {
     { weight: 1, arbitrary: fc.constantFrom(50, 5000).map((depth) => '['.repeat(depth) + ']'.repeat(depth)) },
     {
       weight: 1,
-      arbitrary: fc.constantFrom(50, 5000).map((depth) => '{"id":'.repeat(depth) + '1' + '}'.repeat(depth)),
+      arbitrary: fc.constantFrom(50, 5000).map((depth) => `${'{"id":'.repeat(depth)}1${'}'.repeat(depth)}`),
     },
   );
 }

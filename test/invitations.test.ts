@@ -63,14 +63,6 @@ async function ownProduct(owner: TestUser, name = 'Own product'): Promise<number
 const invite = (admin: TestUser, productId: number, params: Record<string, string>) =>
   client(t.app, admin).post(`/api/products/${productId}/people.json`, params);
 
-const isMember = async (productId: number, userId: number) =>
-  (await t.db
-    .selectFrom('memberships')
-    .select('user_id')
-    .where('product_id', '=', productId)
-    .where('user_id', '=', userId)
-    .executeTakeFirst()) !== undefined;
-
 describe('adding a person sends an invitation and nothing else', () => {
   test("a stranger added to anyone's product gets one invitation, and no deploy mail", async () => {
     const attacker = await makeUser(t.db);

@@ -91,13 +91,13 @@ function clientFor(port: () => number) {
  * last acknowledged value (or the first one, before any), or the value of any request sent
  * after it that got no answer.
  */
-function possible<T>(initial: T, history: { outcome: Outcome }[], valueOf: (i: number) => T): T[] {
+function possible<T>(initial: T, history: { outcome: Outcome }[], valueAt: (i: number) => T): T[] {
   let last = -1;
   history.forEach((h, i) => {
     if (h.outcome === 'acknowledged') last = i;
   });
-  const base = last >= 0 ? valueOf(last) : initial;
-  return [base, ...history.flatMap((h, i) => (i > last && h.outcome === 'unknown' ? [valueOf(i)] : []))];
+  const base = last >= 0 ? valueAt(last) : initial;
+  return [base, ...history.flatMap((h, i) => (i > last && h.outcome === 'unknown' ? [valueAt(i)] : []))];
 }
 
 async function mailState(database: Db): Promise<Record<string, number>> {

@@ -83,7 +83,10 @@ class Conformance {
 
   private validatorFor(schema: object): ValidateFunction {
     let validate = this.validators.get(schema);
-    if (!validate) this.validators.set(schema, (validate = this.ajv.compile(this.strict(schema))));
+    if (!validate) {
+      validate = this.ajv.compile(this.strict(schema));
+      this.validators.set(schema, validate);
+    }
     return validate;
   }
 

@@ -16,7 +16,7 @@ before(async () => {
 });
 after(() => t.close());
 
-const unescape = (s: string) =>
+const unescapeHtml = (s: string) =>
   s.replace(
     /&(amp|lt|gt|quot|#39|#96);/g,
     (_, e: string) => ({ amp: '&', lt: '<', gt: '>', quot: '"', '#39': "'", '#96': '`' })[e]!,
@@ -33,14 +33,14 @@ function editForm(res: LightMyRequestResponse): Record<string, string> {
     const name = /name="([^"]+)"/.exec(input)?.[1];
     const type = /type="([^"]+)"/.exec(input)?.[1];
     if (!name || (type === 'radio' && !/ checked\b/.test(input))) continue;
-    fields[name] = unescape(/value="([^"]*)"/.exec(input)?.[1] ?? '');
+    fields[name] = unescapeHtml(/value="([^"]*)"/.exec(input)?.[1] ?? '');
   }
   // The parser drops one newline right after <textarea>.
-  for (const [, name, text] of form.matchAll(/<textarea [^>]*name="([^"]+)"[^>]*>\n?([^]*?)<\/textarea>/g))
-    fields[name] = unescape(text);
-  for (const [, name, options] of form.matchAll(/<select [^>]*name="([^"]+)"[^>]*>([^]*?)<\/select>/g)) {
+  for (const [, name, text] of form.matchAll(/<textarea [^>]*name="([^"]+)"[^>]*>\n?([\s\S]*?)<\/textarea>/g))
+    fields[name] = unescapeHtml(text);
+  for (const [, name, options] of form.matchAll(/<select [^>]*name="([^"]+)"[^>]*>([\s\S]*?)<\/select>/g)) {
     const chosen = /<option value="([^"]*)" selected>/.exec(options) ?? /<option value="([^"]*)"/.exec(options);
-    fields[name] = unescape(chosen?.[1] ?? '');
+    fields[name] = unescapeHtml(chosen?.[1] ?? '');
   }
   return fields;
 }
@@ -134,8 +134,8 @@ describe('two people editing one item on its page', () => {
 
     const clash = await save(item.number, adaCookie, { ...adas, tags: 'd', assigned_to: String(ada.user.id) });
     assert.equal(clash.statusCode, 409);
-    assert.match(clash.body, /id="conflict-tags"[^]*<blockquote class="theirs">b, c<\/blockquote>/);
-    assert.match(clash.body, /id="conflict-assigned_to"[^]*<blockquote class="theirs">Bob Builder<\/blockquote>/);
+    assert.match(clash.body, /id="conflict-tags"[\s\S]*<blockquote class="theirs">b, c<\/blockquote>/);
+    assert.match(clash.body, /id="conflict-assigned_to"[\s\S]*<blockquote class="theirs">Bob Builder<\/blockquote>/);
     const again = editForm(clash);
     assert.deepEqual([again.tags, again.assigned_to], ['d', String(ada.user.id)]);
     const res = await save(item.number, adaCookie, {

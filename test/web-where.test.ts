@@ -19,7 +19,7 @@ before(async () => {
 after(() => t.close());
 
 const page = (url: string, cookie: string) => t.app.inject({ method: 'GET', url, headers: { cookie } });
-const unescape = (s: string) =>
+const unescapeHtml = (s: string) =>
   s
     .replace(/&lt;/g, '<')
     .replace(/&gt;/g, '>')
@@ -27,7 +27,7 @@ const unescape = (s: string) =>
     .replace(/&#39;/g, "'")
     .replace(/&amp;/g, '&');
 const text = (s: string) =>
-  unescape(s.replace(/<[^>]*>/g, ''))
+  unescapeHtml(s.replace(/<[^>]*>/g, ''))
     .replace(/\s+/g, ' ')
     .trim();
 
@@ -76,7 +76,7 @@ function matrix(body: string): { columns: string[]; rows: { number: number; cell
   assert.ok(start >= 0, `no matrix in ${body.slice(0, 2000)}`);
   const table = body.slice(start, body.indexOf('</table>', start));
   const head = table.slice(table.indexOf('<thead>'), table.indexOf('</thead>'));
-  const columns = [...head.matchAll(/<th scope="col">(.*?)<\/th>/gs)].map((m) => unescape(m[1])).slice(1);
+  const columns = [...head.matchAll(/<th scope="col">(.*?)<\/th>/gs)].map((m) => unescapeHtml(m[1])).slice(1);
   const rows = [...table.matchAll(/<tr id="row-(\d+)">(.*?)<\/tr>/gs)].map((m) => {
     const cells = [...m[2].matchAll(/<td( class="[^"]*")?>(.*?)<\/td>/gs)].map((c) =>
       c[1] === ' class="never"' ? '' : text(c[2]),
@@ -333,7 +333,7 @@ describe('the matrix of what is deployed where', () => {
     const home = await page(`${base}/deploys/matrix`, cookie);
     const link = /href="([^"]+)">Done but not in production</.exec(home.body);
     assert.ok(link, 'no "done but not in production" link');
-    const done = await page(unescape(link[1]), cookie);
+    const done = await page(unescapeHtml(link[1]), cookie);
     assert.equal(done.statusCode, 200, done.body);
     const expected = await apiNumbers(owner, api, {
       status: 'completed,accepted',
@@ -388,7 +388,7 @@ describe('the matrix of what is deployed where', () => {
     assert.match(first.body, new RegExp(`Items 1–${MATRIX_PAGE} of ${MATRIX_PAGE + 5}`));
     const older = /href="([^"]+)">Older items/.exec(first.body);
     assert.ok(older);
-    const second = await page(unescape(older[1]), cookie);
+    const second = await page(unescapeHtml(older[1]), cookie);
     assert.deepEqual(
       matrix(second.body).rows.map((r) => r.number),
       [5, 4, 3, 2, 1],

@@ -182,7 +182,7 @@ describe('retention', () => {
       .orderBy('id')
       .execute();
     const old = events.slice(0, 4).map((e) => e.id);
-    const longAgo = new Date(now - 31 * DAY).toISOString().slice(0, 19) + '+00:00';
+    const longAgo = `${new Date(now - 31 * DAY).toISOString().slice(0, 19)}+00:00`;
     await s.t.db.updateTable('webhook_events').set({ created_at: longAgo }).where('id', 'in', old).execute();
     await s.t.db.updateTable('webhook_deliveries').set({ created_at: longAgo }).where('event_id', 'in', old).execute();
     // An old event replayed now is kept with its new delivery.
@@ -414,7 +414,7 @@ describe('upgrading a database with events written before their bodies were kept
       payload,
       created_at: at,
     });
-    const due = new Date().toISOString().slice(0, 19) + '+00:00';
+    const due = `${new Date().toISOString().slice(0, 19)}+00:00`;
     for (const [n, webhook] of hooks.entries()) {
       await old
         .insertInto('webhook_deliveries')

@@ -590,7 +590,7 @@ describe('deliveries', () => {
     const s = await setup();
     receiver.answer('/long-down', () => ({ status: 502, body: '' }));
     const hook = await addWebhook(s, { url: receiver.url('/long-down'), events: 'item.created' });
-    const since = new Date(Date.now() - 25 * 3600_000).toISOString().slice(0, 19) + '+00:00';
+    const since = `${new Date(Date.now() - 25 * 3600_000).toISOString().slice(0, 19)}+00:00`;
     await s.t.db
       .updateTable('webhooks')
       .set({ consecutive_failures: 1, failing_since: since })

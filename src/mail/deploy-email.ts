@@ -118,7 +118,7 @@ function followerText({
     `You receive this because you follow these items in ${product.name}.`,
     `Stop following them: ${unsubscribeUrl}`,
   ];
-  return lines.join('\n') + '\n';
+  return `${lines.join('\n')}\n`;
 }
 
 function followerHtml({

@@ -27,20 +27,20 @@ export function renderInvitationEmail(parts: InvitationMessageParts): { text: st
   const role = invitation.admin === 1 ? ' as an admin' : '';
   const name = quotedName(product.name);
   const until = readableTime(invitation.expires_at);
-  const text =
-    [
-      `${who} invites you to join the product ${name} on Shiplog${role}.`,
-      '',
-      `Accept the invitation (the link works until ${until}):`,
-      acceptUrl,
-      '',
-      'If you have no Shiplog account yet, accepting creates one for this address and shows you its',
-      'API key once.',
-      '',
-      '-- ',
-      `Nothing happens unless you accept: until then you are not a member of ${name},`,
-      'cannot be assigned work there and get no mail about it. If you did not expect this, ignore it.',
-    ].join('\n') + '\n';
+  const text = [
+    `${who} invites you to join the product ${name} on Shiplog${role}.`,
+    '',
+    `Accept the invitation (the link works until ${until}):`,
+    acceptUrl,
+    '',
+    'If you have no Shiplog account yet, accepting creates one for this address and shows you its',
+    'API key once.',
+    '',
+    '-- ',
+    `Nothing happens unless you accept: until then you are not a member of ${name},`,
+    'cannot be assigned work there and get no mail about it. If you did not expect this, ignore it.',
+    '',
+  ].join('\n');
   const html = `<!doctype html>
 <html><head><meta charset="utf-8"><title>${escapeHtml(subject)}</title></head>
 <body style="font-family:-apple-system,Segoe UI,Helvetica,Arial,sans-serif;font-size:14px;color:#222;line-height:1.4">

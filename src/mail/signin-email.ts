@@ -16,15 +16,15 @@ export interface SigninMessageParts {
 export function renderSigninEmail(parts: SigninMessageParts): { text: string; html: string } {
   const { signInUrl, expiresAt } = parts;
   const until = readableTime(expiresAt);
-  const text =
-    [
-      'Sign in to Shiplog with this link (it works once, until ' + until + '):',
-      signInUrl,
-      '',
-      '-- ',
-      'Someone asked for a sign-in link for this address. If it was not you, ignore this message:',
-      'nobody can sign in without the link.',
-    ].join('\n') + '\n';
+  const text = [
+    `Sign in to Shiplog with this link (it works once, until ${until}):`,
+    signInUrl,
+    '',
+    '-- ',
+    'Someone asked for a sign-in link for this address. If it was not you, ignore this message:',
+    'nobody can sign in without the link.',
+    '',
+  ].join('\n');
   const html = `<!doctype html>
 <html><head><meta charset="utf-8"><title>${escapeHtml(SIGNIN_SUBJECT)}</title></head>
 <body style="font-family:-apple-system,Segoe UI,Helvetica,Arial,sans-serif;font-size:14px;color:#222;line-height:1.4">

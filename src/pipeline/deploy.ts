@@ -104,14 +104,17 @@ function parseNumbers(raw: string): number[] {
   return [...new Set(parts.map(Number))].sort((a, b) => a - b);
 }
 
-/** The options, with the environment's SHIPLOG_* settings where an option is not given (an empty value counts as unset). */
-function readOptions(args: string[], env: NodeJS.ProcessEnv): Options | 'help' {
-  let values;
+function parseOptions(args: string[]) {
   try {
-    ({ values } = parseArgs({ args, options: OPTIONS, strict: true, allowPositionals: false }));
+    return parseArgs({ args, options: OPTIONS, strict: true, allowPositionals: false }).values;
   } catch (e) {
     throw usage((e as Error).message);
   }
+}
+
+/** The options, with the environment's SHIPLOG_* settings where an option is not given (an empty value counts as unset). */
+function readOptions(args: string[], env: NodeJS.ProcessEnv): Options | 'help' {
+  const values = parseOptions(args);
   if (values.help) return 'help';
   const setting = (value: string | undefined, name: string): string | undefined => value || env[name] || undefined;
   const url = setting(values.url, 'SHIPLOG_URL');

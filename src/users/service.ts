@@ -6,7 +6,7 @@ import { nowTimestamp } from '../time.js';
 import { API_KEY_PATTERN, generateApiKey, hashApiKey } from './keys.js';
 import { findUserByEmail, findUserByKeyHash, insertUserIfAbsent, setKeyHash } from './repository.js';
 
-const EMAIL_PATTERN = /^[^\s@<>(),;:"\[\]]+@[^\s@<>(),;:"\[\]]+\.[^\s@<>(),;:"\[\]]+$/;
+const EMAIL_PATTERN = /^[^\s@<>(),;:"[\]]+@[^\s@<>(),;:"[\]]+\.[^\s@<>(),;:"[\]]+$/;
 
 export function validEmail(email: string): boolean {
   return email.length <= 254 && EMAIL_PATTERN.test(email);
