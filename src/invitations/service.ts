@@ -106,7 +106,8 @@ async function checkLimits(trx: Trx, productId: number, inviterId: number, now: 
     if (count >= max) {
       const retryAfter = Math.max(1, Math.ceil((Date.parse(earliest!) + HOUR_MS - now.getTime()) / 1000));
       throw new TooManyRequestsError(
-        `${what} ${max} invitations in the last hour, the most allowed; try again in ${Math.ceil(retryAfter / 60)} minutes.`,
+        `${what} ${max} invitations in the last hour, the most allowed; ` +
+          `try again in ${Math.ceil(retryAfter / 60)} minutes.`,
         retryAfter,
       );
     }
