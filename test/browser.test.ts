@@ -200,7 +200,7 @@ describe('the pages in chromium', { timeout: 120_000 }, () => {
     }
   });
 
-  test("on a phone, a finger on a card's grip drags it to a new place, and down the page to another column", async () => {
+  test("on a phone, a finger on a card's grip drags it to a new place, and down the page to a column", async () => {
     const { owner, product, numbers } = await productWithItems(['Uno', 'Dos', 'Tres']);
     const { context, page } = await signedIn(owner.email, 390);
     try {
@@ -276,7 +276,7 @@ describe('the pages in chromium', { timeout: 120_000 }, () => {
     }
   });
 
-  test('a short_url from a deploy email leads a signed-out follower, through signing in, to the item page', async () => {
+  test('a short_url from a deploy email leads a signed-out follower, through signing in, to the item', async () => {
     const follower = await makeUser(db);
     const { owner, product, numbers } = await productWithItems(['Ship the thing'], 'Deployed product', [follower]);
     await api(follower, 'POST', `/api/products/${product.id}/items/${numbers[0]}/follow.json`);
@@ -334,7 +334,7 @@ describe('the pages in chromium', { timeout: 120_000 }, () => {
     }
   });
 
-  test('two people edit one item: changes to different fields are both kept; the same field shows both values to the second', async () => {
+  test('two people edit one item: different fields both kept; the same field shows both to the second', async () => {
     const bob = await makeUser(db, { firstName: 'Bob', lastName: 'B' });
     const { owner: ada, product, numbers } = await productWithItems(['Item fifty'], 'Two editors', [bob]);
     const n = numbers[0];
@@ -427,7 +427,7 @@ describe('the pages in chromium', { timeout: 120_000 }, () => {
     }
   });
 
-  test('an item page shows where it is deployed; the matrix filters done work not in production, at phone width', async () => {
+  test('an item page shows where it is deployed; the matrix filters done work not in production (phone)', async () => {
     const { owner, product, numbers } = await productWithItems(['Shipped', 'Pulled back', 'Waiting', 'Open']);
     const p = `/api/products/${product.id}`;
     for (const n of numbers.slice(0, 3)) await api(owner, 'POST', `${p}/items/${n}.json`, { status: 'completed' });

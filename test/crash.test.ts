@@ -89,7 +89,7 @@ async function mailCounts(server: Server): Promise<Record<string, number>> {
   return ((await res.json()) as { mail: Record<string, number> }).mail;
 }
 
-test('SIGKILL while 1,000 messages are being delivered: after a restart all arrive, repeats only among the messages in flight', {
+test('SIGKILL while 1,000 messages are being delivered: after a restart all arrive, repeats only in flight', {
   timeout: 180_000,
 }, async (t) => {
   const dataDir = fs.mkdtempSync(path.join(root, 'data-'));

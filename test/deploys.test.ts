@@ -224,7 +224,7 @@ describe('deploy email', () => {
     assert.equal((await deliveredFor(deploy.id)).size, 0);
   });
 
-  test('Idempotency-Key: a repeat returns the first deploy and sends nothing again; other parameters are 422', async () => {
+  test('Idempotency-Key: a repeat returns the first deploy and sends nothing; other parameters are 422', async () => {
     const { api, base, deployer, alice, product } = await setup();
     await makeItem(t.app, deployer, product.id, { assigned_to: alice.user.id });
     await makeItem(t.app, deployer, product.id, { assigned_to: alice.user.id });

@@ -101,7 +101,7 @@ describe('adding a person sends an invitation and nothing else', () => {
     assert.deepEqual(rows, [{ kind: 'invitation', user_id: null }]);
   });
 
-  test('an invited user cannot be assigned and gets no deploy mail until they accept; then they can and do', async () => {
+  test('an invited user cannot be assigned nor gets deploy mail until they accept; then they can and do', async () => {
     const admin = await makeUser(t.db);
     const productId = await ownProduct(admin, 'Consent product');
     const invitee = await makeUser(t.db);
@@ -205,7 +205,7 @@ describe('adding a person sends an invitation and nothing else', () => {
 });
 
 describe('the invitation link', () => {
-  test('GET shows what accepting does and changes nothing; POST creates the user once, with a key shown once', async () => {
+  test('GET shows what accepting does and changes nothing; POST creates the user once, key shown once', async () => {
     const admin = await makeUser(t.db, { firstName: 'Ada', lastName: 'Admin' });
     const productId = await ownProduct(admin, 'Onboarding <b>product</b>');
     const email = 'new.person@invited.example';

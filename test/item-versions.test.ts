@@ -34,7 +34,7 @@ async function team() {
 const itemUrl = (base: string, n: number) => `${base}/items/${n}.json`;
 
 describe('ETag on every answer of one item', () => {
-  test('create, fetch, update, resort, archive and follow carry it; it changes with the item and only then', async () => {
+  test('create, fetch, update, resort, archive and follow carry it; it changes with the item, only then', async () => {
     const { ada, asAda, base, product } = await team();
     const created = await asAda.post(`${base}/items.json`, { type: 'task', title: 'First' });
     assert.equal(created.statusCode, 200);

@@ -57,7 +57,7 @@ const page = async (url: string, cookie: string) => {
 };
 
 describe('rendered when written', () => {
-  test('a description and deploy notes are kept as the Markdown rendered, safe; the API answers the source as before', async () => {
+  test('a description and deploy notes are kept rendered, safe; the API answers the source as before', async () => {
     const { api, base, deployer, product } = await deployTeam(t);
     const item = await makeItem(t.app, deployer, product.id, { description: HOSTILE_MARKUP });
     assert.equal(item.description, HOSTILE_MARKUP);
@@ -217,7 +217,7 @@ describe('no lock while rendering', () => {
 });
 
 describe('bounds', () => {
-  test('a render past its deadline is kept as the text escaped, in paragraphs; so is a text past the size bound', async () => {
+  test('a render past its deadline is kept as escaped text in paragraphs, as is text past the size bound', async () => {
     const quick = await makeApp({ markdown: { deadlineMs: 1, maxChars: 60_000 } });
     try {
       const { api, base, deployer, product } = await deployTeam(quick);
@@ -257,7 +257,7 @@ describe('bounds', () => {
     }
   });
 
-  test('a burst of writes beyond the renders that may wait keeps no HTML for the rest, and the fill renders them', async () => {
+  test('a burst of writes past the renders that may wait keeps no HTML for the rest; the fill renders it', async () => {
     const busy = await makeApp({ markdown: { maxWaiting: 1 } });
     try {
       const { api, base, product } = await deployTeam(busy);

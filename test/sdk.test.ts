@@ -317,7 +317,7 @@ describe('sprintly-data SDK against a running Shiplog', () => {
     assert.deepEqual(errorsIn(requests()), []);
   });
 
-  test('collectionConsumer pages through every item exactly once, newest first, sub-items after their story', async () => {
+  test('collectionConsumer pages through every item once, newest first, sub-items after their story', async () => {
     const requests = recordFromNow();
     const paging = await makeProduct(t.db, owner, [sdkUser], 'Paging product');
     const scope = { user: owner.user, product: paging, admin: true };

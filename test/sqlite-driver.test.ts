@@ -188,7 +188,7 @@ test('in memory, with one connection, reads wait for the batch to be committed',
   });
 });
 
-test('a raw SELECT outside a transaction is a plain read too: it neither waits for the writer nor sees the open transaction', async () => {
+test('a raw SELECT outside a transaction is a plain read: it neither waits for the writer nor sees it', async () => {
   await withFixture({}, async (f) => {
     let during: unknown;
     await f.db.transaction().execute(async (trx) => {

@@ -94,7 +94,7 @@ async function apiNumbers(user: TestUser, api: string, query: Record<string, str
 }
 
 describe("an item's environments and deploy history", () => {
-  test('the timeline shows each environment with its version, when and who; a rollback marks what it took out; history in time order', async () => {
+  test('the timeline: each environment with version, when and who; rollbacks mark what they took out', async () => {
     const { owner, bob, cookie, base, api, product } = await setUp();
     const a = await makeItem(t.app, owner, product.id, { title: 'Alpha' });
     const b = await makeItem(t.app, owner, product.id, { title: 'Beta' });
@@ -262,7 +262,7 @@ describe("an item's environments and deploy history", () => {
 });
 
 describe('the matrix of what is deployed where', () => {
-  test('one row per item, newest first; one column per environment; each cell the latest version there, reverted marked, linked to its deploy', async () => {
+  test('one row per item, newest first; a column per environment; cells link the latest version', async () => {
     const { owner, cookie, base, api, product } = await setUp();
     const a = await makeItem(t.app, owner, product.id, { title: 'Alpha' });
     const b = await makeItem(t.app, owner, product.id, { title: 'Beta', status: 'completed' });
