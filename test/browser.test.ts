@@ -508,7 +508,8 @@ describe('the pages in chromium', { timeout: 120_000 }, () => {
       other.on('request', (_req, res) => {
         res.setHeader('content-type', 'text/html');
         res.end(
-          `<form method="post" action="${target}"><input name="csrf" value="${csrf}"><input name="title" value="Changed elsewhere"></form><script>document.forms[0].submit()</script>`,
+          `<form method="post" action="${target}"><input name="csrf" value="${csrf}">` +
+            '<input name="title" value="Changed elsewhere"></form><script>document.forms[0].submit()</script>',
         );
       });
       other.listen(0, '127.0.0.1');

@@ -166,7 +166,8 @@ describe('deploy email', () => {
   test("one message per follower, listing that follower's items; the deployer gets none", async () => {
     const { api, base, deployer, alice, bob, product } = await setup();
     const carol = await makeUser(t.db);
-    await makeItem(t.app, deployer, product.id, { title: 'Login page', assigned_to: alice.user.id }); // 1: deployer, alice
+    // 1: deployer, alice
+    await makeItem(t.app, deployer, product.id, { title: 'Login page', assigned_to: alice.user.id });
     await makeItem(t.app, alice, product.id, { title: 'Signup <form>' }); // 2: alice
     await makeItem(t.app, deployer, product.id, { title: 'Nobody else' }); // 3: deployer only
     await client(t.app, bob).post(`${base}/items/2/follow.json`); // 2: + bob

@@ -175,7 +175,7 @@ const op: fc.Arbitrary<Op> = fc.oneof(
           oddText.filter(
             (s) =>
               s.trim() !== '' &&
-              // biome-ignore lint/suspicious/noControlCharactersInRegex: the control characters an environment name may not hold
+              // biome-ignore lint/suspicious/noControlCharactersInRegex: the characters a name may not hold
               !/[\u0000-\u0008\u000b\u000c\u000e-\u001f\ud800-\udfff]/.test(s) &&
               [...s].length <= 255,
           ),
@@ -203,7 +203,10 @@ const step = fc.oneof(
   { weight: 1, arbitrary: fc.array(anyOp, { minLength: 2, maxLength: 5 }) },
 );
 
-/** What the requests did, as far as the checks need it: how many items, who is assigned and who follows what, the deploys. */
+/**
+ * What the requests did, as far as the checks need it: how many items, who is assigned and who
+ * follows what, the deploys.
+ */
 interface Model {
   productId: number;
   items: number;

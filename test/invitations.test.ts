@@ -159,7 +159,8 @@ describe('adding a person sends an invitation and nothing else', () => {
   test('the product name the inviter chose is quoted and shortened in the subject and body', async () => {
     const attacker = await makeUser(t.db, { firstName: 'Sam', lastName: 'Sender' });
     const sentence =
-      'Payroll”. Your Shiplog account is suspended: verify it at https://evil.example/verify within 24 hours or lose all your data';
+      'Payroll”. Your Shiplog account is suspended: ' +
+      'verify it at https://evil.example/verify within 24 hours or lose all your data';
     const productId = await ownProduct(attacker, `\u202e${sentence}`);
     const victim = 'quoted@external.example';
     assert.equal((await invite(attacker, productId, { email: victim })).statusCode, 200);

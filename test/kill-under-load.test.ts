@@ -412,13 +412,20 @@ test(`SIGKILL under load from ${WORKERS} clients: after a restart every acknowle
       (x) => x.outcome === 'unknown',
     ).length;
     const figures = [
-      `database: ${pgBase ? 'PostgreSQL' : 'SQLite'}; ${WORKERS} workers for ${killedAt - loadStarted} ms until the SIGKILL`,
-      `writes acknowledged: ${acknowledged} (creates ${acked(allCreates)}, updates ${acked(logs.flatMap((l) => l.updates))}, ` +
+      `database: ${pgBase ? 'PostgreSQL' : 'SQLite'}; ` +
+        `${WORKERS} workers for ${killedAt - loadStarted} ms until the SIGKILL`,
+      `writes acknowledged: ${acknowledged} (creates ${acked(allCreates)}, ` +
+        `updates ${acked(logs.flatMap((l) => l.updates))}, ` +
         `resorts ${acked(logs.flatMap((l) => l.resorts))}, deploys ${acked(allDeploys)}); unanswered: ${unknown}, ` +
-        `of them creates stored: ${unknownCreatesStored}; refused (503): ${logs.reduce((n, l) => n + l.refused.length, 0)}`,
-      `found after the restart: creates ${createsFound}, deploys ${deploysFound} with their items and ${outbox.length} messages for ${deploys.length} stored deploys, ` +
-        `last acknowledged update of ${updatesFound} field items and last resort of ${resortsFound} pairs as acknowledged (the others as a later unanswered request left them)`,
-      `time from restart to first 200: ${recoveredAt - restartedAt} ms; mail after the restart: ${JSON.stringify(counts)}, ${sink.received.length} deliveries of ${sink.counts().size} messages`,
+        `of them creates stored: ${unknownCreatesStored}; ` +
+        `refused (503): ${logs.reduce((n, l) => n + l.refused.length, 0)}`,
+      `found after the restart: creates ${createsFound}, deploys ${deploysFound} with their items ` +
+        `and ${outbox.length} messages for ${deploys.length} stored deploys, ` +
+        `last acknowledged update of ${updatesFound} field items and last resort of ${resortsFound} pairs ` +
+        'as acknowledged (the others as a later unanswered request left them)',
+      `time from restart to first 200: ${recoveredAt - restartedAt} ms; ` +
+        `mail after the restart: ${JSON.stringify(counts)}, ` +
+        `${sink.received.length} deliveries of ${sink.counts().size} messages`,
     ];
     for (const line of figures) {
       t.diagnostic(line);

@@ -13,7 +13,10 @@ before(async () => {
 });
 after(() => t.close());
 
-/** markdown-it as the service is documented to use it: raw HTML shown as text, links made of addresses, line breaks kept. */
+/**
+ * markdown-it as the service is documented to use it: raw HTML shown as text, links made of
+ * addresses, line breaks kept.
+ */
 const reference = new MarkdownIt({ html: false, linkify: true, breaks: true });
 
 const HOSTILE_MARKUP = [
@@ -27,7 +30,10 @@ const HOSTILE_MARKUP = [
   '- **two**',
 ].join('\n');
 
-/** No markup that runs or loads anything: only the elements Markdown makes, no event handler, no script or data address. */
+/**
+ * No markup that runs or loads anything: only the elements Markdown makes, no event handler, no
+ * script or data address.
+ */
 function assertSafe(html: string, label: string): void {
   for (const [tag, name, attributes] of html.matchAll(/<\/?([a-z0-9]+)([^>]*)>/gi)) {
     assert.ok(
@@ -339,8 +345,10 @@ describe('rows from before', () => {
     await t.db.updateTable('deploys').set({ notes_html: null }).where('id', '=', deploy.id).execute();
 
     const cookie = await signInByMail(t, deployer.email);
-    const escaped =
-      /<div class="markdown"><p># Release \*notes\*<\/p>\n<p>&lt;script&gt;alert\(1\)&lt;\/script&gt; &lt;img src=x onerror=alert\(2\)&gt;/;
+    const escaped = new RegExp(
+      String.raw`<div class="markdown"><p># Release \*notes\*</p>\n` +
+        String.raw`<p>&lt;script&gt;alert\(1\)&lt;/script&gt; &lt;img src=x onerror=alert\(2\)&gt;`,
+    );
     const itemPage = await page(`/app/products/${product.id}/items/${item.number}`, cookie);
     assert.match(itemPage, escaped);
     const shown = (body: string) =>

@@ -403,7 +403,8 @@ describe('the item page', () => {
     assert.match(
       res.body,
       new RegExp(
-        `production</strong> <a class="version" href="${base}/deploys/\\d+">1.1</a> <span class="muted">deployed by First${owner.user.id} Last${owner.user.id}</span>`,
+        `production</strong> <a class="version" href="${base}/deploys/\\d+">1.1</a> ` +
+          `<span class="muted">deployed by First${owner.user.id} Last${owner.user.id}</span>`,
       ),
     );
     assert.match(res.body, /1 follower: First/);
@@ -586,7 +587,8 @@ describe('the item page', () => {
     const { owner, product, cookie, base } = await setUp();
     const item = await makeItem(t.app, owner, product.id, { title: 'A task' });
     const csrf = csrfOf(await page(`${base}/board`, cookie));
-    // A task's edit form has no who; the board's form no score: such a request comes from elsewhere, but is answered all the same.
+    // A task's edit form has no who; the board's form no score: such a request comes from
+    // elsewhere, but is answered all the same.
     const edit = await postForm(`${base}/items/${item.number}`, cookie, {
       csrf,
       title: 'Renamed',

@@ -148,7 +148,10 @@ describe("an item's environments and deploy history", () => {
     assert.ok(envB[0].reverted);
     assert.match(
       envB[0].text,
-      /production 1\.1 deployed by Olive Owner Rolled back \S+ \S+ UTC by Bob Builder \(the rollback\): not in production now\./,
+      new RegExp(
+        String.raw`production 1\.1 deployed by Olive Owner Rolled back \S+ \S+ UTC by Bob Builder ` +
+          String.raw`\(the rollback\): not in production now\.`,
+      ),
     );
     assert.match(envB[0].html, new RegExp(`href="${base}/deploys/${d4}">the rollback`));
     // As the API says it.
@@ -288,7 +291,8 @@ describe('the matrix of what is deployed where', () => {
     assert.match(
       res.body,
       new RegExp(
-        `<td class="reverted"><a href="${base}/deploys/${d4}">1.2</a> <span class="reverted-note">rolled back</span></td>`,
+        `<td class="reverted"><a href="${base}/deploys/${d4}">1.2</a> ` +
+          '<span class="reverted-note">rolled back</span></td>',
       ),
     );
     // The deploys page and the matrix are two tabs of one page.
@@ -426,7 +430,10 @@ describe('the matrix of what is deployed where', () => {
     assert.match(bad.headers['content-type'] as string, /text\/html/);
     assert.match(
       bad.body,
-      /<span class="field-error" id="error-status" role="alert">status &quot;done&quot; is not one of someday, backlog, in-progress, completed, accepted<\/span>/,
+      new RegExp(
+        '<span class="field-error" id="error-status" role="alert">' +
+          'status &quot;done&quot; is not one of someday, backlog, in-progress, completed, accepted</span>',
+      ),
     );
     assert.match(
       bad.body,
