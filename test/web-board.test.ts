@@ -175,7 +175,7 @@ describe('the board', () => {
     assert.deepEqual(await apiOrder(owner, product.id, 'backlog'), [b.number, a.number]);
   });
 
-  test('a drop (to=place) sets the status, then the place between its new neighbours; the script gets JSON', async () => {
+  test('a drop (to=place) sets the status, then the place between its new neighbours; scripts get JSON', async () => {
     const { owner, product, cookie, base } = await setUp();
     const [a, b, c] = [
       await makeItem(t.app, owner, product.id, { title: 'A' }),
@@ -403,7 +403,8 @@ describe('the item page', () => {
     assert.match(
       res.body,
       new RegExp(
-        `production</strong> <a class="version" href="${base}/deploys/\\d+">1.1</a> <span class="muted">deployed by First${owner.user.id} Last${owner.user.id}</span>`,
+        `production</strong> <a class="version" href="${base}/deploys/\\d+">1.1</a> ` +
+          `<span class="muted">deployed by First${owner.user.id} Last${owner.user.id}</span>`,
       ),
     );
     assert.match(res.body, /1 follower: First/);
@@ -414,7 +415,7 @@ describe('the item page', () => {
     assert.equal((await page(`${base}/items/abc`, cookie)).statusCode, 404);
   });
 
-  test('an edit goes through the item rules: errors next to the field with the values kept, nothing changed', async () => {
+  test('an edit goes through the item rules: errors by the field with the values kept, nothing changed', async () => {
     const { owner, product, cookie, base } = await setUp();
     const item = await makeItem(t.app, owner, product.id, { title: 'Before', description: 'Old' });
     const url = `${base}/items/${item.number}`;
@@ -586,7 +587,8 @@ describe('the item page', () => {
     const { owner, product, cookie, base } = await setUp();
     const item = await makeItem(t.app, owner, product.id, { title: 'A task' });
     const csrf = csrfOf(await page(`${base}/board`, cookie));
-    // A task's edit form has no who; the board's form no score: such a request comes from elsewhere, but is answered all the same.
+    // A task's edit form has no who; the board's form no score: such a request comes from
+    // elsewhere, but is answered all the same.
     const edit = await postForm(`${base}/items/${item.number}`, cookie, {
       csrf,
       title: 'Renamed',
@@ -643,7 +645,7 @@ describe('the item page', () => {
 });
 
 describe('membership and links', () => {
-  test('someone who is not a member gets a 403 page that tells nothing of the product; an unknown product is a 404 page', async () => {
+  test('a non-member gets a 403 page that tells nothing of the product; an unknown product is a 404 page', async () => {
     const { owner, product, base } = await setUp('Secret project name');
     const item = await makeItem(t.app, owner, product.id, { title: 'Secret item title' });
     const outsider = await makeUser(t.db);

@@ -95,7 +95,9 @@ const itemFields = {
     favorites: Type.Integer(),
   }),
   deployed_to: Type.Array(ref(DeploymentSchema), {
-    description: `The latest deploy to each environment, newest first: at most ${DEPLOYED_TO_SHOWN} (${DEPLOYED_TO_SHOWN_EMBEDDED} on an embedded item).`,
+    description:
+      `The latest deploy to each environment, newest first: at most ${DEPLOYED_TO_SHOWN} ` +
+      `(${DEPLOYED_TO_SHOWN_EMBEDDED} on an embedded item).`,
   }),
   deployed_to_count: Type.Integer({ description: 'How many environments the item went to in all.' }),
 };
