@@ -85,7 +85,7 @@ const sameSql = (a: string | null, b: string | null): boolean =>
  */
 async function schemaOf(applied: readonly string[]): Promise<SchemaObject[]> {
   const sqlite = new SQLite(':memory:');
-  const db = new Kysely<any>({ dialect: new SqliteDialect({ database: sqlite }) });
+  const db = new Kysely<unknown>({ dialect: new SqliteDialect({ database: sqlite }) });
   try {
     const migrations = Object.fromEntries(applied.map((name) => [name, MIGRATIONS[name]]));
     const { error } = await new Migrator({ db, provider: { getMigrations: async () => migrations } }).migrateToLatest();

@@ -220,6 +220,7 @@ export async function recordDeploy(
   const items = plan.items.map((i) => ({
     ...i,
     version: i.version + 1,
+    // biome-ignore lint/complexity/useMathMinMax: timestamps, compared as text
     last_activity: i.last_activity < at ? at : i.last_activity,
   }));
   await announceDeploy(

@@ -129,8 +129,10 @@ export async function registerOpenApi(
       },
     },
     // Sent as text, made once: the serialiser would walk the whole document on every request.
-    async (_request, reply) =>
-      reply.type('application/json; charset=utf-8').send((text ??= JSON.stringify(app.swagger()))),
+    async (_request, reply) => {
+      text ??= JSON.stringify(app.swagger());
+      return reply.type('application/json; charset=utf-8').send(text);
+    },
   );
 
   await app.register(swaggerUi, {

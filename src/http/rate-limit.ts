@@ -116,7 +116,10 @@ function windowCounter(windowMs: number): (key: string, now: number) => Window {
   const windows = new LruCache<string, Window>(COUNTERS, windowMs);
   return (key, now) => {
     let window = windows.get(key, now);
-    if (window === undefined) windows.set(key, (window = { count: 0, endsAt: now + windowMs }), now);
+    if (window === undefined) {
+      window = { count: 0, endsAt: now + windowMs };
+      windows.set(key, window, now);
+    }
     window.count++;
     return window;
   };
