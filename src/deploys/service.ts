@@ -186,12 +186,8 @@ export async function recordDeploy(
   // Deploys of a product queue here: two requests with one key find each other's deploy, and
   // item rows are always locked after the product's, as every writer does.
   await lockProduct(trx, scope.product.id);
-  const earlier = key === undefined ? undefined : await findDeployByKey(trx, scope.product.id, scope.user.id, key);
-  if (earlier) {
-    if (earlier.request_hash !== hash)
-      throw new UnprocessableError('This Idempotency-Key was used for a deploy with other parameters.');
-    return { deploy: earlier, created: false };
-  }
+  const earlier = await earlierDeploy(trx, scope, key, hash);
+  if (earlier) return { deploy: earlier, created: false };
   const plan = await planDeploy(trx, scope, input);
 
   const now = new Date();
@@ -210,14 +206,7 @@ export async function recordDeploy(
     unknown_numbers: JSON.stringify(plan.unknownNumbers),
     emailed: plan.recipients.length,
   });
-  if (plan.rollback)
-    await recordRollback(
-      trx,
-      deploy,
-      plan.rollback.undone.map((d) => d.id),
-      plan.rollback.changes,
-    );
-  else await recordDeployedItems(trx, deploy, plan.items);
+  await recordPlan(trx, deploy, plan);
   // Lists filter on where items are deployed: their totals must be counted again.
   await markItemsChanged(trx, scope.product.id, { totals: true });
   await touchItems(trx, plan.items, at);
@@ -231,6 +220,7 @@ export async function recordDeploy(
   const items = plan.items.map((i) => ({
     ...i,
     version: i.version + 1,
+    // biome-ignore lint/complexity/useMathMinMax: timestamps, compared as text
     last_activity: i.last_activity < at ? at : i.last_activity,
   }));
   await announceDeploy(
@@ -242,6 +232,35 @@ export async function recordDeploy(
     plan.rollback && { undone: plan.rollback.undone.map((d) => d.id) },
   );
   return { deploy, created: true, items };
+}
+
+/**
+ * The deploy that an earlier request with the same Idempotency-Key recorded, if any; 422 when that
+ * request had other parameters (`hash`). Asked with the product locked, so that two requests with
+ * one key find each other's deploy.
+ */
+async function earlierDeploy(
+  trx: Trx,
+  scope: ProductScope,
+  key: string | undefined,
+  hash: string | null,
+): Promise<DeployRow | undefined> {
+  const earlier = key === undefined ? undefined : await findDeployByKey(trx, scope.product.id, scope.user.id, key);
+  if (earlier && earlier.request_hash !== hash)
+    throw new UnprocessableError('This Idempotency-Key was used for a deploy with other parameters.');
+  return earlier;
+}
+
+/** The items of a deploy just inserted: their latest deploy to its environment, or what its rollback changes. */
+async function recordPlan(trx: Trx, deploy: DeployRow, plan: DeployPlan): Promise<void> {
+  if (plan.rollback)
+    await recordRollback(
+      trx,
+      deploy,
+      plan.rollback.undone.map((d) => d.id),
+      plan.rollback.changes,
+    );
+  else await recordDeployedItems(trx, deploy, plan.items);
 }
 
 /** Bytes of stored text that one statement touching items rewrites at most before the next. */

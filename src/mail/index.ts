@@ -10,7 +10,8 @@ export { queueDeployNotifications, queueInvitation, queueSignin, RETRY_WINDOW_MS
 export { renderSigninEmail, type SigninMessageParts } from './signin-email.js';
 export { SentCount, type OutboxSummary } from './outbox.js';
 export type { MessageBody, MessageRenderer, MessageRenderers } from './render.js';
-export { MAIL_SCHEMAS, unsubscribeRoutes } from './routes.js';
+export { unsubscribeRoutes } from './routes.js';
+export { MAIL_SCHEMAS } from './schema.js';
 export { assessDelivery, mailStatus, retryMail, summarize, type MailStatus } from './service.js';
 export { emlTransport, smtpTransport, type MailTransport } from './transport.js';
 export { UnsubscribeLinks } from './unsubscribe.js';
