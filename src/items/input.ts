@@ -209,7 +209,10 @@ export interface CreateItemInput {
   what?: string;
   why?: string;
   description: string;
-  /** The description as HTML, rendered before the transaction (renderDescription); without it the row waits for the fill. */
+  /**
+   * The description as HTML, rendered before the transaction (renderDescription); without it the
+   * row waits for the fill.
+   */
   descriptionHtml?: string;
   score: string;
   status: Status;

@@ -295,7 +295,10 @@ export function formTokenMatches(session: ActiveSession, sent: string): boolean 
   return sent.length > 0 && crypto.timingSafeEqual(a, b);
 }
 
-/** Members' lists per database and product revision (every new member or change of role moves it; names never change). */
+/**
+ * Members' lists per database and product revision (every new member or change of role moves it;
+ * names never change).
+ */
 const memberLists = new WeakMap<Db, LruCache<string, Member[]>>();
 
 /** A member as the pages' choices of people name them. */

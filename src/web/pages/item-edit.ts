@@ -17,7 +17,10 @@ import { ItemPath, lineBreaks, numberOf, redirectAfterPost } from './common.js';
 import { renderItem } from './item.js';
 import { ITEM_FORM_LIMIT } from './new-item.js';
 
-/** The edit form: its fields, each as it was shown (`seen_`) and, after a conflict, which value to keep (`keep_`), and the version it was opened at. */
+/**
+ * The edit form: its fields, each as it was shown (`seen_`) and, after a conflict, which value to
+ * keep (`keep_`), and the version it was opened at.
+ */
 const editFields = params({
   csrf: Param,
   title: Param,
@@ -38,7 +41,10 @@ const editFields = params({
   ),
 });
 
-/** The edit form's fields as the update reads them: an unchanged status the form cannot name (someday) comes as none; textareas send CRLF. */
+/**
+ * The edit form's fields as the update reads them: an unchanged status the form cannot name
+ * (someday) comes as none; textareas send CRLF.
+ */
 const editInput = (fields: Record<string, ParamValue>) =>
   parseUpdateItem({
     ...fields,

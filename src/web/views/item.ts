@@ -39,7 +39,10 @@ export interface ItemView {
   viewer: Viewer;
 }
 
-/** The fields of the edit form, each also carried as it was shown (`seen_<field>`), so that a save changes only what the person changed. */
+/**
+ * The fields of the edit form, each also carried as it was shown (`seen_<field>`), so that a save
+ * changes only what the person changed.
+ */
 export const EDIT_FIELDS = [
   'title',
   'who',
@@ -64,8 +67,8 @@ export interface EditForm extends FormState {
   conflicts: readonly string[];
 }
 
+/** An item's page: the item, its sub-items, where it is deployed, and its edit form. */
 export function itemPage(v: ItemView): Html {
-  const i = v.item;
   return html`${productNav(v.product, 'item')}
 <article class="item">
 ${itemFacts(v)}
@@ -224,11 +227,15 @@ function editSelect(
   o: { name: EditField; label: string; first: Html | ''; options: [string, string][] },
 ): Html {
   const name = o.name;
-  return html`<p><label for="edit-${name}">${o.label}</label><select id="edit-${name}" name="${name}"${described(name)}>\
+  return html`<p><label for="edit-${name}">${o.label}</label>\
+<select id="edit-${name}" name="${name}"${described(name)}>\
 ${o.first}${selectOptions(o.options, s.values[name])}</select>${fieldError(s, name)}</p>${conflictNote(v, name)}`;
 }
 
-/** The description's field. A newline right after <textarea> is dropped by the parser: one is written so that a description's own first one stays. */
+/**
+ * The description's field. A newline right after <textarea> is dropped by the parser: one is
+ * written so that a description's own first one stays.
+ */
 const editDescription = ({ v, s, described }: EditParts): Html =>
   html`<p><label for="edit-description">Description <span class="muted">(Markdown)</span></label>\
 <textarea id="edit-description" name="description" rows="8"${described('description')}>
@@ -258,6 +265,7 @@ function editForm(v: ItemView): Html {
   const asItIs = v.statuses.includes(i.status) ? '' : html`<option value="">${i.status} (as it is)</option>`;
   const options = (values: readonly string[]) => values.map((x): [string, string] => [x, x]);
   const people = v.members.map((m): [string, string] => [String(m.id), m.name]);
+  const nobody = html`<option value="">nobody</option>`;
   return html`<form class="item-form" method="post" action="${itemHref(v.product.id, i.number)}">${csrfField(v.viewer)}
 <input type="hidden" name="version" value="${s.version}">${seen}
 ${s.message ? html`<p class="error">${s.message}</p>` : ''}${otherErrors(s, shown)}
@@ -266,7 +274,7 @@ ${editDescription(parts)}
 ${editSelect(parts, { name: 'status', label: 'Status', first: asItIs, options: options(v.statuses) })}
 ${editSelect(parts, { name: 'score', label: 'Score', first: '', options: options(v.scores) })}
 ${editText(parts, 'tags', 'Tags (comma-separated)')}
-${editSelect(parts, { name: 'assigned_to', label: 'Assignee', first: html`<option value="">nobody</option>`, options: people })}
+${editSelect(parts, { name: 'assigned_to', label: 'Assignee', first: nobody, options: people })}
 <p><button type="submit">Save</button></p>
 </form>`;
 }

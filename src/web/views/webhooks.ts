@@ -43,7 +43,8 @@ function webhookRow(o: { productId: number; webhook: WebhookJson; viewer: Viewer
   return html`<tr id="webhook-${w.id}"><td>${w.url}</td><td>${w.events.join(', ')}</td>\
 <td>${FORMAT_LABELS[w.format] ?? w.format}</td><td>${state}</td>
 <td><a href="${base}">Deliveries</a>
-<form method="post" action="${base}/delete">${csrfField(o.viewer)}<button class="link" type="submit">Delete</button></form>\
+<form method="post" action="${base}/delete">${csrfField(o.viewer)}\
+<button class="link" type="submit">Delete</button></form>\
 </td></tr>`;
 }
 
@@ -110,7 +111,8 @@ function deliveryRow(d: DeliveryJson): Html {
     d.status === 'pending' && d.next_attempt_at
       ? html`pending<br><span class="muted">next ${when(d.next_attempt_at)}</span>`
       : d.status;
-  return html`<tr><td>${when(d.created_at)}</td><td>${d.event}${d.replay > 0 ? html` <span class="muted">(replay)</span>` : ''}</td>
+  const replay = d.replay > 0 ? html` <span class="muted">(replay)</span>` : '';
+  return html`<tr><td>${when(d.created_at)}</td><td>${d.event}${replay}</td>
 <td><code>${d.delivery_id}</code></td><td>${state}</td><td>${d.response_code ?? ''}</td>\
 <td>${d.duration_ms === null ? '' : `${d.duration_ms} ms`}</td>
 <td>${d.attempts}</td><td>${d.last_error ?? ''}</td></tr>`;

@@ -18,7 +18,10 @@ function revertedNote(productId: number, e: EnvironmentEntry): Html | '' {
 not in ${e.environment} now.</p>`;
 }
 
-/** Where an item is: each environment it went to, latest first, with what runs there now and what a rollback took out. */
+/**
+ * Where an item is: each environment it went to, latest first, with what runs there now and what
+ * a rollback took out.
+ */
 export function environmentTimeline({
   productId,
   environments,
@@ -36,7 +39,10 @@ ${revertedNote(productId, e)}</li>`;
   return html`<ol class="timeline">${environments.map(entry)}</ol>`;
 }
 
-/** What the last column of a history row says: a rollback and what it did to the item, or the rollback that undid the deploy. */
+/**
+ * What the last column of a history row says: a rollback and what it did to the item, or the
+ * rollback that undid the deploy.
+ */
 function historyNote(productId: number, d: HistoryEntry): Html | string {
   if (d.rollback) {
     return d.rollback.restoredVersion === null
@@ -153,7 +159,8 @@ export function deployTabs(productId: number, current: 'list' | 'matrix'): Html 
   const tab = (href: string, label: string, which: 'list' | 'matrix') =>
     html`<a href="${href}"${which === current ? html` aria-current="page"` : ''}>${label}</a>`;
   const list = tab(`/app/products/${productId}/deploys`, 'All deploys', 'list');
-  return html`<nav class="tabs" aria-label="Deploys">${list} ${tab(matrixHref(productId, {}), 'What is where', 'matrix')}</nav>`;
+  const matrix = tab(matrixHref(productId, {}), 'What is where', 'matrix');
+  return html`<nav class="tabs" aria-label="Deploys">${list} ${matrix}</nav>`;
 }
 
 function matrixCell(productId: number, c: MatrixCell | null): Html {
