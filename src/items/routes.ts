@@ -139,7 +139,8 @@ const presentOne = async (
   known?: KnownRelations,
 ) => {
   reply.header('ETag', `"${entityTag(row)}"`);
-  return (await presentItems(app.db, scope.product, [row], app.config, scope.user.id, false, known))[0];
+  const options = { product: scope.product, rows: [row], urls: app.config, viewerId: scope.user.id, known };
+  return (await presentItems(app.db, options))[0];
 };
 
 /** The header every answer of one item carries. */
@@ -232,7 +233,12 @@ async function itemListRoutes(app: FastifyInstance): Promise<void> {
           const shown = rowsThatMayFit(rows, app.config.maxAnswerBytes);
           return boundedItems(
             reply,
-            await presentItems(app.db, request.scope.product, shown, app.config, request.scope.user.id),
+            await presentItems(app.db, {
+              product: request.scope.product,
+              rows: shown,
+              urls: app.config,
+              viewerId: request.scope.user.id,
+            }),
             input.offset,
             total,
           );
@@ -268,7 +274,12 @@ async function itemListRoutes(app: FastifyInstance): Promise<void> {
       const shown = rowsThatMayFit(rows, app.config.maxAnswerBytes);
       return boundedItems(
         reply,
-        await presentItems(app.db, request.scope.product, shown, app.config, request.scope.user.id),
+        await presentItems(app.db, {
+          product: request.scope.product,
+          rows: shown,
+          urls: app.config,
+          viewerId: request.scope.user.id,
+        }),
         page.offset,
         total,
       );

@@ -67,7 +67,7 @@ export async function loadBoard(
   for (const s of query.status ? [query.status] : STATUS_NAMES) columns.push(await loadColumn(app, scope, query, s));
   const shownRows = columns.flatMap(shownOf);
   const [json, counts, members] = await Promise.all([
-    presentItems(app.db, scope.product, shownRows, app.config, scope.user.id),
+    presentItems(app.db, { product: scope.product, rows: shownRows, urls: app.config, viewerId: scope.user.id }),
     subItemCounts(
       app.db,
       shownRows.map((r) => r.id),

@@ -57,7 +57,7 @@ export async function loadItem(
   const deployments = environments.entries.map(({ deployer: _d, reverter: _r, ...d }) => d);
   const known = knownDeploymentsOf(row.id, deployments, environments.total);
   const [[item], members] = await Promise.all([
-    presentItems(app.db, scope.product, [row], app.config, scope.user.id, false, known),
+    presentItems(app.db, { product: scope.product, rows: [row], urls: app.config, viewerId: scope.user.id, known }),
     membersOf(app.db, scope),
   ]);
   return {
