@@ -11,8 +11,9 @@ import { ProductPath } from './common.js';
 async function loadDeploys(app: FastifyInstance, request: FastifyRequest): Promise<DeploysView> {
   const scope = request.scope;
   const p = requestParams(request);
-  const { filter, page } = parseDeployList({ environment: p.environment, offset: p.offset, order_by: 'newest' });
-  const { deploys, total } = await findDeploys(app.db, scope, filter, page);
+  // The page's parameters are those of deploys.json, read by its rules; the page shows the newest first.
+  const { filter, page } = parseDeployList({ environment: p.environment, offset: p.offset });
+  const { deploys, total } = await findDeploys(app.db, scope, { ...filter, newest: true }, page);
   const [json, notes] = await Promise.all([
     presentDeploys(app.db, scope, deploys, app.config, app.config.maxAnswerBytes),
     notesHtmlOf(app.db, deploys),
