@@ -37,7 +37,8 @@ const boardQuery = params({
   offset: Param,
 });
 
-type Column = BoardColumn & { rows: ItemRow[] };
+/** A column as read: its page of rows, with one row either side of it. */
+type Column = Omit<BoardColumn, 'cards'> & { rows: ItemRow[] };
 
 /** One column's page of rows, with one row either side of it: the cards a card at its edge moves past. */
 async function loadColumn(app: FastifyInstance, scope: ProductScope, query: BoardQuery, status: Status) {
@@ -49,7 +50,7 @@ async function loadColumn(app: FastifyInstance, scope: ProductScope, query: Boar
     order: 'priority',
   });
   const { rows, total } = await listItems(app.db, scope, input, app.listCounts);
-  return { status, total, offset: query.offset, cards: [], rows } satisfies Column;
+  return { status, total, offset: query.offset, rows } satisfies Column;
 }
 
 /** The rows a column shows as cards (its neighbours either side left out). */
