@@ -208,12 +208,8 @@ export async function presentDeploys(
       );
   const allItems = [...new Map([...itemsByDeploy.values()].flat().map((i) => [i.id, i])).values()];
   if (allItems.length > BIG_PAGE) await nextTurn();
-  const rendered = new Map(
-    (await presentItems(db, scope.product, allItems, urls, scope.user.id, true)).map((json, i) => [
-      allItems[i].id,
-      json,
-    ]),
-  );
+  const options = { product: scope.product, rows: allItems, urls, viewerId: scope.user.id, embedded: true };
+  const rendered = new Map((await presentItems(db, options)).map((json, i) => [allItems[i].id, json]));
   const users = new Map(
     (
       await findUsersByIds(
@@ -257,7 +253,7 @@ export async function presentRecorded(
     deploy,
     scope.user,
     viewerId,
-    await presentItems(db, scope.product, shown, urls, viewerId, true),
+    await presentItems(db, { product: scope.product, rows: shown, urls, viewerId, embedded: true }),
     omitted,
   );
   if (shown.length > BIG_PAGE) await nextTurn();
@@ -308,7 +304,13 @@ export async function presentDryRun(
   budget: number,
 ): Promise<DeployReceiptJson> {
   const { shown, omitted } = await rowsThatMayFit(db, plan.items, budget);
-  const items = await presentItems(db, scope.product, shown, urls, scope.user.id, true);
+  const items = await presentItems(db, {
+    product: scope.product,
+    rows: shown,
+    urls,
+    viewerId: scope.user.id,
+    embedded: true,
+  });
   if (shown.length > BIG_PAGE) await nextTurn();
   return {
     id: null,

@@ -1,6 +1,15 @@
 /** Items: numbered work in a product, its lists, order, followers and deploy history. */
 export { ListCounts } from './counts.js';
-export { parseCreateItem, parseListItems, parseUpdateItem, type ListItemsInput } from './input.js';
+export {
+  listQuery,
+  parseCreateItem,
+  parseListFilters,
+  parseListItems,
+  parseListOffset,
+  parseUpdateItem,
+  type ListFilters,
+  type ListItemsInput,
+} from './input.js';
 export {
   entityTag,
   INPUT_STATUSES,

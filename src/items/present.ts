@@ -195,12 +195,21 @@ export const BIG_PAGE = 100;
  */
 export async function presentItems(
   db: Db,
-  product: ProductRow,
-  rows: ItemRow[],
-  urls: Urls,
-  viewerId: number,
-  embedded = false,
-  known?: KnownRelations,
+  {
+    product,
+    rows,
+    urls,
+    viewerId,
+    embedded = false,
+    known,
+  }: {
+    product: ProductRow;
+    rows: ItemRow[];
+    urls: Urls;
+    viewerId: number;
+    embedded?: boolean;
+    known?: KnownRelations;
+  },
 ): Promise<ItemJson[]> {
   const shown = embedded ? DEPLOYED_TO_SHOWN_EMBEDDED : DEPLOYED_TO_SHOWN;
   const rel = await loadRelations(db, product, rows, shown, known);

@@ -64,7 +64,8 @@ const presentOne = async (
   known?: KnownRelations,
 ) => {
   reply.header('ETag', `"${entityTag(row)}"`);
-  return (await presentItems(app.db, scope.product, [row], app.config, scope.user.id, false, known))[0];
+  const options = { product: scope.product, rows: [row], urls: app.config, viewerId: scope.user.id, known };
+  return (await presentItems(app.db, options))[0];
 };
 
 const ifMatchOf = (request: FastifyRequest): IfMatch | undefined => parseIfMatch(request.headers['if-match']);
@@ -82,7 +83,12 @@ async function boundedItems(
   total: number,
 ): Promise<Buffer> {
   const shown = rowsThatMayFit(rows, app.config.maxAnswerBytes);
-  const items = await presentItems(app.db, request.scope.product, shown, app.config, request.scope.user.id);
+  const items = await presentItems(app.db, {
+    product: request.scope.product,
+    rows: shown,
+    urls: app.config,
+    viewerId: request.scope.user.id,
+  });
   const page = await boundedPage(items, serializerOf<ItemJson>(reply, ONE_ITEM), app.config.maxAnswerBytes);
   reply.header(ITEM_COUNT, String(total));
   if (offset + page.count < total) reply.header(NEXT_OFFSET, String(offset + page.count));

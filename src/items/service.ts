@@ -14,7 +14,7 @@ import type { ProductScope, Urls } from '../scope.js';
 import { nowTimestamp } from '../time.js';
 import { findUserById } from '../users/index.js';
 import {
-  parseListItems,
+  listQuery,
   parseUpdateItem,
   type CreateItemInput,
   type IfMatch,
@@ -629,9 +629,8 @@ export async function moveItem(
     case 'top': {
       // Above the first top-level item of its status, unless that is the item itself.
       const item = await getItem(trx, scope, number);
-      const first = (
-        await listItems(trx, scope, parseListItems({ status: statusName(item.status), limit: '1' }), counts)
-      ).rows[0];
+      const top = listQuery({ statuses: [statusName(item.status)], limit: 1 });
+      const first = (await listItems(trx, scope, top, counts)).rows[0];
       return first && first.id !== item.id ? resortItem(trx, scope, number, { after: first.number }) : item;
     }
   }

@@ -8,17 +8,9 @@ import { requestParams } from '../http/request.js';
 import { TokenParams } from '../http/schemas.js';
 import { productPages } from './product-pages.js';
 import { parseSignInRequest, safeNext, wellFormedToken } from './input.js';
-import { presentProductOverviews } from './present.js';
-import { productOverviewRows } from './repository.js';
-import {
-  linkUsable,
-  replaceApiKeyFromPage,
-  requestSignInLink,
-  signIn,
-  signOut,
-  signOutEverywhere,
-  type ActiveSession,
-} from './service.js';
+import { productsRoutes } from './pages/products.js';
+import { settingsRoutes } from './pages/settings.js';
+import { linkUsable, requestSignInLink, signIn, signOut, type ActiveSession } from './service.js';
 import {
   clearSessionCookie,
   loadSession,
@@ -30,20 +22,16 @@ import {
   type CookieSettings,
 } from './session.js';
 import { html } from './views/html.js';
-import { productsPage } from './views/products.js';
-import { settingsPage } from './views/settings.js';
 import {
   confirmSignInPage,
   linkRefusedPage,
   linkSentPage,
   problemPage,
-  signedOutEverywherePage,
   signedOutPage,
   signInForm,
 } from './views/signin.js';
 import { BOARD_SCRIPT } from './views/board-script.js';
 import { STYLESHEET } from './views/style.js';
-import { viewerOf } from './session.js';
 
 export interface WebOptions {
   /** Signs the session cookie (a shared secret of the database, so every instance agrees). */
@@ -107,7 +95,8 @@ export async function webRoutes(app: FastifyInstance, options: WebOptions): Prom
   app.get('/', async (request, reply) => reply.redirect(request.webSession ? HOME : SIGN_IN, 303));
 
   await app.register(signInPages, { cookieSecret: options.cookieSecret, signinKey: options.signinKey, settings });
-  await app.register(accountPages, { settings });
+  await app.register(productsRoutes, { signIn: signInFor });
+  await app.register(settingsRoutes, { settings, signIn: signInFor });
   await app.register(productPages, { prefix: '/products/:product_id', signIn: signInFor });
 }
 
@@ -194,42 +183,6 @@ function nextAfterSignIn(request: FastifyRequest, reply: FastifyReply): string |
     (kept?.valid ? safeNext(kept.value ?? undefined) : undefined);
   if (kept) reply.clearCookie(NEXT_COOKIE, { path: SIGN_IN });
   return next;
-}
-
-/** The signed-in person's own pages: their products, their settings. */
-async function accountPages(app: FastifyInstance, options: { settings: CookieSettings }): Promise<void> {
-  const { settings } = options;
-  app.get('/products', async (request, reply) => {
-    const session = signedIn(request, reply);
-    if (!session) return reply;
-    const products = presentProductOverviews(await productOverviewRows(app.db, session.user.id));
-    return sendPage(reply, 200, 'Products', productsPage(products), session);
-  });
-
-  app.get('/settings', async (request, reply) => {
-    const session = signedIn(request, reply);
-    if (!session) return reply;
-    return sendPage(reply, 200, 'Settings', settingsPage(viewerOf(session)), session);
-  });
-
-  // Every session of the person ends with the old key; this browser goes on in a new one.
-  app.post('/settings/api-key', { schema: { body: FormBody } }, async (request, reply) => {
-    const session = signedIn(request, reply);
-    if (!session) return reply;
-    requireFormToken(session, request);
-    const renewed = await app.db.transaction().execute((trx) => replaceApiKeyFromPage(trx, session));
-    setSessionCookie(reply, renewed.session, settings);
-    return sendPage(reply, 200, 'Settings', settingsPage(viewerOf(renewed.session), renewed.apiKey), renewed.session);
-  });
-
-  app.post('/settings/sign-out-everywhere', { schema: { body: FormBody } }, async (request, reply) => {
-    const session = signedIn(request, reply);
-    if (!session) return reply;
-    requireFormToken(session, request);
-    await signOutEverywhere(app.db, session);
-    clearSessionCookie(reply, settings);
-    return sendPage(reply, 200, 'Signed out everywhere', signedOutEverywherePage());
-  });
 }
 
 /**
