@@ -136,7 +136,8 @@ async function planRollback(db: Db, scope: ProductScope, environment: string, ve
   const target = await findRollbackTarget(db, productId, environment, version);
   if (!target) {
     throw new UnprocessableError(
-      `No deploy to ${environment} had version ${version}, or every one was rolled back: there is nothing to roll back to. To deploy that version anew, post the deploy without rollback.`,
+      `No deploy to ${environment} had version ${version}, or every one was rolled back: ` +
+        'there is nothing to roll back to. To deploy that version anew, post the deploy without rollback.',
     );
   }
   const undone = await deploysInEffectAfter(db, productId, environment, target.id);
@@ -370,7 +371,10 @@ export async function deployHistoryOf(
   return { deploys: rows.map((deploy) => ({ deploy, by: users.get(deploy.user_id)! })), total };
 }
 
-/** Each deploy's notes as pages and mail show them, by deploy id: the HTML kept when they were written (escaped text for a deploy from before). */
+/**
+ * Each deploy's notes as pages and mail show them, by deploy id: the HTML kept when they were
+ * written (escaped text for a deploy from before).
+ */
 export async function notesHtmlOf(db: Db, deploys: Pick<DeployRow, 'id' | 'notes'>[]): Promise<Map<number, string>> {
   const withNotes = deploys.filter((d) => d.notes !== '');
   const kept = withNotes.length
@@ -384,8 +388,8 @@ export async function notesHtmlOf(db: Db, deploys: Pick<DeployRow, 'id' | 'notes
 
 /**
  * Renders the notes of up to `batch` deploys recorded before notes were rendered on write,
- * oldest first, and keeps their HTML; returns how many it rendered (0: none is left, or none could be rendered now). Rendered
- * before the short transaction that keeps them.
+ * oldest first, and keeps their HTML; returns how many it rendered (0: none is left, or none
+ * could be rendered now). Rendered before the short transaction that keeps them.
  */
 export async function fillNotesHtml(db: Db, markdown: MarkdownRenderer, batch: number): Promise<number> {
   const rows = await findUnrenderedNotes(db, batch);
