@@ -1,19 +1,15 @@
 import path from 'node:path';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { databaseOptions, loadConfig, parseDatabaseUrl, type Config } from './config.js';
-import { BackupError, backupDatabase, restoreDatabase, type CopySummary } from './db/backup.js';
-import { copyDatabase, CopyError } from './db/copy.js';
-import { dialectOf } from './db/dialect.js';
-import { openDatabase, sqliteFile, type Db } from './db/connection.js';
+import type { CopySummary } from './db/backup.js';
+import type { Db } from './db/connection.js';
 import { AppError } from './errors.js';
-import { digitsToId } from './http/params.js';
-import { mailStatus, retryMail, type MailStatus } from './mail/index.js';
+import type { MailStatus } from './mail/index.js';
 import { DEPLOY_SUMMARY, DEPLOY_USAGE, deployCommand } from './pipeline/deploy.js';
-import { addMemberByEmail, createProduct } from './products/index.js';
-import { replaceSharedSecret, sharedSecret } from './settings.js';
-import { createUser, findUserByEmail } from './users/index.js';
-import { operatorSignInLink, replaceApiKey } from './web/index.js';
-import { deliveryLog, maskedUrl, presentDelivery, replayDelivery, type DeliveryJson } from './webhooks/index.js';
+import type { DeliveryJson } from './webhooks/index.js';
+
+// The modules a command runs on (the database drivers, the services) are imported when it runs:
+// `shiplog --help` and a usage error answer without loading them, and each command loads only its own.
 
 class UsageError extends Error {}
 
@@ -32,8 +28,9 @@ interface Command {
 }
 
 /** The one answer of backup and restore on PostgreSQL: its own tools do this properly. */
-function refuseOnPostgres(config: Config, command: string): void {
+async function refuseOnPostgres(config: Config, command: string): Promise<void> {
   if (!config.databaseUrl) return;
+  const { BackupError } = await import('./db/backup.js');
   throw new BackupError(
     `${command} works on the embedded SQLite database, and DATABASE_URL points to PostgreSQL. Use PostgreSQL's own tools: ` +
       'pg_dump -Fc (and pg_restore to restore) while the servers keep running, or pg_basebackup for the whole cluster.',
@@ -89,7 +86,8 @@ function formatDelivery(d: DeliveryJson): string {
 }
 
 /** A number given on the command line that names something (a product, a webhook). */
-function idArgument(name: string, raw: string): number {
+async function idArgument(name: string, raw: string): Promise<number> {
+  const { digitsToId } = await import('./http/params.js');
   const id = digitsToId(raw);
   if (id === undefined) throw new UsageError(`${name} must be a number, got "${raw}".`);
   return id;
@@ -110,16 +108,15 @@ const COMMANDS: Record<string, Command> = {
     positionals: ['EMAIL'],
     async run(db, [email], v) {
       if (!v.first || !v.last) throw new UsageError('--first and --last are required.');
-      const { apiKey } = await db
-        .transaction()
-        .execute((trx) =>
-          createUser(trx, {
-            email,
-            firstName: String(v.first),
-            lastName: String(v.last),
-            apiKey: v['api-key'] as string | undefined,
-          }),
-        );
+      const { createUser } = await import('./users/index.js');
+      const { apiKey } = await db.transaction().execute((trx) =>
+        createUser(trx, {
+          email,
+          firstName: String(v.first),
+          lastName: String(v.last),
+          apiKey: v['api-key'] as string | undefined,
+        }),
+      );
       return apiKey;
     },
   },
@@ -129,6 +126,7 @@ const COMMANDS: Record<string, Command> = {
     options: {},
     positionals: ['EMAIL'],
     async run(db, [email]) {
+      const { replaceApiKey } = await import('./web/index.js');
       return db.transaction().execute((trx) => replaceApiKey(trx, email));
     },
   },
@@ -138,6 +136,10 @@ const COMMANDS: Record<string, Command> = {
     options: {},
     positionals: ['EMAIL'],
     async run(db, [email], _v, config) {
+      const [{ sharedSecret }, { operatorSignInLink }] = await Promise.all([
+        import('./settings.js'),
+        import('./web/index.js'),
+      ]);
       const key = await sharedSecret(db, 'signin_key');
       return db.transaction().execute((trx) => operatorSignInLink(trx, key, config.publicUrl, email));
     },
@@ -149,6 +151,10 @@ const COMMANDS: Record<string, Command> = {
     positionals: ['NAME'],
     async run(db, [name], v) {
       if (!v.owner) throw new UsageError('--owner is required.');
+      const [{ findUserByEmail }, { createProduct }] = await Promise.all([
+        import('./users/index.js'),
+        import('./products/index.js'),
+      ]);
       const product = await db.transaction().execute(async (trx) => {
         const owner = await findUserByEmail(trx, String(v.owner).trim());
         if (!owner)
@@ -164,7 +170,8 @@ const COMMANDS: Record<string, Command> = {
     options: { admin: { type: 'boolean' } },
     positionals: ['PRODUCT_ID', 'EMAIL'],
     async run(db, [productId, email], v) {
-      const id = idArgument('PRODUCT_ID', productId);
+      const id = await idArgument('PRODUCT_ID', productId);
+      const { addMemberByEmail } = await import('./products/index.js');
       const { product, admin } = await db
         .transaction()
         .execute((trx) => addMemberByEmail(trx, id, email, v.admin === true ? true : undefined));
@@ -184,6 +191,7 @@ const COMMANDS: Record<string, Command> = {
     async run(db, [name]) {
       const secret = Object.hasOwn(SECRETS, name) ? SECRETS[name] : undefined;
       if (!secret) throw new UsageError(`NAME must be one of ${Object.keys(SECRETS).join(', ')}, got "${name}".`);
+      const { replaceSharedSecret } = await import('./settings.js');
       await replaceSharedSecret(db, secret.setting);
       return `The ${name} key is replaced. Restart every instance; from then on ${secret.ends}.`;
     },
@@ -195,6 +203,11 @@ const COMMANDS: Record<string, Command> = {
     positionals: [],
     async run(source, _args, v) {
       if (!v.to) throw new UsageError('--to is required.');
+      const [{ dialectOf }, { openDatabase }, { copyDatabase, CopyError }] = await Promise.all([
+        import('./db/dialect.js'),
+        import('./db/connection.js'),
+        import('./db/copy.js'),
+      ]);
       if (dialectOf(source) !== 'sqlite')
         throw new UsageError('copy reads the SQLite database under DATA_DIR: run it without DATABASE_URL.');
       const target = await openDatabase({ dataDir: '', databaseUrl: parseDatabaseUrl(String(v.to)) });
@@ -222,7 +235,11 @@ const COMMANDS: Record<string, Command> = {
     options: { force: { type: 'boolean' } },
     positionals: ['FILE'],
     async runOnFiles([file], v, config) {
-      refuseOnPostgres(config, 'backup');
+      await refuseOnPostgres(config, 'backup');
+      const [{ backupDatabase }, { sqliteFile }] = await Promise.all([
+        import('./db/backup.js'),
+        import('./db/connection.js'),
+      ]);
       const started = performance.now();
       const copy = await backupDatabase(sqliteFile(config.dataDir), file, v.force === true);
       return formatCopy(`Backed up ${sqliteFile(config.dataDir)} to ${copy.file}.`, copy, performance.now() - started);
@@ -234,7 +251,11 @@ const COMMANDS: Record<string, Command> = {
     options: {},
     positionals: ['FILE'],
     async runOnFiles([file], _v, config) {
-      refuseOnPostgres(config, 'restore');
+      await refuseOnPostgres(config, 'restore');
+      const [{ restoreDatabase }, { sqliteFile }] = await Promise.all([
+        import('./db/backup.js'),
+        import('./db/connection.js'),
+      ]);
       const started = performance.now();
       const copy = await restoreDatabase(file, sqliteFile(config.dataDir));
       return formatCopy(`Restored ${path.resolve(file)} to ${copy.file}.`, copy, performance.now() - started);
@@ -246,6 +267,7 @@ const COMMANDS: Record<string, Command> = {
     options: { json: { type: 'boolean' } },
     positionals: [],
     async run(db, _args, v, config) {
+      const { mailStatus } = await import('./mail/index.js');
       const status = await mailStatus(db, config.mailStallSeconds);
       return v.json ? JSON.stringify(status, null, 2) : formatStatus(status);
     },
@@ -256,6 +278,7 @@ const COMMANDS: Record<string, Command> = {
     options: { failed: { type: 'boolean' } },
     positionals: [],
     async run(db, _args, v) {
+      const { retryMail } = await import('./mail/index.js');
       const n = await retryMail(db, v.failed === true);
       return `${n} message(s) queued for delivery.`;
     },
@@ -266,11 +289,11 @@ const COMMANDS: Record<string, Command> = {
     options: { webhook: { type: 'string' }, limit: { type: 'string' }, json: { type: 'boolean' } },
     positionals: ['PRODUCT_ID'],
     async run(db, [productId], v) {
-      const webhookId = v.webhook === undefined ? undefined : idArgument('--webhook', String(v.webhook));
-      const limit = v.limit === undefined ? 50 : idArgument('--limit', String(v.limit));
-      const rows = (
-        await deliveryLog(db, idArgument('PRODUCT_ID', productId), webhookId, Math.max(1, Math.min(limit, 1000)))
-      ).map(presentDelivery);
+      const webhookId = v.webhook === undefined ? undefined : await idArgument('--webhook', String(v.webhook));
+      const limit = v.limit === undefined ? 50 : await idArgument('--limit', String(v.limit));
+      const id = await idArgument('PRODUCT_ID', productId);
+      const { deliveryLog, presentDelivery } = await import('./webhooks/index.js');
+      const rows = (await deliveryLog(db, id, webhookId, Math.max(1, Math.min(limit, 1000)))).map(presentDelivery);
       if (v.json) return JSON.stringify(rows, null, 2);
       return rows.length ? rows.map(formatDelivery).join('\n') : 'No deliveries yet.';
     },
@@ -281,6 +304,7 @@ const COMMANDS: Record<string, Command> = {
     options: {},
     positionals: ['DELIVERY_ID'],
     async run(db, [deliveryId]) {
+      const { maskedUrl, replayDelivery } = await import('./webhooks/index.js');
       const replay = await db.transaction().execute((trx) => replayDelivery(trx, deliveryId));
       return `Queued delivery ${replay.uid} of event ${replay.eventUid} to webhook ${replay.webhook.id} (${maskedUrl(replay.webhook.url)}).`;
     },
@@ -355,6 +379,7 @@ async function execute(
     if (command.runOnFiles) {
       out.write((await command.runOnFiles(parsed.positionals, parsed.values, config)) + '\n');
     } else {
+      const { openDatabase } = await import('./db/connection.js');
       db = await openDatabase(databaseOptions(config));
       out.write((await command.run!(db, parsed.positionals, parsed.values, config)) + '\n');
     }

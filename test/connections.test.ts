@@ -7,7 +7,7 @@ import { ConfigError, loadConfig } from '../src/config.js';
 import { openDatabase } from '../src/db/connection.js';
 import { assertError, makeProduct, makeUser, tempDir, type TestUser } from './helpers.js';
 import { databaseOptionsFor } from './storage.js';
-import { startServer, stopAll, type Server } from './processes.js';
+import { startServer, stopAll, waitFor, type Server } from './processes.js';
 
 // Socket-level behaviour, so a real server on loopback. Limits are set low so each attack
 // plays out in about a second.
@@ -77,6 +77,25 @@ function exchange(
   });
 }
 
+/** Sends `request` on an open connection and resolves with the whole answer, leaving the connection open. */
+function ask(socket: net.Socket, request: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let data = '';
+    const onData = (chunk: Buffer) => {
+      data += chunk.toString('latin1');
+      const end = data.indexOf('\r\n\r\n');
+      if (end < 0) return;
+      const length = Number(/\r\ncontent-length: *(\d+)/i.exec(data.slice(0, end))?.[1] ?? 0);
+      if (data.length < end + 4 + length) return;
+      socket.off('data', onData);
+      resolve(data);
+    };
+    socket.on('data', onData);
+    socket.once('close', () => reject(new Error(`closed before a whole answer: ${JSON.stringify(data)}`)));
+    socket.write(request);
+  });
+}
+
 /** The first response in raw bytes: status, headers (lower-cased names) and body. */
 function firstResponse(data: string): { status: number; headers: Map<string, string>; body: string } {
   const end = data.indexOf('\r\n\r\n');
@@ -134,14 +153,16 @@ describe('timeouts', () => {
       waitMs: REQUEST_TIMEOUT_MS + 5_000,
     });
 
+    // Requests one after another for as long as the slow clients hold their connections.
+    let cutOff = false;
+    void Promise.all([slow, slowHead]).then(() => (cutOff = true));
     const latencies: number[] = [];
-    for (let i = 0; i < 12; i++) {
+    while (!cutOff && latencies.length < 2_000) {
       const startedAt = Date.now();
       const res = await fetch(`http://127.0.0.1:${server.port}${list}`, { headers: { authorization: owner.auth } });
       await res.arrayBuffer();
       assert.equal(res.status, 200);
       latencies.push(Date.now() - startedAt);
-      await new Promise((resolve) => setTimeout(resolve, 100));
     }
 
     for (const [label, result] of [
@@ -230,8 +251,8 @@ describe('connection cap', () => {
         await new Promise((resolve) => socket.once('connect', resolve));
         held.push(socket);
       }
-      // The server takes the connections from the kernel on its next turn.
-      await new Promise((resolve) => setTimeout(resolve, 200));
+      // An answer on each shows the server has taken it from the kernel: all three places are held.
+      for (const socket of held) assert.equal(firstResponse(await ask(socket, get('/health', owner.auth))).status, 200);
 
       const refused = await exchange(server.port, get('/health', owner.auth, 'Connection: close\r\n'), {
         waitMs: 3_000,
@@ -246,21 +267,16 @@ describe('connection cap', () => {
       );
 
       // One of the held connections is served as usual.
-      const answer = new Promise<string>((resolve) => {
-        let data = '';
-        held[0].setEncoding('utf8');
-        held[0].on('data', (chunk: string) => {
-          data += chunk;
-          if (data.includes('\r\n\r\n')) resolve(data);
-        });
-      });
-      held[0].write(get('/health', owner.auth));
-      assert.equal(firstResponse(await answer).status, 200);
+      assert.equal(firstResponse(await ask(held[0], get('/health', owner.auth))).status, 200);
 
+      // The server frees the place once it has seen the close; until then a newcomer is refused.
       held.pop()!.destroy();
-      await new Promise((resolve) => setTimeout(resolve, 200));
-      const admitted = await exchange(server.port, get('/health', owner.auth, 'Connection: close\r\n'));
-      assert.equal(firstResponse(admitted.data).status, 200);
+      let admitted: Exchange | undefined;
+      await waitFor('a connection to take the freed place', async () => {
+        admitted = await exchange(server.port, get('/health', owner.auth, 'Connection: close\r\n'));
+        return admitted.data !== '';
+      });
+      assert.equal(firstResponse(admitted!.data).status, 200);
     } finally {
       for (const socket of held) socket.destroy();
       await stopAll();

@@ -1,6 +1,15 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { assertError, client, makeApp, makeItem, makeProduct, makeUser, type TestContext } from './helpers.js';
+import {
+  advanceClock,
+  assertError,
+  client,
+  makeApp,
+  makeItem,
+  makeProduct,
+  makeUser,
+  type TestContext,
+} from './helpers.js';
 
 let t: TestContext;
 before(async () => {
@@ -329,7 +338,8 @@ describe('update item', () => {
 
   test('last_modified moves on a real change only', async () => {
     const { api, url, item } = await withItem({ title: 'Same' });
-    await new Promise((r) => setTimeout(r, 1100));
+    // A second later, so that a change would show in the timestamp (second precision).
+    advanceClock(1_000);
     assert.equal((await api.post(url, { title: 'Same' })).json().last_modified, item.last_modified);
     assert.notEqual((await api.post(url, { title: 'Other' })).json().last_modified, item.last_modified);
   });
@@ -475,7 +485,7 @@ describe('archive, children, follow', () => {
   test('follow and unfollow; following is activity', async () => {
     const { owner, member, product, base } = await setup();
     const item = await makeItem(t.app, owner, product.id);
-    await new Promise((r) => setTimeout(r, 1100));
+    advanceClock(1_000);
     const m = client(t.app, member);
     const followed = await m.post(`${base}/items/1/follow.json`);
     assert.equal(followed.statusCode, 200);
