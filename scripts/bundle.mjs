@@ -30,7 +30,9 @@ const common = {
   minifySyntax: true,
   // The CommonJS packages inside an ES module still call require() for Node's own modules.
   banner: {
-    js: "import { createRequire as shiplogRequire } from 'node:module'; const require = shiplogRequire(import.meta.url);",
+    js:
+      "import { createRequire as shiplogRequire } from 'node:module'; " +
+      'const require = shiplogRequire(import.meta.url);',
   },
   // The packages' license comments go beside the bundle, in server.js.LEGAL.txt.
   legalComments: 'external',
@@ -54,7 +56,7 @@ await build({
 // esbuild escapes what it can; text of a tagged template it leaves as written, so write
 // such characters there as escapes (\u00b7).
 const bundled = fs.readFileSync('dist/bundle/server.js', 'utf8');
-const wide = /[^\x00-\x7f]/.exec(bundled);
+const wide = /[\u0080-\uffff]/.exec(bundled);
 if (wide) {
   const around = bundled.slice(Math.max(0, wide.index - 60), wide.index + 20);
   throw new Error(`dist/bundle/server.js is not ASCII: ${JSON.stringify(wide[0])} in …${around}…`);

@@ -32,7 +32,8 @@ async function refuseOnPostgres(config: Config, command: string): Promise<void> 
   if (!config.databaseUrl) return;
   const { BackupError } = await import('./db/backup.js');
   throw new BackupError(
-    `${command} works on the embedded SQLite database, and DATABASE_URL points to PostgreSQL. Use PostgreSQL's own tools: ` +
+    `${command} works on the embedded SQLite database, and DATABASE_URL points to PostgreSQL. ` +
+      "Use PostgreSQL's own tools: " +
       'pg_dump -Fc (and pg_restore to restore) while the servers keep running, or pg_basebackup for the whole cluster.',
   );
 }
@@ -82,7 +83,9 @@ function formatDelivery(d: DeliveryJson): string {
   const took = d.duration_ms === null ? '' : ` ${d.duration_ms} ms`;
   const state = d.status === 'pending' && d.next_attempt_at ? `pending (next ${d.next_attempt_at})` : d.status;
   const error = d.last_error ? `  ${d.last_error}` : '';
-  return `${d.created_at}  ${d.delivery_id}  webhook ${d.webhook_id}  ${d.event} (event ${d.event_id})  ${state}  ${answer}${took}  ${d.attempts} attempt(s)${error}`;
+  const what = `${d.event} (event ${d.event_id})`;
+  const outcome = `${state}  ${answer}${took}  ${d.attempts} attempt(s)${error}`;
+  return `${d.created_at}  ${d.delivery_id}  webhook ${d.webhook_id}  ${what}  ${outcome}`;
 }
 
 /** A number given on the command line that names something (a product, a webhook). */
@@ -122,7 +125,9 @@ const COMMANDS: Record<string, Command> = {
   },
   'user key': {
     usage: 'shiplog user key EMAIL',
-    help: 'Issues a new API key for a user and prints it; the old key stops working, and the user is signed out of the pages everywhere.',
+    help:
+      'Issues a new API key for a user and prints it; the old key stops working, and the user is signed out of the ' +
+      'pages everywhere.',
     options: {},
     positionals: ['EMAIL'],
     async run(db, [email]) {
@@ -132,7 +137,9 @@ const COMMANDS: Record<string, Command> = {
   },
   'user login-link': {
     usage: 'shiplog user login-link EMAIL',
-    help: 'Prints a link that signs the user in to the web pages (once, within 15 minutes); nothing is mailed. How the first admin gets in.',
+    help:
+      'Prints a link that signs the user in to the web pages (once, within 15 minutes); nothing is mailed. How the ' +
+      'first admin gets in.',
     options: {},
     positionals: ['EMAIL'],
     async run(db, [email], _v, config) {
@@ -166,7 +173,9 @@ const COMMANDS: Record<string, Command> = {
   },
   'member add': {
     usage: 'shiplog member add PRODUCT_ID EMAIL [--admin]',
-    help: "Makes an existing user a member (with --admin, an admin) of a product, at once and without mail (the API's people.json sends an invitation instead).",
+    help:
+      "Makes an existing user a member (with --admin, an admin) of a product, at once and without mail (the API's " +
+      'people.json sends an invitation instead).',
     options: { admin: { type: 'boolean' } },
     positionals: ['PRODUCT_ID', 'EMAIL'],
     async run(db, [productId, email], v) {
@@ -175,13 +184,15 @@ const COMMANDS: Record<string, Command> = {
       const { product, admin } = await db
         .transaction()
         .execute((trx) => addMemberByEmail(trx, id, email, v.admin === true ? true : undefined));
-      return `${email.trim().toLowerCase()} is ${admin ? 'an admin' : 'a member'} of product ${product.id} (${product.name}).`;
+      const role = admin ? 'an admin' : 'a member';
+      return `${email.trim().toLowerCase()} is ${role} of product ${product.id} (${product.name}).`;
     },
   },
   'secrets rotate': {
     usage: `shiplog secrets rotate ${Object.keys(SECRETS).join('|')}`,
     help:
-      'Replaces a signing key with a new random one. Restart every instance afterwards: each signs and checks with the new key from its start on, and then ' +
+      'Replaces a signing key with a new random one. Restart every instance afterwards: ' +
+      'each signs and checks with the new key from its start on, and then ' +
       Object.entries(SECRETS)
         .map(([name, s]) => `${name}: ${s.ends}`)
         .join('; ') +
@@ -198,7 +209,10 @@ const COMMANDS: Record<string, Command> = {
   },
   copy: {
     usage: 'shiplog copy --to postgres://USER:PASSWORD@HOST:PORT/DATABASE',
-    help: 'Copies the SQLite database under DATA_DIR (users and keys, products, items, deploys, followers, invitations, outbox, webhooks and their deliveries) into an empty PostgreSQL database, then checks that every table has the same number of rows.',
+    help:
+      'Copies the SQLite database under DATA_DIR (users and keys, products, items, deploys, followers, ' +
+      'invitations, outbox, webhooks and their deliveries) into an empty PostgreSQL database, then checks that ' +
+      'every table has the same number of rows.',
     options: { to: { type: 'string' } },
     positionals: [],
     async run(source, _args, v) {
@@ -231,7 +245,10 @@ const COMMANDS: Record<string, Command> = {
   },
   backup: {
     usage: 'shiplog backup FILE [--force]',
-    help: "Copies the SQLite database under DATA_DIR to FILE while the server runs and writes (SQLite's online backup: the database as of one moment), checks the copy, and prints what it holds. An existing FILE is replaced only with --force. On PostgreSQL, use pg_dump.",
+    help:
+      "Copies the SQLite database under DATA_DIR to FILE while the server runs and writes (SQLite's online backup: " +
+      'the database as of one moment), checks the copy, and prints what it holds. An existing FILE is replaced ' +
+      'only with --force. On PostgreSQL, use pg_dump.',
     options: { force: { type: 'boolean' } },
     positionals: ['FILE'],
     async runOnFiles([file], v, config) {
@@ -247,7 +264,10 @@ const COMMANDS: Record<string, Command> = {
   },
   restore: {
     usage: 'shiplog restore FILE',
-    help: 'Replaces the SQLite database under DATA_DIR with FILE (a copy made by "shiplog backup"), after checking it: undamaged, a Shiplog database, not from a newer version. Refused while a server or another command has the database open: stop the server first. On PostgreSQL, use pg_restore.',
+    help:
+      'Replaces the SQLite database under DATA_DIR with FILE (a copy made by "shiplog backup"), after checking it: ' +
+      'undamaged, a Shiplog database, not from a newer version. Refused while a server or another command has the ' +
+      'database open: stop the server first. On PostgreSQL, use pg_restore.',
     options: {},
     positionals: ['FILE'],
     async runOnFiles([file], _v, config) {
@@ -263,7 +283,9 @@ const COMMANDS: Record<string, Command> = {
   },
   'mail status': {
     usage: 'shiplog mail status [--json]',
-    help: 'Shows the outbox: messages by state, the oldest one not yet delivered, how long the oldest due one has waited, the last delivery, whether delivery is progressing, and the last errors.',
+    help:
+      'Shows the outbox: messages by state, the oldest one not yet delivered, how long the oldest due one has ' +
+      'waited, the last delivery, whether delivery is progressing, and the last errors.',
     options: { json: { type: 'boolean' } },
     positionals: [],
     async run(db, _args, v, config) {
@@ -274,7 +296,9 @@ const COMMANDS: Record<string, Command> = {
   },
   'mail retry': {
     usage: 'shiplog mail retry [--failed]',
-    help: 'Makes every waiting message due now; with --failed, given-up messages are tried again too. A running server sends them within a second.',
+    help:
+      'Makes every waiting message due now; with --failed, given-up messages are tried again too. A running server ' +
+      'sends them within a second.',
     options: { failed: { type: 'boolean' } },
     positionals: [],
     async run(db, _args, v) {
@@ -285,7 +309,10 @@ const COMMANDS: Record<string, Command> = {
   },
   'webhooks log': {
     usage: 'shiplog webhooks log PRODUCT_ID [--webhook ID] [--limit N] [--json]',
-    help: "Shows the latest deliveries of a product's webhooks (or of one), newest first: when, the delivery's id, the webhook, the event, its state, the receiver's status code, how long it took, the attempts, and the last error.",
+    help:
+      "Shows the latest deliveries of a product's webhooks (or of one), newest first: when, the delivery's id, the " +
+      "webhook, the event, its state, the receiver's status code, how long it took, the attempts, and the last " +
+      'error.',
     options: { webhook: { type: 'string' }, limit: { type: 'string' }, json: { type: 'boolean' } },
     positionals: ['PRODUCT_ID'],
     async run(db, [productId], v) {
@@ -300,13 +327,16 @@ const COMMANDS: Record<string, Command> = {
   },
   'webhooks replay': {
     usage: 'shiplog webhooks replay DELIVERY_ID',
-    help: 'Sends the event of a delivery to its webhook again: a new delivery with a new id, the same event id and payload. A running server sends it within a second.',
+    help:
+      'Sends the event of a delivery to its webhook again: a new delivery with a new id, the same event id and ' +
+      'payload. A running server sends it within a second.',
     options: {},
     positionals: ['DELIVERY_ID'],
     async run(db, [deliveryId]) {
       const { maskedUrl, replayDelivery } = await import('./webhooks/index.js');
       const replay = await db.transaction().execute((trx) => replayDelivery(trx, deliveryId));
-      return `Queued delivery ${replay.uid} of event ${replay.eventUid} to webhook ${replay.webhook.id} (${maskedUrl(replay.webhook.url)}).`;
+      const webhook = `webhook ${replay.webhook.id} (${maskedUrl(replay.webhook.url)})`;
+      return `Queued delivery ${replay.uid} of event ${replay.eventUid} to ${webhook}.`;
     },
   },
 };
@@ -318,7 +348,8 @@ function overview(): string {
     ...Object.values(COMMANDS).map((c) => `  ${c.usage}\n      ${c.help}`),
     `  ${DEPLOY_USAGE}\n      ${DEPLOY_SUMMARY}`,
     '',
-    "The database is the one under DATA_DIR (default ./data), the same the server uses; deploy uses only a server's API.",
+    'The database is the one under DATA_DIR (default ./data), the same the server uses; deploy uses only a ' +
+      "server's API.",
     'Run "shiplog <command> --help" for one command.',
   ].join('\n');
 }
@@ -330,7 +361,7 @@ export async function main(argv: string[], out = process.stdout, err = process.s
   const command = COMMANDS[argv.slice(0, words).join(' ')];
   if (!command) {
     if (argv.length === 0 || argv[0] === '--help' || argv[0] === '-h' || argv[0] === 'help') {
-      out.write(overview() + '\n');
+      out.write(`${overview()}\n`);
       return 0;
     }
     err.write(`shiplog: unknown command "${argv.join(' ')}".\n\n${overview()}\n`);
@@ -350,20 +381,19 @@ export async function main(argv: string[], out = process.stdout, err = process.s
 
 /** The options and positionals of a command, or what is wrong with them. */
 function parseCommandLine(command: Command, args: string[]) {
-  let parsed;
   try {
-    parsed = parseArgs({
+    const parsed = parseArgs({
       args,
       options: { ...command.options, help: { type: 'boolean', short: 'h' } },
       allowPositionals: true,
       strict: true,
     });
+    if (!parsed.values.help && parsed.positionals.length !== command.positionals.length)
+      return `expected ${command.positionals.join(' ')}.`;
+    return parsed;
   } catch (e) {
     return (e as Error).message;
   }
-  if (!parsed.values.help && parsed.positionals.length !== command.positionals.length)
-    return `expected ${command.positionals.join(' ')}.`;
-  return parsed;
 }
 
 /** Runs a command on the configured database; refusals are exit code 1, usage errors 2. */
@@ -377,11 +407,11 @@ async function execute(
   try {
     const config = loadConfig();
     if (command.runOnFiles) {
-      out.write((await command.runOnFiles(parsed.positionals, parsed.values, config)) + '\n');
+      out.write(`${await command.runOnFiles(parsed.positionals, parsed.values, config)}\n`);
     } else {
       const { openDatabase } = await import('./db/connection.js');
       db = await openDatabase(databaseOptions(config));
-      out.write((await command.run!(db, parsed.positionals, parsed.values, config)) + '\n');
+      out.write(`${await command.run!(db, parsed.positionals, parsed.values, config)}\n`);
     }
     return 0;
   } catch (e) {

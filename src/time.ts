@@ -1,6 +1,6 @@
 /** The interface's timestamp form: ISO 8601, UTC, second precision, numeric offset. */
 export function formatTimestamp(date: Date): string {
-  return date.toISOString().slice(0, 19) + '+00:00';
+  return `${date.toISOString().slice(0, 19)}+00:00`;
 }
 
 /** Milliseconds since the epoch, as the service reads them: the wall clock unless replaced. */

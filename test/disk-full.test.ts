@@ -162,7 +162,8 @@ async function assertNothingLost(): Promise<void> {
 }
 
 test(
-  'the disk fills up: writes answer 503 "out of space", reads and /health work, nothing is lost, and service resumes once space is freed',
+  'the disk fills up: writes answer 503 "out of space", reads and /health work, nothing is lost, ' +
+    'and service resumes once space is freed',
   BOUNDED,
   async (t) => {
     const started = Date.now();
@@ -224,7 +225,8 @@ test(
 );
 
 test(
-  'the database files stop taking writes: writes answer 503 "read-only", reads and /health work, and service resumes without a restart',
+  'the database files stop taking writes: writes answer 503 "read-only", reads and /health work, ' +
+    'and service resumes without a restart',
   BOUNDED,
   async (t) => {
     const started = Date.now();

@@ -52,7 +52,8 @@ export class SmallDisk {
       fs.rmSync(image, { force: true });
       fs.rmSync(dir, { recursive: true, force: true });
       throw new Error(
-        `could not mount a ${sizeMiB} MiB ext4 file system for the disk tests (root and loop devices are needed): ${(err as Error).message}`,
+        `could not mount a ${sizeMiB} MiB ext4 file system for the disk tests ` +
+          `(root and loop devices are needed): ${(err as Error).message}`,
       );
     }
     return new SmallDisk(dir, image);

@@ -131,7 +131,7 @@ function formBody(params: Params): string {
   const form = new URLSearchParams();
   for (const [k, v] of Object.entries(params)) {
     if (v === undefined) continue;
-    if (Array.isArray(v)) v.forEach((x) => form.append(k, x));
+    if (Array.isArray(v)) for (const x of v) form.append(k, x);
     else form.append(k, v === null ? '' : String(v));
   }
   return form.toString();

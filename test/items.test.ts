@@ -266,23 +266,26 @@ describe('update item', () => {
     );
   });
 
-  test('an assignee who stopped following stays so when the item is posted back whole, unchanged assignee and all', async () => {
-    const { api, url, member, item } = await withItem();
-    await api.post(url, { assigned_to: member.user.id });
-    assert.equal((await client(t.app, member).delete(url.replace(/\.json$/, '/follow.json'))).statusCode, 200);
-    const whole = (await api.get(url)).json();
-    assert.equal((await api.postJson(url, { ...whole, title: 'Saved by a client' })).statusCode, 200);
-    assert.equal((await api.post(url, { assigned_to: member.user.id })).statusCode, 200);
-    const follows = await t.db
-      .selectFrom('followers')
-      .innerJoin('items', 'items.id', 'followers.item_id')
-      .select('followers.user_id')
-      .where('items.product_id', '=', whole.product.id)
-      .where('items.number', '=', item.number)
-      .where('followers.user_id', '=', member.user.id)
-      .execute();
-    assert.deepEqual(follows, [], 'only a new assignee starts following (INTERFACE.md §7.4)');
-  });
+  test(
+    'an assignee who stopped following stays so when the item is posted back whole, ' + 'unchanged assignee and all',
+    async () => {
+      const { api, url, member, item } = await withItem();
+      await api.post(url, { assigned_to: member.user.id });
+      assert.equal((await client(t.app, member).delete(url.replace(/\.json$/, '/follow.json'))).statusCode, 200);
+      const whole = (await api.get(url)).json();
+      assert.equal((await api.postJson(url, { ...whole, title: 'Saved by a client' })).statusCode, 200);
+      assert.equal((await api.post(url, { assigned_to: member.user.id })).statusCode, 200);
+      const follows = await t.db
+        .selectFrom('followers')
+        .innerJoin('items', 'items.id', 'followers.item_id')
+        .select('followers.user_id')
+        .where('items.product_id', '=', whole.product.id)
+        .where('items.number', '=', item.number)
+        .where('followers.user_id', '=', member.user.id)
+        .execute();
+      assert.deepEqual(follows, [], 'only a new assignee starts following (INTERFACE.md §7.4)');
+    },
+  );
 
   test('a story rebuilds its title when who/what/why change and ignores title and type', async () => {
     const { api, base, owner, product } = await setup();

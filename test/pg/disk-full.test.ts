@@ -119,7 +119,8 @@ async function movedRelations(c: pg.Client): Promise<{ kind: string; name: strin
   return rows.map((r) => ({ kind: r.relkind === 'r' ? 'table' : 'index', name: `"${r.relname}"` }));
 }
 
-test('the disk under the items table fills up: writes answer 503 "out of space", reads work, and writes resume once space is freed', {
+test('the disk under the items table fills up: writes answer 503 "out of space", reads work, ' +
+  'and writes resume once space is freed', {
   ...BOUNDED,
   skip: diskTestSkip(),
 }, async () => {
