@@ -21,7 +21,8 @@ export default async function* testTimes(source) {
   yield 'seconds  tests  file\n';
   for (const [file, e] of rows) {
     const failed = e.failed ? `  (${e.failed} failed)` : '';
-    yield `${(e.ms / 1000).toFixed(1).padStart(7)}  ${String(e.tests).padStart(5)}  ${path.relative('.', file)}${failed}\n`;
+    const seconds = (e.ms / 1000).toFixed(1).padStart(7);
+    yield `${seconds}  ${String(e.tests).padStart(5)}  ${path.relative('.', file)}${failed}\n`;
   }
   yield `${(total / 1000).toFixed(1).padStart(7)}         in all, over ${rows.length} files\n`;
 }
