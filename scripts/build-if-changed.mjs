@@ -3,9 +3,6 @@
 // settings, and the package files (the bundle holds the packages): a `git pull` or an `npm install`
 // that changes any of them builds again. Their hash is kept in dist/.build-stamp after a build
 // succeeds; contents are compared, not times, so a checkout that only touches files builds nothing.
-//
-// It also links node_modules/.bin/shiplog to bin/shiplog.js: `npx shiplog` runs that link at once,
-// where otherwise npm would load the whole package tree first (a second or more).
 import { spawnSync } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -25,9 +22,11 @@ const STAMP = 'dist/.build-stamp';
 
 process.chdir(fileURLToPath(new URL('..', import.meta.url)));
 
-/** The files under `entry`, in a stable order. */
+/** The files under `entry`, in a stable order (none when it is missing, as a lock file may be). */
 function filesOf(entry) {
-  if (!fs.statSync(entry).isDirectory()) return [entry];
+  const stat = fs.statSync(entry, { throwIfNoEntry: false });
+  if (!stat) return [];
+  if (!stat.isDirectory()) return [entry];
   return fs
     .readdirSync(entry)
     .sort()
@@ -40,23 +39,6 @@ function inputsHash() {
   return hash.digest('hex');
 }
 
-/**
- * The link npx finds, made only in a node_modules of this checkout's own: one shared with another
- * checkout (a symbolic link to it) is left as it is.
- */
-function linkBin() {
-  if (!fs.existsSync('node_modules')) return;
-  const modules = fs.realpathSync('node_modules');
-  if (path.dirname(modules) !== fs.realpathSync('.')) return;
-  const link = path.join(modules, '.bin', 'shiplog');
-  const target = path.join('..', '..', 'bin', 'shiplog.js');
-  const current = fs.lstatSync(link, { throwIfNoEntry: false });
-  if (current?.isSymbolicLink() && fs.readlinkSync(link) === target) return;
-  fs.mkdirSync(path.dirname(link), { recursive: true });
-  if (current) fs.rmSync(link);
-  fs.symlinkSync(target, link);
-}
-
 const digest = inputsHash();
 const built =
   fs.existsSync(STAMP) && fs.readFileSync(STAMP, 'utf8') === digest && OUTPUTS.every((file) => fs.existsSync(file));
@@ -67,4 +49,3 @@ if (!built) {
   // The hash taken before the build: a source changed while it ran builds again next time.
   fs.writeFileSync(STAMP, digest);
 }
-linkBin();
