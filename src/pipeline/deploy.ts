@@ -8,7 +8,7 @@ import { formatReceipt } from './receipt.js';
 
 // `shiplog deploy` runs in CI pipelines, where there is no database and none of the server's
 // settings: this folder speaks HTTP only and imports nothing else of Shiplog (a rule of
-// .dependency-cruiser.cjs), and bin/shiplog.js loads it without the admin commands.
+// .dependency-cruiser.cjs), and bin/shiplog.js runs it without loading what the admin commands run on.
 
 export const DEPLOY_USAGE =
   'shiplog deploy --product ID --env NAME --version V (--since REV [--until REV] | --numbers 1,2,3) ' +
