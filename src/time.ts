@@ -3,8 +3,12 @@ export function formatTimestamp(date: Date): string {
   return `${date.toISOString().slice(0, 19)}+00:00`;
 }
 
-/** Milliseconds since the epoch, as the service reads them: the wall clock unless replaced. */
-let clock: () => number = Date.now;
+/**
+ * Milliseconds since the epoch, as the service reads them: the wall clock unless replaced. `Date`
+ * is looked up on each call, so a test that mocks the global Date (node:test's mock.timers) moves
+ * this clock too.
+ */
+let clock: () => number = () => Date.now();
 
 /** The current time by the service's clock. */
 export function currentTime(): Date {
