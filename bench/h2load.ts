@@ -36,7 +36,7 @@ export async function runH2load(scenario: Scenario, options: LoadOptions): Promi
   const uris = path.join(dir, 'uris');
   const logFile = path.join(dir, 'requests.log');
   const origin = `http://127.0.0.1:${options.port}`;
-  fs.writeFileSync(uris, Array.from({ length: DRAWN }, () => `${origin}${scenario.next().path}`).join('\n') + '\n');
+  fs.writeFileSync(uris, `${Array.from({ length: DRAWN }, () => `${origin}${scenario.next().path}`).join('\n')}\n`);
   const args = [
     '--h1',
     '-c',
@@ -63,8 +63,7 @@ export async function runH2load(scenario: Scenario, options: LoadOptions): Promi
     // measured window had begun count.
     const firstStart = rows.reduce((m, r) => Math.min(m, r[0]), Infinity);
     const lastStart = rows.reduce((m, r) => Math.max(m, r[0]), -Infinity);
-    const measuredFrom =
-      lastStart - options.seconds * 1e6 > firstStart ? lastStart - options.seconds * 1e6 : firstStart;
+    const measuredFrom = Math.max(lastStart - options.seconds * 1e6, firstStart);
     const measured = rows.filter((r) => r[0] >= measuredFrom);
     const ok = measured.filter((r) => r[1] >= 200 && r[1] < 300);
     const latencies = Float64Array.from(ok.map((r) => r[2] / 1000)).sort();

@@ -200,7 +200,10 @@ async function main(): Promise<void> {
     const numbers = Array.from({ length: ITEMS }, (_, i) => i + 1);
     console.log(`server: ${server}`);
     console.log(
-      `filler: U+${filler.codePointAt(0)!.toString(16).padStart(4, '0').toUpperCase()}, description ${description.length} characters (${Buffer.byteLength(description)} bytes of UTF-8), ${TAGS} tags of ${TAG_LENGTH}, title ${TITLE_LENGTH}; ${ITEMS} items made in ${ms(performance.now() - setupStarted)}`,
+      `filler: U+${filler.codePointAt(0)!.toString(16).padStart(4, '0').toUpperCase()}, ` +
+        `description ${description.length} characters (${Buffer.byteLength(description)} bytes of UTF-8), ` +
+        `${TAGS} tags of ${TAG_LENGTH}, title ${TITLE_LENGTH}; ` +
+        `${ITEMS} items made in ${ms(performance.now() - setupStarted)}`,
     );
 
     const rssBefore = rssMb(child.pid);
@@ -232,7 +235,9 @@ async function main(): Promise<void> {
     report('GET items/1.json', await send('GET', `${base}/items/1.json`, hostile));
     const rssAfterOne = rssMb(child.pid);
     console.log(
-      `RSS before ${rssBefore.toFixed(0)} MiB; peak during the single requests ${peakRssMb(child.pid).toFixed(0)} MiB (growth ${(peakRssMb(child.pid) - rssBefore).toFixed(0)} MiB); after ${rssAfterOne.toFixed(0)} MiB`,
+      `RSS before ${rssBefore.toFixed(0)} MiB; ` +
+        `peak during the single requests ${peakRssMb(child.pid).toFixed(0)} MiB ` +
+        `(growth ${(peakRssMb(child.pid) - rssBefore).toFixed(0)} MiB); after ${rssAfterOne.toFixed(0)} MiB`,
     );
 
     // Four big requests at once (rendered afresh each), while the other user asks small things.
@@ -264,14 +269,16 @@ async function main(): Promise<void> {
       done = true;
       await Promise.all(probes);
       console.log(
-        `${AT_ONCE} x ${what} at once: ${mb(big.reduce((s, a) => s + a.bytes, 0) / AT_ONCE)} each, slowest ${ms(Math.max(...big.map((a) => a.ms)))} (all in ${ms(wall)}); ` +
+        `${AT_ONCE} x ${what} at once: ${mb(big.reduce((s, a) => s + a.bytes, 0) / AT_ONCE)} each, ` +
+          `slowest ${ms(Math.max(...big.map((a) => a.ms)))} (all in ${ms(wall)}); ` +
           `peak RSS growth ${(peakRssMb(child.pid) - rssStart).toFixed(0)} MiB`,
       );
       for (const [name, times] of Object.entries(waits)) {
         times.sort((a, b) => a - b);
         const pct = (p: number) => times[Math.min(times.length - 1, Math.floor(p * times.length))] ?? NaN;
         console.log(
-          `  other user's ${name.padEnd(17)} ${String(times.length).padStart(3)} requests: median ${ms(pct(0.5))}, max ${ms(times[times.length - 1] ?? NaN)}`,
+          `  other user's ${name.padEnd(17)} ${String(times.length).padStart(3)} requests: ` +
+            `median ${ms(pct(0.5))}, max ${ms(times[times.length - 1] ?? NaN)}`,
         );
       }
     }

@@ -133,7 +133,8 @@ async function run(attack: Attack): Promise<void> {
       `  answers:  ${statuses.join(' | ')}`,
       `  each:     min ${ms(times[0])}, median ${ms(quantile(times, 0.5))}, max ${ms(times[times.length - 1])}`,
       `  server:   ${cpu} ms of CPU for the ten (and the /health polls meanwhile), to 10 ms`,
-      `  /health:  ${h.length} polls, median ${ms(quantile(h, 0.5))}, p99 ${ms(quantile(h, 0.99))}, max ${ms(h[h.length - 1])}`,
+      `  /health:  ${h.length} polls, median ${ms(quantile(h, 0.5))}, ` +
+        `p99 ${ms(quantile(h, 0.99))}, max ${ms(h[h.length - 1])}`,
       '',
     ].join('\n'),
   );

@@ -130,7 +130,8 @@ try {
   console.log(`item pages: ${stats(itemPages)}`);
   console.log(`single deploy pages: ${stats(deployOne)}`);
   console.log(
-    `/health polled alongside: longest answer ${healthDuringWrites.toFixed(1)} ms during the writes, ${healthDuringPages.toFixed(1)} ms during the pages`,
+    `/health polled alongside: longest answer ${healthDuringWrites.toFixed(1)} ms during the writes, ` +
+      `${healthDuringPages.toFixed(1)} ms during the pages`,
   );
 } finally {
   clearTimeout(whole);

@@ -241,16 +241,21 @@ async function main(): Promise<void> {
     };
     console.log(JSON.stringify(figures, null, 2));
     console.log(
-      `without webhooks: deploy answered in ${figures.without_webhooks.deploy_answer_ms} ms, /health waited at most ${figures.without_webhooks.health_longest_ms} ms`,
+      `without webhooks: deploy answered in ${figures.without_webhooks.deploy_answer_ms} ms, ` +
+        `/health waited at most ${figures.without_webhooks.health_longest_ms} ms`,
     );
     console.log(
-      `with ${WEBHOOKS} webhooks: deploy answered in ${figures.deploy_answer_ms} ms (${mb(figures.deploy_answer_bytes)}); all ${WEBHOOKS} receivers had it after ${figures.all_delivered_ms} ms; ` +
-        `largest event row ${mb(figures.largest_event_row_bytes)}; /health waited at most ${figures.health_longest_ms} ms over ${held.polls} polls; ` +
+      `with ${WEBHOOKS} webhooks: deploy answered in ${figures.deploy_answer_ms} ms ` +
+        `(${mb(figures.deploy_answer_bytes)}); ` +
+        `all ${WEBHOOKS} receivers had it after ${figures.all_delivered_ms} ms; ` +
+        `largest event row ${mb(figures.largest_event_row_bytes)}; ` +
+        `/health waited at most ${figures.health_longest_ms} ms over ${held.polls} polls; ` +
         `RSS ${figures.rss_before_deploy_mb} MB before, peak ${figures.peak_rss_mb} MB`,
     );
     for (const [p, g] of receiver.got)
       console.log(
-        `  ${p}: ${g.deliveries} delivery(ies), ${mb(g.bytes)}${g.itemCount !== undefined ? `, ${g.listedItems} of ${g.itemCount} items listed` : ''}`,
+        `  ${p}: ${g.deliveries} delivery(ies), ${mb(g.bytes)}` +
+          `${g.itemCount !== undefined ? `, ${g.listedItems} of ${g.itemCount} items listed` : ''}`,
       );
   } finally {
     await stopChild(server);

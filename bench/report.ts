@@ -76,7 +76,9 @@ function statusSummary(r: LoadResult): string {
 export function scenarioTable(s: SizeReport): string {
   const others = (s.baseline.others ?? []).map((o) => o.generator);
   const head = [
-    `| Scenario | generator | req/s | p50 ms | p99 ms | max ms | vs baseline |${others.map((g) => ` ${g}: req/s, vs its baseline, p99 ms |`).join('')} X-Sprintly-Item-Count | non-2xx / errors | RSS after, MB |`,
+    '| Scenario | generator | req/s | p50 ms | p99 ms | max ms | vs baseline |' +
+      others.map((g) => ` ${g}: req/s, vs its baseline, p99 ms |`).join('') +
+      ' X-Sprintly-Item-Count | non-2xx / errors | RSS after, MB |',
     `|---|---|---:|---:|---:|---:|---:|${others.map(() => '---:|').join('')}---:|---|---:|`,
   ];
   const row = (r: LoadResult) => {
@@ -90,11 +92,13 @@ export function scenarioTable(s: SizeReport): string {
         const o = r.others?.find((x) => x.generator === g);
         const base = s.baseline.others?.find((x) => x.generator === g);
         if (!o || !base) return ' |';
-        return ` ${whole(o.rps)}, ${r === s.baseline ? '—' : `${fmt((100 * o.rps) / base.rps, 0)}%`}, ${fmt(o.p99, 2)} |`;
+        const vsBase = r === s.baseline ? '—' : `${fmt((100 * o.rps) / base.rps, 0)}%`;
+        return ` ${whole(o.rps)}, ${vsBase}, ${fmt(o.p99, 2)} |`;
       })
       .join('');
     const max = r.max === undefined ? '' : fmt(r.max, 2);
-    return `| ${name} | ${r.generator ?? ''} | ${whole(r.rps)} | ${fmt(r.p50, 2)} | ${fmt(r.p99, 2)} | ${max} | ${ratio} |${cells} ${count} | ${statusSummary(r)} | ${rss} |`;
+    const figures = [whole(r.rps), fmt(r.p50, 2), fmt(r.p99, 2), max, ratio].join(' | ');
+    return `| ${name} | ${r.generator ?? ''} | ${figures} |${cells} ${count} | ${statusSummary(r)} | ${rss} |`;
   };
   return [...head, row(s.baseline), ...s.results.map(row)].join('\n');
 }
@@ -102,40 +106,48 @@ export function scenarioTable(s: SizeReport): string {
 /** The fixed-rate runs as a Markdown table. */
 export function rateTable(s: SizeReport): string {
   const head = [
-    '| Scenario | offered req/s | answered req/s | p50 ms | p99 ms | max ms | sent late (latest, ms) | non-2xx / errors |',
+    '| Scenario | offered req/s | answered req/s | p50 ms | p99 ms | max ms | ' +
+      'sent late (latest, ms) | non-2xx / errors |',
     '|---|---:|---:|---:|---:|---:|---:|---|',
   ];
-  const row = (r: RateResult) =>
-    `| ${r.name} | ${whole(r.offered)} | ${whole(r.rps)} | ${fmt(r.p50, 2)} | ${fmt(r.p99, 2)} | ${fmt(r.max, 2)} | ${r.late ? `${whole(r.late)} (${fmt(r.latestMs, 0)})` : '0'} | ${r.non2xx || r.errors ? `**${r.non2xx} non-2xx, ${r.errors} errors**` : '0'} |`;
+  const row = (r: RateResult) => {
+    const late = r.late ? `${whole(r.late)} (${fmt(r.latestMs, 0)})` : '0';
+    const failed = r.non2xx || r.errors ? `**${r.non2xx} non-2xx, ${r.errors} errors**` : '0';
+    const figures = [whole(r.offered), whole(r.rps), fmt(r.p50, 2), fmt(r.p99, 2), fmt(r.max, 2), late, failed];
+    return `| ${r.name} | ${figures.join(' | ')} |`;
+  };
   return [...head, ...s.atRate.map(row)].join('\n');
 }
 
 function otherFigures(s: SizeReport): string {
   const mail = s.mail
-    ? `${whole(s.mail.rate)} messages/s (each listing ${s.mail.itemsPerMessage} items, ${fmt(s.mail.messageBytes / 1024, 1)} KiB as sent; ` +
+    ? `${whole(s.mail.rate)} messages/s (each listing ${s.mail.itemsPerMessage} items, ` +
+      `${fmt(s.mail.messageBytes / 1024, 1)} KiB as sent; ` +
       `${s.mail.delivered.toLocaleString('en-US')} of ${s.mail.queued.toLocaleString('en-US')} delivered in ` +
-      `${fmt(s.mail.seconds, 2)} s from commit; ${whole(s.mail.steadyRate)}/s from the first delivery${s.mail.failed ? `; **${s.mail.failed} failed**` : ''}` +
+      `${fmt(s.mail.seconds, 2)} s from commit; ${whole(s.mail.steadyRate)}/s from the first delivery` +
+      `${s.mail.failed ? `; **${s.mail.failed} failed**` : ''}` +
       `${s.mail.complete ? '' : '; **did not finish**'})`
     : 'not measured';
   return [
     `- Mail delivery to a local SMTP sink: ${mail}`,
     `- Server peak RSS (VmHWM over all scenarios): ${fmt(s.peakRssMb, 0)} MB`,
-    `- Start-up (spawn to first 200 from /health): median ${whole(startupMedian(s))} ms (${s.startupMs.map((m) => whole(m)).join(', ')} ms)`,
+    `- Start-up (spawn to first 200 from /health): median ${whole(startupMedian(s))} ms ` +
+      `(${s.startupMs.map((m) => whole(m)).join(', ')} ms)`,
     `- Dataset seeding: ${s.seedSeconds ? `${fmt(s.seedSeconds, 0)} s` : 'cached'}`,
   ].join('\n');
 }
 
 /** List scenarios at the largest size against the smallest, side by side. */
 function scalingTable(small: SizeReport, large: SizeReport): string {
+  const [smallLabel, largeLabel] = [sizeLabel(small.size), sizeLabel(large.size)];
   const lines = [
-    `| List scenario | req/s at ${sizeLabel(small.size)} | req/s at ${sizeLabel(large.size)} | ${sizeLabel(large.size)} / ${sizeLabel(small.size)} |`,
+    `| List scenario | req/s at ${smallLabel} | req/s at ${largeLabel} | ${largeLabel} / ${smallLabel} |`,
     '|---|---:|---:|---:|',
   ];
   for (const r of large.results.filter((x) => x.kind === 'list')) {
     const before = small.results.find((x) => sameScenario(x, r));
-    lines.push(
-      `| ${r.name} | ${before ? whole(before.rps) : '-'} | ${whole(r.rps)} | ${before ? `${fmt((100 * r.rps) / before.rps, 0)}%` : '-'} |`,
-    );
+    const ratio = before ? `${fmt((100 * r.rps) / before.rps, 0)}%` : '-';
+    lines.push(`| ${r.name} | ${before ? whole(before.rps) : '-'} | ${whole(r.rps)} | ${ratio} |`);
   }
   return lines.join('\n');
 }
@@ -179,7 +191,6 @@ function eachScenario(target: string, results: LoadResult[], rule: Rule): Target
 }
 
 const percent = (v: number) => `${fmt(v, 0)}%`;
-const ms = (v: number) => `${fmt(v, 2)} ms`;
 
 /** A fixed-rate run's p99 against a limit; errors fail it. */
 function rateTarget(target: string, runs: RateResult[], limitMs: number): TargetResult {
@@ -191,10 +202,10 @@ function rateTarget(target: string, runs: RateResult[], limitMs: number): Target
       verdict: 'FAIL',
       target,
       detail: failing
-        .map(
-          (r) =>
-            `${r.name}: p99 ${fmt(r.p99, 2)} ms${r.latestMs > limitMs ? `, sent up to ${fmt(r.latestMs, 0)} ms late` : ''}${r.non2xx || r.errors ? ' (errors)' : ''}`,
-        )
+        .map((r) => {
+          const late = r.latestMs > limitMs ? `, sent up to ${fmt(r.latestMs, 0)} ms late` : '';
+          return `${r.name}: p99 ${fmt(r.p99, 2)} ms${late}${r.non2xx || r.errors ? ' (errors)' : ''}`;
+        })
         .join('; '),
     };
   const worst = runs.reduce((w, r) => (r.p99 > w.p99 ? r : w));
@@ -256,7 +267,9 @@ export function evaluateTargets(run: RunReport): TargetResult[] {
       ? {
           verdict: mail.complete && mail.failed === 0 && mail.rate >= 500 ? 'PASS' : 'FAIL',
           target: `${at} mail delivery >= 500 messages/s`,
-          detail: `${whole(mail.rate)} messages/s${mail.complete ? '' : ', did not finish'}${mail.failed ? `, ${mail.failed} failed` : ''}`,
+          detail:
+            `${whole(mail.rate)} messages/s${mail.complete ? '' : ', did not finish'}` +
+            `${mail.failed ? `, ${mail.failed} failed` : ''}`,
         }
       : { verdict: 'SKIP', target: `${at} mail delivery >= 500 messages/s`, detail: 'not measured' },
     {
@@ -295,11 +308,14 @@ export function sqliteVersion(): string {
 function machine(run: RunReport): string {
   return [
     `- CPU: ${cpuModel()}, ${os.cpus().length} cores; memory ${fmt(os.totalmem() / 2 ** 30, 1)} GiB`,
-    `- Node ${process.version} (a bare \`node -e 0\` takes ${whole(run.bareNodeStartMs)} ms from spawn to exit here); ` +
-      `SQLite ${sqliteVersion()} (better-sqlite3)${run.backend === 'postgres' ? `; PostgreSQL ${run.databaseVersion}` : ''}`,
-    `- The server runs as \`npm start\` runs it: \`node ${[...SERVER_NODE_OPTIONS, 'dist/bundle/server.js'].join(' ')}\`.`,
+    `- Node ${process.version} (a bare \`node -e 0\` takes ${whole(run.bareNodeStartMs)} ms ` +
+      `from spawn to exit here); SQLite ${sqliteVersion()} (better-sqlite3)` +
+      `${run.backend === 'postgres' ? `; PostgreSQL ${run.databaseVersion}` : ''}`,
+    `- The server runs as \`npm start\` runs it: ` +
+      `\`node ${[...SERVER_NODE_OPTIONS, 'dist/bundle/server.js'].join(' ')}\`.`,
     `- Load average (1, 5, 15 min) at the start: ${run.loadAverage.map((l) => fmt(l, 2)).join(', ')}; at the end: ` +
-      `${run.loadAverageAfter.map((l) => fmt(l, 2)).join(', ')}. Anything above what the benchmark itself runs means other work shared the cores.`,
+      `${run.loadAverageAfter.map((l) => fmt(l, 2)).join(', ')}. ` +
+      'Anything above what the benchmark itself runs means other work shared the cores.',
   ].join('\n');
 }
 
@@ -308,6 +324,12 @@ const TITLES: Record<Backend, string> = { sqlite: 'SQLite', postgres: 'PostgreSQ
 /** One backend's section of BENCHMARKS.md. */
 export function renderSection(run: RunReport, targets: TargetResult[]): string {
   const c = run.config;
+  const generators =
+    c.load === 'h2load'
+      ? 'h2load (nghttp2, HTTP/1.1) for reads of fixed paths, warming up and measuring on the same connections, ' +
+        'and wrk (one thread) for writes and for reads of random items or pages (h2load would send every ' +
+        'connection the same paths in the same order, so that 50 requests for one page shared one render)'
+      : 'wrk (one thread)';
   const parts = [
     `## ${TITLES[run.backend]}`,
     '',
@@ -315,27 +337,45 @@ export function renderSection(run: RunReport, targets: TargetResult[]): string {
     '',
     machine(run),
     (c.load === 'autocannon'
-      ? `- Load: autocannon, ${c.connections} keep-alive connections on 127.0.0.1. The freshly started server first serves every list scenario ` +
-        `for 2 s, unmeasured (its JIT warms up); then per scenario ${c.warmupSeconds} s of warm-up, then ${c.seconds} s ` +
-        'measured on the same connections (req/s counts 2xx responses; p50/p99 are of those). Every request authenticates with HTTP Basic as a '
-      : `- Load at saturation: ${c.load === 'h2load' ? 'h2load (nghttp2, HTTP/1.1) for reads of fixed paths, warming up and measuring on the same connections, and wrk (one thread) for writes and for reads of random items or pages (h2load would send every connection the same paths in the same order, so that 50 requests for one page shared one render)' : 'wrk (one thread)'}, ` +
-        `${c.connections} keep-alive connections on 127.0.0.1. The freshly started server first serves every list scenario ` +
-        `for 2 s, unmeasured (its JIT warms up); then per scenario ${c.warmupSeconds} s of warm-up and ${c.seconds} s measured. ` +
-        "A wrk run's measured window opens its own connections, and the first request of each of them can wait hundreds of milliseconds " +
-        `(a bare Fastify server shows it too), so wrk's p99 and max include ${c.connections} such requests; h2load's do not. ` +
-        'The baseline and the lists are then loaded the same way by the other generators, whose figures are in their own columns. ' +
+      ? `- Load: autocannon, ${c.connections} keep-alive connections on 127.0.0.1. ` +
+        'The freshly started server first serves every list scenario ' +
+        'for 2 s, unmeasured (its JIT warms up); ' +
+        `then per scenario ${c.warmupSeconds} s of warm-up, then ${c.seconds} s ` +
+        'measured on the same connections (req/s counts 2xx responses; p50/p99 are of those). ' +
+        'Every request authenticates with HTTP Basic as a '
+      : `- Load at saturation: ${generators}, ` +
+        `${c.connections} keep-alive connections on 127.0.0.1. ` +
+        'The freshly started server first serves every list scenario ' +
+        'for 2 s, unmeasured (its JIT warms up); ' +
+        `then per scenario ${c.warmupSeconds} s of warm-up and ${c.seconds} s measured. ` +
+        "A wrk run's measured window opens its own connections, " +
+        'and the first request of each of them can wait hundreds of milliseconds ' +
+        "(a bare Fastify server shows it too), so wrk's p99 and max include " +
+        `${c.connections} such requests; h2load's do not. ` +
+        'The baseline and the lists are then loaded the same way by the other generators, ' +
+        'whose figures are in their own columns. ' +
         'Every request authenticates with HTTP Basic as a ') +
-      'product member. Non-2xx and errors are counted over warm-up and measurement; a scenario with any, with no response at all, or a ' +
+      'product member. Non-2xx and errors are counted over warm-up and measurement; ' +
+      'a scenario with any, with no response at all, or a ' +
       'list without X-Sprintly-Item-Count is flagged ⚠ and fails its targets.',
-    `- Baseline: Fastify + better-sqlite3 answering \`GET /items\` with 20 rows of the same items table in (product_id, status, sort) ` +
-      `order, no auth, no joins${run.backend === 'postgres' ? '; **it stays on SQLite** (the same dataset as a SQLite file), so the ratios compare PostgreSQL with it' : ''}.`,
-    '- Reads run before writes, with nothing else writing; writes run in the order shown; the deploy scenario runs last, with the mail worker delivering its messages meanwhile.',
-    `- With ${c.connections} connections always waiting, mean latency is about ${c.connections} / req/s: a p99 of 25 ms needs well over ` +
-      `${whole((c.connections / 25) * 1000)} req/s, so latency at saturation follows from throughput (the baseline's own p99 is in each table for scale).`,
-    "- At a fixed rate: wrk offers the lists, fetch and create at 40% of the baseline's saturated req/s, resort at 300/s and the " +
-      `deploy at 20/s, spread evenly over time (a Lua schedule, ${c.connections} connections), ${c.warmupSeconds} s of warm-up then ${c.seconds} s measured. ` +
-      'Latency is from sending; a request sent after its slot because every connection was busy counts as late, with how late the latest was. ' +
-      "(autocannon's own rate option was tried first: with 50 connections its timers fire together, and it showed a p50 of 13 ms on the bare baseline at 1,000 req/s, where wrk shows 0.7 ms.)",
+    '- Baseline: Fastify + better-sqlite3 answering `GET /items` with 20 rows of the same items table ' +
+      'in (product_id, status, sort) order, no auth, no joins' +
+      (run.backend === 'postgres'
+        ? '; **it stays on SQLite** (the same dataset as a SQLite file), so the ratios compare PostgreSQL with it'
+        : '') +
+      '.',
+    '- Reads run before writes, with nothing else writing; writes run in the order shown; ' +
+      'the deploy scenario runs last, with the mail worker delivering its messages meanwhile.',
+    `- With ${c.connections} connections always waiting, mean latency is about ${c.connections} / req/s: ` +
+      `a p99 of 25 ms needs well over ${whole((c.connections / 25) * 1000)} req/s, ` +
+      "so latency at saturation follows from throughput (the baseline's own p99 is in each table for scale).",
+    "- At a fixed rate: wrk offers the lists, fetch and create at 40% of the baseline's saturated req/s, " +
+      'resort at 300/s and the deploy at 20/s, spread evenly over time ' +
+      `(a Lua schedule, ${c.connections} connections), ${c.warmupSeconds} s of warm-up then ${c.seconds} s measured. ` +
+      'Latency is from sending; a request sent after its slot because every connection was busy counts as late, ' +
+      'with how late the latest was. ' +
+      "(autocannon's own rate option was tried first: with 50 connections its timers fire together, " +
+      'and it showed a p50 of 13 ms on the bare baseline at 1,000 req/s, where wrk shows 0.7 ms.)',
     '',
   ];
   for (const s of run.sizes) {

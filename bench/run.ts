@@ -129,7 +129,8 @@ function describe(ctx: SizeContext, r: LoadResult, baseline?: LoadResult): void 
     .map((o) => `  (${o.generator} ${Math.round(o.rps)} req/s, p99 ${o.p99.toFixed(2)} ms)`)
     .join('');
   log(
-    `  [${ctx.label}] ${r.name.padEnd(44)} ${Math.round(r.rps).toString().padStart(6)} req/s  p50 ${r.p50.toFixed(2)} ms  p99 ${r.p99.toFixed(2)} ms${ratio}${errors}${other}`,
+    `  [${ctx.label}] ${r.name.padEnd(44)} ${Math.round(r.rps).toString().padStart(6)} req/s  ` +
+      `p50 ${r.p50.toFixed(2)} ms  p99 ${r.p99.toFixed(2)} ms${ratio}${errors}${other}`,
   );
 }
 
@@ -292,7 +293,8 @@ async function measureMail(ctx: SizeContext, server: RunningServer, store: Bench
     complete: delivered + failed >= count,
   };
   log(
-    `  [${ctx.label}] mail: ${delivered}/${count} delivered in ${seconds.toFixed(2)} s: ${Math.round(result.rate)} messages/s`,
+    `  [${ctx.label}] mail: ${delivered}/${count} delivered in ${seconds.toFixed(2)} s: ` +
+      `${Math.round(result.rate)} messages/s`,
   );
   return result;
 }
@@ -356,7 +358,9 @@ async function measureAtRate(
   const r = await runWrkAtRate(scenario, loadOptions(ctx, server.port), rate);
   const errors = r.non2xx || r.errors ? `  !! ${r.non2xx} non-2xx, ${r.errors} errors` : '';
   log(
-    `  [${ctx.label}] at ${rate}/s: ${r.name.padEnd(40)} ${Math.round(r.rps).toString().padStart(6)} req/s  p50 ${fmt2(r.p50)} ms  p99 ${fmt2(r.p99)} ms  max ${fmt2(r.max)} ms  ${r.late} late (latest ${fmt2(r.latestMs)} ms)${errors}`,
+    `  [${ctx.label}] at ${rate}/s: ${r.name.padEnd(40)} ${Math.round(r.rps).toString().padStart(6)} req/s  ` +
+      `p50 ${fmt2(r.p50)} ms  p99 ${fmt2(r.p99)} ms  max ${fmt2(r.max)} ms  ` +
+      `${r.late} late (latest ${fmt2(r.latestMs)} ms)${errors}`,
   );
   return r;
 }

@@ -79,9 +79,10 @@ export function readScenarios(data: ScenarioData): Scenario[] {
       kind: 'read',
       method: 'GET',
       random: true,
-      next: () => ({
-        path: `${base}/deploys.json?environment=production&limit=20&offset=${Math.floor(Math.random() * (perEnvironment - 20))}`,
-      }),
+      next: () => {
+        const offset = Math.floor(Math.random() * (perEnvironment - 20));
+        return { path: `${base}/deploys.json?environment=production&limit=20&offset=${offset}` };
+      },
     },
   ];
 }

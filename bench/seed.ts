@@ -40,7 +40,10 @@ const markdown = new MarkdownIt({ html: false, linkify: true, breaks: true });
 const renderedTexts = new Map<string, string>();
 const rendered = (text: string): string => {
   let html = renderedTexts.get(text);
-  if (html === undefined) renderedTexts.set(text, (html = markdown.render(text)));
+  if (html === undefined) {
+    html = markdown.render(text);
+    renderedTexts.set(text, html);
+  }
   return html;
 };
 
@@ -163,8 +166,9 @@ const TABLES = {
   products: cols('id:int4 name archived:int4 created_at last_number:int4'),
   memberships: cols('product_id:int4 user_id:int4 admin:int4 created_at'),
   items: cols(
-    'id:int4 product_id:int4 number:int4 type status:int4 title who what why description score archived:int4 created_by_id:int4 ' +
-      'assigned_to_id:int4 parent_id:int4 sort:int8 close_reason started_at closed_at accepted_at created_at last_modified last_activity description_html',
+    'id:int4 product_id:int4 number:int4 type status:int4 title who what why description score archived:int4 ' +
+      'created_by_id:int4 assigned_to_id:int4 parent_id:int4 sort:int8 close_reason started_at closed_at accepted_at ' +
+      'created_at last_modified last_activity description_html',
   ),
   item_tags: cols('item_id:int4 position:int4 tag'),
   followers: cols('item_id:int4 user_id:int4 created_at'),
@@ -414,7 +418,7 @@ class Generator {
     const tagCount = Math.floor(r() * 4);
     const tags = new Set<string>();
     while (tags.size < tagCount) tags.add(this.pick(TAGS));
-    [...tags].forEach((tag, position) => out.add('item_tags', [n, position, tag]));
+    for (const [position, tag] of [...tags].entries()) out.add('item_tags', [n, position, tag]);
     const followedAt = ts(created);
     const followers = new Set([creator]);
     if (assignee) followers.add(assignee);
@@ -615,7 +619,8 @@ const BENCH_MARKER = 'bench_dataset';
  */
 async function resetPostgres(client: pg.Client): Promise<void> {
   const { rows } = await client.query<{ table_name: string }>(
-    `select table_name from information_schema.tables where table_schema = current_schema() and table_type = 'BASE TABLE'`,
+    `select table_name from information_schema.tables
+      where table_schema = current_schema() and table_type = 'BASE TABLE'`,
   );
   if (!rows.length) return;
   const names = rows.map((r) => r.table_name);
@@ -624,7 +629,8 @@ async function resetPostgres(client: pg.Client): Promise<void> {
     (await client.query(`select 1 from settings where name = $1`, [BENCH_MARKER])).rowCount === 1;
   if (!marked) {
     throw new Error(
-      'DATABASE_URL names a schema that already holds tables not made by the benchmark; give an empty database or a fresh schema.',
+      'DATABASE_URL names a schema that already holds tables not made by the benchmark; ' +
+        'give an empty database or a fresh schema.',
     );
   }
   await client.query(`drop table ${names.map((n) => `"${n}"`).join(', ')} cascade`);

@@ -108,10 +108,8 @@ export function postgresStore(url: string): BenchStore {
       const rows = copies(templates, count).map(rowOf);
       const types = Object.values(OUTBOX_TYPES);
       const arrays = OUTBOX_COLUMNS.map((_, i) => rows.map((r) => r[i]));
-      await pool.query(
-        `insert into outbox (${OUTBOX_COLUMNS.join(', ')}) select * from unnest(${types.map((t, i) => `$${i + 1}::${t}[]`).join(', ')})`,
-        arrays,
-      );
+      const unnested = types.map((t, i) => `$${i + 1}::${t}[]`).join(', ');
+      await pool.query(`insert into outbox (${OUTBOX_COLUMNS.join(', ')}) select * from unnest(${unnested})`, arrays);
     },
     async close() {
       await pool.end();

@@ -11,7 +11,8 @@ import { headersOf, type LoadOptions, type LoadResult, type RateResult, type Sce
  */
 const DRAWN = 4000;
 
-const lua = (s: string): string => JSON.stringify(s); // a JSON string literal is a valid Lua string here (no \u escapes in our ASCII requests)
+// A JSON string literal is a valid Lua string here (no \u escapes in our ASCII requests).
+const lua = (s: string): string => JSON.stringify(s);
 
 /**
  * A constant offered rate for the thread: each request is given the next slot of a schedule
@@ -99,7 +100,8 @@ done = function(summary, latency, requests)
     all_latest = math.max(all_latest, thread:get("latest") or 0)
   end
   io.stderr:write(string.format(
-    'WRK_RESULT {"requests":%d,"duration_us":%d,"connect":%d,"read":%d,"write":%d,"status":%d,"timeout":%d,"p50_us":%d,"p99_us":%d,"max_us":%d,"late":%d,"latest_ms":%f}\\n',
+    'WRK_RESULT {"requests":%d,"duration_us":%d,"connect":%d,"read":%d,"write":%d,"status":%d,"timeout":%d,' ..
+    '"p50_us":%d,"p99_us":%d,"max_us":%d,"late":%d,"latest_ms":%f}\\n',
     summary.requests, summary.duration, e.connect, e.read, e.write, e.status, e.timeout,
     latency:percentile(50), latency:percentile(99), latency.max, all_late, all_latest))
 end
@@ -138,8 +140,9 @@ function wrk(args: string[], seconds: number): Promise<WrkSummary> {
  * Drives `scenario` with wrk (C, one thread per core it is given, far lighter than autocannon) at
  * `connections` keep-alive connections: a warm-up run, then the measured run on new connections.
  * The measured run's latencies include each new connection's first request (wrk cannot leave out
- * a warm-up window), which shows in p99 and max. wrk counts as errors the responses of status 400 and above; the harness's scenarios all expect
- * 2xx, so requests minus those are the successful ones. Latencies are of every response.
+ * a warm-up window), which shows in p99 and max. wrk counts as errors the responses of status 400
+ * and above; the harness's scenarios all expect 2xx, so requests minus those are the successful
+ * ones. Latencies are of every response.
  */
 export async function runWrk(scenario: Scenario, options: LoadOptions): Promise<LoadResult> {
   const headers = headersOf(scenario, options);

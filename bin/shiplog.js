@@ -1,8 +1,5 @@
 #!/usr/bin/env node
-// `deploy` runs in CI pipelines, with no database and none of the server's settings: it loads only
-// its HTTP client, not the database drivers and server modules the admin commands are built on.
-const args = process.argv.slice(2);
-process.exitCode =
-  args[0] === 'deploy'
-    ? await (await import('../dist/pipeline/deploy.js')).deployCommand(args.slice(1))
-    : await (await import('../dist/cli.js')).main(args);
+// The bundled command line (scripts/bundle.mjs): one file to load instead of some hundreds, and the
+// modules a command runs on only when it runs, so that `--help` and `deploy` (in CI pipelines, with
+// no database) load neither the database drivers nor the server's modules.
+process.exitCode = await (await import('../dist/bundle/cli.js')).main(process.argv.slice(2));

@@ -9,12 +9,14 @@
 // one) must be left outside too. The bundle lies as deep under
 // the project as the modules it is made of (dist/<folder>/), so a path one of them takes relative
 // to itself (package.json from http/openapi.js) holds in the bundle too.
+//
+// The command line (bin/shiplog.js) runs from dist/bundle/cli.js, made the same way but split:
+// what a command imports when it runs is a chunk of its own (dist/bundle/cli-*.js), so that
+// `shiplog --help` loads a few kilobytes and a command only what it uses.
 import fs from 'node:fs';
 import { build } from 'esbuild';
 
-await build({
-  entryPoints: ['dist/server.js'],
-  outfile: 'dist/bundle/server.js',
+const common = {
   bundle: true,
   platform: 'node',
   format: 'esm',
@@ -28,11 +30,25 @@ await build({
   minifySyntax: true,
   // The CommonJS packages inside an ES module still call require() for Node's own modules.
   banner: {
-    js: "import { createRequire as shiplogRequire } from 'node:module'; const require = shiplogRequire(import.meta.url);",
+    js:
+      "import { createRequire as shiplogRequire } from 'node:module'; " +
+      'const require = shiplogRequire(import.meta.url);',
   },
   // The packages' license comments go beside the bundle, in server.js.LEGAL.txt.
   legalComments: 'external',
   logLevel: 'warning',
+};
+
+await build({ ...common, entryPoints: ['dist/server.js'], outfile: 'dist/bundle/server.js' });
+// Chunks are named by their content: those of an earlier build would pile up.
+for (const name of fs.existsSync('dist/bundle') ? fs.readdirSync('dist/bundle') : [])
+  if (/^cli-\w+\.js(\.LEGAL\.txt)?$/.test(name)) fs.rmSync(`dist/bundle/${name}`);
+await build({
+  ...common,
+  entryPoints: { cli: 'dist/cli.js' },
+  outdir: 'dist/bundle',
+  splitting: true,
+  chunkNames: 'cli-[hash]',
 });
 
 // V8 keeps a script's source for as long as it runs, one byte per character only when every
@@ -40,7 +56,7 @@ await build({
 // esbuild escapes what it can; text of a tagged template it leaves as written, so write
 // such characters there as escapes (\u00b7).
 const bundled = fs.readFileSync('dist/bundle/server.js', 'utf8');
-const wide = /[^\x00-\x7f]/.exec(bundled);
+const wide = /[\u0080-\uffff]/.exec(bundled);
 if (wide) {
   const around = bundled.slice(Math.max(0, wide.index - 60), wide.index + 20);
   throw new Error(`dist/bundle/server.js is not ASCII: ${JSON.stringify(wide[0])} in …${around}…`);

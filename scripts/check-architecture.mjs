@@ -1,12 +1,17 @@
 #!/usr/bin/env node
-// Checks the dependency rules of .dependency-cruiser.cjs, and that no two folders of src/ import
+// Checks the dependency rules of .dependency-cruiser.cjs; that no two folders of src/ import
 // each other, directly or round a loop (a module-level check cannot see a loop that passes
-// through different files of each folder). Exits 1 with what is wrong; run by `npm test`.
+// through different files of each folder); and that no index.ts exports a function or value
+// declared in a repository, whatever module it passes through on the way (a module-level check
+// sees `export ... from` only when it is a module's one dependency on the other). Exits 1 with
+// what is wrong; run by `npm test`.
 //
 // Usage: node scripts/check-architecture.mjs [project-root]   (default: this project)
 import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import ts from 'typescript';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(process.argv[2] ?? path.join(here, '..'));
@@ -56,10 +61,41 @@ const walk = (start, at, trail, seen) => {
 for (const folder of [...edges.keys()].sort()) walk(folder, folder, [], new Set([folder]));
 for (const loop of loops) problems.push(`folder-loop:\n    ${loop}`);
 
+problems.push(...repositoryExports());
+
+/**
+ * Each value that an index.ts exports and a repository declares, followed through re-exports
+ * and imports: its types may be offered, its functions never (another feature asks a service
+ * operation instead). Reads the files of src/ alone, binding names without checking types.
+ */
+function repositoryExports() {
+  const src = path.join(root, 'src');
+  const files = fs
+    .readdirSync(src, { recursive: true })
+    .filter((f) => /\.(ts|mts)$/.test(f) && !f.endsWith('.d.ts'))
+    .map((f) => path.join(src, f));
+  const { config: tsconfig } = ts.readConfigFile(path.join(root, 'tsconfig.json'), ts.sys.readFile);
+  const { options } = ts.parseJsonConfigFileContent(tsconfig ?? {}, ts.sys, root);
+  const program = ts.createProgram(files, { ...options, noResolve: true, noLib: true, types: [], noEmit: true });
+  const checker = program.getTypeChecker();
+  const found = [];
+  for (const file of files.filter((f) => /^src\/[^/]+\/index\.ts$/.test(path.relative(root, f)))) {
+    const module = checker.getSymbolAtLocation(program.getSourceFile(file));
+    for (const exported of module ? checker.getExportsOfModule(module) : []) {
+      const symbol = exported.flags & ts.SymbolFlags.Alias ? checker.getAliasedSymbol(exported) : exported;
+      const declaredIn = symbol.declarations?.[0]?.getSourceFile().fileName;
+      if (!declaredIn || !(symbol.flags & ts.SymbolFlags.Value)) continue;
+      const where = path.relative(root, declaredIn);
+      if (/(^|\/)repository\.ts$/.test(where))
+        found.push(`index-offers-no-repository: ${path.relative(root, file)} exports ${exported.name} of ${where}`);
+    }
+  }
+  return found;
+}
+
 if (problems.length) {
   console.error(`Architecture check: ${problems.length} problem(s)\n${problems.map((p) => `  ${p}`).join('\n')}`);
   process.exit(1);
 }
-console.log(
-  `Architecture check: ${summary.totalCruised} modules, ${summary.totalDependenciesCruised} dependencies, no violations, no folder loops.`,
-);
+const { totalCruised: modulesCruised, totalDependenciesCruised: cruised } = summary;
+console.log(`Architecture check: ${modulesCruised} modules, ${cruised} dependencies, no violations, no folder loops.`);

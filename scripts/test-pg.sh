@@ -13,5 +13,5 @@ cleanup() {
 trap cleanup EXIT
 url=$(scripts/pg-test-cluster.sh start "$dir" "$port")
 echo "PostgreSQL test cluster: $url"
-npm run build
+node scripts/build-if-changed.mjs
 TEST_DATABASE_URL=$url node --import tsx --test --test-concurrency=2 test/*.test.ts test/pg/*.test.ts

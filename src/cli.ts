@@ -1,19 +1,15 @@
 import path from 'node:path';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { databaseOptions, loadConfig, parseDatabaseUrl, type Config } from './config.js';
-import { BackupError, backupDatabase, restoreDatabase, type CopySummary } from './db/backup.js';
-import { copyDatabase, CopyError } from './db/copy.js';
-import { dialectOf } from './db/dialect.js';
-import { openDatabase, sqliteFile, type Db } from './db/connection.js';
+import type { CopySummary } from './db/backup.js';
+import type { Db } from './db/connection.js';
 import { AppError } from './errors.js';
-import { digitsToId } from './http/params.js';
-import { mailStatus, retryMail, type MailStatus } from './mail/index.js';
+import type { MailStatus } from './mail/index.js';
 import { DEPLOY_SUMMARY, DEPLOY_USAGE, deployCommand } from './pipeline/deploy.js';
-import { addMemberByEmail, createProduct } from './products/index.js';
-import { replaceSharedSecret, sharedSecret } from './settings.js';
-import { createUser, findUserByEmail } from './users/index.js';
-import { operatorSignInLink, replaceApiKey } from './web/index.js';
-import { deliveryLog, maskedUrl, presentDelivery, replayDelivery, type DeliveryJson } from './webhooks/index.js';
+import type { DeliveryJson } from './webhooks/index.js';
+
+// The modules a command runs on (the database drivers, the services) are imported when it runs:
+// `shiplog --help` and a usage error answer without loading them, and each command loads only its own.
 
 class UsageError extends Error {}
 
@@ -32,10 +28,12 @@ interface Command {
 }
 
 /** The one answer of backup and restore on PostgreSQL: its own tools do this properly. */
-function refuseOnPostgres(config: Config, command: string): void {
+async function refuseOnPostgres(config: Config, command: string): Promise<void> {
   if (!config.databaseUrl) return;
+  const { BackupError } = await import('./db/backup.js');
   throw new BackupError(
-    `${command} works on the embedded SQLite database, and DATABASE_URL points to PostgreSQL. Use PostgreSQL's own tools: ` +
+    `${command} works on the embedded SQLite database, and DATABASE_URL points to PostgreSQL. ` +
+      "Use PostgreSQL's own tools: " +
       'pg_dump -Fc (and pg_restore to restore) while the servers keep running, or pg_basebackup for the whole cluster.',
   );
 }
@@ -85,11 +83,14 @@ function formatDelivery(d: DeliveryJson): string {
   const took = d.duration_ms === null ? '' : ` ${d.duration_ms} ms`;
   const state = d.status === 'pending' && d.next_attempt_at ? `pending (next ${d.next_attempt_at})` : d.status;
   const error = d.last_error ? `  ${d.last_error}` : '';
-  return `${d.created_at}  ${d.delivery_id}  webhook ${d.webhook_id}  ${d.event} (event ${d.event_id})  ${state}  ${answer}${took}  ${d.attempts} attempt(s)${error}`;
+  const what = `${d.event} (event ${d.event_id})`;
+  const outcome = `${state}  ${answer}${took}  ${d.attempts} attempt(s)${error}`;
+  return `${d.created_at}  ${d.delivery_id}  webhook ${d.webhook_id}  ${what}  ${outcome}`;
 }
 
 /** A number given on the command line that names something (a product, a webhook). */
-function idArgument(name: string, raw: string): number {
+async function idArgument(name: string, raw: string): Promise<number> {
+  const { digitsToId } = await import('./http/params.js');
   const id = digitsToId(raw);
   if (id === undefined) throw new UsageError(`${name} must be a number, got "${raw}".`);
   return id;
@@ -110,34 +111,42 @@ const COMMANDS: Record<string, Command> = {
     positionals: ['EMAIL'],
     async run(db, [email], v) {
       if (!v.first || !v.last) throw new UsageError('--first and --last are required.');
-      const { apiKey } = await db
-        .transaction()
-        .execute((trx) =>
-          createUser(trx, {
-            email,
-            firstName: String(v.first),
-            lastName: String(v.last),
-            apiKey: v['api-key'] as string | undefined,
-          }),
-        );
+      const { createUser } = await import('./users/index.js');
+      const { apiKey } = await db.transaction().execute((trx) =>
+        createUser(trx, {
+          email,
+          firstName: String(v.first),
+          lastName: String(v.last),
+          apiKey: v['api-key'] as string | undefined,
+        }),
+      );
       return apiKey;
     },
   },
   'user key': {
     usage: 'shiplog user key EMAIL',
-    help: 'Issues a new API key for a user and prints it; the old key stops working, and the user is signed out of the pages everywhere.',
+    help:
+      'Issues a new API key for a user and prints it; the old key stops working, and the user is signed out of the ' +
+      'pages everywhere.',
     options: {},
     positionals: ['EMAIL'],
     async run(db, [email]) {
+      const { replaceApiKey } = await import('./web/index.js');
       return db.transaction().execute((trx) => replaceApiKey(trx, email));
     },
   },
   'user login-link': {
     usage: 'shiplog user login-link EMAIL',
-    help: 'Prints a link that signs the user in to the web pages (once, within 15 minutes); nothing is mailed. How the first admin gets in.',
+    help:
+      'Prints a link that signs the user in to the web pages (once, within 15 minutes); nothing is mailed. How the ' +
+      'first admin gets in.',
     options: {},
     positionals: ['EMAIL'],
     async run(db, [email], _v, config) {
+      const [{ sharedSecret }, { operatorSignInLink }] = await Promise.all([
+        import('./settings.js'),
+        import('./web/index.js'),
+      ]);
       const key = await sharedSecret(db, 'signin_key');
       return db.transaction().execute((trx) => operatorSignInLink(trx, key, config.publicUrl, email));
     },
@@ -149,6 +158,10 @@ const COMMANDS: Record<string, Command> = {
     positionals: ['NAME'],
     async run(db, [name], v) {
       if (!v.owner) throw new UsageError('--owner is required.');
+      const [{ findUserByEmail }, { createProduct }] = await Promise.all([
+        import('./users/index.js'),
+        import('./products/index.js'),
+      ]);
       const product = await db.transaction().execute(async (trx) => {
         const owner = await findUserByEmail(trx, String(v.owner).trim());
         if (!owner)
@@ -160,21 +173,26 @@ const COMMANDS: Record<string, Command> = {
   },
   'member add': {
     usage: 'shiplog member add PRODUCT_ID EMAIL [--admin]',
-    help: "Makes an existing user a member (with --admin, an admin) of a product, at once and without mail (the API's people.json sends an invitation instead).",
+    help:
+      "Makes an existing user a member (with --admin, an admin) of a product, at once and without mail (the API's " +
+      'people.json sends an invitation instead).',
     options: { admin: { type: 'boolean' } },
     positionals: ['PRODUCT_ID', 'EMAIL'],
     async run(db, [productId, email], v) {
-      const id = idArgument('PRODUCT_ID', productId);
+      const id = await idArgument('PRODUCT_ID', productId);
+      const { addMemberByEmail } = await import('./products/index.js');
       const { product, admin } = await db
         .transaction()
         .execute((trx) => addMemberByEmail(trx, id, email, v.admin === true ? true : undefined));
-      return `${email.trim().toLowerCase()} is ${admin ? 'an admin' : 'a member'} of product ${product.id} (${product.name}).`;
+      const role = admin ? 'an admin' : 'a member';
+      return `${email.trim().toLowerCase()} is ${role} of product ${product.id} (${product.name}).`;
     },
   },
   'secrets rotate': {
     usage: `shiplog secrets rotate ${Object.keys(SECRETS).join('|')}`,
     help:
-      'Replaces a signing key with a new random one. Restart every instance afterwards: each signs and checks with the new key from its start on, and then ' +
+      'Replaces a signing key with a new random one. Restart every instance afterwards: ' +
+      'each signs and checks with the new key from its start on, and then ' +
       Object.entries(SECRETS)
         .map(([name, s]) => `${name}: ${s.ends}`)
         .join('; ') +
@@ -184,17 +202,26 @@ const COMMANDS: Record<string, Command> = {
     async run(db, [name]) {
       const secret = Object.hasOwn(SECRETS, name) ? SECRETS[name] : undefined;
       if (!secret) throw new UsageError(`NAME must be one of ${Object.keys(SECRETS).join(', ')}, got "${name}".`);
+      const { replaceSharedSecret } = await import('./settings.js');
       await replaceSharedSecret(db, secret.setting);
       return `The ${name} key is replaced. Restart every instance; from then on ${secret.ends}.`;
     },
   },
   copy: {
     usage: 'shiplog copy --to postgres://USER:PASSWORD@HOST:PORT/DATABASE',
-    help: 'Copies the SQLite database under DATA_DIR (users and keys, products, items, deploys, followers, invitations, outbox, webhooks and their deliveries) into an empty PostgreSQL database, then checks that every table has the same number of rows.',
+    help:
+      'Copies the SQLite database under DATA_DIR (users and keys, products, items, deploys, followers, ' +
+      'invitations, outbox, webhooks and their deliveries) into an empty PostgreSQL database, then checks that ' +
+      'every table has the same number of rows.',
     options: { to: { type: 'string' } },
     positionals: [],
     async run(source, _args, v) {
       if (!v.to) throw new UsageError('--to is required.');
+      const [{ dialectOf }, { openDatabase }, { copyDatabase, CopyError }] = await Promise.all([
+        import('./db/dialect.js'),
+        import('./db/connection.js'),
+        import('./db/copy.js'),
+      ]);
       if (dialectOf(source) !== 'sqlite')
         throw new UsageError('copy reads the SQLite database under DATA_DIR: run it without DATABASE_URL.');
       const target = await openDatabase({ dataDir: '', databaseUrl: parseDatabaseUrl(String(v.to)) });
@@ -218,11 +245,18 @@ const COMMANDS: Record<string, Command> = {
   },
   backup: {
     usage: 'shiplog backup FILE [--force]',
-    help: "Copies the SQLite database under DATA_DIR to FILE while the server runs and writes (SQLite's online backup: the database as of one moment), checks the copy, and prints what it holds. An existing FILE is replaced only with --force. On PostgreSQL, use pg_dump.",
+    help:
+      "Copies the SQLite database under DATA_DIR to FILE while the server runs and writes (SQLite's online backup: " +
+      'the database as of one moment), checks the copy, and prints what it holds. An existing FILE is replaced ' +
+      'only with --force. On PostgreSQL, use pg_dump.',
     options: { force: { type: 'boolean' } },
     positionals: ['FILE'],
     async runOnFiles([file], v, config) {
-      refuseOnPostgres(config, 'backup');
+      await refuseOnPostgres(config, 'backup');
+      const [{ backupDatabase }, { sqliteFile }] = await Promise.all([
+        import('./db/backup.js'),
+        import('./db/connection.js'),
+      ]);
       const started = performance.now();
       const copy = await backupDatabase(sqliteFile(config.dataDir), file, v.force === true);
       return formatCopy(`Backed up ${sqliteFile(config.dataDir)} to ${copy.file}.`, copy, performance.now() - started);
@@ -230,11 +264,18 @@ const COMMANDS: Record<string, Command> = {
   },
   restore: {
     usage: 'shiplog restore FILE',
-    help: 'Replaces the SQLite database under DATA_DIR with FILE (a copy made by "shiplog backup"), after checking it: undamaged, a Shiplog database, not from a newer version. Refused while a server or another command has the database open: stop the server first. On PostgreSQL, use pg_restore.',
+    help:
+      'Replaces the SQLite database under DATA_DIR with FILE (a copy made by "shiplog backup"), after checking it: ' +
+      'undamaged, a Shiplog database, not from a newer version. Refused while a server or another command has the ' +
+      'database open: stop the server first. On PostgreSQL, use pg_restore.',
     options: {},
     positionals: ['FILE'],
     async runOnFiles([file], _v, config) {
-      refuseOnPostgres(config, 'restore');
+      await refuseOnPostgres(config, 'restore');
+      const [{ restoreDatabase }, { sqliteFile }] = await Promise.all([
+        import('./db/backup.js'),
+        import('./db/connection.js'),
+      ]);
       const started = performance.now();
       const copy = await restoreDatabase(file, sqliteFile(config.dataDir));
       return formatCopy(`Restored ${path.resolve(file)} to ${copy.file}.`, copy, performance.now() - started);
@@ -242,47 +283,60 @@ const COMMANDS: Record<string, Command> = {
   },
   'mail status': {
     usage: 'shiplog mail status [--json]',
-    help: 'Shows the outbox: messages by state, the oldest one not yet delivered, how long the oldest due one has waited, the last delivery, whether delivery is progressing, and the last errors.',
+    help:
+      'Shows the outbox: messages by state, the oldest one not yet delivered, how long the oldest due one has ' +
+      'waited, the last delivery, whether delivery is progressing, and the last errors.',
     options: { json: { type: 'boolean' } },
     positionals: [],
     async run(db, _args, v, config) {
+      const { mailStatus } = await import('./mail/index.js');
       const status = await mailStatus(db, config.mailStallSeconds);
       return v.json ? JSON.stringify(status, null, 2) : formatStatus(status);
     },
   },
   'mail retry': {
     usage: 'shiplog mail retry [--failed]',
-    help: 'Makes every waiting message due now; with --failed, given-up messages are tried again too. A running server sends them within a second.',
+    help:
+      'Makes every waiting message due now; with --failed, given-up messages are tried again too. A running server ' +
+      'sends them within a second.',
     options: { failed: { type: 'boolean' } },
     positionals: [],
     async run(db, _args, v) {
+      const { retryMail } = await import('./mail/index.js');
       const n = await retryMail(db, v.failed === true);
       return `${n} message(s) queued for delivery.`;
     },
   },
   'webhooks log': {
     usage: 'shiplog webhooks log PRODUCT_ID [--webhook ID] [--limit N] [--json]',
-    help: "Shows the latest deliveries of a product's webhooks (or of one), newest first: when, the delivery's id, the webhook, the event, its state, the receiver's status code, how long it took, the attempts, and the last error.",
+    help:
+      "Shows the latest deliveries of a product's webhooks (or of one), newest first: when, the delivery's id, the " +
+      "webhook, the event, its state, the receiver's status code, how long it took, the attempts, and the last " +
+      'error.',
     options: { webhook: { type: 'string' }, limit: { type: 'string' }, json: { type: 'boolean' } },
     positionals: ['PRODUCT_ID'],
     async run(db, [productId], v) {
-      const webhookId = v.webhook === undefined ? undefined : idArgument('--webhook', String(v.webhook));
-      const limit = v.limit === undefined ? 50 : idArgument('--limit', String(v.limit));
-      const rows = (
-        await deliveryLog(db, idArgument('PRODUCT_ID', productId), webhookId, Math.max(1, Math.min(limit, 1000)))
-      ).map(presentDelivery);
+      const webhookId = v.webhook === undefined ? undefined : await idArgument('--webhook', String(v.webhook));
+      const limit = v.limit === undefined ? 50 : await idArgument('--limit', String(v.limit));
+      const id = await idArgument('PRODUCT_ID', productId);
+      const { deliveryLog, presentDelivery } = await import('./webhooks/index.js');
+      const rows = (await deliveryLog(db, id, webhookId, Math.max(1, Math.min(limit, 1000)))).map(presentDelivery);
       if (v.json) return JSON.stringify(rows, null, 2);
       return rows.length ? rows.map(formatDelivery).join('\n') : 'No deliveries yet.';
     },
   },
   'webhooks replay': {
     usage: 'shiplog webhooks replay DELIVERY_ID',
-    help: 'Sends the event of a delivery to its webhook again: a new delivery with a new id, the same event id and payload. A running server sends it within a second.',
+    help:
+      'Sends the event of a delivery to its webhook again: a new delivery with a new id, the same event id and ' +
+      'payload. A running server sends it within a second.',
     options: {},
     positionals: ['DELIVERY_ID'],
     async run(db, [deliveryId]) {
+      const { maskedUrl, replayDelivery } = await import('./webhooks/index.js');
       const replay = await db.transaction().execute((trx) => replayDelivery(trx, deliveryId));
-      return `Queued delivery ${replay.uid} of event ${replay.eventUid} to webhook ${replay.webhook.id} (${maskedUrl(replay.webhook.url)}).`;
+      const webhook = `webhook ${replay.webhook.id} (${maskedUrl(replay.webhook.url)})`;
+      return `Queued delivery ${replay.uid} of event ${replay.eventUid} to ${webhook}.`;
     },
   },
 };
@@ -294,7 +348,8 @@ function overview(): string {
     ...Object.values(COMMANDS).map((c) => `  ${c.usage}\n      ${c.help}`),
     `  ${DEPLOY_USAGE}\n      ${DEPLOY_SUMMARY}`,
     '',
-    "The database is the one under DATA_DIR (default ./data), the same the server uses; deploy uses only a server's API.",
+    'The database is the one under DATA_DIR (default ./data), the same the server uses; deploy uses only a ' +
+      "server's API.",
     'Run "shiplog <command> --help" for one command.',
   ].join('\n');
 }
@@ -306,7 +361,7 @@ export async function main(argv: string[], out = process.stdout, err = process.s
   const command = COMMANDS[argv.slice(0, words).join(' ')];
   if (!command) {
     if (argv.length === 0 || argv[0] === '--help' || argv[0] === '-h' || argv[0] === 'help') {
-      out.write(overview() + '\n');
+      out.write(`${overview()}\n`);
       return 0;
     }
     err.write(`shiplog: unknown command "${argv.join(' ')}".\n\n${overview()}\n`);
@@ -326,20 +381,19 @@ export async function main(argv: string[], out = process.stdout, err = process.s
 
 /** The options and positionals of a command, or what is wrong with them. */
 function parseCommandLine(command: Command, args: string[]) {
-  let parsed;
   try {
-    parsed = parseArgs({
+    const parsed = parseArgs({
       args,
       options: { ...command.options, help: { type: 'boolean', short: 'h' } },
       allowPositionals: true,
       strict: true,
     });
+    if (!parsed.values.help && parsed.positionals.length !== command.positionals.length)
+      return `expected ${command.positionals.join(' ')}.`;
+    return parsed;
   } catch (e) {
     return (e as Error).message;
   }
-  if (!parsed.values.help && parsed.positionals.length !== command.positionals.length)
-    return `expected ${command.positionals.join(' ')}.`;
-  return parsed;
 }
 
 /** Runs a command on the configured database; refusals are exit code 1, usage errors 2. */
@@ -353,10 +407,11 @@ async function execute(
   try {
     const config = loadConfig();
     if (command.runOnFiles) {
-      out.write((await command.runOnFiles(parsed.positionals, parsed.values, config)) + '\n');
+      out.write(`${await command.runOnFiles(parsed.positionals, parsed.values, config)}\n`);
     } else {
+      const { openDatabase } = await import('./db/connection.js');
       db = await openDatabase(databaseOptions(config));
-      out.write((await command.run!(db, parsed.positionals, parsed.values, config)) + '\n');
+      out.write(`${await command.run!(db, parsed.positionals, parsed.values, config)}\n`);
     }
     return 0;
   } catch (e) {

@@ -150,7 +150,8 @@ function parseMailFrom(raw: string): string {
 function parseMetricsToken(raw: string): string {
   if (!/^[\x21-\x7e]{16,}$/.test(raw)) {
     throw new ConfigError(
-      'METRICS_TOKEN must be at least 16 characters without spaces (letters, digits, punctuation), such as the output of `openssl rand -hex 32`.',
+      'METRICS_TOKEN must be at least 16 characters without spaces (letters, digits, punctuation), ' +
+        'such as the output of `openssl rand -hex 32`.',
     );
   }
   return raw;
@@ -193,14 +194,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
   const mailSendTimeoutSeconds = positive('MAIL_SEND_TIMEOUT_SECONDS', 60, 3600);
   if (mailSendTimeoutSeconds >= mailLeaseSeconds) {
     throw new ConfigError(
-      `MAIL_SEND_TIMEOUT_SECONDS (${mailSendTimeoutSeconds}) must be shorter than MAIL_LEASE_SECONDS (${mailLeaseSeconds}), so an attempt ends while its claim holds.`,
+      `MAIL_SEND_TIMEOUT_SECONDS (${mailSendTimeoutSeconds}) must be shorter than ` +
+        `MAIL_LEASE_SECONDS (${mailLeaseSeconds}), so an attempt ends while its claim holds.`,
     );
   }
   const webhookTimeoutSeconds = positive('WEBHOOK_TIMEOUT_SECONDS', 10, 300);
   const webhookLeaseSeconds = positive('WEBHOOK_LEASE_SECONDS', 60, 3600);
   if (webhookTimeoutSeconds >= webhookLeaseSeconds) {
     throw new ConfigError(
-      `WEBHOOK_TIMEOUT_SECONDS (${webhookTimeoutSeconds}) must be shorter than WEBHOOK_LEASE_SECONDS (${webhookLeaseSeconds}), so a delivery ends while its claim holds.`,
+      `WEBHOOK_TIMEOUT_SECONDS (${webhookTimeoutSeconds}) must be shorter than ` +
+        `WEBHOOK_LEASE_SECONDS (${webhookLeaseSeconds}), so a delivery ends while its claim holds.`,
     );
   }
   return Object.freeze({

@@ -69,13 +69,14 @@ export async function healthRoutes(app: FastifyInstance): Promise<void> {
       200: ref(HealthSchema, { description: 'The database is reachable and mail is moving.' }),
       503: ref(HealthSchema, {
         description:
-          'The database cannot be reached, is out of space or read-only, or due mail has stood still past MAIL_STALL_SECONDS (with the reason).',
+          'The database cannot be reached, is out of space or read-only, ' +
+          'or due mail has stood still past MAIL_STALL_SECONDS (with the reason).',
       }),
     },
   };
   app.get('/health', { schema, config: { rateLimit: false } }, async (request, reply) => {
     const now = new Date();
-    let summary;
+    let summary: Awaited<ReturnType<typeof summarize>>;
     try {
       summary = await summarize(app.db, formatTimestamp(now), app.sentCount);
     } catch (err) {
@@ -109,7 +110,8 @@ export async function healthRoutes(app: FastifyInstance): Promise<void> {
     }
     if (delivery.stalled === null) return { status: 'ok', database: 'reachable', ...space, mail };
     const reason = worker.unreachableSince
-      ? `${delivery.stalled} The mail server has been unreachable since ${worker.unreachableSince} (${worker.lastErrorCode}).`
+      ? `${delivery.stalled} The mail server has been unreachable since ${worker.unreachableSince} ` +
+        `(${worker.lastErrorCode}).`
       : delivery.stalled;
     return reply.code(503).send({ status: 'stalled', database: 'reachable', reason, ...space, mail });
   });

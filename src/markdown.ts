@@ -93,7 +93,10 @@ export class MarkdownRenderer {
   private closed = false;
   /** Renders kept as escaped text: past the deadline or the size bound, or ending the worker (for tests and logs). */
   fallbacks = 0;
-  /** Renders not made now (the queue full, no worker, the renderer closing): their rows keep no HTML for the fill to render. */
+  /**
+   * Renders not made now (the queue full, no worker, the renderer closing): their rows keep no HTML
+   * for the fill to render.
+   */
   deferred = 0;
   /** Told when a render is deferred, so that the fill runs again soon. */
   whenDeferred: (() => void) | undefined;

@@ -20,7 +20,7 @@ function firstRunHelp(url: string): string {
 
 /** Reads the configuration, opens the database, serves, and shuts down cleanly on a signal. */
 async function main(): Promise<void> {
-  let config;
+  let config: ReturnType<typeof loadConfig>;
   try {
     config = loadConfig();
   } catch (err) {

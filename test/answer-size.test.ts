@@ -130,7 +130,7 @@ describe('answers stay within MAX_ANSWER_BYTES', () => {
     }
   });
 
-  test('deploys.json ends before the deploy that does not fit, and cuts a first deploy that cannot fit whole', async () => {
+  test('deploys.json ends before the deploy that does not fit; a first one too big to fit whole is cut', async () => {
     const { base, api } = await bigProduct(8);
     body(await api.post(`${base}/deploys.json`, { environment: 'staging', numbers: '1' }));
     body(await api.post(`${base}/deploys.json`, { environment: 'staging', numbers: '2' }));
@@ -202,7 +202,7 @@ describe('answers stay within MAX_ANSWER_BYTES', () => {
     assert.equal('omitted_numbers' in small, false);
   });
 
-  test('a receipt of items whose text takes more bytes than characters is cut as its repeat is, with the items as the deploy left them', async () => {
+  test('a receipt of items with multi-byte text is cut as its repeat is, items as the deploy left them', async () => {
     // 2 bytes of UTF-8 to a character: a cut counted in characters would keep more than fit.
     const { base, api } = await bigProduct(8, 'Déjà vu à côté. '.repeat(250));
     const deploy = () =>

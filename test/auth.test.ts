@@ -295,7 +295,7 @@ describe('whoami', () => {
     assert.equal(again.json().last_login, afterRow.last_login);
   });
 
-  test('an item shows its assignee their own login as soon as it happens, though assignees are remembered', async () => {
+  test('an item shows its assignee their own login as soon as it happens, though assignees are cached', async () => {
     const owner = await makeUser(t.db);
     const assignee = await makeUser(t.db);
     const product = await makeProduct(t.db, owner, [assignee]);
@@ -389,7 +389,7 @@ describe('product membership (BOLA)', () => {
     assert.equal(state.deploys.length, 1);
   });
 
-  test('under a product, credentials are checked as everywhere else, with the product read in the same query', async () => {
+  test('under a product, credentials are checked as everywhere else, the product read in the same query', async () => {
     const items = `/api/products/${productA}/items.json`;
     const get = (authorization?: string, url = items) =>
       t.app.inject({ method: 'GET', url, headers: authorization ? { authorization } : {} });

@@ -3,11 +3,12 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { after, before, describe, test } from 'node:test';
+import { after, describe, test, type TestContext } from 'node:test';
 import SQLite from 'better-sqlite3';
 import { Kysely, Migrator, SqliteDialect } from 'kysely';
 import { openDatabase } from '../src/db/connection.js';
 import { MIGRATION_NAMES } from '../src/db/migrate.js';
+import { createItem } from '../src/items/service.js';
 import { basic, makeProduct, makeUser, readEml, tempDir, type TestUser } from './helpers.js';
 import { freePort, runCli, startServer, stopAll, stopProcess, waitFor, type CliRun, type Server } from './processes.js';
 import { pgBase } from './storage.js';
@@ -43,6 +44,30 @@ function reported(run: CliRun, label: string): number {
 }
 
 const sha = (file: string): string => crypto.createHash('sha256').update(fs.readFileSync(file)).digest('hex');
+
+/**
+ * A sound Shiplog database of the test's own, under a fresh data directory and closed as a server
+ * leaves it: a user, a product and 40 items (so that its indexes have entries to damage).
+ */
+async function shiplogData(name: string): Promise<{ dataDir: string; file: string; owner: TestUser }> {
+  const dataDir = newDir(name);
+  const db = await openDatabase({ dataDir });
+  try {
+    const owner = await makeUser(db);
+    const product = await makeProduct(db, owner, [], `${name} product`);
+    await db.transaction().execute(async (trx) => {
+      const scope = { user: owner.user, product, admin: true };
+      const urls = { publicUrl: PUBLIC_URL, mailDomain: 'items.shiplog.test' };
+      for (let i = 1; i <= 40; i++) {
+        const input = { type: 'task', title: `Task ${i}`, description: '', score: '~', status: 'backlog' } as const;
+        await createItem(trx, scope, { ...input, assignedTo: undefined, createdBy: undefined, tags: [] }, urls);
+      }
+    });
+    return { dataDir, file: path.join(dataDir, 'shiplog.db'), owner };
+  } finally {
+    await db.destroy();
+  }
+}
 
 function startOn(dataDir: string, env: Record<string, string> = {}): Promise<Server> {
   return startServer({
@@ -112,18 +137,24 @@ describe('backup during a write load, restore, and a server on the restored copy
   let backupStart = 0;
   let backupEnd = 0;
 
-  before(async () => {
+  after(stopAll);
+
+  // One test in two steps: the restore checks the backup the load made, write by write.
+  test('backup while six clients create, update and deploy; restored into a stopped data directory, ' +
+    'a server on it has every write answered before the backup, none sent after', {
+    timeout: 240_000,
+  }, async (t) => {
     const db = await openDatabase({ dataDir: source });
     owner = await makeUser(db, { firstName: 'Olga', lastName: 'Owner' });
     alice = await makeUser(db, { firstName: 'Alice', lastName: 'Assignee' });
     bob = await makeUser(db, { firstName: 'Bob', lastName: 'Assignee' });
     productId = (await makeProduct(db, owner, [alice, bob], 'Backed-up product')).id;
     await db.destroy();
+    await backupDuringLoad(t);
+    await restoreAndServe();
   });
 
-  after(stopAll);
-
-  test('backup while six clients create, update and deploy', { timeout: 120_000 }, async (t) => {
+  async function backupDuringLoad(t: TestContext): Promise<void> {
     // Nothing listens at SMTP_URL, so every message the load queues stays in the outbox.
     const server = await startOn(source, {
       SMTP_URL: `smtp://127.0.0.1:${await freePort()}`,
@@ -194,7 +225,7 @@ describe('backup during a write load, restore, and a server on the restored copy
       }
     }
 
-    async function backupDuringLoad(): Promise<void> {
+    async function backupWhenLoaded(): Promise<void> {
       await waitFor('100 writes answered', () => writes.filter((w) => w.ackedAt).length >= 100, 30_000);
       backupStart = performance.now();
       backupRun = await shiplog(source, 'backup', backupFile);
@@ -208,7 +239,7 @@ describe('backup during a write load, restore, and a server on the restored copy
     reader.exec('begin');
     reader.prepare('select count(*) from items').get();
     try {
-      await Promise.all([backupDuringLoad(), ...Array.from({ length: 6 }, client)]);
+      await Promise.all([backupWhenLoaded(), ...Array.from({ length: 6 }, client)]);
     } finally {
       reader.close();
       await stopProcess(server.child);
@@ -216,7 +247,8 @@ describe('backup during a write load, restore, and a server on the restored copy
     const answeredBefore = writes.filter((w) => w.ackedAt! < backupStart).length;
     const sentAfter = writes.filter((w) => w.sentAt > backupEnd).length;
     t.diagnostic(
-      `writes: ${answeredBefore} answered before the backup, ${writes.length - answeredBefore - sentAfter} in flight, ${sentAfter} sent after it`,
+      `writes: ${answeredBefore} answered before the backup, ` +
+        `${writes.length - answeredBefore - sentAfter} in flight, ${sentAfter} sent after it`,
     );
     assertDone(backupRun);
     assert.match(backupRun.stdout, new RegExp(`^Backed up ${source}/shiplog\\.db to ${backupFile}\\.$`, 'm'));
@@ -231,35 +263,9 @@ describe('backup during a write load, restore, and a server on the restored copy
     }
     const names = fs.readdirSync(root).filter((n) => n.startsWith('shiplog-backup.db'));
     assert.deepEqual(names, ['shiplog-backup.db'], 'nothing but the backup itself is left beside it');
-  });
+  }
 
-  test('an existing backup file is replaced only with --force', async () => {
-    const before = sha(backupFile);
-    assertRefused(await shiplog(source, 'backup', backupFile), /exists.*--force/);
-    assert.equal(sha(backupFile), before);
-    const forced = path.join(root, 'forced.db');
-    fs.writeFileSync(forced, 'an old file');
-    assertDone(await shiplog(source, 'backup', forced, '--force'));
-    const copy = new SQLite(forced, { readonly: true });
-    assert.equal(copy.prepare('pragma integrity_check').pluck().get(), 'ok');
-    copy.close();
-  });
-
-  test('restore is refused while a server runs on the target, even an idle one, and changes nothing', async () => {
-    const running = await startOn(target);
-    try {
-      assertRefused(await shiplog(target, 'restore', backupFile), /in use/);
-      // The running server still has its own (empty) database: the backup's users are unknown to it.
-      assert.equal((await call(running, owner, 'GET', '/api/user/whoami.json')).status, 403);
-      assert.equal((await call(running, null, 'GET', '/health')).status, 200);
-    } finally {
-      await stopProcess(running.child);
-    }
-  });
-
-  test('restore into the stopped target; a server on it has every write answered before the backup, none sent after', {
-    timeout: 120_000,
-  }, async () => {
+  async function restoreAndServe(): Promise<void> {
     const run = await shiplog(target, 'restore', backupFile);
     assertDone(run);
     assert.match(run.stdout, new RegExp(`^Restored ${backupFile} to ${target}/shiplog\\.db\\.$`, 'm'));
@@ -386,88 +392,122 @@ describe('backup during a write load, restore, and a server on the restored copy
     } finally {
       await stopProcess(server.child);
     }
+  }
+});
+
+describe('backup and restore, each on a database of its own', () => {
+  after(stopAll);
+
+  test('an existing backup file is replaced only with --force', async () => {
+    const { dataDir } = await shiplogData('source');
+    const existing = path.join(root, 'existing.db');
+    fs.writeFileSync(existing, 'an old file');
+    const before = sha(existing);
+    assertRefused(await shiplog(dataDir, 'backup', existing), /exists.*--force/);
+    assert.equal(sha(existing), before);
+    assertDone(await shiplog(dataDir, 'backup', existing, '--force'));
+    const copy = new SQLite(existing, { readonly: true });
+    assert.equal(copy.prepare('pragma integrity_check').pluck().get(), 'ok');
+    copy.close();
   });
 
-  describe('restore refuses a file that is not a sound Shiplog database, and leaves the target alone', () => {
-    /** A copy of the backup, altered by `damage`. */
-    function damaged(name: string, damage: (file: string) => void): string {
-      const file = path.join(root, name);
-      fs.copyFileSync(backupFile, file);
-      damage(file);
-      return file;
+  test('restore is refused while a server runs on the target, even an idle one, and changes nothing', async () => {
+    const { file, owner } = await shiplogData('backed-up');
+    const target = newDir('target');
+    const running = await startOn(target);
+    try {
+      assertRefused(await shiplog(target, 'restore', file), /in use/);
+      // The running server still has its own (empty) database: the backup's users are unknown to it.
+      assert.equal((await call(running, owner, 'GET', '/api/user/whoami.json')).status, 403);
+      assert.equal((await call(running, null, 'GET', '/health')).status, 200);
+    } finally {
+      await stopProcess(running.child);
     }
+  });
+});
 
-    async function refusedLeavingNothing(file: string, message: RegExp): Promise<void> {
-      const dir = newDir('refused');
-      assertRefused(await shiplog(dir, 'restore', file), message);
-      assert.deepEqual(fs.readdirSync(dir), []);
-    }
+describe('restore refuses a file that is not a sound Shiplog database, and leaves the target alone', () => {
+  /** A copy of a sound Shiplog database of the test's own, altered by `damage`. */
+  async function damaged(name: string, damage: (file: string) => void): Promise<string> {
+    const file = path.join(root, name);
+    fs.copyFileSync((await shiplogData(name)).file, file);
+    damage(file);
+    return file;
+  }
 
-    test('bytes overwritten', async () => {
-      const file = damaged('overwritten.db', (f) => {
-        const db = new SQLite(f, { readonly: true });
-        const page = db
-          .prepare("select rootpage from sqlite_master where type = 'index' and tbl_name = 'items'")
-          .pluck()
-          .get() as number;
-        const size = db.pragma('page_size', { simple: true }) as number;
-        db.close();
-        // SQLite fills a page from its end: these bytes are index entries.
-        const fd = fs.openSync(f, 'r+');
-        fs.writeSync(fd, Buffer.alloc(50, 0xa5), 0, 50, page * size - 60);
-        fs.closeSync(fd);
-      });
-      await refusedLeavingNothing(file, /is damaged/);
+  async function refusedLeavingNothing(file: string, message: RegExp): Promise<void> {
+    const dir = newDir('refused');
+    assertRefused(await shiplog(dir, 'restore', file), message);
+    assert.deepEqual(fs.readdirSync(dir), []);
+  }
+
+  test('bytes overwritten', async () => {
+    const file = await damaged('overwritten.db', (f) => {
+      const db = new SQLite(f, { readonly: true });
+      const page = db
+        .prepare("select rootpage from sqlite_master where type = 'index' and tbl_name = 'items'")
+        .pluck()
+        .get() as number;
+      const size = db.pragma('page_size', { simple: true }) as number;
+      db.close();
+      // SQLite fills a page from its end: these bytes are index entries.
+      const fd = fs.openSync(f, 'r+');
+      fs.writeSync(fd, Buffer.alloc(50, 0xa5), 0, 50, page * size - 60);
+      fs.closeSync(fd);
     });
+    await refusedLeavingNothing(file, /is damaged/);
+  });
 
-    test('truncated', async () => {
-      const file = damaged('truncated.db', (f) => fs.truncateSync(f, Math.floor(fs.statSync(f).size * 0.4)));
-      await refusedLeavingNothing(file, /is damaged/);
-    });
+  test('truncated', async () => {
+    const file = await damaged('truncated.db', (f) => fs.truncateSync(f, Math.floor(fs.statSync(f).size * 0.4)));
+    await refusedLeavingNothing(file, /is damaged/);
+  });
 
-    test('not SQLite at all', async () => {
-      await refusedLeavingNothing(
-        damaged('text.db', (f) => fs.writeFileSync(f, 'just some text\n'.repeat(100))),
-        /not a usable SQLite database/,
+  test('not SQLite at all', async () => {
+    await refusedLeavingNothing(
+      await damaged('text.db', (f) => fs.writeFileSync(f, 'just some text\n'.repeat(100))),
+      /not a usable SQLite database/,
+    );
+  });
+
+  test("an SQLite database that is not Shiplog's", async () => {
+    const file = path.join(root, 'other.db');
+    const other = new SQLite(file);
+    other.exec("create table notes (id integer primary key, text text); insert into notes (text) values ('hello')");
+    other.close();
+    await refusedLeavingNothing(file, /not a Shiplog database/);
+  });
+
+  test('a Shiplog database from a newer version', async () => {
+    const file = await damaged('newer.db', (f) => {
+      const db = new SQLite(f);
+      db.prepare('insert into kysely_migration (name, timestamp) values (?, ?)').run(
+        '2999_01_01_0001_future',
+        new Date().toISOString(),
       );
+      db.close();
     });
+    await refusedLeavingNothing(file, /newer version.*2999_01_01_0001_future/);
+  });
 
-    test("an SQLite database that is not Shiplog's", async () => {
-      const file = path.join(root, 'other.db');
-      const other = new SQLite(file);
-      other.exec("create table notes (id integer primary key, text text); insert into notes (text) values ('hello')");
-      other.close();
-      await refusedLeavingNothing(file, /not a Shiplog database/);
-    });
-
-    test('a Shiplog database from a newer version', async () => {
-      const file = damaged('newer.db', (f) => {
-        const db = new SQLite(f);
-        db.prepare('insert into kysely_migration (name, timestamp) values (?, ?)').run(
-          '2999_01_01_0001_future',
-          new Date().toISOString(),
-        );
-        db.close();
-      });
-      await refusedLeavingNothing(file, /newer version.*2999_01_01_0001_future/);
-    });
-
-    test('a Shiplog database with a trigger, a view and a table added: refused, naming each', async () => {
-      const file = damaged('tampered.db', (f) => {
-        const db = new SQLite(f);
-        db.exec(`create table stolen (value text);
-          create trigger web_sessions_copy after insert on web_sessions begin insert into stolen values (new.id_hash); end;
+  test('a Shiplog database with a trigger, a view and a table added: refused, naming each', async () => {
+    const file = await damaged('tampered.db', (f) => {
+      const db = new SQLite(f);
+      db.exec(`create table stolen (value text);
+          create trigger web_sessions_copy after insert on web_sessions
+            begin insert into stolen values (new.id_hash); end;
           create view everyone as select email from users;`);
-        db.close();
-      });
-      await refusedLeavingNothing(
-        file,
-        /does not create: table stolen, trigger web_sessions_copy on web_sessions, view everyone\b.*nothing was restored/s,
-      );
+      db.close();
     });
+    const named = 'table stolen, trigger web_sessions_copy on web_sessions, view everyone';
+    await refusedLeavingNothing(file, new RegExp(`does not create: ${named}\\b.*nothing was restored`, 's'));
+  });
 
-    test('a Shiplog database with an index of its own name but another definition: refused, and the live database is left as it was', async () => {
-      const file = damaged('redefined.db', (f) => {
+  test(
+    'a Shiplog database with an index of its own name but another definition: refused, ' +
+      'and the live database is left as it was',
+    async () => {
+      const file = await damaged('redefined.db', (f) => {
         const db = new SQLite(f);
         const index = db
           .prepare(
@@ -479,7 +519,7 @@ describe('backup during a write load, restore, and a server on the restored copy
         db.close();
       });
       const dir = newDir('kept');
-      assertDone(await shiplog(dir, 'restore', backupFile));
+      assertDone(await shiplog(dir, 'restore', (await shiplogData('sound')).file));
       const before = sha(path.join(dir, 'shiplog.db'));
       assertRefused(
         await shiplog(dir, 'restore', file),
@@ -487,43 +527,43 @@ describe('backup during a write load, restore, and a server on the restored copy
       );
       assert.equal(sha(path.join(dir, 'shiplog.db')), before);
       assert.deepEqual(fs.readdirSync(dir), ['shiplog.db']);
+    },
+  );
+
+  test('an older Shiplog database is restored, and a server brings it up to date', async () => {
+    // A database as the first version left it: the first migration only.
+    const file = path.join(root, 'older.db');
+    const first = MIGRATION_NAMES[0];
+    const old = new Kysely<any>({ dialect: new SqliteDialect({ database: new SQLite(file) }) });
+    const migrator = new Migrator({
+      db: old,
+      provider: { getMigrations: async () => ({ [first]: await import(`../src/db/migrations/${first}.js`) }) },
     });
+    assert.equal((await migrator.migrateToLatest()).error, undefined);
+    await old.destroy();
 
-    test('an older Shiplog database is restored, and a server brings it up to date', async () => {
-      // A database as the first version left it: the first migration only.
-      const file = path.join(root, 'older.db');
-      const first = MIGRATION_NAMES[0];
-      const old = new Kysely<any>({ dialect: new SqliteDialect({ database: new SQLite(file) }) });
-      const migrator = new Migrator({
-        db: old,
-        provider: { getMigrations: async () => ({ [first]: await import(`../src/db/migrations/${first}.js`) }) },
-      });
-      assert.equal((await migrator.migrateToLatest()).error, undefined);
-      await old.destroy();
-
-      const dir = newDir('older');
-      const run = await shiplog(dir, 'restore', file);
-      assertDone(run);
-      assert.match(
-        run.stdout,
-        new RegExp(`^schema +1 of ${MIGRATION_NAMES.length} migrations \\(a server applies the rest`, 'm'),
+    const dir = newDir('older');
+    const run = await shiplog(dir, 'restore', file);
+    assertDone(run);
+    assert.match(
+      run.stdout,
+      new RegExp(`^schema +1 of ${MIGRATION_NAMES.length} migrations \\(a server applies the rest`, 'm'),
+    );
+    const server = await startOn(dir);
+    try {
+      const key = (
+        await shiplog(dir, 'user', 'add', 'late@example.com', '--first', 'Late', '--last', 'Comer')
+      ).stdout.trim();
+      const me = await call(
+        server,
+        { auth: basic('late@example.com', key) } as TestUser,
+        'GET',
+        '/api/user/whoami.json',
       );
-      const server = await startOn(dir);
-      try {
-        const key = (
-          await shiplog(dir, 'user', 'add', 'late@example.com', '--first', 'Late', '--last', 'Comer')
-        ).stdout.trim();
-        const me = await call(
-          server,
-          { auth: basic('late@example.com', key) } as TestUser,
-          'GET',
-          '/api/user/whoami.json',
-        );
-        assert.equal(me.status, 200);
-      } finally {
-        await stopProcess(server.child);
-      }
-    });
+      assert.equal(me.status, 200);
+    } finally {
+      await stopProcess(server.child);
+    }
   });
 });
 

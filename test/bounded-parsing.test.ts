@@ -167,7 +167,7 @@ describe('forms that carry a few fields have small body limits', () => {
     assert.equal(item.description, description);
   });
 
-  test('the edit form of an item whose description is all line breaks, sent with the values it was opened with, is read', async () => {
+  test('the edit form of an item whose description is all line breaks, sent back as opened, is read', async () => {
     const cookie = await signInByMail(t, owner.email);
     const base = `/app/products/${productId}`;
     const description = `top${'\n'.repeat(65_532)}`;

@@ -387,7 +387,7 @@ describe('deploy lists are bounded', () => {
 describe('deployed_to is bounded, and the whole list is reachable', () => {
   const story = () => `/api/products/${storyProduct.id}/items`;
 
-  test(`children.json of a story with ${SUB_ITEMS} sub-items, each deployed to ${ENVIRONMENTS} environments`, async () => {
+  test(`children.json of a story with ${SUB_ITEMS} sub-items, each deployed to ${ENVIRONMENTS} places`, async () => {
     const res = await bounded(`${story()}/1/children.json`);
     assert.equal(res.body.length, SUB_ITEMS);
     assert.equal(res.headers.get('x-sprintly-item-count'), String(SUB_ITEMS));

@@ -200,7 +200,7 @@ describe('the pages in chromium', { timeout: 120_000 }, () => {
     }
   });
 
-  test("on a phone, a finger on a card's grip drags it to a new place, and down the page to another column", async () => {
+  test("on a phone, a finger on a card's grip drags it to a new place, and down the page to a column", async () => {
     const { owner, product, numbers } = await productWithItems(['Uno', 'Dos', 'Tres']);
     const { context, page } = await signedIn(owner.email, 390);
     try {
@@ -214,8 +214,14 @@ describe('the pages in chromium', { timeout: 120_000 }, () => {
         // In the middle of the screen, away from the edges where a held finger scrolls the page.
         await grip.evaluate((e) => e.scrollIntoView({ block: 'center' }));
         // Until the page has stopped moving.
+        const scrollY = () => page.evaluate(() => window.scrollY);
         let y = -1;
-        while (y !== (y = await page.evaluate(() => window.scrollY))) await page.waitForTimeout(50);
+        let next = await scrollY();
+        while (next !== y) {
+          y = next;
+          await page.waitForTimeout(50);
+          next = await scrollY();
+        }
         const box = (await grip.boundingBox())!;
         const at = { x: box.x + box.width / 2, y: box.y + box.height / 2 };
         await finger('touchStart', at.x, at.y);
@@ -270,7 +276,7 @@ describe('the pages in chromium', { timeout: 120_000 }, () => {
     }
   });
 
-  test('a short_url from a deploy email leads a signed-out follower, through signing in, to the item page', async () => {
+  test('a short_url from a deploy email leads a signed-out follower, through signing in, to the item', async () => {
     const follower = await makeUser(db);
     const { owner, product, numbers } = await productWithItems(['Ship the thing'], 'Deployed product', [follower]);
     await api(follower, 'POST', `/api/products/${product.id}/items/${numbers[0]}/follow.json`);
@@ -328,7 +334,7 @@ describe('the pages in chromium', { timeout: 120_000 }, () => {
     }
   });
 
-  test('two people edit one item: changes to different fields are both kept; the same field shows both values to the second', async () => {
+  test('two people edit one item: different fields both kept; the same field shows both to the second', async () => {
     const bob = await makeUser(db, { firstName: 'Bob', lastName: 'B' });
     const { owner: ada, product, numbers } = await productWithItems(['Item fifty'], 'Two editors', [bob]);
     const n = numbers[0];
@@ -421,7 +427,7 @@ describe('the pages in chromium', { timeout: 120_000 }, () => {
     }
   });
 
-  test('an item page shows where it is deployed; the matrix filters done work not in production, at phone width', async () => {
+  test('an item page shows where it is deployed; the matrix filters done work not in production (phone)', async () => {
     const { owner, product, numbers } = await productWithItems(['Shipped', 'Pulled back', 'Waiting', 'Open']);
     const p = `/api/products/${product.id}`;
     for (const n of numbers.slice(0, 3)) await api(owner, 'POST', `${p}/items/${n}.json`, { status: 'completed' });
@@ -502,7 +508,8 @@ describe('the pages in chromium', { timeout: 120_000 }, () => {
       other.on('request', (_req, res) => {
         res.setHeader('content-type', 'text/html');
         res.end(
-          `<form method="post" action="${target}"><input name="csrf" value="${csrf}"><input name="title" value="Changed elsewhere"></form><script>document.forms[0].submit()</script>`,
+          `<form method="post" action="${target}"><input name="csrf" value="${csrf}">` +
+            '<input name="title" value="Changed elsewhere"></form><script>document.forms[0].submit()</script>',
         );
       });
       other.listen(0, '127.0.0.1');

@@ -63,8 +63,9 @@ test('the background thread never keeps a process alive', { skip: !onSqlite && '
   const checkpointer = fileURLToPath(new URL('../src/db/checkpointer.ts', import.meta.url));
   const file = path.join(dataDir, 'shiplog.db');
   // Starts the thread and ends at once, closing nothing: the process must still exit on its own.
+  const sqlite = createRequire(import.meta.url).resolve('better-sqlite3');
   const program = [
-    `const { default: SQLite } = await import(${JSON.stringify(createRequire(import.meta.url).resolve('better-sqlite3'))});`,
+    `const { default: SQLite } = await import(${JSON.stringify(sqlite)});`,
     `const { BackgroundCheckpointer } = await import(${JSON.stringify(checkpointer)});`,
     `const db = new SQLite(${JSON.stringify(file)});`,
     `db.pragma('journal_mode = WAL');`,

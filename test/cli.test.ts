@@ -257,7 +257,7 @@ describe('shiplog secrets rotate', () => {
   const unsubscribeTokenWorks = (dir: string, token: string) =>
     started(dir, (app) => app.unsubscribeLinks.verify(token) !== undefined);
 
-  test('replaces the unsubscribe key: links signed before stop working after a restart, nothing else changes', async () => {
+  test('replaces the unsubscribe key: links signed before stop working after a restart; nothing else', async () => {
     const dir = newDataDir();
     const oldToken = await started(dir, (app) => app.unsubscribeLinks.token('<deploy-1@items.shiplog.test>'));
     const before = await keys(dir);

@@ -114,7 +114,7 @@ describe('recordDeploy', () => {
     assert.deepEqual(await t.db.selectFrom('outbox').select('id').where('user_id', '=', alice.user.id).execute(), []);
   });
 
-  test('one outbox row per following member, listing their items; none for the deployer, non-followers or former members', async () => {
+  test('one outbox row per following member, with their items; none for the deployer, others, ex-members', async () => {
     const { scope, alice, bob, ids, outboxOf } = await setup();
     const result = await inTransaction((trx) =>
       recordDeploy(trx, scope, deploy({ numbers: [1, 2, 3] }), undefined, urls),

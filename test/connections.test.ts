@@ -7,7 +7,7 @@ import { ConfigError, loadConfig } from '../src/config.js';
 import { openDatabase } from '../src/db/connection.js';
 import { assertError, makeProduct, makeUser, tempDir, type TestUser } from './helpers.js';
 import { databaseOptionsFor } from './storage.js';
-import { startServer, stopAll, type Server } from './processes.js';
+import { startServer, stopAll, waitFor, type Server } from './processes.js';
 
 // Socket-level behaviour, so a real server on loopback. Limits are set low so each attack
 // plays out in about a second.
@@ -42,13 +42,13 @@ interface Exchange {
 
 /**
  * Opens a raw connection, writes `head`, then (with `trickle`) one more byte every `trickle.everyMs`
- * for as long as the server keeps the connection open, and collects what comes back until the
- * server closes or `waitMs` passes.
+ * for as long as the server keeps the connection open (calling `trickle.sent` after each), and
+ * collects what comes back until the server closes or `waitMs` passes.
  */
 function exchange(
   port: number,
   head: string,
-  options: { trickle?: { everyMs: number }; waitMs?: number } = {},
+  options: { trickle?: { everyMs: number; sent?: () => void }; waitMs?: number } = {},
 ): Promise<Exchange> {
   return new Promise((resolve) => {
     const started = Date.now();
@@ -71,9 +71,29 @@ function exchange(
       if (options.trickle) {
         ticker = setInterval(() => {
           if (socket.writable) socket.write('x');
+          options.trickle?.sent?.();
         }, options.trickle.everyMs);
       }
     });
+  });
+}
+
+/** Sends `request` on an open connection and resolves with the whole answer, leaving the connection open. */
+function ask(socket: net.Socket, request: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let data = '';
+    const onData = (chunk: Buffer) => {
+      data += chunk.toString('latin1');
+      const end = data.indexOf('\r\n\r\n');
+      if (end < 0) return;
+      const length = Number(/\r\ncontent-length: *(\d+)/i.exec(data.slice(0, end))?.[1] ?? 0);
+      if (data.length < end + 4 + length) return;
+      socket.off('data', onData);
+      resolve(data);
+    };
+    socket.on('data', onData);
+    socket.once('close', () => reject(new Error(`closed before a whole answer: ${JSON.stringify(data)}`)));
+    socket.write(request);
   });
 }
 
@@ -120,58 +140,69 @@ describe('timeouts', () => {
     });
   });
 
-  test('a client trickling its body is cut off with 408 at the request timeout; others are answered promptly meanwhile', async (t) => {
-    const list = `/api/products/${productId}/items.json`;
-    const slow = exchange(
-      server.port,
-      `POST ${list} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${owner.auth}\r\n` +
-        'Content-Type: application/x-www-form-urlencoded\r\nContent-Length: 100000\r\n\r\ntitle=',
-      { trickle: { everyMs: 250 }, waitMs: REQUEST_TIMEOUT_MS + 5_000 },
-    );
-    // A client trickling its request head is no better off.
-    const slowHead = exchange(server.port, `GET ${list} HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: `, {
-      trickle: { everyMs: 250 },
-      waitMs: REQUEST_TIMEOUT_MS + 5_000,
-    });
-
-    const latencies: number[] = [];
-    for (let i = 0; i < 12; i++) {
-      const startedAt = Date.now();
-      const res = await fetch(`http://127.0.0.1:${server.port}${list}`, { headers: { authorization: owner.auth } });
-      await res.arrayBuffer();
-      assert.equal(res.status, 200);
-      latencies.push(Date.now() - startedAt);
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-
-    for (const [label, result] of [
-      ['body', await slow],
-      ['head', await slowHead],
-    ] as const) {
-      assert.equal(result.error, undefined, `${label}: ${result.error}`);
-      assertErrorShape(result.data, 408);
-      assert.ok(result.closedAfterMs !== undefined, `${label}: the slow client was never cut off`);
-      assert.ok(
-        result.closedAfterMs >= REQUEST_TIMEOUT_MS - 50,
-        `${label}: cut off early, after ${result.closedAfterMs} ms`,
+  test(
+    'a client trickling its body is cut off with 408 at the request timeout; ' +
+      'others are answered promptly meanwhile',
+    async (t) => {
+      const list = `/api/products/${productId}/items.json`;
+      // Another request each time a slow client sends a byte, for as long as they are connected.
+      let trickled = () => {};
+      const sent = () => trickled();
+      const slow = exchange(
+        server.port,
+        `POST ${list} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${owner.auth}\r\n` +
+          'Content-Type: application/x-www-form-urlencoded\r\nContent-Length: 100000\r\n\r\ntitle=',
+        { trickle: { everyMs: 250, sent }, waitMs: REQUEST_TIMEOUT_MS + 5_000 },
       );
-      assert.ok(
-        result.closedAfterMs <= REQUEST_TIMEOUT_MS + 1_500,
-        `${label}: still open ${result.closedAfterMs} ms after it started`,
-      );
+      // A client trickling its request head is no better off.
+      const slowHead = exchange(server.port, `GET ${list} HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: `, {
+        trickle: { everyMs: 250, sent },
+        waitMs: REQUEST_TIMEOUT_MS + 5_000,
+      });
+
+      let cutOff = false;
+      const bothCutOff = Promise.all([slow, slowHead]).then(() => (cutOff = true));
+      const latencies: number[] = [];
+      while (!cutOff && latencies.length < 100) {
+        const startedAt = Date.now();
+        const res = await fetch(`http://127.0.0.1:${server.port}${list}`, { headers: { authorization: owner.auth } });
+        await res.arrayBuffer();
+        assert.equal(res.status, 200);
+        latencies.push(Date.now() - startedAt);
+        await Promise.race([new Promise<void>((resolve) => (trickled = resolve)), bothCutOff]);
+      }
+
+      for (const [label, result] of [
+        ['body', await slow],
+        ['head', await slowHead],
+      ] as const) {
+        assert.equal(result.error, undefined, `${label}: ${result.error}`);
+        assertErrorShape(result.data, 408);
+        assert.ok(result.closedAfterMs !== undefined, `${label}: the slow client was never cut off`);
+        assert.ok(
+          result.closedAfterMs >= REQUEST_TIMEOUT_MS - 50,
+          `${label}: cut off early, after ${result.closedAfterMs} ms`,
+        );
+        assert.ok(
+          result.closedAfterMs <= REQUEST_TIMEOUT_MS + 1_500,
+          `${label}: still open ${result.closedAfterMs} ms after it started`,
+        );
+        t.diagnostic(
+          `slow ${label}: answered 408 and closed after ${result.closedAfterMs} ms (limit ${REQUEST_TIMEOUT_MS} ms)`,
+        );
+      }
+      assert.ok(latencies.length >= 3, `only ${latencies.length} requests while the slow clients were connected`);
+      const sorted = [...latencies].sort((a, b) => a - b);
       t.diagnostic(
-        `slow ${label}: answered 408 and closed after ${result.closedAfterMs} ms (limit ${REQUEST_TIMEOUT_MS} ms)`,
+        `other requests meanwhile: ${latencies.length}, ` +
+          `median ${sorted[sorted.length >> 1]} ms, max ${sorted[sorted.length - 1]} ms`,
       );
-    }
-    const sorted = [...latencies].sort((a, b) => a - b);
-    t.diagnostic(
-      `other requests meanwhile: ${latencies.length}, median ${sorted[sorted.length >> 1]} ms, max ${sorted[sorted.length - 1]} ms`,
-    );
-    assert.ok(
-      sorted[sorted.length - 1] < 1_000,
-      `a request waited ${sorted[sorted.length - 1]} ms behind the slow clients`,
-    );
-  });
+      assert.ok(
+        sorted[sorted.length - 1] < 1_000,
+        `a request waited ${sorted[sorted.length - 1]} ms behind the slow clients`,
+      );
+    },
+  );
 
   test('an idle keep-alive connection is closed by the server', async (t) => {
     const result = await exchange(server.port, get('/health', owner.auth), { waitMs: KEEP_ALIVE_TIMEOUT_MS + 5_000 });
@@ -195,7 +226,8 @@ describe('timeouts', () => {
       ['headers larger than 16 KiB', get('/health', owner.auth, `X-Big: ${'a'.repeat(20_000)}\r\n`), 431],
       [
         'both Content-Length and Transfer-Encoding',
-        'POST /api/products.json HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n0\r\n\r\n',
+        'POST /api/products.json HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n' +
+          '0\r\n\r\n',
         400,
       ],
       ['a raw non-ASCII byte in the URL', 'GET /api/products.json?tags=\xff HTTP/1.1\r\nHost: x\r\n\r\n', 400],
@@ -218,54 +250,54 @@ describe('timeouts', () => {
 });
 
 describe('connection cap', () => {
-  test('connections beyond MAX_CONNECTIONS are refused at once; those open are still served, and a freed place is taken again', async (t) => {
-    const dataDir = newDataDir();
-    const { owner } = await seed(dataDir);
-    const server = await startServer({ dataDir, cwd: root, env: { LOG_LEVEL: 'warn', MAX_CONNECTIONS: '3' } });
-    const held: net.Socket[] = [];
-    try {
-      for (let i = 0; i < 3; i++) {
-        const socket = net.connect({ port: server.port, host: '127.0.0.1' });
-        socket.on('error', () => {});
-        await new Promise((resolve) => socket.once('connect', resolve));
-        held.push(socket);
-      }
-      // The server takes the connections from the kernel on its next turn.
-      await new Promise((resolve) => setTimeout(resolve, 200));
+  test(
+    'connections beyond MAX_CONNECTIONS are refused at once; those open are still served, ' +
+      'and a freed place is taken again',
+    async (t) => {
+      const dataDir = newDataDir();
+      const { owner } = await seed(dataDir);
+      const server = await startServer({ dataDir, cwd: root, env: { LOG_LEVEL: 'warn', MAX_CONNECTIONS: '3' } });
+      const held: net.Socket[] = [];
+      try {
+        for (let i = 0; i < 3; i++) {
+          const socket = net.connect({ port: server.port, host: '127.0.0.1' });
+          socket.on('error', () => {});
+          await new Promise((resolve) => socket.once('connect', resolve));
+          held.push(socket);
+        }
+        // An answer on each shows the server has taken it from the kernel: all three places are held.
+        for (const socket of held)
+          assert.equal(firstResponse(await ask(socket, get('/health', owner.auth))).status, 200);
 
-      const refused = await exchange(server.port, get('/health', owner.auth, 'Connection: close\r\n'), {
-        waitMs: 3_000,
-      });
-      assert.equal(refused.data, '', 'a connection over the cap was served');
-      assert.ok(
-        refused.closedAfterMs !== undefined && refused.closedAfterMs < 1_000,
-        `over the cap: closed after ${refused.closedAfterMs} ms`,
-      );
-      t.diagnostic(
-        `4th connection with MAX_CONNECTIONS=3: closed after ${refused.closedAfterMs} ms (${refused.error ?? 'FIN'})`,
-      );
-
-      // One of the held connections is served as usual.
-      const answer = new Promise<string>((resolve) => {
-        let data = '';
-        held[0].setEncoding('utf8');
-        held[0].on('data', (chunk: string) => {
-          data += chunk;
-          if (data.includes('\r\n\r\n')) resolve(data);
+        const refused = await exchange(server.port, get('/health', owner.auth, 'Connection: close\r\n'), {
+          waitMs: 3_000,
         });
-      });
-      held[0].write(get('/health', owner.auth));
-      assert.equal(firstResponse(await answer).status, 200);
+        assert.equal(refused.data, '', 'a connection over the cap was served');
+        assert.ok(
+          refused.closedAfterMs !== undefined && refused.closedAfterMs < 1_000,
+          `over the cap: closed after ${refused.closedAfterMs} ms`,
+        );
+        t.diagnostic(
+          `4th connection with MAX_CONNECTIONS=3: closed after ${refused.closedAfterMs} ms (${refused.error ?? 'FIN'})`,
+        );
 
-      held.pop()!.destroy();
-      await new Promise((resolve) => setTimeout(resolve, 200));
-      const admitted = await exchange(server.port, get('/health', owner.auth, 'Connection: close\r\n'));
-      assert.equal(firstResponse(admitted.data).status, 200);
-    } finally {
-      for (const socket of held) socket.destroy();
-      await stopAll();
-    }
-  });
+        // One of the held connections is served as usual.
+        assert.equal(firstResponse(await ask(held[0], get('/health', owner.auth))).status, 200);
+
+        // The server frees the place once it has seen the close; until then a newcomer is refused.
+        held.pop()!.destroy();
+        let admitted: Exchange | undefined;
+        await waitFor('a connection to take the freed place', async () => {
+          admitted = await exchange(server.port, get('/health', owner.auth, 'Connection: close\r\n'));
+          return admitted.data !== '';
+        });
+        assert.equal(firstResponse(admitted!.data).status, 200);
+      } finally {
+        for (const socket of held) socket.destroy();
+        await stopAll();
+      }
+    },
+  );
 });
 
 describe('configuration', () => {

@@ -434,7 +434,10 @@ describe('shiplog deploy refusals', () => {
     assertFailed(
       none,
       2,
-      /missing --product, --env, --version, --since \(or --numbers\), --url \(or SHIPLOG_URL\), --key \(or SHIPLOG_API_KEY\)/,
+      new RegExp(
+        String.raw`missing --product, --env, --version, --since \(or --numbers\), ` +
+          String.raw`--url \(or SHIPLOG_URL\), --key \(or SHIPLOG_API_KEY\)`,
+      ),
     );
     assertFailed(await deploy([...base(), ...range, '--numbers', '1']), 2, /--since or --numbers, not both/);
     assertFailed(await deploy([...base(), '--until', 'v1.4.0', '--numbers', '1']), 2, /--until needs --since/);
@@ -577,7 +580,11 @@ describe('shiplog deploy: what it sends and prints', () => {
       );
       assert.match(
         out,
-        /^Deploy 41 recorded: 2 items to production, version 7\n {2}#1 Fix the login form\n {2}#2 Faster board\nNot items of the product, skipped: #99\nEmailed: 3 people\.$/m,
+        new RegExp(
+          String.raw`^Deploy 41 recorded: 2 items to production, version 7\n {2}#1 Fix the login form\n` +
+            String.raw` {2}#2 Faster board\nNot items of the product, skipped: #99\nEmailed: 3 people\.$`,
+          'm',
+        ),
       );
     } finally {
       await stub.close();

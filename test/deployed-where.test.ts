@@ -245,7 +245,7 @@ describe('items list: deployed_to and not_deployed_to', () => {
 });
 
 describe('rollback: failures', () => {
-  test('a malformed rollback or dry_run flag is a 400 naming it; a rollback needs a version and an environment', async () => {
+  test('a malformed rollback or dry_run flag is a 400 naming it; a rollback needs version and place', async () => {
     const { api, base, deployer, product } = await setup();
     await makeItem(t.app, deployer, product.id);
     await deploy(api, base, { environment: 'production', numbers: '1', version: '1' });
@@ -284,7 +284,7 @@ describe('rollback: failures', () => {
     assert.deepEqual(await rowCounts(), before);
   });
 
-  test('422 when no deploy to the environment had the version, or every one was rolled back; nothing written', async () => {
+  test('422 when no deploy to the environment had the version, or all were rolled back; nothing written', async () => {
     const { api, base, deployer, alice, product } = await setup();
     await makeItem(t.app, deployer, product.id, { assigned_to: alice.user.id });
     await deploy(api, base, { environment: 'production', numbers: '1', version: '1' });
@@ -780,14 +780,19 @@ describe('the pages', () => {
     assert.equal(item.statusCode, 200, item.body);
     assert.match(
       item.body,
-      /<li class="reverted">.*\n<p><strong class="environment">production<\/strong> <a class="version" href="[^"]+">v2<\/a>.*\n<p class="reverted-note"><strong>Rolled back<\/strong> <time/,
+      new RegExp(
+        String.raw`<li class="reverted">.*\n<p><strong class="environment">production</strong> ` +
+          String.raw`<a class="version" href="[^"]+">v2</a>.*\n` +
+          '<p class="reverted-note"><strong>Rolled back</strong> <time',
+      ),
     );
   });
 });
 
 describe('upgrading a database made before rollbacks', () => {
-  test('deployments get their product and stay current, deploys their mail count, even after later-numbered migrations', async () => {
-    // Every migration but this change's (and the one that indexes its columns), as a database that took the others first has them.
+  test('deployments get their product and status, deploys their mail count, after later migrations', async () => {
+    // Every migration but this change's (and the one that indexes its columns), as a database that
+    // took the others first has them.
     const { options, old, id } = await olderDatabase([
       '2026_11_23_0010_deployed_where',
       '2026_11_23_0070_deployed_status',
@@ -901,7 +906,7 @@ describe('upgrading a database made before rollbacks', () => {
 });
 
 describe('deployed_to follows status changes', () => {
-  test('an item deployed, then moved to another status (by update and on the board) and rolled back, is listed under its new status', async () => {
+  test('an item deployed, moved (by update, on the board), rolled back is listed under its new status', async () => {
     const { api, base, deployer, product } = await setup();
     await makeItem(t.app, deployer, product.id, { title: 'Done', status: 'completed' });
     await makeItem(t.app, deployer, product.id, { title: 'Also done', status: 'completed' });

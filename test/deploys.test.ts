@@ -166,7 +166,8 @@ describe('deploy email', () => {
   test("one message per follower, listing that follower's items; the deployer gets none", async () => {
     const { api, base, deployer, alice, bob, product } = await setup();
     const carol = await makeUser(t.db);
-    await makeItem(t.app, deployer, product.id, { title: 'Login page', assigned_to: alice.user.id }); // 1: deployer, alice
+    // 1: deployer, alice
+    await makeItem(t.app, deployer, product.id, { title: 'Login page', assigned_to: alice.user.id });
     await makeItem(t.app, alice, product.id, { title: 'Signup <form>' }); // 2: alice
     await makeItem(t.app, deployer, product.id, { title: 'Nobody else' }); // 3: deployer only
     await client(t.app, bob).post(`${base}/items/2/follow.json`); // 2: + bob
@@ -224,7 +225,7 @@ describe('deploy email', () => {
     assert.equal((await deliveredFor(deploy.id)).size, 0);
   });
 
-  test('Idempotency-Key: a repeat returns the first deploy and sends nothing again; other parameters are 422', async () => {
+  test('Idempotency-Key: a repeat returns the first deploy and sends nothing; other parameters are 422', async () => {
     const { api, base, deployer, alice, product } = await setup();
     await makeItem(t.app, deployer, product.id, { assigned_to: alice.user.id });
     await makeItem(t.app, deployer, product.id, { assigned_to: alice.user.id });

@@ -47,14 +47,20 @@ interface RouteSpec {
   query?: string[];
   /** Request headers the route reads. */
   headers?: string[];
-  /** Parameters of a request that succeeds: half the cases change a few of them, so that they get past the first check. */
+  /**
+   * Parameters of a request that succeeds: half the cases change a few of them, so that they get
+   * past the first check.
+   */
   example?: Record<string, string>;
 }
 
 /** Stands in a generated request for the form token of the session it is sent with, put in when it is sent. */
 const CSRF = 'CSRF-OF-THE-SESSION';
 
-/** A webhook target that needs no name lookup and is no private address: it is never called here (the webhook worker does not run). */
+/**
+ * A webhook target that needs no name lookup and is no private address: it is never called here
+ * (the webhook worker does not run).
+ */
 const WEBHOOK_URL = 'https://93.184.216.34/hook';
 /** /metrics answers this bearer token only. */
 const METRICS_TOKEN = 'fuzz-metrics-token-0123456789abcdef';
@@ -103,7 +109,10 @@ const PAGE_ITEM_FIELDS = [
   'parent',
 ];
 const EDITED = ['title', 'who', 'what', 'why', 'description', 'status', 'score', 'tags', 'assigned_to'];
-/** The edit form: its fields, each as shown (`seen_`) and which value to keep after a conflict (`keep_`), and its version. */
+/**
+ * The edit form: its fields, each as shown (`seen_`) and which value to keep after a conflict
+ * (`keep_`), and its version.
+ */
 const PAGE_EDIT_FIELDS = ['csrf', 'version', ...EDITED, ...EDITED.flatMap((f) => [`seen_${f}`, `keep_${f}`])];
 const PAGE = ['offset', 'limit'];
 
@@ -341,7 +350,8 @@ before(async () => {
     .execute((trx) => insertMembership(trx, productId, web.user.id, true, '2026-01-01T00:00:00+00:00'));
   otherProductId = (await makeProduct(t.db, outsider, [webOutsider], 'Not yours')).id;
 
-  // A small product: a story with sub-items, items of every type and status, tags, assignees, an archived one, a deploy.
+  // A small product: a story with sub-items, items of every type and status, tags, assignees, an
+  // archived one, a deploy.
   const story = await makeItem(t.app, owner, productId, {
     type: 'story',
     who: 'user',
@@ -626,7 +636,10 @@ function pairFor(names: string[]): fc.Arbitrary<string> {
   return fc.oneof({ weight: 5, arbitrary: named }, { weight: 1, arbitrary: unknown });
 }
 
-/** Random `key=value` pairs, or (when the route has one) its example, perhaps with pairs dropped, and a few added, which win. */
+/**
+ * Random `key=value` pairs, or (when the route has one) its example, perhaps with pairs dropped,
+ * and a few added, which win.
+ */
 function formText(names: string[], example?: Record<string, string>): fc.Arbitrary<string> {
   const random = fc
     .tuple(fc.array(pairFor(names), { maxLength: 6 }), fc.constantFrom('&', '&', '&', '&&', ';'))
@@ -642,7 +655,10 @@ function formText(names: string[], example?: Record<string, string>): fc.Arbitra
   return fc.oneof({ weight: 1, arbitrary: random }, { weight: 2, arbitrary: changed });
 }
 
-/** A JSON object of the route's parameters and others, with values of any JSON type; or the example's, changed as form text is. */
+/**
+ * A JSON object of the route's parameters and others, with values of any JSON type; or the
+ * example's, changed as form text is.
+ */
 function jsonObjectText(names: string[], example?: Record<string, string>): fc.Arbitrary<string> {
   const known = names.length
     ? fc.constantFrom(...names).chain((name) => fc.tuple(fc.constant(name), jsonText(valueFor(name))))
@@ -987,12 +1003,16 @@ function assertCheckOrder(
     if (message && request.method !== 'HEAD') assert.match(res.body, message, label);
   };
   if (spec.access === 'api') {
-    if (!['owner', 'member', 'outsider'].includes(request.as))
-      return expect(403, /Invalid or unknown user/, 'bad credentials come first');
+    if (!['owner', 'member', 'outsider'].includes(request.as)) {
+      expect(403, /Invalid or unknown user/, 'bad credentials come first');
+      return;
+    }
     if (product === undefined) return;
     // An id the router cannot place (a line break in it) names no endpoint: a 404 all the same.
-    if (!/\d/.test(product))
-      return expect(404, /No product with that id|No such endpoint/, 'a product id that is no number');
+    if (!/\d/.test(product)) {
+      expect(404, /No product with that id|No such endpoint/, 'a product id that is no number');
+      return;
+    }
     const member = request.as === 'outsider' ? product === String(otherProductId) : product === String(productId);
     if (product === String(productId) || product === String(otherProductId)) {
       if (!member) expect(403, /not a member/, 'the caller is not a member');
@@ -1005,19 +1025,25 @@ function assertCheckOrder(
     (request.headers.origin !== undefined && request.headers.origin !== 'http://shiplog.test') ||
     request.headers['sec-fetch-site'] === 'cross-site';
   if (request.method !== 'GET' && request.method !== 'HEAD' && foreign) {
-    return expect(403, /another site/, 'a form from another site is refused first');
+    expect(403, /another site/, 'a form from another site is refused first');
+    return;
   }
   if (product === undefined) return;
   if (!['web', 'web outsider'].includes(request.as)) {
     expect(303, undefined, 'no session: sign in first');
-    return assert.match(String(res.headers.location), /^\/app\/sign-in\b/, label);
+    assert.match(String(res.headers.location), /^\/app\/sign-in\b/, label);
+    return;
   }
-  if (!/\d/.test(product))
-    return expect(404, /No product with that id|There is no page here/, 'a product id that is no number');
-  if (product === String(productId) && request.as === 'web outsider')
-    return expect(403, /not a member/, 'the person is not a member');
+  if (!/\d/.test(product)) {
+    expect(404, /No product with that id|There is no page here/, 'a product id that is no number');
+    return;
+  }
+  if (product === String(productId) && request.as === 'web outsider') {
+    expect(403, /not a member/, 'the person is not a member');
+    return;
+  }
   if (product === String(otherProductId) && request.as === 'web')
-    return expect(403, /not a member/, 'the person is not a member');
+    expect(403, /not a member/, 'the person is not a member');
 }
 
 /** The state before the next case, when the last case left it known (a failing case leaves it unknown). */
@@ -1035,7 +1061,9 @@ async function runCase(route: string, request: FuzzRequest): Promise<void> {
         ? `<${payload.length} bytes>`
         : '(none)';
   const { authorization: _a, cookie: _c, ...shownHeaders } = headers;
-  const label = `${request.method} ${url.slice(0, 300)} as ${request.as} ${JSON.stringify(shownHeaders)} body ${shown}\n  -> ${res.statusCode} ${res.body.slice(0, 300)}`;
+  const label =
+    `${request.method} ${url.slice(0, 300)} as ${request.as} ${JSON.stringify(shownHeaders)} body ${shown}\n` +
+    `  -> ${res.statusCode} ${res.body.slice(0, 300)}`;
   const counts = statuses.get(route) ?? statuses.set(route, new Map()).get(route)!;
   counts.set(res.statusCode, (counts.get(res.statusCode) ?? 0) + 1);
   if (process.env.FUZZ_DEBUG && route.includes(process.env.FUZZ_DEBUG)) console.error(label);
@@ -1071,11 +1099,13 @@ describe('bad input never hurts', () => {
       const spec = ROUTES[route];
       if (!spec) {
         problems.push(
-          `${route} is not fuzzed: add it to ROUTES in test/fuzz-input.test.ts with who may call it and the parameters it reads (its schema declares: ${declared.join(', ') || 'none'})`,
+          `${route} is not fuzzed: add it to ROUTES in test/fuzz-input.test.ts with who may call it ` +
+            `and the parameters it reads (its schema declares: ${declared.join(', ') || 'none'})`,
         );
       } else if ([...spec.params].sort().join() !== declared.join()) {
         problems.push(
-          `${route}: ROUTES lists parameters ${[...spec.params].sort().join(', ') || 'none'}, its schema declares ${declared.join(', ') || 'none'}`,
+          `${route}: ROUTES lists parameters ${[...spec.params].sort().join(', ') || 'none'}, ` +
+            `its schema declares ${declared.join(', ') || 'none'}`,
         );
       }
     }

@@ -175,6 +175,7 @@ const op: fc.Arbitrary<Op> = fc.oneof(
           oddText.filter(
             (s) =>
               s.trim() !== '' &&
+              // biome-ignore lint/suspicious/noControlCharactersInRegex: the characters a name may not hold
               !/[\u0000-\u0008\u000b\u000c\u000e-\u001f\ud800-\udfff]/.test(s) &&
               [...s].length <= 255,
           ),
@@ -202,7 +203,10 @@ const step = fc.oneof(
   { weight: 1, arbitrary: fc.array(anyOp, { minLength: 2, maxLength: 5 }) },
 );
 
-/** What the requests did, as far as the checks need it: how many items, who is assigned and who follows what, the deploys. */
+/**
+ * What the requests did, as far as the checks need it: how many items, who is assigned and who
+ * follows what, the deploys.
+ */
 interface Model {
   productId: number;
   items: number;
@@ -301,7 +305,7 @@ async function runStep(model: Model, ops: Op[]): Promise<Done[]> {
   for (const o of first) done.push({ op: o, res: await send(model, o) });
   const rest = ops.filter((o) => !first.includes(o));
   const answers = await Promise.all(rest.map((o) => send(model, o)));
-  rest.forEach((o, i) => done.push({ op: o, res: answers[i] }));
+  for (const [i, o] of rest.entries()) done.push({ op: o, res: answers[i] });
   return done;
 }
 

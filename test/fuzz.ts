@@ -21,7 +21,10 @@ import { pgBase } from './storage.js';
 export const FUZZ_SEED = process.env.FC_SEED ? Number(process.env.FC_SEED) : 20261122;
 const RUNS_FACTOR = process.env.FC_RUNS ? Number(process.env.FC_RUNS) : 1;
 
-/** Parameters of fc.assert: the seed, the cases, and the failing case's own error in the message (with the seed and path). */
+/**
+ * Parameters of fc.assert: the seed, the cases, and the failing case's own error in the message
+ * (with the seed and path).
+ */
 export function fuzzParameters<T>(numRuns: number): fc.Parameters<T> {
   return { seed: FUZZ_SEED, numRuns: Math.max(1, Math.round(numRuns * RUNS_FACTOR)), includeErrorInReport: true };
 }
@@ -92,7 +95,10 @@ export function changesBetween(before: Snapshot, after: Snapshot): string | unde
   return lines.length ? lines.join('\n') : undefined;
 }
 
-/** Characters parsers and templates trip on: controls, separators, bidi and zero-width marks, lone surrogates, markup. */
+/**
+ * Characters parsers and templates trip on: controls, separators, bidi and zero-width marks, lone
+ * surrogates, markup.
+ */
 const ODD_CHARACTERS = [
   '\u0000',
   '\u0001',
@@ -147,7 +153,10 @@ const ODD_CHARACTERS = [
   '@',
 ];
 
-/** Text of every kind: any code points, odd characters, and lengths around every limit (in characters and in UTF-16 units). */
+/**
+ * Text of every kind: any code points, odd characters, and lengths around every limit (in
+ * characters and in UTF-16 units).
+ */
 export const oddText: fc.Arbitrary<string> = fc.oneof(
   { weight: 3, arbitrary: fc.string({ unit: fc.constantFrom(...ODD_CHARACTERS), maxLength: 24 }) },
   { weight: 2, arbitrary: fc.string({ unit: 'binary', maxLength: 24 }) },
@@ -175,7 +184,10 @@ export const oddText: fc.Arbitrary<string> = fc.oneof(
   },
 );
 
-/** Numbers as text, well-formed or not: signs, fractions, exponents, other digits, runs too long for any integer type. */
+/**
+ * Numbers as text, well-formed or not: signs, fractions, exponents, other digits, runs too long
+ * for any integer type.
+ */
 export const numberText: fc.Arbitrary<string> = fc.oneof(
   fc.constantFrom(
     '0',
@@ -203,7 +215,10 @@ export const numberText: fc.Arbitrary<string> = fc.oneof(
   fc.bigInt({ min: -(2n ** 90n), max: 2n ** 90n }).map(String),
 );
 
-/** Number tokens of JSON text that JSON.stringify never writes: overflow to Infinity, exponents, more digits than a double keeps. */
+/**
+ * Number tokens of JSON text that JSON.stringify never writes: overflow to Infinity, exponents,
+ * more digits than a double keeps.
+ */
 const RAW_JSON_NUMBERS = [
   '1e400',
   '-1e400',
@@ -252,7 +267,7 @@ export function jsonText(leaf: fc.Arbitrary<string>): fc.Arbitrary<string> {
     { weight: 1, arbitrary: fc.constantFrom(50, 5000).map((depth) => '['.repeat(depth) + ']'.repeat(depth)) },
     {
       weight: 1,
-      arbitrary: fc.constantFrom(50, 5000).map((depth) => '{"id":'.repeat(depth) + '1' + '}'.repeat(depth)),
+      arbitrary: fc.constantFrom(50, 5000).map((depth) => `${'{"id":'.repeat(depth)}1${'}'.repeat(depth)}`),
     },
   );
 }
@@ -271,7 +286,10 @@ export function formComponent(s: string): fc.Arbitrary<string> {
   );
 }
 
-/** encodeURIComponent, with a lone surrogate (which it refuses) written as the escape of its bytes, CESU-8: not UTF-8. */
+/**
+ * encodeURIComponent, with a lone surrogate (which it refuses) written as the escape of its bytes,
+ * CESU-8: not UTF-8.
+ */
 export function encodeLoosely(s: string): string {
   return [...s].map((c) => (/[\ud800-\udfff]/.test(c) ? '%ED%A0%80' : encodeURIComponent(c))).join('');
 }

@@ -12,6 +12,7 @@ import type { ProductRow, UserRow } from '../src/db/schema.js';
 import { createProduct } from '../src/products/service.js';
 import { insertMembership } from '../src/products/repository.js';
 import { createUser } from '../src/users/service.js';
+import { setClock } from '../src/time.js';
 
 export interface TestContext {
   app: FastifyInstance;
@@ -66,6 +67,18 @@ export async function makeApp(
   };
 }
 
+let clockAhead = 0;
+
+/**
+ * Moves the service's clock `ms` further ahead of the wall clock, for the rest of this test file
+ * (each file runs in a process of its own): a test that needs time to pass says so instead of
+ * sleeping. It never moves back, so timestamps keep their order.
+ */
+export function advanceClock(ms: number): void {
+  clockAhead += ms;
+  setClock(() => Date.now() + clockAhead);
+}
+
 export interface TestUser {
   user: UserRow;
   apiKey: string;
@@ -83,15 +96,13 @@ export async function makeUser(
 ): Promise<TestUser> {
   userSeq += 1;
   const email = overrides.email ?? `user${userSeq}-${process.pid}@example.com`;
-  const { user, apiKey } = await db
-    .transaction()
-    .execute((trx) =>
-      createUser(trx, {
-        email,
-        firstName: overrides.firstName ?? `First${userSeq}`,
-        lastName: overrides.lastName ?? `Last${userSeq}`,
-      }),
-    );
+  const { user, apiKey } = await db.transaction().execute((trx) =>
+    createUser(trx, {
+      email,
+      firstName: overrides.firstName ?? `First${userSeq}`,
+      lastName: overrides.lastName ?? `Last${userSeq}`,
+    }),
+  );
   return { user, apiKey, email: user.email, auth: basic(user.email, apiKey) };
 }
 
@@ -120,7 +131,7 @@ function formBody(params: Params): string {
   const form = new URLSearchParams();
   for (const [k, v] of Object.entries(params)) {
     if (v === undefined) continue;
-    if (Array.isArray(v)) v.forEach((x) => form.append(k, x));
+    if (Array.isArray(v)) for (const x of v) form.append(k, x);
     else form.append(k, v === null ? '' : String(v));
   }
   return form.toString();

@@ -63,14 +63,6 @@ async function ownProduct(owner: TestUser, name = 'Own product'): Promise<number
 const invite = (admin: TestUser, productId: number, params: Record<string, string>) =>
   client(t.app, admin).post(`/api/products/${productId}/people.json`, params);
 
-const isMember = async (productId: number, userId: number) =>
-  (await t.db
-    .selectFrom('memberships')
-    .select('user_id')
-    .where('product_id', '=', productId)
-    .where('user_id', '=', userId)
-    .executeTakeFirst()) !== undefined;
-
 describe('adding a person sends an invitation and nothing else', () => {
   test("a stranger added to anyone's product gets one invitation, and no deploy mail", async () => {
     const attacker = await makeUser(t.db);
@@ -109,7 +101,7 @@ describe('adding a person sends an invitation and nothing else', () => {
     assert.deepEqual(rows, [{ kind: 'invitation', user_id: null }]);
   });
 
-  test('an invited user cannot be assigned and gets no deploy mail until they accept; then they can and do', async () => {
+  test('an invited user cannot be assigned nor gets deploy mail until they accept; then they can and do', async () => {
     const admin = await makeUser(t.db);
     const productId = await ownProduct(admin, 'Consent product');
     const invitee = await makeUser(t.db);
@@ -167,7 +159,8 @@ describe('adding a person sends an invitation and nothing else', () => {
   test('the product name the inviter chose is quoted and shortened in the subject and body', async () => {
     const attacker = await makeUser(t.db, { firstName: 'Sam', lastName: 'Sender' });
     const sentence =
-      'Payroll”. Your Shiplog account is suspended: verify it at https://evil.example/verify within 24 hours or lose all your data';
+      'Payroll”. Your Shiplog account is suspended: ' +
+      'verify it at https://evil.example/verify within 24 hours or lose all your data';
     const productId = await ownProduct(attacker, `\u202e${sentence}`);
     const victim = 'quoted@external.example';
     assert.equal((await invite(attacker, productId, { email: victim })).statusCode, 200);
@@ -213,7 +206,7 @@ describe('adding a person sends an invitation and nothing else', () => {
 });
 
 describe('the invitation link', () => {
-  test('GET shows what accepting does and changes nothing; POST creates the user once, with a key shown once', async () => {
+  test('GET shows what accepting does and changes nothing; POST creates the user once, key shown once', async () => {
     const admin = await makeUser(t.db, { firstName: 'Ada', lastName: 'Admin' });
     const productId = await ownProduct(admin, 'Onboarding <b>product</b>');
     const email = 'new.person@invited.example';

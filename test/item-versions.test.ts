@@ -34,7 +34,7 @@ async function team() {
 const itemUrl = (base: string, n: number) => `${base}/items/${n}.json`;
 
 describe('ETag on every answer of one item', () => {
-  test('create, fetch, update, resort, archive and follow carry it; it changes with the item and only then', async () => {
+  test('create, fetch, update, resort, archive and follow carry it; it changes with the item, only then', async () => {
     const { ada, asAda, base, product } = await team();
     const created = await asAda.post(`${base}/items.json`, { type: 'task', title: 'First' });
     assert.equal(created.statusCode, 200);
@@ -123,7 +123,7 @@ describe('If-Match on update', () => {
   test('If-Match: * takes any version; a weak tag never matches; a malformed header is a 400 naming it', async () => {
     const { asAda, base } = await team();
     const item = await asAda.post(`${base}/items.json`, { type: 'task', title: 'One' });
-    const opened = etagOf(item);
+    etagOf(item);
     const n = item.json().number;
     assert.equal((await asAda.post(itemUrl(base, n), { title: 'Two' })).statusCode, 200);
 

@@ -1,6 +1,15 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { assertError, client, makeApp, makeItem, makeProduct, makeUser, type TestContext } from './helpers.js';
+import {
+  advanceClock,
+  assertError,
+  client,
+  makeApp,
+  makeItem,
+  makeProduct,
+  makeUser,
+  type TestContext,
+} from './helpers.js';
 
 let t: TestContext;
 before(async () => {
@@ -257,23 +266,26 @@ describe('update item', () => {
     );
   });
 
-  test('an assignee who stopped following stays so when the item is posted back whole, unchanged assignee and all', async () => {
-    const { api, url, member, item } = await withItem();
-    await api.post(url, { assigned_to: member.user.id });
-    assert.equal((await client(t.app, member).delete(url.replace(/\.json$/, '/follow.json'))).statusCode, 200);
-    const whole = (await api.get(url)).json();
-    assert.equal((await api.postJson(url, { ...whole, title: 'Saved by a client' })).statusCode, 200);
-    assert.equal((await api.post(url, { assigned_to: member.user.id })).statusCode, 200);
-    const follows = await t.db
-      .selectFrom('followers')
-      .innerJoin('items', 'items.id', 'followers.item_id')
-      .select('followers.user_id')
-      .where('items.product_id', '=', whole.product.id)
-      .where('items.number', '=', item.number)
-      .where('followers.user_id', '=', member.user.id)
-      .execute();
-    assert.deepEqual(follows, [], 'only a new assignee starts following (INTERFACE.md §7.4)');
-  });
+  test(
+    'an assignee who stopped following stays so when the item is posted back whole, ' + 'unchanged assignee and all',
+    async () => {
+      const { api, url, member, item } = await withItem();
+      await api.post(url, { assigned_to: member.user.id });
+      assert.equal((await client(t.app, member).delete(url.replace(/\.json$/, '/follow.json'))).statusCode, 200);
+      const whole = (await api.get(url)).json();
+      assert.equal((await api.postJson(url, { ...whole, title: 'Saved by a client' })).statusCode, 200);
+      assert.equal((await api.post(url, { assigned_to: member.user.id })).statusCode, 200);
+      const follows = await t.db
+        .selectFrom('followers')
+        .innerJoin('items', 'items.id', 'followers.item_id')
+        .select('followers.user_id')
+        .where('items.product_id', '=', whole.product.id)
+        .where('items.number', '=', item.number)
+        .where('followers.user_id', '=', member.user.id)
+        .execute();
+      assert.deepEqual(follows, [], 'only a new assignee starts following (INTERFACE.md §7.4)');
+    },
+  );
 
   test('a story rebuilds its title when who/what/why change and ignores title and type', async () => {
     const { api, base, owner, product } = await setup();
@@ -329,7 +341,8 @@ describe('update item', () => {
 
   test('last_modified moves on a real change only', async () => {
     const { api, url, item } = await withItem({ title: 'Same' });
-    await new Promise((r) => setTimeout(r, 1100));
+    // A second later, so that a change would show in the timestamp (second precision).
+    advanceClock(1_000);
     assert.equal((await api.post(url, { title: 'Same' })).json().last_modified, item.last_modified);
     assert.notEqual((await api.post(url, { title: 'Other' })).json().last_modified, item.last_modified);
   });
@@ -475,7 +488,7 @@ describe('archive, children, follow', () => {
   test('follow and unfollow; following is activity', async () => {
     const { owner, member, product, base } = await setup();
     const item = await makeItem(t.app, owner, product.id);
-    await new Promise((r) => setTimeout(r, 1100));
+    advanceClock(1_000);
     const m = client(t.app, member);
     const followed = await m.post(`${base}/items/1/follow.json`);
     assert.equal(followed.statusCode, 200);

@@ -139,7 +139,7 @@ function fakeExchange(revision: number, cacheControl?: string) {
   return { request, reply, set };
 }
 
-test('kept answers stay within their budget, the least recently used going first; large ones in a share of their own', async () => {
+test('kept answers stay within budget, least recently used first; large ones in a share of their own', async () => {
   // Answers of at most 100 bytes share 11,200 bytes; larger ones 1,600; above 800 none is kept.
   const kept = new KeptAnswers(12800, 2, 100);
   let made = 0;
@@ -193,7 +193,7 @@ test('a kept answer carries the headers its first answer set', async () => {
   assert.equal(again.set.get('X-Count'), '42');
 });
 
-test('no more than the given number of answers render at once; the others wait their turn, errors included', async () => {
+test('no more than the given number of answers render at once; others wait their turn, errors included', async () => {
   const kept = new KeptAnswers(undefined, 2);
   let running = 0;
   let most = 0;
@@ -218,7 +218,7 @@ test('no more than the given number of answers render at once; the others wait t
   assert.equal(String(await ask('last')), '"last"');
 });
 
-test('requests asking what is being rendered wait for that render: it runs once, each gets its answer and headers', async () => {
+test('requests for what is being rendered wait for it: one render, each gets its answer and headers', async () => {
   const kept = new KeptAnswers();
   let made = 0;
   const ask = (question: string, cacheControl?: string) => {

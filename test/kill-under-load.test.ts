@@ -91,13 +91,13 @@ function clientFor(port: () => number) {
  * last acknowledged value (or the first one, before any), or the value of any request sent
  * after it that got no answer.
  */
-function possible<T>(initial: T, history: { outcome: Outcome }[], valueOf: (i: number) => T): T[] {
+function possible<T>(initial: T, history: { outcome: Outcome }[], valueAt: (i: number) => T): T[] {
   let last = -1;
   history.forEach((h, i) => {
     if (h.outcome === 'acknowledged') last = i;
   });
-  const base = last >= 0 ? valueOf(last) : initial;
-  return [base, ...history.flatMap((h, i) => (i > last && h.outcome === 'unknown' ? [valueOf(i)] : []))];
+  const base = last >= 0 ? valueAt(last) : initial;
+  return [base, ...history.flatMap((h, i) => (i > last && h.outcome === 'unknown' ? [valueAt(i)] : []))];
 }
 
 async function mailState(database: Db): Promise<Record<string, number>> {
@@ -412,13 +412,20 @@ test(`SIGKILL under load from ${WORKERS} clients: after a restart every acknowle
       (x) => x.outcome === 'unknown',
     ).length;
     const figures = [
-      `database: ${pgBase ? 'PostgreSQL' : 'SQLite'}; ${WORKERS} workers for ${killedAt - loadStarted} ms until the SIGKILL`,
-      `writes acknowledged: ${acknowledged} (creates ${acked(allCreates)}, updates ${acked(logs.flatMap((l) => l.updates))}, ` +
+      `database: ${pgBase ? 'PostgreSQL' : 'SQLite'}; ` +
+        `${WORKERS} workers for ${killedAt - loadStarted} ms until the SIGKILL`,
+      `writes acknowledged: ${acknowledged} (creates ${acked(allCreates)}, ` +
+        `updates ${acked(logs.flatMap((l) => l.updates))}, ` +
         `resorts ${acked(logs.flatMap((l) => l.resorts))}, deploys ${acked(allDeploys)}); unanswered: ${unknown}, ` +
-        `of them creates stored: ${unknownCreatesStored}; refused (503): ${logs.reduce((n, l) => n + l.refused.length, 0)}`,
-      `found after the restart: creates ${createsFound}, deploys ${deploysFound} with their items and ${outbox.length} messages for ${deploys.length} stored deploys, ` +
-        `last acknowledged update of ${updatesFound} field items and last resort of ${resortsFound} pairs as acknowledged (the others as a later unanswered request left them)`,
-      `time from restart to first 200: ${recoveredAt - restartedAt} ms; mail after the restart: ${JSON.stringify(counts)}, ${sink.received.length} deliveries of ${sink.counts().size} messages`,
+        `of them creates stored: ${unknownCreatesStored}; ` +
+        `refused (503): ${logs.reduce((n, l) => n + l.refused.length, 0)}`,
+      `found after the restart: creates ${createsFound}, deploys ${deploysFound} with their items ` +
+        `and ${outbox.length} messages for ${deploys.length} stored deploys, ` +
+        `last acknowledged update of ${updatesFound} field items and last resort of ${resortsFound} pairs ` +
+        'as acknowledged (the others as a later unanswered request left them)',
+      `time from restart to first 200: ${recoveredAt - restartedAt} ms; ` +
+        `mail after the restart: ${JSON.stringify(counts)}, ` +
+        `${sink.received.length} deliveries of ${sink.counts().size} messages`,
     ];
     for (const line of figures) {
       t.diagnostic(line);

@@ -13,7 +13,10 @@ before(async () => {
 });
 after(() => t.close());
 
-/** markdown-it as the service is documented to use it: raw HTML shown as text, links made of addresses, line breaks kept. */
+/**
+ * markdown-it as the service is documented to use it: raw HTML shown as text, links made of
+ * addresses, line breaks kept.
+ */
 const reference = new MarkdownIt({ html: false, linkify: true, breaks: true });
 
 const HOSTILE_MARKUP = [
@@ -27,7 +30,10 @@ const HOSTILE_MARKUP = [
   '- **two**',
 ].join('\n');
 
-/** No markup that runs or loads anything: only the elements Markdown makes, no event handler, no script or data address. */
+/**
+ * No markup that runs or loads anything: only the elements Markdown makes, no event handler, no
+ * script or data address.
+ */
 function assertSafe(html: string, label: string): void {
   for (const [tag, name, attributes] of html.matchAll(/<\/?([a-z0-9]+)([^>]*)>/gi)) {
     assert.ok(
@@ -57,7 +63,7 @@ const page = async (url: string, cookie: string) => {
 };
 
 describe('rendered when written', () => {
-  test('a description and deploy notes are kept as the Markdown rendered, safe; the API answers the source as before', async () => {
+  test('a description and deploy notes are kept rendered, safe; the API answers the source as before', async () => {
     const { api, base, deployer, product } = await deployTeam(t);
     const item = await makeItem(t.app, deployer, product.id, { description: HOSTILE_MARKUP });
     assert.equal(item.description, HOSTILE_MARKUP);
@@ -217,7 +223,7 @@ describe('no lock while rendering', () => {
 });
 
 describe('bounds', () => {
-  test('a render past its deadline is kept as the text escaped, in paragraphs; so is a text past the size bound', async () => {
+  test('a render past its deadline is kept as escaped text in paragraphs, as is text past the size bound', async () => {
     const quick = await makeApp({ markdown: { deadlineMs: 1, maxChars: 60_000 } });
     try {
       const { api, base, deployer, product } = await deployTeam(quick);
@@ -257,7 +263,7 @@ describe('bounds', () => {
     }
   });
 
-  test('a burst of writes beyond the renders that may wait keeps no HTML for the rest, and the fill renders them', async () => {
+  test('a burst of writes past the renders that may wait keeps no HTML for the rest; the fill renders it', async () => {
     const busy = await makeApp({ markdown: { maxWaiting: 1 } });
     try {
       const { api, base, product } = await deployTeam(busy);
@@ -339,8 +345,10 @@ describe('rows from before', () => {
     await t.db.updateTable('deploys').set({ notes_html: null }).where('id', '=', deploy.id).execute();
 
     const cookie = await signInByMail(t, deployer.email);
-    const escaped =
-      /<div class="markdown"><p># Release \*notes\*<\/p>\n<p>&lt;script&gt;alert\(1\)&lt;\/script&gt; &lt;img src=x onerror=alert\(2\)&gt;/;
+    const escaped = new RegExp(
+      String.raw`<div class="markdown"><p># Release \*notes\*</p>\n` +
+        String.raw`<p>&lt;script&gt;alert\(1\)&lt;/script&gt; &lt;img src=x onerror=alert\(2\)&gt;`,
+    );
     const itemPage = await page(`/app/products/${product.id}/items/${item.number}`, cookie);
     assert.match(itemPage, escaped);
     const shown = (body: string) =>

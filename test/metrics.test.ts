@@ -69,7 +69,7 @@ async function scrape(headers: Record<string, string> = bearer) {
 }
 
 /** The value of the one sample with this name whose labels include `labels`; 0 when there is none. */
-function valueOf(samples: Sample[], name: string, labels: Record<string, string> = {}): number {
+function sampleValue(samples: Sample[], name: string, labels: Record<string, string> = {}): number {
   const found = samples.filter((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v));
   assert.ok(found.length <= 1, `${found.length} samples of ${name} ${JSON.stringify(labels)}`);
   return found[0]?.value ?? 0;
@@ -137,8 +137,8 @@ describe('metrics: contents', () => {
     ]) {
       assert.equal(types.get(name), 'gauge', name);
     }
-    assert.ok(valueOf(samples, 'process_resident_memory_bytes') > 0);
-    assert.ok(valueOf(samples, 'nodejs_heap_size_used_bytes') > 0);
+    assert.ok(sampleValue(samples, 'process_resident_memory_bytes') > 0);
+    assert.ok(sampleValue(samples, 'nodejs_heap_size_used_bytes') > 0);
   });
 
   test('requests are counted by route pattern and status code, and the output names no one', async () => {
@@ -152,7 +152,7 @@ describe('metrics: contents', () => {
     const unmatched = { method: 'GET', route: 'unmatched' };
     const before = (await scrape()).samples;
     const count = (samples: Sample[], labels: Record<string, string>) =>
-      valueOf(samples, 'http_request_duration_seconds_count', labels);
+      sampleValue(samples, 'http_request_duration_seconds_count', labels);
 
     for (let i = 0; i < 3; i++) assert.equal((await api.get(`${base}/items.json`)).statusCode, 200);
     assertError(await api.get(`${base}/items.json`, { limit: 'lots' }), 400);
@@ -203,17 +203,17 @@ describe('metrics: contents', () => {
   test('database statements are timed', async () => {
     const owner = await makeUser(t.db);
     const product = await makeProduct(t.db, owner);
-    const before = valueOf((await scrape()).samples, 'shiplog_db_query_duration_seconds_count');
+    const before = sampleValue((await scrape()).samples, 'shiplog_db_query_duration_seconds_count');
     assert.ok(before > 0);
     assert.equal((await client(t.app, owner).get(`/api/products/${product.id}/items.json`)).statusCode, 200);
     const { samples } = await scrape();
     // The list (credentials, membership, the page) and the scrape's outbox figures.
-    assert.ok(valueOf(samples, 'shiplog_db_query_duration_seconds_count') >= before + 3);
+    assert.ok(sampleValue(samples, 'shiplog_db_query_duration_seconds_count') >= before + 3);
     assert.equal(
-      valueOf(samples, 'shiplog_db_query_duration_seconds_bucket', { le: '+Inf' }),
-      valueOf(samples, 'shiplog_db_query_duration_seconds_count'),
+      sampleValue(samples, 'shiplog_db_query_duration_seconds_bucket', { le: '+Inf' }),
+      sampleValue(samples, 'shiplog_db_query_duration_seconds_count'),
     );
-    assert.ok(valueOf(samples, 'shiplog_db_query_duration_seconds_sum') > 0);
+    assert.ok(sampleValue(samples, 'shiplog_db_query_duration_seconds_sum') > 0);
   });
 
   test('each app has its own registry', async () => {
@@ -222,8 +222,11 @@ describe('metrics: contents', () => {
       for (let i = 0; i < 5; i++) await other.app.inject({ method: 'GET', url: '/health' });
       const res = await other.app.inject({ method: 'GET', url: '/metrics', headers: bearer });
       const theirs = parseExposition(res.body).samples;
-      assert.equal(valueOf(theirs, 'http_request_duration_seconds_count', { route: '/health' }), 5);
-      assert.equal(valueOf((await scrape()).samples, 'http_request_duration_seconds_count', { route: '/health' }), 0);
+      assert.equal(sampleValue(theirs, 'http_request_duration_seconds_count', { route: '/health' }), 5);
+      assert.equal(
+        sampleValue((await scrape()).samples, 'http_request_duration_seconds_count', { route: '/health' }),
+        0,
+      );
     } finally {
       await other.close();
     }
@@ -255,7 +258,7 @@ describe('metrics: the outbox', () => {
     Object.fromEntries(
       ['pending', 'sending', 'sent', 'failed'].map((state) => [
         state,
-        valueOf(samples, 'shiplog_outbox_messages', { state }),
+        sampleValue(samples, 'shiplog_outbox_messages', { state }),
       ]),
     );
 
@@ -279,15 +282,15 @@ describe('metrics: the outbox', () => {
       .set({ next_attempt_at: formatTimestamp(new Date(Date.now() - 600_000)) })
       .where('id', '=', late.id)
       .execute();
-    const oldest = valueOf((await scrape()).samples, 'shiplog_outbox_oldest_due_seconds');
+    const oldest = sampleValue((await scrape()).samples, 'shiplog_outbox_oldest_due_seconds');
     assert.ok(oldest >= 600 && oldest < 900, `oldest due ${oldest}`);
 
     await t.app.outbox.deliverDue();
     const delivered = (await scrape()).samples;
     assert.deepEqual(gauges(delivered), await tableCounts());
-    assert.equal(valueOf(delivered, 'shiplog_outbox_messages', { state: 'pending' }), 0);
-    assert.equal(valueOf(delivered, 'shiplog_outbox_messages', { state: 'sent' }), table.sent + table.pending);
-    assert.equal(valueOf(delivered, 'shiplog_outbox_oldest_due_seconds'), 0);
+    assert.equal(sampleValue(delivered, 'shiplog_outbox_messages', { state: 'pending' }), 0);
+    assert.equal(sampleValue(delivered, 'shiplog_outbox_messages', { state: 'sent' }), table.sent + table.pending);
+    assert.equal(sampleValue(delivered, 'shiplog_outbox_oldest_due_seconds'), 0);
   });
 
   test('while the outbox cannot be read, its figures are left out and the rest still come', async () => {

@@ -74,7 +74,7 @@ describe('notifications.json: failures', () => {
     assert.equal((await api.post(url, { environments: 'y'.repeat(255) })).statusCode, 200);
   });
 
-  test('members only: a non-member gets 403, an unknown product 404, bad credentials 403; nothing is stored', async () => {
+  test('members only: a non-member gets 403, an unknown product 404, bad credentials 403; nothing stored', async () => {
     const { url, product } = await setup();
     const outsider = await makeUser(t.db);
     await makeProduct(t.db, outsider, [], 'Elsewhere');
@@ -134,7 +134,7 @@ describe('notifications.json', () => {
     assert.deepEqual(res.json(), { environments: 'all' });
   });
 
-  test('a deploy to an environment someone left out is recorded but mails them nothing; the others still get theirs', async () => {
+  test('a deploy to an environment someone left out mails them nothing; the others still get theirs', async () => {
     const s = await setup();
     const { alice, bob, url } = s;
     assert.deepEqual(

@@ -83,7 +83,10 @@ class Conformance {
 
   private validatorFor(schema: object): ValidateFunction {
     let validate = this.validators.get(schema);
-    if (!validate) this.validators.set(schema, (validate = this.ajv.compile(this.strict(schema))));
+    if (!validate) {
+      validate = this.ajv.compile(this.strict(schema));
+      this.validators.set(schema, validate);
+    }
     return validate;
   }
 
@@ -102,7 +105,8 @@ class Conformance {
     const documented = operation.responses[String(res.statusCode)];
     assert.ok(
       documented,
-      `${label}, which the document does not list (it lists ${Object.keys(operation.responses).join(', ')}): ${res.body.slice(0, 200)}`,
+      `${label}, which the document does not list (it lists ${Object.keys(operation.responses).join(', ')}): ` +
+        res.body.slice(0, 200),
     );
     // A header documented with `x-present-when` is given only then (a next page's offset).
     const headers = Object.entries(documented.headers ?? {})
@@ -123,7 +127,8 @@ class Conformance {
         const validate = this.validatorFor(media.schema);
         assert.ok(
           validate(JSON.parse(res.body)),
-          `${label}: the body does not match its schema: ${this.ajv.errorsText(validate.errors)}\n${res.body.slice(0, 500)}`,
+          `${label}: the body does not match its schema: ${this.ajv.errorsText(validate.errors)}\n` +
+            res.body.slice(0, 500),
         );
       } else if (mediaType === 'text/html') {
         assert.match(res.body, /^<!doctype html>/i, label);
@@ -196,7 +201,8 @@ describe('the API description', () => {
     assert.deepEqual(
       problems,
       [],
-      `${OPENAPI_PATH} is incomplete (give each route a schema: summary, tags, operationId, response, errors): ${problems.join('; ')}`,
+      `${OPENAPI_PATH} is incomplete (give each route a schema: summary, tags, operationId, response, errors): ` +
+        problems.join('; '),
     );
 
     const registered = new Set(kept.map((r) => `${r.method.toLowerCase()} ${templateOf(r.url)}`));
@@ -683,8 +689,9 @@ if (!listed.data) throw new Error(\`list: \${listed.response.status}\`);
 
 // Never called: the types refuse what the document does not allow.
 export function refused() {
+  const params = { path: { product_id } };
   // @ts-expect-error an item type the document does not list
-  void client.POST('/api/products/{product_id}/items.json', { params: { path: { product_id } }, body: { type: 'epic' } });
+  void client.POST('/api/products/{product_id}/items.json', { params, body: { type: 'epic' } });
 }
 
 console.log(JSON.stringify({

@@ -317,7 +317,7 @@ describe('sprintly-data SDK against a running Shiplog', () => {
     assert.deepEqual(errorsIn(requests()), []);
   });
 
-  test('collectionConsumer pages through every item exactly once, newest first, sub-items after their story', async () => {
+  test('collectionConsumer pages through every item once, newest first, sub-items after their story', async () => {
     const requests = recordFromNow();
     const paging = await makeProduct(t.db, owner, [sdkUser], 'Paging product');
     const scope = { user: owner.user, product: paging, admin: true };
@@ -345,7 +345,8 @@ describe('sprintly-data SDK against a running Shiplog', () => {
         await task();
         if (i % 15 === 7) await storyWith(2);
       }
-      // A story whose sub-items straddle the first page boundary: counting from 1 in newest order, the story is entry 499 and its sub-items 500 to 503.
+      // A story whose sub-items straddle the first page boundary: counting from 1 in newest order,
+      // the story is entry 499 and its sub-items 500 to 503.
       await storyWith(4);
       // Newest: exactly 498 entries ahead of that story (9 stories of 3 entries, 471 tasks).
       for (let i = 0; i < 471; i++) {

@@ -138,7 +138,15 @@ describe('hardening headers', () => {
     const tooLarge = await raw(`GET /health HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`);
     assertApiHeaders(tooLarge, '431');
     const expectation = await raw(
-      'POST /api/products.json HTTP/1.1\r\nHost: x\r\nExpect: something\r\nContent-Length: 0\r\nConnection: close\r\n\r\n',
+      [
+        'POST /api/products.json HTTP/1.1',
+        'Host: x',
+        'Expect: something',
+        'Content-Length: 0',
+        'Connection: close',
+        '',
+        '',
+      ].join('\r\n'),
     );
     assertApiHeaders(expectation, '417');
   });

@@ -207,7 +207,7 @@ export class SmtpSink {
         }
         callback();
       },
-      onRcptTo: (address, session, callback) => {
+      onRcptTo: (address, _session, callback) => {
         const err = this.refusal('rcpt', [address.address.toLowerCase()]);
         callback(err ?? undefined);
       },

@@ -85,7 +85,8 @@ async function shiplog(...args: string[]): Promise<CliRun> {
 describe('deploy email over SMTP: failures', () => {
   for (const stage of ['rcpt', 'data'] as const) {
     test(
-      `a temporary 451 (at ${stage === 'rcpt' ? 'RCPT TO' : 'end of data'}) is retried after backoff and delivered once`,
+      `a temporary 451 (at ${stage === 'rcpt' ? 'RCPT TO' : 'end of data'}) ` +
+        'is retried after backoff and delivered once',
       BOUNDED,
       async () => {
         const { api, base, deployer, people, product } = await setup(['Alice']);

@@ -34,9 +34,8 @@ async function open(options: { maxBatch?: number; memory?: boolean } = {}): Prom
     }),
   });
   await sql`create table parents (id integer primary key)`.execute(db);
-  await sql`create table notes (id integer primary key, body text not null unique, parent_id integer references parents(id) deferrable initially deferred)`.execute(
-    db,
-  );
+  await sql`create table notes (id integer primary key, body text not null unique,
+    parent_id integer references parents(id) deferrable initially deferred)`.execute(db);
   await db.insertInto('parents').values({ id: 1 }).execute();
   commits.length = 0;
   return { db, outside: options.memory ? writer : new SQLite(file, { readonly: true }), commits };
@@ -188,7 +187,7 @@ test('in memory, with one connection, reads wait for the batch to be committed',
   });
 });
 
-test('a raw SELECT outside a transaction is a plain read too: it neither waits for the writer nor sees the open transaction', async () => {
+test('a raw SELECT outside a transaction is a plain read: it neither waits for the writer nor sees it', async () => {
   await withFixture({}, async (f) => {
     let during: unknown;
     await f.db.transaction().execute(async (trx) => {

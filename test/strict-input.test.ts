@@ -91,10 +91,11 @@ describe('array-style and nested keys', () => {
     assert.equal(item.title, 'Assigned');
   });
 
-  test('bracketed keys of parameters the endpoint does not read are ignored, as a whole item posted back carries them', async () => {
+  test('bracketed keys of parameters not read are ignored, as a whole item posted back carries them', async () => {
     const res = await form(
       `${base}/items/${task}.json`,
-      'title=Renamed&product[id]=99&product[name]=Other&email[files]=f%40x&progress[started_at]=2020&counts[blockers]=3&deployed_to[0][environment]=prod',
+      'title=Renamed&product[id]=99&product[name]=Other&email[files]=f%40x&progress[started_at]=2020' +
+        '&counts[blockers]=3&deployed_to[0][environment]=prod',
     );
     assert.equal(res.statusCode, 200, res.body);
     assert.equal(res.json().title, 'Renamed');

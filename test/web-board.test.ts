@@ -133,6 +133,64 @@ describe('the board', () => {
     assert.doesNotMatch(second.body, /col-in-progress/);
   });
 
+  test("the board's filters mean what items.json's do: the same items, and the same refusals", async () => {
+    const { owner, product, cookie, base } = await setUp();
+    const other = await makeUser(t.db);
+    await t.db.transaction().execute(async (trx) => {
+      const { insertMembership } = await import('../src/products/repository.js');
+      await insertMembership(trx, product.id, other.user.id, false, '2026-01-01T00:00:00+00:00');
+    });
+    const types = ['task', 'defect', 'test'];
+    for (let i = 0; i < 12; i++)
+      await makeItem(t.app, i % 2 ? other : owner, product.id, {
+        type: types[i % 3],
+        title: `Item ${i}`,
+        tags: ['ui', 'api', 'ui,api', ''][i % 4],
+        assigned_to: i % 3 === 1 ? '' : String((i % 5 < 2 ? owner : other).user.id),
+        status: ['backlog', 'in-progress'][i % 2 === 0 && i % 4 !== 0 ? 1 : 0],
+      });
+    const me = owner.user.id;
+    // The board's query, and the items.json parameters it stands for.
+    const cases: [string, Record<string, string>][] = [
+      [`type=task,defect`, { type: 'task,defect' }],
+      [`tags=ui,api`, { tags: 'ui,api' }],
+      [`assignee=${other.user.id}&tags=api`, { assigned_to: String(other.user.id), tags: 'api' }],
+      [`creator=${other.user.id}&type=test`, { created_by: String(other.user.id), type: 'test' }],
+      [`mine=1&assignee=${other.user.id}`, { assigned_to: String(me) }],
+      [`mine=0&creator=${me}`, { created_by: String(me) }],
+    ];
+    for (const [query, listed] of cases) {
+      const board = await page(`${base}/board?${query}`, cookie);
+      assert.equal(board.statusCode, 200, query);
+      for (const status of ['backlog', 'in-progress']) {
+        const api = await client(t.app, owner).get(`/api/products/${product.id}/items.json`, {
+          ...listed,
+          status,
+          limit: 500,
+        });
+        const numbers = api.json().map((i: { number: number }) => i.number);
+        assert.deepEqual(column(board.body, status), numbers, `${query}, ${status}`);
+      }
+    }
+    const escaped = (s: string) => s.replace(/&/g, '&amp;').replace(/"/g, '&quot;').replace(/'/g, '&#39;');
+    const long = 'x'.repeat(65);
+    for (const [query, listed] of [
+      [`type=epic&tags=${long}`, { type: 'epic', tags: long }],
+      [`tags=${long}&creator=7`, { tags: long, created_by: '7' }],
+    ] as const) {
+      const board = await page(`${base}/board?${query}`, cookie);
+      const api = await client(t.app, owner).get(`/api/products/${product.id}/items.json`, listed);
+      assert.equal(board.statusCode, api.statusCode, query);
+      assert.ok(board.body.includes(escaped(api.json().message)), `${query}: ${api.json().message}`);
+    }
+    const nobody = await page(`${base}/board?assignee=999999`, cookie);
+    const apiNobody = await client(t.app, owner).get(`/api/products/${product.id}/items.json`, {
+      assigned_to: '999999',
+    });
+    assert.equal(nobody.statusCode, 404);
+    assert.ok(nobody.body.includes(escaped(apiNobody.json().message)));
+  });
+
   test('move up, down, to the top and to another status through the forms, as the API then reads it', async () => {
     const { owner, product, cookie, base } = await setUp();
     const [a, b, c] = [
@@ -175,7 +233,7 @@ describe('the board', () => {
     assert.deepEqual(await apiOrder(owner, product.id, 'backlog'), [b.number, a.number]);
   });
 
-  test('a drop (to=place) sets the status, then the place between its new neighbours; the script gets JSON', async () => {
+  test('a drop (to=place) sets the status, then the place between its new neighbours; scripts get JSON', async () => {
     const { owner, product, cookie, base } = await setUp();
     const [a, b, c] = [
       await makeItem(t.app, owner, product.id, { title: 'A' }),
@@ -403,7 +461,8 @@ describe('the item page', () => {
     assert.match(
       res.body,
       new RegExp(
-        `production</strong> <a class="version" href="${base}/deploys/\\d+">1.1</a> <span class="muted">deployed by First${owner.user.id} Last${owner.user.id}</span>`,
+        `production</strong> <a class="version" href="${base}/deploys/\\d+">1.1</a> ` +
+          `<span class="muted">deployed by First${owner.user.id} Last${owner.user.id}</span>`,
       ),
     );
     assert.match(res.body, /1 follower: First/);
@@ -414,7 +473,7 @@ describe('the item page', () => {
     assert.equal((await page(`${base}/items/abc`, cookie)).statusCode, 404);
   });
 
-  test('an edit goes through the item rules: errors next to the field with the values kept, nothing changed', async () => {
+  test('an edit goes through the item rules: errors by the field with the values kept, nothing changed', async () => {
     const { owner, product, cookie, base } = await setUp();
     const item = await makeItem(t.app, owner, product.id, { title: 'Before', description: 'Old' });
     const url = `${base}/items/${item.number}`;
@@ -586,7 +645,8 @@ describe('the item page', () => {
     const { owner, product, cookie, base } = await setUp();
     const item = await makeItem(t.app, owner, product.id, { title: 'A task' });
     const csrf = csrfOf(await page(`${base}/board`, cookie));
-    // A task's edit form has no who; the board's form no score: such a request comes from elsewhere, but is answered all the same.
+    // A task's edit form has no who; the board's form no score: such a request comes from
+    // elsewhere, but is answered all the same.
     const edit = await postForm(`${base}/items/${item.number}`, cookie, {
       csrf,
       title: 'Renamed',
@@ -643,7 +703,7 @@ describe('the item page', () => {
 });
 
 describe('membership and links', () => {
-  test('someone who is not a member gets a 403 page that tells nothing of the product; an unknown product is a 404 page', async () => {
+  test('a non-member gets a 403 page that tells nothing of the product; an unknown product is a 404 page', async () => {
     const { owner, product, base } = await setUp('Secret project name');
     const item = await makeItem(t.app, owner, product.id, { title: 'Secret item title' });
     const outsider = await makeUser(t.db);

@@ -16,13 +16,16 @@ before(async () => {
 });
 after(() => t.close());
 
-const unescape = (s: string) =>
+const unescapeHtml = (s: string) =>
   s.replace(
     /&(amp|lt|gt|quot|#39|#96);/g,
     (_, e: string) => ({ amp: '&', lt: '<', gt: '>', quot: '"', '#39': "'", '#96': '`' })[e]!,
   );
 
-/** The edit form's fields as a browser would send them, untouched: hidden and text inputs, checked radios, the textarea, the selected options. */
+/**
+ * The edit form's fields as a browser would send them, untouched: hidden and text inputs, checked
+ * radios, the textarea, the selected options.
+ */
 function editForm(res: LightMyRequestResponse): Record<string, string> {
   // Not a story's form for new sub-items, which posts to .../items.
   const start = res.body.search(/<form class="item-form" method="post" action="[^"]*\/items\/\d+">/);
@@ -33,14 +36,14 @@ function editForm(res: LightMyRequestResponse): Record<string, string> {
     const name = /name="([^"]+)"/.exec(input)?.[1];
     const type = /type="([^"]+)"/.exec(input)?.[1];
     if (!name || (type === 'radio' && !/ checked\b/.test(input))) continue;
-    fields[name] = unescape(/value="([^"]*)"/.exec(input)?.[1] ?? '');
+    fields[name] = unescapeHtml(/value="([^"]*)"/.exec(input)?.[1] ?? '');
   }
   // The parser drops one newline right after <textarea>.
-  for (const [, name, text] of form.matchAll(/<textarea [^>]*name="([^"]+)"[^>]*>\n?([^]*?)<\/textarea>/g))
-    fields[name] = unescape(text);
-  for (const [, name, options] of form.matchAll(/<select [^>]*name="([^"]+)"[^>]*>([^]*?)<\/select>/g)) {
+  for (const [, name, text] of form.matchAll(/<textarea [^>]*name="([^"]+)"[^>]*>\n?([\s\S]*?)<\/textarea>/g))
+    fields[name] = unescapeHtml(text);
+  for (const [, name, options] of form.matchAll(/<select [^>]*name="([^"]+)"[^>]*>([\s\S]*?)<\/select>/g)) {
     const chosen = /<option value="([^"]*)" selected>/.exec(options) ?? /<option value="([^"]*)"/.exec(options);
-    fields[name] = unescape(chosen?.[1] ?? '');
+    fields[name] = unescapeHtml(chosen?.[1] ?? '');
   }
   return fields;
 }
@@ -90,7 +93,7 @@ describe('two people editing one item on its page', () => {
     assert.match(page.body, /Ada's <strong>text<\/strong><br>/);
   });
 
-  test('both change the title: the second sees both values, keeps theirs, and the rest of their save is made', async () => {
+  test('both change the title: the second sees both, keeps theirs, and the rest of their save is made', async () => {
     const { ada, product, adaCookie, bobCookie, open, save, stored } = await team();
     const item = await makeItem(t.app, ada, product.id, { title: 'Old title', description: 'Old text' });
     const adas = await open(item.number, adaCookie);
@@ -101,7 +104,11 @@ describe('two people editing one item on its page', () => {
     assert.equal(clash.statusCode, 409, clash.body.slice(0, 500));
     assert.match(
       clash.body,
-      /<div class="conflict" id="conflict-title" role="alert"><p>Somebody else changed the title since you opened this form\. Theirs:<\/p>\n<blockquote class="theirs">Bob&#39;s title<\/blockquote>/,
+      new RegExp(
+        '<div class="conflict" id="conflict-title" role="alert">' +
+          String.raw`<p>Somebody else changed the title since you opened this form\. Theirs:</p>\n` +
+          '<blockquote class="theirs">Bob&#39;s title</blockquote>',
+      ),
     );
     assert.match(clash.body, /aria-describedby="conflict-title"/);
     assert.doesNotMatch(clash.body, /id="conflict-description"/, 'nobody else changed the description');
@@ -134,8 +141,8 @@ describe('two people editing one item on its page', () => {
 
     const clash = await save(item.number, adaCookie, { ...adas, tags: 'd', assigned_to: String(ada.user.id) });
     assert.equal(clash.statusCode, 409);
-    assert.match(clash.body, /id="conflict-tags"[^]*<blockquote class="theirs">b, c<\/blockquote>/);
-    assert.match(clash.body, /id="conflict-assigned_to"[^]*<blockquote class="theirs">Bob Builder<\/blockquote>/);
+    assert.match(clash.body, /id="conflict-tags"[\s\S]*<blockquote class="theirs">b, c<\/blockquote>/);
+    assert.match(clash.body, /id="conflict-assigned_to"[\s\S]*<blockquote class="theirs">Bob Builder<\/blockquote>/);
     const again = editForm(clash);
     assert.deepEqual([again.tags, again.assigned_to], ['d', String(ada.user.id)]);
     const res = await save(item.number, adaCookie, {
@@ -168,7 +175,37 @@ describe('two people editing one item on its page', () => {
     assert.equal(json.title, 'As an admin, I want two things so that it helps.');
   });
 
-  test('a refused save keeps the version it was opened at: the next save still sees what changed meanwhile', async () => {
+  test("a person the product lacks is said next to the field naming them, with the API's 404", async () => {
+    const { ada, product, adaCookie, open, save } = await team();
+    const outsider = await makeUser(t.db, { firstName: 'Olga', lastName: 'Outside' });
+    const item = await makeItem(t.app, ada, product.id, { title: 'Task' });
+    const form = await open(item.number, adaCookie);
+    for (const [id, reason] of [
+      [String(outsider.user.id), 'names nobody (or nothing) of this product'],
+      ['999999', 'unknown user'],
+    ]) {
+      const res = await save(item.number, adaCookie, { ...form, assigned_to: id });
+      assert.equal(res.statusCode, 400, res.body.slice(0, 500));
+      assert.ok(
+        res.body.includes(`<span class="field-error" id="error-assigned_to" role="alert">assigned to ${reason}</span>`),
+        `${id}: ${res.body.slice(0, 500)}`,
+      );
+      assert.match(res.body, /<select id="edit-assigned_to" name="assigned_to" aria-invalid="true"/);
+    }
+    const api = client(t.app, ada);
+    const url = `/api/products/${product.id}/items/${item.number}.json`;
+    const outside = await api.post(url, { assigned_to: outsider.user.id });
+    assert.equal(outside.statusCode, 404);
+    assert.equal(outside.body, '{"code":404,"message":"Parameter assigned_to names no member of this product."}');
+    const unknown = await api.post(url, { assigned_to: 999999 });
+    assert.equal(
+      unknown.body,
+      '{"code":404,"message":"Parameter assigned_to names no known user.","errors":{"assigned_to":"unknown user"}}',
+    );
+    assert.equal((await open(item.number, adaCookie)).assigned_to, '', 'nothing was saved');
+  });
+
+  test('a refused save keeps the version it was opened at: the next save still sees what changed', async () => {
     const { ada, product, adaCookie, bobCookie, open, save, stored } = await team();
     const item = await makeItem(t.app, ada, product.id, { title: 'Old' });
     const adas = await open(item.number, adaCookie);
@@ -205,7 +242,7 @@ describe('two people editing one item on its page', () => {
     assert.deepEqual([(await stored(item.number)).description, (await stored(item.number)).score], ['\nindented', 'M']);
   });
 
-  test("an item stored before today's rules (a control character, a description over its bytes) still takes a change of another field", async () => {
+  test("an item stored before today's rules (a control character, a long description) takes changes", async () => {
     const { ada, product, adaCookie, bobCookie, open, save, stored } = await team();
     const item = await makeItem(t.app, ada, product.id, { title: 'Old rules', description: 'short' });
     const old = `bell\u0007 ${'\u{1F680}'.repeat(16_400)}`;

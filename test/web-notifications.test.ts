@@ -132,11 +132,17 @@ describe('the notifications page', () => {
     assert.match(res.headers['content-type'] as string, /text\/html/);
     assert.match(
       res.body,
-      /<span class="field-error" id="error-environments" role="alert">environments must be all, or name at least one environment<\/span>/,
+      new RegExp(
+        '<span class="field-error" id="error-environments" role="alert">' +
+          'environments must be all, or name at least one environment</span>',
+      ),
     );
     assert.match(
       res.body,
-      /id="other-environments" type="text" name="other" value=" " aria-invalid="true" aria-describedby="error-environments">/,
+      new RegExp(
+        'id="other-environments" type="text" name="other" value=" " ' +
+          'aria-invalid="true" aria-describedby="error-environments">',
+      ),
     );
     assert.equal(checkedChoice(res.body), 'some');
 

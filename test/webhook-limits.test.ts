@@ -85,7 +85,7 @@ const counts = async (s: Setup) => ({
 });
 
 describe('event bodies', () => {
-  test('a deploy lists its first 50 items by number and counts them all; notes and previous values are cut', async () => {
+  test('a deploy lists its first 50 items by number and counts them all; notes and old values are cut', async () => {
     const s = await setup();
     await addWebhook(s, { url: receiver.url('/big'), events: 'deploy.created,item.updated' });
     await addWebhook(s, { url: receiver.url('/big-slack'), events: 'deploy.created', format: 'slack' });
@@ -135,7 +135,7 @@ describe('event bodies', () => {
       assert.ok(Buffer.byteLength(row.body) + Buffer.byteLength(row.slack_body) <= MAX_EVENT_BYTES);
   });
 
-  test('every attempt and replay sends the bytes written with the event, signed; the delivery is named by a header', async () => {
+  test('every attempt and replay sends the bytes written with the event, signed; a header names it', async () => {
     const s = await setup();
     receiver.answerInTurn('/again', { status: 500 }, { status: 503 });
     const hook = await addWebhook(s, { url: receiver.url('/again'), events: 'item.created' });
@@ -166,7 +166,7 @@ describe('event bodies', () => {
 });
 
 describe('retention', () => {
-  test('the worker deletes deliveries and events older than the retention, a batch per statement, and keeps the rest', async () => {
+  test('the worker deletes deliveries and events past retention, a batch per statement, keeps the rest', async () => {
     let now = Date.now();
     const s = await setup({ clock: () => now, retentionBatch: 2 });
     const hook = await addWebhook(s, { url: receiver.url('/kept'), events: 'item.created' });
@@ -182,7 +182,7 @@ describe('retention', () => {
       .orderBy('id')
       .execute();
     const old = events.slice(0, 4).map((e) => e.id);
-    const longAgo = new Date(now - 31 * DAY).toISOString().slice(0, 19) + '+00:00';
+    const longAgo = `${new Date(now - 31 * DAY).toISOString().slice(0, 19)}+00:00`;
     await s.t.db.updateTable('webhook_events').set({ created_at: longAgo }).where('id', 'in', old).execute();
     await s.t.db.updateTable('webhook_deliveries').set({ created_at: longAgo }).where('event_id', 'in', old).execute();
     // An old event replayed now is kept with its new delivery.
@@ -313,7 +313,7 @@ describe('targets', () => {
 });
 
 describe('credentials in a webhook URL', () => {
-  test('masked in answers, pages and the log; still sent to the receiver; a masked URL sent back keeps them', async () => {
+  test('masked in answers, pages and the log; sent to the receiver; a masked URL sent back keeps them', async () => {
     const s = await setup();
     receiver.answerInTurn('/creds', { status: 400, body: 'refused' });
     const url = receiver.url('/creds').replace('http://', 'http://hook-user:s3cret-pass@');
@@ -364,7 +364,7 @@ describe('credentials in a webhook URL', () => {
 });
 
 describe('upgrading a database with events written before their bodies were kept', () => {
-  test("their deliveries send the stored payload with the event's id, time and type in front; Slack ones are rendered from it", async () => {
+  test("deliveries send the stored payload with the event's id, time and type; Slack's rendered from it", async () => {
     const { dataDir, options, old, id } = await olderDatabase(['2026_11_26_0030_webhook_bodies']);
     const at = '2026-01-01T00:00:00+00:00';
     const user = await id('users', {
@@ -414,7 +414,7 @@ describe('upgrading a database with events written before their bodies were kept
       payload,
       created_at: at,
     });
-    const due = new Date().toISOString().slice(0, 19) + '+00:00';
+    const due = `${new Date().toISOString().slice(0, 19)}+00:00`;
     for (const [n, webhook] of hooks.entries()) {
       await old
         .insertInto('webhook_deliveries')

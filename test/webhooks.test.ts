@@ -200,7 +200,7 @@ describe('managing webhooks', () => {
 });
 
 describe('private targets', () => {
-  test('refused without WEBHOOKS_ALLOW_PRIVATE: loopback, private, link-local and names resolving to them', async () => {
+  test('refused without WEBHOOKS_ALLOW_PRIVATE: loopback, private, link-local, names resolving to them', async () => {
     const s = await setup();
     const app = await withoutPrivateSetting(s);
     try {
@@ -300,7 +300,7 @@ function verified(r: Received, secret = SECRET): any {
 }
 
 describe('deliveries', () => {
-  test('every event type: signed, with the resource as the API renders it and the previous values of changes', async () => {
+  test('every event type: signed, with the resource as the API renders it and previous values of changes', async () => {
     const s = await setup();
     const hook = await addWebhook(s, { url: receiver.url('/all') });
     const asAdmin = client(s.t.app, s.admin);
@@ -590,7 +590,7 @@ describe('deliveries', () => {
     const s = await setup();
     receiver.answer('/long-down', () => ({ status: 502, body: '' }));
     const hook = await addWebhook(s, { url: receiver.url('/long-down'), events: 'item.created' });
-    const since = new Date(Date.now() - 25 * 3600_000).toISOString().slice(0, 19) + '+00:00';
+    const since = `${new Date(Date.now() - 25 * 3600_000).toISOString().slice(0, 19)}+00:00`;
     await s.t.db
       .updateTable('webhooks')
       .set({ consecutive_failures: 1, failing_since: since })

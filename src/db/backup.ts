@@ -85,7 +85,7 @@ const sameSql = (a: string | null, b: string | null): boolean =>
  */
 async function schemaOf(applied: readonly string[]): Promise<SchemaObject[]> {
   const sqlite = new SQLite(':memory:');
-  const db = new Kysely<any>({ dialect: new SqliteDialect({ database: sqlite }) });
+  const db = new Kysely<unknown>({ dialect: new SqliteDialect({ database: sqlite }) });
   try {
     const migrations = Object.fromEntries(applied.map((name) => [name, MIGRATIONS[name]]));
     const { error } = await new Migrator({ db, provider: { getMigrations: async () => migrations } }).migrateToLatest();
@@ -137,54 +137,23 @@ async function inspectCopy(file: string, shownAs: string, refuseForeign: boolean
         `${shownAs} is damaged; PRAGMA integrity_check reports:\n  ${problems.slice(0, 10).join('\n  ')}`,
       );
     }
-    const tables = new Set(db.prepare("select name from sqlite_master where type = 'table'").pluck().all() as string[]);
-    const missing = SHIPLOG_TABLES.filter((t) => !tables.has(t));
-    const applied = missing.length
-      ? []
-      : (db.prepare('select name from kysely_migration order by name').pluck().all() as string[]);
-    if (missing.length || applied.length === 0) {
-      throw new BackupError(
-        `${shownAs} is not a Shiplog database (it lacks ${missing.length ? `the tables ${missing.join(', ')}` : 'any migration'}).`,
-      );
-    }
-    const unknown = applied.filter((name) => !MIGRATION_NAMES.includes(name));
-    if (unknown.length) {
-      throw new BackupError(
-        `${shownAs} comes from a newer version of Shiplog (migrations this version does not know: ${unknown.join(', ')}); restore it with that version.`,
-      );
-    }
-    if (applied.some((name, i) => name !== MIGRATION_NAMES[i])) {
-      throw new BackupError(
-        `${shownAs} has migrations applied out of order (${applied.join(', ')}); Shiplog never leaves a database so.`,
-      );
-    }
+    const applied = appliedMigrations(db, shownAs);
     const foreign = foreignObjects(db, await schemaOf(applied));
     if (foreign.length && refuseForeign) {
       throw new BackupError(
-        `${shownAs} holds what this version of Shiplog does not create: ${foreign.join(', ')}. It may have been tampered with; ` +
-          'nothing was restored. Restore a backup made with "shiplog backup", or remove these from a copy of it if you know them to be harmless.',
+        `${shownAs} holds what this version of Shiplog does not create: ${foreign.join(', ')}. ` +
+          'It may have been tampered with; nothing was restored. Restore a backup made with "shiplog backup", ' +
+          'or remove these from a copy of it if you know them to be harmless.',
       );
     }
     const orphans = db.prepare('pragma foreign_key_check').all();
     if (orphans.length)
       throw new BackupError(
-        `${shownAs} is damaged: PRAGMA foreign_key_check finds ${orphans.length} row(s) pointing at rows that do not exist.`,
+        `${shownAs} is damaged: PRAGMA foreign_key_check finds ${orphans.length} row(s) ` +
+          'pointing at rows that do not exist.',
       );
     db.pragma('journal_mode = DELETE');
-    const count = (sql: string): number => db!.prepare(sql).pluck().get() as number;
-    const summary: CopySummary = {
-      file,
-      bytes: 0,
-      pages: db.pragma('page_count', { simple: true }) as number,
-      pageSize: db.pragma('page_size', { simple: true }) as number,
-      products: count('select count(*) from products'),
-      items: count('select count(*) from items'),
-      deploys: count('select count(*) from deploys'),
-      pendingMail: count("select count(*) from outbox where status in ('pending', 'sending')"),
-      migrations: applied.length,
-      knownMigrations: MIGRATION_NAMES.length,
-      foreign,
-    };
+    const summary = summaryOf(db, file, applied, foreign);
     db.close();
     return { ...summary, bytes: fs.statSync(file).size };
   } catch (err) {
@@ -195,6 +164,54 @@ async function inspectCopy(file: string, shownAs: string, refuseForeign: boolean
   } finally {
     if (db?.open) db.close();
   }
+}
+
+/**
+ * The migrations applied to a Shiplog database, which must be the first ones of this version's
+ * list, in order. Throws BackupError for a database without Shiplog's tables or migrations, or with
+ * a migration this version does not know.
+ */
+function appliedMigrations(db: SQLite.Database, shownAs: string): string[] {
+  const tables = new Set(db.prepare("select name from sqlite_master where type = 'table'").pluck().all() as string[]);
+  const missing = SHIPLOG_TABLES.filter((t) => !tables.has(t));
+  const applied = missing.length
+    ? []
+    : (db.prepare('select name from kysely_migration order by name').pluck().all() as string[]);
+  if (missing.length || applied.length === 0) {
+    const lacks = missing.length ? `the tables ${missing.join(', ')}` : 'any migration';
+    throw new BackupError(`${shownAs} is not a Shiplog database (it lacks ${lacks}).`);
+  }
+  const unknown = applied.filter((name) => !MIGRATION_NAMES.includes(name));
+  if (unknown.length) {
+    throw new BackupError(
+      `${shownAs} comes from a newer version of Shiplog ` +
+        `(migrations this version does not know: ${unknown.join(', ')}); restore it with that version.`,
+    );
+  }
+  if (applied.some((name, i) => name !== MIGRATION_NAMES[i])) {
+    throw new BackupError(
+      `${shownAs} has migrations applied out of order (${applied.join(', ')}); Shiplog never leaves a database so.`,
+    );
+  }
+  return applied;
+}
+
+/** What a checked copy holds, as the backup and restore commands report it; its bytes are counted once it is closed. */
+function summaryOf(db: SQLite.Database, file: string, applied: string[], foreign: string[]): CopySummary {
+  const count = (sql: string): number => db.prepare(sql).pluck().get() as number;
+  return {
+    file,
+    bytes: 0,
+    pages: db.pragma('page_count', { simple: true }) as number,
+    pageSize: db.pragma('page_size', { simple: true }) as number,
+    products: count('select count(*) from products'),
+    items: count('select count(*) from items'),
+    deploys: count('select count(*) from deploys'),
+    pendingMail: count("select count(*) from outbox where status in ('pending', 'sending')"),
+    migrations: applied.length,
+    knownMigrations: MIGRATION_NAMES.length,
+    foreign,
+  };
 }
 
 /**
@@ -297,7 +314,8 @@ function claimLiveDatabase(live: string): void {
       const code = (err as { code?: string }).code;
       if (code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED') {
         throw new BackupError(
-          `${live} is in use: a server (or another shiplog command) has it open. Stop every server on this DATA_DIR, then restore again.`,
+          `${live} is in use: a server (or another shiplog command) has it open. ` +
+            'Stop every server on this DATA_DIR, then restore again.',
         );
       }
       // A file SQLite cannot read as a database cannot be open in a server either: it is replaced,
@@ -307,7 +325,8 @@ function claimLiveDatabase(live: string): void {
         return;
       }
       throw new BackupError(
-        `Could not make sure that ${live} is not in use: ${(err as Error).message}. Move it away yourself, then restore again.`,
+        `Could not make sure that ${live} is not in use: ${(err as Error).message}. ` +
+          'Move it away yourself, then restore again.',
       );
     }
     removeDatabaseFiles(live, ['-shm']);
@@ -329,7 +348,8 @@ export async function restoreDatabase(file: string, live: string): Promise<CopyS
   if (isSameFile(source, live)) throw new BackupError(`${source} is the live database itself.`);
   if (fs.existsSync(`${source}-wal`) && fs.statSync(`${source}-wal`).size > 0) {
     throw new BackupError(
-      `${source}-wal exists: the file is open in a server or was not closed, and its latest changes are in that log, not in the file. Restore a copy made with "shiplog backup".`,
+      `${source}-wal exists: the file is open in a server or was not closed, ` +
+        'and its latest changes are in that log, not in the file. Restore a copy made with "shiplog backup".',
     );
   }
   privateDirectory(path.dirname(live));

@@ -4,7 +4,10 @@ import type SQLite from 'better-sqlite3';
 
 /** How often the background thread copies committed WAL frames into the database file. */
 export const CHECKPOINT_INTERVAL_MS = 100;
-/** WAL frames (pages) past which the background thread has the next writer start the WAL anew: 64 MiB of 4 KiB pages. */
+/**
+ * WAL frames (pages) past which the background thread has the next writer start the WAL anew:
+ * 64 MiB of 4 KiB pages.
+ */
 export const WAL_RESTART_FRAMES = 16_384;
 
 // The thread's whole program. It is plain CommonJS handed to the Worker as text, so it runs the

@@ -106,9 +106,8 @@ export async function copyDatabase(
       await trx.updateTable('deploys').set({ reverted_by: deploy.reverted_by }).where('id', '=', deploy.id).execute();
     }
     for (const table of SERIAL_TABLES) {
-      await sql`select setval(pg_get_serial_sequence(${table}, 'id'), coalesce(max(id), 1), max(id) is not null) from ${sql.table(table)}`.execute(
-        trx,
-      );
+      await sql`select setval(pg_get_serial_sequence(${table}, 'id'), coalesce(max(id), 1), max(id) is not null)
+        from ${sql.table(table)}`.execute(trx);
     }
   });
   const report: CopyReport[] = [];

@@ -4,19 +4,19 @@ import {
   type CreateTableBuilder,
   type DialectAdapter,
   type Driver,
-  type Kysely,
+  type QueryExecutorProvider,
 } from 'kysely';
 import { GroupCommitSqliteDriver, type SqliteConnections } from './sqlite-driver.js';
 
 export type DialectName = 'sqlite' | 'postgres';
 
-export function dialectOf(db: Kysely<any>): DialectName {
+export function dialectOf(db: QueryExecutorProvider): DialectName {
   return db.getExecutor().adapter instanceof SqliteAdapter ? 'sqlite' : 'postgres';
 }
 
 /** Adds the auto-incremented integer primary key `id` in the form each dialect wants. */
 export function idColumn<T extends string>(
-  db: Kysely<any>,
+  db: QueryExecutorProvider,
   table: CreateTableBuilder<T, never>,
 ): CreateTableBuilder<T, 'id'> {
   return dialectOf(db) === 'sqlite'

@@ -49,7 +49,7 @@ export const MIGRATION_NAMES: readonly string[] = Object.keys(MIGRATIONS).sort()
  * instances start at once: Kysely's migrator holds a lock while it migrates (an advisory lock on
  * PostgreSQL, the single writer on SQLite).
  */
-export async function migrateToLatest(db: Kysely<any>): Promise<void> {
+export async function migrateToLatest<DB>(db: Kysely<DB>): Promise<void> {
   // On PostgreSQL the bookkeeping tables live in the connection's own schema (search_path), not
   // wherever a table of that name happens to exist.
   const migrationTableSchema =

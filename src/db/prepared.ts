@@ -79,7 +79,10 @@ export function prepared<A extends unknown[], O>(
     const shapes = byDialect.get(adapter) ?? byDialect.set(adapter, new Map()).get(adapter)!;
     const shape = shapeOf(args);
     let compiled = shapes.get(shape);
-    if (!compiled) shapes.set(shape, (compiled = compile(db, args)));
+    if (!compiled) {
+      compiled = compile(db, args);
+      shapes.set(shape, compiled);
+    }
     const parameters = compiled.slots.map((slot) =>
       'value' in slot
         ? slot.value

@@ -161,7 +161,10 @@ export interface InvitationsTable {
 
 export interface OutboxTable {
   id: Generated<number>;
-  /** `deploy` or `rollback` (deploy_id, item_ids), `invitation` (invitation_id), `signin`: what the bodies are rendered from. */
+  /**
+   * `deploy` or `rollback` (deploy_id, item_ids), `invitation` (invitation_id), `signin`: what the
+   * bodies are rendered from.
+   */
   kind: Generated<string>;
   deploy_id: number | null;
   invitation_id: Generated<number | null>;

@@ -299,7 +299,7 @@ class GroupCommitConnection implements DatabaseConnection {
     }
   }
 
-  async *streamQuery<R>(): AsyncIterableIterator<QueryResult<R>> {
+  streamQuery<R>(): AsyncIterableIterator<QueryResult<R>> {
     throw new Error('Streaming queries are not supported on SQLite here.');
   }
 

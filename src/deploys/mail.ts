@@ -38,7 +38,10 @@ async function loadDeployMail(db: Db, messages: OutboxRow[]): Promise<DeployMail
   return { deploys, notes, deployers, products, items };
 }
 
-/** A message of a batch with what it is rendered from; undefined when its deploy or items are gone (their product was deleted). */
+/**
+ * A message of a batch with what it is rendered from; undefined when its deploy or items are gone
+ * (their product was deleted).
+ */
 function messageParts(mail: DeployMail, message: OutboxRow) {
   const deploy = message.deploy_id === null ? undefined : mail.deploys.get(message.deploy_id);
   const product = deploy && mail.products.get(deploy.product_id);

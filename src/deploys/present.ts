@@ -24,7 +24,8 @@ const deployFields = {
   omitted_numbers: Type.Optional(
     Type.Array(Type.Integer(), {
       description:
-        'Only when `items` had to be cut short to keep the answer within its size bound: the numbers of the items left out, in order; fetch each as items/{number}.json.',
+        'Only when `items` had to be cut short to keep the answer within its size bound: ' +
+        'the numbers of the items left out, in order; fetch each as items/{number}.json.',
     }),
   ),
   /** A rollback: the environment runs `version` again; its items are those it reverted or restored. */
@@ -73,7 +74,10 @@ export type DeployReceiptJson = Static<typeof DeployReceiptSchema>;
 /** The named schemas of the feature, registered on the app so that responses reference them. */
 export const DEPLOY_SCHEMAS = [DeploySchema, RecipientSchema, DeployReceiptSchema];
 
-/** A deploy as the caller (`viewerId`) sees it (see presentUser); `omitted`: the numbers of items left out to fit an answer. */
+/**
+ * A deploy as the caller (`viewerId`) sees it (see presentUser); `omitted`: the numbers of items
+ * left out to fit an answer.
+ */
 export function presentDeploy(
   row: DeployRow,
   user: UserRow,
@@ -132,6 +136,50 @@ async function rowsThatMayFit(
   };
 }
 
+/** What of a page of deploys may fit: the deploys, the ids of the items each shows, the numbers each leaves out. */
+interface DeploysThatMayFit {
+  deploys: DeployRow[];
+  /** With a budget, the ids of the items each deploy shows: the others' text is not read. */
+  shownOf?: Map<number, Set<number>>;
+  omitted: Map<number, number[]>;
+}
+
+/**
+ * With a `budget`, the deploys from the first that cannot fit whole after another are left out,
+ * and so are the items of a first deploy that cannot fit, by what their text takes at least.
+ * Sizes first: the text of items that cannot fit (a deploy of a thousand long descriptions holds
+ * tens of MB) is never read.
+ */
+async function deploysThatMayFit(
+  db: Db,
+  allDeploys: DeployRow[],
+  budget: number | undefined,
+): Promise<DeploysThatMayFit> {
+  const omitted = new Map<number, number[]>();
+  if (budget === undefined) return { deploys: allDeploys, omitted };
+  const sizes = await itemSizesOfDeploys(
+    db,
+    allDeploys.map((d) => d.id),
+  );
+  const shownOf = new Map<number, Set<number>>();
+  let room = budget;
+  for (const [k, deploy] of allDeploys.entries()) {
+    const items = sizes.get(deploy.id)!;
+    const shown = leadingWithin(
+      items.map((item) => item.least),
+      room,
+    );
+    if (shown < items.length && k > 0) return { deploys: allDeploys.slice(0, k), shownOf, omitted };
+    omitted.set(
+      deploy.id,
+      items.slice(shown).map((item) => item.number),
+    );
+    shownOf.set(deploy.id, new Set(items.slice(0, shown).map((item) => item.id)));
+    room -= items.slice(0, shown).reduce((bytes, item) => bytes + item.least, 0);
+  }
+  return { deploys: allDeploys, shownOf, omitted };
+}
+
 /**
  * Deploys as JSON, each with its items (embedded: a short deployed_to) in their current state.
  * With a `budget` (the bytes an answer may take), what cannot fit is not presented: the deploys
@@ -145,37 +193,7 @@ export async function presentDeploys(
   urls: Urls,
   budget?: number,
 ): Promise<DeployJson[]> {
-  const omitted = new Map<number, number[]>();
-  let deploys = allDeploys;
-  /** With a budget, the ids of the items each deploy shows: the others' text is not read. */
-  let shownOf: Map<number, Set<number>> | undefined;
-  if (budget !== undefined) {
-    // Sizes first: the text of items that cannot fit (a deploy of a thousand long descriptions
-    // holds tens of MB) is never read.
-    const sizes = await itemSizesOfDeploys(
-      db,
-      allDeploys.map((d) => d.id),
-    );
-    shownOf = new Map();
-    let room = budget;
-    for (const [k, deploy] of allDeploys.entries()) {
-      const items = sizes.get(deploy.id)!;
-      const shown = leadingWithin(
-        items.map((item) => item.least),
-        room,
-      );
-      if (shown < items.length && k > 0) {
-        deploys = allDeploys.slice(0, k);
-        break;
-      }
-      omitted.set(
-        deploy.id,
-        items.slice(shown).map((item) => item.number),
-      );
-      shownOf.set(deploy.id, new Set(items.slice(0, shown).map((item) => item.id)));
-      room -= items.slice(0, shown).reduce((bytes, item) => bytes + item.least, 0);
-    }
-  }
+  const { deploys, shownOf, omitted } = await deploysThatMayFit(db, allDeploys, budget);
   const itemsByDeploy = await itemsOfDeploys(
     db,
     deploys.map((d) => d.id),
@@ -190,12 +208,8 @@ export async function presentDeploys(
       );
   const allItems = [...new Map([...itemsByDeploy.values()].flat().map((i) => [i.id, i])).values()];
   if (allItems.length > BIG_PAGE) await nextTurn();
-  const rendered = new Map(
-    (await presentItems(db, scope.product, allItems, urls, scope.user.id, true)).map((json, i) => [
-      allItems[i].id,
-      json,
-    ]),
-  );
+  const options = { product: scope.product, rows: allItems, urls, viewerId: scope.user.id, embedded: true };
+  const rendered = new Map((await presentItems(db, options)).map((json, i) => [allItems[i].id, json]));
   const users = new Map(
     (
       await findUsersByIds(
@@ -239,7 +253,7 @@ export async function presentRecorded(
     deploy,
     scope.user,
     viewerId,
-    await presentItems(db, scope.product, shown, urls, viewerId, true),
+    await presentItems(db, { product: scope.product, rows: shown, urls, viewerId, embedded: true }),
     omitted,
   );
   if (shown.length > BIG_PAGE) await nextTurn();
@@ -290,7 +304,13 @@ export async function presentDryRun(
   budget: number,
 ): Promise<DeployReceiptJson> {
   const { shown, omitted } = await rowsThatMayFit(db, plan.items, budget);
-  const items = await presentItems(db, scope.product, shown, urls, scope.user.id, true);
+  const items = await presentItems(db, {
+    product: scope.product,
+    rows: shown,
+    urls,
+    viewerId: scope.user.id,
+    embedded: true,
+  });
   if (shown.length > BIG_PAGE) await nextTurn();
   return {
     id: null,

@@ -88,7 +88,10 @@ function inEffect(db: Db, productId: number, environment: string) {
     .where('reverted_at', 'is', null);
 }
 
-/** The deploy a rollback to `version` goes back to: the latest to the environment with that version that no rollback undid. */
+/**
+ * The deploy a rollback to `version` goes back to: the latest to the environment with that version
+ * that no rollback undid.
+ */
 export async function findRollbackTarget(
   db: Db,
   productId: number,
@@ -414,7 +417,10 @@ export async function itemsOfDeploys(db: Db, deployIds: number[], only?: number[
   return result;
 }
 
-/** The notes of deploys as rendered when they were written, by deploy id: null for one from before that is not filled yet. */
+/**
+ * The notes of deploys as rendered when they were written, by deploy id: null for one from before
+ * that is not filled yet.
+ */
 export async function findNotesHtml(db: Db, deployIds: number[]): Promise<Map<number, string | null>> {
   const rows = await inChunks([...new Set(deployIds)], (chunk) =>
     db.selectFrom('deploys').select(['id', 'notes_html']).where('id', 'in', chunk).execute(),

@@ -136,7 +136,8 @@ async function planRollback(db: Db, scope: ProductScope, environment: string, ve
   const target = await findRollbackTarget(db, productId, environment, version);
   if (!target) {
     throw new UnprocessableError(
-      `No deploy to ${environment} had version ${version}, or every one was rolled back: there is nothing to roll back to. To deploy that version anew, post the deploy without rollback.`,
+      `No deploy to ${environment} had version ${version}, or every one was rolled back: ` +
+        'there is nothing to roll back to. To deploy that version anew, post the deploy without rollback.',
     );
   }
   const undone = await deploysInEffectAfter(db, productId, environment, target.id);
@@ -186,12 +187,8 @@ export async function recordDeploy(
   // Deploys of a product queue here: two requests with one key find each other's deploy, and
   // item rows are always locked after the product's, as every writer does.
   await lockProduct(trx, scope.product.id);
-  const earlier = key === undefined ? undefined : await findDeployByKey(trx, scope.product.id, scope.user.id, key);
-  if (earlier) {
-    if (earlier.request_hash !== hash)
-      throw new UnprocessableError('This Idempotency-Key was used for a deploy with other parameters.');
-    return { deploy: earlier, created: false };
-  }
+  const earlier = await earlierDeploy(trx, scope, key, hash);
+  if (earlier) return { deploy: earlier, created: false };
   const plan = await planDeploy(trx, scope, input);
 
   const now = new Date();
@@ -210,14 +207,7 @@ export async function recordDeploy(
     unknown_numbers: JSON.stringify(plan.unknownNumbers),
     emailed: plan.recipients.length,
   });
-  if (plan.rollback)
-    await recordRollback(
-      trx,
-      deploy,
-      plan.rollback.undone.map((d) => d.id),
-      plan.rollback.changes,
-    );
-  else await recordDeployedItems(trx, deploy, plan.items);
+  await recordPlan(trx, deploy, plan);
   // Lists filter on where items are deployed: their totals must be counted again.
   await markItemsChanged(trx, scope.product.id, { totals: true });
   await touchItems(trx, plan.items, at);
@@ -231,6 +221,7 @@ export async function recordDeploy(
   const items = plan.items.map((i) => ({
     ...i,
     version: i.version + 1,
+    // biome-ignore lint/complexity/useMathMinMax: timestamps, compared as text
     last_activity: i.last_activity < at ? at : i.last_activity,
   }));
   await announceDeploy(
@@ -242,6 +233,35 @@ export async function recordDeploy(
     plan.rollback && { undone: plan.rollback.undone.map((d) => d.id) },
   );
   return { deploy, created: true, items };
+}
+
+/**
+ * The deploy that an earlier request with the same Idempotency-Key recorded, if any; 422 when that
+ * request had other parameters (`hash`). Asked with the product locked, so that two requests with
+ * one key find each other's deploy.
+ */
+async function earlierDeploy(
+  trx: Trx,
+  scope: ProductScope,
+  key: string | undefined,
+  hash: string | null,
+): Promise<DeployRow | undefined> {
+  const earlier = key === undefined ? undefined : await findDeployByKey(trx, scope.product.id, scope.user.id, key);
+  if (earlier && earlier.request_hash !== hash)
+    throw new UnprocessableError('This Idempotency-Key was used for a deploy with other parameters.');
+  return earlier;
+}
+
+/** The items of a deploy just inserted: their latest deploy to its environment, or what its rollback changes. */
+async function recordPlan(trx: Trx, deploy: DeployRow, plan: DeployPlan): Promise<void> {
+  if (plan.rollback)
+    await recordRollback(
+      trx,
+      deploy,
+      plan.rollback.undone.map((d) => d.id),
+      plan.rollback.changes,
+    );
+  else await recordDeployedItems(trx, deploy, plan.items);
 }
 
 /** Bytes of stored text that one statement touching items rewrites at most before the next. */
@@ -351,7 +371,10 @@ export async function deployHistoryOf(
   return { deploys: rows.map((deploy) => ({ deploy, by: users.get(deploy.user_id)! })), total };
 }
 
-/** Each deploy's notes as pages and mail show them, by deploy id: the HTML kept when they were written (escaped text for a deploy from before). */
+/**
+ * Each deploy's notes as pages and mail show them, by deploy id: the HTML kept when they were
+ * written (escaped text for a deploy from before).
+ */
 export async function notesHtmlOf(db: Db, deploys: Pick<DeployRow, 'id' | 'notes'>[]): Promise<Map<number, string>> {
   const withNotes = deploys.filter((d) => d.notes !== '');
   const kept = withNotes.length
@@ -365,8 +388,8 @@ export async function notesHtmlOf(db: Db, deploys: Pick<DeployRow, 'id' | 'notes
 
 /**
  * Renders the notes of up to `batch` deploys recorded before notes were rendered on write,
- * oldest first, and keeps their HTML; returns how many it rendered (0: none is left, or none could be rendered now). Rendered
- * before the short transaction that keeps them.
+ * oldest first, and keeps their HTML; returns how many it rendered (0: none is left, or none
+ * could be rendered now). Rendered before the short transaction that keeps them.
  */
 export async function fillNotesHtml(db: Db, markdown: MarkdownRenderer, batch: number): Promise<number> {
   const rows = await findUnrenderedNotes(db, batch);

@@ -18,7 +18,8 @@ export const nextOffsetHeader = {
     // Not on every answer: a header the document marks so is not expected on each (test/openapi.test.ts).
     'x-present-when': 'entries remain after this page',
     description:
-      'The offset of the next page, given whenever entries remain after this one. A page can end before `limit` to stay within the size bound of an answer; continue from here.',
+      'The offset of the next page, given whenever entries remain after this one. ' +
+      'A page can end before `limit` to stay within the size bound of an answer; continue from here.',
   },
 } as const;
 

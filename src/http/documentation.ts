@@ -64,8 +64,9 @@ export const doc = {
   /** A list: comma-separated text (`a,b`), a repeated form key, or a JSON array (of `entry`, or of these values). */
   list: (description: string, entry: readonly string[] | TSchema = Type.String()) => {
     const values = Array.isArray(entry) ? (entry as readonly string[]) : undefined;
+    const of = values ? `; of ${values.join(', ')}` : '';
     return Type.Union([Type.String(), Type.Array(values ? Type.String({ enum: [...values] }) : (entry as TSchema))], {
-      description: `${description} Comma-separated (\`a,b\`), a repeated form key or a JSON array${values ? `; of ${values.join(', ')}` : ''}.`,
+      description: `${description} Comma-separated (\`a,b\`), a repeated form key or a JSON array${of}.`,
     });
   },
   /** A number naming something, or empty/null to clear it; an embedded object posted back is read by its `key`. */
@@ -137,7 +138,9 @@ export const UNAVAILABLE: Explained = {
 export const TOO_LARGE = 'The body is larger than 1 MiB.';
 /** What any route that reads a body can answer, besides its own errors (docs/INTERFACE.md §3). */
 export const BODY_ERRORS: Explained = {
-  400: 'The body is not valid form data or JSON, is not UTF-8, has too many name=value pairs or JSON keys, or is of another content type.',
+  400:
+    'The body is not valid form data or JSON, is not UTF-8, has too many name=value pairs or JSON keys, ' +
+    'or is of another content type.',
   413: TOO_LARGE,
 };
 

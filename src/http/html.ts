@@ -1,14 +1,22 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AppError } from '../errors.js';
+import { classifyError } from './errors.js';
+import { escapeHtml } from './escape.js';
+import { prefersHtml } from './negotiate.js';
 
-const HTML_ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
-export const escapeHtml = (s: string): string => s.replace(/[&<>"']/g, (c) => HTML_ESCAPES[c]);
+/** The one escaper, which mail and the pages of links import with the rest of this. */
+export { escapeHtml };
+
+const PAGE_STYLE =
+  'font-family:-apple-system,Segoe UI,Helvetica,Arial,sans-serif;' +
+  'max-width:36em;margin:3em auto;padding:0 1em;color:#222';
 
 /** A small page of its own (a link followed from a message): a title and a body of HTML. */
 export function page(title: string, body: string): string {
+  const head = '<meta charset="utf-8"><meta name="viewport" content="width=device-width">';
   return `<!doctype html>
-<html><head><meta charset="utf-8"><meta name="viewport" content="width=device-width"><title>${escapeHtml(title)}</title></head>
-<body style="font-family:-apple-system,Segoe UI,Helvetica,Arial,sans-serif;max-width:36em;margin:3em auto;padding:0 1em;color:#222">
+<html><head>${head}<title>${escapeHtml(title)}</title></head>
+<body style="${PAGE_STYLE}">
 <h1 style="font-size:1.3em">${escapeHtml(title)}</h1>
 ${body}
 </body></html>
@@ -32,7 +40,7 @@ export function answer(
   json: object,
 ) {
   reply.code(status);
-  if (/text\/html/.test(request.headers.accept ?? '')) {
+  if (prefersHtml(request.headers.accept)) {
     return reply
       .type('text/html; charset=utf-8')
       .header('content-security-policy', PAGE_POLICY)
@@ -41,8 +49,13 @@ export function answer(
   return reply.type('application/json; charset=utf-8').send(JSON.stringify(json));
 }
 
-/** An error of ours as `answer` gives it; anything else goes on to the error handler. */
+/**
+ * An error of ours as `answer` gives it, without the parameters it names; anything else goes on
+ * to the error handler.
+ */
 export function failure(request: FastifyRequest, reply: FastifyReply, err: unknown) {
   if (!(err instanceof AppError)) throw err;
-  return answer(request, reply, err.statusCode, err.message, '', { code: err.statusCode, message: err.message });
+  const { status, message, headers } = classifyError(err, request);
+  reply.headers(headers);
+  return answer(request, reply, status, message, '', { code: status, message });
 }

@@ -14,14 +14,27 @@ const { version } = JSON.parse(fs.readFileSync(new URL('../../package.json', imp
   version: string;
 };
 
-const DESCRIPTION = `Shiplog speaks the HTTP/JSON interface of the Sprint.ly item tracker; docs/INTERFACE.md is the full contract.
-
-- **Parameters** of a GET come from the query string; a POST reads the body (form-encoded or JSON) and the query string, the body winning. Unknown parameters are ignored, so a whole item can be posted back.
-- **Lists** are comma-separated (\`status=backlog,in-progress\`), a repeated form key, or a JSON array. **Booleans** are \`true\`/\`false\`, \`1\`/\`0\`, \`yes\`/\`no\`, \`y\`/\`n\`. **Integers** are decimal digits.
-- **Credentials**: HTTP Basic with the email and the API key, or \`Authorization: Bearer <API key>\`. Bad or missing credentials are a 403, as Sprint.ly clients expect (only \`/metrics\`, with a token of its own, answers 401).
-- **Errors** all have one shape (the Error schema). Before a route is reached, a request may also get 408 (too slow), 413, 417 or 431 in that shape, and an unknown path a 404.
-- **Rate limits**, where the operator sets them: requests count per user, or per client address until credentials have proven who the user is. Every counted answer carries \`RateLimit-Limit\`, \`RateLimit-Remaining\` and \`RateLimit-Reset\`; over the limit the answer is 429 with \`Retry-After\`. \`/health\` is never limited.
-- Success is always 200, creations included. Timestamps are ISO 8601 in UTC to the second (\`2026-11-22T10:04:05+00:00\`).`;
+const DESCRIPTION = [
+  'Shiplog speaks the HTTP/JSON interface of the Sprint.ly item tracker; docs/INTERFACE.md is the full contract.',
+  '',
+  '- **Parameters** of a GET come from the query string; a POST reads the body (form-encoded or JSON) ' +
+    'and the query string, the body winning. Unknown parameters are ignored, so a whole item can be ' +
+    'posted back.',
+  '- **Lists** are comma-separated (`status=backlog,in-progress`), a repeated form key, or a JSON ' +
+    'array. **Booleans** are `true`/`false`, `1`/`0`, `yes`/`no`, `y`/`n`. **Integers** are decimal ' +
+    'digits.',
+  '- **Credentials**: HTTP Basic with the email and the API key, or `Authorization: Bearer <API key>`. ' +
+    'Bad or missing credentials are a 403, as Sprint.ly clients expect (only `/metrics`, with a token of ' +
+    'its own, answers 401).',
+  '- **Errors** all have one shape (the Error schema). Before a route is reached, a request may also ' +
+    'get 408 (too slow), 413, 417 or 431 in that shape, and an unknown path a 404.',
+  '- **Rate limits**, where the operator sets them: requests count per user, or per client address ' +
+    'until credentials have proven who the user is. Every counted answer carries `RateLimit-Limit`, ' +
+    '`RateLimit-Remaining` and `RateLimit-Reset`; over the limit the answer is 429 with `Retry-After`. ' +
+    '`/health` is never limited.',
+  '- Success is always 200, creations included. Timestamps are ISO 8601 in UTC to the second ' +
+    '(`2026-11-22T10:04:05+00:00`).',
+].join('\n');
 
 const TAGS = [
   { name: 'items', description: 'Numbered work in a product: stories, tasks, defects and tests.' },
@@ -36,15 +49,17 @@ const TAGS = [
   {
     name: 'links',
     description:
-      'Addresses sent in mail and shown in items; the token or the address is the credential, and pages answer browsers in HTML.',
+      'Addresses sent in mail and shown in items; the token or the address is the credential, ' +
+      'and pages answer browsers in HTML.',
   },
   { name: 'service', description: 'For operators and tools.' },
 ];
 
 // The reference page loads only its own files: no CDN, no validator badge, nothing from elsewhere.
 const DOCS_CSP =
-  "default-src 'self'; base-uri 'self'; connect-src 'self'; font-src 'self' data:; form-action 'self'; frame-ancestors 'self'; " +
-  "img-src 'self' data:; object-src 'none'; script-src 'self'; script-src-attr 'none'; style-src 'self' 'unsafe-inline'";
+  "default-src 'self'; base-uri 'self'; connect-src 'self'; font-src 'self' data:; " +
+  "form-action 'self'; frame-ancestors 'self'; img-src 'self' data:; object-src 'none'; " +
+  "script-src 'self'; script-src-attr 'none'; style-src 'self' 'unsafe-inline'";
 
 /**
  * The route schema as the document shows it: each part that declares a meaning (`documentAs`) in
@@ -114,8 +129,10 @@ export async function registerOpenApi(
       },
     },
     // Sent as text, made once: the serialiser would walk the whole document on every request.
-    async (_request, reply) =>
-      reply.type('application/json; charset=utf-8').send((text ??= JSON.stringify(app.swagger()))),
+    async (_request, reply) => {
+      text ??= JSON.stringify(app.swagger());
+      return reply.type('application/json; charset=utf-8').send(text);
+    },
   );
 
   await app.register(swaggerUi, {

@@ -44,6 +44,7 @@ export function invalid(name: string, problem: string): never {
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 /** A C0 control character other than NUL (refused on its own), tab, line feed and carriage return. */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it finds.
 const CONTROL = /[\u0001-\u0008\u000b\u000c\u000e-\u001f]/;
 
 /**

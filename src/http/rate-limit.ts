@@ -68,29 +68,8 @@ export async function registerRateLimits(
   const { rateLimitPerKey: perKey, rateLimitPerAddress: perAddress, rateLimitWindowSeconds: windowSeconds } = config;
   if (perKey === 0 && perAddress === 0) return;
   const known = new LruCache<string, number>(KNOWN_CREDENTIALS, KNOWN_FOR_MS);
-  // Fixed windows per key, as @fastify/rate-limit's local store keeps them: a window starts with a
-  // key's first request and is forgotten when it ends; beyond COUNTERS keys, the one seen least
-  // recently starts afresh.
-  const windowMs = windowSeconds * 1000;
-  const windows = new LruCache<string, Window>(COUNTERS, windowMs);
-  const count = (key: string, now: number): Window => {
-    let window = windows.get(key, now);
-    if (window === undefined) windows.set(key, (window = { count: 0, endsAt: now + windowMs }), now);
-    window.count++;
-    return window;
-  };
-  // Each request's credential is hashed once, when it is counted, and looked at again when answered.
-  const digests = new WeakMap<FastifyRequest, string>();
-  const digestOf = (request: FastifyRequest): string | undefined => {
-    let hash = digests.get(request);
-    if (hash === undefined) {
-      const credential = identity.credentialOf(request);
-      if (credential === undefined) return undefined;
-      hash = digest(credential);
-      digests.set(request, hash);
-    }
-    return hash;
-  };
+  const count = windowCounter(windowSeconds * 1000);
+  const digestOf = credentialDigests(identity);
   app.addHook('onRequest', (request, reply, done) => {
     // Probes (`config: { rateLimit: false }`) are never limited, nor anything whose limit is 0.
     if (request.routeOptions.config?.rateLimit === false) return done();
@@ -115,16 +94,7 @@ export async function registerRateLimits(
   });
   // Here, beside the hook, so that every route counted (those registered from now on) documents
   // its 429, and a route exempted from the limit does not.
-  const limits = [perKey && `${perKey} from one user`, perAddress && `${perAddress} from one client address`]
-    .filter(Boolean)
-    .join(', or ');
-  documentScope(app, {
-    errors: {
-      429: `More than ${limits} in ${windowSeconds} s; a request counts against its user once its credentials have authenticated them on this instance, against its address until then. Checked before anything else, credentials included.`,
-    },
-    headers: { 429: LIMIT_HEADERS },
-    exempt: (route) => route.config?.rateLimit === false,
-  });
+  documentRateLimits(app, config);
   app.addHook('onResponse', (request, reply, done) => {
     const hash = digestOf(request);
     if (hash !== undefined) {
@@ -134,5 +104,56 @@ export async function registerRateLimits(
       else if (user === undefined && reply.statusCode === 403) known.delete(hash);
     }
     done();
+  });
+}
+
+/**
+ * Fixed windows per key, as @fastify/rate-limit's local store keeps them: a window starts with a
+ * key's first request and is forgotten when it ends; beyond COUNTERS keys, the one seen least
+ * recently starts afresh. Counts a request of `key` and gives its window.
+ */
+function windowCounter(windowMs: number): (key: string, now: number) => Window {
+  const windows = new LruCache<string, Window>(COUNTERS, windowMs);
+  return (key, now) => {
+    let window = windows.get(key, now);
+    if (window === undefined) {
+      window = { count: 0, endsAt: now + windowMs };
+      windows.set(key, window, now);
+    }
+    window.count++;
+    return window;
+  };
+}
+
+/** Each request's credential is hashed once, when it is counted, and looked at again when answered. */
+function credentialDigests(identity: RequestIdentity): (request: FastifyRequest) => string | undefined {
+  const digests = new WeakMap<FastifyRequest, string>();
+  return (request) => {
+    let hash = digests.get(request);
+    if (hash === undefined) {
+      const credential = identity.credentialOf(request);
+      if (credential === undefined) return undefined;
+      hash = digest(credential);
+      digests.set(request, hash);
+    }
+    return hash;
+  };
+}
+
+/** The 429 of every route counted from now on, and the headers it carries. */
+function documentRateLimits(app: FastifyInstance, config: Config): void {
+  const { rateLimitPerKey: perKey, rateLimitPerAddress: perAddress, rateLimitWindowSeconds: windowSeconds } = config;
+  const limits = [perKey && `${perKey} from one user`, perAddress && `${perAddress} from one client address`]
+    .filter(Boolean)
+    .join(', or ');
+  documentScope(app, {
+    errors: {
+      429:
+        `More than ${limits} in ${windowSeconds} s; a request counts against its user ` +
+        'once its credentials have authenticated them on this instance, against its address until then. ' +
+        'Checked before anything else, credentials included.',
+    },
+    headers: { 429: LIMIT_HEADERS },
+    exempt: (route) => route.config?.rateLimit === false,
   });
 }

@@ -9,7 +9,10 @@ function routeParamNames(request: FastifyRequest): ReadonlySet<string> {
   const source = (request.method === 'GET' ? schema?.querystring : schema?.body) as { properties?: object } | undefined;
   if (!source) return new Set();
   let names = declared.get(source);
-  if (!names) declared.set(source, (names = new Set(Object.keys(source.properties ?? {}))));
+  if (!names) {
+    names = new Set(Object.keys(source.properties ?? {}));
+    declared.set(source, names);
+  }
   return names;
 }
 

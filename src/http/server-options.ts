@@ -112,7 +112,10 @@ function lazySerializers(): NonNullable<
     const compile = select(externalSchemas as never, options as never);
     return (route) => {
       let serialize: ((data: unknown) => string) | undefined;
-      return (data) => (serialize ??= compile(route as never) as (data: unknown) => string)(data);
+      return (data) => {
+        serialize ??= compile(route as never) as (data: unknown) => string;
+        return serialize(data);
+      };
     };
   };
 }

@@ -2,7 +2,7 @@ import type { Db, Trx } from '../db/connection.js';
 import type { InvitationRow, ProductRow, UserRow } from '../db/schema.js';
 import { ConflictError, GoneError, NotFoundError, TooManyRequestsError, ValidationError } from '../errors.js';
 import { queueInvitation, type UnsubscribeLinks } from '../mail/index.js';
-import { findMembership, findProduct, insertMembership, lockProduct } from '../products/index.js';
+import { addMember, findMembership, findProduct, lockProduct } from '../products/index.js';
 import type { ProductScope } from '../scope.js';
 import { formatTimestamp } from '../time.js';
 import { createUser, findUserByEmail, findUserById } from '../users/index.js';
@@ -63,8 +63,7 @@ export async function invitePerson(
 
   const existing = await findUserByEmail(trx, input.email);
   if (existing && (await findMembership(trx, product.id, existing.id))) {
-    await insertMembership(trx, product.id, existing.id, input.admin, formatTimestamp(now));
-    const membership = (await findMembership(trx, product.id, existing.id))!;
+    const membership = await addMember(trx, product.id, existing.id, input.admin, formatTimestamp(now));
     return { answer: { email: input.email, status: 'member', admin: membership.admin }, queued: false };
   }
 
@@ -106,7 +105,8 @@ async function checkLimits(trx: Trx, productId: number, inviterId: number, now: 
     if (count >= max) {
       const retryAfter = Math.max(1, Math.ceil((Date.parse(earliest!) + HOUR_MS - now.getTime()) / 1000));
       throw new TooManyRequestsError(
-        `${what} ${max} invitations in the last hour, the most allowed; try again in ${Math.ceil(retryAfter / 60)} minutes.`,
+        `${what} ${max} invitations in the last hour, the most allowed; ` +
+          `try again in ${Math.ceil(retryAfter / 60)} minutes.`,
         retryAfter,
       );
     }
@@ -188,13 +188,7 @@ export async function acceptInvitation(
       if (!user) throw err;
     }
   }
-  await insertMembership(
-    trx,
-    product.id,
-    user.id,
-    invitation.admin === 1 ? true : undefined,
-    formatTimestamp(new Date()),
-  );
-  const membership = (await findMembership(trx, product.id, user.id))!;
+  const admin = invitation.admin === 1 ? true : undefined;
+  const membership = await addMember(trx, product.id, user.id, admin, formatTimestamp(new Date()));
   return { target, user, admin: membership.admin, apiKey };
 }

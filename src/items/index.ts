@@ -1,6 +1,15 @@
 /** Items: numbered work in a product, its lists, order, followers and deploy history. */
 export { ListCounts } from './counts.js';
-export { parseCreateItem, parseListItems, parseUpdateItem, type ListItemsInput } from './input.js';
+export {
+  listQuery,
+  parseCreateItem,
+  parseListFilters,
+  parseListItems,
+  parseListOffset,
+  parseUpdateItem,
+  type ListFilters,
+  type ListItemsInput,
+} from './input.js';
 export {
   entityTag,
   INPUT_STATUSES,
@@ -11,37 +20,35 @@ export {
   type Status,
 } from './model.js';
 export { BIG_PAGE, ITEM_SCHEMAS, ItemSchema, presentItems, rowsThatMayFit, type ItemJson } from './present.js';
-export {
-  deploymentsIn,
-  findItemHeadsByIds,
-  findItemHeadsByNumbers,
-  findItemsByIds,
-  findItemsByNumbers,
-  knownDeploymentsOf,
-  touchActivity,
-  type Deployment,
-  type ItemHead,
-} from './repository.js';
 export { itemRoutes, shortUrlRoutes } from './routes.js';
 export {
   childrenOf,
   childrenOfItem,
   createItem,
+  deploymentsIn,
   deploymentsOf,
   deploymentsOfItem,
   descriptionHtmlOf,
   fillDescriptionHtml,
+  findItemHeadsByIds,
+  findItemHeadsByNumbers,
+  findItemsByIds,
+  findItemsByNumbers,
   followersOf,
   getItem,
+  knownDeploymentsOf,
   listItems,
   moveItem,
   renderDescription,
   resortItem,
   setFollowing,
   subItemCounts,
+  touchActivity,
   unfollow,
   updateItem,
+  type Deployment,
   type Edited,
+  type ItemHead,
   type Move,
   type Seen,
 } from './service.js';

@@ -90,12 +90,11 @@ function required(name: string, value: string | undefined): string | undefined {
   return value;
 }
 
-export interface ListItemsInput {
+/** What an item list is filtered by, each filter read as items.json reads its parameter. */
+export interface ListFilters {
   types?: ItemType[];
-  statuses: Status[];
-  offset: number;
-  limit: number;
-  order: Order;
+  /** Undefined: no status named (a list then shows DEFAULT_LIST_STATUSES). */
+  statuses?: Status[];
   assignedTo: UserRef;
   createdBy: UserRef;
   tags?: string[];
@@ -103,7 +102,35 @@ export interface ListItemsInput {
   deployedTo?: string[];
   /** Only items not deployed (or reverted) to any of these environments. */
   notDeployedTo?: string[];
+}
+
+/**
+ * A list of items as the service takes it: what items.json's query string says (parseListItems),
+ * and what pages ask for directly (listQuery), so that both mean the same by each filter.
+ */
+export interface ListItemsInput extends ListFilters {
+  statuses: Status[];
+  offset: number;
+  limit: number;
+  order: Order;
   children: boolean;
+}
+
+/** The list items.json gives for no parameters: top-level items of the default statuses, by priority, 20. */
+const LIST_DEFAULTS: ListItemsInput = {
+  statuses: DEFAULT_LIST_STATUSES,
+  offset: 0,
+  limit: 20,
+  order: 'priority',
+  assignedTo: undefined,
+  createdBy: undefined,
+  children: false,
+};
+
+/** A list asked for in code (a page, a move to the top): what it names, items.json's defaults for the rest. */
+export function listQuery(query: Partial<ListItemsInput>): ListItemsInput {
+  const named = Object.entries(query).filter(([, value]) => value !== undefined);
+  return { ...LIST_DEFAULTS, ...Object.fromEntries(named) };
 }
 
 /** A list's offset, within the bound of its kind (MAX_LIST_OFFSET, or MAX_CHILDREN_OFFSET with sub-items). */
@@ -118,27 +145,62 @@ function listOffset(value: ParamValue, children: boolean): number | undefined {
   return offset;
 }
 
+/** Each filter's parameter read once, shared by items.json's parser and the pages' (parseListFilters). */
+const filterOf = {
+  types: (p: Params) => asEnumList('type', p.type, ITEM_TYPES),
+  statuses: (p: Params) => asEnumList('status', p.status, STATUSES),
+  assignedTo: (p: Params) => userRef('assigned_to', p.assigned_to),
+  createdBy: (p: Params) => userRef('created_by', p.created_by),
+  tags: (p: Params) => tagList(p.tags, MAX_TAG_FILTER),
+  deployedTo: (p: Params) => environmentList('deployed_to', p.deployed_to),
+  notDeployedTo: (p: Params) => environmentList('not_deployed_to', p.not_deployed_to),
+};
+
+/** items.json's query string as a list (every bad parameter named in one 400, in this order). */
 export function parseListItems(p: Params): ListItemsInput {
   return collectErrors((field) => {
-    const limit = field(() => asInteger('limit', p.limit, 1)) ?? 20;
-    const statuses = field(() => asEnumList('status', p.status, STATUSES));
+    const limit = field(() => asInteger('limit', p.limit, 1)) ?? LIST_DEFAULTS.limit;
+    const statuses = field(() => filterOf.statuses(p));
     const children = field(() => asBoolean('children', p.children)) ?? false;
     const offset = field(() => listOffset(p.offset, children)) ?? 0;
     return {
-      types: field(() => asEnumList('type', p.type, ITEM_TYPES)),
+      types: field(() => filterOf.types(p)),
       statuses: statuses?.length ? statuses : DEFAULT_LIST_STATUSES,
       offset,
       limit: Math.min(limit, 500),
-      order: field(() => asEnum('order_by', p.order_by, ORDERS)) ?? 'priority',
-      assignedTo: field(() => userRef('assigned_to', p.assigned_to)),
-      createdBy: field(() => userRef('created_by', p.created_by)),
-      tags: field(() => tagList(p.tags, MAX_TAG_FILTER)),
-      deployedTo: field(() => environmentList('deployed_to', p.deployed_to)),
-      notDeployedTo: field(() => environmentList('not_deployed_to', p.not_deployed_to)),
+      order: field(() => asEnum('order_by', p.order_by, ORDERS)) ?? LIST_DEFAULTS.order,
+      assignedTo: field(() => filterOf.assignedTo(p)),
+      createdBy: field(() => filterOf.createdBy(p)),
+      tags: field(() => filterOf.tags(p)),
+      deployedTo: field(() => filterOf.deployedTo(p)),
+      notDeployedTo: field(() => filterOf.notDeployedTo(p)),
       children,
     };
   });
 }
+
+/**
+ * A list's filters from parameters named as items.json names them, each read by the same rule
+ * (a page's own filter form names them its way, then asks with listQuery). Parameters not given
+ * are no filter; a status named but empty is none either.
+ */
+export function parseListFilters(p: Params): ListFilters {
+  return collectErrors((field) => {
+    const statuses = field(() => filterOf.statuses(p));
+    return {
+      types: field(() => filterOf.types(p)),
+      statuses: statuses?.length ? statuses : undefined,
+      assignedTo: field(() => filterOf.assignedTo(p)),
+      createdBy: field(() => filterOf.createdBy(p)),
+      tags: field(() => filterOf.tags(p)),
+      deployedTo: field(() => filterOf.deployedTo(p)),
+      notDeployedTo: field(() => filterOf.notDeployedTo(p)),
+    };
+  });
+}
+
+/** A top-level list's `offset` as items.json reads it (at most MAX_LIST_OFFSET). */
+export const parseListOffset = (value: ParamValue): number => listOffset(value, false) ?? 0;
 
 export interface CreateItemInput {
   type: ItemType;
@@ -147,7 +209,10 @@ export interface CreateItemInput {
   what?: string;
   why?: string;
   description: string;
-  /** The description as HTML, rendered before the transaction (renderDescription); without it the row waits for the fill. */
+  /**
+   * The description as HTML, rendered before the transaction (renderDescription); without it the
+   * row waits for the fill.
+   */
   descriptionHtml?: string;
   score: string;
   status: Status;

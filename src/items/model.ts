@@ -51,7 +51,10 @@ export const DEPLOYED_TO_PAGE = { default: 100, max: 1000 } as const;
  * million. Past this bound (~20 ms at worst) the answer is a 400: narrow the list with filters.
  */
 export const MAX_LIST_OFFSET = 100_000;
-/** With `children=true`, each entry before the page is walked to, sub-items counted: pages start no deeper than this. */
+/**
+ * With `children=true`, each entry before the page is walked to, sub-items counted: pages start no
+ * deeper than this.
+ */
 export const MAX_CHILDREN_OFFSET = 10_000;
 /** Page sizes of `children.json` (whose original form has no paging: the default shows them all, up to the maximum). */
 export const CHILDREN_PAGE = { default: 500, max: 500 } as const;

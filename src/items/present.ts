@@ -95,7 +95,9 @@ const itemFields = {
     favorites: Type.Integer(),
   }),
   deployed_to: Type.Array(ref(DeploymentSchema), {
-    description: `The latest deploy to each environment, newest first: at most ${DEPLOYED_TO_SHOWN} (${DEPLOYED_TO_SHOWN_EMBEDDED} on an embedded item).`,
+    description:
+      `The latest deploy to each environment, newest first: at most ${DEPLOYED_TO_SHOWN} ` +
+      `(${DEPLOYED_TO_SHOWN_EMBEDDED} on an embedded item).`,
   }),
   deployed_to_count: Type.Integer({ description: 'How many environments the item went to in all.' }),
 };
@@ -193,12 +195,21 @@ export const BIG_PAGE = 100;
  */
 export async function presentItems(
   db: Db,
-  product: ProductRow,
-  rows: ItemRow[],
-  urls: Urls,
-  viewerId: number,
-  embedded = false,
-  known?: KnownRelations,
+  {
+    product,
+    rows,
+    urls,
+    viewerId,
+    embedded = false,
+    known,
+  }: {
+    product: ProductRow;
+    rows: ItemRow[];
+    urls: Urls;
+    viewerId: number;
+    embedded?: boolean;
+    known?: KnownRelations;
+  },
 ): Promise<ItemJson[]> {
   const shown = embedded ? DEPLOYED_TO_SHOWN_EMBEDDED : DEPLOYED_TO_SHOWN;
   const rel = await loadRelations(db, product, rows, shown, known);

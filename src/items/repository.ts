@@ -281,7 +281,10 @@ export interface ItemFilter {
   deployedTo?: string[];
   /** Not deployed (or reverted) to any of these environments. */
   notDeployedTo?: string[];
-  /** Few of the items deployed to the `deployedTo` environments have the statuses: queries start from them (see readFilter). */
+  /**
+   * Few of the items deployed to the `deployedTo` environments have the statuses: queries start
+   * from them (see readFilter).
+   */
   deployedToFew?: boolean;
 }
 
@@ -324,7 +327,10 @@ function statusesAsRange(db: Db, statuses: number[], order: Order | undefined): 
   return statuses.length > 1 && statuses[statuses.length - 1] - statuses[0] === statuses.length - 1;
 }
 
-/** The ids of the product's items deployed, and not reverted, to any of the environments now (index item_deployments_current). */
+/**
+ * The ids of the product's items deployed, and not reverted, to any of the environments now
+ * (index item_deployments_current).
+ */
 function deployedNow(db: Db, productId: number, environments: string[]) {
   return db
     .selectFrom('item_deployments')
@@ -334,7 +340,10 @@ function deployedNow(db: Db, productId: number, environments: string[]) {
     .where('item_deployments.reverted_at', 'is', null);
 }
 
-/** The product's items in the statuses deployed, and not reverted, to any of the environments now (index item_deployments_current_status). */
+/**
+ * The product's items in the statuses deployed, and not reverted, to any of the environments now
+ * (index item_deployments_current_status).
+ */
 function deployedNowIn(db: Db, productId: number, environments: string[], statuses: number[]) {
   return deployedNow(db, productId, environments).where('item_deployments.status', 'in', statuses);
 }

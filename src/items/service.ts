@@ -4,7 +4,7 @@ import type { ItemRow, ItemUpdate } from '../db/schema.js';
 import {
   BadRequestError,
   itemNotFound,
-  NotFoundError,
+  namesNothing,
   PreconditionFailedError,
   userNotFound,
   ValidationError,
@@ -14,7 +14,7 @@ import type { ProductScope, Urls } from '../scope.js';
 import { nowTimestamp } from '../time.js';
 import { findUserById } from '../users/index.js';
 import {
-  parseListItems,
+  listQuery,
   parseUpdateItem,
   type CreateItemInput,
   type IfMatch,
@@ -44,7 +44,6 @@ import {
   countTopLevel,
   countWithChildren,
   findItemByNumber,
-  findItemsByIds,
   countLiveChildren,
   findTags,
   insertItem,
@@ -60,15 +59,18 @@ import {
   renumberStatus,
   insertTags,
   replaceTags,
-  touchActivity,
   updateItemRow,
   findItemToShow,
   findDescriptionHtml,
   findUnrenderedDescriptions,
   setDescriptionHtml,
   type Deployment,
+  type ItemHead,
   type KnownRelations,
 } from './repository.js';
+import * as repository from './repository.js';
+
+export type { Deployment, ItemHead } from './repository.js';
 
 export async function getItem(db: Db, scope: ProductScope, number: number): Promise<ItemRow> {
   const item = await findItemByNumber(db, scope.product.id, number);
@@ -103,13 +105,13 @@ async function knownUser(db: Db, param: string, ref: { id: number } | { invalid:
 async function assignee(db: Db, productId: number, ref: Exclude<UserRef, null | undefined>): Promise<number> {
   if (!('invalid' in ref) && (await filterMembers(db, productId, [ref.id])).has(ref.id)) return ref.id;
   await knownUser(db, 'assigned_to', ref);
-  throw new NotFoundError('Parameter assigned_to names no member of this product.');
+  throw namesNothing('assigned_to', 'no member of this product');
 }
 
 /** A parent must be a story of the same product. */
 async function parentStory(db: Db, productId: number, number: number): Promise<ItemRow> {
   const parent = await findItemByNumber(db, productId, number);
-  if (!parent) throw new NotFoundError('Parameter parent names no item of this product.');
+  if (!parent) throw namesNothing('parent', 'no item of this product');
   if (parent.type !== 'story') throw new ValidationError({ parent: 'must be the number of a story' });
   return parent;
 }
@@ -253,7 +255,10 @@ export interface Seen {
   fields?: UpdateItemInput;
 }
 
-/** An update as made: the item as it now is, and the parameters not applied because somebody else changed them since. */
+/**
+ * An update as made: the item as it now is, and the parameters not applied because somebody else
+ * changed them since.
+ */
 export interface Edited {
   row: ItemRow;
   /** Parameter names (`title`, `assigned_to`, ...): the caller's value is not stored; the item keeps the other's. */
@@ -312,7 +317,8 @@ const holdsCurrent = (item: ItemRow, etags: IfMatch): boolean => etags === '*' |
 function requireVersion(item: ItemRow, etags: IfMatch): void {
   if (holdsCurrent(item, etags)) return;
   throw new PreconditionFailedError(
-    `Item #${item.number} changed since the version given in If-Match; its ETag is now "${entityTag(item)}": fetch it again and apply your change to it.`,
+    `Item #${item.number} changed since the version given in If-Match; its ETag is now "${entityTag(item)}": ` +
+      'fetch it again and apply your change to it.',
   );
 }
 
@@ -506,7 +512,7 @@ export async function resortItem(
   ] as const) {
     if (ref === undefined) continue;
     const other = await findItemByNumber(trx, productId, ref);
-    if (!other) throw new NotFoundError(`Parameter ${param} names no item of this product.`);
+    if (!other) throw namesNothing(param, 'no item of this product');
     if (other.id === item.id) throw new ValidationError({ [param]: 'must name another item than the one being moved' });
     if (other.status !== item.status) throw new ValidationError({ [param]: 'must name an item of the same status' });
     refs.push(other);
@@ -555,6 +561,7 @@ export async function setFollowing(trx: Trx, scope: ProductScope, number: number
   // last_activity shows in lists and orders them (order_by=active, stale).
   await markItemsChanged(trx, scope.product.id, { totals: false });
   // As touchActivity left it, without reading it again.
+  // biome-ignore lint/complexity/useMathMinMax: timestamps are strings here, which Math.max would turn into NaN.
   return { ...item, version: item.version + 1, last_activity: now > item.last_activity ? now : item.last_activity };
 }
 
@@ -622,9 +629,8 @@ export async function moveItem(
     case 'top': {
       // Above the first top-level item of its status, unless that is the item itself.
       const item = await getItem(trx, scope, number);
-      const first = (
-        await listItems(trx, scope, parseListItems({ status: statusName(item.status), limit: '1' }), counts)
-      ).rows[0];
+      const top = listQuery({ statuses: [statusName(item.status)], limit: 1 });
+      const first = (await listItems(trx, scope, top, counts)).rows[0];
       return first && first.id !== item.id ? resortItem(trx, scope, number, { after: first.number }) : item;
     }
   }
@@ -644,15 +650,19 @@ export async function renderDescription<T extends { description?: string; descri
     : { ...input, descriptionHtml: (await markdown.render(input.description)) ?? undefined };
 }
 
-/** The item's description as its page shows it: the HTML kept when it was written (escaped text for an item from before). */
+/**
+ * The item's description as its page shows it: the HTML kept when it was written (escaped text
+ * for an item from before).
+ */
 export async function descriptionHtmlOf(db: Db, item: ItemRow): Promise<string> {
   return item.description === '' ? '' : shownHtml(item.description, await findDescriptionHtml(db, item.id));
 }
 
 /**
  * Renders up to `batch` descriptions written before they were rendered on write, oldest first, and
- * keeps their HTML; returns how many it rendered (0: none is left, or none could be rendered now). Rendered before the short
- * transaction that keeps them; a description changed meanwhile is left as its writer kept it.
+ * keeps their HTML; returns how many it rendered (0: none is left, or none could be rendered now).
+ * Rendered before the short transaction that keeps them; a description changed meanwhile is left
+ * as its writer kept it.
  */
 export async function fillDescriptionHtml(db: Db, markdown: MarkdownRenderer, batch: number): Promise<number> {
   const rows = await findUnrenderedDescriptions(db, batch);
@@ -666,4 +676,56 @@ export async function fillDescriptionHtml(db: Db, markdown: MarkdownRenderer, ba
     for (const r of rendered) await setDescriptionHtml(trx, r.id, r.description, r.html);
   });
   return rendered.length;
+}
+
+/** The product's items of these numbers, by number; numbers that name none are left out. */
+export async function findItemsByNumbers(db: Db, productId: number, numbers: number[]): Promise<ItemRow[]> {
+  return repository.findItemsByNumbers(db, productId, numbers);
+}
+
+/** The items of these ids that exist, in no particular order (a mail's items, a deploy's page). */
+export async function findItemsByIds(db: Db, ids: number[]): Promise<ItemRow[]> {
+  return repository.findItemsByIds(db, ids);
+}
+
+/**
+ * The heads (an item without its description, with the bytes of its text; see ItemHead) of the
+ * product's items of these numbers, by number: what a deploy reads of the items it names.
+ */
+export async function findItemHeadsByNumbers(db: Db, productId: number, numbers: number[]): Promise<ItemHead[]> {
+  return repository.findItemHeadsByNumbers(db, productId, numbers);
+}
+
+/** The heads of the items of these ids, in no particular order. */
+export async function findItemHeadsByIds(db: Db, ids: number[]): Promise<ItemHead[]> {
+  return repository.findItemHeadsByIds(db, ids);
+}
+
+/**
+ * Something happened to the items (a deploy changed their `deployed_to`, someone follows one), in
+ * the transaction of that change: each is a new version, and `last_activity` moves to `at` unless
+ * it is later already.
+ */
+export async function touchActivity(trx: Trx, itemIds: number[], at: string): Promise<void> {
+  await repository.touchActivity(trx, itemIds, at);
+}
+
+/**
+ * The items' latest deploy to each of the environments, by item id and then environment: what a
+ * page of items shows per environment, in one read of the (item, environment) key per pair.
+ */
+export async function deploymentsIn(
+  db: Db,
+  itemIds: number[],
+  environments: string[],
+): Promise<Map<number, Map<string, Deployment>>> {
+  return repository.deploymentsIn(db, itemIds, environments);
+}
+
+/**
+ * What is known of one item's deployments (a first page of them, latest first, and how many
+ * there are), for presentItems, which then reads them no more.
+ */
+export function knownDeploymentsOf(itemId: number, deployments: Deployment[], total: number): KnownRelations {
+  return repository.knownDeploymentsOf(itemId, deployments, total);
 }

@@ -40,9 +40,12 @@ export interface DeployMessageParts {
 export function renderDeployEmail(parts: DeployMessageParts): { text: string; html: string } {
   const { deploy, deployer, items } = parts;
   const when = readableTime(deploy.created_at);
-  const text = `${fullName(deployer)} deployed ${deploy.version ? `version ${deploy.version} ` : ''}to ${oneLine(deploy.environment)} on ${when}.`;
+  const text =
+    `${fullName(deployer)} deployed ${deploy.version ? `version ${deploy.version} ` : ''}` +
+    `to ${oneLine(deploy.environment)} on ${when}.`;
+  const version = deploy.version ? `version <strong>${escapeHtml(deploy.version)}</strong> ` : '';
   const html =
-    `<strong>${escapeHtml(fullName(deployer))}</strong> deployed ${deploy.version ? `version <strong>${escapeHtml(deploy.version)}</strong> ` : ''}` +
+    `<strong>${escapeHtml(fullName(deployer))}</strong> deployed ${version}` +
     `to <strong>${escapeHtml(deploy.environment)}</strong> on ${escapeHtml(when)}.`;
   return renderFollowerMessage({
     ...parts,
@@ -89,12 +92,16 @@ function itemLines(item: MailedItem, publicUrl: string, note?: string): string[]
 
 /** An item as a row of a message's HTML table, with its note in the last cell. */
 function itemRowHtml(item: MailedItem, publicUrl: string, note?: string): string {
-  return `<tr>
-<td style="padding:4px 8px;white-space:nowrap"><a href="${escapeHtml(itemShortUrl(publicUrl, item))}">#${item.number}</a></td>
-<td style="padding:4px 8px;color:#666">${escapeHtml(item.type)}</td>
-<td style="padding:4px 8px">${escapeHtml(item.title)}</td>
-<td style="padding:4px 8px;color:#666;white-space:nowrap">${escapeHtml(statusName(item.status))}</td>${note ? `\n<td style="padding:4px 8px">${escapeHtml(note)}</td>` : ''}
-</tr>`;
+  const href = escapeHtml(itemShortUrl(publicUrl, item));
+  return [
+    '<tr>',
+    `<td style="padding:4px 8px;white-space:nowrap"><a href="${href}">#${item.number}</a></td>`,
+    `<td style="padding:4px 8px;color:#666">${escapeHtml(item.type)}</td>`,
+    `<td style="padding:4px 8px">${escapeHtml(item.title)}</td>`,
+    `<td style="padding:4px 8px;color:#666;white-space:nowrap">${escapeHtml(statusName(item.status))}</td>`,
+    ...(note ? [`<td style="padding:4px 8px">${escapeHtml(note)}</td>`] : []),
+    '</tr>',
+  ].join('\n');
 }
 
 function followerText({
@@ -118,8 +125,11 @@ function followerText({
     `You receive this because you follow these items in ${product.name}.`,
     `Stop following them: ${unsubscribeUrl}`,
   ];
-  return lines.join('\n') + '\n';
+  return `${lines.join('\n')}\n`;
 }
+
+/** The style of a message's closing words: small and grey. */
+const FOOTNOTE_STYLE = 'color:#888;font-size:12px;margin-top:24px';
 
 function followerHtml({
   product,
@@ -142,7 +152,7 @@ function followerHtml({
 ${rows}
 </table>
 ${deploy.notes ? `<h3 style="font-size:14px;margin:16px 0 4px">Notes</h3>\n<div>${notesHtml}</div>` : ''}
-<p style="color:#888;font-size:12px;margin-top:24px">You receive this because you follow these items in ${escapeHtml(product.name)}.
+<p style="${FOOTNOTE_STYLE}">You receive this because you follow these items in ${escapeHtml(product.name)}.
 <a href="${escapeHtml(unsubscribeUrl)}">Stop following them</a>.</p>
 </body></html>
 `;

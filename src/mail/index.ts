@@ -8,10 +8,11 @@ export { renderRollbackEmail, rollbackSubject, type RollbackMessageParts } from 
 export { renderInvitationEmail, invitationSubject, type InvitationMessageParts } from './invitation-email.js';
 export { queueDeployNotifications, queueInvitation, queueSignin, RETRY_WINDOW_MS } from './notifications.js';
 export { renderSigninEmail, type SigninMessageParts } from './signin-email.js';
-export { SentCount, summarize, type OutboxSummary } from './outbox.js';
+export { SentCount, type OutboxSummary } from './outbox.js';
 export type { MessageBody, MessageRenderer, MessageRenderers } from './render.js';
-export { MAIL_SCHEMAS, unsubscribeRoutes } from './routes.js';
-export { assessDelivery, mailStatus, retryMail, type MailStatus } from './service.js';
+export { unsubscribeRoutes } from './routes.js';
+export { MAIL_SCHEMAS } from './schema.js';
+export { assessDelivery, mailStatus, retryMail, summarize, type MailStatus } from './service.js';
 export { emlTransport, smtpTransport, type MailTransport } from './transport.js';
 export { UnsubscribeLinks } from './unsubscribe.js';
 export { DEFAULT_WORKER_OPTIONS, OutboxWorker, type WorkerOptions } from './worker.js';

@@ -16,6 +16,9 @@ export interface InvitationMessageParts {
   acceptUrl: string;
 }
 
+/** The style of a message's closing words: small and grey. */
+const FOOTNOTE_STYLE = 'color:#888;font-size:12px;margin-top:24px';
+
 /**
  * The text and HTML of an invitation: who invites whom to what, the link and how long it works,
  * and that nothing happens without accepting. Nothing the inviter typed about the recipient
@@ -27,27 +30,28 @@ export function renderInvitationEmail(parts: InvitationMessageParts): { text: st
   const role = invitation.admin === 1 ? ' as an admin' : '';
   const name = quotedName(product.name);
   const until = readableTime(invitation.expires_at);
-  const text =
-    [
-      `${who} invites you to join the product ${name} on Shiplog${role}.`,
-      '',
-      `Accept the invitation (the link works until ${until}):`,
-      acceptUrl,
-      '',
-      'If you have no Shiplog account yet, accepting creates one for this address and shows you its',
-      'API key once.',
-      '',
-      '-- ',
-      `Nothing happens unless you accept: until then you are not a member of ${name},`,
-      'cannot be assigned work there and get no mail about it. If you did not expect this, ignore it.',
-    ].join('\n') + '\n';
+  const text = [
+    `${who} invites you to join the product ${name} on Shiplog${role}.`,
+    '',
+    `Accept the invitation (the link works until ${until}):`,
+    acceptUrl,
+    '',
+    'If you have no Shiplog account yet, accepting creates one for this address and shows you its',
+    'API key once.',
+    '',
+    '-- ',
+    `Nothing happens unless you accept: until then you are not a member of ${name},`,
+    'cannot be assigned work there and get no mail about it. If you did not expect this, ignore it.',
+    '',
+  ].join('\n');
+  const [whoHtml, nameHtml] = [escapeHtml(who), escapeHtml(name)];
   const html = `<!doctype html>
 <html><head><meta charset="utf-8"><title>${escapeHtml(subject)}</title></head>
 <body style="font-family:-apple-system,Segoe UI,Helvetica,Arial,sans-serif;font-size:14px;color:#222;line-height:1.4">
-<p><strong>${escapeHtml(who)}</strong> invites you to join the product <strong>${escapeHtml(name)}</strong> on Shiplog${role}.</p>
+<p><strong>${whoHtml}</strong> invites you to join the product <strong>${nameHtml}</strong> on Shiplog${role}.</p>
 <p><a href="${escapeHtml(acceptUrl)}">See and accept the invitation</a> (the link works until ${escapeHtml(until)}).</p>
 <p>If you have no Shiplog account yet, accepting creates one for this address and shows you its API key once.</p>
-<p style="color:#888;font-size:12px;margin-top:24px">Nothing happens unless you accept: until then you are not a member of ${escapeHtml(name)},
+<p style="${FOOTNOTE_STYLE}">Nothing happens unless you accept: until then you are not a member of ${nameHtml},
 cannot be assigned work there and get no mail about it. If you did not expect this, ignore it.</p>
 </body></html>
 `;

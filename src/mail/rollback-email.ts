@@ -13,7 +13,8 @@ export function rollbackSubject(
   const first = items[0];
   const more = items.length > 1 ? ` and ${items.length - 1} more` : '';
   return oneLine(
-    `[${product.name}] Rolled back ${rollback.environment} to ${rollback.version}: #${first.number} ${first.title}${more}`,
+    `[${product.name}] Rolled back ${rollback.environment} to ${rollback.version}: ` +
+      `#${first.number} ${first.title}${more}`,
   );
 }
 
@@ -50,9 +51,12 @@ function outcome(environment: string, restoredTo: DeployRow | null): string {
 export function renderRollbackEmail(parts: RollbackMessageParts): { text: string; html: string } {
   const { rollback, deployer, items } = parts;
   const when = readableTime(rollback.created_at);
-  const text = `${fullName(deployer)} rolled ${oneLine(rollback.environment)} back to version ${oneLine(rollback.version)} on ${when}.`;
+  const text =
+    `${fullName(deployer)} rolled ${oneLine(rollback.environment)} ` +
+    `back to version ${oneLine(rollback.version)} on ${when}.`;
   const html =
-    `<strong>${escapeHtml(fullName(deployer))}</strong> rolled <strong>${escapeHtml(rollback.environment)}</strong> back to ` +
+    `<strong>${escapeHtml(fullName(deployer))}</strong> rolled ` +
+    `<strong>${escapeHtml(rollback.environment)}</strong> back to ` +
     `version <strong>${escapeHtml(rollback.version)}</strong> on ${escapeHtml(when)}.`;
   return renderFollowerMessage({
     ...parts,

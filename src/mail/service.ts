@@ -4,7 +4,15 @@ import { GoneError, NotFoundError } from '../errors.js';
 import { findItemsByIds, unfollow } from '../items/index.js';
 import { formatTimestamp, nowTimestamp } from '../time.js';
 import { findUserById } from '../users/index.js';
-import { findByMessageId, markUnsubscribed, recentErrors, retryNow, summarize, type OutboxSummary } from './outbox.js';
+import * as outbox from './outbox.js';
+import {
+  findByMessageId,
+  markUnsubscribed,
+  recentErrors,
+  retryNow,
+  type OutboxSummary,
+  type SentCount,
+} from './outbox.js';
 import { hasUnsubscribeLink, type UnsubscribeLinks } from './unsubscribe.js';
 import { RETRY_WINDOW_MS } from './notifications.js';
 
@@ -73,8 +81,18 @@ export function assessDelivery(
   if (oldestDueSeconds <= stallSeconds || quietSeconds <= stallSeconds)
     return { oldestDueSeconds, progressing: true, stalled: null };
   const last = summary.lastSentAt ? `the last delivery was at ${summary.lastSentAt}` : 'nothing has been delivered yet';
-  const stalled = `Due mail has not moved for ${oldestDueSeconds < 120 ? `${oldestDueSeconds} seconds` : `${Math.floor(oldestDueSeconds / 60)} minutes`}: a message has been due since ${summary.oldestDueAt} and ${last}.`;
+  const still = oldestDueSeconds < 120 ? `${oldestDueSeconds} seconds` : `${Math.floor(oldestDueSeconds / 60)} minutes`;
+  const due = `a message has been due since ${summary.oldestDueAt}`;
+  const stalled = `Due mail has not moved for ${still}: ${due} and ${last}.`;
   return { oldestDueSeconds, progressing: false, stalled };
+}
+
+/**
+ * The outbox by state, its oldest waiting and due messages, and its latest delivery: what /health
+ * and /metrics show. `sent` remembers the settled part of the sent count between calls.
+ */
+export async function summarize(db: Db, now: string, sent?: SentCount): Promise<OutboxSummary> {
+  return outbox.summarize(db, now, sent);
 }
 
 export async function mailStatus(db: Db, stallSeconds: number, now = new Date()): Promise<MailStatus> {

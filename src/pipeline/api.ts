@@ -92,7 +92,8 @@ export async function postDeploy(base: URL, credentials: Credentials, request: D
     const location = response.headers.get('location');
     throw new Failure(
       EXIT.refused,
-      `the server answered ${response.status}, redirecting to ${location ?? 'nowhere'}: give the address it names as the URL`,
+      `the server answered ${response.status}, redirecting to ${location ?? 'nowhere'}: ` +
+        'give the address it names as the URL',
     );
   }
   const json = parseObject(text);

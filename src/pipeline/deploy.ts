@@ -8,13 +8,15 @@ import { formatReceipt } from './receipt.js';
 
 // `shiplog deploy` runs in CI pipelines, where there is no database and none of the server's
 // settings: this folder speaks HTTP only and imports nothing else of Shiplog (a rule of
-// .dependency-cruiser.cjs), and bin/shiplog.js loads it without the admin commands.
+// .dependency-cruiser.cjs), and bin/shiplog.js runs it without loading what the admin commands run on.
 
 export const DEPLOY_USAGE =
-  'shiplog deploy --product ID --env NAME --version V (--since REV [--until REV] | --numbers 1,2,3) [--notes-file F] [--dry-run] [--json] [--url URL] [--key KEY] [--email EMAIL] [--pattern REGEX] [--repo DIR]';
+  'shiplog deploy --product ID --env NAME --version V (--since REV [--until REV] | --numbers 1,2,3) ' +
+  '[--notes-file F] [--dry-run] [--json] [--url URL] [--key KEY] [--email EMAIL] [--pattern REGEX] [--repo DIR]';
 
 export const DEPLOY_SUMMARY =
-  'Records a deploy through the HTTP API, for CI pipelines (no database needed): its items are the numbers the commit messages of since..until mention.';
+  'Records a deploy through the HTTP API, for CI pipelines (no database needed): ' +
+  'its items are the numbers the commit messages of since..until mention.';
 
 const DEPLOY_HELP = `${DEPLOY_SUMMARY}
 
@@ -104,14 +106,20 @@ function parseNumbers(raw: string): number[] {
   return [...new Set(parts.map(Number))].sort((a, b) => a - b);
 }
 
-/** The options, with the environment's SHIPLOG_* settings where an option is not given (an empty value counts as unset). */
-function readOptions(args: string[], env: NodeJS.ProcessEnv): Options | 'help' {
-  let values;
+function parseOptions(args: string[]) {
   try {
-    ({ values } = parseArgs({ args, options: OPTIONS, strict: true, allowPositionals: false }));
+    return parseArgs({ args, options: OPTIONS, strict: true, allowPositionals: false }).values;
   } catch (e) {
     throw usage((e as Error).message);
   }
+}
+
+/**
+ * The options, with the environment's SHIPLOG_* settings where an option is not given (an empty
+ * value counts as unset).
+ */
+function readOptions(args: string[], env: NodeJS.ProcessEnv): Options | 'help' {
+  const values = parseOptions(args);
   if (values.help) return 'help';
   const setting = (value: string | undefined, name: string): string | undefined => value || env[name] || undefined;
   const url = setting(values.url, 'SHIPLOG_URL');
@@ -173,7 +181,8 @@ async function numbersToDeploy(source: Options['source']): Promise<{ numbers: nu
   if (!numbers.length) {
     throw new Failure(
       EXIT.noItems,
-      `no commit message in ${span} (${commits} commit${commits === 1 ? '' : 's'}) names an item (pattern ${source.patternSource})`,
+      `no commit message in ${span} (${commits} commit${commits === 1 ? '' : 's'}) ` +
+        `names an item (pattern ${source.patternSource})`,
     );
   }
   return { numbers, range };

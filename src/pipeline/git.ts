@@ -30,7 +30,10 @@ export function compileItemPattern(source: string): RegExp {
   return pattern;
 }
 
-/** The item numbers `pattern` finds in the messages, each once, in order; captures that are not digits are passed over. */
+/**
+ * The item numbers `pattern` finds in the messages, each once, in order; captures that are not
+ * digits are passed over.
+ */
 export function itemNumbers(messages: string[], pattern: RegExp): number[] {
   const numbers = new Set<number>();
   for (const message of messages) {

@@ -30,7 +30,8 @@ function emailedLine(emailed: unknown): string | undefined {
   if (typeof emailed === 'number') return `Emailed: ${emailed} ${emailed === 1 ? 'person' : 'people'}.`;
   if (!Array.isArray(emailed)) return undefined;
   if (emailed.length === 0) return 'Emailed: nobody.';
-  return `Emailed: ${emailed.map((e) => (e && typeof e === 'object' ? textOr((e as Json).email, '?') : String(e))).join(', ')}.`;
+  const who = emailed.map((e) => (e && typeof e === 'object' ? textOr((e as Json).email, '?') : String(e)));
+  return `Emailed: ${who.join(', ')}.`;
 }
 
 /** What a person reads in the pipeline's log: where the numbers came from, and what the server did with them. */
@@ -39,7 +40,8 @@ export function formatReceipt(answer: Json, sent: DeployRequest, range: Range | 
   if (range) {
     const commits = `${range.messages.length} commit${range.messages.length === 1 ? '' : 's'}`;
     lines.push(
-      `${range.since}..${range.until} (${range.sinceId.slice(0, 12)}..${range.untilId.slice(0, 12)}): ${commits} naming ${numberList(sent.numbers)}`,
+      `${range.since}..${range.until} (${range.sinceId.slice(0, 12)}..${range.untilId.slice(0, 12)}): ` +
+        `${commits} naming ${numberList(sent.numbers)}`,
     );
   }
   const items = objects(answer.items);

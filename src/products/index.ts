@@ -4,15 +4,18 @@
  */
 export { requireMember, requireMemberDocumentation } from './hooks.js';
 export { presentProductSummary, PRODUCT_SCHEMAS, ProductSummarySchema } from './present.js';
+export { productMemberRoutes, productRoutes } from './routes.js';
 export {
+  addMember,
+  addMemberByEmail,
   allocateItemNumber,
-  markItemsChanged,
+  createProduct,
   filterMembers,
   findMembership,
   findProduct,
-  insertMembership,
   listMembers,
   lockProduct,
-} from './repository.js';
-export { productMemberRoutes, productRoutes } from './routes.js';
-export { addMemberByEmail, createProduct, productScope, requireAdmin } from './service.js';
+  markItemsChanged,
+  productScope,
+  requireAdmin,
+} from './service.js';

@@ -2,13 +2,15 @@
 export { authenticate, authenticateWith, requireUser, requireUserDocumentation } from './auth.js';
 export { fullName, presentUser, USER_SCHEMAS, UserSchema, type UserJson } from './present.js';
 export { findProfiles, PROFILE_TTL_MS, type UserProfile } from './profiles.js';
+export { userRoutes } from './routes.js';
 export {
   countUsers,
+  createUser,
   findUserBy,
   findUserByEmail,
   findUserById,
   findUsersByIds,
+  rotateApiKey,
+  validEmail,
   type UserLookup,
-} from './repository.js';
-export { userRoutes } from './routes.js';
-export { createUser, rotateApiKey, validEmail } from './service.js';
+} from './service.js';

@@ -21,7 +21,10 @@ function memoryOf(db: Db): LruCache<number, UserProfile> | undefined {
   // Inside a transaction rows may be uncommitted or locked: always read.
   if (db.isTransaction) return undefined;
   let memory = memories.get(db);
-  if (!memory) memories.set(db, (memory = new LruCache(CAPACITY, PROFILE_TTL_MS)));
+  if (!memory) {
+    memory = new LruCache(CAPACITY, PROFILE_TTL_MS);
+    memories.set(db, memory);
+  }
   return memory;
 }
 

@@ -1,13 +1,10 @@
 import type { FastifyInstance } from 'fastify';
-import { ref } from '../http/documentation.js';
-import { presentUser, UserSchema } from './present.js';
+import { presentUser } from './present.js';
+import { whoamiSchema } from './schema.js';
 
+/** `/api/user/whoami.json`: the caller, as the API key or the Basic credentials name them. */
 export async function userRoutes(app: FastifyInstance): Promise<void> {
-  const schema = {
-    summary: 'Who am I',
-    operationId: 'whoami',
-    tags: ['people'],
-    response: { 200: ref(UserSchema, { description: 'The caller.' }) },
-  };
-  app.get('/api/user/whoami.json', { schema }, async (request) => presentUser(request.user, request.user.id));
+  app.get('/api/user/whoami.json', { schema: whoamiSchema }, async (request) =>
+    presentUser(request.user, request.user.id),
+  );
 }

@@ -1,12 +1,15 @@
-import type { Trx } from '../db/connection.js';
+import type { Db, Trx } from '../db/connection.js';
 import type { UserRow } from '../db/schema.js';
 import { ConflictError, NotFoundError, ValidationError } from '../errors.js';
 import { textProblem } from '../http/params.js';
 import { nowTimestamp } from '../time.js';
 import { API_KEY_PATTERN, generateApiKey, hashApiKey } from './keys.js';
-import { findUserByEmail, findUserByKeyHash, insertUserIfAbsent, setKeyHash } from './repository.js';
+import * as repository from './repository.js';
+import { findUserByKeyHash, insertUserIfAbsent, setKeyHash, type UserLookup } from './repository.js';
 
-const EMAIL_PATTERN = /^[^\s@<>(),;:"\[\]]+@[^\s@<>(),;:"\[\]]+\.[^\s@<>(),;:"\[\]]+$/;
+export type { UserLookup } from './repository.js';
+
+const EMAIL_PATTERN = /^[^\s@<>(),;:"[\]]+@[^\s@<>(),;:"[\]]+\.[^\s@<>(),;:"[\]]+$/;
 
 export function validEmail(email: string): boolean {
   return email.length <= 254 && EMAIL_PATTERN.test(email);
@@ -63,4 +66,29 @@ export async function rotateApiKey(trx: Trx, email: string): Promise<string> {
   const apiKey = generateApiKey();
   await setKeyHash(trx, user.id, hashApiKey(apiKey));
   return apiKey;
+}
+
+/** The user of an email address (compared in lower case), if any. */
+export async function findUserByEmail(db: Db, email: string): Promise<UserRow | undefined> {
+  return repository.findUserByEmail(db, email);
+}
+
+/** The user of an id, if any (undefined for an id no row can have). */
+export async function findUserById(db: Db, id: number): Promise<UserRow | undefined> {
+  return repository.findUserById(db, id);
+}
+
+/** The users of these ids that exist, in no particular order; a few queries however many are asked for. */
+export async function findUsersByIds(db: Db, ids: number[]): Promise<UserRow[]> {
+  return repository.findUsersByIds(db, ids);
+}
+
+/** The user that a request's credentials name (see authenticateWith), if any. */
+export async function findUserBy(db: Db, lookup: UserLookup): Promise<UserRow | undefined> {
+  return repository.findUserBy(db, lookup);
+}
+
+/** How many users there are: none yet, and the server shows how to make the first. */
+export async function countUsers(db: Db): Promise<number> {
+  return repository.countUsers(db);
 }

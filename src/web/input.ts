@@ -1,7 +1,7 @@
 import type { Move } from '../items/index.js';
 import { itemNotFound, ValidationError } from '../errors.js';
 import { asString, digitsToId, type ParamValue } from '../http/params.js';
-import { STATUS_NAMES, type Status } from '../items/index.js';
+import { parseListFilters, STATUS_NAMES, type ListFilters, type Status } from '../items/index.js';
 import { validEmail } from '../users/index.js';
 
 /** The address a sign-in link is asked for, lower case. */
@@ -25,8 +25,8 @@ export interface BoardQuery {
   /** One column, from `offset`, or every column from its start. */
   status?: Status;
   offset: number;
-  /** The list parameters of items.json the filters stand for (checked by the items' own parser). */
-  listParams: Record<string, ParamValue>;
+  /** What the filters choose of the items, read by the items' own rules (a bad one is a 400 naming it). */
+  list: ListFilters;
 }
 
 export const BOARD_FILTERS = ['type', 'assignee', 'creator', 'tags', 'mine'] as const;
@@ -47,13 +47,14 @@ export function parseBoardQuery(p: Record<string, ParamValue>, viewerId: number)
   const offset = asString('offset', p.offset)?.trim() || '0';
   if (!/^\d{1,9}$/.test(offset)) throw new ValidationError({ offset: 'must be a whole number' });
   const mine = filters.mine !== undefined && filters.mine !== '0';
-  const listParams: Record<string, ParamValue> = {
+  const list = parseListFilters({
     type: filters.type,
-    assigned_to: mine ? String(viewerId) : filters.assignee,
+    assigned_to: mine ? undefined : filters.assignee,
     created_by: filters.creator,
     tags: filters.tags,
-  };
-  return { filters, status: status as Status | undefined, offset: status ? Number(offset) : 0, listParams };
+  });
+  if (mine) list.assignedTo = { id: viewerId };
+  return { filters, status: status as Status | undefined, offset: status ? Number(offset) : 0, list };
 }
 
 /** The board's query string for these filters (and a column page), for links and redirects. */
@@ -127,6 +128,7 @@ export function pagedItemNumber(raw: string): number {
  */
 export function safeNext(raw: ParamValue): string | undefined {
   if (typeof raw !== 'string' || raw.length > 2000 || !raw.startsWith('/app/')) return undefined;
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it refuses.
   if (/[\\\u0000-\u001f\u007f]/.test(raw) || raw.startsWith('/app/sign-')) return undefined;
   const url = new URL(raw, 'http://shiplog.invalid');
   if (url.origin !== 'http://shiplog.invalid' || !url.pathname.startsWith('/app/')) return undefined;

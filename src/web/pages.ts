@@ -1,8 +1,8 @@
 import type { FastifyRequest } from 'fastify';
-import { AppError, ValidationError } from '../errors.js';
+import { classifyError } from '../http/errors.js';
 import type { ParamValue } from '../http/params.js';
 import type { ProductScope } from '../scope.js';
-import { requireFormToken } from './session.js';
+import { requireFormToken, viewerOf } from './session.js';
 
 /**
  * What a form's failure shows next to its fields: the service's own reasons (a 400 of the
@@ -10,20 +10,16 @@ import { requireFormToken } from './session.js';
  * anything else is the page error it always is.
  */
 export function formErrors(err: unknown): { errors: Record<string, string>; message?: string } | undefined {
-  if (err instanceof ValidationError)
-    return { errors: err.errors ?? {}, message: Object.keys(err.errors ?? {}).length ? undefined : err.message };
-  if (err instanceof AppError && err.statusCode === 404) {
-    const field = /Parameter (\w+)/.exec(err.message)?.[1];
-    if (field) return { errors: { [field]: err.errors?.[field] ?? 'names nobody (or nothing) of this product' } };
-  }
+  const { status, code, message, parameter, errors = {} } = classifyError(err);
+  if (code === 'invalid_parameter') return { errors, message: Object.keys(errors).length ? undefined : message };
+  if (status === 404 && parameter)
+    return { errors: { [parameter]: errors[parameter] ?? 'names nobody (or nothing) of this product' } };
   return undefined;
 }
 
 export const sessionOf = (request: FastifyRequest) => request.webSession!;
-export const viewerOf = (request: FastifyRequest) => ({
-  email: sessionOf(request).user.email,
-  csrfToken: sessionOf(request).csrfToken,
-});
+/** The one viewerOf (session.ts), taken by the pages with the rest of their helpers. */
+export { viewerOf };
 /** The product as pages show it; its admins see its admin pages in the navigation. */
 export const productOf = (scope: ProductScope) => ({
   id: scope.product.id,

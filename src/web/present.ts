@@ -1,7 +1,7 @@
-import type { ItemRow, UserRow } from '../db/schema.js';
+import type { ItemRow } from '../db/schema.js';
 import type { ItemDeploy } from '../deploys/index.js';
 import { statusName, STATUS_NAMES, type Deployment } from '../items/index.js';
-import type { productOverviewRows } from './repository.js';
+import type { DeploymentWithPeople, Named, productOverviewRows } from './repository.js';
 import { personName } from './views/parts.js';
 
 export interface ProductOverview {
@@ -18,18 +18,17 @@ export function presentProductOverviews(rows: Awaited<ReturnType<typeof productO
   const products = new Map<number, ProductOverview & { byStatus: Map<string, number> }>();
   for (const row of rows) {
     let p = products.get(row.id);
-    if (!p)
-      products.set(
-        row.id,
-        (p = {
-          id: row.id,
-          name: row.name,
-          archived: row.archived === 1,
-          admin: row.admin === 1,
-          counts: [],
-          byStatus: new Map(),
-        }),
-      );
+    if (!p) {
+      p = {
+        id: row.id,
+        name: row.name,
+        archived: row.archived === 1,
+        admin: row.admin === 1,
+        counts: [],
+        byStatus: new Map(),
+      };
+      products.set(row.id, p);
+    }
     if (row.status !== null) p.byStatus.set(statusName(row.status), Number(row.n));
   }
   return [...products.values()].map(({ byStatus, ...p }) => ({
@@ -50,19 +49,16 @@ export interface EnvironmentEntry {
 }
 
 /** The item's `deployed_to` entries (latest first) with the people who made their deploys and rollbacks. */
-export function presentEnvironments(deployments: Deployment[], deployers: Map<number, UserRow>): EnvironmentEntry[] {
-  const nameOf = (id: number | null) => {
-    const user = id === null ? undefined : deployers.get(id);
-    return user ? personName(user) : '';
-  };
+export function presentEnvironments({ deployments }: { deployments: DeploymentWithPeople[] }): EnvironmentEntry[] {
+  const nameOf = (person: Named | null) => (person ? personName(person) : '');
   return deployments.map((d) => ({
     environment: d.environment,
     version: d.version,
     deployId: d.deploy_id,
     deployedAt: d.deployed_at,
-    by: nameOf(d.deploy_id),
+    by: nameOf(d.deployer),
     reverted:
-      d.reverted_at === null ? undefined : { at: d.reverted_at, rollbackId: d.reverted_by, by: nameOf(d.reverted_by) },
+      d.reverted_at === null ? undefined : { at: d.reverted_at, rollbackId: d.reverted_by, by: nameOf(d.reverter) },
   }));
 }
 
@@ -111,11 +107,15 @@ export interface MatrixRow {
 }
 
 /** A page of items as rows of the matrix, with their latest deploy to each of the `environments`. */
-export function presentMatrixRows(
-  items: ItemRow[],
-  environments: string[],
-  deployments: Map<number, Map<string, Deployment>>,
-): MatrixRow[] {
+export function presentMatrixRows({
+  items,
+  environments,
+  deployments,
+}: {
+  items: ItemRow[];
+  environments: string[];
+  deployments: Map<number, Map<string, Deployment>>;
+}): MatrixRow[] {
   return items.map((item) => {
     const mine = deployments.get(item.id);
     return {

@@ -1,5 +1,13 @@
 import type { Db, Trx } from '../db/connection.js';
-import type { SigninLinkRow, UserRow, WebSessionRow } from '../db/schema.js';
+import {
+  ITEM_COLUMNS,
+  storableId,
+  type ItemRow,
+  type SigninLinkRow,
+  type UserRow,
+  type WebSessionRow,
+} from '../db/schema.js';
+import type { Deployment } from '../items/index.js';
 import { sql } from 'kysely';
 import { inChunks } from '../db/chunks.js';
 import { dialectOf } from '../db/dialect.js';
@@ -226,4 +234,102 @@ export async function deployedEnvironments(db: Db, productId: number, limit: num
     .limit(limit)
     .execute();
   return rows.map((r) => r.environment);
+}
+
+// ---- an item's page: what it shows besides the item's JSON, each with the people it names
+
+/** The item of a product by number, with its description's HTML (null: not rendered yet). */
+export async function findItemForPage(
+  db: Db,
+  productId: number,
+  number: number,
+): Promise<{ row: ItemRow; descriptionHtml: string | null } | undefined> {
+  if (!storableId(number)) return undefined;
+  const found = await db
+    .selectFrom('items')
+    .select(ITEM_COLUMNS)
+    .select('description_html')
+    .where('product_id', '=', productId)
+    .where('number', '=', number)
+    .executeTakeFirst();
+  if (!found) return undefined;
+  const { description_html, ...row } = found;
+  return { row, descriptionHtml: description_html };
+}
+
+/** A person as a page names them. */
+export type Named = Pick<UserRow, 'first_name' | 'last_name' | 'email'>;
+
+/** An item's deployment to an environment, with who made its deploy and the rollback that reverted it. */
+export interface DeploymentWithPeople extends Deployment {
+  deployer: Named | null;
+  reverter: Named | null;
+}
+
+const namedOf = (first: string | null, last: string | null, email: string | null): Named | null =>
+  email === null ? null : { first_name: first ?? '', last_name: last ?? '', email };
+
+/**
+ * One page of an item's deployments, latest first, each with the people of its deploy and of the
+ * rollback that reverted it (deploys of the product only), in one query.
+ */
+export async function itemDeploymentsWithPeople(
+  db: Db,
+  productId: number,
+  itemId: number,
+  page: { offset: number; limit: number },
+): Promise<DeploymentWithPeople[]> {
+  const rows = await db
+    .selectFrom('item_deployments as x')
+    .leftJoin('deploys as d', (j) => j.onRef('d.id', '=', 'x.deploy_id').on('d.product_id', '=', productId))
+    .leftJoin('users as u', 'u.id', 'd.user_id')
+    .leftJoin('deploys as r', (j) => j.onRef('r.id', '=', 'x.reverted_by').on('r.product_id', '=', productId))
+    .leftJoin('users as ru', 'ru.id', 'r.user_id')
+    .select(['x.environment', 'x.version', 'x.deployed_at', 'x.deploy_id', 'x.reverted_at', 'x.reverted_by'])
+    .select(['u.first_name as u_first', 'u.last_name as u_last', 'u.email as u_email'])
+    .select(['ru.first_name as r_first', 'ru.last_name as r_last', 'ru.email as r_email'])
+    .where('x.item_id', '=', itemId)
+    .orderBy('x.deploy_id', 'desc')
+    .limit(page.limit)
+    .offset(page.offset)
+    .execute();
+  return rows.map(({ u_first, u_last, u_email, r_first, r_last, r_email, ...d }) => ({
+    ...d,
+    deployer: namedOf(u_first, u_last, u_email),
+    reverter: namedOf(r_first, r_last, r_email),
+  }));
+}
+
+/** How many environments an item went to. */
+export async function countItemDeployments(db: Db, itemId: number): Promise<number> {
+  const row = await db
+    .selectFrom('item_deployments')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('item_id', '=', itemId)
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
+/** The first `limit` followers of an item by when they started following, as pages name them. */
+export async function followersWithNames(db: Db, itemId: number, limit: number): Promise<(Named & { id: number })[]> {
+  return db
+    .selectFrom('followers as f')
+    .innerJoin('users as u', 'u.id', 'f.user_id')
+    .select(['u.id', 'u.first_name', 'u.last_name', 'u.email'])
+    .where('f.item_id', '=', itemId)
+    .orderBy('f.created_at')
+    .orderBy('f.user_id')
+    .limit(limit)
+    .execute();
+}
+
+/** Whether the user follows the item. */
+export async function follows(db: Db, itemId: number, userId: number): Promise<boolean> {
+  const row = await db
+    .selectFrom('followers')
+    .select('user_id')
+    .where('item_id', '=', itemId)
+    .where('user_id', '=', userId)
+    .executeTakeFirst();
+  return row !== undefined;
 }

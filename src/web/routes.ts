@@ -1,24 +1,16 @@
 import cookie from '@fastify/cookie';
-import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { AppError } from '../errors.js';
-import { knownError, retryAfter } from '../http/errors.js';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { classifyError } from '../http/errors.js';
+import { prefersJson } from '../http/negotiate.js';
 import { params, Param } from '../http/params.js';
 import { bodyLimitOf, SMALL_FORM_LIMIT, tooLargeMessage } from '../http/parsers.js';
 import { requestParams } from '../http/request.js';
 import { TokenParams } from '../http/schemas.js';
 import { productPages } from './product-pages.js';
 import { parseSignInRequest, safeNext, wellFormedToken } from './input.js';
-import { presentProductOverviews } from './present.js';
-import { productOverviewRows } from './repository.js';
-import {
-  linkUsable,
-  replaceApiKeyFromPage,
-  requestSignInLink,
-  signIn,
-  signOut,
-  signOutEverywhere,
-  type ActiveSession,
-} from './service.js';
+import { productsRoutes } from './pages/products.js';
+import { settingsRoutes } from './pages/settings.js';
+import { linkUsable, requestSignInLink, signIn, signOut, type ActiveSession } from './service.js';
 import {
   clearSessionCookie,
   loadSession,
@@ -30,20 +22,16 @@ import {
   type CookieSettings,
 } from './session.js';
 import { html } from './views/html.js';
-import { productsPage } from './views/products.js';
-import { settingsPage } from './views/settings.js';
 import {
   confirmSignInPage,
   linkRefusedPage,
   linkSentPage,
   problemPage,
-  signedOutEverywherePage,
   signedOutPage,
   signInForm,
 } from './views/signin.js';
 import { BOARD_SCRIPT } from './views/board-script.js';
 import { STYLESHEET } from './views/style.js';
-import { viewerOf } from './session.js';
 
 export interface WebOptions {
   /** Signs the session cookie (a shared secret of the database, so every instance agrees). */
@@ -107,13 +95,14 @@ export async function webRoutes(app: FastifyInstance, options: WebOptions): Prom
   app.get('/', async (request, reply) => reply.redirect(request.webSession ? HOME : SIGN_IN, 303));
 
   await app.register(signInPages, { cookieSecret: options.cookieSecret, signinKey: options.signinKey, settings });
-  await app.register(accountPages, { settings });
+  await app.register(productsRoutes, { signIn: signInFor });
+  await app.register(settingsRoutes, { settings, signIn: signInFor });
   await app.register(productPages, { prefix: '/products/:product_id', signIn: signInFor });
 }
 
 /**
- * Asking for a link, following it, signing out. One group on purpose, though long: its four
- * routes share the cookie settings and the page to come back to, and read as the flow they are.
+ * Asking for a link, following it, signing out: one group, since its routes share the cookie
+ * settings and the page to come back to, and read as the flow they are.
  */
 async function signInPages(app: FastifyInstance, options: WebOptions & { settings: CookieSettings }): Promise<void> {
   const { settings } = options;
@@ -131,15 +120,7 @@ async function signInPages(app: FastifyInstance, options: WebOptions & { setting
     } catch (err) {
       return sendPage(reply, 400, 'Sign in', signInForm((err as Error).message, next));
     }
-    if (next)
-      reply.setCookie(NEXT_COOKIE, next, {
-        signed: true,
-        httpOnly: true,
-        sameSite: 'lax',
-        path: SIGN_IN,
-        secure: settings.secure,
-        maxAge: 15 * 60,
-      });
+    if (next) keepNext(reply, next, settings);
     const queued = await app.db
       .transaction()
       .execute((trx) =>
@@ -166,13 +147,7 @@ async function signInPages(app: FastifyInstance, options: WebOptions & { setting
       : undefined;
     if (!session) return sendPage(reply, 410, 'Sign-in link not valid', linkRefusedPage());
     setSessionCookie(reply, session, settings);
-    // A link may name the page itself (?next=, kept by the button's form); else the page this browser came from.
-    const kept = request.cookies[NEXT_COOKIE] ? request.unsignCookie(request.cookies[NEXT_COOKIE]) : undefined;
-    const next =
-      safeNext((request.query as Record<string, unknown>).next as string) ??
-      (kept?.valid ? safeNext(kept.value ?? undefined) : undefined);
-    if (kept) reply.clearCookie(NEXT_COOKIE, { path: SIGN_IN });
-    return reply.header('cache-control', 'no-store').redirect(next ?? HOME, 303);
+    return reply.header('cache-control', 'no-store').redirect(nextAfterSignIn(request, reply) ?? HOME, 303);
   });
 
   app.post('/sign-out', { schema: { body: FormBody } }, async (request, reply) => {
@@ -185,59 +160,48 @@ async function signInPages(app: FastifyInstance, options: WebOptions & { setting
   });
 }
 
-/** The signed-in person's own pages: their products, their settings. */
-async function accountPages(app: FastifyInstance, options: { settings: CookieSettings }): Promise<void> {
-  const { settings } = options;
-  app.get('/products', async (request, reply) => {
-    const session = signedIn(request, reply);
-    if (!session) return reply;
-    const products = presentProductOverviews(await productOverviewRows(app.db, session.user.id));
-    return sendPage(reply, 200, 'Products', productsPage(products), session);
-  });
-
-  app.get('/settings', async (request, reply) => {
-    const session = signedIn(request, reply);
-    if (!session) return reply;
-    return sendPage(reply, 200, 'Settings', settingsPage(viewerOf(session)), session);
-  });
-
-  // Every session of the person ends with the old key; this browser goes on in a new one.
-  app.post('/settings/api-key', { schema: { body: FormBody } }, async (request, reply) => {
-    const session = signedIn(request, reply);
-    if (!session) return reply;
-    requireFormToken(session, request);
-    const renewed = await app.db.transaction().execute((trx) => replaceApiKeyFromPage(trx, session));
-    setSessionCookie(reply, renewed.session, settings);
-    return sendPage(reply, 200, 'Settings', settingsPage(viewerOf(renewed.session), renewed.apiKey), renewed.session);
-  });
-
-  app.post('/settings/sign-out-everywhere', { schema: { body: FormBody } }, async (request, reply) => {
-    const session = signedIn(request, reply);
-    if (!session) return reply;
-    requireFormToken(session, request);
-    await signOutEverywhere(app.db, session);
-    clearSessionCookie(reply, settings);
-    return sendPage(reply, 200, 'Signed out everywhere', signedOutEverywherePage());
+/** The page to come back to after signing in, kept in this browser for as long as a link works. */
+function keepNext(reply: FastifyReply, next: string, settings: CookieSettings): void {
+  reply.setCookie(NEXT_COOKIE, next, {
+    signed: true,
+    httpOnly: true,
+    sameSite: 'lax',
+    path: SIGN_IN,
+    secure: settings.secure,
+    maxAge: 15 * 60,
   });
 }
 
+/**
+ * Where a followed link leads: the page it names itself (?next=, kept by the button's form), else
+ * the page this browser came from, whose cookie is then cleared.
+ */
+function nextAfterSignIn(request: FastifyRequest, reply: FastifyReply): string | undefined {
+  const kept = request.cookies[NEXT_COOKIE] ? request.unsignCookie(request.cookies[NEXT_COOKIE]) : undefined;
+  const next =
+    safeNext((request.query as Record<string, unknown>).next as string) ??
+    (kept?.valid ? safeNext(kept.value ?? undefined) : undefined);
+  if (kept) reply.clearCookie(NEXT_COOKIE, { path: SIGN_IN });
+  return next;
+}
+
+/**
+ * What a page says where the API's words are about its request body: a page's body is its form.
+ * Every other error says on a page what it says in the API.
+ */
+const PAGE_WORDING = new Map<string, (request: FastifyRequest) => string>([
+  ['body_too_large', (request) => tooLargeMessage(bodyLimitOf(request), 'form')],
+  ['unreadable_body', () => 'The form could not be read.'],
+  ['malformed_parameter', () => 'The form could not be read.'],
+]);
+
 /** Errors of pages are pages too (the API keeps its JSON errors): the status, and what happened. */
 function registerPageErrors(app: FastifyInstance): void {
-  app.setErrorHandler((error: FastifyError | AppError, request, reply) => {
-    let status = 500;
-    let message = 'Something went wrong on our side; it has been logged.';
-    const known = knownError(error);
-    if (known) [status, message] = [known.statusCode, known.message];
-    else if ((error as FastifyError).code === 'FST_ERR_CTP_BODY_TOO_LARGE')
-      [status, message] = [413, tooLargeMessage(bodyLimitOf(request), 'form')];
-    else if ((error as FastifyError).validation || (error as FastifyError).code?.startsWith('FST_ERR_CTP'))
-      [status, message] = [400, 'The form could not be read.'];
-    else if (error.statusCode && error.statusCode >= 400 && error.statusCode < 500)
-      [status, message] = [error.statusCode, error.message];
-    if (status >= 500) request.log.error({ err: error }, 'request failed');
-    const seconds = retryAfter(known);
-    if (seconds !== undefined) reply.header('retry-after', String(seconds));
-    return pageProblem(request, reply, status, message);
+  app.setErrorHandler((error, request, reply) => {
+    const answer = classifyError(error, request);
+    if (answer.status >= 500) request.log.error({ err: error }, 'request failed');
+    reply.headers(answer.headers);
+    return pageProblem(request, reply, answer.status, PAGE_WORDING.get(answer.code)?.(request) ?? answer.message);
   });
   app.setNotFoundHandler((request, reply) => {
     securityHeaders(reply);
@@ -258,7 +222,7 @@ function registerPageErrors(app: FastifyInstance): void {
  */
 export function pageProblem(request: FastifyRequest, reply: FastifyReply, status: number, message: string) {
   securityHeaders(reply);
-  if (/^application\/json\b/.test(request.headers.accept ?? ''))
+  if (prefersJson(request.headers.accept))
     return reply.code(status).header('cache-control', 'no-store').send({ code: status, message });
   const title =
     status === 403

@@ -1,14 +1,27 @@
 import crypto from 'node:crypto';
 import type { Db, Trx } from '../db/connection.js';
 import { unlessStorageRefuses } from '../db/storage.js';
-import type { UserRow } from '../db/schema.js';
-import { NotFoundError, TooManyRequestsError } from '../errors.js';
+import type { ItemRow, UserRow } from '../db/schema.js';
+import { itemNotFound, NotFoundError, TooManyRequestsError } from '../errors.js';
+import { deployHistoryOf, type ItemDeploy } from '../deploys/index.js';
+import { childrenOfItem } from '../items/index.js';
+import { shownHtml } from '../markdown.js';
 import { queueSignin } from '../mail/index.js';
 import { formatTimestamp } from '../time.js';
 import { clientKey } from '../http/rate-limit.js';
 import { findUserByEmail, findUserById, rotateApiKey } from '../users/index.js';
+import { LruCache } from '../lru.js';
+import { listMembers } from '../products/index.js';
+import type { ProductScope } from '../scope.js';
+import { personName } from './views/parts.js';
 import {
+  countItemDeployments,
   countSigninRequests,
+  findItemForPage,
+  followersWithNames,
+  follows,
+  itemDeploymentsWithPeople,
+  type DeploymentWithPeople,
   lockSigninRequests,
   deleteSession,
   deleteSessionsOf,
@@ -280,4 +293,89 @@ export function formTokenMatches(session: ActiveSession, sent: string): boolean 
   const a = Buffer.from(sha256(sent));
   const b = Buffer.from(sha256(session.csrfToken));
   return sent.length > 0 && crypto.timingSafeEqual(a, b);
+}
+
+/**
+ * Members' lists per database and product revision (every new member or change of role moves it;
+ * names never change).
+ */
+const memberLists = new WeakMap<Db, LruCache<string, Member[]>>();
+
+/** A member as the pages' choices of people name them. */
+export interface Member {
+  id: number;
+  name: string;
+}
+
+/** A product's members by name, for the assignee choices: the same on every page of a revision, so read once for it. */
+export function membersOf(db: Db, scope: ProductScope): Promise<Member[]> {
+  let lists = memberLists.get(db);
+  if (!lists) {
+    lists = new LruCache(256);
+    memberLists.set(db, lists);
+  }
+  return lists.getOrMake(`${scope.product.id}:${scope.product.revision}`, async () =>
+    (await listMembers(db, scope.product.id)).map((m) => ({ id: m.id, name: personName(m) })),
+  );
+}
+
+/** A page of an item's environments (latest first), with the people of each, and how many there are. */
+export async function environmentsOf(
+  db: Db,
+  scope: ProductScope,
+  item: ItemRow,
+  page: { offset: number; limit: number },
+): Promise<{ entries: DeploymentWithPeople[]; total: number }> {
+  const entries = await itemDeploymentsWithPeople(db, scope.product.id, item.id, page);
+  // A first page that is not full holds them all.
+  const total =
+    page.offset === 0 && entries.length < page.limit ? entries.length : await countItemDeployments(db, item.id);
+  return { entries, total };
+}
+
+/** What an item's page shows besides the item's JSON (see itemPageOf). */
+export interface ItemPageData {
+  row: ItemRow;
+  /** The description as HTML: kept when it was written, escaped text for an item from before. */
+  descriptionHtml: string;
+  environments: { entries: DeploymentWithPeople[]; total: number };
+  /** A story's first sub-items; none for other types. */
+  children?: { rows: ItemRow[]; total: number };
+  /** The latest deploys of the item, newest first. */
+  history: { deploys: ItemDeploy[]; total: number };
+  followers: { names: string[]; following: boolean };
+}
+
+/**
+ * Everything an item's page reads but the item's JSON, the first `limit` of each list: the item
+ * and its description's HTML in one query, then at once its environments with their people, its
+ * sub-items, its followers by name, and (when it went anywhere) its deploy history.
+ */
+export async function itemPageOf(db: Db, scope: ProductScope, number: number, limit: number): Promise<ItemPageData> {
+  const found = await findItemForPage(db, scope.product.id, number);
+  if (!found) throw itemNotFound(number);
+  const { row } = found;
+  const page = { offset: 0, limit };
+  const [[environments, history], children, followers] = await Promise.all([
+    environmentsOf(db, scope, row, page).then(async (environments) => {
+      // Every deploy of an item leaves its entry for the environment (a rollback marks it reverted,
+      // nothing removes it): an item deployed nowhere has no history to read.
+      const history =
+        environments.total === 0
+          ? { deploys: [], total: 0 }
+          : await deployHistoryOf(db, scope, row.id, { ...page, newest: true });
+      return [environments, history] as const;
+    }),
+    row.type === 'story' ? childrenOfItem(db, row, page) : undefined,
+    followersOf(db, row.id, scope.user.id, limit),
+  ]);
+  const descriptionHtml = row.description === '' ? '' : shownHtml(row.description, found.descriptionHtml);
+  return { row, descriptionHtml, environments, children, history, followers };
+}
+
+/** The first `limit` followers of an item by name, and whether `userId` follows it. */
+async function followersOf(db: Db, itemId: number, userId: number, limit: number) {
+  const rows = await followersWithNames(db, itemId, limit);
+  const following = rows.some((u) => u.id === userId) || (rows.length >= limit && (await follows(db, itemId, userId)));
+  return { names: rows.map(personName), following };
 }

@@ -21,7 +21,10 @@ declare module 'fastify' {
 export const SESSION_COOKIE = 'shiplog_session';
 const SESSION_COOKIE_VALUE = new RegExp(`(?:^|;)\\s*${SESSION_COOKIE}=([^;]+)`);
 
-/** The session cookie as sent, unverified: what the rate limiter knows a page's visitor by before cookies are parsed. */
+/**
+ * The session cookie as sent, unverified: what the rate limiter knows a page's visitor by before
+ * cookies are parsed.
+ */
 export function sessionCookieOf(request: FastifyRequest): string | undefined {
   const header = request.headers.cookie;
   return header === undefined ? undefined : SESSION_COOKIE_VALUE.exec(header)?.[1];
@@ -34,7 +37,8 @@ export function sessionCookieOf(request: FastifyRequest): string | undefined {
  */
 const SECURITY_HEADERS = {
   'content-security-policy':
-    "default-src 'self'; script-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
+    "default-src 'self'; script-src 'self'; object-src 'none'; base-uri 'none'; " +
+    "form-action 'self'; frame-ancestors 'none'",
   'x-content-type-options': 'nosniff',
   'x-frame-options': 'DENY',
   'referrer-policy': 'same-origin',
@@ -44,6 +48,7 @@ export function securityHeaders(reply: FastifyReply): void {
   reply.headers(SECURITY_HEADERS);
 }
 
+/** Who a page is shown to: the one reading of a session for the views. */
 export const viewerOf = (session: ActiveSession): Viewer => ({
   email: session.user.email,
   csrfToken: session.csrfToken,

@@ -50,7 +50,10 @@ export interface EventHead {
 
 type Written = EventHead & EventParts & { truncated?: string[] };
 
-/** The first `max` code points and `…`, or the text when it is no longer (UTF-16 units never number fewer than code points). */
+/**
+ * The first `max` code points and `…`, or the text when it is no longer (UTF-16 units never number
+ * fewer than code points).
+ */
 function cut(text: string, max: number): string {
   if (text.length <= max) return text;
   const points = [...text];
@@ -150,8 +153,12 @@ function messageText(w: Written): string {
   const deploy = w.deploy;
   const item = w.item;
   switch (w.type) {
-    case 'deploy.created':
-      return `${escapeText(deploy!.version ? `${deploy!.version} to ${deploy!.environment}` : `Deploy to ${deploy!.environment}`)}: ${itemList(deploy!.items, deploy!.item_count ?? deploy!.items.length)} (by ${by})`;
+    case 'deploy.created': {
+      const what = deploy!.version
+        ? `${deploy!.version} to ${deploy!.environment}`
+        : `Deploy to ${deploy!.environment}`;
+      return `${escapeText(what)}: ${itemList(deploy!.items, deploy!.item_count ?? deploy!.items.length)} (by ${by})`;
+    }
     case 'deploy.rolled_back': {
       const known = new Map(deploy!.items.map((i) => [i.number, i]));
       const reverted = (w.reverted ?? []).map(
@@ -173,7 +180,10 @@ function messageText(w: Written): string {
     case 'item.created':
       return `${by} created ${escapeText(item!.type)} ${itemLink(item!)}`;
     case 'item.status_changed':
-      return `${by} moved ${itemLink(item!)} from ${escapeText(String(w.changes?.status ?? ''))} to ${escapeText(item!.status)}`;
+      return (
+        `${by} moved ${itemLink(item!)} ` +
+        `from ${escapeText(String(w.changes?.status ?? ''))} to ${escapeText(item!.status)}`
+      );
     case 'item.updated':
       return `${by} updated ${itemLink(item!)}: ${escapeText(
         Object.keys(w.changes ?? {})

@@ -19,7 +19,8 @@ export const WebhookSchema = Type.Object(
     format: Type.String({
       enum: [...FORMATS],
       description:
-        '`shiplog`: the signed JSON event; `slack`: a message for incoming webhooks of Slack, Mattermost and Rocket.Chat.',
+        '`shiplog`: the signed JSON event; ' +
+        '`slack`: a message for incoming webhooks of Slack, Mattermost and Rocket.Chat.',
     }),
     enabled: Type.Boolean({ description: 'False once it was disabled, by an admin or after repeated failures.' }),
     disabled_at: Nullable(Type.String()),

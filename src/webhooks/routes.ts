@@ -1,13 +1,21 @@
-import { Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { BODY_ERRORS, doc, documentScope, errorAnswers, ref, type Explained } from '../http/documentation.js';
-import { asPage, params } from '../http/params.js';
+import { documentScope } from '../http/documentation.js';
+import { asPage } from '../http/params.js';
 import { requestParams } from '../http/request.js';
-import { ProductParams, WebhookParams } from '../http/schemas.js';
 import { requireAdmin } from '../products/index.js';
 import { parseCreateWebhook, parseUpdateWebhook, webhookIdOf } from './input.js';
-import { DELIVERY_PAGE, EVENT_TYPES, FORMATS, MAX_URL_LENGTH, MAX_WEBHOOKS } from './model.js';
-import { CreatedWebhookSchema, DeliverySchema, presentDelivery, presentWebhooks, WebhookSchema } from './present.js';
+import { DELIVERY_PAGE } from './model.js';
+import { presentDelivery, presentWebhooks } from './present.js';
+import {
+  ADMINS_ONLY,
+  createWebhookSchema,
+  DELIVERY_COUNT,
+  deleteWebhookSchema,
+  getWebhookSchema,
+  listDeliveriesSchema,
+  listWebhooksSchema,
+  updateWebhookSchema,
+} from './schema.js';
 import {
   createWebhook,
   deleteWebhook,
@@ -18,37 +26,12 @@ import {
   vetTarget,
 } from './service.js';
 
-const FORMAT =
-  '`shiplog` (the signed JSON event) or `slack` (a message for incoming webhooks of Slack, Mattermost and Rocket.Chat).';
+const ALL = '/api/products/:product_id/webhooks.json';
+const ONE = '/api/products/:product_id/webhooks/:webhook_id.json';
 
-/** What a webhook's parameters mean (docs/INTERFACE.md §10); `secret` only counts on creation, `enabled` on a change. */
-const webhookFields = {
-  url: doc.text(
-    'An absolute http:// or https:// URL whose host is, and resolves only to, global unicast addresses (unless the operator allows others); credentials in it are never shown back, and a URL sent back as shown (`***`) keeps them.',
-    MAX_URL_LENGTH,
-  ),
-  events: doc.list('The event types it gets; at least one.', EVENT_TYPES),
-  format: doc.choice(FORMATS, FORMAT),
-  secret: doc.text("Ignored: a webhook's secret never changes.", 200),
-  enabled: doc.flag(
-    '`true` re-enables a disabled webhook, its failures forgotten; `false` disables it, and gives up its deliveries waiting then.',
-  ),
-};
-const createFields = {
-  ...webhookFields,
-  url: doc.required(webhookFields.url),
-  events: doc.required(webhookFields.events),
-  format: doc.choice(FORMATS, `${FORMAT} \`shiplog\` unless given.`),
-  secret: doc.text(
-    '16 to 200 printable ASCII characters without spaces, to sign deliveries with; without it one is made.',
-    200,
-  ),
-  enabled: doc.flag('Ignored: a new webhook is enabled.'),
-};
-
-const BAD_FIELDS =
-  'url not an absolute http(s) URL, too long, or leading to an address not allowed or to a host name that does not resolve; events empty or naming an unknown event type; an unknown format';
-const WEBHOOK_MISSING = { 404: 'No webhook with that id in the product.' };
+const idOf = (request: FastifyRequest) => webhookIdOf((request.params as { webhook_id: string }).webhook_id);
+const present = async (app: FastifyInstance, request: FastifyRequest, rows: Parameters<typeof presentWebhooks>[1]) =>
+  presentWebhooks(app.db, rows, request.scope.user.id);
 
 /**
  * A product's webhooks under `/api/products/{id}`, for its admins only (403 for other members):
@@ -56,154 +39,58 @@ const WEBHOOK_MISSING = { 404: 'No webhook with that id in the product.' };
  */
 export async function webhookRoutes(app: FastifyInstance): Promise<void> {
   app.addHook('preHandler', async (request) => requireAdmin(request.scope));
-  documentScope(app, { errors: { 403: 'The caller is not an admin of the product.' } });
-  const one = '/api/products/:product_id/webhooks/:webhook_id.json';
-  const tags = ['webhooks'];
-  const answer = (description: string, ...errors: Explained[]) => ({
-    response: { 200: ref(WebhookSchema, { description }) },
-    errors: errorAnswers(errors),
+  documentScope(app, { errors: ADMINS_ONLY });
+  listAndCreateRoutes(app);
+  oneWebhookRoutes(app);
+  deliveryRoutes(app);
+}
+
+/** The product's webhooks, and a new one (whose secret the answer shows, this once). */
+function listAndCreateRoutes(app: FastifyInstance): void {
+  app.get(ALL, { schema: listWebhooksSchema }, async (request) =>
+    present(app, request, await listWebhooks(app.db, request.scope)),
+  );
+
+  app.post(ALL, { schema: createWebhookSchema }, async (request) => {
+    const input = parseCreateWebhook(requestParams(request));
+    await vetTarget(input.url, app.config.webhooksAllowPrivate);
+    const { webhook, secret } = await app.db.transaction().execute((trx) => createWebhook(trx, request.scope, input));
+    return { ...(await present(app, request, [webhook]))[0], secret };
   });
-  const idOf = (request: FastifyRequest) => webhookIdOf((request.params as { webhook_id: string }).webhook_id);
-  const present = async (request: FastifyRequest, rows: Parameters<typeof presentWebhooks>[1]) =>
-    presentWebhooks(app.db, rows, request.scope.user.id);
-  const allowPrivate = app.config.webhooksAllowPrivate;
+}
 
+/** One webhook: fetch it, change it, delete it. */
+function oneWebhookRoutes(app: FastifyInstance): void {
   app.get(
-    '/api/products/:product_id/webhooks.json',
-    {
-      schema: {
-        summary: 'List webhooks',
-        operationId: 'listWebhooks',
-        tags,
-        params: ProductParams,
-        response: { 200: Type.Array(ref(WebhookSchema), { description: "The product's webhooks, by id." }) },
-      },
-    },
-    async (request) => present(request, await listWebhooks(app.db, request.scope)),
+    ONE,
+    { schema: getWebhookSchema },
+    async (request) => (await present(app, request, [await getWebhook(app.db, request.scope, idOf(request))]))[0],
   );
 
-  app.post(
-    '/api/products/:product_id/webhooks.json',
-    {
-      schema: {
-        summary: 'Add a webhook',
-        description: "The answer shows the webhook's secret, this once.",
-        operationId: 'createWebhook',
-        tags,
-        params: ProductParams,
-        body: params(createFields),
-        response: { 200: ref(CreatedWebhookSchema, { description: 'The new webhook, with its secret.' }) },
-        errors: errorAnswers([
-          {
-            400: `url or events missing; ${BAD_FIELDS}; a secret not of 16 to 200 printable ASCII characters without spaces.`,
-            422: `The product has ${MAX_WEBHOOKS} webhooks already.`,
-          },
-          BODY_ERRORS,
-        ]),
-      },
-    },
-    async (request) => {
-      const input = parseCreateWebhook(requestParams(request));
-      await vetTarget(input.url, allowPrivate);
-      const { webhook, secret } = await app.db.transaction().execute((trx) => createWebhook(trx, request.scope, input));
-      return { ...(await present(request, [webhook]))[0], secret };
-    },
-  );
+  app.post(ONE, { schema: updateWebhookSchema }, async (request) => {
+    const id = idOf(request);
+    const change = parseUpdateWebhook(requestParams(request));
+    await vetTarget(change.url, app.config.webhooksAllowPrivate);
+    const webhook = await app.db.transaction().execute((trx) => updateWebhook(trx, request.scope, id, change));
+    return (await present(app, request, [webhook]))[0];
+  });
 
-  app.get(
-    one,
-    {
-      schema: {
-        summary: 'Fetch a webhook',
-        operationId: 'getWebhook',
-        tags,
-        params: WebhookParams,
-        ...answer('The webhook.', WEBHOOK_MISSING),
-      },
-    },
-    async (request) => (await present(request, [await getWebhook(app.db, request.scope, idOf(request))]))[0],
-  );
+  app.delete(ONE, { schema: deleteWebhookSchema }, async (request) => {
+    const id = idOf(request);
+    const webhook = await app.db.transaction().execute((trx) => deleteWebhook(trx, request.scope, id));
+    return (await present(app, request, [webhook]))[0];
+  });
+}
 
-  app.post(
-    one,
-    {
-      schema: {
-        summary: 'Change a webhook',
-        description: 'Changes what is given. A disabled webhook gets no events; those of meanwhile are not sent later.',
-        operationId: 'updateWebhook',
-        tags,
-        params: WebhookParams,
-        body: params(webhookFields),
-        ...answer(
-          'The webhook as it is now.',
-          { 400: `${BAD_FIELDS}; enabled not a flag.` },
-          WEBHOOK_MISSING,
-          BODY_ERRORS,
-        ),
-      },
-    },
-    async (request) => {
-      const id = idOf(request);
-      const change = parseUpdateWebhook(requestParams(request));
-      await vetTarget(change.url, allowPrivate);
-      const webhook = await app.db.transaction().execute((trx) => updateWebhook(trx, request.scope, id, change));
-      return (await present(request, [webhook]))[0];
-    },
-  );
-
-  app.delete(
-    one,
-    {
-      schema: {
-        summary: 'Delete a webhook',
-        description: 'Its delivery log goes with it, and the events no other webhook got.',
-        operationId: 'deleteWebhook',
-        tags,
-        params: WebhookParams,
-        ...answer('The webhook as it was.', WEBHOOK_MISSING, BODY_ERRORS),
-      },
-    },
-    async (request) => {
-      const id = idOf(request);
-      const webhook = await app.db.transaction().execute((trx) => deleteWebhook(trx, request.scope, id));
-      return (await present(request, [webhook]))[0];
-    },
-  );
-
+/** A webhook's delivery log, a page at a time, newest first. */
+function deliveryRoutes(app: FastifyInstance): void {
   app.get(
     '/api/products/:product_id/webhooks/:webhook_id/deliveries.json',
-    {
-      schema: {
-        summary: "List a webhook's deliveries",
-        description: 'Newest first.',
-        operationId: 'listWebhookDeliveries',
-        tags,
-        params: WebhookParams,
-        querystring: params({
-          offset: doc.integer('Deliveries to skip; 0 by default.'),
-          limit: doc.integer(
-            `Page size: ${DELIVERY_PAGE.default} by default, above ${DELIVERY_PAGE.max} taken as ${DELIVERY_PAGE.max}.`,
-            1,
-          ),
-        }),
-        response: {
-          200: Type.Array(ref(DeliverySchema), {
-            description: 'The page of deliveries.',
-            headers: {
-              'X-Sprintly-Delivery-Count': {
-                type: 'integer',
-                description: 'How many deliveries the webhook has, before paging.',
-              },
-            },
-          }),
-        },
-        errors: errorAnswers([{ 400: 'A malformed offset or limit.' }, WEBHOOK_MISSING]),
-      },
-    },
+    { schema: listDeliveriesSchema },
     async (request, reply) => {
       const page = asPage(requestParams(request), DELIVERY_PAGE);
       const { rows, total } = await deliveriesOf(app.db, request.scope, idOf(request), page);
-      reply.header('X-Sprintly-Delivery-Count', String(total));
+      reply.header(DELIVERY_COUNT, String(total));
       return rows.map(presentDelivery);
     },
   );

@@ -50,9 +50,8 @@ export async function up(db: Kysely<any>): Promise<void> {
     .alterTable('item_deployments')
     .addColumn('product_id', 'integer', (c) => c.notNull().defaultTo(0))
     .execute();
-  await sql`update item_deployments set product_id = (select product_id from items where items.id = item_deployments.item_id)`.execute(
-    db,
-  );
+  await sql`update item_deployments
+    set product_id = (select product_id from items where items.id = item_deployments.item_id)`.execute(db);
   if (dialectOf(db) === 'postgres')
     await sql`alter table item_deployments alter column product_id drop default`.execute(db);
   // `deployed_to` / `not_deployed_to` of item lists: the items of a product deployed (and not

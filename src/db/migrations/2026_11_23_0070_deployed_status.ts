@@ -12,9 +12,8 @@ export async function up(db: Kysely<any>): Promise<void> {
     .alterTable('item_deployments')
     .addColumn('status', 'integer', (c) => c.notNull().defaultTo(0))
     .execute();
-  await sql`update item_deployments set status = (select status from items where items.id = item_deployments.item_id)`.execute(
-    db,
-  );
+  await sql`update item_deployments
+    set status = (select status from items where items.id = item_deployments.item_id)`.execute(db);
   if (dialectOf(db) === 'postgres')
     await sql`alter table item_deployments alter column status drop default`.execute(db);
   await db.schema

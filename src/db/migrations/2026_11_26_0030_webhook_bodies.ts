@@ -19,7 +19,8 @@ export async function up(db: Kysely<any>): Promise<void> {
     .alterTable('webhook_events')
     .addColumn('slack_body', 'text', (c) => c.notNull().defaultTo(''))
     .execute();
-  await sql`update webhook_events set body = '{"id":"' || uid || '","timestamp":"' || created_at || '","type":"' || type || '"'
+  await sql`update webhook_events
+    set body = '{"id":"' || uid || '","timestamp":"' || created_at || '","type":"' || type || '"'
     || case when payload = '{}' then '}' else ',' || substr(payload, 2) end`.execute(db);
   await db.schema.alterTable('webhook_events').dropColumn('payload').execute();
   await db.schema.createIndex('webhook_events_created').on('webhook_events').columns(['created_at']).execute();

@@ -17,7 +17,8 @@ export const BOARD_SCRIPT = `(function () {
   var dropped = false;
 
   function cards(list) {
-    return Array.prototype.filter.call(list.children, function (c) { return c.classList.contains('card') && c !== dragged; });
+    return Array.prototype.filter.call(list.children, function (c) { return c.classList.contains('card') && c !== \
+dragged; });
   }
   function numberOf(card) { return card.getAttribute('data-number'); }
   function listAt(target) {
@@ -75,7 +76,8 @@ export const BOARD_SCRIPT = `(function () {
     var all = cards(list);
     var prev = next ? all[all.indexOf(next) - 1] : all[all.length - 1];
     var status = list.closest('.column').getAttribute('data-status');
-    if (card.parentNode === list && card.nextElementSibling === next && card.previousElementSibling === (prev || null)) return;
+    if (card.parentNode === list && card.nextElementSibling === next && card.previousElementSibling === (prev || \
+null)) return;
     var from = { list: origin.list, next: origin.next };
     list.insertBefore(card, next);
     var form = card.querySelector('form.move');
@@ -85,10 +87,12 @@ export const BOARD_SCRIPT = `(function () {
     body.set('status', status);
     if (prev) body.set('above', numberOf(prev));
     if (next) body.set('below', numberOf(next));
-    fetch(form.action, { method: 'POST', body: body, credentials: 'same-origin', headers: { accept: 'application/json' } })
+    fetch(form.action, { method: 'POST', body: body, credentials: 'same-origin', headers: { accept: \
+'application/json' } })
       .then(function (res) {
         if (res.ok) return location.reload();
-        return res.json().then(function (answer) { throw new Error(answer.message); }, function () { throw new Error('The card could not be moved.'); });
+        return res.json().then(function (answer) { throw new Error(answer.message); }, function () { throw new \
+Error('The card could not be moved.'); });
       })
       .catch(function (err) {
         from.list.insertBefore(card, from.next);

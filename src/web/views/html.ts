@@ -1,3 +1,5 @@
+import { escapeHtml } from '../../http/escape.js';
+
 /**
  * HTML that is safe by construction: `html` escapes every interpolated value unless it is
  * already Html (another template's result, or `raw`). Arrays are joined, each element treated
@@ -9,17 +11,6 @@ export class Html {
     return this.text;
   }
 }
-
-const ESCAPES: Record<string, string> = {
-  '&': '&amp;',
-  '<': '&lt;',
-  '>': '&gt;',
-  '"': '&quot;',
-  "'": '&#39;',
-  '`': '&#96;',
-};
-/** Text as HTML text or attribute value. */
-export const escapeHtml = (s: string): string => s.replace(/[&<>"'`]/g, (c) => ESCAPES[c]);
 
 type Value = Html | string | number | boolean | null | undefined | readonly Value[];
 
@@ -35,6 +26,9 @@ export function html(strings: TemplateStringsArray, ...values: Value[]): Html {
   for (let i = 0; i < values.length; i++) out += render(values[i]) + strings[i + 1];
   return new Html(out);
 }
+
+/** The one escaper (http/escape.ts), for what is spliced into pages already rendered. */
+export { escapeHtml };
 
 /** Text that is already HTML (rendered elsewhere, and trusted). Never for anything a person typed. */
 export const raw = (text: string): Html => new Html(text);

@@ -36,9 +36,13 @@ export interface ItemView {
   scores: readonly string[];
   edit: EditForm;
   newSubItem: FormState;
+  viewer: Viewer;
 }
 
-/** The fields of the edit form, each also carried as it was shown (`seen_<field>`), so that a save changes only what the person changed. */
+/**
+ * The fields of the edit form, each also carried as it was shown (`seen_<field>`), so that a save
+ * changes only what the person changed.
+ */
 export const EDIT_FIELDS = [
   'title',
   'who',
@@ -63,36 +67,56 @@ export interface EditForm extends FormState {
   conflicts: readonly string[];
 }
 
-export function itemPage(v: ItemView, viewer: Viewer): Html {
+/** An item's page: the item, its sub-items, where it is deployed, and its edit form. */
+export function itemPage(v: ItemView): Html {
+  return html`${productNav(v.product, 'item')}
+<article class="item">
+${itemFacts(v)}
+${followForm(v)}
+</article>
+${subItems(v)}
+${whereDeployed(v)}
+<h2 id="edit">Edit</h2>
+${editForm(v)}`;
+}
+
+/** What the item is: its kind and state, title, tags, description, people, parent and progress. */
+function itemFacts(v: ItemView): Html {
   const i = v.item;
-  const p = v.product.id;
   const progress = [
     ['Created', i.created_at],
     ['Started', i.progress.started_at],
     ['Closed', i.progress.closed_at],
     ['Accepted', i.progress.accepted_at],
   ].filter(([, at]) => at);
-  return html`${productNav(v.product, 'item')}
-<article class="item">
-<p class="meta">#${i.number} <span class="type type-${i.type}">${i.type}</span> \u00b7 <strong>${i.status}</strong>${i.close_reason ? html` (${i.close_reason})` : ''} \u00b7 score ${i.score}${i.archived ? html` \u00b7 <em>archived</em>` : ''}</p>
+  const reason = i.close_reason ? html` (${i.close_reason})` : '';
+  const archived = i.archived ? html` \u00b7 <em>archived</em>` : '';
+  const assignee = i.assigned_to ? personName(i.assigned_to) : html`<span class="muted">nobody</span>`;
+  const parent = i.parent
+    ? html`<dt>Parent</dt><dd><a href="${itemHref(v.product.id, i.parent.number)}">#${i.parent.number} \
+${i.parent.title}</a></dd>`
+    : '';
+  const description = i.description ? raw(v.descriptionHtml) : html`<p class="muted">No description.</p>`;
+  return html`<p class="meta">#${i.number} <span class="type type-${i.type}">${i.type}</span> \u00b7 \
+<strong>${i.status}</strong>${reason} \u00b7 score ${i.score}${archived}</p>
 <h2 class="item-title">${i.title}</h2>
 ${i.tags.length ? html`<ul class="tags">${i.tags.map((t) => html`<li>${t}</li>`)}</ul>` : ''}
-<div class="markdown">${i.description ? raw(v.descriptionHtml) : html`<p class="muted">No description.</p>`}</div>
+<div class="markdown">${description}</div>
 <dl class="facts">
 <dt>Created by</dt><dd>${personName(i.created_by)}</dd>
-<dt>Assigned to</dt><dd>${i.assigned_to ? personName(i.assigned_to) : html`<span class="muted">nobody</span>`}</dd>
-${i.parent ? html`<dt>Parent</dt><dd><a href="${itemHref(p, i.parent.number)}">#${i.parent.number} ${i.parent.title}</a></dd>` : ''}
+<dt>Assigned to</dt><dd>${assignee}</dd>
+${parent}
 ${progress.map(([label, at]) => html`<dt>${label}</dt><dd>${when(at)}</dd>`)}
-</dl>
-<form method="post" action="${itemHref(p, i.number)}/follow">${csrfField(viewer)}
+</dl>`;
+}
+
+/** Who follows the item, and the button to follow it or stop. */
+function followForm(v: ItemView): Html {
+  const count = v.followers.length;
+  return html`<form method="post" action="${itemHref(v.product.id, v.item.number)}/follow">${csrfField(v.viewer)}
 <input type="hidden" name="follow" value="${v.following ? '0' : '1'}">
-<p>${v.followers.length} follower${v.followers.length === 1 ? '' : 's'}${v.followers.length ? html`: ${v.followers.join(', ')}` : ''}
-<button type="submit">${v.following ? 'Unfollow' : 'Follow'}</button></p></form>
-</article>
-${subItems(v, viewer)}
-${whereDeployed(v)}
-<h2 id="edit">Edit</h2>
-${editForm(v, viewer)}`;
+<p>${count} follower${count === 1 ? '' : 's'}${count ? html`: ${v.followers.join(', ')}` : ''}
+<button type="submit">${v.following ? 'Unfollow' : 'Follow'}</button></p></form>`;
 }
 
 /** Where the item is deployed, and how it got there; links to the rest when there is more than the page shows. */
@@ -101,27 +125,46 @@ function whereDeployed(v: ItemView): Html {
   const item = itemHref(p, v.item.number);
   if (v.environmentsTotal === 0)
     return html`<h2 id="deployed">Deployed to</h2>\n<p class="muted">Not deployed yet.</p>`;
-  const moreEnvironments = v.environmentsTotal > v.environments.length;
-  const earlierDeploys = v.historyTotal > v.history.length;
+  const moreEnvironments =
+    v.environmentsTotal > v.environments.length
+      ? html`<p><a href="${item}/environments?offset=${v.environments.length}">Earlier environments</a> \
+<span class="muted">(${v.environmentsTotal - v.environments.length} more)</span></p>`
+      : '';
+  const earlierDeploys =
+    v.historyTotal > v.history.length
+      ? html`<p class="muted">The latest ${v.history.length}, oldest first. \
+<a href="${item}/deploys">All ${v.historyTotal} deploys</a></p>`
+      : '';
   return html`<h2 id="deployed">Deployed to <span class="count">${v.environmentsTotal}</span></h2>
-${environmentTimeline(p, v.environments)}
-${moreEnvironments ? html`<p><a href="${item}/environments?offset=${v.environments.length}">Earlier environments</a> <span class="muted">(${v.environmentsTotal - v.environments.length} more)</span></p>` : ''}
+${environmentTimeline({ productId: p, environments: v.environments })}
+${moreEnvironments}
 <h2 id="history">Deploy history <span class="count">${v.historyTotal}</span></h2>
-${earlierDeploys ? html`<p class="muted">The latest ${v.history.length}, oldest first. <a href="${item}/deploys">All ${v.historyTotal} deploys</a></p>` : ''}
-${deployHistory(p, v.history, `Deploys of #${v.item.number}, oldest first`)}`;
+${earlierDeploys}
+${deployHistory({ productId: p, deploys: v.history, caption: `Deploys of #${v.item.number}, oldest first` })}`;
 }
 
-function subItems(v: ItemView, viewer: Viewer): Html | '' {
+function subItems(v: ItemView): Html | '' {
   if (!v.subItems) return '';
   const p = v.product.id;
+  const list = v.subItems.length
+    ? html`<ul class="sub-items">${v.subItems.map(
+        (s) => html`<li><a href="${itemHref(p, s.number)}">#${s.number} ${s.title}</a> \
+<span class="muted">${s.type} \u00b7 ${s.status}</span></li>`,
+      )}</ul>`
+    : html`<p class="muted">No sub-items yet.</p>`;
+  const open = Object.keys(v.newSubItem.errors).length || v.newSubItem.message ? html` open` : '';
+  const form = createForm({
+    action: `/app/products/${p}/items`,
+    form: v.newSubItem,
+    viewer: v.viewer,
+    types: v.types.filter((t) => t !== 'story'),
+    statuses: v.statuses,
+    parent: v.item.number,
+  });
   return html`<h2>Sub-items <span class="count">${v.subItemsTotal}</span></h2>
-${
-  v.subItems.length
-    ? html`<ul class="sub-items">${v.subItems.map((s) => html`<li><a href="${itemHref(p, s.number)}">#${s.number} ${s.title}</a> <span class="muted">${s.type} \u00b7 ${s.status}</span></li>`)}</ul>`
-    : html`<p class="muted">No sub-items yet.</p>`
-}
-<details${Object.keys(v.newSubItem.errors).length || v.newSubItem.message ? html` open` : ''}><summary>New sub-item</summary>
-${createForm(`/app/products/${p}/items`, v.newSubItem, viewer, { types: v.types.filter((t) => t !== 'story'), statuses: v.statuses, parent: v.item.number })}
+${list}
+<details${open}><summary>New sub-item</summary>
+${form}
 </details>`;
 }
 
@@ -148,51 +191,90 @@ function conflictNote(v: ItemView, name: EditField): Html | '' {
     name === 'assigned_to'
       ? (v.members.find((m) => String(m.id) === raw)?.name ?? (raw ? `user ${raw}` : 'nobody'))
       : raw;
-  return html`<div class="conflict" id="conflict-${name}" role="alert"><p>Somebody else changed the ${FIELD_LABELS[name]} since you opened this form. Theirs:</p>
+  return html`<div class="conflict" id="conflict-${name}" role="alert"><p>Somebody else changed the \
+${FIELD_LABELS[name]} since you opened this form. Theirs:</p>
 <blockquote class="theirs">${theirs === '' ? html`<span class="muted">(empty)</span>` : theirs}</blockquote>
-<p>Yours is in the field. <label><input type="radio" name="keep_${name}" value="yours" checked> Keep yours</label> <label><input type="radio" name="keep_${name}" value="theirs"> Keep theirs</label></p></div>`;
+<p>Yours is in the field. <label><input type="radio" name="keep_${name}" value="yours" checked> Keep yours</label> \
+<label><input type="radio" name="keep_${name}" value="theirs"> Keep theirs</label></p></div>`;
 }
 
-function editForm(v: ItemView, viewer: Viewer): Html {
+/** The edit form's parts: its state, and how a field says it is wrong or in conflict. */
+interface EditParts {
+  v: ItemView;
+  s: EditForm;
+  described: (name: string) => Html | '';
+}
+
+function editParts(v: ItemView): EditParts {
   const s = v.edit;
-  const val = s.values;
-  const i = v.item;
   const described = (name: string) => {
     const ids = [s.errors[name] ? `error-${name}` : '', s.conflicts.includes(name) ? `conflict-${name}` : '']
       .filter(Boolean)
       .join(' ');
     return ids ? html` aria-invalid="true" aria-describedby="${ids}"` : '';
   };
-  const text = (name: EditField, label: string) =>
-    html`<p><label for="edit-${name}">${label}</label><input id="edit-${name}" type="text" name="${name}" maxlength="255" value="${val[name] ?? ''}"${described(name)}>${fieldError(s, name)}</p>${conflictNote(v, name)}`;
+  return { v, s, described };
+}
+
+/** A text field of the edit form, with its reason and its conflict. */
+const editText = ({ v, s, described }: EditParts, name: EditField, label: string): Html =>
+  html`<p><label for="edit-${name}">${label}</label><input id="edit-${name}" type="text" name="${name}" \
+maxlength="255" value="${s.values[name] ?? ''}"${described(name)}>${fieldError(s, name)}</p>${conflictNote(v, name)}`;
+
+/** A choice of the edit form (status, score, assignee): `first`, the options, the current value. */
+function editSelect(
+  { v, s, described }: EditParts,
+  o: { name: EditField; label: string; first: Html | ''; options: [string, string][] },
+): Html {
+  const name = o.name;
+  return html`<p><label for="edit-${name}">${o.label}</label>\
+<select id="edit-${name}" name="${name}"${described(name)}>\
+${o.first}${selectOptions(o.options, s.values[name])}</select>${fieldError(s, name)}</p>${conflictNote(v, name)}`;
+}
+
+/**
+ * The description's field. A newline right after <textarea> is dropped by the parser: one is
+ * written so that a description's own first one stays.
+ */
+const editDescription = ({ v, s, described }: EditParts): Html =>
+  html`<p><label for="edit-description">Description <span class="muted">(Markdown)</span></label>\
+<textarea id="edit-description" name="description" rows="8"${described('description')}>
+${s.values.description ?? ''}</textarea>${fieldError(s, 'description')}</p>${conflictNote(v, 'description')}`;
+
+function editForm(v: ItemView): Html {
+  const parts = editParts(v);
+  const s = v.edit;
+  const i = v.item;
+  const story = i.type === 'story';
   const shown: EditField[] = [
-    ...(i.type === 'story' ? (['who', 'what', 'why'] as const) : (['title'] as const)),
+    ...(story ? (['who', 'what', 'why'] as const) : (['title'] as const)),
     'description',
     'status',
     'score',
     'tags',
     'assigned_to',
   ];
-  // A newline right after <textarea> is dropped by the parser: one is written so that a description's own first one stays.
-  return html`<form class="item-form" method="post" action="${itemHref(v.product.id, i.number)}">${csrfField(viewer)}
-<input type="hidden" name="version" value="${s.version}">${shown.map((name) => html`<input type="hidden" name="seen_${name}" value="${s.seen[name] ?? ''}">`)}
+  const seen = shown.map((name) => html`<input type="hidden" name="seen_${name}" value="${s.seen[name] ?? ''}">`);
+  const texts = story
+    ? [
+        editText(parts, 'who', 'As a (who)'),
+        editText(parts, 'what', 'I want (what)'),
+        editText(parts, 'why', 'So that (why)'),
+      ]
+    : editText(parts, 'title', 'Title');
+  const asItIs = v.statuses.includes(i.status) ? '' : html`<option value="">${i.status} (as it is)</option>`;
+  const options = (values: readonly string[]) => values.map((x): [string, string] => [x, x]);
+  const people = v.members.map((m): [string, string] => [String(m.id), m.name]);
+  const nobody = html`<option value="">nobody</option>`;
+  return html`<form class="item-form" method="post" action="${itemHref(v.product.id, i.number)}">${csrfField(v.viewer)}
+<input type="hidden" name="version" value="${s.version}">${seen}
 ${s.message ? html`<p class="error">${s.message}</p>` : ''}${otherErrors(s, shown)}
-${i.type === 'story' ? [text('who', 'As a (who)'), text('what', 'I want (what)'), text('why', 'So that (why)')] : text('title', 'Title')}
-<p><label for="edit-description">Description <span class="muted">(Markdown)</span></label><textarea id="edit-description" name="description" rows="8"${described('description')}>
-${val.description ?? ''}</textarea>${fieldError(s, 'description')}</p>${conflictNote(v, 'description')}
-<p><label for="edit-status">Status</label><select id="edit-status" name="status"${described('status')}>${v.statuses.includes(i.status) ? '' : html`<option value="">${i.status} (as it is)</option>`}${selectOptions(
-    v.statuses.map((x) => [x, x]),
-    val.status,
-  )}</select>${fieldError(s, 'status')}</p>${conflictNote(v, 'status')}
-<p><label for="edit-score">Score</label><select id="edit-score" name="score"${described('score')}>${selectOptions(
-    v.scores.map((x) => [x, x]),
-    val.score,
-  )}</select>${fieldError(s, 'score')}</p>${conflictNote(v, 'score')}
-${text('tags', 'Tags (comma-separated)')}
-<p><label for="edit-assigned_to">Assignee</label><select id="edit-assigned_to" name="assigned_to"${described('assigned_to')}><option value="">nobody</option>${selectOptions(
-    v.members.map((m) => [String(m.id), m.name]),
-    val.assigned_to,
-  )}</select>${fieldError(s, 'assigned_to')}</p>${conflictNote(v, 'assigned_to')}
+${texts}
+${editDescription(parts)}
+${editSelect(parts, { name: 'status', label: 'Status', first: asItIs, options: options(v.statuses) })}
+${editSelect(parts, { name: 'score', label: 'Score', first: '', options: options(v.scores) })}
+${editText(parts, 'tags', 'Tags (comma-separated)')}
+${editSelect(parts, { name: 'assigned_to', label: 'Assignee', first: nobody, options: people })}
 <p><button type="submit">Save</button></p>
 </form>`;
 }

@@ -14,7 +14,8 @@ export function layout(title: string, body: Html, viewer?: Viewer): Html {
   const nav = viewer
     ? html`<nav><a href="/app/products">Products</a></nav>
 <a href="/app/settings">${viewer.email}</a>
-<form method="post" action="/app/sign-out">${csrfField(viewer)}<button class="link" type="submit">Sign out</button></form>`
+<form method="post" action="/app/sign-out">${csrfField(viewer)}\
+<button class="link" type="submit">Sign out</button></form>`
     : '';
   return html`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">

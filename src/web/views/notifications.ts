@@ -13,29 +13,36 @@ export interface NotificationsView {
   offered: string[];
   form: NotificationForm;
   saved: boolean;
+  viewer: Viewer;
 }
 
 /** Which of the product's deploy environments email the signed-in person (the API's notifications.json). */
-export function notificationsPage(v: NotificationsView, viewer: Viewer): Html {
+export function notificationsPage(v: NotificationsView): Html {
   const s = v.form;
   const some = s.values.choice === 'some';
   const invalid = s.errors.environments ? html` aria-invalid="true" aria-describedby="error-environments"` : '';
+  const box = (e: string) =>
+    html`<li><label class="check"><input type="checkbox" name="environments" value="${e}"\
+${s.chosen.includes(e) ? html` checked` : ''}> ${e}</label></li>`;
+  const offered = v.offered.length
+    ? html`<ul class="environments">${v.offered.map(box)}</ul>`
+    : html`<p class="muted">Nothing of this product has been deployed yet.</p>`;
   return html`${productNav(v.product, 'notifications')}
 ${v.saved ? html`<p class="notice" role="status">Saved.</p>` : ''}
 <p>When items you follow are deployed, Shiplog emails you about them. Choose which of this product's environments do;
 the other environments' deploys are still recorded and shown, without mail to you.</p>
-<form class="notifications" method="post" action="/app/products/${v.product.id}/notifications">${csrfField(viewer)}
+<form class="notifications" method="post" action="/app/products/${v.product.id}/notifications">${csrfField(v.viewer)}
 ${s.message ? html`<p class="error">${s.message}</p>` : ''}
 <fieldset><legend>Email me about deploys to</legend>
-<p><label class="check"><input type="radio" name="choice" value="all"${some ? '' : html` checked`}> All environments</label></p>
-<p><label class="check"><input type="radio" name="choice" value="some"${some ? html` checked` : ''}> Only these environments:</label></p>
-${
-  v.offered.length
-    ? html`<ul class="environments">${v.offered.map((e) => html`<li><label class="check"><input type="checkbox" name="environments" value="${e}"${s.chosen.includes(e) ? html` checked` : ''}> ${e}</label></li>`)}</ul>`
-    : html`<p class="muted">Nothing of this product has been deployed yet.</p>`
-}
-<p><label for="other-environments">Other environments <span class="muted">(comma-separated, exactly as deploys name them)</span></label>
-<input id="other-environments" type="text" name="other" value="${s.values.other ?? ''}"${invalid}>${fieldError(s, 'environments')}</p>
+<p><label class="check"><input type="radio" name="choice" value="all"${some ? '' : html` checked`}> \
+All environments</label></p>
+<p><label class="check"><input type="radio" name="choice" value="some"${some ? html` checked` : ''}> \
+Only these environments:</label></p>
+${offered}
+<p><label for="other-environments">Other environments \
+<span class="muted">(comma-separated, exactly as deploys name them)</span></label>
+<input id="other-environments" type="text" name="other" value="${s.values.other ?? ''}"${invalid}>\
+${fieldError(s, 'environments')}</p>
 </fieldset>
 <p><button type="submit">Save</button></p>
 </form>`;

@@ -50,9 +50,11 @@ export function productNav(
   current: ProductPage | 'item',
 ): Html {
   const link = (page: ProductPage, label: string) =>
-    html`<a href="/app/products/${product.id}/${page}"${page === current ? html` aria-current="page"` : ''}>${label}</a>`;
+    html`<a href="/app/products/${product.id}/${page}"${page === current ? html` aria-current="page"` : ''}>\
+${label}</a>`;
   const admin = product.admin ? html` ${link('webhooks', 'Webhooks')}` : '';
-  return html`<nav class="product"><strong>${product.name}</strong> ${link('board', 'Board')} ${link('deploys', 'Deploys')} ${link('notifications', 'Notifications')}${admin}</nav>`;
+  return html`<nav class="product"><strong>${product.name}</strong> ${link('board', 'Board')} \
+${link('deploys', 'Deploys')} ${link('notifications', 'Notifications')}${admin}</nav>`;
 }
 
 /** `2026-11-22 10:04 UTC` from the interface's timestamp form. */

@@ -5,7 +5,8 @@ export function signInForm(problem?: string, next?: string): Html {
   return html`${problem ? html`<p class="error">${problem}</p>` : ''}
 <p>Enter your email address: we send you a link that signs you in.</p>
 <form method="post" action="/app/sign-in">${next ? html`<input type="hidden" name="next" value="${next}">` : ''}
-<p><label for="email">Email</label><input id="email" type="email" name="email" required maxlength="254" autocomplete="email"></p>
+<p><label for="email">Email</label><input id="email" type="email" name="email" required maxlength="254" \
+autocomplete="email"></p>
 <p><button type="submit">Send me a sign-in link</button></p>
 </form>`;
 }
@@ -33,8 +34,10 @@ export function signedOutPage(): Html {
 }
 
 export function signedOutEverywherePage(): Html {
-  return html`<p>You are signed out everywhere: every browser that was signed in to Shiplog as you, this one included, has to sign in again.</p>
-<p>Your API key still works; make a new one in the settings if it may have leaked.</p><p><a href="/app/sign-in">Sign in again</a></p>`;
+  return html`<p>You are signed out everywhere: every browser that was signed in to Shiplog as you, this one \
+included, has to sign in again.</p>
+<p>Your API key still works; make a new one in the settings if it may have leaked.</p>\
+<p><a href="/app/sign-in">Sign in again</a></p>`;
 }
 
 export function problemPage(message: string): Html {

@@ -2,25 +2,32 @@
 export const STYLESHEET = `
 *, *::before, *::after { box-sizing: border-box; }
 html { -webkit-text-size-adjust: 100%; }
-body { margin: 0; font: 16px/1.5 -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; color: #1d2327; background: #f6f7f9; }
+body { margin: 0; font: 16px/1.5 -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; color: #1d2327; \
+background: #f6f7f9; }
 a { color: #0b5cad; }
-header { display: flex; flex-wrap: wrap; align-items: center; gap: .5rem 1rem; padding: .6rem 1rem; background: #1d2327; color: #fff; }
+header { display: flex; flex-wrap: wrap; align-items: center; gap: .5rem 1rem; padding: .6rem 1rem; background: \
+#1d2327; color: #fff; }
 header a { color: #fff; text-decoration: none; }
 header .brand { font-weight: 700; margin-right: auto; }
 header form { margin: 0; }
 main { max-width: 52rem; margin: 0 auto; padding: 1rem; }
 h1 { font-size: 1.4rem; margin: .5rem 0 1rem; }
 label { display: block; font-weight: 600; margin-bottom: .25rem; }
-input[type=email], input[type=text] { width: 100%; max-width: 28rem; padding: .5rem; font: inherit; border: 1px solid #a7aaad; border-radius: 4px; }
-button { font: inherit; padding: .45rem 1rem; border: 1px solid #0b5cad; border-radius: 4px; background: #0b5cad; color: #fff; cursor: pointer; }
+input[type=email], input[type=text] { width: 100%; max-width: 28rem; padding: .5rem; font: inherit; border: 1px \
+solid #a7aaad; border-radius: 4px; }
+button { font: inherit; padding: .45rem 1rem; border: 1px solid #0b5cad; border-radius: 4px; background: #0b5cad; \
+color: #fff; cursor: pointer; }
 button.link { background: none; border: none; color: inherit; padding: 0; text-decoration: underline; }
 .notice { padding: .75rem 1rem; border-radius: 4px; background: #e7f1fb; border: 1px solid #b6d4f2; }
 .error { padding: .75rem 1rem; border-radius: 4px; background: #fbeaea; border: 1px solid #e6b3b3; }
-code.key { display: inline-block; padding: .3rem .5rem; font-size: 1.1rem; background: #fff; border: 1px solid #ccc; word-break: break-all; }
+code.key { display: inline-block; padding: .3rem .5rem; font-size: 1.1rem; background: #fff; border: 1px solid #ccc; \
+word-break: break-all; }
 ul.products { list-style: none; padding: 0; margin: 0; }
-ul.products li { background: #fff; border: 1px solid #dcdcde; border-radius: 4px; padding: .75rem 1rem; margin-bottom: .75rem; }
+ul.products li { background: #fff; border: 1px solid #dcdcde; border-radius: 4px; padding: .75rem 1rem; \
+margin-bottom: .75rem; }
 ul.products .name { font-weight: 600; }
-ul.counts { display: flex; flex-wrap: wrap; gap: .25rem .75rem; list-style: none; padding: 0; margin: .25rem 0 0; font-size: .9rem; color: #50575e; }
+ul.counts { display: flex; flex-wrap: wrap; gap: .25rem .75rem; list-style: none; padding: 0; margin: .25rem 0 0; \
+font-size: .9rem; color: #50575e; }
 .muted { color: #646970; font-size: .9rem; }
 nav.product { display: flex; flex-wrap: wrap; gap: .25rem 1rem; margin-bottom: 1rem; }
 nav.product a[aria-current] { font-weight: 700; text-decoration: none; color: inherit; }
@@ -29,7 +36,8 @@ form.filters label { font-weight: 400; margin: 0; }
 form.filters label.check { align-self: center; }
 select, textarea { font: inherit; padding: .4rem; border: 1px solid #a7aaad; border-radius: 4px; max-width: 100%; }
 textarea { width: 100%; }
-.board { display: flex; gap: .75rem; overflow-x: auto; width: calc(100vw - 2rem); margin-left: calc(50% - 50vw + 1rem); padding-bottom: .5rem; }
+.board { display: flex; gap: .75rem; overflow-x: auto; width: calc(100vw - 2rem); margin-left: calc(50% - 50vw + \
+1rem); padding-bottom: .5rem; }
 .column { flex: 0 0 17rem; background: #eceef1; border-radius: 4px; padding: .5rem; }
 .column h2 { font-size: 1rem; margin: 0 0 .5rem; text-transform: capitalize; }
 .count { font-weight: 400; color: #646970; }
@@ -39,7 +47,9 @@ ol.cards { list-style: none; padding: 0; margin: 0; }
 .card .meta, .item .meta { font-size: .85rem; color: #50575e; }
 .board.draggable .card[draggable=true] { cursor: grab; }
 .card.dragging { opacity: .5; }
-.card .grip { float: right; width: 1.75rem; height: 1.75rem; margin: -.25rem -.25rem 0 .25rem; cursor: grab; touch-action: none; border-radius: 4px; background: radial-gradient(#8c8f94 1.5px, transparent 2px) 0 0 / .5rem .5rem content-box; padding: .35rem; }
+.card .grip { float: right; width: 1.75rem; height: 1.75rem; margin: -.25rem -.25rem 0 .25rem; cursor: grab; \
+touch-action: none; border-radius: 4px; background: radial-gradient(#8c8f94 1.5px, transparent 2px) 0 0 / .5rem \
+.5rem content-box; padding: .35rem; }
 .card.drop-before { box-shadow: 0 -3px 0 #2271b1; }
 ol.cards.drop-end { box-shadow: 0 3px 0 #2271b1; }
 .card form.move { display: flex; flex-wrap: wrap; gap: .25rem; margin-top: .25rem; }
@@ -52,39 +62,49 @@ a.more { display: block; text-align: center; padding: .25rem; }
 .conflict .theirs { white-space: pre-wrap; margin: .25rem 0; }
 dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: .25rem 1rem; }
 dl.facts dd { margin: 0; }
-.markdown { background: #fff; border: 1px solid #dcdcde; border-radius: 4px; padding: .25rem 1rem; overflow-wrap: anywhere; }
+.markdown { background: #fff; border: 1px solid #dcdcde; border-radius: 4px; padding: .25rem 1rem; overflow-wrap: \
+anywhere; }
 .markdown pre { white-space: pre-wrap; }
 table.deploys, table.list { border-collapse: collapse; width: 100%; }
-table.deploys th, table.deploys td, table.list th, table.list td { text-align: left; padding: .25rem .5rem; border-bottom: 1px solid #dcdcde; vertical-align: top; }
+table.deploys th, table.deploys td, table.list th, table.list td { text-align: left; padding: .25rem .5rem; \
+border-bottom: 1px solid #dcdcde; vertical-align: top; }
 table.list td { overflow-wrap: anywhere; }
 table.list form { display: inline; margin: 0; }
-form.webhook label.check { display: inline-flex; align-items: center; gap: .4rem; font-weight: 400; margin: 0 1rem 0 0; }
-section.deploy { background: #fff; border: 1px solid #dcdcde; border-radius: 4px; padding: .5rem 1rem; margin-bottom: .75rem; }
+form.webhook label.check { display: inline-flex; align-items: center; gap: .4rem; font-weight: 400; margin: 0 1rem 0 \
+0; }
+section.deploy { background: #fff; border: 1px solid #dcdcde; border-radius: 4px; padding: .5rem 1rem; \
+margin-bottom: .75rem; }
 section.deploy h2 { font-size: 1.1rem; margin: .25rem 0; }
 fieldset { border: 1px solid #dcdcde; border-radius: 4px; margin: 0 0 1rem; }
 form.notifications label.check { display: inline-flex; align-items: center; gap: .4rem; font-weight: 400; margin: 0; }
-ul.environments { list-style: none; padding: 0 0 0 1.5rem; margin: 0 0 .75rem; display: flex; flex-wrap: wrap; gap: .25rem 1.25rem; }
-.sr-only { position: absolute; width: 1px; height: 1px; padding: 0; margin: -1px; overflow: hidden; clip: rect(0 0 0 0); white-space: nowrap; border: 0; }
+ul.environments { list-style: none; padding: 0 0 0 1.5rem; margin: 0 0 .75rem; display: flex; flex-wrap: wrap; gap: \
+.25rem 1.25rem; }
+.sr-only { position: absolute; width: 1px; height: 1px; padding: 0; margin: -1px; overflow: hidden; clip: rect(0 0 0 \
+0); white-space: nowrap; border: 0; }
 nav.tabs { display: flex; flex-wrap: wrap; gap: .25rem 1.25rem; margin: 0 0 1rem; border-bottom: 1px solid #dcdcde; }
 nav.tabs a { padding: .25rem 0; }
 nav.tabs a[aria-current] { font-weight: 700; color: inherit; text-decoration: none; border-bottom: 3px solid #1d2327; }
-.table-scroll { overflow-x: auto; max-width: 100%; margin-bottom: 1rem; background: #fff; border: 1px solid #dcdcde; border-radius: 4px; }
+.table-scroll { overflow-x: auto; max-width: 100%; margin-bottom: 1rem; background: #fff; border: 1px solid #dcdcde; \
+border-radius: 4px; }
 .table-scroll:focus-visible { outline: 2px solid #0b5cad; outline-offset: 2px; }
 .table-scroll table.deploys { width: auto; min-width: 100%; }
 .table-scroll table.deploys th, .table-scroll table.deploys td { white-space: nowrap; }
 .table-scroll table.deploys th[scope=row] { font-weight: 400; }
 table.matrix { border-collapse: collapse; min-width: 100%; }
 table.matrix caption { caption-side: top; text-align: left; padding: .5rem; color: #50575e; }
-table.matrix th, table.matrix td { text-align: left; vertical-align: top; padding: .3rem .6rem; border-bottom: 1px solid #dcdcde; }
+table.matrix th, table.matrix td { text-align: left; vertical-align: top; padding: .3rem .6rem; border-bottom: 1px \
+solid #dcdcde; }
 table.matrix thead th { overflow-wrap: break-word; background: #eceef1; }
-table.matrix tbody th { font-weight: 400; min-width: 9rem; max-width: 20rem; overflow-wrap: anywhere; position: sticky; left: 0; background: #fff; border-right: 1px solid #dcdcde; }
+table.matrix tbody th { font-weight: 400; min-width: 9rem; max-width: 20rem; overflow-wrap: anywhere; position: \
+sticky; left: 0; background: #fff; border-right: 1px solid #dcdcde; }
 table.matrix td { white-space: nowrap; }
 table.matrix td.never { color: #a7aaad; }
 td.reverted a { text-decoration: line-through; }
 .reverted-note { color: #b32d2e; }
 ol.timeline { list-style: none; margin: 0 0 1rem; padding: 0 0 0 1.25rem; border-left: 2px solid #c3c4c7; }
 ol.timeline li { position: relative; margin: 0 0 .75rem; }
-ol.timeline li::before { content: ""; position: absolute; left: calc(-1.25rem - 1px); top: .45rem; width: .75rem; height: .75rem; transform: translateX(-50%); border-radius: 50%; background: #0b5cad; border: 2px solid #f6f7f9; }
+ol.timeline li::before { content: ""; position: absolute; left: calc(-1.25rem - 1px); top: .45rem; width: .75rem; \
+height: .75rem; transform: translateX(-50%); border-radius: 50%; background: #0b5cad; border: 2px solid #f6f7f9; }
 ol.timeline li.reverted::before { background: #fff; border-color: #b32d2e; }
 ol.timeline time { font-size: .85rem; color: #50575e; }
 ol.timeline p { margin: 0; overflow-wrap: anywhere; }

@@ -17,6 +17,7 @@ export interface WebhooksView {
   eventTypes: readonly string[];
   /** A webhook just added, with its secret, shown this once. */
   added?: { url: string; secret: string };
+  viewer: Viewer;
 }
 
 const FORMAT_LABELS: Record<string, string> = {
@@ -28,51 +29,70 @@ const invalid = (s: FormState, name: string) =>
   s.errors[name] ? html` aria-invalid="true" aria-describedby="error-${name}"` : '';
 
 /** One webhook's row: where to, what, and whether it still gets events (why not, when disabled). */
-function webhookRow(productId: number, w: WebhookJson, viewer: Viewer): Html {
-  const base = `/app/products/${productId}/webhooks/${w.id}`;
+function webhookRow(o: { productId: number; webhook: WebhookJson; viewer: Viewer }): Html {
+  const w = o.webhook;
+  const base = `/app/products/${o.productId}/webhooks/${w.id}`;
+  const failing =
+    w.consecutive_failures > 0
+      ? html`<br><span class="muted">${w.consecutive_failures} failed in a row since ${when(w.failing_since)}</span>`
+      : '';
   const state = w.enabled
-    ? html`Enabled${w.consecutive_failures > 0 ? html`<br><span class="muted">${w.consecutive_failures} failed in a row since ${when(w.failing_since)}</span>` : ''}`
+    ? html`Enabled${failing}`
     : html`<strong>Disabled</strong> ${when(w.disabled_at)}<br><span class="muted">${w.disabled_reason ?? ''}</span>
-<form method="post" action="${base}/enable">${csrfField(viewer)}<button type="submit">Enable</button></form>`;
-  return html`<tr id="webhook-${w.id}"><td>${w.url}</td><td>${w.events.join(', ')}</td><td>${FORMAT_LABELS[w.format] ?? w.format}</td><td>${state}</td>
+<form method="post" action="${base}/enable">${csrfField(o.viewer)}<button type="submit">Enable</button></form>`;
+  return html`<tr id="webhook-${w.id}"><td>${w.url}</td><td>${w.events.join(', ')}</td>\
+<td>${FORMAT_LABELS[w.format] ?? w.format}</td><td>${state}</td>
 <td><a href="${base}">Deliveries</a>
-<form method="post" action="${base}/delete">${csrfField(viewer)}<button class="link" type="submit">Delete</button></form></td></tr>`;
+<form method="post" action="${base}/delete">${csrfField(o.viewer)}\
+<button class="link" type="submit">Delete</button></form>\
+</td></tr>`;
 }
 
 /** The product's webhooks and the form that adds one (its admins only). */
-export function webhooksPage(v: WebhooksView, viewer: Viewer): Html {
-  const s = v.form;
+export function webhooksPage(v: WebhooksView): Html {
   const p = v.product.id;
-  return html`${productNav(v.product, 'webhooks')}
-${
-  v.added
-    ? html`<div class="notice" role="status"><p>Webhook added for ${v.added.url}. Its signing secret, shown only this once; keep it with the receiver:</p>
+  const added = v.added
+    ? html`<div class="notice" role="status"><p>Webhook added for ${v.added.url}. Its signing secret, shown only \
+this once; keep it with the receiver:</p>
 <p><code class="key">${v.added.secret}</code></p></div>`
-    : ''
-}
+    : '';
+  const list = v.webhooks.length
+    ? html`<table class="list"><thead><tr><th>URL</th><th>Events</th><th>Format</th><th>State</th><th></th></tr>\
+</thead><tbody>
+${v.webhooks.map((webhook) => webhookRow({ productId: p, webhook, viewer: v.viewer }))}
+</tbody></table>`
+    : html`<p class="muted">None yet.</p>`;
+  return html`${productNav(v.product, 'webhooks')}
+${added}
 <p>Webhooks tell other services about this product's changes: each event is a signed JSON POST (the
 <code>Shiplog-Signature</code> header), or a message for a chat's incoming webhook. A webhook that keeps failing is
 disabled, with the reason shown here.</p>
 <h2>Webhooks</h2>
-${
-  v.webhooks.length
-    ? html`<table class="list"><thead><tr><th>URL</th><th>Events</th><th>Format</th><th>State</th><th></th></tr></thead><tbody>
-${v.webhooks.map((w) => webhookRow(p, w, viewer))}
-</tbody></table>`
-    : html`<p class="muted">None yet.</p>`
-}
+${list}
 <h2>Add a webhook</h2>
-<form class="webhook" method="post" action="/app/products/${p}/webhooks">${csrfField(viewer)}
+${addForm(v)}`;
+}
+
+/** The form that adds a webhook, as typed and with what was wrong. */
+function addForm(v: WebhooksView): Html {
+  const s = v.form;
+  const event = (e: string) =>
+    html`<label class="check"><input type="checkbox" name="events" value="${e}"\
+${s.chosen.includes(e) ? html` checked` : ''}> ${e}</label>`;
+  const formats = selectOptions(Object.entries(FORMAT_LABELS), s.values.format ?? 'shiplog');
+  return html`<form class="webhook" method="post" action="/app/products/${v.product.id}/webhooks">${csrfField(v.viewer)}
 ${s.message ? html`<p class="error">${s.message}</p>` : ''}
 <p><label for="webhook-url">URL</label>
-<input id="webhook-url" type="text" name="url" value="${s.values.url ?? ''}" placeholder="https://example.com/shiplog" required${invalid(s, 'url')}>${fieldError(s, 'url')}</p>
+<input id="webhook-url" type="text" name="url" value="${s.values.url ?? ''}" placeholder="https://example.com/shiplog" \
+required${invalid(s, 'url')}>${fieldError(s, 'url')}</p>
 <fieldset><legend>Events</legend>
-${v.eventTypes.map((e) => html`<label class="check"><input type="checkbox" name="events" value="${e}"${s.chosen.includes(e) ? html` checked` : ''}> ${e}</label>`)}
+${v.eventTypes.map(event)}
 ${fieldError(s, 'events')}</fieldset>
 <p><label for="webhook-format">Format</label>
-<select id="webhook-format" name="format"${invalid(s, 'format')}>${selectOptions(Object.entries(FORMAT_LABELS), s.values.format ?? 'shiplog')}</select>${fieldError(s, 'format')}</p>
+<select id="webhook-format" name="format"${invalid(s, 'format')}>${formats}</select>${fieldError(s, 'format')}</p>
 <p><label for="webhook-secret">Secret <span class="muted">(optional: leave it empty and one is made)</span></label>
-<input id="webhook-secret" type="text" name="secret" value="${s.values.secret ?? ''}" autocomplete="off"${invalid(s, 'secret')}>${fieldError(s, 'secret')}</p>
+<input id="webhook-secret" type="text" name="secret" value="${s.values.secret ?? ''}" autocomplete="off"\
+${invalid(s, 'secret')}>${fieldError(s, 'secret')}</p>
 <p><button type="submit">Add webhook</button></p>
 </form>`;
 }
@@ -91,8 +111,10 @@ function deliveryRow(d: DeliveryJson): Html {
     d.status === 'pending' && d.next_attempt_at
       ? html`pending<br><span class="muted">next ${when(d.next_attempt_at)}</span>`
       : d.status;
-  return html`<tr><td>${when(d.created_at)}</td><td>${d.event}${d.replay > 0 ? html` <span class="muted">(replay)</span>` : ''}</td>
-<td><code>${d.delivery_id}</code></td><td>${state}</td><td>${d.response_code ?? ''}</td><td>${d.duration_ms === null ? '' : `${d.duration_ms} ms`}</td>
+  const replay = d.replay > 0 ? html` <span class="muted">(replay)</span>` : '';
+  return html`<tr><td>${when(d.created_at)}</td><td>${d.event}${replay}</td>
+<td><code>${d.delivery_id}</code></td><td>${state}</td><td>${d.response_code ?? ''}</td>\
+<td>${d.duration_ms === null ? '' : `${d.duration_ms} ms`}</td>
 <td>${d.attempts}</td><td>${d.last_error ?? ''}</td></tr>`;
 }
 
@@ -101,18 +123,18 @@ export function deliveriesPage(v: DeliveriesView): Html {
   const link = (offset: number) =>
     `/app/products/${v.product.id}/webhooks/${v.webhook.id}${offset > 0 ? `?offset=${offset}` : ''}`;
   const end = v.offset + v.deliveries.length;
+  const table = v.deliveries.length
+    ? html`<table class="list"><thead><tr><th>When</th><th>Event</th><th>Delivery</th><th>Status</th><th>Answer</th>\
+<th>Took</th><th>Attempts</th><th>Last error</th></tr></thead><tbody>
+${v.deliveries.map(deliveryRow)}
+</tbody></table>`
+    : '';
   return html`${productNav(v.product, 'webhooks')}
 <p><a href="/app/products/${v.product.id}/webhooks">All webhooks</a></p>
 <h2>${v.webhook.url}</h2>
 ${v.webhook.enabled ? '' : html`<p class="error">Disabled: ${v.webhook.disabled_reason ?? ''}</p>`}
 <p class="muted">${v.total} deliver${v.total === 1 ? 'y' : 'ies'}, newest first.</p>
-${
-  v.deliveries.length
-    ? html`<table class="list"><thead><tr><th>When</th><th>Event</th><th>Delivery</th><th>Status</th><th>Answer</th><th>Took</th><th>Attempts</th><th>Last error</th></tr></thead><tbody>
-${v.deliveries.map(deliveryRow)}
-</tbody></table>`
-    : ''
-}
+${table}
 <p class="pager">${v.offset > 0 ? html`<a href="${link(Math.max(0, v.offset - v.pageSize))}">Newer</a>` : ''}
 ${end < v.total ? html`<a href="${link(end)}">Older</a>` : ''}</p>`;
 }

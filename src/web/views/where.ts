@@ -8,20 +8,41 @@ type Product = { id: number; name: string };
 const versionText = (version: string): Html =>
   version ? html`${version}` : html`<span class="muted">no version</span>`;
 
-/** Where an item is: each environment it went to, latest first, with what runs there now and what a rollback took out. */
-export function environmentTimeline(productId: number, environments: EnvironmentEntry[]): Html {
-  return html`<ol class="timeline">${environments.map(
-    (e) => html`<li${e.reverted ? html` class="reverted"` : ''}>${timeTag(e.deployedAt)}
-<p><strong class="environment">${e.environment}</strong> <a class="version" href="${deployHref(productId, e.deployId)}">${versionText(e.version)}</a>${e.by ? html` <span class="muted">deployed by ${e.by}</span>` : ''}</p>
-${
-  e.reverted
-    ? html`<p class="reverted-note"><strong>Rolled back</strong> ${timeTag(e.reverted.at)}${e.reverted.by ? html` by ${e.reverted.by}` : ''}${e.reverted.rollbackId !== null ? html` (<a href="${deployHref(productId, e.reverted.rollbackId)}">the rollback</a>)` : ''}: not in ${e.environment} now.</p>`
-    : ''
-}</li>`,
-  )}</ol>`;
+/** What a rollback did to one environment of the timeline: when, by whom, which rollback. */
+function revertedNote(productId: number, e: EnvironmentEntry): Html | '' {
+  const r = e.reverted;
+  if (!r) return '';
+  const by = r.by ? html` by ${r.by}` : '';
+  const link = r.rollbackId !== null ? html` (<a href="${deployHref(productId, r.rollbackId)}">the rollback</a>)` : '';
+  return html`<p class="reverted-note"><strong>Rolled back</strong> ${timeTag(r.at)}${by}${link}: \
+not in ${e.environment} now.</p>`;
 }
 
-/** What the last column of a history row says: a rollback and what it did to the item, or the rollback that undid the deploy. */
+/**
+ * Where an item is: each environment it went to, latest first, with what runs there now and what
+ * a rollback took out.
+ */
+export function environmentTimeline({
+  productId,
+  environments,
+}: {
+  productId: number;
+  environments: EnvironmentEntry[];
+}): Html {
+  const entry = (e: EnvironmentEntry) => {
+    const by = e.by ? html` <span class="muted">deployed by ${e.by}</span>` : '';
+    const version = html`<a class="version" href="${deployHref(productId, e.deployId)}">${versionText(e.version)}</a>`;
+    return html`<li${e.reverted ? html` class="reverted"` : ''}>${timeTag(e.deployedAt)}
+<p><strong class="environment">${e.environment}</strong> ${version}${by}</p>
+${revertedNote(productId, e)}</li>`;
+  };
+  return html`<ol class="timeline">${environments.map(entry)}</ol>`;
+}
+
+/**
+ * What the last column of a history row says: a rollback and what it did to the item, or the
+ * rollback that undid the deploy.
+ */
 function historyNote(productId: number, d: HistoryEntry): Html | string {
   if (d.rollback) {
     return d.rollback.restoredVersion === null
@@ -39,13 +60,23 @@ function historyNote(productId: number, d: HistoryEntry): Html | string {
 }
 
 /** An item's deploys in the order they happened, rollbacks marked. */
-export function deployHistory(productId: number, deploys: HistoryEntry[], caption: string): Html {
+export function deployHistory({
+  productId,
+  deploys,
+  caption,
+}: {
+  productId: number;
+  deploys: HistoryEntry[];
+  caption: string;
+}): Html {
+  const row = (d: HistoryEntry) =>
+    html`<tr${d.rollback ? html` class="rollback"` : ''}><th scope="row">${timeTag(d.at)}</th>\
+<td>${d.environment}</td><td><a href="${deployHref(productId, d.deployId)}">${versionText(d.version)}</a></td>\
+<td>${d.by}</td><td>${historyNote(productId, d)}</td></tr>`;
   return html`<div class="table-scroll"><table class="deploys"><caption class="sr-only">${caption}</caption>
-<thead><tr><th scope="col">When</th><th scope="col">Environment</th><th scope="col">Version</th><th scope="col">By</th><th scope="col">Note</th></tr></thead><tbody>
-${deploys.map(
-  (d) =>
-    html`<tr${d.rollback ? html` class="rollback"` : ''}><th scope="row">${timeTag(d.at)}</th><td>${d.environment}</td><td><a href="${deployHref(productId, d.deployId)}">${versionText(d.version)}</a></td><td>${d.by}</td><td>${historyNote(productId, d)}</td></tr>`,
-)}
+<thead><tr><th scope="col">When</th><th scope="col">Environment</th><th scope="col">Version</th>\
+<th scope="col">By</th><th scope="col">Note</th></tr></thead><tbody>
+${deploys.map(row)}
 </tbody></table></div>`;
 }
 
@@ -64,15 +95,20 @@ export interface ItemDeploysView {
 export function itemDeploysPage(v: ItemDeploysView): Html {
   const p = v.product.id;
   const item = itemHref(p, v.item.number);
-  const base = `${item}/${v.kind === 'environments' ? 'environments' : 'deploys'}`;
-  const shown = v.kind === 'environments' ? v.environments.length : v.history.length;
+  const environments = v.kind === 'environments';
+  const base = `${item}/${environments ? 'environments' : 'deploys'}`;
+  const shown = environments ? v.environments.length : v.history.length;
   const end = v.offset + shown;
   const at = (offset: number) => (offset > 0 ? `${base}?offset=${offset}` : base);
-  const [back, on] = v.kind === 'environments' ? ['Later', 'Earlier'] : ['Earlier', 'Later'];
+  const [back, on] = environments ? ['Later', 'Earlier'] : ['Earlier', 'Later'];
+  const range = shown ? html`${v.offset + 1}\u2013${end} of ${v.total}` : html`None of ${v.total}`;
+  const list = environments
+    ? environmentTimeline({ productId: p, environments: v.environments })
+    : deployHistory({ productId: p, deploys: v.history, caption: `Deploys of #${v.item.number}` });
   return html`${productNav(v.product, 'item')}
 <p><a href="${item}">#${v.item.number} ${v.item.title}</a></p>
-<p class="muted">${shown ? html`${v.offset + 1}\u2013${end} of ${v.total}` : html`None of ${v.total}`}, ${v.kind === 'environments' ? 'the latest deployed first' : 'oldest first'}.</p>
-${v.kind === 'environments' ? environmentTimeline(p, v.environments) : deployHistory(p, v.history, `Deploys of #${v.item.number}`)}
+<p class="muted">${range}, ${environments ? 'the latest deployed first' : 'oldest first'}.</p>
+${list}
 <p class="pager">${v.offset > 0 ? html`<a href="${at(Math.max(0, v.offset - v.pageSize))}">${back}</a>` : ''}
 ${end < v.total ? html`<a href="${at(end)}">${on}</a>` : ''}</p>`;
 }
@@ -122,7 +158,9 @@ export function matrixHref(productId: number, filters: MatrixFilters, offset = 0
 export function deployTabs(productId: number, current: 'list' | 'matrix'): Html {
   const tab = (href: string, label: string, which: 'list' | 'matrix') =>
     html`<a href="${href}"${which === current ? html` aria-current="page"` : ''}>${label}</a>`;
-  return html`<nav class="tabs" aria-label="Deploys">${tab(`/app/products/${productId}/deploys`, 'All deploys', 'list')} ${tab(matrixHref(productId, {}), 'What is where', 'matrix')}</nav>`;
+  const list = tab(`/app/products/${productId}/deploys`, 'All deploys', 'list');
+  const matrix = tab(matrixHref(productId, {}), 'What is where', 'matrix');
+  return html`<nav class="tabs" aria-label="Deploys">${list} ${matrix}</nav>`;
 }
 
 function matrixCell(productId: number, c: MatrixCell | null): Html {
@@ -137,15 +175,43 @@ function matrixFilterForm(v: MatrixView): Html {
   const s = v.form;
   const status = s.values.status ?? '';
   const choices = statusChoices(v.statuses);
-  const known = choices.some(([value]) => value === status);
+  const typed = choices.some(([value]) => value === status)
+    ? ''
+    : html`<option value="${status}" selected>${status}</option>`;
   const invalid = (name: string) => (s.errors[name] ? html` aria-invalid="true" aria-describedby="error-${name}"` : '');
   return html`<form class="filters" method="get" action="/app/products/${v.product.id}/deploys/matrix">
 ${s.message ? html`<p class="error">${s.message}</p>` : ''}
-<p><label for="matrix-status">Status</label><select id="matrix-status" name="status"${invalid('status')}>${known ? '' : html`<option value="${status}" selected>${status}</option>`}${selectOptions(choices, status)}</select>${fieldError(s, 'status')}</p>
-<p><label for="matrix-not-deployed-to">Not deployed to</label><input id="matrix-not-deployed-to" type="text" name="not_deployed_to" list="matrix-environments" value="${s.values.not_deployed_to ?? ''}" placeholder="production"${invalid('not_deployed_to')}>${fieldError(s, 'not_deployed_to')}
+<p><label for="matrix-status">Status</label><select id="matrix-status" name="status"${invalid('status')}>\
+${typed}${selectOptions(choices, status)}</select>${fieldError(s, 'status')}</p>
+<p><label for="matrix-not-deployed-to">Not deployed to</label><input id="matrix-not-deployed-to" type="text" \
+name="not_deployed_to" list="matrix-environments" value="${s.values.not_deployed_to ?? ''}" placeholder="production"\
+${invalid('not_deployed_to')}>${fieldError(s, 'not_deployed_to')}
 <datalist id="matrix-environments">${v.offered.map((e) => html`<option value="${e}"></option>`)}</datalist></p>
 <p><button type="submit">Filter</button> <a href="${matrixHref(v.product.id, {})}">Clear</a></p>
 </form>`;
+}
+
+/** The table of the matrix: one row per item, one column per environment, and the pages around it. */
+function matrixTable(v: MatrixView): Html {
+  const p = v.product.id;
+  const end = v.offset + v.rows.length;
+  const caption = v.rows.length ? html`Items ${v.offset + 1}\u2013${end} of ${v.total}, newest first` : 'No items';
+  const row = (r: MatrixRow) =>
+    html`<tr id="row-${r.number}"><th scope="row"><a href="${itemHref(p, r.number)}">#${r.number} ${r.title}</a> \
+<span class="muted">${r.type} \u00b7 ${r.status}</span></th>${r.cells.map((c) => matrixCell(p, c))}</tr>`;
+  const more = v.moreEnvironments
+    ? html`<p class="muted">The ${v.environments.length} environments deployed to most recently \
+(and those filtered on) are shown.</p>`
+    : '';
+  const newer = Math.max(0, v.offset - v.pageSize);
+  return html`<p class="muted">Each cell is the version of the item's latest deploy to that environment.</p>
+<div class="table-scroll" role="region" aria-labelledby="matrix-caption" tabindex="0"><table class="matrix">
+<caption id="matrix-caption">${caption}</caption>
+<thead><tr><th scope="col">Item</th>${v.environments.map((e) => html`<th scope="col">${e}</th>`)}</tr></thead>
+<tbody>${v.rows.map(row)}</tbody></table></div>
+${more}
+<p class="pager">${v.offset > 0 ? html`<a href="${matrixHref(p, v.filters, newer)}">Newer items</a>` : ''}
+${end < v.total ? html`<a href="${matrixHref(p, v.filters, end)}">Older items</a>` : ''}</p>`;
 }
 
 /**
@@ -155,27 +221,17 @@ ${s.message ? html`<p class="error">${s.message}</p>` : ''}
  */
 export function matrixPage(v: MatrixView): Html {
   const p = v.product.id;
-  const end = v.offset + v.rows.length;
   const failed = Object.keys(v.form.errors).length > 0 || v.form.message !== undefined;
+  const done = matrixHref(p, { status: 'completed,accepted', not_deployed_to: 'production' });
   return html`${productNav(v.product, 'deploys')}
 ${deployTabs(p, 'matrix')}
-<p><a href="${matrixHref(p, { status: 'completed,accepted', not_deployed_to: 'production' })}">Done but not in production</a></p>
+<p><a href="${done}">Done but not in production</a></p>
 ${matrixFilterForm(v)}
 ${
   failed
     ? ''
     : v.environments.length === 0
       ? html`<p class="muted">Nothing of this product has been deployed yet.</p>`
-      : html`<p class="muted">Each cell is the version of the item's latest deploy to that environment.</p>
-<div class="table-scroll" role="region" aria-labelledby="matrix-caption" tabindex="0"><table class="matrix">
-<caption id="matrix-caption">${v.rows.length ? html`Items ${v.offset + 1}\u2013${end} of ${v.total}, newest first` : 'No items'}</caption>
-<thead><tr><th scope="col">Item</th>${v.environments.map((e) => html`<th scope="col">${e}</th>`)}</tr></thead>
-<tbody>${v.rows.map(
-          (r) =>
-            html`<tr id="row-${r.number}"><th scope="row"><a href="${itemHref(p, r.number)}">#${r.number} ${r.title}</a> <span class="muted">${r.type} \u00b7 ${r.status}</span></th>${r.cells.map((c) => matrixCell(p, c))}</tr>`,
-        )}</tbody></table></div>
-${v.moreEnvironments ? html`<p class="muted">The ${v.environments.length} environments deployed to most recently (and those filtered on) are shown.</p>` : ''}
-<p class="pager">${v.offset > 0 ? html`<a href="${matrixHref(p, v.filters, Math.max(0, v.offset - v.pageSize))}">Newer items</a>` : ''}
-${end < v.total ? html`<a href="${matrixHref(p, v.filters, end)}">Older items</a>` : ''}</p>`
+      : matrixTable(v)
 }`;
 }

@@ -1,0 +1,81 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { params, Param } from '../../http/params.js';
+import { requestParams } from '../../http/request.js';
+import {
+  environmentChoice,
+  parseEnvironmentChoice,
+  setEnvironmentChoice,
+  type EnvironmentChoice,
+} from '../../notifications/index.js';
+import { checkToken, formErrors, productOf, sessionOf, viewerOf } from '../pages.js';
+import { deployedEnvironments } from '../repository.js';
+import { sendPage } from '../session.js';
+import { notificationsPage, type NotificationForm } from '../views/notifications.js';
+import { ProductPath, productPath, redirectAfterPost, strings } from './common.js';
+import { OFFERED_ENVIRONMENTS } from './matrix.js';
+
+/** The choice of deploy environments: 50 of 255 characters, each up to 12 bytes percent-encoded. */
+const ENVIRONMENTS_FORM_LIMIT = 256 * 1024;
+
+/** Deployed environments that cannot be chosen (a comma splits a list; `all` is the keyword) get no box. */
+const choosable = (environment: string): boolean =>
+  !environment.includes(',') && environment.trim().toLowerCase() !== 'all';
+
+/** The page's form for a choice as it is stored. */
+const choiceForm = (choice: EnvironmentChoice): NotificationForm =>
+  choice === 'all'
+    ? { values: { choice: 'all' }, errors: {}, chosen: [] }
+    : { values: { choice: 'some' }, errors: {}, chosen: choice };
+
+/** The page: the environments to tick (those deployed to lately, and those chosen), and the form as it stands. */
+async function renderNotifications(
+  app: FastifyInstance,
+  o: { request: FastifyRequest; reply: FastifyReply; status: number; form: NotificationForm; saved?: boolean },
+) {
+  const scope = o.request.scope;
+  const deployed = (await deployedEnvironments(app.db, scope.product.id, OFFERED_ENVIRONMENTS))
+    .map((e) => e.trim())
+    .filter(choosable);
+  const offered = [...new Set([...deployed, ...o.form.chosen])].sort((a, b) => a.localeCompare(b));
+  const view = {
+    product: productOf(scope),
+    offered,
+    form: o.form,
+    saved: o.saved ?? false,
+    viewer: viewerOf(sessionOf(o.request)),
+  };
+  const title = `Notifications · ${scope.product.name}`;
+  return sendPage(o.reply, o.status, title, notificationsPage(view), sessionOf(o.request));
+}
+
+/**
+ * Which deploy environments email the signed-in person about the product: the rule and its
+ * checks are the API's (notifications.json); the form's ticked boxes and typed names are one list.
+ */
+export async function notificationsRoutes(app: FastifyInstance): Promise<void> {
+  const query = params({ saved: Param });
+  app.get('/notifications', { schema: { ...ProductPath, querystring: query } }, async (request, reply) => {
+    const form = choiceForm(await environmentChoice(app.db, request.scope));
+    return renderNotifications(app, { request, reply, status: 200, form, saved: requestParams(request).saved === '1' });
+  });
+
+  const body = params({ csrf: Param, choice: Param, environments: Param, other: Param });
+  const options = { bodyLimit: ENVIRONMENTS_FORM_LIMIT, schema: { ...ProductPath, body } };
+  app.post('/notifications', options, async (request, reply) => {
+    checkToken(request);
+    const p = requestParams(request);
+    const ticked = strings(p.environments);
+    const other = strings(p.other).at(-1) ?? '';
+    const all = p.choice === 'all';
+    try {
+      const choice = parseEnvironmentChoice({ environments: all ? 'all' : [...ticked, other] });
+      await app.db.transaction().execute((trx) => setEnvironmentChoice(trx, request.scope, choice));
+    } catch (err) {
+      const shown = formErrors(err);
+      if (!shown) throw err;
+      const form = { values: { choice: all ? 'all' : 'some', other }, chosen: ticked, ...shown };
+      return renderNotifications(app, { request, reply, status: 400, form });
+    }
+    return redirectAfterPost(reply, productPath(request, '/notifications?saved=1'));
+  });
+}
