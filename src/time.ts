@@ -43,9 +43,9 @@ export interface Clock {
   after(ms: number, run: () => void): () => void;
 }
 
-/** Date.now() and timers that do not keep the process alive on their own. */
+/** The service's clock (see setClock) and timers that do not keep the process alive on their own. */
 export const systemClock: Clock = {
-  now: () => Date.now(),
+  now: () => clock(),
   after(ms, run) {
     const timer = setTimeout(run, ms);
     timer.unref();
