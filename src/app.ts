@@ -43,6 +43,7 @@ import {
   requireMemberDocumentation,
 } from './products/index.js';
 import type { ProductScope } from './scope.js';
+import type { Clock } from './time.js';
 import { sharedSecret } from './settings.js';
 import { requireUser, requireUserDocumentation, USER_SCHEMAS, userRoutes } from './users/index.js';
 import {
@@ -93,6 +94,8 @@ export interface AppOptions {
   worker?: Partial<WorkerOptions>;
   /** Tests shorten the webhook worker's backoff. */
   webhookWorker?: Partial<WebhookWorkerOptions>;
+  /** The time and timers of the background jobs (tests pass one they move by hand). */
+  clock?: Clock;
   /** Tests shorten the Markdown render deadline. */
   markdown?: Partial<MarkdownOptions>;
   /** Told of every route as it is registered: the input fuzzer checks that it covers them all. */
@@ -164,6 +167,7 @@ async function setUpMail(app: FastifyInstance, options: AppOptions, web: WebOpti
     probeIntervalMs: config.mailProbeSeconds * 1000,
     // Every send ends within its deadline, so a round silent for three of them is stuck elsewhere.
     stuckRoundMs: config.mailSendTimeoutSeconds * 3000,
+    clock: options.clock,
     ...options.worker,
   });
   app.decorate('outbox', outbox);
@@ -186,6 +190,8 @@ function setUpWebhooks(app: FastifyInstance, options: AppOptions): void {
     disableAfterFailures: config.webhookDisableAfterFailures,
     allowPrivate: config.webhooksAllowPrivate,
     retentionMs: config.webhookRetentionDays * 24 * 3600_000,
+    stuckRoundMs: config.webhookTimeoutSeconds * 3000,
+    ...(options.clock ? { jobClock: options.clock, clock: () => options.clock!.now() } : {}),
     ...options.webhookWorker,
   });
   app.decorate('webhooks', worker);

@@ -31,3 +31,24 @@ export function setClock(next: () => number): () => void {
     clock = previous;
   };
 }
+
+/**
+ * The time and the timers of work that runs on its own (the job runner: rounds, deadlines,
+ * probes, the watchdog). The server runs on the system's; tests pass one they move by hand, so
+ * that no test waits for the wall clock.
+ */
+export interface Clock {
+  now(): number;
+  /** Calls `run` once after `ms`; the returned function cancels it. */
+  after(ms: number, run: () => void): () => void;
+}
+
+/** The service's clock (see setClock) and timers that do not keep the process alive on their own. */
+export const systemClock: Clock = {
+  now: () => clock(),
+  after(ms, run) {
+    const timer = setTimeout(run, ms);
+    timer.unref();
+    return () => clearTimeout(timer);
+  },
+};

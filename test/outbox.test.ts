@@ -7,6 +7,7 @@ import { deployMessageRenderer } from '../src/deploys/index.js';
 import type { Db } from '../src/db/connection.js';
 import type { FastifyBaseLogger } from 'fastify';
 import { client, makeApp, makeItem, makeProduct, makeUser, type TestContext } from './helpers.js';
+import { ManualClock, until } from './manual-clock.js';
 
 /** A transport that fails for chosen addresses, and records what it sent. */
 const sent: number[] = [];
@@ -133,48 +134,55 @@ test('backoff grows exponentially from about 30 s, is capped, and is jittered', 
   );
 });
 
-test('rows hold what a message is made of; its text and HTML are rendered when it is sent, with the items as they are then', async () => {
-  const seen = new Map<number, { subject: string; text: string; html: string }>();
-  const recording: MailTransport = {
-    async send(mail, outboxId) {
-      seen.set(outboxId, { subject: String(mail.subject), text: String(mail.text), html: String(mail.html) });
-    },
-    reset() {},
-    close() {},
-  };
-  const own = await makeApp({ mailTransport: recording });
-  try {
-    const deployer = await makeUser(own.db);
-    const follower = await makeUser(own.db);
-    const product = await makeProduct(own.db, deployer, [follower]);
-    await makeItem(own.app, follower, product.id, { title: 'Old title' });
-    const api = client(own.app, deployer);
-    const res = await api.post(`/api/products/${product.id}/deploys.json`, {
-      environment: 'prod',
-      numbers: '1',
-      notes: 'Some *notes*',
-    });
-    assert.equal(res.statusCode, 200);
-    const [row] = await own.db.selectFrom('outbox').selectAll().where('deploy_id', '=', res.json().id).execute();
-    assert.equal(row.subject, `[${product.name}] Deployed to prod: #1 Old title`);
+test(
+  'rows hold what a message is made of; its text and HTML are rendered when it is sent, with the items as ' +
+    'they are then',
+  async () => {
+    const seen = new Map<number, { subject: string; text: string; html: string }>();
+    const recording: MailTransport = {
+      async send(mail, outboxId) {
+        seen.set(outboxId, { subject: String(mail.subject), text: String(mail.text), html: String(mail.html) });
+      },
+      reset() {},
+      close() {},
+    };
+    const own = await makeApp({ mailTransport: recording });
+    try {
+      const deployer = await makeUser(own.db);
+      const follower = await makeUser(own.db);
+      const product = await makeProduct(own.db, deployer, [follower]);
+      await makeItem(own.app, follower, product.id, { title: 'Old title' });
+      const api = client(own.app, deployer);
+      const res = await api.post(`/api/products/${product.id}/deploys.json`, {
+        environment: 'prod',
+        numbers: '1',
+        notes: 'Some *notes*',
+      });
+      assert.equal(res.statusCode, 200);
+      const [row] = await own.db.selectFrom('outbox').selectAll().where('deploy_id', '=', res.json().id).execute();
+      assert.equal(row.subject, `[${product.name}] Deployed to prod: #1 Old title`);
 
-    assert.equal((await api.post(`/api/products/${product.id}/items/1.json`, { title: 'New title' })).statusCode, 200);
-    await own.app.outbox.deliverDue();
-    const mail = seen.get(row.id)!;
-    assert.ok(mail, 'the message was sent');
-    assert.equal(mail.subject, row.subject, 'the subject is the one queued');
-    assert.match(mail.text, /#1 \[task\] New title \(backlog\)/);
-    assert.match(mail.text, /Some \*notes\*/);
-    assert.match(mail.html, /<em>notes<\/em>/);
-    assert.match(mail.html, />New title</);
-    assert.equal(
-      (await own.db.selectFrom('outbox').select('status').where('id', '=', row.id).executeTakeFirstOrThrow()).status,
-      'sent',
-    );
-  } finally {
-    await own.close();
-  }
-});
+      assert.equal(
+        (await api.post(`/api/products/${product.id}/items/1.json`, { title: 'New title' })).statusCode,
+        200,
+      );
+      await own.app.outbox.deliverDue();
+      const mail = seen.get(row.id)!;
+      assert.ok(mail, 'the message was sent');
+      assert.equal(mail.subject, row.subject, 'the subject is the one queued');
+      assert.match(mail.text, /#1 \[task\] New title \(backlog\)/);
+      assert.match(mail.text, /Some \*notes\*/);
+      assert.match(mail.html, /<em>notes<\/em>/);
+      assert.match(mail.html, />New title</);
+      assert.equal(
+        (await own.db.selectFrom('outbox').select('status').where('id', '=', row.id).executeTakeFirstOrThrow()).status,
+        'sent',
+      );
+    } finally {
+      await own.close();
+    }
+  },
+);
 
 test('a message whose deploy no longer exists is given up with a clear error, and not sent', async () => {
   const { deployId } = await deployTo(1);
@@ -187,7 +195,8 @@ test('a message whose deploy no longer exists is given up with a clear error, an
   assert.ok(!sent.includes(row.id));
 });
 
-test('sends run in a sliding window: a stuck message holds up only itself, each message goes out once, never more than the window at a time', {
+test('sends run in a sliding window: a stuck message holds up only itself, each message goes out once, never ' +
+  'more than the window at a time', {
   timeout: 30_000,
 }, async () => {
   const WINDOW = 4;
@@ -203,7 +212,7 @@ test('sends run in a sliding window: a stuck message holds up only itself, each 
       most = Math.max(most, inFlight);
       try {
         if (String(mail.to).includes(stuckAddress)) await stuck;
-        else await new Promise((resolve) => setTimeout(resolve, 2));
+        else await new Promise((resolve) => setImmediate(resolve));
         deliveries.set(outboxId, (deliveries.get(outboxId) ?? 0) + 1);
       } finally {
         inFlight -= 1;
@@ -228,21 +237,15 @@ test('sends run in a sliding window: a stuck message holds up only itself, each 
     assert.equal(res.statusCode, 200);
 
     const round = own.app.outbox.deliverDue();
-    const deadline = Date.now() + 20_000;
-    while (deliveries.size < 11 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 5));
-    assert.equal(deliveries.size, 11, 'the other messages went out while one was stuck');
-    // A delivery is recorded as sent a moment after the transport returns: wait (bounded) for
-    // the records rather than reading them the instant the 11th send lands.
+    await until('the other messages to go out while one is stuck', () => deliveries.size === 11);
+    // A delivery is recorded as sent a moment after the transport returns: wait for the records
+    // rather than reading them the instant the 11th send lands.
     const unsent = async () =>
       (await own.db.selectFrom('outbox').select(['user_id', 'status']).execute())
         .filter((r) => r.status !== 'sent')
         .map((r) => r.user_id);
-    let left = await unsent();
-    while (left.length > 1 && Date.now() < deadline) {
-      await new Promise((resolve) => setTimeout(resolve, 5));
-      left = await unsent();
-    }
-    assert.deepEqual(left, [followers[0].user.id], 'every message but the stuck one is recorded as sent');
+    await until('every message but the stuck one recorded as sent', async () => (await unsent()).length === 1);
+    assert.deepEqual(await unsent(), [followers[0].user.id], 'every message but the stuck one is recorded as sent');
 
     release();
     assert.equal(await round, 12);
@@ -280,7 +283,8 @@ test("deliveries are recorded together, each only while its claim is still this 
   );
 });
 
-test('a round stuck outside any send (here: a claim the database never answers) is given up, logged, and a new round delivers', {
+test('a round stuck outside any send (here: a claim the database never answers) is given up, logged, and a new ' +
+  'round delivers', {
   timeout: 30_000,
 }, async () => {
   const { deployId } = await deployTo(2);
@@ -307,6 +311,7 @@ test('a round stuck outside any send (here: a claim the database never answers) 
     error: (_obj: unknown, msg: string) => errors.push(msg),
   } as unknown as FastifyBaseLogger;
   const renderers = { deploy: deployMessageRenderer('http://shiplog.test', t.app.unsubscribeLinks) };
+  const clock = new ManualClock();
   const worker = new OutboxWorker(db, transport, 'x@shiplog.test', t.app.unsubscribeLinks, renderers, log, {
     intervalMs: 50,
     window: 20,
@@ -314,13 +319,20 @@ test('a round stuck outside any send (here: a claim the database never answers) 
     sendTimeoutMs: 1000,
     probeIntervalMs: 1000,
     stuckRoundMs: 500,
+    clock,
   });
   worker.start();
   try {
-    const start = Date.now();
-    while ((await rowsOf(deployId)).some((r) => r.status !== 'sent') && Date.now() - start < 10_000) {
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
+    // The first round hangs in its claim; ticks within the watchdog's patience leave it be.
+    await clock.tick(500);
+    assert.deepEqual(errors, []);
+    assert.deepEqual(
+      (await rowsOf(deployId)).map((r) => r.status),
+      ['pending', 'pending'],
+    );
+    // Past it: the next tick gives the round up and starts one that delivers.
+    await clock.tick(100);
+    await worker.settled();
     assert.deepEqual(
       (await rowsOf(deployId)).map((r) => r.status),
       ['sent', 'sent'],
@@ -331,5 +343,6 @@ test('a round stuck outside any send (here: a claim the database never answers) 
     );
   } finally {
     await worker.stop();
+    clock.reset();
   }
 });

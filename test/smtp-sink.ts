@@ -56,6 +56,9 @@ export class SmtpSink {
   /** Connections still to be left without a greeting, and messages whose connection is still to be dropped. */
   private silentConnections = 0;
   private dropsDuringData = 0;
+  /** Messages still to be held before the answer, and the answers held until release(). */
+  private holds = 0;
+  private readonly held: (() => void)[] = [];
   /** When each accepted message arrived (ms), in the order of `received`. */
   readonly receivedAt: number[] = [];
   private server: SMTPServer | undefined;
@@ -153,6 +156,24 @@ export class SmtpSink {
     this.dropsDuringData += count;
   }
 
+  /**
+   * Holds the answer to the next `count` messages, once their data is in, until release(): a mail
+   * server slower than any deadline, without waiting for the clock.
+   */
+  holdNext(count: number): void {
+    this.holds += count;
+  }
+
+  /** Answers held now (see holdNext). */
+  get holding(): number {
+    return this.held.length;
+  }
+
+  /** Lets every held message be taken and answered. */
+  release(): void {
+    for (const answer of this.held.splice(0)) answer();
+  }
+
   /** Forgets every answer set up with refuse, rejectRecipient or failNext. */
   clearRules(): void {
     this.rules = [];
@@ -241,6 +262,10 @@ export class SmtpSink {
   private async accept(raw: Buffer, session: SMTPServerSession): Promise<Error | undefined> {
     const recipients = session.envelope.rcptTo.map((a) => a.address.toLowerCase());
     if (this.delayMs > 0) await new Promise((resolve) => setTimeout(resolve, this.delayMs));
+    if (this.holds > 0) {
+      this.holds -= 1;
+      await new Promise<void>((resolve) => this.held.push(resolve));
+    }
     const refused = this.refusal('data', recipients);
     if (refused) return refused;
     const mail = await readEml(raw);

@@ -73,6 +73,8 @@ test('a server killed mid-delivery: after a restart the claim lapses and the del
     [['sending', 1]],
     'claimed, outcome never written',
   );
+  // As if the lease had run out meanwhile (the restarted server takes the claim over then).
+  await db.updateTable('webhook_deliveries').set({ lease_until: '2000-01-01T00:00:00+00:00' }).execute();
 
   const second = await startServer({ env: settings, dataDir, cwd: root });
   try {

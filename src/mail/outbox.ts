@@ -1,7 +1,6 @@
-import { inChunks } from '../db/chunks.js';
 import type { Db, Trx } from '../db/connection.js';
-import { lockedForClaim, takeLeases, type Due } from '../db/leases.js';
 import type { OutboxRow } from '../db/schema.js';
+import { claimDue as claimLeased, settleClaim, settleClaims } from '../jobs/repository.js';
 import { formatTimestamp } from '../time.js';
 
 /**
@@ -38,14 +37,10 @@ export async function enqueueMessages(
 }
 
 /**
- * Takes up to `limit` due messages for delivery: first those whose previous claimant's lease ran
- * out (it died mid-delivery), then pending ones whose time has come, earliest first. Each claim
- * is an UPDATE guarded by the due state that was read, so two workers never take the same
- * message; on PostgreSQL the candidates are locked with SKIP LOCKED, so workers of several
- * instances take disjoint sets instead of queueing on the same rows (SQLite has a single writer,
- * so there is nothing to skip). Both look-ups walk the (status, next_attempt_at) index, never the
- * history of sent messages. Only messages of the given `kinds` are taken: those the worker can
- * render (during a rolling upgrade an older instance leaves a newer kind to the newer ones).
+ * Takes up to `limit` due messages for delivery under a lease (see jobs/repository.ts claimDue):
+ * those whose claimant died first, then pending ones by due time. Only messages of the given
+ * `kinds` are taken: those the worker can render (during a rolling upgrade an older instance leaves
+ * a newer kind to the newer ones).
  */
 export async function claimDue(
   db: Db,
@@ -55,68 +50,18 @@ export async function claimDue(
   kinds: string[],
 ): Promise<OutboxRow[]> {
   if (kinds.length === 0) return [];
-  const lapsed: Condition = (eb) =>
-    eb.and([eb('status', '=', 'sending'), eb('lease_until', '<', now), eb('kind', 'in', kinds)]);
-  const pending: Condition = (eb) =>
-    eb.and([eb('status', '=', 'pending'), eb('next_attempt_at', '<=', now), eb('kind', 'in', kinds)]);
-  return db.transaction().execute(async (trx) => {
-    const claimed = await claimWhere(trx, lapsed, ['id'], leaseUntil, limit);
-    if (claimed.length < limit)
-      claimed.push(...(await claimWhere(trx, pending, ['next_attempt_at', 'id'], leaseUntil, limit - claimed.length)));
-    return claimed;
-  });
-}
-
-type Condition = Due<'outbox'>;
-
-/** Claims up to `limit` rows matching `due`, in `order`, in the caller's transaction (see db/leases.ts). */
-async function claimWhere(
-  trx: Db,
-  due: Condition,
-  order: ('id' | 'next_attempt_at')[],
-  leaseUntil: string,
-  limit: number,
-): Promise<OutboxRow[]> {
-  let candidates = trx.selectFrom('outbox').select('id').where(due).limit(limit);
-  for (const column of order) candidates = candidates.orderBy(column);
-  const ids = (await lockedForClaim(trx, candidates).execute()).map((r) => r.id);
-  return takeLeases(trx, 'outbox', ids, due, leaseUntil);
+  return claimLeased(db, 'outbox', { now, leaseUntil, limit, only: (eb) => eb('kind', 'in', kinds) });
 }
 
 /** A claimed message: its outcome is recorded only while the claim is still this worker's. */
 export type Claim = Pick<OutboxRow, 'id' | 'attempts'>;
-
-/** The outbox row of a claim, as long as the claim is still this worker's. */
-function stillClaimed(db: Db, claim: Claim) {
-  return db
-    .updateTable('outbox')
-    .where('id', '=', claim.id)
-    .where('status', '=', 'sending')
-    .where('attempts', '=', claim.attempts);
-}
 
 /**
  * Records deliveries, many in one statement; resolves with the ids recorded. A claim that had
  * lapsed (another worker took the message over, so its attempt count moved on) is left alone.
  */
 export async function markAllSent(db: Db, claims: Claim[], at: string): Promise<Set<number>> {
-  const byAttempts = new Map<number, number[]>();
-  for (const c of claims) (byAttempts.get(c.attempts) ?? byAttempts.set(c.attempts, []).get(c.attempts)!).push(c.id);
-  const recorded = new Set<number>();
-  for (const [attempts, ids] of byAttempts) {
-    const rows = await inChunks(ids, (chunk) =>
-      db
-        .updateTable('outbox')
-        .set({ status: 'sent', sent_at: at, lease_until: null, last_error: null })
-        .where('id', 'in', chunk)
-        .where('status', '=', 'sending')
-        .where('attempts', '=', attempts)
-        .returning('id')
-        .execute(),
-    );
-    for (const row of rows) recorded.add(row.id);
-  }
-  return recorded;
+  return settleClaims(db, 'outbox', claims, { status: 'sent', sent_at: at, last_error: null });
 }
 
 /**
@@ -132,12 +77,11 @@ export async function markAttemptFailed(
 ): Promise<boolean> {
   const change =
     retryAt === null
-      ? { status: 'failed', lease_until: null, last_error: error }
+      ? { status: 'failed', last_error: error }
       : retryAt === 'due'
-        ? { status: 'pending', lease_until: null, last_error: error }
-        : { status: 'pending', next_attempt_at: retryAt, lease_until: null, last_error: error };
-  const res = await stillClaimed(db, claim).set(change).executeTakeFirst();
-  return Number(res.numUpdatedRows) === 1;
+        ? { status: 'pending', last_error: error }
+        : { status: 'pending', next_attempt_at: retryAt, last_error: error };
+  return settleClaim(db, 'outbox', claim, change);
 }
 
 export interface OutboxSummary {

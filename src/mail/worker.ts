@@ -1,7 +1,8 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Db } from '../db/connection.js';
 import type { OutboxRow } from '../db/schema.js';
-import { formatTimestamp } from '../time.js';
+import { JobRunner, withDeadline, type JobKind } from '../jobs/runner.js';
+import { type Clock, formatTimestamp, systemClock } from '../time.js';
 import { claimDue, markAllSent, markAttemptFailed } from './outbox.js';
 import { renderMessages, type MessageBody, type MessageRenderers } from './render.js';
 import { composeMessage, type MailTransport } from './transport.js';
@@ -32,6 +33,8 @@ export interface WorkerOptions {
   probeIntervalMs: number;
   /** A round that has made no progress this long is given up (logged), and a new one starts. */
   stuckRoundMs: number;
+  /** The time and timers of rounds, deadlines and probes (tests move it by hand). */
+  clock?: Clock;
 }
 
 /**
@@ -111,239 +114,136 @@ export interface WorkerState {
   lastErrorCode: string | null;
 }
 
-/** Lets a waiting round go on: when a send ends, or when the worker is nudged. */
-class Signal {
-  private waiting: (() => void) | undefined;
-  wait(): Promise<void> {
-    return new Promise((resolve) => (this.waiting = resolve));
-  }
-  notify(): void {
-    const waiting = this.waiting;
-    this.waiting = undefined;
-    waiting?.();
-  }
-}
-
-/** Rejects with an `EDEADLINE` error when `work` has not settled within `ms`. */
-function withDeadline<T>(work: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(
-      () =>
-        reject(
-          Object.assign(new Error(`No answer from the mail server within ${Math.round(ms / 1000)} s.`), {
-            code: 'EDEADLINE',
-          }),
-        ),
-      ms,
-    );
-  });
-  return Promise.race([work, deadline]).finally(() => clearTimeout(timer));
+/** A claimed message with its bodies: null when what it is about is gone, undefined when it could not be rendered. */
+interface ClaimedMessage {
+  message: OutboxRow;
+  body: MessageBody | null | undefined;
 }
 
 /**
- * Delivers the outbox after commit. Runs in the server process: on a timer, and at once when
- * nudged after a change queued mail. Sends run in a sliding window: new messages are claimed as
- * earlier ones finish or as new ones are queued, never waiting for a whole batch, and no send can
- * hold the window longer than its deadline. Outcomes are written back together, as each write
- * finishes the next takes everything that came in meanwhile; a message counts as held until its
- * outcome is written, so a crash can repeat at most the messages of one window.
- *
- * When the mail server cannot be reached, messages do not each back off on their own: the worker
- * stops claiming, keeps them due, and tries one every `probeIntervalMs`; the first that goes
- * through resumes delivery of everything due, so recovery takes one probe interval however long
- * the outage was.
+ * Writes outcomes back to the outbox together: as each write finishes, the next takes everything
+ * that came in meanwhile, all deliveries in one statement, failures (rare, each with its own error
+ * and retry time) one by one.
  */
-export class OutboxWorker {
-  private timer: NodeJS.Timeout | undefined;
-  private running: Promise<number> | undefined;
-  /** Rounds get a number; a round given up as stuck sees that it is no longer the current one. */
-  private round = 0;
-  private progressAt = 0;
-  private again = false;
-  private started = false;
-  private stopping = false;
-  private readonly signal = new Signal();
+class OutcomeWriter {
   private outcomes: { outcome: Outcome; done: (recorded: boolean) => void; failed: (err: unknown) => void }[] = [];
   private writing = false;
+
+  constructor(
+    private readonly db: Db,
+    private readonly clock: Clock,
+  ) {}
+
+  /** Queues an outcome for the next write; resolves with whether the claim was still ours. */
+  record(outcome: Outcome): Promise<boolean> {
+    return new Promise((done, failed) => {
+      this.outcomes.push({ outcome, done, failed });
+      if (!this.writing) void this.writeAll();
+    });
+  }
+
+  private async writeAll(): Promise<void> {
+    this.writing = true;
+    try {
+      while (this.outcomes.length) {
+        const batch = this.outcomes.splice(0);
+        try {
+          const recorded = await this.write(batch.map(({ outcome }) => outcome));
+          for (const { outcome, done } of batch) done(recorded.has(outcome.claim.id));
+        } catch (err) {
+          for (const { failed } of batch) failed(err);
+        }
+      }
+    } finally {
+      // Cleared in the same step that found the queue empty, so no outcome is left behind.
+      this.writing = false;
+    }
+  }
+
+  private async write(outcomes: Outcome[]): Promise<Set<number>> {
+    const sent = outcomes.flatMap((outcome) => (outcome.error === undefined ? [outcome.claim] : []));
+    const at = formatTimestamp(new Date(this.clock.now()));
+    const recorded = sent.length ? await markAllSent(this.db, sent, at) : new Set<number>();
+    for (const outcome of outcomes) {
+      if (outcome.error === undefined) continue;
+      if (await markAttemptFailed(this.db, outcome.claim, outcome.error, outcome.retryAt))
+        recorded.add(outcome.claim.id);
+    }
+    return recorded;
+  }
+}
+
+/**
+ * Mail's policy as a kind of job: a window of `window` messages, claimed again whenever half of
+ * it is free, of the kinds of message it can render; each send with a deadline; outcomes written
+ * in batches. When the mail server cannot be reached, messages do not each back off on their own:
+ * the kind claims nothing, keeps them due, and lets one through every `probeIntervalMs`; the first
+ * that goes through resumes delivery of everything due, so recovery takes one probe interval
+ * however long the outage was.
+ */
+class MailDelivery implements JobKind<ClaimedMessage> {
+  readonly name = 'mail delivery';
+  /** The kinds of message this worker can render: it claims no other (a newer instance may). */
+  private readonly kinds: string[];
+  private readonly writer: OutcomeWriter;
   private outage: { since: number; code: string; nextProbeAt: number } | undefined;
-  /** Since when delivery rounds fail, and with what (see roundFailed). */
-  private failing: { since: number; code: string } | undefined;
+  /** The mail server answered again after an outage: what waited may be claimed at once. */
+  private resumed = false;
 
   constructor(
     private readonly db: Db,
     private readonly transport: MailTransport,
-    /** The sender address of every message. */
     private readonly from: string,
     private readonly links: UnsubscribeLinks,
-    /** How each kind of message is rendered when it is sent. */
     private readonly renderers: MessageRenderers,
     private readonly log: FastifyBaseLogger,
-    private readonly options: WorkerOptions = DEFAULT_WORKER_OPTIONS,
+    private readonly options: WorkerOptions,
+    private readonly clock: Clock,
   ) {
     this.kinds = Object.keys(renderers);
+    this.writer = new OutcomeWriter(db, clock);
   }
 
-  /** The kinds of message this worker can render: it claims no other (a newer instance may). */
-  private readonly kinds: string[];
-
-  start(): void {
-    this.started = true;
-    this.timer = setInterval(() => this.nudge(), this.options.intervalMs);
-    this.timer.unref();
-    this.nudge();
-  }
-
-  /** Asks for a delivery round soon, once started; rounds never overlap. */
-  nudge(): void {
-    if (!this.started) return;
-    if (this.running) {
-      if (Date.now() - this.progressAt <= this.options.stuckRoundMs) {
-        this.again = true;
-        this.signal.notify();
-        return;
-      }
-      this.log.error(
-        { stuckForMs: Date.now() - this.progressAt },
-        'mail delivery round made no progress; starting a new one',
-      );
-      this.running = undefined;
+  /** The free part of the window once half of it is free, or one probe during an outage. */
+  room(held: number): number {
+    const refill = Math.max(1, Math.floor(this.options.window / 2));
+    if (!this.outage) {
+      const room = this.options.window - held;
+      return room >= refill ? room : 0;
     }
-    void this.deliverDue().then(
-      () => this.roundWorked(),
-      (err) => this.roundFailed(err),
-    );
-  }
-
-  /**
-   * A round that fails (the database out of reach, or taking no writes: a full disk) leaves its
-   * messages due and the next tick tries again. The same failure round after round is logged once,
-   * and so is the first round that works again.
-   */
-  private roundFailed(err: unknown): void {
-    const code = String((err as { code?: unknown } | null)?.code ?? (err instanceof Error ? err.message : err));
-    if (this.failing?.code === code) return this.log.debug({ err }, 'mail delivery round failed again');
-    this.failing = { code, since: this.failing?.since ?? Date.now() };
-    this.log.error({ err }, 'mail delivery round failed; trying again every interval');
-  }
-
-  private roundWorked(): void {
-    if (!this.failing) return;
-    this.log.info({ failedForMs: Date.now() - this.failing.since }, 'mail delivery rounds work again');
-    this.failing = undefined;
-  }
-
-  /** Delivers everything due now; resolves with how many messages were sent. */
-  deliverDue(): Promise<number> {
-    if (this.running) {
-      return this.running.then(() => this.deliverDue());
-    }
-    const round = ++this.round;
-    this.progressAt = Date.now();
-    const running = this.deliverRound(round).finally(() => {
-      if (this.running !== running) return;
-      this.running = undefined;
-      if (this.again && this.started) {
-        this.again = false;
-        this.nudge();
-      }
-    });
-    this.running = running;
-    return running;
-  }
-
-  /** What this worker knows of the mail server right now. */
-  state(): WorkerState {
-    const since = this.outage?.since;
-    return {
-      unreachableSince: since === undefined ? null : formatTimestamp(new Date(since)),
-      lastErrorCode: this.outage?.code ?? null,
-    };
-  }
-
-  /** How many messages may be claimed now: the free part of the window, or one probe during an outage. */
-  private capacity(held: number): number {
-    if (!this.outage) return this.options.window - held;
-    if (held > 0 || Date.now() < this.outage.nextProbeAt) return 0;
-    this.outage.nextProbeAt = Date.now() + this.options.probeIntervalMs;
+    const now = this.clock.now();
+    if (held > 0 || now < this.outage.nextProbeAt) return 0;
+    this.outage.nextProbeAt = now + this.options.probeIntervalMs;
     return 1;
   }
 
-  private async deliverRound(round: number): Promise<number> {
-    const refill = Math.max(1, Math.floor(this.options.window / 2));
-    const held = new Set<Promise<void>>();
-    const tally = { sent: 0 };
-    let drained = false;
-    try {
-      while (!this.stopping && round === this.round) {
-        if (this.again && this.started) {
-          // Something was queued meanwhile: look again rather than after this round.
-          this.again = false;
-          drained = false;
-        }
-        const room = drained ? 0 : this.capacity(held.size);
-        if (room > 0 && (room >= refill || this.outage)) {
-          const started = await this.claimAndSend(room, held, tally);
-          if (started > 0) continue;
-          drained = true;
-          // A probe with nothing to send learns nothing: the next message tries the server afresh.
-          this.outage = undefined;
-        }
-        if (held.size === 0) break;
-        await this.signal.wait();
-      }
-    } finally {
-      await Promise.all(held);
-    }
-    return tally.sent;
+  /** A probe with nothing to send learns nothing: the next message tries the server afresh. */
+  drained(): void {
+    this.outage = undefined;
   }
 
-  /** Claims up to `room` due messages, renders them, and starts their sends; returns how many. */
-  private async claimAndSend(room: number, held: Set<Promise<void>>, tally: { sent: number }): Promise<number> {
-    const now = Date.now();
+  async claim(limit: number): Promise<ClaimedMessage[]> {
+    const now = this.clock.now();
     const claimed = await claimDue(
       this.db,
       formatTimestamp(new Date(now)),
       formatTimestamp(new Date(now + this.options.leaseMs)),
-      room,
+      limit,
       this.kinds,
     );
-    this.progressAt = Date.now();
-    if (claimed.length === 0) return 0;
+    if (claimed.length === 0) return [];
     const bodies = await renderMessages(this.db, claimed, this.renderers, (err, kind) =>
       this.log.error({ err, kind }, 'mail could not be rendered'),
     );
-    for (const message of claimed) {
-      const delivery: Promise<void> = this.deliver(message, bodies.get(message.id)).then((ok) => {
-        if (ok) tally.sent += 1;
-        held.delete(delivery);
-        this.progressAt = Date.now();
-        this.signal.notify();
-      });
-      held.add(delivery);
-    }
-    return claimed.length;
+    return claimed.map((message) => ({ message, body: bodies.get(message.id) }));
   }
 
   /** Sends one message and waits for its outcome to be written; true when it went out. */
-  private async deliver(message: OutboxRow, body: MessageBody | null | undefined): Promise<boolean> {
-    let outcome: Outcome;
-    try {
-      if (body === undefined) throw new Error('The message could not be rendered; it is tried again later.');
-      if (body === null)
-        throw Object.assign(new Error('What this message is about no longer exists.'), { permanent: true });
-      await withDeadline(
-        this.transport.send(composeMessage(message, body, this.from, this.links), message.id),
-        this.options.sendTimeoutMs,
-      );
-      outcome = { claim: message };
-      this.serverAnswered();
-    } catch (err) {
-      outcome = this.failure(message, err);
-    }
+  async run({ message, body }: ClaimedMessage): Promise<boolean> {
+    const outcome = await this.send(message, body);
     let recorded: boolean;
     try {
-      recorded = await this.record(outcome);
+      recorded = await this.writer.record(outcome);
     } catch (err) {
       // The claim stays as it is and runs out; the message is tried again then.
       this.log.error({ err, outboxId: message.id }, 'mail delivery result could not be recorded');
@@ -364,6 +264,25 @@ export class OutboxWorker {
     }
     this.log.info({ outboxId: message.id, messageId: message.message_id }, 'mail delivered');
     return true;
+  }
+
+  private async send(message: OutboxRow, body: MessageBody | null | undefined): Promise<Outcome> {
+    try {
+      if (body === undefined) throw new Error('The message could not be rendered; it is tried again later.');
+      if (body === null)
+        throw Object.assign(new Error('What this message is about no longer exists.'), { permanent: true });
+      const ms = this.options.sendTimeoutMs;
+      const sending = this.transport.send(composeMessage(message, body, this.from, this.links), message.id);
+      await withDeadline(this.clock, sending, ms, () =>
+        Object.assign(new Error(`No answer from the mail server within ${Math.round(ms / 1000)} s.`), {
+          code: 'EDEADLINE',
+        }),
+      );
+      this.serverAnswered();
+      return { claim: message };
+    } catch (err) {
+      return this.failure(message, err);
+    }
   }
 
   /**
@@ -388,13 +307,13 @@ export class OutboxWorker {
     }
     // Any other answer shows the server is there.
     if (responseCode !== undefined) this.serverAnswered();
-    const retryAt = Date.now() + retryDelayMs(message.attempts);
+    const retryAt = this.clock.now() + retryDelayMs(message.attempts);
     const final = permanent === true || isPermanentFailure(err) || retryAt > Date.parse(message.retry_until);
     return { claim: message, error, retryAt: final ? null : formatTimestamp(new Date(retryAt)) };
   }
 
   private serverFailed(code: string): void {
-    const now = Date.now();
+    const now = this.clock.now();
     if (!this.outage) this.log.warn({ code }, 'mail server unreachable; pausing delivery and probing');
     this.outage = { since: this.outage?.since ?? now, code, nextProbeAt: now + this.options.probeIntervalMs };
   }
@@ -402,58 +321,78 @@ export class OutboxWorker {
   /** The mail server answered (took a message, or gave any answer but 421): an outage is over. */
   private serverAnswered(): void {
     if (!this.outage) return;
-    this.log.info({ downForMs: Date.now() - this.outage.since }, 'mail server reachable again; delivering what waited');
+    const downForMs = this.clock.now() - this.outage.since;
+    this.log.info({ downForMs }, 'mail server reachable again; delivering what waited');
     this.outage = undefined;
-    this.again = true;
+    this.resumed = true;
   }
 
-  /** Queues an outcome for the next write; resolves with whether the claim was still ours. */
-  private record(outcome: Outcome): Promise<boolean> {
-    return new Promise((done, failed) => {
-      this.outcomes.push({ outcome, done, failed });
-      if (!this.writing) void this.writeOutcomes();
-    });
+  /** A send ended: true when it ended an outage, so that the runner looks for what waited. */
+  ended(): boolean {
+    const resumed = this.resumed;
+    this.resumed = false;
+    return resumed;
   }
 
-  /**
-   * Writes queued outcomes until none are left: all deliveries that came in meanwhile in one
-   * statement, failures (rare, each with its own error and retry time) one by one.
-   */
-  private async writeOutcomes(): Promise<void> {
-    this.writing = true;
-    try {
-      while (this.outcomes.length) {
-        const batch = this.outcomes.splice(0);
-        try {
-          const sent = batch.flatMap(({ outcome }) => (outcome.error === undefined ? [outcome.claim] : []));
-          const recorded = sent.length
-            ? await markAllSent(this.db, sent, formatTimestamp(new Date()))
-            : new Set<number>();
-          for (const { outcome } of batch) {
-            if (
-              outcome.error !== undefined &&
-              (await markAttemptFailed(this.db, outcome.claim, outcome.error, outcome.retryAt))
-            ) {
-              recorded.add(outcome.claim.id);
-            }
-          }
-          for (const { outcome, done } of batch) done(recorded.has(outcome.claim.id));
-        } catch (err) {
-          for (const { failed } of batch) failed(err);
-        }
-      }
-    } finally {
-      // Cleared in the same step that found the queue empty, so no outcome is left behind.
-      this.writing = false;
-    }
+  state(): WorkerState {
+    const since = this.outage?.since;
+    return {
+      unreachableSince: since === undefined ? null : formatTimestamp(new Date(since)),
+      lastErrorCode: this.outage?.code ?? null,
+    };
+  }
+}
+
+/**
+ * Delivers the outbox after commit: mail's kind of job (MailDelivery) on the job runner. Runs in
+ * the server process: on a timer, and at once when nudged after a change queued mail.
+ */
+export class OutboxWorker {
+  private readonly kind: MailDelivery;
+  private readonly runner: JobRunner<ClaimedMessage>;
+
+  constructor(
+    db: Db,
+    transport: MailTransport,
+    /** The sender address of every message. */
+    from: string,
+    links: UnsubscribeLinks,
+    /** How each kind of message is rendered when it is sent. */
+    renderers: MessageRenderers,
+    log: FastifyBaseLogger,
+    options: WorkerOptions = DEFAULT_WORKER_OPTIONS,
+  ) {
+    const clock = options.clock ?? systemClock;
+    this.kind = new MailDelivery(db, transport, from, links, renderers, log, options, clock);
+    this.runner = new JobRunner(this.kind, options, log, clock);
+  }
+
+  start(): void {
+    this.runner.start();
+  }
+
+  /** Asks for a delivery round soon, once started; rounds never overlap. */
+  nudge(): void {
+    this.runner.nudge();
+  }
+
+  /** Delivers everything due now; resolves with how many messages were sent. */
+  deliverDue(): Promise<number> {
+    return this.runner.runDue();
+  }
+
+  /** Resolves once no delivery round is running. */
+  settled(): Promise<void> {
+    return this.runner.settled();
+  }
+
+  /** What this worker knows of the mail server right now. */
+  state(): WorkerState {
+    return this.kind.state();
   }
 
   /** Stops the timer and waits for the sends in flight and their outcomes to be written. */
-  async stop(): Promise<void> {
-    this.started = false;
-    this.stopping = true;
-    if (this.timer) clearInterval(this.timer);
-    this.signal.notify();
-    await this.running?.catch(() => undefined);
+  stop(): Promise<void> {
+    return this.runner.stop();
   }
 }

@@ -1,7 +1,7 @@
 import type { Insertable, Updateable } from 'kysely';
 import type { Db, Trx } from '../db/connection.js';
-import { lockedForClaim, takeLeases, type Due } from '../db/leases.js';
 import { prepared } from '../db/prepared.js';
+import { claimDue as claimLeased, settleClaim } from '../jobs/repository.js';
 import {
   storableId,
   type WebhookDeliveriesTable,
@@ -104,7 +104,10 @@ export async function deleteOldDeliveries(db: Db, before: string, limit: number)
   return Number(res.numDeletedRows);
 }
 
-/** Deletes up to `limit` events made before `before` that no delivery points at any more (a replay keeps its event); returns how many. */
+/**
+ * Deletes up to `limit` events made before `before` that no delivery points at any more (a replay
+ * keeps its event); returns how many.
+ */
 export async function deleteOldEvents(db: Db, before: string, limit: number): Promise<number> {
   const res = await db
     .deleteFrom('webhook_events')
@@ -187,8 +190,6 @@ export async function nextReplay(trx: Trx, webhookId: number, eventId: number): 
   return Number(row?.last ?? -1) + 1;
 }
 
-type Condition = Due<'webhook_deliveries'>;
-
 /** How many more deliveries this worker may have in flight to each webhook (absent: `perWebhook`). */
 export interface Shares {
   perWebhook: number;
@@ -196,12 +197,10 @@ export interface Shares {
 }
 
 /**
- * Takes up to `limit` due deliveries, as the mail outbox's claimDue does: first those whose
- * claimant's lease ran out (it died mid-delivery), then pending ones by due time; each claim an
- * UPDATE guarded by the due state that was read (and on PostgreSQL over rows locked with SKIP
- * LOCKED), so two workers never take the same delivery. No webhook gets more than its share of
- * the worker (`shares`): webhooks at their share are left out of the look-up, so that a backlog of
- * one cannot hide the others' deliveries.
+ * Takes up to `limit` due deliveries under a lease, as the mail outbox does (see
+ * jobs/repository.ts claimDue). No webhook gets more than its share of the worker (`shares`):
+ * webhooks at their share are left out of the look-up, so that a backlog of one cannot hide the
+ * others' deliveries, and of the candidates each webhook's first ones are taken up to its share.
  */
 export async function claimDue(
   db: Db,
@@ -211,45 +210,20 @@ export async function claimDue(
   shares: Shares,
 ): Promise<WebhookDeliveryRow[]> {
   const full = [...shares.inFlight].filter(([, n]) => n >= shares.perWebhook).map(([id]) => id);
-  const open: Condition = (eb) => (full.length ? eb('webhook_id', 'not in', full) : eb.lit(true));
-  const lapsed: Condition = (eb) => eb.and([eb('status', '=', 'sending'), eb('lease_until', '<', now), open(eb)]);
-  const pending: Condition = (eb) => eb.and([eb('status', '=', 'pending'), eb('next_attempt_at', '<=', now), open(eb)]);
-  return db.transaction().execute(async (trx) => {
-    const taken = new Map(shares.inFlight);
-    const claimed = await claimWhere(trx, lapsed, leaseUntil, limit, shares.perWebhook, taken);
-    if (claimed.length < limit)
-      claimed.push(...(await claimWhere(trx, pending, leaseUntil, limit - claimed.length, shares.perWebhook, taken)));
-    return claimed;
+  const taken = new Map(shares.inFlight);
+  const admit = (webhookId: number) => {
+    const n = taken.get(webhookId) ?? 0;
+    if (n >= shares.perWebhook) return false;
+    taken.set(webhookId, n + 1);
+    return true;
+  };
+  return claimLeased(db, 'webhook_deliveries', {
+    now,
+    leaseUntil,
+    limit,
+    only: full.length ? (eb) => eb('webhook_id', 'not in', full) : undefined,
+    share: { column: 'webhook_id', admit },
   });
-}
-
-/**
- * Candidates first, then the UPDATE by id under the same condition (see db/leases.ts); of the
- * candidates, each webhook's first ones up to its share (`taken` counts what it has).
- */
-async function claimWhere(
-  trx: Db,
-  due: Condition,
-  leaseUntil: string,
-  limit: number,
-  perWebhook: number,
-  taken: Map<number, number>,
-): Promise<WebhookDeliveryRow[]> {
-  const candidates = trx
-    .selectFrom('webhook_deliveries')
-    .select(['id', 'webhook_id'])
-    .where(due)
-    .orderBy('next_attempt_at')
-    .orderBy('id')
-    .limit(limit);
-  const ids: number[] = [];
-  for (const { id, webhook_id } of await lockedForClaim(trx, candidates).execute()) {
-    const n = taken.get(webhook_id) ?? 0;
-    if (n >= perWebhook || ids.length >= limit) continue;
-    taken.set(webhook_id, n + 1);
-    ids.push(id);
-  }
-  return takeLeases(trx, 'webhook_deliveries', ids, due, leaseUntil);
 }
 
 /** A claimed delivery: its outcome is recorded only while the claim is still this worker's. */
@@ -261,14 +235,7 @@ export async function recordAttempt(
   claim: Claim,
   changes: Updateable<WebhookDeliveriesTable>,
 ): Promise<boolean> {
-  const res = await trx
-    .updateTable('webhook_deliveries')
-    .set({ ...changes, lease_until: null })
-    .where('id', '=', claim.id)
-    .where('status', '=', 'sending')
-    .where('attempts', '=', claim.attempts)
-    .executeTakeFirst();
-  return Number(res.numUpdatedRows) === 1;
+  return settleClaim(trx, 'webhook_deliveries', claim, changes);
 }
 
 /** A failed attempt counts against its webhook, while enabled; returns the webhook as it is then. */

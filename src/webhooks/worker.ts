@@ -1,7 +1,8 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Db } from '../db/connection.js';
 import type { WebhookDeliveryRow, WebhookEventRow, WebhookRow } from '../db/schema.js';
-import { formatTimestamp } from '../time.js';
+import { JobRunner, PeriodicJob, type JobKind } from '../jobs/runner.js';
+import { type Clock, formatTimestamp, systemClock } from '../time.js';
 import { FAILING_FOR_MS, RETENTION_BATCH } from './model.js';
 import { signatureHeader, slackOfStoredBody } from './payload.js';
 import {
@@ -42,6 +43,10 @@ export interface WebhookWorkerOptions {
   retentionBatch: number;
   /** The time retention counts from (tests move it). */
   clock: () => number;
+  /** A round that has made no progress this long is given up (logged), and a new one starts. */
+  stuckRoundMs: number;
+  /** The time and timers of rounds and retention runs (tests move it by hand). */
+  jobClock?: Clock;
 }
 
 export const DEFAULT_WEBHOOK_WORKER_OPTIONS: WebhookWorkerOptions = {
@@ -58,6 +63,8 @@ export const DEFAULT_WEBHOOK_WORKER_OPTIONS: WebhookWorkerOptions = {
   sweepIntervalMs: 600_000,
   retentionBatch: RETENTION_BATCH,
   clock: () => Date.now(),
+  // Every attempt ends within its deadline, so a round silent for three of them is stuck elsewhere.
+  stuckRoundMs: 30_000,
 };
 
 /** What became of an attempt, as it is written back. */
@@ -79,177 +86,84 @@ export function retryable(answer: Answer): boolean {
   return answer.status >= 500 || answer.status === 408 || answer.status === 429;
 }
 
+/** A claimed delivery with what it is sent to and what it sends (absent when deleted meanwhile). */
+interface ClaimedDelivery {
+  delivery: WebhookDeliveryRow;
+  webhook: WebhookRow | undefined;
+  event: WebhookEventRow | undefined;
+}
+
 /**
- * Delivers webhook events after commit, in every server process: on a timer (the changes that
- * queue events do not nudge it, so a product without webhooks costs them nothing more). Due
- * deliveries are claimed with a lease and sent in a sliding window, at most `perWebhook` at a
- * time to one webhook, each with its own deadline: a receiver that hangs holds its own
- * deliveries only. A worker that dies leaves its claims to lapse; another (or the restarted one)
- * takes them over, so a delivery can arrive twice only if the process died between the
- * receiver's answer and the write of the outcome. Receivers tell repeats apart by the delivery's id.
- * It also deletes, a batch at a time, what is older than the retention.
+ * Webhooks' policy as a kind of job: a window of `window` deliveries, at most `perWebhook` of them
+ * to one webhook, each with its own deadline, so a receiver that hangs holds its own deliveries
+ * only; a failure backs off on its own (Retry-After, else exponential), and a webhook failing too
+ * long is disabled. Receivers tell repeats apart by the delivery's id.
  */
-export class WebhookWorker {
-  private timer: NodeJS.Timeout | undefined;
-  private sweepTimer: NodeJS.Timeout | undefined;
-  private sweeping: Promise<unknown> | undefined;
-  private running: Promise<number> | undefined;
-  private again = false;
-  private started = false;
-  private stopping = false;
-  private wake: (() => void) | undefined;
-  /** Deliveries ended so far: a claim that found nothing while one ended looks again. */
-  private ended = 0;
+class WebhookDelivery implements JobKind<ClaimedDelivery> {
+  readonly name = 'webhook delivery';
   /** Deliveries in flight per webhook. */
   private readonly inFlight = new Map<number, number>();
-  private readonly sender: WebhookSender;
 
   constructor(
     private readonly db: Db,
     private readonly log: FastifyBaseLogger,
-    private readonly options: WebhookWorkerOptions = DEFAULT_WEBHOOK_WORKER_OPTIONS,
-  ) {
-    this.sender = new WebhookSender({ timeoutMs: options.timeoutMs, allowPrivate: options.allowPrivate });
+    private readonly options: WebhookWorkerOptions,
+    private readonly sender: WebhookSender,
+    private readonly clock: Clock,
+  ) {}
+
+  room(held: number): number {
+    return this.options.window - held;
   }
 
-  start(): void {
-    this.started = true;
-    this.timer = setInterval(() => this.nudge(), this.options.intervalMs);
-    this.timer.unref();
-    this.sweepTimer = setInterval(() => {
-      if (!this.sweeping)
-        this.sweeping = this.sweep().catch((err) => this.log.error({ err }, 'deleting old webhook events failed'));
-    }, this.options.sweepIntervalMs);
-    this.sweepTimer.unref();
-    this.nudge();
-  }
-
-  /**
-   * Deletes the deliveries and events older than the retention, a batch per statement (see
-   * deleteExpired); resolves with what it deleted.
-   */
-  async sweep(): Promise<{ deliveries: number; events: number; statements: number }> {
-    try {
-      const before = new Date(this.options.clock() - this.options.retentionMs);
-      const done = await deleteExpired(this.db, before, this.options.retentionBatch, () => this.stopping);
-      if (done.deliveries + done.events > 0) this.log.info(done, 'old webhook events and deliveries deleted');
-      return done;
-    } finally {
-      this.sweeping = undefined;
-    }
-  }
-
-  /** Asks for a round soon, once started; rounds never overlap. */
-  nudge(): void {
-    if (!this.started) return;
-    if (this.running) {
-      this.again = true;
-      return;
-    }
-    void this.deliverDue().catch((err) => this.log.error({ err }, 'webhook delivery round failed'));
-  }
-
-  /** Delivers everything due now (and what falls due meanwhile); resolves with how many arrived. */
-  deliverDue(): Promise<number> {
-    if (this.running) return this.running.then(() => this.deliverDue());
-    const running = this.deliverRound().finally(() => {
-      this.running = undefined;
-      if (this.again && this.started) {
-        this.again = false;
-        this.nudge();
-      }
-    });
-    this.running = running;
-    return running;
-  }
-
-  private async deliverRound(): Promise<number> {
-    const held = new Set<Promise<void>>();
-    const tally = { delivered: 0 };
-    let drained = false;
-    try {
-      while (!this.stopping) {
-        const room = this.options.window - held.size;
-        if (room > 0 && !drained) {
-          const ended = this.ended;
-          const started = await this.claimAndSend(room, held, tally);
-          // Claimed some: there may be more (of other webhooks). None, while one ended (so its
-          // webhook may take another): look again. Else wait for one to end.
-          if (started > 0 || this.ended !== ended) continue;
-          drained = true;
-        }
-        if (held.size === 0) break;
-        await new Promise<void>((resolve) => (this.wake = resolve));
-        // A delivery ended: its webhook may take another, and its retry may be due.
-        drained = false;
-      }
-    } finally {
-      await Promise.all(held);
-    }
-    return tally.delivered;
-  }
-
-  /** Claims up to `room` due deliveries (each webhook within its share) and starts them; returns how many. */
-  private async claimAndSend(room: number, held: Set<Promise<void>>, tally: { delivered: number }): Promise<number> {
-    const now = Date.now();
+  /** Claims due deliveries (each webhook within its share) and loads their webhooks and events. */
+  async claim(limit: number): Promise<ClaimedDelivery[]> {
+    const now = this.clock.now();
     const shares = { perWebhook: this.options.perWebhook, inFlight: this.inFlight };
     const claimed = await claimDue(
       this.db,
       formatTimestamp(new Date(now)),
       formatTimestamp(new Date(now + this.options.leaseMs)),
-      room,
+      limit,
       shares,
     );
-    if (claimed.length === 0) return 0;
+    if (claimed.length === 0) return [];
     const webhooks = new Map(
       (await findWebhooksByIds(this.db, [...new Set(claimed.map((d) => d.webhook_id))])).map((w) => [w.id, w]),
     );
     const events = new Map(
       (await findEventsByIds(this.db, [...new Set(claimed.map((d) => d.event_id))])).map((e) => [e.id, e]),
     );
-    for (const delivery of claimed) {
-      this.inFlight.set(delivery.webhook_id, (this.inFlight.get(delivery.webhook_id) ?? 0) + 1);
-      const sending: Promise<void> = this.deliver(
-        delivery,
-        webhooks.get(delivery.webhook_id),
-        events.get(delivery.event_id),
-      )
-        .then((ok) => {
-          if (ok) tally.delivered += 1;
-        })
-        // The claim stays as it is and runs out; the delivery is tried again then.
-        .catch((err) =>
-          this.log.error({ err, deliveryId: delivery.uid }, 'webhook delivery result could not be recorded'),
-        )
-        .finally(() => {
-          const left = (this.inFlight.get(delivery.webhook_id) ?? 1) - 1;
-          if (left > 0) this.inFlight.set(delivery.webhook_id, left);
-          else this.inFlight.delete(delivery.webhook_id);
-          held.delete(sending);
-          this.ended += 1;
-          this.wake?.();
-        });
-      held.add(sending);
-    }
-    return claimed.length;
+    for (const d of claimed) this.inFlight.set(d.webhook_id, (this.inFlight.get(d.webhook_id) ?? 0) + 1);
+    return claimed.map((delivery) => ({
+      delivery,
+      webhook: webhooks.get(delivery.webhook_id),
+      event: events.get(delivery.event_id),
+    }));
+  }
+
+  /** A delivery ended: its webhook may take another, and its retry may be due. */
+  ended({ delivery }: ClaimedDelivery): boolean {
+    const left = (this.inFlight.get(delivery.webhook_id) ?? 1) - 1;
+    if (left > 0) this.inFlight.set(delivery.webhook_id, left);
+    else this.inFlight.delete(delivery.webhook_id);
+    return true;
+  }
+
+  run(job: ClaimedDelivery): Promise<boolean> {
+    // The claim stays as it is and runs out; the delivery is tried again then.
+    return this.deliver(job).catch((err) => {
+      this.log.error({ err, deliveryId: job.delivery.uid }, 'webhook delivery result could not be recorded');
+      return false;
+    });
   }
 
   /** One attempt, and its outcome written back; true when the receiver took it. */
-  private async deliver(
-    delivery: WebhookDeliveryRow,
-    webhook: WebhookRow | undefined,
-    event: WebhookEventRow | undefined,
-  ): Promise<boolean> {
+  private async deliver({ delivery, webhook, event }: ClaimedDelivery): Promise<boolean> {
     if (!webhook || !event || webhook.disabled_at !== null) {
       // Queued just as its webhook was disabled: given up like the others waiting then.
-      await this.db
-        .transaction()
-        .execute((trx) =>
-          recordAttempt(trx, delivery, {
-            status: 'failed',
-            last_error: webhook?.disabled_reason ?? 'The webhook is disabled.',
-          }),
-        );
+      const last_error = webhook?.disabled_reason ?? 'The webhook is disabled.';
+      await this.db.transaction().execute((trx) => recordAttempt(trx, delivery, { status: 'failed', last_error }));
       return false;
     }
     // The bytes written with the event, as they are (events older than the kept Slack body render theirs).
@@ -261,7 +175,7 @@ export class WebhookWorker {
       'user-agent': 'Shiplog-Webhooks/1',
       'shiplog-event': event.type,
       'shiplog-delivery': delivery.uid,
-      'shiplog-signature': signatureHeader(webhook.secret, body, Math.floor(Date.now() / 1000)),
+      'shiplog-signature': signatureHeader(webhook.secret, body, Math.floor(this.clock.now() / 1000)),
     });
     const delivered = answer.error === undefined;
     const outcome: Outcome = { delivered, answer, retryAt: delivered ? null : this.retryAt(delivery, answer) };
@@ -290,7 +204,7 @@ export class WebhookWorker {
       this.options.retryMaxMs,
     );
     const delay = answer.retryAfterMs ?? backoff * (0.5 + Math.random());
-    const at = Date.now() + delay;
+    const at = this.clock.now() + delay;
     return at > Date.parse(delivery.retry_until) ? null : at;
   }
 
@@ -300,29 +214,17 @@ export class WebhookWorker {
    * waiting deliveries given up) at `disableAfterFailures` in a row or after 24 hours of failing.
    */
   private async record(delivery: WebhookDeliveryRow, webhook: WebhookRow, outcome: Outcome): Promise<boolean> {
-    const now = new Date();
+    const now = new Date(this.clock.now());
     const at = formatTimestamp(now);
-    const { answer } = outcome;
-    const measured = { response_code: answer.status ?? null, duration_ms: answer.durationMs };
     return this.db.transaction().execute(async (trx) => {
-      const change = outcome.delivered
-        ? { ...measured, status: 'delivered', delivered_at: at, last_error: null }
-        : outcome.retryAt === null
-          ? { ...measured, status: 'failed', last_error: answer.error! }
-          : {
-              ...measured,
-              status: 'pending',
-              last_error: answer.error!,
-              next_attempt_at: formatTimestamp(new Date(outcome.retryAt)),
-            };
-      if (!(await recordAttempt(trx, delivery, change))) return false;
+      if (!(await recordAttempt(trx, delivery, attemptChange(outcome, at)))) return false;
       if (outcome.delivered) {
         await clearFailures(trx, webhook.id);
         return true;
       }
       const counted = await countFailure(trx, webhook.id, at);
       if (!counted) return true;
-      const reason = this.disableReason(counted, now, answer.error!);
+      const reason = this.disableReason(counted, now, outcome.answer.error!);
       if (reason) {
         await disableWebhook(trx, webhook.id, at, reason);
         this.log.warn({ webhookId: webhook.id, reason }, 'webhook disabled');
@@ -340,16 +242,88 @@ export class WebhookWorker {
     }
     return undefined;
   }
+}
 
-  /** Stops the timer and waits for the deliveries in flight and their outcomes. */
+/** The delivery's row as an outcome leaves it. */
+function attemptChange({ delivered, answer, retryAt }: Outcome, at: string) {
+  const measured = { response_code: answer.status ?? null, duration_ms: answer.durationMs };
+  if (delivered) return { ...measured, status: 'delivered', delivered_at: at, last_error: null };
+  if (retryAt === null) return { ...measured, status: 'failed', last_error: answer.error! };
+  return {
+    ...measured,
+    status: 'pending',
+    last_error: answer.error!,
+    next_attempt_at: formatTimestamp(new Date(retryAt)),
+  };
+}
+
+/**
+ * Delivers webhook events after commit, in every server process: webhooks' kind of job
+ * (WebhookDelivery) on the job runner, on a timer (the changes that queue events do not nudge it,
+ * so a product without webhooks costs them nothing more). A worker that dies leaves its claims to
+ * lapse; another (or the restarted one) takes them over, so a delivery can arrive twice only if
+ * the process died between the receiver's answer and the write of the outcome. Retention is a
+ * periodic job beside it: what is older than the retention is deleted, a batch at a time.
+ */
+export class WebhookWorker {
+  private readonly runner: JobRunner<ClaimedDelivery>;
+  private readonly retention: PeriodicJob<Swept>;
+  private readonly sender: WebhookSender;
+
+  constructor(db: Db, log: FastifyBaseLogger, options: WebhookWorkerOptions = DEFAULT_WEBHOOK_WORKER_OPTIONS) {
+    const clock = options.jobClock ?? systemClock;
+    this.sender = new WebhookSender({ timeoutMs: options.timeoutMs, allowPrivate: options.allowPrivate });
+    this.runner = new JobRunner(new WebhookDelivery(db, log, options, this.sender, clock), options, log, clock);
+    this.retention = new PeriodicJob(webhookRetention(db, log, options), log, clock);
+  }
+
+  start(): void {
+    this.runner.start();
+    this.retention.start();
+  }
+
+  /** Deletes the deliveries and events older than the retention now; resolves with what it deleted. */
+  sweep(): Promise<Swept> {
+    return this.retention.runNow();
+  }
+
+  /** Asks for a round soon, once started; rounds never overlap. */
+  nudge(): void {
+    this.runner.nudge();
+  }
+
+  /** Delivers everything due now (and what falls due meanwhile); resolves with how many arrived. */
+  deliverDue(): Promise<number> {
+    return this.runner.runDue();
+  }
+
+  /** Resolves once no delivery round and no retention run is running. */
+  async settled(): Promise<void> {
+    await Promise.all([this.runner.settled(), this.retention.settled()]);
+  }
+
+  /** Stops the timers and waits for the deliveries in flight and their outcomes, and for a retention run. */
   async stop(): Promise<void> {
-    this.started = false;
-    this.stopping = true;
-    if (this.timer) clearInterval(this.timer);
-    if (this.sweepTimer) clearInterval(this.sweepTimer);
-    this.wake?.();
-    await this.running?.catch(() => undefined);
-    await this.sweeping?.catch(() => undefined);
+    await Promise.all([this.runner.stop(), this.retention.stop()]);
     this.sender.close();
   }
+}
+
+type Swept = { deliveries: number; events: number; statements: number };
+
+/**
+ * Retention as a periodic kind of job: every `sweepIntervalMs`, the deliveries and events older
+ * than the retention are deleted, a batch per statement (see deleteExpired).
+ */
+function webhookRetention(db: Db, log: FastifyBaseLogger, options: WebhookWorkerOptions) {
+  return {
+    name: 'deleting old webhook events',
+    everyMs: options.sweepIntervalMs,
+    async run(stopping: () => boolean): Promise<Swept> {
+      const before = new Date(options.clock() - options.retentionMs);
+      const done = await deleteExpired(db, before, options.retentionBatch, stopping);
+      if (done.deliveries + done.events > 0) log.info(done, 'old webhook events and deliveries deleted');
+      return done;
+    },
+  };
 }
