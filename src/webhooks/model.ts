@@ -9,7 +9,10 @@ export const EVENT_TYPES = [
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 
-/** `shiplog`: the signed JSON event; `slack`: a message incoming webhooks of Slack, Mattermost and Rocket.Chat accept. */
+/**
+ * `shiplog`: the signed JSON event; `slack`: a message incoming webhooks of Slack, Mattermost and
+ * Rocket.Chat accept.
+ */
 export const FORMATS = ['shiplog', 'slack'] as const;
 export type WebhookFormat = (typeof FORMATS)[number];
 
@@ -70,7 +73,9 @@ export function unmasked(given: URL, stored: string): URL {
   const before = new URL(stored);
   if (given.origin !== before.origin) {
     throw new ValidationError({
-      url: `keeps the stored user name and password (${MASK}) only for the same scheme, host and port; give them again for another`,
+      url:
+        `keeps the stored user name and password (${MASK}) only for the same scheme, host and port; ` +
+        'give them again for another',
     });
   }
   const url = new URL(given.href);
