@@ -5,6 +5,7 @@ import { loadConfig } from '../src/config.js';
 import type { ProductRow } from '../src/db/schema.js';
 import { DEFAULT_WEBHOOK_WORKER_OPTIONS, WebhookWorker, type WebhookWorkerOptions } from '../src/webhooks/index.js';
 import { assertError, client, makeApp, makeProduct, makeUser, type TestContext, type TestUser } from './helpers.js';
+import { ManualClock, until } from './manual-clock.js';
 import { runCli, waitFor } from './processes.js';
 import { Receiver, signatureValid, type Received } from './webhook-receiver.js';
 
@@ -37,10 +38,11 @@ interface Setup {
  */
 async function setup(
   env: Record<string, string> = {},
-  options: { file?: boolean; worker?: Partial<WebhookWorkerOptions> } = {},
+  options: { file?: boolean; worker?: Partial<WebhookWorkerOptions>; clock?: ManualClock } = {},
 ): Promise<Setup> {
   const t = await makeApp({
     file: options.file,
+    clock: options.clock,
     env: { WEBHOOKS_ALLOW_PRIVATE: '1', WEBHOOK_TIMEOUT_SECONDS: '2', WEBHOOK_LEASE_SECONDS: '5', ...env },
     webhookWorker: { retryBaseMs: 10, retryMaxMs: 20, ...options.worker },
   });
@@ -521,31 +523,46 @@ describe('deliveries', () => {
   });
 
   test('a receiver that hangs times out without holding up another webhook', async () => {
-    // Retries far off, so the round ends after the timeouts.
-    const s = await setup({}, { worker: { retryBaseMs: 60_000, retryMaxMs: 60_000 } });
-    receiver.answer('/hangs', () => 'hang');
-    const hangs = await addWebhook(s, { url: receiver.url('/hangs'), events: 'item.created' });
-    const quick = await addWebhook(s, { url: receiver.url('/quick'), events: 'item.created' });
-    await client(s.t.app, s.admin).post(`${s.api}/items.json`, { type: 'task', title: 'One' });
-    await client(s.t.app, s.admin).post(`${s.api}/items.json`, { type: 'task', title: 'Two' });
-    await client(s.t.app, s.admin).post(`${s.api}/items.json`, { type: 'task', title: 'Three' });
-    const round = s.t.app.webhooks.deliverDue();
-    await waitFor('the other webhook to get all three', () => receiver.to('/quick').length === 3);
-    assert.ok(receiver.hanging >= 1, 'the hanging receiver still holds its request while the other got all three');
-    await round;
-    await waitFor('the hanging requests to be given up', () => receiver.hanging === 0);
-    const held = await deliveries(s, hangs.id);
-    for (const d of held) {
-      assert.deepEqual(
-        [d.status, d.attempts, d.response_code, d.last_error],
-        ['pending', 1, null, 'No answer within 2 s.'],
+    // The deadline runs on a clock this test moves; retries an hour off, so the round ends after the timeouts.
+    const clock = new ManualClock();
+    try {
+      // A deadline of a minute: a test that waited for it on the wall clock would give up first.
+      const s = await setup(
+        { WEBHOOK_TIMEOUT_SECONDS: '60', WEBHOOK_LEASE_SECONDS: '300' },
+        { clock, worker: { retryBaseMs: 3_600_000, retryMaxMs: 3_600_000 } },
       );
+      receiver.answer('/hangs', () => 'hang');
+      const hangs = await addWebhook(s, { url: receiver.url('/hangs'), events: 'item.created' });
+      const quick = await addWebhook(s, { url: receiver.url('/quick'), events: 'item.created' });
+      await client(s.t.app, s.admin).post(`${s.api}/items.json`, { type: 'task', title: 'One' });
+      await client(s.t.app, s.admin).post(`${s.api}/items.json`, { type: 'task', title: 'Two' });
+      await client(s.t.app, s.admin).post(`${s.api}/items.json`, { type: 'task', title: 'Three' });
+      const round = s.t.app.webhooks.deliverDue();
+      await until('the other webhook to get all three', () => receiver.to('/quick').length === 3);
+      await until('the hanging receiver to hold its requests', () => receiver.hanging === 2);
+      await clock.tick(59_999);
+      assert.equal(receiver.hanging, 2, 'nothing is given up before its deadline');
+      await clock.tick(1);
+      // Two at a time per webhook: the third goes out as the first two are given up, and hangs too.
+      await until('the third request to go out', () => receiver.to('/hangs').length === 3);
+      await clock.tick(60_000);
+      await round;
+      await until('the hanging requests to be given up', () => receiver.hanging === 0);
+      const held = await deliveries(s, hangs.id);
+      for (const d of held) {
+        assert.deepEqual(
+          [d.status, d.attempts, d.response_code, d.last_error],
+          ['pending', 1, null, 'No answer within 60 s.'],
+        );
+      }
+      assert.deepEqual(
+        (await deliveries(s, quick.id)).map((d) => d.status),
+        ['delivered', 'delivered', 'delivered'],
+      );
+      await client(s.t.app, s.admin).delete(`${s.api}/webhooks/${hangs.id}.json`);
+    } finally {
+      clock.reset();
     }
-    assert.deepEqual(
-      (await deliveries(s, quick.id)).map((d) => d.status),
-      ['delivered', 'delivered', 'delivered'],
-    );
-    await client(s.t.app, s.admin).delete(`${s.api}/webhooks/${hangs.id}.json`);
   });
 
   test('disabled after repeated failures, with the reason; no events queued then; re-enabled by an admin', async () => {

@@ -1,5 +1,6 @@
 import http from 'node:http';
 import https from 'node:https';
+import { type Clock, systemClock } from '../time.js';
 import { checkLiteralHost, ForbiddenTargetError, guardedLookup } from './targets.js';
 
 /** How one POST to a receiver went. */
@@ -37,7 +38,11 @@ export class WebhookSender {
   private readonly httpAgent: http.Agent;
   private readonly httpsAgent: https.Agent;
 
-  constructor(private readonly options: { timeoutMs: number; allowPrivate: boolean }) {
+  constructor(
+    private readonly options: { timeoutMs: number; allowPrivate: boolean },
+    /** Whose time the deadline runs on: the job runner's, so a test moves it instead of waiting. */
+    private readonly clock: Clock = systemClock,
+  ) {
     const lookup = guardedLookup(options.allowPrivate);
     this.httpAgent = new http.Agent({ keepAlive: false, lookup });
     this.httpsAgent = new https.Agent({ keepAlive: false, lookup });
@@ -45,18 +50,18 @@ export class WebhookSender {
 
   /** Sends `body`; resolves with what happened, never rejects. */
   post(target: string, body: Buffer, headers: Record<string, string>): Promise<Answer> {
-    const started = Date.now();
+    const started = this.clock.now();
     return new Promise((resolve) => {
       let settled = false;
       let status: number | undefined;
       let retryAfterMs: number | undefined;
       let kept = '';
-      let timer: NodeJS.Timeout | undefined;
+      let cancelDeadline: (() => void) | undefined;
       const done = (outcome: Omit<Answer, 'durationMs'>) => {
         if (settled) return;
         settled = true;
-        clearTimeout(timer);
-        resolve({ ...outcome, durationMs: Date.now() - started });
+        cancelDeadline?.();
+        resolve({ ...outcome, durationMs: Math.max(0, this.clock.now() - started) });
       };
       const answered = () => {
         const ok = status! >= 200 && status! < 300;
@@ -82,12 +87,12 @@ export class WebhookSender {
         failed(err);
         return;
       }
-      timer = setTimeout(() => {
+      cancelDeadline = this.clock.after(this.options.timeoutMs, () => {
         // An answer that began in time counts; one that never came is a timeout.
         if (status !== undefined) answered();
         else failed(new Error(`No answer within ${Math.round(this.options.timeoutMs / 1000)} s.`));
         request.destroy();
-      }, this.options.timeoutMs);
+      });
       request.on('error', failed);
       request.on('response', (response) => {
         status = response.statusCode ?? 0;

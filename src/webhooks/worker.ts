@@ -272,7 +272,7 @@ export class WebhookWorker {
 
   constructor(db: Db, log: FastifyBaseLogger, options: WebhookWorkerOptions = DEFAULT_WEBHOOK_WORKER_OPTIONS) {
     const clock = options.jobClock ?? systemClock;
-    this.sender = new WebhookSender({ timeoutMs: options.timeoutMs, allowPrivate: options.allowPrivate });
+    this.sender = new WebhookSender({ timeoutMs: options.timeoutMs, allowPrivate: options.allowPrivate }, clock);
     this.runner = new JobRunner(new WebhookDelivery(db, log, options, this.sender, clock), options, log, clock);
     this.retention = new PeriodicJob(webhookRetention(db, log, options), log, clock);
   }
