@@ -74,17 +74,28 @@ export type DeployReceiptJson = Static<typeof DeployReceiptSchema>;
 /** The named schemas of the feature, registered on the app so that responses reference them. */
 export const DEPLOY_SCHEMAS = [DeploySchema, RecipientSchema, DeployReceiptSchema];
 
+/** What the deploys' presenters are given besides their rows. */
+export interface DeployPresenting {
+  /** The caller and the product. */
+  scope: ProductScope;
+  /** The addresses the items' JSON links to. */
+  urls: Urls;
+  /** The bytes the answer may take: what cannot fit is not presented (none: everything is). */
+  budget?: number;
+}
+
 /**
  * A deploy as the caller (`viewerId`) sees it (see presentUser); `omitted`: the numbers of items
  * left out to fit an answer.
  */
-export function presentDeploy(
-  row: DeployRow,
-  user: UserRow,
-  viewerId: number,
-  items: ItemJson[],
-  omitted: number[] = [],
-): DeployJson {
+export function presentDeploy(o: {
+  row: DeployRow;
+  user: UserRow;
+  viewerId: number;
+  items: ItemJson[];
+  omitted?: number[];
+}): DeployJson {
+  const { row, user, viewerId, items, omitted = [] } = o;
   const json: DeployJson = {
     id: row.id,
     environment: row.environment,
@@ -186,14 +197,9 @@ async function deploysThatMayFit(
  * from the first that cannot fit whole after another, and the items of a first deploy that cannot
  * fit, whose numbers it lists in `omitted_numbers` (deploysWithin then fits what is left exactly).
  */
-export async function presentDeploys(
-  db: Db,
-  scope: ProductScope,
-  allDeploys: DeployRow[],
-  urls: Urls,
-  budget?: number,
-): Promise<DeployJson[]> {
-  const { deploys, shownOf, omitted } = await deploysThatMayFit(db, allDeploys, budget);
+export async function presentDeploys(db: Db, o: DeployPresenting & { deploys: DeployRow[] }): Promise<DeployJson[]> {
+  const { scope, urls } = o;
+  const { deploys, shownOf, omitted } = await deploysThatMayFit(db, o.deploys, o.budget);
   const itemsByDeploy = await itemsOfDeploys(
     db,
     deploys.map((d) => d.id),
@@ -219,13 +225,13 @@ export async function presentDeploys(
     ).map((u) => [u.id, u]),
   );
   const json = deploys.map((d) =>
-    presentDeploy(
-      d,
-      users.get(d.user_id)!,
-      scope.user.id,
-      itemsByDeploy.get(d.id)!.map((i) => rendered.get(i.id)!),
-      omitted.get(d.id),
-    ),
+    presentDeploy({
+      row: d,
+      user: users.get(d.user_id)!,
+      viewerId: scope.user.id,
+      items: itemsByDeploy.get(d.id)!.map((i) => rendered.get(i.id)!),
+      omitted: omitted.get(d.id),
+    }),
   );
   // Serialising a page of a thousand items is a step of its own (see nextTurn).
   if (allItems.length > BIG_PAGE) await nextTurn();
@@ -239,23 +245,19 @@ export async function presentDeploys(
  */
 export async function presentRecorded(
   db: Db,
-  scope: ProductScope,
-  deploy: DeployRow,
-  items: ItemHead[],
-  urls: Urls,
-  viewerId: number,
-  budget?: number,
+  o: DeployPresenting & { deploy: DeployRow; items: ItemHead[]; viewerId: number },
 ): Promise<DeployJson> {
+  const { scope, urls, viewerId } = o;
   // Just after the commit of a large deploy, itself a long step (SQLite writes every page it changed).
-  if (items.length > BIG_PAGE) await nextTurn();
-  const { shown, omitted } = await rowsThatMayFit(db, items, budget);
-  const json = presentDeploy(
-    deploy,
-    scope.user,
+  if (o.items.length > BIG_PAGE) await nextTurn();
+  const { shown, omitted } = await rowsThatMayFit(db, o.items, o.budget);
+  const json = presentDeploy({
+    row: o.deploy,
+    user: scope.user,
     viewerId,
-    await presentItems(db, { product: scope.product, rows: shown, urls, viewerId, embedded: true }),
+    items: await presentItems(db, { product: scope.product, rows: shown, urls, viewerId, embedded: true }),
     omitted,
-  );
+  });
   if (shown.length > BIG_PAGE) await nextTurn();
   return json;
 }
@@ -266,16 +268,13 @@ export async function presentRecorded(
  */
 export async function presentReceipt(
   db: Db,
-  scope: ProductScope,
-  deploy: DeployRow,
-  items: ItemHead[] | undefined,
-  urls: Urls,
-  budget: number,
+  o: DeployPresenting & { deploy: DeployRow; items: ItemHead[] | undefined },
 ): Promise<DeployReceiptJson> {
+  const { deploy, items } = o;
   // Just recorded, its items are in hand; a repeat reads them again.
   const json = items
-    ? await presentRecorded(db, scope, deploy, items, urls, scope.user.id, budget)
-    : (await presentDeploys(db, scope, [deploy], urls, budget))[0];
+    ? await presentRecorded(db, { ...o, items, viewerId: o.scope.user.id })
+    : (await presentDeploys(db, { ...o, deploys: [deploy] }))[0];
   return {
     ...json,
     unknown_numbers: JSON.parse(deploy.unknown_numbers) as number[],
@@ -297,13 +296,10 @@ interface PlannedDeploy {
  */
 export async function presentDryRun(
   db: Db,
-  scope: ProductScope,
-  input: DeployInput,
-  plan: PlannedDeploy,
-  urls: Urls,
-  budget: number,
+  o: DeployPresenting & { input: DeployInput; plan: PlannedDeploy },
 ): Promise<DeployReceiptJson> {
-  const { shown, omitted } = await rowsThatMayFit(db, plan.items, budget);
+  const { scope, urls, input, plan } = o;
+  const { shown, omitted } = await rowsThatMayFit(db, plan.items, o.budget);
   const items = await presentItems(db, {
     product: scope.product,
     rows: shown,

@@ -39,7 +39,7 @@ async function listDeploys(app: FastifyInstance, request: FastifyRequest, reply:
         item: serializerOf<ItemJson>(reply, ONE_ITEM),
       };
       const bounded = await deploysWithin(
-        await presentDeploys(app.db, request.scope, deploys, app.config, budget),
+        await presentDeploys(app.db, { scope: request.scope, urls: app.config, budget, deploys }),
         serialize,
         budget,
       );
@@ -68,7 +68,13 @@ async function createDeploy(app: FastifyInstance, request: FastifyRequest, reply
   // nothing, so its Idempotency-Key is neither looked up nor used up.
   if (input.dryRun)
     return bounded(
-      await presentDryRun(app.db, request.scope, input, await planDeploy(app.db, request.scope, input), urls, budget),
+      await presentDryRun(app.db, {
+        scope: request.scope,
+        urls,
+        budget,
+        input,
+        plan: await planDeploy(app.db, request.scope, input),
+      }),
     );
   const key = parseIdempotencyKey(request.headers['idempotency-key']);
   // Rendered before the transaction opens: a render may take up to its deadline, holding nothing.
@@ -78,13 +84,12 @@ async function createDeploy(app: FastifyInstance, request: FastifyRequest, reply
     .execute((trx) => recordDeploy(trx, request.scope, { ...input, notesHtml }, key, urls));
   if (recorded.created) app.outbox.nudge();
   return bounded(
-    await presentReceipt(
-      app.db,
-      request.scope,
-      recorded.deploy,
-      recorded.created ? recorded.items : undefined,
+    await presentReceipt(app.db, {
+      scope: request.scope,
       urls,
       budget,
-    ),
+      deploy: recorded.deploy,
+      items: recorded.created ? recorded.items : undefined,
+    }),
   );
 }

@@ -239,19 +239,23 @@ export async function deployedEnvironments(db: Db, productId: number, limit: num
 // ---- an item's page: what it shows besides the item's JSON, each with the people it names
 
 /** The item of a product by number, with its description's HTML (null: not rendered yet). */
+// The reads of an item's page are prepared (see prepared): they run on every view of an item.
+const itemForPage = prepared((db, productId: number, number: number) =>
+  db
+    .selectFrom('items')
+    .select(ITEM_COLUMNS)
+    .select('description_html')
+    .where('product_id', '=', productId)
+    .where('number', '=', number),
+);
+
 export async function findItemForPage(
   db: Db,
   productId: number,
   number: number,
 ): Promise<{ row: ItemRow; descriptionHtml: string | null } | undefined> {
   if (!storableId(number)) return undefined;
-  const found = await db
-    .selectFrom('items')
-    .select(ITEM_COLUMNS)
-    .select('description_html')
-    .where('product_id', '=', productId)
-    .where('number', '=', number)
-    .executeTakeFirst();
+  const [found] = await itemForPage(db, productId, number);
   if (!found) return undefined;
   const { description_html, ...row } = found;
   return { row, descriptionHtml: description_html };
@@ -279,7 +283,16 @@ export async function itemDeploymentsWithPeople(
   itemId: number,
   page: { offset: number; limit: number },
 ): Promise<DeploymentWithPeople[]> {
-  const rows = await db
+  const rows = await deploymentsWithPeople(db, productId, itemId, page.limit, page.offset);
+  return rows.map(({ u_first, u_last, u_email, r_first, r_last, r_email, ...d }) => ({
+    ...d,
+    deployer: namedOf(u_first, u_last, u_email),
+    reverter: namedOf(r_first, r_last, r_email),
+  }));
+}
+
+const deploymentsWithPeople = prepared((db, productId: number, itemId: number, limit: number, offset: number) =>
+  db
     .selectFrom('item_deployments as x')
     .leftJoin('deploys as d', (j) => j.onRef('d.id', '=', 'x.deploy_id').on('d.product_id', '=', productId))
     .leftJoin('users as u', 'u.id', 'd.user_id')
@@ -290,46 +303,44 @@ export async function itemDeploymentsWithPeople(
     .select(['ru.first_name as r_first', 'ru.last_name as r_last', 'ru.email as r_email'])
     .where('x.item_id', '=', itemId)
     .orderBy('x.deploy_id', 'desc')
-    .limit(page.limit)
-    .offset(page.offset)
-    .execute();
-  return rows.map(({ u_first, u_last, u_email, r_first, r_last, r_email, ...d }) => ({
-    ...d,
-    deployer: namedOf(u_first, u_last, u_email),
-    reverter: namedOf(r_first, r_last, r_email),
-  }));
-}
+    .limit(limit)
+    .offset(offset),
+);
 
 /** How many environments an item went to. */
 export async function countItemDeployments(db: Db, itemId: number): Promise<number> {
-  const row = await db
-    .selectFrom('item_deployments')
-    .select((eb) => eb.fn.countAll<number>().as('n'))
-    .where('item_id', '=', itemId)
-    .executeTakeFirstOrThrow();
+  const [row] = await itemDeploymentCount(db, itemId);
   return Number(row.n);
 }
 
+const itemDeploymentCount = prepared((db, itemId: number) =>
+  db
+    .selectFrom('item_deployments')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('item_id', '=', itemId),
+);
+
 /** The first `limit` followers of an item by when they started following, as pages name them. */
 export async function followersWithNames(db: Db, itemId: number, limit: number): Promise<(Named & { id: number })[]> {
-  return db
+  return firstFollowersWithNames(db, itemId, limit);
+}
+
+const firstFollowersWithNames = prepared((db, itemId: number, limit: number) =>
+  db
     .selectFrom('followers as f')
     .innerJoin('users as u', 'u.id', 'f.user_id')
     .select(['u.id', 'u.first_name', 'u.last_name', 'u.email'])
     .where('f.item_id', '=', itemId)
     .orderBy('f.created_at')
     .orderBy('f.user_id')
-    .limit(limit)
-    .execute();
-}
+    .limit(limit),
+);
 
 /** Whether the user follows the item. */
 export async function follows(db: Db, itemId: number, userId: number): Promise<boolean> {
-  const row = await db
-    .selectFrom('followers')
-    .select('user_id')
-    .where('item_id', '=', itemId)
-    .where('user_id', '=', userId)
-    .executeTakeFirst();
-  return row !== undefined;
+  return (await follower(db, itemId, userId)).length > 0;
 }
+
+const follower = prepared((db, itemId: number, userId: number) =>
+  db.selectFrom('followers').select('user_id').where('item_id', '=', itemId).where('user_id', '=', userId),
+);

@@ -12,7 +12,7 @@ async function loadDeploy(app: FastifyInstance, request: FastifyRequest): Promis
   const raw = (request.params as { deploy_id: string }).deploy_id;
   const deploy = await getDeploy(app.db, scope, digitsToId(raw) ?? -1);
   const [[json], notes] = await Promise.all([
-    presentDeploys(app.db, scope, [deploy], app.config, app.config.maxAnswerBytes),
+    presentDeploys(app.db, { scope, urls: app.config, budget: app.config.maxAnswerBytes, deploys: [deploy] }),
     notesHtmlOf(app.db, [deploy]),
   ]);
   return { product: productOf(scope), deploy: { ...json, notesHtml: notes.get(deploy.id)! } };

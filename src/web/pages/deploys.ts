@@ -15,7 +15,7 @@ async function loadDeploys(app: FastifyInstance, request: FastifyRequest): Promi
   const { filter, page } = parseDeployList({ environment: p.environment, offset: p.offset });
   const { deploys, total } = await findDeploys(app.db, scope, { ...filter, newest: true }, page);
   const [json, notes] = await Promise.all([
-    presentDeploys(app.db, scope, deploys, app.config, app.config.maxAnswerBytes),
+    presentDeploys(app.db, { scope, urls: app.config, budget: app.config.maxAnswerBytes, deploys }),
     notesHtmlOf(app.db, deploys),
   ]);
   return {
