@@ -312,13 +312,15 @@ async function whileOthersAsk<R>(heavy: () => Promise<R>): Promise<{ result: R; 
       await new Promise((resolve) => setTimeout(resolve, 5));
     }
   })();
+  let result: R;
   try {
-    const result = await heavy();
-    return { result, maxDelay, asked };
+    result = await heavy();
   } finally {
     done = true;
+    // The request in flight when `heavy` ended counts too: it was asked while `heavy` ran.
     await loop;
   }
+  return { result, maxDelay, asked };
 }
 
 /**
