@@ -1,10 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import type { FastifyBaseLogger } from 'fastify';
-import type { Db } from '../src/db/connection.js';
 import { DEFAULT_WEBHOOK_WORKER_OPTIONS, WebhookWorker } from '../src/webhooks/index.js';
 import { client, makeApp, makeProduct, makeUser, type TestContext } from './helpers.js';
-import { ManualClock } from './manual-clock.js';
+import { firstTransactionHangs, ManualClock } from './manual-clock.js';
 import { Receiver } from './webhook-receiver.js';
 
 // The background jobs as the server runs them (on their own timers), on a clock the test moves:
@@ -89,21 +88,7 @@ test('a webhook round that makes no progress (a claim the database never answers
   // The app's own worker stays off: the one under test is built below.
   const { t, admin, api } = await appWithWebhook(clock, '/watched', {}, false);
   // The first claim hangs for good; later ones go to the database as usual.
-  let hung = false;
-  const db = new Proxy(t.db, {
-    get(target, key, receiver) {
-      if (key !== 'transaction') {
-        const value = Reflect.get(target, key, receiver);
-        return typeof value === 'function' ? value.bind(target) : value;
-      }
-      return () => {
-        const real = target.transaction();
-        if (hung) return real;
-        hung = true;
-        return { ...real, execute: () => new Promise(() => undefined) };
-      };
-    },
-  }) as Db;
+  const db = firstTransactionHangs(t.db);
   const errors: string[] = [];
   const log = { info() {}, warn() {}, debug() {}, error: (_obj: unknown, msg: string) => errors.push(msg) };
   const worker = new WebhookWorker(db, log as unknown as FastifyBaseLogger, {

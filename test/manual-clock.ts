@@ -1,4 +1,5 @@
 import { mock } from 'node:test';
+import type { Db } from '../src/db/connection.js';
 import type { Clock } from '../src/time.js';
 
 /**
@@ -52,4 +53,26 @@ export async function until(what: string, condition: () => boolean | Promise<boo
     if (performance.now() > deadline) throw new Error(`gave up after ${ms} ms waiting for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
+}
+
+/**
+ * `db`, but the first transaction it opens never ends (a claim the database never answers, as a
+ * job's watchdog must see through); later ones go to the database as usual.
+ */
+export function firstTransactionHangs(db: Db): Db {
+  let hung = false;
+  return new Proxy(db, {
+    get(target, key, receiver) {
+      if (key !== 'transaction') {
+        const value = Reflect.get(target, key, receiver);
+        return typeof value === 'function' ? value.bind(target) : value;
+      }
+      return () => {
+        const real = target.transaction();
+        if (hung) return real;
+        hung = true;
+        return { ...real, execute: () => new Promise(() => undefined) };
+      };
+    },
+  }) as Db;
 }

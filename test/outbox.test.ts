@@ -4,10 +4,9 @@ import { markAllSent } from '../src/mail/outbox.js';
 import type { MailTransport } from '../src/mail/transport.js';
 import { OutboxWorker, retryDelayMs } from '../src/mail/worker.js';
 import { deployMessageRenderer } from '../src/deploys/index.js';
-import type { Db } from '../src/db/connection.js';
 import type { FastifyBaseLogger } from 'fastify';
 import { client, makeApp, makeItem, makeProduct, makeUser, type TestContext } from './helpers.js';
-import { ManualClock, until } from './manual-clock.js';
+import { firstTransactionHangs, ManualClock, until } from './manual-clock.js';
 
 /** A transport that fails for chosen addresses, and records what it sent. */
 const sent: number[] = [];
@@ -289,21 +288,7 @@ test('a round stuck outside any send (here: a claim the database never answers) 
 }, async () => {
   const { deployId } = await deployTo(2);
   // The first claim hangs for good; later ones go to the database as usual.
-  let hung = false;
-  const db = new Proxy(t.db, {
-    get(target, key, receiver) {
-      if (key !== 'transaction') {
-        const value = Reflect.get(target, key, receiver);
-        return typeof value === 'function' ? value.bind(target) : value;
-      }
-      return () => {
-        const real = target.transaction();
-        if (hung) return real;
-        hung = true;
-        return { ...real, execute: () => new Promise(() => undefined) };
-      };
-    },
-  }) as Db;
+  const db = firstTransactionHangs(t.db);
   const errors: string[] = [];
   const log = {
     info() {},
