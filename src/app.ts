@@ -21,7 +21,7 @@ import { DEFAULT_MARKDOWN_OPTIONS, MarkdownRenderer, type MarkdownOptions } from
 import { registerSecurityHeaders } from './http/security-headers.js';
 import { serverOptions } from './http/server-options.js';
 import { INVITATION_SCHEMAS, invitationMessageRenderer, invitationRoutes, inviteRoutes } from './invitations/index.js';
-import { fillDescriptionHtml, ITEM_SCHEMAS, itemRoutes, ListCounts, shortUrlRoutes } from './items/index.js';
+import { fillDescriptionHtml, ITEM_SCHEMAS, itemRoutes, KeptItems, ListCounts, shortUrlRoutes } from './items/index.js';
 import {
   DEFAULT_WORKER_OPTIONS,
   emlTransport,
@@ -74,6 +74,8 @@ declare module 'fastify' {
     listCounts: ListCounts;
     /** Item and deploy lists kept per product revision (see KeptAnswers). */
     keptAnswers: KeptAnswers;
+    /** Each item's JSON kept by its version, for lists assembled from it (see KeptItems). */
+    keptItems: KeptItems;
     /** Renders descriptions and notes when they are written, off the event loop (markdown.ts). */
     markdown: MarkdownRenderer;
   }
@@ -112,11 +114,14 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   app.decorate('db', db);
   app.decorate('config', config);
   app.decorate('listCounts', new ListCounts());
+  // Of the memory given to kept answers, two thirds hold whole answers and one third items' JSON.
+  const answerCache = config.answerCacheMb * 1024 * 1024;
+  app.decorate('keptItems', new KeptItems(answerCache / 3));
   // Renders at once: as many as the pool's connections on PostgreSQL, where renders wait on the network.
   // On SQLite one answer renders at a time: its reads block the one thread anyway, and a second
   // render in between only holds a second page of objects (4 MB more at the peak, for no more answers
   // per second).
-  app.decorate('keptAnswers', new KeptAnswers(undefined, config.databaseUrl ? config.pgPoolMax : 1));
+  app.decorate('keptAnswers', new KeptAnswers((answerCache * 2) / 3, config.databaseUrl ? config.pgPoolMax : 1));
   app.decorateRequest('user', null as unknown as UserRow);
   app.decorateRequest('scope', null as unknown as ProductScope);
   registerSecurityHeaders(app, config);

@@ -26,6 +26,8 @@ export interface Config {
   readonly pgPoolMax: number;
   /** SQLite's page cache per connection, in MiB. */
   readonly sqliteCacheMb: number;
+  /** What kept answers and kept item JSON hold together, in MiB; 0 keeps nothing. */
+  readonly answerCacheMb: number;
   readonly pgStatementTimeoutMs: number;
   readonly pgConnectTimeoutMs: number;
   /** A request (head and body) must arrive within this; a slower one is answered 408 and cut off. */
@@ -222,6 +224,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     databaseUrl: env.DATABASE_URL ? parseDatabaseUrl(env.DATABASE_URL) : undefined,
     pgPoolMax: positive('PG_POOL_MAX', 10),
     sqliteCacheMb: positive('SQLITE_CACHE_MB', 8, 4096),
+    answerCacheMb: limit('ANSWER_CACHE_MB', 48),
     pgStatementTimeoutMs: positive('PG_STATEMENT_TIMEOUT_MS', 5000),
     pgConnectTimeoutMs: positive('PG_CONNECT_TIMEOUT_MS', 5000),
     requestTimeoutMs: positive('REQUEST_TIMEOUT_MS', 30_000, MAX_TIMER_MS),

@@ -1,4 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { answeredNotModified, answerTag } from './http/conditional.js';
 import { LruCache } from './lru.js';
 import { PROFILE_TTL_MS } from './users/index.js';
 import type { ProductScope } from './scope.js';
@@ -6,6 +7,8 @@ import type { ProductScope } from './scope.js';
 /** A serialized answer (its bytes, sent as they are) and the headers its handler set. */
 interface KeptAnswer {
   body: Buffer;
+  /** A strong entity tag of the body, for conditional requests (http/conditional.ts). */
+  etag: string;
   headers: [string, string][];
 }
 
@@ -99,7 +102,9 @@ export class KeptAnswers {
    * Answers `request` with what was kept for `question` (a string naming everything of the
    * request the answer depends on besides product, revision and caller), or with what `make`
    * returns, serialized by the route's schema (unless it is a Buffer, serialized already) and
-   * kept with those of the `headers` it set.
+   * kept with those of the `headers` it set. Every answer carries an ETag of its bytes; a request
+   * whose If-None-Match names it is answered 304 without a body (from the kept answer, or after
+   * rendering when none is kept: then the answer is kept for the next).
    */
   async answer(
     request: FastifyRequest,
@@ -107,7 +112,20 @@ export class KeptAnswers {
     question: string,
     headers: readonly string[],
     make: () => Promise<unknown>,
-  ): Promise<Buffer> {
+  ): Promise<Buffer | FastifyReply> {
+    const answer = await this.keptOrMade(request, reply, question, headers, make);
+    for (const [name, value] of answer.headers) reply.header(name, value);
+    if (answeredNotModified(request, reply, answer.etag)) return reply.send();
+    return answer.body;
+  }
+
+  private async keptOrMade(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    question: string,
+    headers: readonly string[],
+    make: () => Promise<unknown>,
+  ): Promise<KeptAnswer> {
     const scope: ProductScope = request.scope;
     const key = `${scope.product.id}:${scope.product.revision}:${scope.user.id}:${question}`;
     const fresh = /\bno-(cache|store)\b/i.test(request.headers['cache-control'] ?? '');
@@ -115,10 +133,7 @@ export class KeptAnswers {
     // Kept, or being rendered for another request right now: the same answer either way.
     const underway = fresh ? undefined : this.underway.get(key);
     const kept = fresh ? undefined : (this.kept(key) ?? (underway && (await underway)));
-    if (kept !== undefined) {
-      for (const [name, value] of kept.headers) reply.header(name, value);
-      return kept.body;
-    }
+    if (kept !== undefined) return kept;
     // The route's serializer, from its response schema, gives a string; kept as the bytes sent,
     // so that a big answer (a page of deploys is hundreds of KiB) is not encoded again each time.
     // A page bounded in bytes comes serialized already (http/answer-size.ts), as a Buffer.
@@ -126,18 +141,16 @@ export class KeptAnswers {
     const rendering = this.rendered(scope.user.id, async (): Promise<KeptAnswer> => {
       const made = await make();
       const body = Buffer.isBuffer(made) ? made : Buffer.from(reply.serialize(made) as string);
-      return {
-        body,
-        headers: headers.flatMap((name): [string, string][] =>
-          reply.getHeader(name) === undefined ? [] : [[name, String(reply.getHeader(name))]],
-        ),
-      };
+      const kept = headers.flatMap((name): [string, string][] =>
+        reply.getHeader(name) === undefined ? [] : [[name, String(reply.getHeader(name))]],
+      );
+      return { body, etag: answerTag(body, kept), headers: kept };
     });
     if (!fresh) this.underway.set(key, rendering);
     try {
       const answer = await rendering;
       this.keep(key, answer);
-      return answer.body;
+      return answer;
     } finally {
       if (this.underway.get(key) === rendering) this.underway.delete(key);
     }

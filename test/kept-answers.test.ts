@@ -83,7 +83,8 @@ test('following an item shows at once in kept lists: its last_activity, and the 
     await t.db.transaction().execute(async (trx) => {
       await trx
         .updateTable('items')
-        .set({ last_activity: at })
+        // As every change of an item's row does, a new version of it.
+        .set((eb) => ({ last_activity: at, version: eb('version', '+', 1) }))
         .where('product_id', '=', productId)
         .where('number', '=', number)
         .execute();
@@ -132,7 +133,10 @@ function fakeExchange(revision: number, cacheControl?: string) {
   } as unknown as FastifyRequest;
   const reply = {
     type: () => reply,
-    header: (name: string, value: string) => set.set(name, value),
+    header: (name: string, value: string) => {
+      set.set(name, value);
+      return reply;
+    },
     getHeader: (name: string) => set.get(name),
     serialize: (value: unknown) => JSON.stringify(value),
   } as unknown as FastifyReply;

@@ -72,7 +72,11 @@ describe('list items: filters', () => {
   test('someday items are listed when asked for', async () => {
     const { owner, product, api, url } = await setup();
     await makeItem(t.app, owner, product.id);
-    await t.db.updateTable('items').set({ status: 0 }).where('product_id', '=', product.id).execute();
+    await t.db
+      .updateTable('items')
+      .set((eb) => ({ status: 0, version: eb('version', '+', 1) }))
+      .where('product_id', '=', product.id)
+      .execute();
     const res = await api.get(url, { status: 'someday' });
     assert.equal(res.json()[0].status, 'someday');
   });

@@ -91,6 +91,21 @@ export class SerializedEntries<T> {
   }
 }
 
+/**
+ * The JSON of the leading pieces whose array (brackets and commas included) takes at most `room`
+ * bytes; the first even if it alone takes more, so that a page always moves on.
+ */
+export function piecesWithin(pieces: readonly { json: string; bytes: number }[], room: number): string[] {
+  const within: string[] = [];
+  let bytes = 2;
+  for (const [i, piece] of pieces.entries()) {
+    bytes += piece.bytes + (i > 0 ? 1 : 0);
+    if (bytes > room && i > 0) break;
+    within.push(piece.json);
+  }
+  return within;
+}
+
 export const jsonArray = (pieces: readonly string[]): string => `[${pieces.join(',')}]`;
 
 /**

@@ -44,6 +44,32 @@ export async function findItemsByIds(db: Db, ids: number[]): Promise<ItemRow[]> 
 }
 
 /**
+ * What an item's JSON is rendered from besides its relations' own rows: its id and version (see
+ * entityTag), its parent, and the people it names (see KeptItems.keyOf). `least` is what its JSON
+ * takes at least when read with a page (the bytes of its text).
+ */
+export interface ItemStamp {
+  id: number;
+  version: number;
+  parent_id: number | null;
+  created_by_id: number;
+  assigned_to_id: number | null;
+  least?: number;
+}
+
+const STAMP_COLUMNS = ['id', 'version', 'parent_id', 'created_by_id', 'assigned_to_id'] as const;
+
+const stampsByIds = prepared((db, ids: number[]) =>
+  db.selectFrom('items').select(STAMP_COLUMNS).where('id', 'in', ids),
+);
+
+/** The stamps of the items of these ids, in no particular order. */
+export async function findItemStamps(db: Db, ids: number[]): Promise<ItemStamp[]> {
+  if (ids.length === 0) return [];
+  return inChunks([...new Set(ids)], (chunk) => stampsByIds(db, chunk));
+}
+
+/**
  * An item without its description, with what its text takes: `text_bytes`, the UTF-8 bytes of
  * its title and description (the least its JSON takes), and `stored_bytes`, those of its
  * description and rendered description (what a change of any column of its row rewrites). What
@@ -466,6 +492,23 @@ export async function listTopLevel(
   return (
     await rowsWithin(db, await page.select(['items.id', LEAST_BYTES]).limit(limit).offset(offset).execute(), budget)
   ).rows;
+}
+
+/** One page of top-level items matching the filter, as stamps with the least each one's JSON takes. */
+export async function listTopLevelStamps(
+  db: Db,
+  f: ItemFilter,
+  order: Order,
+  offset: number,
+  limit: number,
+): Promise<ItemStamp[]> {
+  const rows = await ordered(topLevelQuery(db, f, order), order)
+    .select(columnsOf('items', STAMP_COLUMNS))
+    .select(LEAST_BYTES)
+    .limit(limit)
+    .offset(offset)
+    .execute();
+  return rows.map((row) => ({ ...row, least: Number(row.least) }));
 }
 
 /** What an item's JSON takes at least, known without reading its text: the bytes of its text. */

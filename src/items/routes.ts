@@ -2,9 +2,10 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Trx } from '../db/connection.js';
 import type { ItemRow } from '../db/schema.js';
 import { productNotFound } from '../errors.js';
-import { boundedPage, NEXT_OFFSET, serializerOf } from '../http/answer-size.js';
+import { jsonArray, NEXT_OFFSET, piecesWithin, serializerOf } from '../http/answer-size.js';
 import { prefersHtml } from '../http/negotiate.js';
 import { requestParams } from '../http/request.js';
+import { answeredNotModified } from '../http/conditional.js';
 import { asPage, digitsToId, type ParamValue } from '../http/params.js';
 import type { ProductScope } from '../scope.js';
 import {
@@ -18,7 +19,8 @@ import {
 } from './input.js';
 import { CHILDREN_PAGE, DEPLOYED_TO_PAGE, entityTag } from './model.js';
 import { itemPagePath } from './urls.js';
-import { presentDeployment, presentItems, rowsThatMayFit, type ItemJson } from './present.js';
+import { itemPieces, type ItemStamp } from './kept-items.js';
+import { presentDeployment, type ItemJson } from './present.js';
 import { knownDeploymentsOf, type KnownRelations } from './repository.js';
 import {
   archiveItemSchema,
@@ -41,8 +43,9 @@ import {
   childrenOf,
   createItem,
   deploymentsOf,
+  findItemsByIds,
   getItemToShow,
-  listItems,
+  listItemStamps,
   renderDescription,
   resortItem,
   setFollowing,
@@ -55,45 +58,71 @@ export async function itemRoutes(app: FastifyInstance): Promise<void> {
   await app.register(itemChangeRoutes);
 }
 
-/** The caller's view of one item, as every single-item route answers, with its version as the ETag. */
-const presentOne = async (
+/**
+ * The caller's view of one item, as every single-item route answers, with its version as the ETag:
+ * its JSON kept by version (KeptItems), or rendered and kept.
+ */
+async function presentOne(
   app: FastifyInstance,
   reply: FastifyReply,
   scope: ProductScope,
   row: ItemRow,
   known?: KnownRelations,
-) => {
+): Promise<Buffer> {
   reply.header('ETag', `"${entityTag(row)}"`);
-  const options = { product: scope.product, rows: [row], urls: app.config, viewerId: scope.user.id, known };
-  return (await presentItems(app.db, options))[0];
-};
+  reply.type('application/json; charset=utf-8');
+  const [piece] = await itemPieces({
+    ...keptItemsOf(app, reply, scope),
+    stamps: [row],
+    rowsOf: async (rows) => rows,
+    known,
+  });
+  return Buffer.from(piece.json);
+}
+
+/** What itemPieces needs of the app and the caller. */
+const keptItemsOf = (app: FastifyInstance, reply: FastifyReply, scope: ProductScope) => ({
+  db: app.db,
+  kept: app.keptItems,
+  product: scope.product,
+  urls: app.config,
+  viewerId: scope.user.id,
+  serialize: serializerOf<ItemJson>(reply, ONE_ITEM),
+});
 
 const ifMatchOf = (request: FastifyRequest): IfMatch | undefined => parseIfMatch(request.headers['if-match']);
 
 /**
  * A page of items as JSON within the size bound of an answer, with the total and, when entries
- * remain after it, where the next page starts (it can end before `limit`).
+ * remain after it, where the next page starts (it can end before `limit`). `stamps` are rows, or
+ * stamps whose rows are read only for the items whose JSON is not kept.
  */
 async function boundedItems(
   app: FastifyInstance,
   request: FastifyRequest,
   reply: FastifyReply,
-  rows: ItemRow[],
-  offset: number,
-  total: number,
+  page: { stamps: ItemStamp[]; offset: number; total: number },
 ): Promise<Buffer> {
-  const shown = rowsThatMayFit(rows, app.config.maxAnswerBytes);
-  const items = await presentItems(app.db, {
-    product: request.scope.product,
-    rows: shown,
-    urls: app.config,
-    viewerId: request.scope.user.id,
+  const budget = app.config.maxAnswerBytes;
+  const pieces = await itemPieces({
+    ...keptItemsOf(app, reply, request.scope),
+    stamps: page.stamps,
+    rowsOf: async (missing) =>
+      missing.every(isItemRow)
+        ? missing
+        : findItemsByIds(
+            app.db,
+            missing.map((m) => m.id),
+          ),
+    budget,
   });
-  const page = await boundedPage(items, serializerOf<ItemJson>(reply, ONE_ITEM), app.config.maxAnswerBytes);
-  reply.header(ITEM_COUNT, String(total));
-  if (offset + page.count < total) reply.header(NEXT_OFFSET, String(offset + page.count));
-  return Buffer.from(page.json);
+  const fitted = piecesWithin(pieces, budget);
+  reply.header(ITEM_COUNT, String(page.total));
+  if (page.offset + fitted.length < page.total) reply.header(NEXT_OFFSET, String(page.offset + fitted.length));
+  return Buffer.from(jsonArray(fitted));
 }
+
+const isItemRow = (stamp: ItemStamp): stamp is ItemRow => 'description' in stamp;
 
 /** Lists: the items of a product, a story's sub-items, an item's environments. */
 async function itemListRoutes(app: FastifyInstance): Promise<void> {
@@ -105,14 +134,8 @@ async function itemListRoutes(app: FastifyInstance): Promise<void> {
       `items:${JSON.stringify(input)}`,
       [ITEM_COUNT, NEXT_OFFSET],
       async () => {
-        const { rows, total } = await listItems(
-          app.db,
-          request.scope,
-          input,
-          app.listCounts,
-          app.config.maxAnswerBytes,
-        );
-        return boundedItems(app, request, reply, rows, input.offset, total);
+        const { stamps, total } = await listItemStamps(app.db, request.scope, input, app.listCounts);
+        return boundedItems(app, request, reply, { stamps, offset: input.offset, total });
       },
     );
   });
@@ -122,15 +145,17 @@ async function itemListRoutes(app: FastifyInstance): Promise<void> {
     { schema: listChildrenSchema },
     async (request, reply) => {
       const page = asPage(requestParams(request), CHILDREN_PAGE);
-      const { rows, total } = await childrenOf(
-        app.db,
-        request.scope,
-        pathItemNumber(request),
-        page,
-        app.config.maxAnswerBytes,
+      const number = pathItemNumber(request);
+      return app.keptAnswers.answer(
+        request,
+        reply,
+        `children:${number}:${page.offset}:${page.limit}`,
+        [ITEM_COUNT, NEXT_OFFSET],
+        async () => {
+          const { rows, total } = await childrenOf(app.db, request.scope, number, page, app.config.maxAnswerBytes);
+          return boundedItems(app, request, reply, { stamps: rows, offset: page.offset, total });
+        },
       );
-      reply.type('application/json; charset=utf-8');
-      return boundedItems(app, request, reply, rows, page.offset, total);
     },
   );
 
@@ -192,6 +217,8 @@ async function itemChangeRoutes(app: FastifyInstance): Promise<void> {
   });
   app.get(item, { schema: getItemSchema }, async (request, reply) => {
     const { row, known } = await getItemToShow(app.db, request.scope, pathItemNumber(request));
+    // The client holds this version already: nothing is rendered.
+    if (answeredNotModified(request, reply, `"${entityTag(row)}"`)) return reply.send();
     return presentOne(app, reply, request.scope, row, known);
   });
   app.post(

@@ -1,5 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import { nextOffsetHeader } from '../http/answer-size.js';
+import { conditionalHeaders, IfNoneMatchHeader, notModifiedAnswer } from '../http/conditional.js';
 import { BODY_ERRORS, doc, documentAs, errorAnswers, ref, type Explained } from '../http/documentation.js';
 import { params } from '../http/params.js';
 import { ItemParams, ProductParams } from '../http/schemas.js';
@@ -100,7 +101,19 @@ const page = (size: { default: number; max: number }) =>
     limit: doc.integer(`Page size: ${size.default} by default, above ${size.max} taken as ${size.max}.`, 1),
   });
 const items = (description: string) =>
-  Type.Array(ref(ItemSchema), { description, headers: { ...count(ITEM_COUNT, 'entries'), ...nextOffsetHeader } });
+  Type.Array(ref(ItemSchema), {
+    description,
+    headers: {
+      ...count(ITEM_COUNT, 'entries'),
+      ...nextOffsetHeader,
+      ...conditionalHeaders('A strong entity tag of the answer, its headers included: it changes when the page does.'),
+    },
+  });
+/** A list's answers: the page, or a 304 when If-None-Match names it. */
+const listAnswers = (description: string) => ({
+  headers: IfNoneMatchHeader,
+  response: { 200: items(description), 304: notModifiedAnswer },
+});
 
 export const listItemsSchema = {
   summary: 'List items',
@@ -111,7 +124,7 @@ export const listItemsSchema = {
   tags,
   params: ProductParams,
   querystring: params(listFields),
-  response: { 200: items('The page of items.') },
+  ...listAnswers('The page of items.'),
   errors: errorAnswers([
     {
       400:
@@ -131,7 +144,7 @@ export const listChildrenSchema = {
   tags,
   params: ItemParams,
   querystring: page(CHILDREN_PAGE),
-  response: { 200: items('The page of sub-items.') },
+  ...listAnswers('The page of sub-items.'),
   errors: errorAnswers([{ 400: 'A malformed offset or limit; the item is not a story.' }, ITEM_MISSING]),
 };
 
@@ -212,7 +225,15 @@ export const getItemSchema = {
   operationId: 'getItem',
   tags,
   params: ItemParams,
-  ...answer('The item, archived or not.', ITEM_MISSING),
+  headers: IfNoneMatchHeader,
+  response: {
+    200: ref(ItemSchema, {
+      description: 'The item, archived or not.',
+      headers: { ...ETAG, ...conditionalHeaders(ETAG.ETag.description) },
+    }),
+    304: notModifiedAnswer,
+  },
+  errors: errorAnswers([ITEM_MISSING]),
 };
 
 export const updateItemSchema = {

@@ -52,6 +52,7 @@ import {
   listChildrenPage,
   listDeployments,
   listTopLevel,
+  listTopLevelStamps,
   listWithChildren,
   neighbourSort,
   readFilter,
@@ -67,6 +68,8 @@ import {
   type Deployment,
   type ItemHead,
   type KnownRelations,
+  type ItemFilter,
+  type ItemStamp,
 } from './repository.js';
 import * as repository from './repository.js';
 
@@ -128,7 +131,33 @@ export async function listItems(
   counts: ListCounts,
   budget?: number,
 ): Promise<{ rows: ItemRow[]; total: number }> {
-  const filter = await readFilter(db, {
+  const filter = await listFilter(db, scope, input);
+  const rows = input.children
+    ? await listWithChildren(db, filter, input.order, input.offset, input.limit)
+    : await listTopLevel(db, filter, input.order, input.offset, input.limit, budget);
+  return { rows, total: await listTotal(db, scope, input, filter, counts) };
+}
+
+/**
+ * The same list as listItems, as stamps where it can (a page of top-level items: what its items'
+ * JSON is kept by, read without their text), rows otherwise; for answers assembled from kept JSON.
+ */
+export async function listItemStamps(
+  db: Db,
+  scope: ProductScope,
+  input: ListItemsInput,
+  counts: ListCounts,
+): Promise<{ stamps: ItemStamp[]; total: number }> {
+  const filter = await listFilter(db, scope, input);
+  const stamps = input.children
+    ? await listWithChildren(db, filter, input.order, input.offset, input.limit)
+    : await listTopLevelStamps(db, filter, input.order, input.offset, input.limit);
+  return { stamps, total: await listTotal(db, scope, input, filter, counts) };
+}
+
+/** What a list asks of the repository: its users resolved (404 for unknown ones), its statuses as codes. */
+async function listFilter(db: Db, scope: ProductScope, input: ListItemsInput): Promise<ItemFilter> {
+  return readFilter(db, {
     productId: scope.product.id,
     statuses: input.statuses.map(statusCode),
     types: input.types,
@@ -138,16 +167,19 @@ export async function listItems(
     deployedTo: input.deployedTo,
     notDeployedTo: input.notDeployedTo,
   });
-  const rows = input.children
-    ? await listWithChildren(db, filter, input.order, input.offset, input.limit)
-    : await listTopLevel(db, filter, input.order, input.offset, input.limit, budget);
-  const total = await counts.get(
-    scope.product.id,
-    scope.product.items_version,
-    { ...filter, children: input.children },
-    () => (input.children ? countWithChildren : countTopLevel)(db, filter),
+}
+
+/** How many items a list matches in all, remembered while the product's items version stays. */
+function listTotal(
+  db: Db,
+  scope: ProductScope,
+  input: ListItemsInput,
+  filter: ItemFilter,
+  counts: ListCounts,
+): Promise<number> {
+  return counts.get(scope.product.id, scope.product.items_version, { ...filter, children: input.children }, () =>
+    (input.children ? countWithChildren : countTopLevel)(db, filter),
   );
-  return { rows, total };
 }
 
 /** One page of a story's sub-items by priority, and how many it has; 400 for any other type. */

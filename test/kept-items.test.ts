@@ -1,0 +1,229 @@
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import type { FastifyInstance } from 'fastify';
+import fc from 'fast-check';
+import { buildApp } from '../src/app.js';
+import { openDatabase, type Db } from '../src/db/connection.js';
+import { client, makeApp, makeProduct, makeUser, type TestContext, type TestUser } from './helpers.js';
+
+/**
+ * Property: whatever is changed, and in whatever order reads and writes come, every answer served
+ * from what an instance keeps (whole answers by product revision, each item's JSON by version) is
+ * byte for byte what an instance that keeps nothing renders from the database at that moment.
+ * Both instances share one database; the one that keeps nothing is the reference.
+ */
+
+/** Sequences per run, of up to 14 steps, each step followed by up to 4 reads: about 3,000 requests. */
+const SEQUENCES = 60;
+
+let t: TestContext;
+let fresh: FastifyInstance;
+let freshDb: Db;
+let ada: TestUser;
+let bob: TestUser;
+/** A member who only reads. */
+let cy: TestUser;
+
+before(async () => {
+  t = await makeApp({ file: true });
+  freshDb = await openDatabase(t.dbOptions);
+  fresh = await buildApp({ config: { ...t.config, answerCacheMb: 0 }, db: freshDb, logger: false });
+  await fresh.ready();
+  ada = await makeUser(t.db, { firstName: 'Ada' });
+  bob = await makeUser(t.db, { firstName: 'Bob' });
+  cy = await makeUser(t.db, { firstName: 'Cy' });
+});
+after(async () => {
+  await fresh.close();
+  await freshDb.destroy();
+  await t.close();
+});
+
+const STATUSES = ['backlog', 'in-progress', 'completed', 'accepted'] as const;
+const ORDERS = ['priority', 'newest', 'oldest', 'recent', 'active'] as const;
+const who = fc.constantFrom<'ada' | 'bob'>('ada', 'bob');
+/** An item by its place among those made so far (taken modulo their count). */
+const itemRef = fc.nat(40);
+
+type Step =
+  | { kind: 'create'; by: 'ada' | 'bob'; type: 'story' | 'task'; under?: number; tag: string }
+  | { kind: 'update'; by: 'ada' | 'bob'; item: number; field: 'title' | 'description' | 'status' | 'tags' | 'assign' }
+  | { kind: 'resort'; by: 'ada' | 'bob'; item: number; before: number }
+  | { kind: 'deploy'; by: 'ada' | 'bob'; items: number[]; environment: 'staging' | 'production' }
+  | { kind: 'follow'; by: 'ada' | 'bob'; item: number }
+  | { kind: 'archive'; by: 'ada' | 'bob'; item: number }
+  | { kind: 'rename-product' };
+
+const step: fc.Arbitrary<Step> = fc.oneof(
+  {
+    weight: 4,
+    arbitrary: fc.record({
+      kind: fc.constant('create' as const),
+      by: who,
+      type: fc.constantFrom<'story' | 'task'>('story', 'task'),
+      under: fc.option(itemRef, { nil: undefined }),
+      tag: fc.constantFrom('a', 'b'),
+    }),
+  },
+  {
+    weight: 5,
+    arbitrary: fc.record({
+      kind: fc.constant('update' as const),
+      by: who,
+      item: itemRef,
+      field: fc.constantFrom<'title' | 'description' | 'status' | 'tags' | 'assign'>(
+        'title',
+        'description',
+        'status',
+        'tags',
+        'assign',
+      ),
+    }),
+  },
+  {
+    weight: 2,
+    arbitrary: fc.record({ kind: fc.constant('resort' as const), by: who, item: itemRef, before: itemRef }),
+  },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      kind: fc.constant('deploy' as const),
+      by: who,
+      items: fc.array(itemRef, { minLength: 1, maxLength: 3 }),
+      environment: fc.constantFrom<'staging' | 'production'>('staging', 'production'),
+    }),
+  },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant('follow' as const), by: who, item: itemRef }) },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant('archive' as const), by: who, item: itemRef }) },
+  { weight: 1, arbitrary: fc.constant({ kind: 'rename-product' as const }) },
+);
+
+const read = fc.oneof(
+  fc.record({
+    list: fc.constant(true),
+    order: fc.constantFrom(...ORDERS),
+    status: fc.option(fc.subarray([...STATUSES], { minLength: 1 }), { nil: undefined }),
+    children: fc.boolean(),
+    limit: fc.integer({ min: 1, max: 6 }),
+    offset: fc.nat(4),
+  }),
+  fc.record({ item: itemRef }),
+  fc.record({ children: itemRef }),
+  fc.constant({ deploys: true }),
+);
+
+let counter = 0;
+/** Numbers of the stories of the sequence's product. */
+const storyNumbers = new Set<number>();
+
+async function apply(productId: number, numbers: number[], s: Step): Promise<void> {
+  const people = { ada, bob };
+  const items = `/api/products/${productId}/items`;
+  const pick = (i: number) => numbers[i % numbers.length];
+  const n = ++counter;
+  if (s.kind === 'create') {
+    const params: Record<string, string> =
+      s.type === 'story'
+        ? { type: 'story', who: 'a user', what: `thing ${n}`, why: 'it helps' }
+        : { type: 'task', title: `Task ${n}` };
+    // Under a story made earlier (sub-items embed their parent, as another viewer sees it).
+    const stories = numbers.filter((number) => storyNumbers.has(number));
+    if (s.type === 'task' && s.under !== undefined && stories.length)
+      params.parent = String(stories[s.under % stories.length]);
+    const res = await client(t.app, people[s.by]).post(`${items}.json`, {
+      ...params,
+      tags: s.tag,
+      description: `Made ${n}`,
+    });
+    if (res.statusCode !== 200) throw new Error(`create: ${res.statusCode} ${res.body}`);
+    numbers.push(res.json().number);
+    if (s.type === 'story') storyNumbers.add(res.json().number);
+    return;
+  }
+  if (s.kind === 'rename-product') {
+    await t.db
+      .updateTable('products')
+      .set((eb) => ({ name: `Renamed ${n}`, revision: eb('revision', '+', 1) }))
+      .where('id', '=', productId)
+      .execute();
+    return;
+  }
+  if (!numbers.length) return;
+  const as = client(t.app, people[s.by]);
+  if (s.kind === 'update') {
+    const value = {
+      title: { title: `Title ${n}` },
+      description: { description: `Text ${n}` },
+      status: { status: STATUSES[n % STATUSES.length] },
+      tags: { tags: n % 2 ? 'a' : 'a,b' },
+      assign: { assigned_to: String((n % 2 ? ada : bob).user.id) },
+    }[s.field];
+    await as.post(`${items}/${pick(s.item)}.json`, value);
+  } else if (s.kind === 'resort')
+    await as.post(`${items}/${pick(s.item)}/resort.json`, { before: String(pick(s.before)) });
+  else if (s.kind === 'deploy')
+    await as.post(`/api/products/${productId}/deploys.json`, {
+      environment: s.environment,
+      numbers: s.items.map(pick).join(','),
+      version: `v${n}`,
+    });
+  else if (s.kind === 'follow') await as.post(`${items}/${pick(s.item)}/follow.json`);
+  else if (s.kind === 'archive') await as.delete(`${items}/${pick(s.item)}.json`);
+}
+
+type Read = typeof read extends fc.Arbitrary<infer R> ? R : never;
+
+function urlOf(productId: number, numbers: number[], r: Read): string {
+  const base = `/api/products/${productId}`;
+  const pick = (i: number) => numbers[i % numbers.length] ?? 1;
+  if ('list' in r) {
+    const q = new URLSearchParams({
+      order_by: r.order,
+      children: String(r.children),
+      limit: String(r.limit),
+      offset: String(r.offset),
+    });
+    if (r.status) q.set('status', r.status.join(','));
+    return `${base}/items.json?${q}`;
+  }
+  if ('item' in r) return `${base}/items/${pick(r.item)}.json`;
+  if ('children' in r) return `${base}/items/${pick(r.children)}/children.json`;
+  return `${base}/deploys.json?order_by=newest&limit=5`;
+}
+
+/** The same read from the instance that keeps answers (twice: the second may be kept) and the one keeping nothing. */
+async function compare(url: string, viewer: TestUser): Promise<void> {
+  const ask = (app: FastifyInstance) => app.inject({ method: 'GET', url, headers: { authorization: viewer.auth } });
+  const expected = await ask(fresh);
+  for (const attempt of ['first', 'again']) {
+    const got = await ask(t.app);
+    assert.equal(got.statusCode, expected.statusCode, `${url} (${attempt})`);
+    assert.equal(got.body, expected.body, `${url} (${attempt})`);
+    for (const header of ['etag', 'x-sprintly-item-count', 'x-sprintly-next-offset'])
+      assert.equal(got.headers[header], expected.headers[header], `${url} ${header} (${attempt})`);
+  }
+}
+
+test('kept answers and kept item JSON are what a fresh render gives, whatever changed in between', async () => {
+  await fc.assert(
+    fc.asyncProperty(
+      fc.array(
+        fc.tuple(
+          step,
+          fc.array(fc.tuple(read, fc.constantFrom<'ada' | 'bob' | 'cy'>('ada', 'bob', 'cy')), { maxLength: 4 }),
+        ),
+        { minLength: 1, maxLength: 14 },
+      ),
+      async (steps) => {
+        const productId = (await makeProduct(t.db, ada, [bob, cy])).id;
+        const numbers: number[] = [];
+        storyNumbers.clear();
+        for (const [s, reads] of steps) {
+          await apply(productId, numbers, s);
+          for (const [r, viewer] of reads) await compare(urlOf(productId, numbers, r), { ada, bob, cy }[viewer]);
+        }
+      },
+    ),
+    { numRuns: SEQUENCES },
+  );
+});
