@@ -37,6 +37,11 @@ export interface BenchConfig {
    * measured with the other generators, so a change of generator shows in the figures.
    */
   readonly load: LoadGenerator;
+  /**
+   * BENCH_CPU_PROF: a folder (made if missing) where the measured server writes a CPU profile
+   * (`node --cpu-prof`) when it exits at the end of each size; unset, nothing is profiled.
+   */
+  readonly cpuProfDir: string | undefined;
 }
 
 function positiveInt(name: string, fallback: number): number {
@@ -78,6 +83,7 @@ export function loadBenchConfig(): BenchConfig {
     mailMessages: positiveInt('BENCH_MAIL_MESSAGES', 5000),
     databaseUrl: process.env.DATABASE_URL || undefined,
     load: loadGenerator(),
+    cpuProfDir: process.env.BENCH_CPU_PROF ? path.resolve(process.env.BENCH_CPU_PROF) : undefined,
     only: process.env.BENCH_SCENARIOS
       ? process.env.BENCH_SCENARIOS.split(',')
           .map((s) => s.trim())
@@ -96,6 +102,7 @@ export function commandLine(): string {
     'BENCH_WARMUP_SECONDS',
     'BENCH_CONNECTIONS',
     'BENCH_MAIL_MESSAGES',
+    'BENCH_CPU_PROF',
     'DATABASE_URL',
   ];
   const env = names

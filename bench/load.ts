@@ -19,6 +19,13 @@ export interface Scenario {
    */
   random?: true;
   /**
+   * wrk only: Lua source defining `next_request()`, which returns the next request's path and body
+   * (or nil), drawn inside wrk for every request; `next` then serves the checks made before a run.
+   * (The 4,000 requests drawn up front otherwise would fetch each random item again every few
+   * seconds.) Every answer of such a run is checked: see LoadResult.unlisted.
+   */
+  lua?: string;
+  /**
    * The next request's path (with query) and, for POST, its form body; `{n}` in either becomes a
    * number unique to the request (whichever generator sends it), so writes never repeat.
    */
@@ -46,6 +53,8 @@ export interface LoadResult {
   errors: number;
   /** Count of each status code seen, e.g. { "200": 12000 }, over warm-up and measurement. */
   statuses: Record<string, number>;
+  /** Lua-driven runs (Scenario.lua): answers that were JSON arrays (lists) without X-Sprintly-Item-Count. */
+  unlisted?: number;
   /** List scenarios: X-Sprintly-Item-Count of a check request (null when missing). */
   itemCount?: string | null;
   /** The server's resident memory right after the scenario, MiB. */

@@ -22,7 +22,7 @@ import {
   type LoadGenerator,
 } from './config.js';
 import { runLoad, type LoadOptions, type LoadResult, type RateResult, type Scenario } from './load.js';
-import { runWrk, runWrkAtRate } from './wrk.js';
+import { runWrk, runWrkAtRate, runWrkBeside } from './wrk.js';
 import { runH2load } from './h2load.js';
 import {
   freePort,
@@ -43,14 +43,18 @@ import {
   writeReport,
   type Backend,
   type MailResult,
+  type MixResult,
   type RunReport,
   type SizeReport,
 } from './report.js';
 import {
   deployScenario,
+  descriptionWriter,
   itemWriteScenarios,
   listScenarios,
+  mixRequests,
   pageScenarios,
+  readMixScenario,
   readScenarios,
   type ScenarioData,
 } from './scenarios.js';
@@ -163,11 +167,29 @@ interface RunningServer {
   port: number;
 }
 
-async function startServer(ctx: SizeContext, env: NodeJS.ProcessEnv): Promise<RunningServer & { startedMs: number }> {
+/** Node's options to profile the measured server with (BENCH_CPU_PROF), none otherwise. */
+function profiling(ctx: SizeContext): string[] {
+  const dir = ctx.cfg.cpuProfDir;
+  if (!dir) return [];
+  fs.mkdirSync(dir, { recursive: true });
+  return ['--cpu-prof', `--cpu-prof-dir=${dir}`];
+}
+
+/**
+ * A profiled server writes its profile as it exits, after its SIGTERM: a long run's takes a while
+ * to write, so it is given this long before it is killed (which would lose the profile).
+ */
+const PROFILED_STOP_MS = 120_000;
+
+async function startServer(
+  ctx: SizeContext,
+  env: NodeJS.ProcessEnv,
+  profiled = false,
+): Promise<RunningServer & { startedMs: number }> {
   const port = await freePort();
   const spawned = performance.now();
   const child = spawnNode(
-    [...SERVER_NODE_OPTIONS, SERVER_SCRIPT],
+    [...SERVER_NODE_OPTIONS, ...(profiled ? profiling(ctx) : []), SERVER_SCRIPT],
     { ...env, PORT: String(port) },
     path.join(ctx.logDir, `server-${ctx.backend}-${ctx.size}.log`),
   );
@@ -178,6 +200,19 @@ async function startServer(ctx: SizeContext, env: NodeJS.ProcessEnv): Promise<Ru
     await stopChild(child);
     throw err;
   }
+}
+
+/** Stops the measured server, waiting for its CPU profile when it writes one (named with its pid). */
+async function stopServer(ctx: SizeContext, server: RunningServer | undefined): Promise<void> {
+  const dir = ctx.cfg.cpuProfDir;
+  if (!server || !dir) return stopChild(server?.child);
+  await stopChild(server.child, PROFILED_STOP_MS);
+  const written = fs.readdirSync(dir).filter((f) => f.includes(`.${server.child.pid}.`) && f.endsWith('.cpuprofile'));
+  log(
+    written.length
+      ? `  [${ctx.label}] the server's CPU profile: ${written.map((f) => path.join(dir, f)).join(', ')}`
+      : `  [${ctx.label}] !! the server (pid ${server.child.pid}) wrote no CPU profile to ${dir}`,
+  );
 }
 
 /** Spawn to first successful GET /health, three times on the same database; each start stopped. */
@@ -356,19 +391,74 @@ async function measureAtRate(
   rate: number,
 ): Promise<RateResult> {
   const r = await runWrkAtRate(scenario, loadOptions(ctx, server.port), rate);
+  describeRate(ctx, r);
+  return r;
+}
+
+/** A progress line for a fixed-rate run. */
+function describeRate(ctx: SizeContext, r: RateResult): void {
   const errors = r.non2xx || r.errors ? `  !! ${r.non2xx} non-2xx, ${r.errors} errors` : '';
   log(
-    `  [${ctx.label}] at ${rate}/s: ${r.name.padEnd(40)} ${Math.round(r.rps).toString().padStart(6)} req/s  ` +
+    `  [${ctx.label}] at ${r.offered}/s: ${r.name.padEnd(40)} ${Math.round(r.rps).toString().padStart(6)} req/s  ` +
       `p50 ${fmt2(r.p50)} ms  p99 ${fmt2(r.p99)} ms  max ${fmt2(r.max)} ms  ` +
       `${r.late} late (latest ${fmt2(r.latestMs)} ms)${errors}`,
   );
-  return r;
+}
+
+/** Description writes offered beside the read mix (none, then these per second), on connections of its own. */
+const MIX_WRITES_PER_SECOND = [0, 5, 50];
+const MIX_WRITER_CONNECTIONS = 4;
+
+/** Before the mix is measured: one request of each kind it sends answers 200, a list with its count. */
+async function checkMix(ctx: SizeContext, server: RunningServer, data: ScenarioData): Promise<void> {
+  const requests = mixRequests(data);
+  for (const [path, list] of [
+    [requests.fetch(), false],
+    [requests.list(), true],
+    [requests.openWork(), true],
+  ] as const) {
+    const res = await request(server.port, path, { headers: ctx.headers });
+    if (res.status !== 200) throw new Error(`read mix: ${path} answered ${res.status}: ${res.body.slice(0, 300)}`);
+    if (list && typeof res.headers['x-sprintly-item-count'] !== 'string')
+      throw new Error(`read mix: ${path} answered without X-Sprintly-Item-Count`);
+  }
+}
+
+/**
+ * The read mix at saturation, alone and then beside description writes at each of
+ * MIX_WRITES_PER_SECOND, with the memory after each.
+ */
+async function measureMix(
+  ctx: SizeContext,
+  server: RunningServer,
+  data: ScenarioData,
+  baseline: LoadResult,
+): Promise<MixResult[]> {
+  const reads = readMixScenario(data);
+  if (!chosen(ctx, [reads]).length) return [];
+  await checkMix(ctx, server, data);
+  const mixed: MixResult[] = [];
+  for (const rate of MIX_WRITES_PER_SECOND) {
+    const writer = rate
+      ? { scenario: descriptionWriter(data, rate), rate, connections: MIX_WRITER_CONNECTIONS }
+      : undefined;
+    const r = await runWrkBeside(reads, writer, loadOptions(ctx, server.port));
+    const result: MixResult = { writesPerSecond: rate, ...r, reads: { ...r.reads, rssMb: rssMb(server.child.pid) } };
+    log(`  [${ctx.label}] read mix, ${rate ? `${rate} writes/s beside it` : 'nothing writing'}:`);
+    describe(ctx, result.reads, baseline);
+    if (result.writes) describeRate(ctx, result.writes);
+    if (result.reads.unlisted)
+      log(`  [${ctx.label}]   !! ${result.reads.unlisted} lists without X-Sprintly-Item-Count`);
+    mixed.push(result);
+  }
+  return mixed;
 }
 const fmt2 = (n: number) => (Number.isFinite(n) ? n.toFixed(2) : '-');
 
 /**
  * Every HTTP scenario against the running server: reads at saturation, then the lists and fetch
- * at a fixed rate, then writes at saturation and at a fixed rate. The deploy scenario is separate.
+ * at a fixed rate, then the read mix beside writers, then writes at saturation and at a fixed
+ * rate. The deploy scenario is separate.
  */
 async function runScenarios(
   ctx: SizeContext,
@@ -376,7 +466,7 @@ async function runScenarios(
   data: ScenarioData,
   baseline: LoadResult,
   cookie: string,
-): Promise<{ results: LoadResult[]; atRate: RateResult[] }> {
+): Promise<{ results: LoadResult[]; atRate: RateResult[]; mixed: MixResult[] }> {
   // A fresh process compiles its hot paths while it serves; without this the first scenario
   // alone pays for it. Every list and page is loaded for two seconds, unmeasured, before anything counts.
   for (const scenario of chosen(ctx, [...listScenarios(data), ...pageScenarios(data, cookie)])) {
@@ -397,6 +487,8 @@ async function runScenarios(
   const steadyLists = listScenarios(data).filter((s) => s.extraHeaders === undefined);
   for (const scenario of chosen(ctx, [...steadyLists, ...fetch]))
     atRate.push(await measureAtRate(ctx, server, scenario, steady));
+  // After every read, before the writes: the mix sees the dataset they saw, and writes little itself.
+  const mixed = await measureMix(ctx, server, data, baseline);
   const writes = itemWriteScenarios(data);
   for (const scenario of chosen(ctx, writes)) results.push(await measure(ctx, server, scenario, baseline));
   for (const scenario of chosen(
@@ -409,7 +501,7 @@ async function runScenarios(
     writes.filter((s) => s.name.startsWith('resort')),
   ))
     atRate.push(await measureAtRate(ctx, server, scenario, RESORT_RATE));
-  return { results, atRate };
+  return { results, atRate, mixed };
 }
 
 async function startSink(ctx: SizeContext): Promise<{ child: Child; port: number }> {
@@ -487,8 +579,14 @@ async function benchSize(cfg: BenchConfig, backend: Backend, size: number): Prom
       backlog: await store.backlogNumbers(size),
       titled: await store.titledNumbers(size),
     };
-    server = await startServer(ctx, env);
-    const { results, atRate } = await runScenarios(ctx, server, data, baseline, await signInToPages(ctx, server, env));
+    server = await startServer(ctx, env, true);
+    const { results, atRate, mixed } = await runScenarios(
+      ctx,
+      server,
+      data,
+      baseline,
+      await signInToPages(ctx, server, env),
+    );
     const mail = ctx.cfg.only ? undefined : await measureMail(ctx, server, store);
     for (const scenario of chosen(ctx, [deployScenario(data)])) {
       results.push(await measure(ctx, server, scenario));
@@ -502,12 +600,13 @@ async function benchSize(cfg: BenchConfig, backend: Backend, size: number): Prom
       baseline,
       results,
       atRate,
+      mixed,
       mail,
       peakRssMb: peakRss,
       startupMs,
     };
   } finally {
-    await stopChild(server?.child);
+    await stopServer(ctx, server);
     await stopChild(sink?.child);
     await store?.close();
     fs.rmSync(runDir, { recursive: true, force: true });

@@ -176,3 +176,76 @@ export function deployScenario(data: ScenarioData): Scenario {
     },
   };
 }
+
+/** The share of each kind of request in the read mix: an item, a page of a list, one member's open work. */
+const MIX = { fetch: 0.4, list: 0.4 } as const;
+/** The mix's lists: one of the 8 orders, at one of the first 51 pages of 20 (offsets 0 to 1,000). */
+const MIX_PAGES = 51;
+const PAGE = 20;
+
+/** The three kinds of request of the read mix, each drawn at random. */
+export function mixRequests(data: ScenarioData) {
+  const base = `/api/products/${data.info.productId}`;
+  const userIds = data.info.users.map((u) => u.id);
+  const below = (n: number) => Math.floor(Math.random() * n);
+  return {
+    fetch: () => `${base}/items/${1 + below(data.info.size)}.json`,
+    list: () => `${base}/items.json?order_by=${pick(ORDERS)}&offset=${PAGE * below(MIX_PAGES)}`,
+    openWork: () => `${base}/items.json?assigned_to=${pick(userIds)}&status=backlog,in-progress`,
+  };
+}
+
+/** mixRequests in wrk's Lua, drawing per request as they do. */
+function mixLua(data: ScenarioData): string {
+  const base = `/api/products/${data.info.productId}`;
+  const list = (values: readonly (string | number)[]) => values.map((v) => JSON.stringify(v)).join(', ');
+  return `-- Seeded from the clock, so that the warm-up and the measured run draw differently.
+math.randomseed(${Math.floor(Math.random() * 1e6)} + os.time())
+local orders = { ${list(ORDERS)} }
+local users = { ${list(data.info.users.map((u) => u.id))} }
+function next_request()
+  local r = math.random()
+  if r < ${MIX.fetch} then
+    return "${base}/items/" .. math.random(${data.info.size}) .. ".json", nil
+  elseif r < ${MIX.fetch + MIX.list} then
+    return "${base}/items.json?order_by=" .. orders[math.random(#orders)] ..
+      "&offset=" .. ${PAGE} * math.random(0, ${MIX_PAGES - 1}), nil
+  end
+  return "${base}/items.json?assigned_to=" .. users[math.random(#users)] .. "&status=backlog,in-progress", nil
+end
+`;
+}
+
+/**
+ * The reads of a team at work, at saturation: 40% fetch of a random item, 40% a page of a list
+ * (MIX_PAGES pages in each of the 8 orders), 20% one member's open work. wrk draws each request.
+ */
+export function readMixScenario(data: ScenarioData): Scenario {
+  const requests = mixRequests(data);
+  return {
+    name: 'mix: 40% fetch, 40% list pages, 20% open work',
+    kind: 'read',
+    method: 'GET',
+    random: true,
+    lua: mixLua(data),
+    next: () => {
+      const r = Math.random();
+      if (r < MIX.fetch) return { path: requests.fetch() };
+      return { path: r < MIX.fetch + MIX.list ? requests.list() : requests.openWork() };
+    },
+  };
+}
+
+/** What is written beside the read mix, `rate` a second: the description of a random item, a new text each time. */
+export function descriptionWriter(data: ScenarioData, rate: number): Scenario {
+  const base = `/api/products/${data.info.productId}`;
+  return {
+    name: `update item (description) at ${rate}/s beside the mix`,
+    kind: 'write',
+    method: 'POST',
+    next: () => ({
+      path: `${base}/items/${1 + Math.floor(Math.random() * data.info.size)}.json`,
+      body: form({ description: 'Rewritten while others read, revision {n}.' }),
+    }),
+  };
+}

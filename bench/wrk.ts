@@ -6,8 +6,9 @@ import { headersOf, type LoadOptions, type LoadResult, type RateResult, type Sce
 
 /**
  * Requests a wrk run cycles through, drawn from the scenario up front (wrk's Lua cannot call
- * back into the harness). `{n}` in a path or body becomes a number unique to each request, so a
- * write scenario never repeats itself.
+ * back into the harness). `{n}` in a path or body becomes a number unique to each request (from
+ * the second its wrk started, its thread and a count), so a write scenario never repeats itself,
+ * not even in the measured run, which cycles through the same drawn requests as its warm-up.
  */
 const DRAWN = 4000;
 
@@ -49,12 +50,47 @@ delay = function()
 end
 `;
 
-function script(scenario: Scenario, headers: Record<string, string>, rate?: number): string {
+/** The requests of a run: drawn up front and cycled through, or drawn per request by the scenario's Lua. */
+function requestSource(scenario: Scenario): string {
+  if (scenario.lua !== undefined) return scenario.lua;
   const drawn = Array.from({ length: DRAWN }, () => scenario.next());
   for (const r of drawn) {
     if (/[^\x20-\x7e]/.test(r.path + (r.body ?? '')))
       throw new Error(`${scenario.name}: wrk requests must be printable ASCII`);
   }
+  return `local paths = {
+${drawn.map((r) => `  ${lua(r.path)},`).join('\n')}
+}
+local bodies = {
+${drawn.map((r) => `  ${r.body === undefined ? 'nil' : lua(r.body)},`).join('\n')}
+}
+local i = 0
+function next_request()
+  i = i % #paths + 1
+  return paths[i], bodies[i]
+end
+`;
+}
+
+/**
+ * With the scenario's own Lua, every answer is looked at: a status outside 2xx is counted (wrk
+ * itself counts only 4xx and 5xx), and so is a JSON array, i.e. a list, without its item count.
+ * (Looking makes wrk hand each answer's headers and body to Lua, which costs it a little.)
+ */
+const checks = `
+bad_status = 0
+unlisted = 0
+response = function(status, headers, body)
+  if status < 200 or status > 299 then
+    bad_status = bad_status + 1
+  elseif string.byte(body, 1) == 91 and headers["X-Sprintly-Item-Count"] == nil
+      and headers["x-sprintly-item-count"] == nil then
+    unlisted = unlisted + 1
+  end
+end
+`;
+
+function script(scenario: Scenario, headers: Record<string, string>, rate?: number): string {
   const headerLines = Object.entries(headers)
     .map(([k, v]) => `  [${lua(k)}] = ${lua(v)},`)
     .join('\n');
@@ -63,15 +99,11 @@ local method = ${lua(scenario.method)}
 local headers = {
 ${headerLines}
 }
-local paths = {
-${drawn.map((r) => `  ${lua(r.path)},`).join('\n')}
-}
-local bodies = {
-${drawn.map((r) => `  ${r.body === undefined ? 'nil' : lua(r.body)},`).join('\n')}
-}
+${requestSource(scenario)}
 ${rate === undefined ? 'late, latest = 0, 0' : paced(rate)}
-local i = 0
+${scenario.lua === undefined ? 'bad_status, unlisted = nil, 0' : checks}
 local n = 0
+local started = os.time() % 100000
 local thread_id = 0
 local counter = 0
 local threads = {}
@@ -83,27 +115,30 @@ setup = function(thread)
 end
 
 request = function()
-  i = i % #paths + 1
   n = n + 1
-  local unique = tostring(thread_id * 100000000 + n)
-  local p = string.gsub(paths[i], "{n}", unique)
-  local b = bodies[i]
+  local unique = string.format("%d", started * 100000000 + thread_id * 10000000 + n)
+  local p, b = next_request()
+  p = string.gsub(p, "{n}", unique)
   if b ~= nil then b = string.gsub(b, "{n}", unique) end
   return wrk.format(method, p, headers, b)
 end
 
 done = function(summary, latency, requests)
   local e = summary.errors
-  local all_late, all_latest = 0, 0
+  local all_late, all_latest, all_unlisted = 0, 0, 0
+  -- Checked answers: every status outside 2xx; otherwise wrk's own count (4xx and 5xx).
+  local all_bad = bad_status == nil and e.status or 0
   for _, thread in ipairs(threads) do
     all_late = all_late + (thread:get("late") or 0)
     all_latest = math.max(all_latest, thread:get("latest") or 0)
+    if bad_status ~= nil then all_bad = all_bad + thread:get("bad_status") end
+    all_unlisted = all_unlisted + (thread:get("unlisted") or 0)
   end
   io.stderr:write(string.format(
     'WRK_RESULT {"requests":%d,"duration_us":%d,"connect":%d,"read":%d,"write":%d,"status":%d,"timeout":%d,' ..
-    '"p50_us":%d,"p99_us":%d,"max_us":%d,"late":%d,"latest_ms":%f}\\n',
-    summary.requests, summary.duration, e.connect, e.read, e.write, e.status, e.timeout,
-    latency:percentile(50), latency:percentile(99), latency.max, all_late, all_latest))
+    '"p50_us":%d,"p99_us":%d,"max_us":%d,"late":%d,"latest_ms":%f,"unlisted":%d}\\n',
+    summary.requests, summary.duration, e.connect, e.read, e.write, all_bad, e.timeout,
+    latency:percentile(50), latency:percentile(99), latency.max, all_late, all_latest, all_unlisted))
 end
 `;
 }
@@ -122,6 +157,8 @@ interface WrkSummary {
   /** Paced runs: requests sent after their slot, and how late the latest was. */
   late: number;
   latest_ms: number;
+  /** Lua-driven runs: lists answered without X-Sprintly-Item-Count. */
+  unlisted: number;
 }
 
 function wrk(args: string[], seconds: number): Promise<WrkSummary> {
@@ -136,44 +173,92 @@ function wrk(args: string[], seconds: number): Promise<WrkSummary> {
   });
 }
 
+/** A scratch folder for the scripts of a run, removed afterwards. */
+async function inScratch<T>(run: (dir: string) => Promise<T>): Promise<T> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'shiplog-wrk-'));
+  try {
+    return await run(dir);
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** wrk's arguments (all but the duration and URL) for one scenario, its script written into `dir`. */
+function job(dir: string, scenario: Scenario, options: LoadOptions, connections: number, rate?: number): string[] {
+  const file = path.join(dir, `scenario-${fs.readdirSync(dir).length}.lua`);
+  fs.writeFileSync(file, script(scenario, headersOf(scenario, options), rate));
+  return ['-t', '1', '-c', String(connections), '--timeout', '10s', '-s', file];
+}
+
+interface Phases {
+  warm: (WrkSummary | undefined)[];
+  run: WrkSummary[];
+}
+
+/**
+ * One wrk process per job, side by side: their warm-ups together, then their measured runs
+ * together on new connections, so that every job's measured window is the others' too.
+ */
+async function phases(jobs: string[][], options: LoadOptions): Promise<Phases> {
+  const url = `http://127.0.0.1:${options.port}`;
+  const all = (seconds: number) => Promise.all(jobs.map((args) => wrk([...args, '-d', `${seconds}s`, url], seconds)));
+  const warm = options.warmupSeconds > 0 ? await all(options.warmupSeconds) : jobs.map(() => undefined);
+  return { warm, run: await all(options.seconds) };
+}
+
+const errorsOf = (s?: WrkSummary) => (s ? s.connect + s.read + s.write + s.timeout : 0);
+
+/**
+ * A run at saturation. wrk counts as errors the responses of status 400 and above (a Lua-driven
+ * scenario every status outside 2xx); the harness's scenarios all expect 2xx, so requests minus
+ * those are the successful ones. Latencies are of every response.
+ */
+function saturated(scenario: Scenario, warm: WrkSummary | undefined, run: WrkSummary): LoadResult {
+  const ok = run.requests - run.status;
+  return {
+    name: scenario.name,
+    kind: scenario.kind,
+    generator: 'wrk',
+    rps: ok / (run.duration_us / 1e6),
+    p50: run.p50_us / 1000,
+    p99: run.p99_us / 1000,
+    max: run.max_us / 1000,
+    ok,
+    non2xx: run.status + (warm?.status ?? 0),
+    errors: errorsOf(run) + errorsOf(warm),
+    statuses: {},
+    ...(scenario.lua === undefined ? {} : { unlisted: run.unlisted + (warm?.unlisted ?? 0) }),
+  };
+}
+
+/** A run at a fixed offered rate. */
+function atRate(scenario: Scenario, rate: number, warm: WrkSummary | undefined, run: WrkSummary): RateResult {
+  return {
+    name: scenario.name,
+    kind: scenario.kind,
+    offered: rate,
+    rps: (run.requests - run.status) / (run.duration_us / 1e6),
+    p50: run.p50_us / 1000,
+    p99: run.p99_us / 1000,
+    max: run.max_us / 1000,
+    late: run.late,
+    latestMs: run.latest_ms,
+    non2xx: run.status + (warm?.status ?? 0),
+    errors: errorsOf(run) + errorsOf(warm),
+  };
+}
+
 /**
  * Drives `scenario` with wrk (C, one thread per core it is given, far lighter than autocannon) at
  * `connections` keep-alive connections: a warm-up run, then the measured run on new connections.
  * The measured run's latencies include each new connection's first request (wrk cannot leave out
- * a warm-up window), which shows in p99 and max. wrk counts as errors the responses of status 400
- * and above; the harness's scenarios all expect 2xx, so requests minus those are the successful
- * ones. Latencies are of every response.
+ * a warm-up window), which shows in p99 and max.
  */
-export async function runWrk(scenario: Scenario, options: LoadOptions): Promise<LoadResult> {
-  const headers = headersOf(scenario, options);
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'shiplog-wrk-'));
-  const file = path.join(dir, 'scenario.lua');
-  fs.writeFileSync(file, script(scenario, headers));
-  const base = ['-t', '1', '-c', String(options.connections), '--timeout', '10s', '-s', file];
-  const url = `http://127.0.0.1:${options.port}`;
-  try {
-    const warm =
-      options.warmupSeconds > 0
-        ? await wrk([...base, '-d', `${options.warmupSeconds}s`, url], options.warmupSeconds)
-        : undefined;
-    const run = await wrk([...base, '-d', `${options.seconds}s`, url], options.seconds);
-    const ok = run.requests - run.status;
-    const errors = (s?: WrkSummary) => (s ? s.connect + s.read + s.write + s.timeout : 0);
-    return {
-      name: scenario.name,
-      kind: scenario.kind,
-      rps: ok / (run.duration_us / 1e6),
-      p50: run.p50_us / 1000,
-      p99: run.p99_us / 1000,
-      max: run.max_us / 1000,
-      ok,
-      non2xx: run.status + (warm?.status ?? 0),
-      errors: errors(run) + errors(warm),
-      statuses: {},
-    };
-  } finally {
-    fs.rmSync(dir, { recursive: true, force: true });
-  }
+export function runWrk(scenario: Scenario, options: LoadOptions): Promise<LoadResult> {
+  return inScratch(async (dir) => {
+    const { warm, run } = await phases([job(dir, scenario, options, options.connections)], options);
+    return saturated(scenario, warm[0], run[0]);
+  });
 }
 
 /**
@@ -182,33 +267,36 @@ export async function runWrk(scenario: Scenario, options: LoadOptions): Promise<
  * request's sending; `late` says how many requests went after their slot (every connection was
  * busy) and `latestMs` how late the latest was, which a p99 measured from sending would hide.
  */
-export async function runWrkAtRate(scenario: Scenario, options: LoadOptions, rate: number): Promise<RateResult> {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'shiplog-wrk-'));
-  const file = path.join(dir, 'scenario.lua');
-  fs.writeFileSync(file, script(scenario, headersOf(scenario, options), rate));
-  const base = ['-t', '1', '-c', String(options.connections), '--timeout', '10s', '-s', file];
-  const url = `http://127.0.0.1:${options.port}`;
-  try {
-    const warm =
-      options.warmupSeconds > 0
-        ? await wrk([...base, '-d', `${options.warmupSeconds}s`, url], options.warmupSeconds)
-        : undefined;
-    const run = await wrk([...base, '-d', `${options.seconds}s`, url], options.seconds);
-    const errors = (s?: WrkSummary) => (s ? s.connect + s.read + s.write + s.timeout : 0);
-    return {
-      name: scenario.name,
-      kind: scenario.kind,
-      offered: rate,
-      rps: (run.requests - run.status) / (run.duration_us / 1e6),
-      p50: run.p50_us / 1000,
-      p99: run.p99_us / 1000,
-      max: run.max_us / 1000,
-      late: run.late,
-      latestMs: run.latest_ms,
-      non2xx: run.status + (warm?.status ?? 0),
-      errors: errors(run) + errors(warm),
-    };
-  } finally {
-    fs.rmSync(dir, { recursive: true, force: true });
-  }
+export function runWrkAtRate(scenario: Scenario, options: LoadOptions, rate: number): Promise<RateResult> {
+  return inScratch(async (dir) => {
+    const { warm, run } = await phases([job(dir, scenario, options, options.connections, rate)], options);
+    return atRate(scenario, rate, warm[0], run[0]);
+  });
+}
+
+/** A scenario offered at a fixed rate beside another at saturation, on connections of its own. */
+export interface Beside {
+  scenario: Scenario;
+  rate: number;
+  connections: number;
+}
+
+/**
+ * `reads` at saturation (as runWrk) with `writer`, when given, offered at its rate (as
+ * runWrkAtRate) over the same warm-up and measured windows: each is its own wrk process.
+ */
+export function runWrkBeside(
+  reads: Scenario,
+  writer: Beside | undefined,
+  options: LoadOptions,
+): Promise<{ reads: LoadResult; writes?: RateResult }> {
+  return inScratch(async (dir) => {
+    const jobs = [job(dir, reads, options, options.connections)];
+    if (writer) jobs.push(job(dir, writer.scenario, options, writer.connections, writer.rate));
+    const { warm, run } = await phases(jobs, options);
+    const result = saturated(reads, warm[0], run[0]);
+    return writer
+      ? { reads: result, writes: atRate(writer.scenario, writer.rate, warm[1], run[1]) }
+      : { reads: result };
+  });
 }
