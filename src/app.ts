@@ -18,6 +18,7 @@ import { registerBodyParsers } from './http/parsers.js';
 import { registerRateLimits, type RequestIdentity } from './http/rate-limit.js';
 import { KeptAnswers } from './kept-answers.js';
 import { DEFAULT_MARKDOWN_OPTIONS, MarkdownRenderer, type MarkdownOptions } from './markdown.js';
+import { registerReadTurns } from './http/read-turns.js';
 import { registerSecurityHeaders } from './http/security-headers.js';
 import { serverOptions } from './http/server-options.js';
 import { INVITATION_SCHEMAS, invitationMessageRenderer, invitationRoutes, inviteRoutes } from './invitations/index.js';
@@ -126,6 +127,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   app.decorateRequest('scope', null as unknown as ProductScope);
   registerSecurityHeaders(app, config);
   await registerRateLimits(app, config, requestIdentity);
+  registerReadTurns(app, config.readConcurrency);
   const web: WebOptions = {
     cookieSecret: await sharedSecret(db, 'session_cookie_key'),
     signinKey: await sharedSecret(db, 'signin_key'),
