@@ -22,7 +22,15 @@ import { registerReadTurns } from './http/read-turns.js';
 import { registerSecurityHeaders } from './http/security-headers.js';
 import { serverOptions } from './http/server-options.js';
 import { INVITATION_SCHEMAS, invitationMessageRenderer, invitationRoutes, inviteRoutes } from './invitations/index.js';
-import { fillDescriptionHtml, ITEM_SCHEMAS, itemRoutes, KeptItems, ListCounts, shortUrlRoutes } from './items/index.js';
+import {
+  fillDescriptionHtml,
+  ITEM_SCHEMAS,
+  itemRoutes,
+  KeptItems,
+  ListCounts,
+  ListPages,
+  shortUrlRoutes,
+} from './items/index.js';
 import {
   DEFAULT_WORKER_OPTIONS,
   emlTransport,
@@ -73,6 +81,8 @@ declare module 'fastify' {
     sentCount: SentCount;
     unsubscribeLinks: UnsubscribeLinks;
     listCounts: ListCounts;
+    /** The ids of list pages by position or creation, per product order version (see ListPages). */
+    listPages: ListPages;
     /** Item and deploy lists kept per product revision (see KeptAnswers). */
     keptAnswers: KeptAnswers;
     /** Each item's JSON kept by its version, for lists assembled from it (see KeptItems). */
@@ -115,6 +125,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   app.decorate('db', db);
   app.decorate('config', config);
   app.decorate('listCounts', new ListCounts());
+  app.decorate('listPages', new ListPages());
   // Of the memory given to kept answers, two thirds hold whole answers and one third items' JSON.
   const answerCache = config.answerCacheMb * 1024 * 1024;
   app.decorate('keptItems', new KeptItems(answerCache / 3));

@@ -32,6 +32,11 @@ export interface ProductsTable {
   items_version: number;
   /** Moves with every change to what the product's items show, or to its members (the board's cache key). */
   revision: number;
+  /**
+   * Moves with every change to which items a list matches, or to their order by priority or by
+   * creation (every move of items_version, and resorts): what kept pages of those orders go by.
+   */
+  order_version: number;
 }
 
 export interface MembershipsTable {

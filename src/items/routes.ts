@@ -134,7 +134,10 @@ async function itemListRoutes(app: FastifyInstance): Promise<void> {
       `items:${JSON.stringify(input)}`,
       [ITEM_COUNT, NEXT_OFFSET],
       async () => {
-        const { stamps, total } = await listItemStamps(app.db, request.scope, input, app.listCounts);
+        const { stamps, total } = await listItemStamps(app.db, request.scope, input, {
+          counts: app.listCounts,
+          pages: app.listPages,
+        });
         return boundedItems(app, request, reply, { stamps, offset: input.offset, total });
       },
     );

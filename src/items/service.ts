@@ -32,8 +32,9 @@ import {
   statusCode,
   statusName,
   storyTitle,
+  type Order,
 } from './model.js';
-import type { ListCounts } from './counts.js';
+import type { ListCounts, ListPages } from './counts.js';
 import { announceItem, previousValues } from './events.js';
 import {
   addFollower,
@@ -53,6 +54,7 @@ import {
   listDeployments,
   listTopLevel,
   listTopLevelStamps,
+  findItemStampsInOrder,
   listWithChildren,
   neighbourSort,
   readFilter,
@@ -146,14 +148,25 @@ export async function listItemStamps(
   db: Db,
   scope: ProductScope,
   input: ListItemsInput,
-  counts: ListCounts,
+  kept: { counts: ListCounts; pages: ListPages },
 ): Promise<{ stamps: ItemStamp[]; total: number }> {
   const filter = await listFilter(db, scope, input);
-  const stamps = input.children
-    ? await listWithChildren(db, filter, input.order, input.offset, input.limit)
-    : await listTopLevelStamps(db, filter, input.order, input.offset, input.limit);
-  return { stamps, total: await listTotal(db, scope, input, filter, counts) };
+  const total = () => listTotal(db, scope, input, filter, kept.counts);
+  const page = (): Promise<ItemStamp[]> =>
+    input.children
+      ? listWithChildren(db, filter, input.order, input.offset, input.limit)
+      : listTopLevelStamps(db, filter, input.order, input.offset, input.limit);
+  if (input.children || !ORDERS_BY_POSITION.has(input.order)) return { stamps: await page(), total: await total() };
+  let read: ItemStamp[] | undefined;
+  const ids = await kept.pages.get(scope.product.id, scope.product.order_version, { filter, input }, async () => {
+    read = await page();
+    return read.map((s) => s.id);
+  });
+  return { stamps: read ?? (await findItemStampsInOrder(db, ids)), total: await total() };
 }
+
+/** Orders by position or by creation: what edits of text leave alone (see ListPages). */
+const ORDERS_BY_POSITION = new Set<Order>(['priority', 'favorites', 'oldest', 'newest']);
 
 /** What a list asks of the repository: its users resolved (404 for unknown ones), its statuses as codes. */
 async function listFilter(db: Db, scope: ProductScope, input: ListItemsInput): Promise<ItemFilter> {
@@ -573,7 +586,7 @@ export async function resortItem(
     sort = (await place(true))!;
   }
   if (sort === Number(item.sort)) return item;
-  await markItemsChanged(trx, productId, { totals: false });
+  await markItemsChanged(trx, productId, { totals: false, order: true });
   const now = nowTimestamp();
   return updateItemRow(trx, item.id, { sort, last_modified: now, last_activity: now });
 }

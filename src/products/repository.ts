@@ -7,7 +7,15 @@ import { findUserBy, type UserLookup } from '../users/index.js';
 export async function insertProduct(trx: Trx, name: string, createdAt: string): Promise<ProductRow> {
   return trx
     .insertInto('products')
-    .values({ name, archived: 0, created_at: createdAt, last_number: 0, items_version: 0, revision: 0 })
+    .values({
+      name,
+      archived: 0,
+      created_at: createdAt,
+      last_number: 0,
+      items_version: 0,
+      revision: 0,
+      order_version: 0,
+    })
     .returningAll()
     .executeTakeFirstOrThrow();
 }
@@ -54,6 +62,7 @@ const PRODUCT_AS = {
   last_number: 'products.last_number as product_last_number',
   items_version: 'products.items_version as product_items_version',
   revision: 'products.revision as product_revision',
+  order_version: 'products.order_version as product_order_version',
 } as const satisfies Record<keyof ProductRow, string>;
 
 const callerIn = (db: Db, productId: number) =>
@@ -101,6 +110,7 @@ export async function findCallerAndProduct(
     product_last_number,
     product_items_version,
     product_revision,
+    product_order_version,
     admin,
     ...user
   } = row;
@@ -113,6 +123,7 @@ export async function findCallerAndProduct(
     last_number: product_last_number!,
     items_version: product_items_version!,
     revision: product_revision!,
+    order_version: product_order_version!,
   };
   return { user, product, membership: admin === null ? undefined : { admin: admin === 1 } };
 }
@@ -201,6 +212,7 @@ const nextItemNumber = prepared((db, productId: number) =>
     .set((eb) => ({
       last_number: eb('last_number', '+', 1),
       items_version: eb('items_version', '+', 1),
+      order_version: eb('order_version', '+', 1),
       revision: eb('revision', '+', 1),
     }))
     .where('id', '=', productId)
@@ -218,12 +230,17 @@ export async function lockProduct(trx: Trx, productId: number): Promise<void> {
 }
 
 /**
- * Marks a change to what the product's items show: its revision moves, and with `totals` (a
- * change that can alter which items a list matches) its items version too, which voids cached
- * list totals.
+ * Marks a change to what the product's items show: its revision moves; with `order` (a change of
+ * which items a list holds, or of their order by priority: a resort) its order version too; and
+ * with `totals` (a change that can alter which items a list matches) its items version as well,
+ * which voids cached list totals, and its order version.
  */
-export async function markItemsChanged(trx: Trx, productId: number, { totals }: { totals: boolean }): Promise<void> {
-  await (totals ? newItemsVersion : newRevision)(trx, productId);
+export async function markItemsChanged(
+  trx: Trx,
+  productId: number,
+  { totals, order = false }: { totals: boolean; order?: boolean },
+): Promise<void> {
+  await (totals ? newItemsVersion : order ? newOrderVersion : newRevision)(trx, productId);
 }
 
 const newRevision = prepared((db, productId: number) =>
@@ -232,9 +249,19 @@ const newRevision = prepared((db, productId: number) =>
     .set((eb) => ({ revision: eb('revision', '+', 1) }))
     .where('id', '=', productId),
 );
+const newOrderVersion = prepared((db, productId: number) =>
+  db
+    .updateTable('products')
+    .set((eb) => ({ order_version: eb('order_version', '+', 1), revision: eb('revision', '+', 1) }))
+    .where('id', '=', productId),
+);
 const newItemsVersion = prepared((db, productId: number) =>
   db
     .updateTable('products')
-    .set((eb) => ({ items_version: eb('items_version', '+', 1), revision: eb('revision', '+', 1) }))
+    .set((eb) => ({
+      items_version: eb('items_version', '+', 1),
+      order_version: eb('order_version', '+', 1),
+      revision: eb('revision', '+', 1),
+    }))
     .where('id', '=', productId),
 );

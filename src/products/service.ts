@@ -131,6 +131,10 @@ export async function allocateItemNumber(trx: Trx, productId: number): Promise<n
  * moves (kept pages are stale), and with `totals` (a change that can alter which items a list
  * matches) its items version too, which voids cached list totals.
  */
-export async function markItemsChanged(trx: Trx, productId: number, change: { totals: boolean }): Promise<void> {
+export async function markItemsChanged(
+  trx: Trx,
+  productId: number,
+  change: { totals: boolean; order?: boolean },
+): Promise<void> {
   await repository.markItemsChanged(trx, productId, change);
 }
