@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import SQLite from 'better-sqlite3';
+import { Kysely, SqliteDialect } from 'kysely';
 import { prepared } from '../src/db/prepared.js';
 import type { Db } from '../src/db/connection.js';
 import { makeApp, makeProduct, makeUser, type TestContext } from './helpers.js';
@@ -72,5 +74,40 @@ describe('prepared queries', () => {
       db.selectFrom('products').select('id').where('id', '=', id),
     );
     await assert.rejects(careless(t.db, productId, 'x'), /does not take all its arguments as values/);
+  });
+
+  test("a LIMIT takes each call's number, and on SQLite is written into the statement (OFFSET stays bound)", async () => {
+    const sqls: string[] = [];
+    const db = new Kysely({
+      dialect: new SqliteDialect({ database: new SQLite(':memory:') }),
+      log: (event) => {
+        sqls.push(event.query.sql);
+      },
+    }) as unknown as Db;
+    try {
+      await db.schema
+        .createTable('products')
+        .addColumn('id', 'integer', (c) => c.primaryKey())
+        .execute();
+      await db
+        .insertInto('products')
+        .values([1, 2, 3, 4].map((id) => ({ id }) as never))
+        .execute();
+      const page = prepared((d: Db, limit: number, offset: number) =>
+        d.selectFrom('products').select('id').orderBy('id').limit(limit).offset(offset),
+      );
+      const ids = async (limit: number, offset: number) => (await page(db, limit, offset)).map((r) => r.id);
+      assert.deepEqual(await ids(2, 0), [1, 2]);
+      assert.deepEqual(await ids(3, 1), [2, 3, 4]);
+      assert.deepEqual(await ids(2, 1), [2, 3]);
+      assert.deepEqual(await ids(1, 3), [4]);
+      const reads = sqls.filter((q) => q.startsWith('select'));
+      assert.deepEqual(
+        reads.map((q) => / limit (\S+) offset \?$/.exec(q)?.[1]),
+        ['2', '3', '2', '1'],
+      );
+    } finally {
+      await db.destroy();
+    }
   });
 });
