@@ -76,7 +76,8 @@ describe('prepared queries', () => {
     await assert.rejects(careless(t.db, productId, 'x'), /does not take all its arguments as values/);
   });
 
-  test("a LIMIT takes each call's number, and on SQLite is written into the statement (OFFSET stays bound)", async () => {
+  /** An SQLite database of its own with a `products` table of ids 1 to 4, and the statements it ran. */
+  async function loggedSqlite(): Promise<{ db: Db; sqls: string[] }> {
     const sqls: string[] = [];
     const db = new Kysely({
       dialect: new SqliteDialect({ database: new SQLite(':memory:') }),
@@ -84,15 +85,23 @@ describe('prepared queries', () => {
         sqls.push(event.query.sql);
       },
     }) as unknown as Db;
+    await db.schema
+      .createTable('products')
+      .addColumn('id', 'integer', (c) => c.primaryKey())
+      .addColumn('archived', 'integer')
+      .addColumn('name', 'text')
+      .execute();
+    await db
+      .insertInto('products')
+      .values([1, 2, 3, 4].map((id) => ({ id, archived: id % 2, name: `p${id}` }) as never))
+      .execute();
+    sqls.length = 0;
+    return { db, sqls };
+  }
+
+  test("a LIMIT takes each call's number, and on SQLite is written into the statement (OFFSET stays bound)", async () => {
+    const { db, sqls } = await loggedSqlite();
     try {
-      await db.schema
-        .createTable('products')
-        .addColumn('id', 'integer', (c) => c.primaryKey())
-        .execute();
-      await db
-        .insertInto('products')
-        .values([1, 2, 3, 4].map((id) => ({ id }) as never))
-        .execute();
       const page = prepared((d: Db, limit: number, offset: number) =>
         d.selectFrom('products').select('id').orderBy('id').limit(limit).offset(offset),
       );
@@ -101,11 +110,36 @@ describe('prepared queries', () => {
       assert.deepEqual(await ids(3, 1), [2, 3, 4]);
       assert.deepEqual(await ids(2, 1), [2, 3]);
       assert.deepEqual(await ids(1, 3), [4]);
-      const reads = sqls.filter((q) => q.startsWith('select'));
       assert.deepEqual(
-        reads.map((q) => / limit (\S+) offset \?$/.exec(q)?.[1]),
+        sqls.map((q) => / limit (\S+) offset \?$/.exec(q)?.[1]),
         ['2', '3', '2', '1'],
       );
+    } finally {
+      await db.destroy();
+    }
+  });
+
+  test('on SQLite a constant a column is compared with is written into the statement; arguments stay bound', async () => {
+    const { db, sqls } = await loggedSqlite();
+    try {
+      const live = prepared((d: Db, above: number) =>
+        d
+          .selectFrom('products')
+          .select('id')
+          .where('archived', '=', 0)
+          .where('name', '<>', "p'4")
+          .where('id', '>', above)
+          .orderBy('id'),
+      );
+      assert.deepEqual(
+        (await live(db, 0)).map((r) => r.id),
+        [2, 4],
+      );
+      assert.deepEqual(
+        (await live(db, 2)).map((r) => r.id),
+        [4],
+      );
+      assert.match(sqls[0], /"archived" = 0 and "name" <> 'p''4' and "id" > \?/);
     } finally {
       await db.destroy();
     }

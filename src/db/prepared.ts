@@ -1,6 +1,11 @@
 import {
   createQueryId,
+  BinaryOperationNode,
+  ColumnNode,
   LimitNode,
+  OperationNodeTransformer,
+  OperatorNode,
+  ReferenceNode,
   SelectQueryNode,
   ValueNode,
   type Compilable,
@@ -55,6 +60,31 @@ function limitStandOf(node: unknown): Place | undefined {
   return ValueNode.is(value) && isStand(value.value) ? value.value[STAND] : undefined;
 }
 
+/**
+ * On SQLite, a constant a column is compared with (`archived = 0`, `status <> 'sent'`) is written
+ * into the statement rather than bound. SQLite's planner reads a bound value that a partial index's
+ * condition could depend on (`where archived = 0 and parent_id is null`), and then compiles the
+ * statement again whenever it is bound, at every call: a story's sub-items cost six times their
+ * read. Only comparisons with a column: there the column's type decides how the value compares,
+ * whereas elsewhere (inserted, computed with) a number written as `0` would be an integer where a
+ * bound one is a real.
+ */
+class ComparedConstantsWritten extends OperationNodeTransformer {
+  protected override transformBinaryOperation(node: BinaryOperationNode): BinaryOperationNode {
+    const out = super.transformBinaryOperation(node);
+    const right = out.rightOperand;
+    const compared =
+      OperatorNode.is(out.operator) &&
+      WRITTEN_COMPARISONS.has(out.operator.operator) &&
+      (ReferenceNode.is(out.leftOperand) || ColumnNode.is(out.leftOperand));
+    if (!compared || !ValueNode.is(right) || right.immediate) return out;
+    const value = right.value;
+    const writable = typeof value === 'string' || (typeof value === 'number' && Number.isSafeInteger(value));
+    return writable ? { ...out, rightOperand: ValueNode.createImmediate(value) } : out;
+  }
+}
+const WRITTEN_COMPARISONS = new Set<string>(['=', '==', '!=', '<>', '<', '<=', '>', '>=', 'is', 'is not']);
+
 /** On PostgreSQL, shapes whose arrays hold at most this many elements are prepared by the server too. */
 const SERVER_ARRAY_MAX = 4;
 
@@ -100,6 +130,7 @@ export function prepared<A extends unknown[], O>(
         node as SelectQueryNode,
         LimitNode.create(ValueNode.createImmediate(limit)),
       );
+    if (dialectOf(db) === 'sqlite') node = new ComparedConstantsWritten().transformNode(node);
     const query = db.getExecutor().compileQuery(node as RootOperationNode, createQueryId());
     const slots = query.parameters.map((p) =>
       isStand(p) ? { argument: p[STAND][0], part: p[STAND][1] } : { value: p },
