@@ -99,7 +99,7 @@ describe('prepared queries', () => {
     return { db, sqls };
   }
 
-  test("a LIMIT takes each call's number, and on SQLite is written into the statement (OFFSET stays bound)", async () => {
+  test("a LIMIT takes each call's number, on SQLite written into the statement (OFFSET stays bound)", async () => {
     const { db, sqls } = await loggedSqlite();
     try {
       const page = prepared((d: Db, limit: number, offset: number) =>
@@ -119,7 +119,7 @@ describe('prepared queries', () => {
     }
   });
 
-  test('on SQLite a constant a column is compared with is written into the statement; arguments stay bound', async () => {
+  test('on SQLite a constant compared with a column is written into the statement; arguments stay bound', async () => {
     const { db, sqls } = await loggedSqlite();
     try {
       const live = prepared((d: Db, above: number) =>

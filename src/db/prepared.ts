@@ -1,6 +1,6 @@
 import {
   createQueryId,
-  BinaryOperationNode,
+  type BinaryOperationNode,
   ColumnNode,
   LimitNode,
   OperationNodeTransformer,
