@@ -107,8 +107,8 @@ interface Compiled {
  * fixed when it is built (so nothing like the current time may be computed inside `build`). Each
  * call binds its own arguments in their places and runs in `db`, a transaction or not, like any
  * other query, and returns its rows (none for a write without `returning`). What is compiled is
- * kept for good: at most one query per dialect and shape, and `in` lists are cut to 500 at most
- * (`inChunks`).
+ * kept for good: at most one query per dialect and shape (and, on SQLite, LIMIT: see limitStandOf;
+ * pages are 500 at most), and `in` lists are cut to 500 at most (`inChunks`).
  *
  * On PostgreSQL the server prepares it too, once per connection (see serverStatementName): parsing
  * and planning a statement costs a backend more than running one of these indexed reads, and a
