@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import SQLite from 'better-sqlite3';
+import { Kysely, SqliteDialect } from 'kysely';
 import { prepared } from '../src/db/prepared.js';
 import type { Db } from '../src/db/connection.js';
 import { makeApp, makeProduct, makeUser, type TestContext } from './helpers.js';
@@ -72,5 +74,74 @@ describe('prepared queries', () => {
       db.selectFrom('products').select('id').where('id', '=', id),
     );
     await assert.rejects(careless(t.db, productId, 'x'), /does not take all its arguments as values/);
+  });
+
+  /** An SQLite database of its own with a `products` table of ids 1 to 4, and the statements it ran. */
+  async function loggedSqlite(): Promise<{ db: Db; sqls: string[] }> {
+    const sqls: string[] = [];
+    const db = new Kysely({
+      dialect: new SqliteDialect({ database: new SQLite(':memory:') }),
+      log: (event) => {
+        sqls.push(event.query.sql);
+      },
+    }) as unknown as Db;
+    await db.schema
+      .createTable('products')
+      .addColumn('id', 'integer', (c) => c.primaryKey())
+      .addColumn('archived', 'integer')
+      .addColumn('name', 'text')
+      .execute();
+    await db
+      .insertInto('products')
+      .values([1, 2, 3, 4].map((id) => ({ id, archived: id % 2, name: `p${id}` }) as never))
+      .execute();
+    sqls.length = 0;
+    return { db, sqls };
+  }
+
+  test("a LIMIT takes each call's number, on SQLite written into the statement (OFFSET stays bound)", async () => {
+    const { db, sqls } = await loggedSqlite();
+    try {
+      const page = prepared((d: Db, limit: number, offset: number) =>
+        d.selectFrom('products').select('id').orderBy('id').limit(limit).offset(offset),
+      );
+      const ids = async (limit: number, offset: number) => (await page(db, limit, offset)).map((r) => r.id);
+      assert.deepEqual(await ids(2, 0), [1, 2]);
+      assert.deepEqual(await ids(3, 1), [2, 3, 4]);
+      assert.deepEqual(await ids(2, 1), [2, 3]);
+      assert.deepEqual(await ids(1, 3), [4]);
+      assert.deepEqual(
+        sqls.map((q) => / limit (\S+) offset \?$/.exec(q)?.[1]),
+        ['2', '3', '2', '1'],
+      );
+    } finally {
+      await db.destroy();
+    }
+  });
+
+  test('on SQLite a constant compared with a column is written into the statement; arguments stay bound', async () => {
+    const { db, sqls } = await loggedSqlite();
+    try {
+      const live = prepared((d: Db, above: number) =>
+        d
+          .selectFrom('products')
+          .select('id')
+          .where('archived', '=', 0)
+          .where('name', '<>', "p'4")
+          .where('id', '>', above)
+          .orderBy('id'),
+      );
+      assert.deepEqual(
+        (await live(db, 0)).map((r) => r.id),
+        [2, 4],
+      );
+      assert.deepEqual(
+        (await live(db, 2)).map((r) => r.id),
+        [4],
+      );
+      assert.match(sqls[0], /"archived" = 0 and "name" <> 'p''4' and "id" > \?/);
+    } finally {
+      await db.destroy();
+    }
   });
 });

@@ -10,7 +10,7 @@ import type { ProductScope, Urls } from '../scope.js';
 import { shownHtml, type MarkdownRenderer } from '../markdown.js';
 import { formatTimestamp } from '../time.js';
 import { nextTurn } from '../turns.js';
-import { findUsersByIds } from '../users/index.js';
+import { findProfiles, findUsersByIds, type UserProfile } from '../users/index.js';
 import { announceDeploy } from './events.js';
 import { DEPLOY_PAGE_ITEMS, type DeployInput } from './input.js';
 import {
@@ -342,7 +342,7 @@ export async function getDeploy(db: Db, scope: ProductScope, id: number): Promis
 /** A deploy in an item's history, with who made it. */
 export interface ItemDeploy {
   deploy: ItemDeployRow;
-  by: UserRow;
+  by: UserProfile;
 }
 
 /**
@@ -360,13 +360,10 @@ export async function deployHistoryOf(
   // A first page that is not full holds them all.
   const total =
     page.offset === 0 && rows.length < page.limit ? rows.length : await countItemDeploys(db, scope.product.id, itemId);
-  const users = new Map(
-    (
-      await findUsersByIds(
-        db,
-        rows.map((d) => d.user_id),
-      )
-    ).map((u) => [u.id, u]),
+  // The people of an item's history are the product's few deployers: remembered, as items' people are.
+  const users = await findProfiles(
+    db,
+    rows.map((d) => d.user_id),
   );
   return { deploys: rows.map((deploy) => ({ deploy, by: users.get(deploy.user_id)! })), total };
 }

@@ -223,17 +223,19 @@ export async function signIn(
   return startSession(trx, user, at, now);
 }
 
+/** What the database keeps of a session's id: its hash, so that the table says nothing a cookie could be made of. */
+export const sessionIdHash = (id: string): string => sha256(id);
+
 /**
- * The session of a cookie's id while it is active: used within the idle time and begun within the
- * lifetime. Its last_seen_at moves at most once a minute.
+ * The session whose id has the hash `idHash` (sessionIdHash), while it is active: used within the
+ * idle time and begun within the lifetime. Its last_seen_at moves at most once a minute.
  */
 export async function resumeSession(
   db: Db,
-  id: string,
+  idHash: string,
   policy: SessionPolicy,
   now = new Date(),
 ): Promise<ActiveSession | undefined> {
-  const idHash = sha256(id);
   const found = await findSession(
     db,
     idHash,

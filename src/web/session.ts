@@ -4,10 +4,12 @@ import {
   formTokenMatches,
   resumeSession,
   sessionEndsAt,
+  sessionIdHash,
   type ActiveSession,
   type NewSession,
   type SessionPolicy,
 } from './service.js';
+import { LruCache } from '../lru.js';
 import { layout, type Viewer } from './views/layout.js';
 import type { Html } from './views/html.js';
 
@@ -96,18 +98,42 @@ export function clearSessionCookie(reply: FastifyReply, settings: CookieSettings
   reply.clearCookie(SESSION_COOKIE, { httpOnly: true, sameSite: 'lax', path: '/', secure: settings.secure });
 }
 
-/** onRequest hook of the pages: the session of a validly signed cookie, if it is still active. */
+/** Cookies whose signature was checked, each with its session id and that id's hash (null: not validly signed). */
+const COOKIES_KEPT = 1024;
+
+/**
+ * onRequest hook of the pages: the session of a validly signed cookie, if it is still active.
+ * Checking the signature and hashing the id are a cookie's own (the same cookie always gives the
+ * same answer) and cost as much as reading the session: a browser sends the same cookie with every
+ * page, so the answer is kept per cookie. Whether the session is still active is read every time.
+ */
 export function loadSession(app: FastifyInstance, settings: CookieSettings) {
+  const checked = new LruCache<string, SessionKey | null>(COOKIES_KEPT);
+  const keyOf = (request: FastifyRequest, raw: string): SessionKey | null => {
+    let key = checked.get(raw);
+    if (key === undefined) {
+      const unsigned = request.unsignCookie(raw);
+      key = unsigned.valid && unsigned.value ? { id: unsigned.value, idHash: sessionIdHash(unsigned.value) } : null;
+      checked.set(raw, key);
+    }
+    return key;
+  };
   return async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
     request.webSession = null;
     const raw = request.cookies[SESSION_COOKIE];
     if (!raw) return;
-    const unsigned = request.unsignCookie(raw);
-    if (!unsigned.valid || !unsigned.value) return;
-    request.webSession = (await resumeSession(app.db, unsigned.value, settings)) ?? null;
+    const key = keyOf(request, raw);
+    if (!key) return;
+    request.webSession = (await resumeSession(app.db, key.idHash, settings)) ?? null;
     // An active session's cookie lives as long again as the idle time, from its last use, until the session's end.
-    if (request.webSession?.touched) setSessionCookie(reply, { ...request.webSession, id: unsigned.value }, settings);
+    if (request.webSession?.touched) setSessionCookie(reply, { ...request.webSession, id: key.id }, settings);
   };
+}
+
+/** A session's id as its cookie holds it, and the hash by which the database knows it. */
+interface SessionKey {
+  id: string;
+  idHash: string;
 }
 
 /**

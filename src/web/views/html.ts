@@ -17,6 +17,8 @@ type Value = Html | string | number | boolean | null | undefined | readonly Valu
 function render(value: Value): string {
   if (value === null || value === undefined || value === false) return '';
   if (value instanceof Html) return value.text;
+  if (typeof value === 'string') return escapeHtml(value);
+  if (typeof value === 'number') return String(value);
   if (Array.isArray(value)) return value.map(render).join('');
   return escapeHtml(String(value));
 }
