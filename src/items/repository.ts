@@ -14,7 +14,7 @@ import {
   type NewItem,
   type ProductRow,
 } from '../db/schema.js';
-import { SORT_STEP, statusCode, type Order } from './model.js';
+import { SORT_STEP, type Order } from './model.js';
 
 const itemByNumber = prepared((db, productId: number, number: number) =>
   db.selectFrom('items').select(ITEM_COLUMNS).where('product_id', '=', productId).where('number', '=', number),
@@ -431,21 +431,26 @@ function itemsFrom(db: Db, f: ItemFilter) {
   return db.selectFrom(ids).crossJoin('items').whereRef('items.id', '=', 'few.item_id') as unknown as typeof items;
 }
 
-/** Backlog and in-progress, as codes: the open work. */
-const OPEN_STATUSES = [statusCode('backlog'), statusCode('in-progress')].join();
+/**
+ * Values of a list's query that SQLite must see to plan it are written into its text: the
+ * archived flag and the statuses (the conditions of partial indexes: items_listed_* and, for open
+ * work, items_open_*, which a query can use only when it says the same), and the LIMIT (which its
+ * planner reads). Bound, they make SQLite compile the statement again at every run, which cost a
+ * list more than running it. They come from a few fixed values, so the statements stay few.
+ */
+const written = (value: number) => sql.lit(value);
 
 function topLevelQuery(db: Db, f: ItemFilter, order?: Order) {
   let q = itemsFrom(db, f)
     .where('items.product_id', '=', f.productId)
-    .where('items.archived', '=', 0)
+    .where('items.archived', '=', written(0))
     .where('items.parent_id', 'is', null);
   const statuses = [...new Set(f.statuses)].sort((a, b) => a - b);
   if (statusesAsRange(db, statuses, order))
-    q = q.where('items.status', '>=', statuses[0]).where('items.status', '<=', statuses[statuses.length - 1]);
-  // Open work as constants, which the indexes of open items (items_open_*) are made for: a
-  // database uses an index with a WHERE clause only for a query that says the same.
-  else if (statuses.join() === OPEN_STATUSES) q = q.where(sql<boolean>`items.status in (1, 2)`);
-  else q = q.where('items.status', 'in', statuses);
+    q = q
+      .where('items.status', '>=', written(statuses[0]))
+      .where('items.status', '<=', written(statuses[statuses.length - 1]));
+  else q = q.where('items.status', 'in', statuses.map(written));
   if (f.types?.length) q = q.where('items.type', 'in', f.types);
   if (f.assignedTo !== undefined) q = q.where('items.assigned_to_id', '=', f.assignedTo);
   if (f.createdBy !== undefined) q = q.where('items.created_by_id', '=', f.createdBy);
@@ -507,9 +512,13 @@ export async function listTopLevel(
 ): Promise<ItemRow[]> {
   const page = ordered(topLevelQuery(db, f, order), order);
   if (budget === undefined || limit <= SIZED_PAGE)
-    return page.select(columnsOf('items', ITEM_COLUMNS)).limit(limit).offset(offset).execute();
+    return page.select(columnsOf('items', ITEM_COLUMNS)).limit(written(limit)).offset(offset).execute();
   return (
-    await rowsWithin(db, await page.select(['items.id', LEAST_BYTES]).limit(limit).offset(offset).execute(), budget)
+    await rowsWithin(
+      db,
+      await page.select(['items.id', LEAST_BYTES]).limit(written(limit)).offset(offset).execute(),
+      budget,
+    )
   ).rows;
 }
 
@@ -524,7 +533,7 @@ export async function listTopLevelStamps(
   const rows = await ordered(topLevelQuery(db, f, order), order)
     .select(columnsOf('items', STAMP_COLUMNS))
     .select(LEAST_BYTES)
-    .limit(limit)
+    .limit(written(limit))
     .offset(offset)
     .execute();
   return rows.map((row) => ({ ...row, least: Number(row.least) }));
