@@ -45,6 +45,7 @@ import {
 } from './mail/index.js';
 import { NOTIFICATION_SCHEMAS, notificationRoutes } from './notifications/index.js';
 import {
+  ChangedItems,
   PRODUCT_SCHEMAS,
   productMemberRoutes,
   productRoutes,
@@ -133,7 +134,13 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   // On SQLite one answer renders at a time: its reads block the one thread anyway, and a second
   // render in between only holds a second page of objects (4 MB more at the peak, for no more answers
   // per second).
-  app.decorate('keptAnswers', new KeptAnswers((answerCache * 2) / 3, config.databaseUrl ? config.pgPoolMax : 1));
+  app.decorate(
+    'keptAnswers',
+    new KeptAnswers((answerCache * 2) / 3, config.databaseUrl ? config.pgPoolMax : 1, undefined, {
+      db,
+      items: new ChangedItems(),
+    }),
+  );
   app.decorateRequest('user', null as unknown as UserRow);
   app.decorateRequest('scope', null as unknown as ProductScope);
   registerSecurityHeaders(app, config);

@@ -2,6 +2,8 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { answeredNotModified, answerTag } from './http/conditional.js';
 import { LruCache } from './lru.js';
 import { PROFILE_TTL_MS } from './users/index.js';
+import type { Db } from './db/connection.js';
+import type { ProductRow } from './db/schema.js';
 import type { ProductScope } from './scope.js';
 
 /** A serialized answer (its bytes, sent as they are) and the headers its handler set. */
@@ -10,7 +12,17 @@ interface KeptAnswer {
   /** A strong entity tag of the body, for conditional requests (http/conditional.ts). */
   etag: string;
   headers: [string, string][];
+  /** For an answer kept by order version: the product's revision it was made at, and the items it shows. */
+  made?: { revision: number; items: readonly number[] };
 }
+
+/** Which of a product's items changed since a revision (products' ChangedItems). */
+export interface ItemChanges {
+  changedSince(db: Db, product: ProductRow, since: number, items: readonly number[]): Promise<boolean>;
+}
+
+/** Tells a render which items its answer shows (their ids, parents included). */
+export type ShowsItems = (ids: readonly number[]) => void;
 
 /** What the kept answers may hold in all, in bytes of their bodies. */
 const DEFAULT_BUDGET = 32 * 1024 * 1024;
@@ -60,6 +72,7 @@ export class KeptAnswers {
     private readonly budget = DEFAULT_BUDGET,
     private readonly renders = 2,
     private readonly large = LARGE_ANSWER,
+    private readonly changes?: { db: Db; items: ItemChanges },
   ) {
     const weigh = (answer: KeptAnswer) => answer.body.length;
     this.answers = new LruCache(budget * (1 - LARGE_SHARE), PROFILE_TTL_MS, weigh);
@@ -105,46 +118,64 @@ export class KeptAnswers {
    * kept with those of the `headers` it set. Every answer carries an ETag of its bytes; a request
    * whose If-None-Match names it is answered 304 without a body (from the kept answer, or after
    * rendering when none is kept: then the answer is kept for the next).
+   *
+   * An answer `byPosition` (a list in an order that changes of text leave alone) is kept by the
+   * product's order version instead of its revision, with the items `make` says it shows: it stays
+   * good across changes to other items, until one of its own changes (ItemChanges).
    */
   async answer(
     request: FastifyRequest,
     reply: FastifyReply,
     question: string,
     headers: readonly string[],
-    make: () => Promise<unknown>,
+    make: (shows: ShowsItems) => Promise<unknown>,
+    byPosition = false,
   ): Promise<Buffer | FastifyReply> {
-    const answer = await this.keptOrMade(request, reply, question, headers, make);
+    const answer = await this.keptOrMade(request, reply, { question, headers, byPosition }, make);
     for (const [name, value] of answer.headers) reply.header(name, value);
     if (answeredNotModified(request, reply, answer.etag)) return reply.send();
     return answer.body;
   }
 
+  /** Whether an answer kept by order version still holds: none of the items it shows changed since. */
+  private async holds(kept: KeptAnswer, product: ProductRow): Promise<boolean> {
+    if (kept.made === undefined || !this.changes) return true;
+    const { db, items } = this.changes;
+    return !(await items.changedSince(db, product, kept.made.revision, kept.made.items));
+  }
+
   private async keptOrMade(
     request: FastifyRequest,
     reply: FastifyReply,
-    question: string,
-    headers: readonly string[],
-    make: () => Promise<unknown>,
+    q: { question: string; headers: readonly string[]; byPosition: boolean },
+    make: (shows: ShowsItems) => Promise<unknown>,
   ): Promise<KeptAnswer> {
-    const scope: ProductScope = request.scope;
-    const key = `${scope.product.id}:${scope.product.revision}:${scope.user.id}:${question}`;
+    const { product, user } = request.scope as ProductScope;
+    const byPosition = q.byPosition && this.changes !== undefined;
+    const version = byPosition ? `o${product.order_version}:${product.archived}:${product.name}` : product.revision;
+    const key = `${product.id}:${version}:${user.id}:${q.question}`;
     const fresh = /\bno-(cache|store)\b/i.test(request.headers['cache-control'] ?? '');
     reply.type('application/json; charset=utf-8');
     // Kept, or being rendered for another request right now: the same answer either way.
+    const kept = fresh ? undefined : this.kept(key);
+    if (kept !== undefined && (await this.holds(kept, product))) return kept;
     const underway = fresh ? undefined : this.underway.get(key);
-    const kept = fresh ? undefined : (this.kept(key) ?? (underway && (await underway)));
-    if (kept !== undefined) return kept;
+    if (underway !== undefined) return underway;
     // The route's serializer, from its response schema, gives a string; kept as the bytes sent,
     // so that a big answer (a page of deploys is hundreds of KiB) is not encoded again each time.
     // A page bounded in bytes comes serialized already (http/answer-size.ts), as a Buffer.
     // Headers the handler did not set this time (a next page's offset on the last page) are not kept.
-    const rendering = this.rendered(scope.user.id, async (): Promise<KeptAnswer> => {
-      const made = await make();
+    const rendering = this.rendered(user.id, async (): Promise<KeptAnswer> => {
+      let shown: readonly number[] = [];
+      const made = await make((ids) => {
+        shown = ids;
+      });
       const body = Buffer.isBuffer(made) ? made : Buffer.from(reply.serialize(made) as string);
-      const kept = headers.flatMap((name): [string, string][] =>
+      const kept = q.headers.flatMap((name): [string, string][] =>
         reply.getHeader(name) === undefined ? [] : [[name, String(reply.getHeader(name))]],
       );
-      return { body, etag: answerTag(body, kept), headers: kept };
+      const answer: KeptAnswer = { body, etag: answerTag(body, kept), headers: kept };
+      return byPosition ? { ...answer, made: { revision: product.revision, items: shown } } : answer;
     });
     if (!fresh) this.underway.set(key, rendering);
     try {

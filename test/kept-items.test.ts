@@ -4,7 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import fc from 'fast-check';
 import { buildApp } from '../src/app.js';
 import { openDatabase, type Db } from '../src/db/connection.js';
-import { client, makeApp, makeProduct, makeUser, type TestContext, type TestUser } from './helpers.js';
+import { client, makeApp, makeItem, makeProduct, makeUser, type TestContext, type TestUser } from './helpers.js';
 
 /**
  * Property: whatever is changed, and in whatever order reads and writes come, every answer served
@@ -98,18 +98,36 @@ const step: fc.Arbitrary<Step> = fc.oneof(
   { weight: 1, arbitrary: fc.constant({ kind: 'rename-product' as const }) },
 );
 
+/**
+ * Reads: mostly a few lists asked again and again (so that what is kept is asked for after the
+ * changes that follow), and sometimes any list, an item, a story's sub-items or the deploys.
+ */
 const read = fc.oneof(
-  fc.record({
-    list: fc.constant(true),
-    order: fc.constantFrom(...ORDERS),
-    status: fc.option(fc.subarray([...STATUSES], { minLength: 1 }), { nil: undefined }),
-    children: fc.boolean(),
-    limit: fc.integer({ min: 1, max: 6 }),
-    offset: fc.nat(4),
-  }),
-  fc.record({ item: itemRef }),
-  fc.record({ children: itemRef }),
-  fc.constant({ deploys: true }),
+  {
+    weight: 3,
+    arbitrary: fc.record({
+      list: fc.constant(true),
+      order: fc.constantFrom<(typeof ORDERS)[number]>('priority', 'newest', 'recent'),
+      status: fc.constant(undefined),
+      children: fc.boolean(),
+      limit: fc.constant(5),
+      offset: fc.constant(0),
+    }),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      list: fc.constant(true),
+      order: fc.constantFrom(...ORDERS),
+      status: fc.option(fc.subarray([...STATUSES], { minLength: 1 }), { nil: undefined }),
+      children: fc.boolean(),
+      limit: fc.integer({ min: 1, max: 6 }),
+      offset: fc.nat(4),
+    }),
+  },
+  { weight: 1, arbitrary: fc.record({ item: itemRef }) },
+  { weight: 1, arbitrary: fc.record({ children: itemRef }) },
+  { weight: 1, arbitrary: fc.constant({ deploys: true }) },
 );
 
 let counter = 0;
@@ -226,4 +244,24 @@ test('kept answers and kept item JSON are what a fresh render gives, whatever ch
     ),
     { numRuns: SEQUENCES },
   );
+});
+
+test('a kept list by position is made anew when one of its items changes, and kept across changes of others', async () => {
+  const productId = (await makeProduct(t.db, ada, [bob, cy])).id;
+  const items = `/api/products/${productId}/items`;
+  const made = [];
+  for (const title of ['One', 'Two', 'Three']) made.push(await makeItem(t.app, ada, productId, { title }));
+  const url = `${items}.json?limit=2`;
+  await compare(url, bob);
+  // An item past the page changes: the kept page holds (and is still what a fresh render gives).
+  assert.equal(
+    (await client(t.app, ada).post(`${items}/${made[2].number}.json`, { description: 'later' })).statusCode,
+    200,
+  );
+  await compare(url, bob);
+  // An item of the page changes: its text shows at once.
+  assert.equal((await client(t.app, ada).post(`${items}/${made[0].number}.json`, { title: 'Uno' })).statusCode, 200);
+  await compare(url, bob);
+  const page = await client(t.app, bob).get(url);
+  assert.equal(page.json()[0].title, 'Uno');
 });

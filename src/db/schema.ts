@@ -39,6 +39,13 @@ export interface ProductsTable {
   order_version: number;
 }
 
+/** An item whose JSON a change of text alone (no move of the order version) changed, at a product revision. */
+export interface ItemChangesTable {
+  product_id: number;
+  revision: number;
+  item_id: number;
+}
+
 export interface MembershipsTable {
   product_id: number;
   user_id: number;
@@ -316,6 +323,7 @@ export interface Database {
   deploys: DeploysTable;
   deploy_items: DeployItemsTable;
   item_deployments: ItemDeploymentsTable;
+  item_changes: ItemChangesTable;
   invitations: InvitationsTable;
   outbox: OutboxTable;
   notification_environments: NotificationEnvironmentsTable;

@@ -19,6 +19,7 @@ import {
 } from './input.js';
 import { CHILDREN_PAGE, DEPLOYED_TO_PAGE, entityTag } from './model.js';
 import { itemPagePath } from './urls.js';
+import type { ShowsItems } from '../kept-answers.js';
 import { itemPieces, type ItemStamp } from './kept-items.js';
 import { presentDeployment, type ItemJson } from './present.js';
 import { knownDeploymentsOf, type KnownRelations } from './repository.js';
@@ -45,6 +46,7 @@ import {
   deploymentsOf,
   findItemsByIds,
   getItemToShow,
+  isByPosition,
   listItemStamps,
   renderDescription,
   resortItem,
@@ -101,7 +103,7 @@ async function boundedItems(
   app: FastifyInstance,
   request: FastifyRequest,
   reply: FastifyReply,
-  page: { stamps: ItemStamp[]; offset: number; total: number },
+  page: { stamps: ItemStamp[]; offset: number; total: number; shows: ShowsItems },
 ): Promise<Buffer> {
   const budget = app.config.maxAnswerBytes;
   const pieces = await itemPieces({
@@ -117,6 +119,8 @@ async function boundedItems(
     budget,
   });
   const fitted = piecesWithin(pieces, budget);
+  const shown = page.stamps.slice(0, fitted.length);
+  page.shows([...shown.map((s) => s.id), ...shown.flatMap((s) => (s.parent_id === null ? [] : [s.parent_id]))]);
   reply.header(ITEM_COUNT, String(page.total));
   if (page.offset + fitted.length < page.total) reply.header(NEXT_OFFSET, String(page.offset + fitted.length));
   return Buffer.from(jsonArray(fitted));
@@ -133,13 +137,14 @@ async function itemListRoutes(app: FastifyInstance): Promise<void> {
       reply,
       `items:${JSON.stringify(input)}`,
       [ITEM_COUNT, NEXT_OFFSET],
-      async () => {
+      async (shows) => {
         const { stamps, total } = await listItemStamps(app.db, request.scope, input, {
           counts: app.listCounts,
           pages: app.listPages,
         });
-        return boundedItems(app, request, reply, { stamps, offset: input.offset, total });
+        return boundedItems(app, request, reply, { stamps, offset: input.offset, total, shows });
       },
+      isByPosition(input),
     );
   });
 
@@ -154,10 +159,12 @@ async function itemListRoutes(app: FastifyInstance): Promise<void> {
         reply,
         `children:${number}:${page.offset}:${page.limit}`,
         [ITEM_COUNT, NEXT_OFFSET],
-        async () => {
+        async (shows) => {
           const { rows, total } = await childrenOf(app.db, request.scope, number, page, app.config.maxAnswerBytes);
-          return boundedItems(app, request, reply, { stamps: rows, offset: page.offset, total });
+          return boundedItems(app, request, reply, { stamps: rows, offset: page.offset, total, shows });
         },
+        // A story's sub-items stand by priority.
+        true,
       );
     },
   );

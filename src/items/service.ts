@@ -156,7 +156,7 @@ export async function listItemStamps(
     input.children
       ? listWithChildren(db, filter, input.order, input.offset, input.limit)
       : listTopLevelStamps(db, filter, input.order, input.offset, input.limit);
-  if (input.children || !ORDERS_BY_POSITION.has(input.order)) return { stamps: await page(), total: await total() };
+  if (input.children || !isByPosition(input)) return { stamps: await page(), total: await total() };
   let read: ItemStamp[] | undefined;
   const ids = await kept.pages.get(scope.product.id, scope.product.order_version, { filter, input }, async () => {
     read = await page();
@@ -167,6 +167,9 @@ export async function listItemStamps(
 
 /** Orders by position or by creation: what edits of text leave alone (see ListPages). */
 const ORDERS_BY_POSITION = new Set<Order>(['priority', 'favorites', 'oldest', 'newest']);
+
+/** Whether a list stands in an order that edits of text leave alone: its items change, their places do not. */
+export const isByPosition = (input: ListItemsInput): boolean => ORDERS_BY_POSITION.has(input.order);
 
 /** What a list asks of the repository: its users resolved (404 for unknown ones), its statuses as codes. */
 async function listFilter(db: Db, scope: ProductScope, input: ListItemsInput): Promise<ItemFilter> {
@@ -440,7 +443,7 @@ export async function updateItem(
 
   if (Object.keys(changes).length === 0 && !tagsChanged) return { row: item, conflicts };
   const totals = tagsChanged || changes.status !== undefined || 'assigned_to_id' in changes || 'parent_id' in changes;
-  await markItemsChanged(trx, scope.product.id, { totals });
+  await markItemsChanged(trx, scope.product.id, { totals, items: [item.id] });
   const updated = await updateItemRow(trx, item.id, { ...changes, last_modified: now, last_activity: now });
   const type = changes.status !== undefined ? 'item.status_changed' : 'item.updated';
   await announceItem(trx, scope, type, updated, urls, () =>
@@ -604,7 +607,7 @@ export async function setFollowing(trx: Trx, scope: ProductScope, number: number
   await addFollower(trx, item.id, scope.user.id, now);
   await touchActivity(trx, [item.id], now);
   // last_activity shows in lists and orders them (order_by=active, stale).
-  await markItemsChanged(trx, scope.product.id, { totals: false });
+  await markItemsChanged(trx, scope.product.id, { totals: false, items: [item.id] });
   // As touchActivity left it, without reading it again.
   // biome-ignore lint/complexity/useMathMinMax: timestamps are strings here, which Math.max would turn into NaN.
   return { ...item, version: item.version + 1, last_activity: now > item.last_activity ? now : item.last_activity };

@@ -7,6 +7,7 @@ export { presentProductSummary, PRODUCT_SCHEMAS, ProductSummarySchema } from './
 export { productMemberRoutes, productRoutes } from './routes.js';
 export {
   addMember,
+  ChangedItems,
   addMemberByEmail,
   allocateItemNumber,
   createProduct,

@@ -233,14 +233,56 @@ export async function lockProduct(trx: Trx, productId: number): Promise<void> {
  * Marks a change to what the product's items show: its revision moves; with `order` (a change of
  * which items a list holds, or of their order by priority: a resort) its order version too; and
  * with `totals` (a change that can alter which items a list matches) its items version as well,
- * which voids cached list totals, and its order version.
+ * which voids cached list totals, and its order version. A change of neither whose `items` show
+ * differently (their text, when they were last active) names them in item_changes, at the new
+ * revision, for the answers kept by order version (see ChangedItems).
  */
 export async function markItemsChanged(
   trx: Trx,
   productId: number,
-  { totals, order = false }: { totals: boolean; order?: boolean },
+  { totals, order = false, items = [] }: { totals: boolean; order?: boolean; items?: number[] },
 ): Promise<void> {
-  await (totals ? newItemsVersion : order ? newOrderVersion : newRevision)(trx, productId);
+  if (totals || order || items.length === 0) {
+    await (totals ? newItemsVersion : order ? newOrderVersion : newRevision)(trx, productId);
+    return;
+  }
+  const [{ revision }] = await newRevisionIs(trx, productId);
+  await trx
+    .insertInto('item_changes')
+    .values([...new Set(items)].map((item_id) => ({ product_id: productId, revision, item_id })))
+    .execute();
+  // What no instance reads any more: one that is further behind forgets what it kept instead.
+  if (revision % CHANGES_KEPT === 0) await forgetChanges(trx, productId, revision - CHANGES_KEPT);
+}
+
+/** Revisions of a product whose item changes are kept for instances to catch up with. */
+export const CHANGES_KEPT = 1000;
+
+const newRevisionIs = prepared((db, productId: number) =>
+  db
+    .updateTable('products')
+    .set((eb) => ({ revision: eb('revision', '+', 1) }))
+    .where('id', '=', productId)
+    .returning('revision'),
+);
+const forgetChanges = prepared((db, productId: number, before: number) =>
+  db.deleteFrom('item_changes').where('product_id', '=', productId).where('revision', '<', before),
+);
+const changesSince = prepared((db, productId: number, revision: number) =>
+  db
+    .selectFrom('item_changes')
+    .select(['revision', 'item_id'])
+    .where('product_id', '=', productId)
+    .where('revision', '>', revision),
+);
+
+/** The items named in item_changes after `revision`, with the revision each changed at. */
+export async function findItemChangesSince(
+  db: Db,
+  productId: number,
+  revision: number,
+): Promise<{ revision: number; item_id: number }[]> {
+  return changesSince(db, productId, revision);
 }
 
 const newRevision = prepared((db, productId: number) =>

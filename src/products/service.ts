@@ -127,14 +127,77 @@ export async function allocateItemNumber(trx: Trx, productId: number): Promise<n
 }
 
 /**
- * Marks, in the changing transaction, a change to what the product's items show: its revision
- * moves (kept pages are stale), and with `totals` (a change that can alter which items a list
- * matches) its items version too, which voids cached list totals.
+ * Marks, in the changing transaction, a change to what the product's items show (see the
+ * repository's markItemsChanged): its revision moves; with `order`, its order version; with
+ * `totals`, its items version; a change of text names its `items`, for ChangedItems.
  */
 export async function markItemsChanged(
   trx: Trx,
   productId: number,
-  change: { totals: boolean; order?: boolean },
+  change: { totals: boolean; order?: boolean; items?: number[] },
 ): Promise<void> {
   await repository.markItemsChanged(trx, productId, change);
+}
+
+/** Items changed without their product's order version moving, as far as this instance knows. */
+interface ProductChanges {
+  /** The revision read up to. */
+  seen: number;
+  /** Before this revision nothing is known (the log was out of reach, or forgotten). */
+  knownFrom: number;
+  /** When each item last changed. */
+  changed: Map<number, number>;
+  reading?: Promise<void>;
+}
+
+/** Items whose changes an instance remembers per product before it forgets them all. */
+const REMEMBERED_CHANGES = 50_000;
+
+/**
+ * Which items changed since a revision, as item_changes tells every instance: an answer kept by
+ * the product's order version (a list by position, which changes of text leave in place) stays
+ * good until one of the items it shows changes. Each instance reads the log when it sees a newer
+ * revision of the product (one indexed read per change, not per request); one that fell further
+ * behind than the log reaches, or remembers too much, forgets, and its kept answers are made anew.
+ */
+export class ChangedItems {
+  private readonly products = new Map<number, ProductChanges>();
+
+  /** Whether any of `items` changed after revision `since`, as of `product`'s revision. */
+  async changedSince(db: Db, product: ProductRow, since: number, items: readonly number[]): Promise<boolean> {
+    const known = await this.readUpTo(db, product);
+    if (since < known.knownFrom) return true;
+    return items.some((id) => (known.changed.get(id) ?? 0) > since);
+  }
+
+  private async readUpTo(db: Db, product: ProductRow): Promise<ProductChanges> {
+    let known = this.products.get(product.id);
+    if (!known) {
+      known = { seen: product.revision, knownFrom: product.revision, changed: new Map() };
+      this.products.set(product.id, known);
+    }
+    while (known.seen < product.revision) {
+      known.reading ??= this.read(db, product.id, known, product.revision).finally(() => {
+        known.reading = undefined;
+      });
+      await known.reading;
+    }
+    return known;
+  }
+
+  private async read(db: Db, productId: number, known: ProductChanges, revision: number): Promise<void> {
+    if (revision - known.seen > repository.CHANGES_KEPT || known.changed.size > REMEMBERED_CHANGES) {
+      known.changed.clear();
+      known.seen = known.knownFrom = revision;
+      return;
+    }
+    const seen = known.seen;
+    for (const change of await repository.findItemChangesSince(db, productId, seen)) {
+      if (change.revision > (known.changed.get(change.item_id) ?? 0))
+        known.changed.set(change.item_id, change.revision);
+      if (change.revision > known.seen) known.seen = change.revision;
+    }
+    // Revisions that named no item (other kinds of change) are read too.
+    if (known.seen < revision) known.seen = revision;
+  }
 }

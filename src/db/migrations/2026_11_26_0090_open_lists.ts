@@ -10,7 +10,9 @@ import { sql, type Kysely } from 'kysely';
 //
 // A product's order_version moves with every change to which items its lists hold or in what
 // order they stand by priority or by creation (not with changes of text): the pages of those
-// orders are kept by it (items/kept-pages.ts).
+// orders are kept by it (items/counts.ts ListPages, kept-answers.ts). item_changes lists, per
+// product revision, the items whose JSON a change of text alone changed, so that an answer of
+// those orders is kept until one of its own items changes, on every instance.
 const OPEN = sql<boolean>`archived = 0 and parent_id is null and status in (1, 2)`;
 
 export async function up(db: Kysely<any>): Promise<void> {
@@ -25,9 +27,17 @@ export async function up(db: Kysely<any>): Promise<void> {
     .alterTable('products')
     .addColumn('order_version', 'integer', (c) => c.notNull().defaultTo(0))
     .execute();
+  await db.schema
+    .createTable('item_changes')
+    .addColumn('product_id', 'integer', (c) => c.notNull().references('products.id').onDelete('cascade'))
+    .addColumn('revision', 'integer', (c) => c.notNull())
+    .addColumn('item_id', 'integer', (c) => c.notNull())
+    .addPrimaryKeyConstraint('item_changes_pkey', ['product_id', 'revision', 'item_id'])
+    .execute();
 }
 
 export async function down(db: Kysely<any>): Promise<void> {
+  await db.schema.dropTable('item_changes').execute();
   await db.schema.alterTable('products').dropColumn('order_version').execute();
   for (const name of ['items_open_created', 'items_open_modified', 'items_open_activity'])
     await db.schema.dropIndex(name).execute();
