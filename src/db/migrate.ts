@@ -18,6 +18,7 @@ import * as webhookBodies from './migrations/2026_11_26_0030_webhook_bodies.js';
 import * as renderedMarkdown from './migrations/2026_11_26_0050_rendered_markdown.js';
 import * as sessions from './migrations/2026_11_26_0060_sessions.js';
 import * as signinClients from './migrations/2026_11_26_0070_signin_clients.js';
+import * as deployPages from './migrations/2026_11_26_0100_deploy_pages.js';
 
 /** Every migration, by name; names sort in the order they apply. */
 export const MIGRATIONS: Readonly<Record<string, Migration>> = {
@@ -39,6 +40,7 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '2026_11_26_0050_rendered_markdown': renderedMarkdown,
   '2026_11_26_0060_sessions': sessions,
   '2026_11_26_0070_signin_clients': signinClients,
+  '2026_11_26_0100_deploy_pages': deployPages,
 };
 
 /** The names of every migration, in the order they apply. */

@@ -108,6 +108,13 @@ export interface DeploysTable {
   unknown_numbers: Generated<string>;
   /** How many people the deploy mailed. */
   emailed: Generated<number>;
+  /**
+   * What a page of deploys embeds of its items: a JSON array of their summaries as they were when
+   * the deploy was written (deploys/summaries.ts), and how many. Null on deploys from before they
+   * were kept, until a page first shows them.
+   */
+  item_summaries: Generated<string | null>;
+  item_count: Generated<number | null>;
 }
 
 export interface DeployItemsTable {
@@ -331,7 +338,7 @@ export type ItemRow = Omit<Selectable<ItemsTable>, 'description_html'>;
 export type NewItem = Insertable<ItemsTable>;
 export type ItemUpdate = Updateable<ItemsTable>;
 /** A deploy as every read sees it, without its rendered notes (read only where they are shown). */
-export type DeployRow = Omit<Selectable<DeploysTable>, 'notes_html'>;
+export type DeployRow = Omit<Selectable<DeploysTable>, 'notes_html' | 'item_summaries' | 'item_count'>;
 export type OutboxRow = Selectable<OutboxTable>;
 export type InvitationRow = Selectable<InvitationsTable>;
 export type SigninLinkRow = Selectable<SigninLinksTable>;
