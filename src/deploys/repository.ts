@@ -409,15 +409,9 @@ export async function keepSummaries(
   const rows = await inChunks(
     kept.map((k) => k.id),
     (chunk) =>
-      trx
-        .selectFrom('deploys')
-        .select(['id', 'item_summaries', 'item_count'])
-        .where('id', 'in', chunk)
-        .execute(),
+      trx.selectFrom('deploys').select(['id', 'item_summaries', 'item_count']).where('id', 'in', chunk).execute(),
   );
-  return new Map(
-    rows.map((r) => [r.id, { item_summaries: r.item_summaries ?? '[]', item_count: r.item_count ?? 0 }]),
-  );
+  return new Map(rows.map((r) => [r.id, { item_summaries: r.item_summaries ?? '[]', item_count: r.item_count ?? 0 }]));
 }
 
 export async function countDeploys(db: Db, productId: number, filter: DeployFilter): Promise<number> {
