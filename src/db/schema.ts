@@ -109,12 +109,12 @@ export interface DeploysTable {
   /** How many people the deploy mailed. */
   emailed: Generated<number>;
   /**
-   * What a page of deploys embeds of its items: a JSON array of their summaries as they were when
-   * the deploy was written (deploys/summaries.ts), and how many. Null on deploys from before they
-   * were kept, until a page first shows them.
+   * What a page of deploys embeds of its items: how many, and a JSON array of their summaries as
+   * they were when the deploy was written, as UTF-8 bytes (deploys/summaries.ts). Null on deploys
+   * from before they were kept, until a page first shows them.
    */
-  item_summaries: Generated<string | null>;
   item_count: Generated<number | null>;
+  item_summaries: Generated<Buffer | null>;
 }
 
 export interface DeployItemsTable {

@@ -1,7 +1,7 @@
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import type { Db } from '../db/connection.js';
 import type { DeployRow, ItemRow, ProductRow, UserRow } from '../db/schema.js';
-import { fillArray, jsonArray, leadingWithin, SerializedEntries, type Serialize } from '../http/answer-size.js';
+import { fillArray, leadingWithin, SerializedEntries, type Serialize } from '../http/answer-size.js';
 import { ref } from '../http/documentation.js';
 import { BIG_PAGE, findItemsByIds, ItemSchema, presentItems, type ItemHead, type ItemJson } from '../items/index.js';
 import type { ProductScope, Urls } from '../scope.js';
@@ -413,8 +413,8 @@ export async function deployWithin<D extends WithItems>(
 /** A deploy of a page of deploys.json: its JSON without items, and its items' kept summaries. */
 export interface ListedDeploy {
   json: ListedDeployJson;
-  /** The kept text of its items' summaries (see summaries.ts). */
-  kept: string;
+  /** The kept bytes of its items' summaries (see summaries.ts). */
+  kept: Buffer;
 }
 
 /**
@@ -423,7 +423,7 @@ export interface ListedDeploy {
  */
 export async function presentListedDeploys(
   db: Db,
-  o: { scope: ProductScope; deploys: (DeployRow & { item_summaries: string })[] },
+  o: { scope: ProductScope; deploys: (DeployRow & { item_summaries: Buffer })[] },
 ): Promise<ListedDeploy[]> {
   const { scope } = o;
   const users = new Map(
@@ -440,35 +440,54 @@ export async function presentListedDeploys(
   }));
 }
 
+const ITEMS = '"items":[';
+const COMMA = Buffer.from(',');
+const OPEN = Buffer.from('[');
+const CLOSE = Buffer.from(']');
+const bytesOf = (pieces: readonly Buffer[]) => pieces.reduce((n, piece) => n + piece.length, 0);
+
 /**
- * A listed deploy as JSON in at most `room` bytes: whole (its kept summaries go in as they are, with
- * the product and the public address), or, when `cut` allows, with the leading items that fit and
- * the numbers of the others in `omitted_numbers`; undefined when it is not whole and may not be cut.
+ * A deploy's JSON (`items` empty) around the items it is to hold, `[` and `]` included. The first
+ * `"items":[` is the deploy's own key: inside any string before it every `"` is written `\"`, and
+ * the user before it has no such key.
+ */
+function around(serialized: string, items: readonly Buffer[]): Buffer[] {
+  const at = serialized.indexOf(ITEMS) + ITEMS.length;
+  return [Buffer.from(serialized.slice(0, at)), ...items, Buffer.from(serialized.slice(at))];
+}
+
+/** Pieces joined by commas. */
+const joined = (pieces: readonly Buffer[]): Buffer[] => pieces.flatMap((p, i) => (i > 0 ? [COMMA, p] : [p]));
+
+/**
+ * A listed deploy as JSON in at most `room` bytes, as pieces: whole (its kept summaries go in as
+ * they are, with the product and the public address), or, when `cut` allows, with the leading
+ * items that fit and the numbers of the others in `omitted_numbers`; undefined when it is not
+ * whole and may not be cut.
  */
 function listedWithin(
   deploy: ListedDeploy,
   serialize: Serialize<ListedDeployJson>,
-  insert: string,
+  insert: Buffer,
   room: number,
   cut: boolean,
-): string | undefined {
-  const items = servedSummaries(deploy.kept, insert);
-  const whole = fillArray(serialize(deploy.json), 'items', [items.slice(1, -1)]);
-  if (Buffer.byteLength(whole) <= room) return whole;
+): Buffer[] | undefined {
+  const whole = around(serialize(deploy.json), servedSummaries(deploy.kept, insert));
+  if (bytesOf(whole) <= room) return whole;
   if (!cut) return undefined;
   const pieces = servedPieces(deploy.kept, insert);
-  const numbers = (JSON.parse(deploy.kept) as { number: number }[]).map((s) => s.number);
+  const numbers = pieces.map((p) => p.number);
+  // Room is kept for every number left out, then the items that fit go in.
   const widest = Buffer.byteLength(serialize({ ...deploy.json, omitted_numbers: numbers }));
-  let bytes = 2;
+  let bytes = widest;
   let shown = 0;
   for (const piece of pieces) {
-    const size = Buffer.byteLength(piece) + (shown > 0 ? 1 : 0);
-    if (bytes + size > room - widest + 2) break;
-    bytes += size;
+    bytes += piece.json.length + (shown > 0 ? 1 : 0);
+    if (bytes > room) break;
     shown++;
   }
   const json = serialize({ ...deploy.json, omitted_numbers: numbers.slice(shown) });
-  return fillArray(json, 'items', pieces.slice(0, shown));
+  return around(json, joined(pieces.slice(0, shown).map((p) => p.json)));
 }
 
 /**
@@ -479,16 +498,19 @@ function listedWithin(
 export function listedDeploysWithin(
   deploys: ListedDeploy[],
   o: { serialize: Serialize<ListedDeployJson>; product: ProductRow; publicUrl: string; budget: number },
-): { json: string; count: number } {
+): { body: Buffer; count: number } {
   const insert = summaryInsert(JSON.stringify(presentProductSummary(o.product)), o.publicUrl);
-  const pieces: string[] = [];
+  const shown: Buffer[] = [];
   let bytes = 2;
+  let count = 0;
   for (const deploy of deploys) {
-    const comma = pieces.length > 0 ? 1 : 0;
-    const piece = listedWithin(deploy, o.serialize, insert, o.budget - bytes - comma, pieces.length === 0);
-    if (piece === undefined) break;
-    pieces.push(piece);
-    bytes += Buffer.byteLength(piece) + comma;
+    const comma = count > 0 ? 1 : 0;
+    const pieces = listedWithin(deploy, o.serialize, insert, o.budget - bytes - comma, count === 0);
+    if (pieces === undefined) break;
+    if (comma) shown.push(COMMA);
+    shown.push(...pieces);
+    bytes += bytesOf(pieces) + comma;
+    count++;
   }
-  return { json: jsonArray(pieces), count: pieces.length };
+  return { body: Buffer.concat([OPEN, ...shown, CLOSE], bytes), count };
 }

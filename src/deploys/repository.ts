@@ -301,7 +301,7 @@ export async function listDeploys(
 }
 
 /** A deploy as a page of deploys.json shows it: with its items' summaries as kept (null: not yet). */
-export type ListedDeployRow = DeployRow & { item_summaries: string | null; item_count: number | null };
+export type ListedDeployRow = DeployRow & { item_summaries: Buffer | null; item_count: number | null };
 
 /**
  * A page of deploys in two steps: the ids, from the (product, environment, id) or (product, id)
@@ -311,7 +311,7 @@ export type ListedDeployRow = DeployRow & { item_summaries: string | null; item_
 function deployPage(db: Db, ids: DeployIds, direction: 'asc' | 'desc', offset: number, limit: number) {
   return db
     .selectFrom('deploys')
-    .select([...DEPLOY_COLUMNS, 'item_summaries', 'item_count'])
+    .select([...DEPLOY_COLUMNS, 'item_count', 'item_summaries'])
     .where('id', 'in', ids.orderBy('id', direction).limit(limit).offset(offset))
     .orderBy('id', direction);
 }
@@ -397,8 +397,8 @@ export async function summaryColumnsOfDeploys(
  */
 export async function keepSummaries(
   trx: Db,
-  kept: { id: number; summaries: string; count: number }[],
-): Promise<Map<number, { item_summaries: string; item_count: number }>> {
+  kept: { id: number; summaries: Buffer; count: number }[],
+): Promise<Map<number, { item_summaries: Buffer; item_count: number }>> {
   for (const k of kept)
     await trx
       .updateTable('deploys')
@@ -411,7 +411,7 @@ export async function keepSummaries(
     (chunk) =>
       trx.selectFrom('deploys').select(['id', 'item_summaries', 'item_count']).where('id', 'in', chunk).execute(),
   );
-  return new Map(rows.map((r) => [r.id, { item_summaries: r.item_summaries ?? '[]', item_count: r.item_count ?? 0 }]));
+  return new Map(rows.map((r) => [r.id, { item_summaries: r.item_summaries!, item_count: r.item_count! }]));
 }
 
 export async function countDeploys(db: Db, productId: number, filter: DeployFilter): Promise<number> {

@@ -45,7 +45,7 @@ async function listDeploys(app: FastifyInstance, request: FastifyRequest, reply:
       });
       reply.header(DEPLOY_COUNT, String(total));
       if (page.offset + bounded.count < total) reply.header(NEXT_OFFSET, String(page.offset + bounded.count));
-      return Buffer.from(bounded.json);
+      return bounded.body;
     },
   );
 }

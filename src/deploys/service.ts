@@ -326,7 +326,7 @@ export async function findDeploys(
 }
 
 /** A deploy of a page of deploys.json, with its items' kept summaries. */
-export type ListedDeployRow = DeployRow & { item_summaries: string; item_count: number };
+export type ListedDeployRow = DeployRow & { item_summaries: Buffer; item_count: number };
 
 /**
  * One page of the product's deploys as deploys.json lists them (docs/INTERFACE.md §7.7), each with
@@ -372,7 +372,7 @@ export async function findDeployPage(
 async function keepSummariesOf(
   db: Db,
   deployIds: number[],
-): Promise<Map<number, { item_summaries: string; item_count: number }>> {
+): Promise<Map<number, { item_summaries: Buffer; item_count: number }>> {
   const itemsOf = await summaryColumnsOfDeploys(db, deployIds);
   const summaries = deployIds.map((id) => {
     const { item_summaries, item_count } = keptSummaries(itemsOf.get(id)!);
