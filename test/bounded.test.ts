@@ -368,10 +368,9 @@ describe('deploy lists are bounded', () => {
     assert.equal(res.body.length, 1);
     const [first] = res.body;
     assert.equal(first.items.length, ITEMS_PER_DEPLOY);
-    for (const item of first.items) {
-      assert.equal(item.deployed_to.length, 1);
-      assert.equal(item.deployed_to_count, 1);
-    }
+    // Deploys written straight into the tables, as before summaries were kept: summarised on first read.
+    for (const item of first.items)
+      assert.deepEqual(Object.keys(item), ['number', 'title', 'type', 'status', 'product', 'short_url']);
   });
 
   test('newest first without knowing the total; a limit above the maximum is cut', async () => {

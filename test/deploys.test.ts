@@ -392,11 +392,123 @@ describe('list deploys', () => {
     ]);
   });
 
-  test('items are rendered in their current state', async () => {
+  test('items are summarised as they were when the deploy was recorded; the receipt shows them whole', async () => {
     const { api, base, deployer, product } = await setup();
-    await makeItem(t.app, deployer, product.id, { title: 'Before' });
-    await api.post(`${base}/deploys.json`, { environment: 'prod', numbers: '1' });
-    await api.post(`${base}/items/1.json`, { title: 'After' });
-    assert.equal((await api.get(`${base}/deploys.json`)).json()[0].items[0].title, 'After');
+    await makeItem(t.app, deployer, product.id, { title: 'Before', description: 'Long text' });
+    const receipt = (await api.post(`${base}/deploys.json`, { environment: 'prod', numbers: '1' })).json();
+    assert.equal(receipt.items[0].description, 'Long text');
+    assert.equal(receipt.items[0].deployed_to[0].environment, 'prod');
+    await api.post(`${base}/items/1.json`, { title: 'After', status: 'in-progress' });
+    const summary = {
+      number: 1,
+      title: 'Before',
+      type: 'task',
+      status: 'backlog',
+      product: { id: product.id, name: 'Rocket', archived: false },
+      short_url: `http://shiplog.test/i/${product.id}/1/`,
+    };
+    const listed = await api.get(`${base}/deploys.json`);
+    assert.deepEqual(listed.json()[0].items, [summary]);
+    // Keys in the order the schema gives them.
+    assert.deepEqual(Object.keys(listed.json()[0].items[0]), Object.keys(summary));
+    assert.equal((await api.get(`${base}/items/1.json`)).json().title, 'After');
+    // The product and the public address are the current ones, not kept with the summary.
+    await t.db.updateTable('products').set({ name: 'Renamed "rocket"' }).where('id', '=', product.id).execute();
+    const afresh = await t.app.inject({
+      method: 'GET',
+      url: `${base}/deploys.json`,
+      headers: { authorization: deployer.auth, 'cache-control': 'no-cache' },
+    });
+    assert.deepEqual(afresh.json()[0].items, [
+      { ...summary, product: { ...summary.product, name: 'Renamed "rocket"' } },
+    ]);
+  });
+
+  test('a rollback lists the items whose entry it changed, summarised as they were then', async () => {
+    const { api, base, deployer, product } = await setup();
+    for (const title of ['One', 'Two', 'Three']) await makeItem(t.app, deployer, product.id, { title });
+    await api.post(`${base}/deploys.json`, { environment: 'prod', numbers: '1', version: 'v1' });
+    await api.post(`${base}/deploys.json`, { environment: 'prod', numbers: '3,2', version: 'v2' });
+    await api.post(`${base}/items/2.json`, { title: 'Two, renamed' });
+    await api.post(`${base}/deploys.json`, { environment: 'prod', version: 'v1', rollback: 'true' });
+    await api.post(`${base}/items/3.json`, { title: 'Three, renamed' });
+    const [, undone, rollback] = (await api.get(`${base}/deploys.json`)).json();
+    assert.deepEqual(
+      undone.items.map((i: { title: string }) => i.title),
+      ['Two', 'Three'],
+    );
+    assert.equal(undone.reverted, true);
+    assert.equal(rollback.rollback, true);
+    assert.deepEqual(
+      rollback.items.map((i: { number: number; title: string }) => [i.number, i.title]),
+      [
+        [2, 'Two, renamed'],
+        [3, 'Three'],
+      ],
+    );
+  });
+
+  test('deploys recorded before summaries were kept are summarised when first listed, and stay so', async () => {
+    const { api, base, deployer, product } = await setup();
+    await makeItem(t.app, deployer, product.id, { title: 'First' });
+    await makeItem(t.app, deployer, product.id, { title: 'Second' });
+    const ids: number[] = [];
+    for (const numbers of ['2,1', '2'])
+      ids.push((await api.post(`${base}/deploys.json`, { environment: 'prod', numbers })).json().id);
+    // As a deploy written before the columns existed, or copied from elsewhere, has them.
+    await t.db.updateTable('deploys').set({ item_summaries: null, item_count: null }).where('id', 'in', ids).execute();
+    await api.post(`${base}/items/1.json`, { title: 'First, as listed' });
+    const titles = async (query = {}) =>
+      (await api.get(`${base}/deploys.json`, query))
+        .json()
+        .map((d: { items: { title: string }[] }) => d.items.map((i) => i.title));
+    // A page of the second deploy alone keeps only its own.
+    assert.deepEqual(await titles({ offset: 1 }), [['Second']]);
+    const kept = () =>
+      t.db.selectFrom('deploys').select(['id', 'item_count']).where('id', 'in', ids).orderBy('id').execute();
+    assert.deepEqual(await kept(), [
+      { id: ids[0], item_count: null },
+      { id: ids[1], item_count: 1 },
+    ]);
+    assert.deepEqual(await titles(), [['First, as listed', 'Second'], ['Second']]);
+    assert.deepEqual(await kept(), [
+      { id: ids[0], item_count: 2 },
+      { id: ids[1], item_count: 1 },
+    ]);
+    await api.post(`${base}/items/1.json`, { title: 'First, later' });
+    assert.deepEqual(await titles(), [['First, as listed', 'Second'], ['Second']]);
+  });
+
+  test('pages of one environment from any offset, oldest or newest first', async () => {
+    const { api, base, deployer, product } = await setup();
+    await makeItem(t.app, deployer, product.id);
+    const byEnvironment = new Map<string, number[]>();
+    for (let i = 0; i < 30; i++) {
+      const environment = ['production', 'staging', 'qa'][i % 3 === 2 ? 2 : i % 2];
+      const id = (await api.post(`${base}/deploys.json`, { environment, numbers: '1' })).json().id;
+      byEnvironment.set(environment, [...(byEnvironment.get(environment) ?? []), id]);
+    }
+    for (const [environment, ids] of byEnvironment)
+      for (const newest of [false, true]) {
+        const order = newest ? [...ids].reverse() : ids;
+        for (let offset = 0; offset <= ids.length; offset += 3) {
+          const query = { environment, offset, limit: 4, ...(newest ? { order_by: 'newest' } : {}) };
+          const res = await api.get(`${base}/deploys.json`, query);
+          const label = JSON.stringify(query);
+          assert.equal(res.headers['x-sprintly-deploy-count'], String(ids.length), label);
+          const page = res.json() as { id: number; environment: string }[];
+          assert.deepEqual(
+            page.map((d) => d.id),
+            order.slice(offset, offset + 4),
+            label,
+          );
+          assert.ok(
+            page.every((d) => d.environment === environment),
+            label,
+          );
+          const next = offset + 4 < ids.length ? String(offset + 4) : undefined;
+          assert.equal(res.headers['x-sprintly-next-offset'], next, label);
+        }
+      }
   });
 });

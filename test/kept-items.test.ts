@@ -246,7 +246,7 @@ test('kept answers and kept item JSON are what a fresh render gives, whatever ch
   );
 });
 
-test('a kept list by position is made anew when one of its items changes, and kept across changes of others', async () => {
+test('a kept list by position is made anew when one of its items changes, kept across changes of others', async () => {
   const productId = (await makeProduct(t.db, ada, [bob, cy])).id;
   const items = `/api/products/${productId}/items`;
   const made = [];

@@ -19,6 +19,7 @@ import * as renderedMarkdown from './migrations/2026_11_26_0050_rendered_markdow
 import * as sessions from './migrations/2026_11_26_0060_sessions.js';
 import * as signinClients from './migrations/2026_11_26_0070_signin_clients.js';
 import * as openLists from './migrations/2026_11_26_0090_open_lists.js';
+import * as deployPages from './migrations/2026_11_26_0100_deploy_pages.js';
 
 /** Every migration, by name; names sort in the order they apply. */
 export const MIGRATIONS: Readonly<Record<string, Migration>> = {
@@ -41,6 +42,7 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '2026_11_26_0060_sessions': sessions,
   '2026_11_26_0070_signin_clients': signinClients,
   '2026_11_26_0090_open_lists': openLists,
+  '2026_11_26_0100_deploy_pages': deployPages,
 };
 
 /** The names of every migration, in the order they apply. */

@@ -120,6 +120,13 @@ export interface DeploysTable {
   unknown_numbers: Generated<string>;
   /** How many people the deploy mailed. */
   emailed: Generated<number>;
+  /**
+   * What a page of deploys embeds of its items: how many, and a JSON array of their summaries as
+   * they were when the deploy was written, as UTF-8 bytes (deploys/summaries.ts). Null on deploys
+   * from before they were kept, until a page first shows them.
+   */
+  item_count: Generated<number | null>;
+  item_summaries: Generated<Buffer | null>;
 }
 
 export interface DeployItemsTable {
@@ -344,7 +351,7 @@ export type ItemRow = Omit<Selectable<ItemsTable>, 'description_html'>;
 export type NewItem = Insertable<ItemsTable>;
 export type ItemUpdate = Updateable<ItemsTable>;
 /** A deploy as every read sees it, without its rendered notes (read only where they are shown). */
-export type DeployRow = Omit<Selectable<DeploysTable>, 'notes_html'>;
+export type DeployRow = Omit<Selectable<DeploysTable>, 'notes_html' | 'item_summaries' | 'item_count'>;
 export type OutboxRow = Selectable<OutboxTable>;
 export type InvitationRow = Selectable<InvitationsTable>;
 export type SigninLinkRow = Selectable<SigninLinksTable>;

@@ -1,26 +1,46 @@
-import { Type, type Static } from '@sinclair/typebox';
+import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import type { Db } from '../db/connection.js';
-import type { DeployRow, ItemRow, UserRow } from '../db/schema.js';
-import { fillArray, jsonArray, leadingWithin, SerializedEntries, type Serialize } from '../http/answer-size.js';
+import type { DeployRow, ItemRow, ProductRow, UserRow } from '../db/schema.js';
+import { fillArray, leadingWithin, SerializedEntries, type Serialize } from '../http/answer-size.js';
 import { ref } from '../http/documentation.js';
 import { BIG_PAGE, findItemsByIds, ItemSchema, presentItems, type ItemHead, type ItemJson } from '../items/index.js';
 import type { ProductScope, Urls } from '../scope.js';
 import { nextTurn } from '../turns.js';
 import { findUsersByIds, presentUser, UserSchema } from '../users/index.js';
 import { nowTimestamp } from '../time.js';
+import { presentProductSummary, ProductSummarySchema } from '../products/index.js';
 import type { DeployInput } from './input.js';
+import { servedPieces, servedSummaries, summaryInsert } from './summaries.js';
 import { itemSizesOfDeploys, itemsOfDeploys } from './repository.js';
 
-const deployFields = {
+/** What a page of deploys embeds of each item (INTERFACE.md §4.4): kept when the deploy was written. */
+export const DeployedItemSchema = Type.Object(
+  {
+    number: Type.Integer(),
+    title: Type.String(),
+    type: Type.String(),
+    status: Type.String({ description: 'As it was when the deploy was recorded.' }),
+    product: ref(ProductSummarySchema),
+    short_url: Type.String(),
+  },
+  {
+    $id: 'DeployedItem',
+    description:
+      'An item of a deploy as deploys.json lists it: its number, title, type and status as they were ' +
+      "when the deploy was recorded; the rest is items/{number}.json's.",
+  },
+);
+export type DeployedItemJson = Static<typeof DeployedItemSchema>;
+
+/** A deploy's fields, with its items as `items` shows them (in the same place in every shape). */
+const deployFields = <I extends TSchema>(items: I) => ({
   id: Type.Integer(),
   environment: Type.String(),
   version: Type.String({ description: 'Empty when not given.' }),
   notes: Type.String({ description: 'Markdown; empty when not given.' }),
   created_at: Type.String(),
   user: ref(UserSchema, { description: 'Who recorded the deploy.' }),
-  items: Type.Array(ref(ItemSchema), {
-    description: 'The deployed items as they are now, by number; on a rollback, those whose entry it changed.',
-  }),
+  items,
   omitted_numbers: Type.Optional(
     Type.Array(Type.Integer(), {
       description:
@@ -34,13 +54,27 @@ const deployFields = {
   reverted: Type.Boolean({ description: 'Undone by a later rollback.' }),
   reverted_at: Type.Optional(Type.String()),
   reverted_by: Type.Optional(Type.Integer({ description: "The rollback's id." })),
-};
-
-export const DeploySchema = Type.Object(deployFields, {
-  $id: 'Deploy',
-  description: 'Items that went to an environment (docs/INTERFACE.md §4.4).',
 });
-export type DeployJson = Static<typeof DeploySchema>;
+
+/** The deploy of deploys.json: its items summarised as they were when it was recorded. */
+export const DeploySchema = Type.Object(
+  deployFields(
+    Type.Array(ref(DeployedItemSchema), {
+      description:
+        'The deployed items, by number, as they were when the deploy was recorded; ' +
+        'on a rollback, those whose entry it changed.',
+    }),
+  ),
+  { $id: 'Deploy', description: 'Items that went to an environment (docs/INTERFACE.md §4.4).' },
+);
+export type ListedDeployJson = Static<typeof DeploySchema>;
+
+const fullItems = Type.Array(ref(ItemSchema), {
+  description: 'The deployed items as they are now, by number; on a rollback, those whose entry it changed.',
+});
+/** A deploy with its items whole, as they are now: its receipt, and the pages under /app. */
+const FullDeploySchema = Type.Object(deployFields(fullItems));
+export type DeployJson = Static<typeof FullDeploySchema>;
 
 const RecipientSchema = Type.Object(
   {
@@ -58,7 +92,7 @@ const RecipientSchema = Type.Object(
  */
 export const DeployReceiptSchema = Type.Object(
   {
-    ...deployFields,
+    ...deployFields(fullItems),
     id: Type.Union([Type.Integer(), Type.Null()], { description: 'null on a dry run: nothing was recorded.' }),
     unknown_numbers: Type.Array(Type.Integer(), {
       description: 'The numbers of the request that named no item, in request order.',
@@ -72,7 +106,7 @@ export const DeployReceiptSchema = Type.Object(
 export type DeployReceiptJson = Static<typeof DeployReceiptSchema>;
 
 /** The named schemas of the feature, registered on the app so that responses reference them. */
-export const DEPLOY_SCHEMAS = [DeploySchema, RecipientSchema, DeployReceiptSchema];
+export const DEPLOY_SCHEMAS = [DeployedItemSchema, DeploySchema, RecipientSchema, DeployReceiptSchema];
 
 /** What the deploys' presenters are given besides their rows. */
 export interface DeployPresenting {
@@ -88,15 +122,15 @@ export interface DeployPresenting {
  * A deploy as the caller (`viewerId`) sees it (see presentUser); `omitted`: the numbers of items
  * left out to fit an answer.
  */
-export function presentDeploy(o: {
+export function presentDeploy<I>(o: {
   row: DeployRow;
   user: UserRow;
   viewerId: number;
-  items: ItemJson[];
+  items: I[];
   omitted?: number[];
-}): DeployJson {
+}): Omit<DeployJson, 'items'> & { items: I[] } {
   const { row, user, viewerId, items, omitted = [] } = o;
-  const json: DeployJson = {
+  const json: Omit<DeployJson, 'items'> & { items: I[] } = {
     id: row.id,
     environment: row.environment,
     version: row.version,
@@ -376,23 +410,107 @@ export async function deployWithin<D extends WithItems>(
   );
 }
 
+/** A deploy of a page of deploys.json: its JSON without items, and its items' kept summaries. */
+export interface ListedDeploy {
+  json: ListedDeployJson;
+  /** The kept bytes of its items' summaries (see summaries.ts). */
+  kept: Buffer;
+}
+
 /**
- * A page of deploys as a JSON array of at most `budget` bytes, and how many deploys it holds: it
- * ends before the deploy that would not fit whole, and its first deploy is cut to fit if need be.
+ * A page of deploys as deploys.json shows them to the caller: each deploy's own fields, its
+ * deployer as the caller sees them, and the kept summaries of its items, which are not read again.
  */
-export async function deploysWithin(
-  deploys: DeployJson[],
-  serialize: DeploySerializers<DeployJson>,
-  budget: number,
-): Promise<{ json: string; count: number }> {
-  const pieces: string[] = [];
-  let bytes = 2;
-  for (const deploy of deploys) {
-    const comma = pieces.length > 0 ? 1 : 0;
-    const piece = await deployWithin(deploy, serialize, budget - bytes - comma, pieces.length === 0);
-    if (piece === undefined) break;
-    pieces.push(piece);
-    bytes += Buffer.byteLength(piece) + comma;
+export async function presentListedDeploys(
+  db: Db,
+  o: { scope: ProductScope; deploys: (DeployRow & { item_summaries: Buffer })[] },
+): Promise<ListedDeploy[]> {
+  const { scope } = o;
+  const users = new Map(
+    (
+      await findUsersByIds(
+        db,
+        o.deploys.map((d) => d.user_id),
+      )
+    ).map((u) => [u.id, u]),
+  );
+  return o.deploys.map((row) => ({
+    json: presentDeploy<DeployedItemJson>({ row, user: users.get(row.user_id)!, viewerId: scope.user.id, items: [] }),
+    kept: row.item_summaries,
+  }));
+}
+
+const ITEMS = '"items":[';
+const COMMA = Buffer.from(',');
+const OPEN = Buffer.from('[');
+const CLOSE = Buffer.from(']');
+const bytesOf = (pieces: readonly Buffer[]) => pieces.reduce((n, piece) => n + piece.length, 0);
+
+/**
+ * A deploy's JSON (`items` empty) around the items it is to hold, `[` and `]` included. The first
+ * `"items":[` is the deploy's own key: inside any string before it every `"` is written `\"`, and
+ * the user before it has no such key.
+ */
+function around(serialized: string, items: readonly Buffer[]): Buffer[] {
+  const at = serialized.indexOf(ITEMS) + ITEMS.length;
+  return [Buffer.from(serialized.slice(0, at)), ...items, Buffer.from(serialized.slice(at))];
+}
+
+/** Pieces joined by commas. */
+const joined = (pieces: readonly Buffer[]): Buffer[] => pieces.flatMap((p, i) => (i > 0 ? [COMMA, p] : [p]));
+
+/**
+ * A listed deploy as JSON in at most `room` bytes, as pieces: whole (its kept summaries go in as
+ * they are, with the product and the public address), or, when `cut` allows, with the leading
+ * items that fit and the numbers of the others in `omitted_numbers`; undefined when it is not
+ * whole and may not be cut.
+ */
+function listedWithin(
+  deploy: ListedDeploy,
+  serialize: Serialize<ListedDeployJson>,
+  insert: Buffer,
+  room: number,
+  cut: boolean,
+): Buffer[] | undefined {
+  const whole = around(serialize(deploy.json), servedSummaries(deploy.kept, insert));
+  if (bytesOf(whole) <= room) return whole;
+  if (!cut) return undefined;
+  const pieces = servedPieces(deploy.kept, insert);
+  const numbers = pieces.map((p) => p.number);
+  // Room is kept for every number left out, then the items that fit go in.
+  const widest = Buffer.byteLength(serialize({ ...deploy.json, omitted_numbers: numbers }));
+  let bytes = widest;
+  let shown = 0;
+  for (const piece of pieces) {
+    bytes += piece.json.length + (shown > 0 ? 1 : 0);
+    if (bytes > room) break;
+    shown++;
   }
-  return { json: jsonArray(pieces), count: pieces.length };
+  const json = serialize({ ...deploy.json, omitted_numbers: numbers.slice(shown) });
+  return around(json, joined(pieces.slice(0, shown).map((p) => p.json)));
+}
+
+/**
+ * A page of listed deploys as a JSON array of at most `budget` bytes, and how many deploys it
+ * holds: it ends before the deploy that would not fit whole, and its first deploy is cut to fit if
+ * need be. `product` and `publicUrl` go into every item (summaries.ts).
+ */
+export function listedDeploysWithin(
+  deploys: ListedDeploy[],
+  o: { serialize: Serialize<ListedDeployJson>; product: ProductRow; publicUrl: string; budget: number },
+): { body: Buffer; count: number } {
+  const insert = summaryInsert(JSON.stringify(presentProductSummary(o.product)), o.publicUrl);
+  const shown: Buffer[] = [];
+  let bytes = 2;
+  let count = 0;
+  for (const deploy of deploys) {
+    const comma = count > 0 ? 1 : 0;
+    const pieces = listedWithin(deploy, o.serialize, insert, o.budget - bytes - comma, count === 0);
+    if (pieces === undefined) break;
+    if (comma) shown.push(COMMA);
+    shown.push(...pieces);
+    bytes += bytesOf(pieces) + comma;
+    count++;
+  }
+  return { body: Buffer.concat([OPEN, ...shown, CLOSE], bytes), count };
 }

@@ -300,6 +300,120 @@ export async function listDeploys(
     .execute();
 }
 
+/** A deploy as a page of deploys.json shows it: with its items' summaries as kept (null: not yet). */
+export type ListedDeployRow = DeployRow & { item_summaries: Buffer | null; item_count: number | null };
+
+/**
+ * A page of deploys in two steps: the ids, from the (product, environment, id) or (product, id)
+ * index alone, then only the rows of those ids, so that the deploys skipped by a deep offset are
+ * never read (nor their kept summaries, kilobytes each).
+ */
+function deployPage(db: Db, ids: DeployIds, direction: 'asc' | 'desc', offset: number, limit: number) {
+  return db
+    .selectFrom('deploys')
+    .select([...DEPLOY_COLUMNS, 'item_count', 'item_summaries'])
+    .where('id', 'in', ids.orderBy('id', direction).limit(limit).offset(offset))
+    .orderBy('id', direction);
+}
+type DeployIds = ReturnType<typeof deployIdsOf>;
+const deployIdsOf = (db: Db, productId: number) =>
+  db.selectFrom('deploys').select('id').where('product_id', '=', productId);
+
+const pageOfAll = (direction: 'asc' | 'desc') =>
+  prepared((db, productId: number, offset: number, limit: number) =>
+    deployPage(db, deployIdsOf(db, productId), direction, offset, limit),
+  );
+const pageIn = (direction: 'asc' | 'desc') =>
+  prepared((db, productId: number, environment: string, offset: number, limit: number) =>
+    deployPage(db, deployIdsOf(db, productId).where('environment', '=', environment), direction, offset, limit),
+  );
+const deployPages = { oldest: pageOfAll('asc'), newest: pageOfAll('desc') };
+const deployPagesIn = { oldest: pageIn('asc'), newest: pageIn('desc') };
+
+/** One page of a product's deploys (optionally of one environment) with their kept summaries. */
+export async function listDeployPage(
+  db: Db,
+  productId: number,
+  filter: DeployFilter,
+  offset: number,
+  limit: number,
+): Promise<ListedDeployRow[]> {
+  const order = filter.newest ? 'newest' : 'oldest';
+  return filter.environment === undefined
+    ? deployPages[order](db, productId, offset, limit)
+    : deployPagesIn[order](db, productId, filter.environment, offset, limit);
+}
+
+const deployCounts = {
+  all: prepared((db, productId: number) =>
+    db
+      .selectFrom('deploys')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .where('product_id', '=', productId),
+  ),
+  in: prepared((db, productId: number, environment: string) =>
+    db
+      .selectFrom('deploys')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .where('product_id', '=', productId)
+      .where('environment', '=', environment),
+  ),
+};
+
+/** How many deploys of the product (to the environment) there are, from the index alone. */
+export async function countDeployPage(db: Db, productId: number, filter: DeployFilter): Promise<number> {
+  const rows =
+    filter.environment === undefined
+      ? await deployCounts.all(db, productId)
+      : await deployCounts.in(db, productId, filter.environment);
+  return Number(rows[0].n);
+}
+
+/** What a deploy's kept summary is made of: its items, by number. */
+export async function summaryColumnsOfDeploys(
+  db: Db,
+  deployIds: number[],
+): Promise<Map<number, Pick<ItemRow, 'product_id' | 'number' | 'title' | 'type' | 'status'>[]>> {
+  const result = new Map<number, Pick<ItemRow, 'product_id' | 'number' | 'title' | 'type' | 'status'>[]>(
+    deployIds.map((id) => [id, []]),
+  );
+  const rows = await inChunks(deployIds, (chunk) =>
+    db
+      .selectFrom('deploy_items')
+      .innerJoin('items', 'items.id', 'deploy_items.item_id')
+      .select(['deploy_items.deploy_id', 'items.product_id', 'items.number', 'items.title', 'items.type'])
+      .select('items.status')
+      .where('deploy_items.deploy_id', 'in', chunk)
+      .orderBy('items.number')
+      .execute(),
+  );
+  for (const { deploy_id, ...item } of rows) result.get(deploy_id)!.push(item);
+  return result;
+}
+
+/**
+ * Keeps the summaries of deploys that had none, unless another request kept them first, and
+ * answers what is kept now for each: what every later page shows.
+ */
+export async function keepSummaries(
+  trx: Db,
+  kept: { id: number; summaries: Buffer; count: number }[],
+): Promise<Map<number, { item_summaries: Buffer; item_count: number }>> {
+  for (const k of kept)
+    await trx
+      .updateTable('deploys')
+      .set({ item_summaries: k.summaries, item_count: k.count })
+      .where('id', '=', k.id)
+      .where('item_summaries', 'is', null)
+      .execute();
+  const rows = await inChunks(
+    kept.map((k) => k.id),
+    (chunk) =>
+      trx.selectFrom('deploys').select(['id', 'item_summaries', 'item_count']).where('id', 'in', chunk).execute(),
+  );
+  return new Map(rows.map((r) => [r.id, { item_summaries: r.item_summaries!, item_count: r.item_count! }]));
+}
+
 export async function countDeploys(db: Db, productId: number, filter: DeployFilter): Promise<number> {
   const row = await deploysOf(db, productId, filter)
     .select((eb) => eb.fn.countAll<number>().as('n'))

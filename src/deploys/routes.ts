@@ -4,16 +4,16 @@ import { requestParams } from '../http/request.js';
 import { parseDeploy, parseDeployList, parseIdempotencyKey } from './input.js';
 import type { ItemJson } from '../items/index.js';
 import {
-  deploysWithin,
   deployWithin,
-  presentDeploys,
+  listedDeploysWithin,
   presentDryRun,
+  presentListedDeploys,
   presentReceipt,
-  type DeployJson,
   type DeployReceiptJson,
+  type ListedDeployJson,
 } from './present.js';
 import { createDeploySchema, DEPLOY_COUNT, listDeploysSchema, ONE_DEPLOY, ONE_ITEM, ONE_RECEIPT } from './schema.js';
-import { findDeploys, planDeploy, recordDeploy } from './service.js';
+import { findDeployPage, planDeploy, recordDeploy } from './service.js';
 
 const DEPLOYS = '/api/products/:product_id/deploys.json';
 
@@ -23,7 +23,10 @@ export async function deployRoutes(app: FastifyInstance): Promise<void> {
   app.post(DEPLOYS, { schema: createDeploySchema }, async (request, reply) => createDeploy(app, request, reply));
 }
 
-/** A page of deploys within the size bound of an answer, kept for the product's revision. */
+/**
+ * A page of deploys within the size bound of an answer, kept for the product's revision: each
+ * deploy's items as the summaries kept when it was written, which are not rendered again.
+ */
 async function listDeploys(app: FastifyInstance, request: FastifyRequest, reply: FastifyReply): Promise<Buffer> {
   const { filter, page } = parseDeployList(requestParams(request));
   return app.keptAnswers.answer(
@@ -32,20 +35,17 @@ async function listDeploys(app: FastifyInstance, request: FastifyRequest, reply:
     `deploys:${JSON.stringify({ filter, page })}`,
     [DEPLOY_COUNT, NEXT_OFFSET],
     async () => {
-      const { deploys, total } = await findDeploys(app.db, request.scope, filter, page);
-      const budget = app.config.maxAnswerBytes;
-      const serialize = {
-        deploy: serializerOf<DeployJson>(reply, ONE_DEPLOY),
-        item: serializerOf<ItemJson>(reply, ONE_ITEM),
-      };
-      const bounded = await deploysWithin(
-        await presentDeploys(app.db, { scope: request.scope, urls: app.config, budget, deploys }),
-        serialize,
-        budget,
-      );
+      const { scope } = request;
+      const { deploys, total } = await findDeployPage(app.db, scope, filter, page);
+      const bounded = listedDeploysWithin(await presentListedDeploys(app.db, { scope, deploys }), {
+        serialize: serializerOf<ListedDeployJson>(reply, ONE_DEPLOY),
+        product: scope.product,
+        publicUrl: app.config.publicUrl,
+        budget: app.config.maxAnswerBytes,
+      });
       reply.header(DEPLOY_COUNT, String(total));
       if (page.offset + bounded.count < total) reply.header(NEXT_OFFSET, String(page.offset + bounded.count));
-      return Buffer.from(bounded.json);
+      return bounded.body;
     },
   );
 }

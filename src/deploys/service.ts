@@ -12,6 +12,7 @@ import { formatTimestamp } from '../time.js';
 import { nextTurn } from '../turns.js';
 import { findProfiles, findUsersByIds, type UserProfile } from '../users/index.js';
 import { announceDeploy } from './events.js';
+import { keptSummaries } from './summaries.js';
 import { DEPLOY_PAGE_ITEMS, type DeployInput } from './input.js';
 import {
   countDeployItems,
@@ -26,6 +27,10 @@ import {
   findUnrenderedNotes,
   followingMembers,
   insertDeploy,
+  keepSummaries,
+  listDeployPage,
+  countDeployPage,
+  summaryColumnsOfDeploys,
   itemIdsOfDeploys,
   latestDeploysOfItems,
   listDeploys,
@@ -206,6 +211,8 @@ export async function recordDeploy(
     rollback: input.rollback ? 1 : 0,
     unknown_numbers: JSON.stringify(plan.unknownNumbers),
     emailed: plan.recipients.length,
+    // What deploys.json embeds of the items, as they are now (a deploy changes none of it).
+    ...keptSummaries(plan.items),
   });
   await recordPlan(trx, deploy, plan);
   // Lists filter on where items are deployed: their totals must be counted again.
@@ -316,6 +323,62 @@ export async function findDeploys(
     deploys.push(deploy);
   }
   return { deploys, total };
+}
+
+/** A deploy of a page of deploys.json, with its items' kept summaries. */
+export type ListedDeployRow = DeployRow & { item_summaries: Buffer; item_count: number };
+
+/**
+ * One page of the product's deploys as deploys.json lists them (docs/INTERFACE.md §7.7), each with
+ * its items' summaries as kept when it was written, and how many match in all; bounded as
+ * findDeploys is. A deploy from before summaries were kept has them kept now, from its items as
+ * they are (only the deploys of the page, so at most DEPLOY_PAGE_ITEMS items and one deploy's
+ * more), and every later page shows those.
+ */
+export async function findDeployPage(
+  db: Db,
+  scope: ProductScope,
+  filter: DeployFilter,
+  page: { offset: number; limit: number },
+): Promise<{ deploys: ListedDeployRow[]; total: number }> {
+  const [candidates, total] = await Promise.all([
+    listDeployPage(db, scope.product.id, filter, page.offset, page.limit),
+    countDeployPage(db, scope.product.id, filter),
+  ]);
+  const unkept = candidates.filter((d) => d.item_count === null || d.item_summaries === null);
+  const counts = unkept.length
+    ? await countDeployItems(
+        db,
+        unkept.map((d) => d.id),
+      )
+    : new Map<number, number>();
+  const shown: ListedDeployRow[] = [];
+  let items = 0;
+  for (const deploy of candidates) {
+    items += deploy.item_count ?? counts.get(deploy.id) ?? 0;
+    if (shown.length > 0 && items > DEPLOY_PAGE_ITEMS) break;
+    shown.push(deploy as ListedDeployRow);
+  }
+  const toKeep = shown.filter((d) => d.item_summaries === null || d.item_count === null);
+  if (toKeep.length === 0) return { deploys: shown, total };
+  const kept = await keepSummariesOf(
+    db,
+    toKeep.map((d) => d.id),
+  );
+  return { deploys: shown.map((d) => ({ ...d, ...kept.get(d.id) })), total };
+}
+
+/** Keeps the summaries of deploys that had none, from their items as they are now; answers what is kept. */
+async function keepSummariesOf(
+  db: Db,
+  deployIds: number[],
+): Promise<Map<number, { item_summaries: Buffer; item_count: number }>> {
+  const itemsOf = await summaryColumnsOfDeploys(db, deployIds);
+  const summaries = deployIds.map((id) => {
+    const { item_summaries, item_count } = keptSummaries(itemsOf.get(id)!);
+    return { id, summaries: item_summaries, count: item_count };
+  });
+  return db.transaction().execute((trx) => keepSummaries(trx, summaries));
 }
 
 /** Who made each of the given deploys of the product, by deploy id (two queries whatever the count). */
