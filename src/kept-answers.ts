@@ -26,8 +26,8 @@ export type ShowsItems = (ids: readonly number[]) => void;
 
 /** What the kept answers may hold in all, in bytes of their bodies. */
 const DEFAULT_BUDGET = 32 * 1024 * 1024;
-/** Answers bigger than this are large: a page of deploys is, a page of a hundred items is not. */
-const LARGE_ANSWER = 128 * 1024;
+/** Answers bigger than this are large: a page of deploys (about 100 KiB) is, a page of 20 items is not. */
+const LARGE_ANSWER = 64 * 1024;
 /** Of the budget, what large answers may hold together (4 MiB by default: six pages of deploys). */
 const LARGE_SHARE = 1 / 8;
 

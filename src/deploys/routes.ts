@@ -47,6 +47,9 @@ async function listDeploys(app: FastifyInstance, request: FastifyRequest, reply:
       if (page.offset + bounded.count < total) reply.header(NEXT_OFFSET, String(page.offset + bounded.count));
       return bounded.body;
     },
+    // Its items are as stored with each deploy: only a new deploy or rollback (which moves the
+    // product's order version) changes a page, not changes of items.
+    true,
   );
 }
 
