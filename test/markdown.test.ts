@@ -264,7 +264,8 @@ describe('bounds', () => {
   });
 
   test('a burst of writes past the renders that may wait keeps no HTML for the rest; the fill renders it', async () => {
-    const busy = await makeApp({ markdown: { maxWaiting: 1 } });
+    // Every text to the worker, short ones too.
+    const busy = await makeApp({ markdown: { maxWaiting: 1, inlineChars: 0 } });
     try {
       const { api, base, product } = await deployTeam(busy);
       const made = await Promise.all(
@@ -293,6 +294,26 @@ describe('bounds', () => {
       );
     } finally {
       await busy.close();
+    }
+  });
+
+  test('short texts are rendered at once, without waiting for the worker; longer ones go to it', async () => {
+    // No render may wait for the worker: whatever would, is deferred.
+    const none = await makeApp({ markdown: { maxWaiting: 0 } });
+    try {
+      const renderer = none.app.markdown;
+      assert.equal(await renderer.render('*short*'), '<p><em>short</em></p>\n');
+      assert.equal(await renderer.render(`${'a'.repeat(1020)} *b*`), `<p>${'a'.repeat(1020)} <em>b</em></p>\n`);
+      assert.equal(renderer.deferred, 0);
+      assert.equal(await renderer.render(`${'a'.repeat(1030)} *b*`), null);
+      assert.equal(renderer.deferred, 1);
+      // Safe as in the worker: raw HTML and script links stay text.
+      assert.equal(
+        await renderer.render('<b>x</b> [y](javascript:alert(1))'),
+        '<p>&lt;b&gt;x&lt;/b&gt; [y](javascript:alert(1))</p>\n',
+      );
+    } finally {
+      await none.close();
     }
   });
 
