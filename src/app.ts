@@ -145,7 +145,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   app.decorateRequest('scope', null as unknown as ProductScope);
   registerSecurityHeaders(app, config);
   await registerRateLimits(app, config, requestIdentity);
-  registerReadTurns(app, config.readConcurrency);
+  registerReadTurns(app, config.readsPerTurn);
   const web: WebOptions = {
     cookieSecret: await sharedSecret(db, 'session_cookie_key'),
     signinKey: await sharedSecret(db, 'signin_key'),

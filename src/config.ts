@@ -28,8 +28,8 @@ export interface Config {
   readonly sqliteCacheMb: number;
   /** What kept answers and kept item JSON hold together, in MiB; 0 keeps nothing. */
   readonly answerCacheMb: number;
-  /** Reads served at once; others wait their turn, changes never (http/read-turns.ts). */
-  readonly readConcurrency: number;
+  /** Reads started per turn of the event loop; others wait for the next, changes never (http/read-turns.ts). */
+  readonly readsPerTurn: number;
   readonly pgStatementTimeoutMs: number;
   readonly pgConnectTimeoutMs: number;
   /** A request (head and body) must arrive within this; a slower one is answered 408 and cut off. */
@@ -227,9 +227,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     pgPoolMax: positive('PG_POOL_MAX', 10),
     sqliteCacheMb: positive('SQLITE_CACHE_MB', 8, 4096),
     answerCacheMb: limit('ANSWER_CACHE_MB', 48),
-    // On SQLite a read's statements run on the one thread: a few at once keep it busy. On
-    // PostgreSQL reads wait on the network: as many as the pool has connections.
-    readConcurrency: positive('READ_CONCURRENCY', env.DATABASE_URL ? positive('PG_POOL_MAX', 10) : 4, 10_000),
+    readsPerTurn: positive('READS_PER_TURN', 4, 10_000),
     pgStatementTimeoutMs: positive('PG_STATEMENT_TIMEOUT_MS', 5000),
     pgConnectTimeoutMs: positive('PG_CONNECT_TIMEOUT_MS', 5000),
     requestTimeoutMs: positive('REQUEST_TIMEOUT_MS', 30_000, MAX_TIMER_MS),

@@ -44,7 +44,7 @@ const SHIPLOG_SETTINGS = [
   'RATE_LIMIT_WINDOW_SECONDS',
   'MAX_ANSWER_BYTES',
   'ANSWER_CACHE_MB',
-  'READ_CONCURRENCY',
+  'READS_PER_TURN',
 ];
 
 /** The caller's environment without any Shiplog setting, so only what a test passes counts. */

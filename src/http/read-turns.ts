@@ -5,67 +5,51 @@ const takesTurns = (request: FastifyRequest): boolean =>
   (request.method === 'GET' || request.method === 'HEAD') && !request.url.startsWith('/health');
 
 /**
- * Reads take turns, at most `concurrency` at once; changes never wait for them.
+ * Reads start at most `perTurn` at a time per turn of the event loop; changes never wait for them.
  *
- * The service runs on one JavaScript thread, and on SQLite a read's statements run on it too. Under
- * many readers, each time the event loop polls it takes every request that has arrived and runs
- * each until it waits: fifty clients' reads are fifty reads of work per round. A change waits for
- * a few rounds on its way (its Markdown rendered on a worker, its turn at the writer, the commit
- * that it shares with others), so under saturating reads it waited for hundreds of reads, and its
- * answer took a second. Here a read that finds `concurrency` others under way parks before any
- * work is done for it (after the request is parsed and routed), and the next one starts only at
- * the following round (setImmediate, after the event loop has polled again): a round is then a
- * few reads, and a change waits for a few reads per step instead of all of them. Reads are served
- * in the order they came, and lose nothing overall: the thread is as busy as before.
+ * The service runs on one JavaScript thread, and on SQLite a read's statements run on it too: a
+ * read, once started, runs to its answer without letting anything else in. Each time the event
+ * loop polls, it takes every request that has arrived; with fifty clients reading, that was fifty
+ * reads run back to back (12 ms of work) before the loop turned again. A change needs a few turns
+ * (its request read, its commit shared with others), so under saturating reads it waited for
+ * hundreds of reads, and its answer took tens of milliseconds, often hundreds.
  *
- * A read whose client goes away while it waits leaves the line; one that is under way frees its
- * turn when its answer is done or its connection closes, whichever comes first.
+ * Here a read beyond the turn's share parks once it is parsed and routed, before any work is done
+ * for it, and the parked ones start `perTurn` at a time, each turn after the loop has polled again
+ * (setImmediate): a turn is then a few reads, and a change waits for a few reads per step instead
+ * of all of them. Reads start in the order they came, and lose next to nothing: the thread is as
+ * busy as before. A read whose client leaves while it waits leaves the line.
  */
-export function registerReadTurns(app: FastifyInstance, concurrency: number): void {
-  let running = 0;
-  const waiting = new Set<Turn>();
-  /** How each read ends its turn: when its answer is sent, or its connection closes, whichever is first. */
-  const finishes = new WeakMap<FastifyRequest, () => void>();
-  app.addHook('onResponse', async (request) => finishes.get(request)?.());
-  /** A turn ends: it passes to the first read waiting, at the next round. */
-  const pass = () => {
-    const [first] = waiting;
-    if (first === undefined) {
-      running--;
-      return;
+export function registerReadTurns(app: FastifyInstance, perTurn: number): void {
+  const waiting = new Set<() => void>();
+  let started = 0;
+  let turnScheduled = false;
+  const nextTurn = () => {
+    turnScheduled = false;
+    started = 0;
+    for (const start of waiting) {
+      if (started >= perTurn) break;
+      waiting.delete(start);
+      started++;
+      start();
     }
-    waiting.delete(first);
-    first.state = 'granted';
-    setImmediate(() => first.start());
+    if (waiting.size > 0) scheduleTurn();
+  };
+  const scheduleTurn = () => {
+    if (turnScheduled) return;
+    turnScheduled = true;
+    setImmediate(nextTurn);
   };
   app.addHook('onRequest', (request: FastifyRequest, reply: FastifyReply, done: () => void) => {
     if (!takesTurns(request)) return done();
-    const turn: Turn = {
-      state: 'waiting',
-      start: () => {
-        // Its client left before its turn came: the turn goes on to the next.
-        if (turn.state === 'closed') return pass();
-        turn.state = 'running';
-        done();
-      },
-    };
-    const finish = () => {
-      if (turn.state === 'running') pass();
-      else if (turn.state === 'waiting') waiting.delete(turn);
-      turn.state = 'closed';
-    };
-    finishes.set(request, finish);
-    reply.raw.once('close', finish);
-    if (running < concurrency) {
-      running++;
-      turn.state = 'granted';
-      turn.start();
-    } else waiting.add(turn);
+    // A turn counts the reads started since the last one: the next begins after the loop polls.
+    scheduleTurn();
+    if (started < perTurn && waiting.size === 0) {
+      started++;
+      return done();
+    }
+    const start = () => done();
+    waiting.add(start);
+    reply.raw.once('close', () => waiting.delete(start));
   });
-}
-
-/** A read's place: waiting in line, given the turn (starting at the next round), running, or its connection closed. */
-interface Turn {
-  state: 'waiting' | 'granted' | 'running' | 'closed';
-  start: () => void;
 }
