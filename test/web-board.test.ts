@@ -520,7 +520,7 @@ describe('the item page', () => {
     const item = await makeItem(t.app, owner, product.id, { title: 'Later', description: 'one\ntwo' });
     await t.db
       .updateTable('items')
-      .set({ status: 0 })
+      .set((eb) => ({ status: 0, version: eb('version', '+', 1) }))
       .where('product_id', '=', product.id)
       .where('number', '=', item.number)
       .execute();
