@@ -1,4 +1,5 @@
 import { Type } from '@sinclair/typebox';
+import { conditionalHeaders, IfNoneMatchHeader, notModifiedAnswer } from '../http/conditional.js';
 import { nextOffsetHeader } from '../http/answer-size.js';
 import { BODY_ERRORS, doc, documentAs, errorAnswers, ref } from '../http/documentation.js';
 import { params } from '../http/params.js';
@@ -47,14 +48,17 @@ export const listDeploysSchema = {
     ),
     order_by: doc.choice(DEPLOY_ORDERS, '`oldest` by default.'),
   }),
+  headers: IfNoneMatchHeader,
   response: {
     200: Type.Array(ref(DeploySchema), {
       description: 'The page of deploys.',
       headers: {
         [DEPLOY_COUNT]: { type: 'integer', description: 'How many deploys match, before paging.' },
         ...nextOffsetHeader,
+        ...conditionalHeaders('A strong entity tag of the answer, its headers included: it changes when the page does.'),
       },
     }),
+    304: notModifiedAnswer,
   },
   errors: errorAnswers([{ 400: 'A malformed limit or offset; order_by other than oldest or newest.' }]),
 };
