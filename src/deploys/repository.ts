@@ -300,8 +300,21 @@ export async function listDeploys(
     .execute();
 }
 
-/** A deploy as a page of deploys.json shows it: with its items' summaries as kept (null: not yet). */
-export type ListedDeployRow = DeployRow & { item_summaries: Buffer | null; item_count: number | null };
+/**
+ * A deploy as a page of deploys.json shows it, without its items' kept summaries (kilobytes each,
+ * read apart, only when this instance does not hold them): `item_count` is null while none are kept.
+ */
+export type ListedDeployRow = DeployRow & { item_count: number | null };
+
+const summariesByIds = prepared((db, ids: number[]) =>
+  db.selectFrom('deploys').select(['id', 'item_summaries']).where('id', 'in', ids),
+);
+
+/** The kept summaries of these deploys (those that have some), by id. */
+export async function findKeptSummaries(db: Db, ids: number[]): Promise<Map<number, Buffer>> {
+  const rows = await inChunks(ids, (chunk) => summariesByIds(db, chunk));
+  return new Map(rows.flatMap((r) => (r.item_summaries === null ? [] : [[r.id, r.item_summaries]])));
+}
 
 /**
  * A page of deploys in two steps: the ids, from the (product, environment, id) or (product, id)
@@ -311,7 +324,7 @@ export type ListedDeployRow = DeployRow & { item_summaries: Buffer | null; item_
 function deployPage(db: Db, ids: DeployIds, direction: 'asc' | 'desc', offset: number, limit: number) {
   return db
     .selectFrom('deploys')
-    .select([...DEPLOY_COLUMNS, 'item_count', 'item_summaries'])
+    .select([...DEPLOY_COLUMNS, 'item_count'])
     .where('id', 'in', ids.orderBy('id', direction).limit(limit).offset(offset))
     .orderBy('id', direction);
 }

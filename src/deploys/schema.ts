@@ -55,7 +55,9 @@ export const listDeploysSchema = {
       headers: {
         [DEPLOY_COUNT]: { type: 'integer', description: 'How many deploys match, before paging.' },
         ...nextOffsetHeader,
-        ...conditionalHeaders('A strong entity tag of the answer, its headers included: it changes when the page does.'),
+        ...conditionalHeaders(
+          'A strong entity tag of the answer, its headers included: it changes when the page does.',
+        ),
       },
     }),
     304: notModifiedAnswer,

@@ -9,6 +9,7 @@ import { lockProduct, markItemsChanged } from '../products/index.js';
 import type { ProductScope, Urls } from '../scope.js';
 import { shownHtml, type MarkdownRenderer } from '../markdown.js';
 import { formatTimestamp } from '../time.js';
+import { LruCache } from '../lru.js';
 import { nextTurn } from '../turns.js';
 import { findProfiles, findUsersByIds, type UserProfile } from '../users/index.js';
 import { announceDeploy } from './events.js';
@@ -22,6 +23,7 @@ import {
   entriesOf,
   findDeployByKey,
   findDeploysByIds,
+  findKeptSummaries,
   findNotesHtml,
   findRollbackTarget,
   findUnrenderedNotes,
@@ -345,28 +347,57 @@ export async function findDeployPage(
     listDeployPage(db, scope.product.id, filter, page.offset, page.limit),
     countDeployPage(db, scope.product.id, filter),
   ]);
-  const unkept = candidates.filter((d) => d.item_count === null || d.item_summaries === null);
+  const unkept = candidates.filter((d) => d.item_count === null);
   const counts = unkept.length
     ? await countDeployItems(
         db,
         unkept.map((d) => d.id),
       )
     : new Map<number, number>();
-  const shown: ListedDeployRow[] = [];
+  const shown: typeof candidates = [];
   let items = 0;
   for (const deploy of candidates) {
     items += deploy.item_count ?? counts.get(deploy.id) ?? 0;
     if (shown.length > 0 && items > DEPLOY_PAGE_ITEMS) break;
-    shown.push(deploy as ListedDeployRow);
+    shown.push(deploy);
   }
-  const toKeep = shown.filter((d) => d.item_summaries === null || d.item_count === null);
-  if (toKeep.length === 0) return { deploys: shown, total };
-  const kept = await keepSummariesOf(
-    db,
-    toKeep.map((d) => d.id),
-  );
-  return { deploys: shown.map((d) => ({ ...d, ...kept.get(d.id) })), total };
+  const summaries = await summariesOf(db, shown);
+  return { deploys: shown.map((d) => ({ ...d, ...summaries.get(d.id)! })), total };
 }
+
+/**
+ * Each deploy's items' summaries, as kept: once kept they never change, so this instance holds the
+ * latest read (KEPT_SUMMARIES) and reads the rest; those of deploys that have none yet are kept now.
+ */
+async function summariesOf(
+  db: Db,
+  deploys: { id: number; item_count: number | null }[],
+): Promise<Map<number, { item_summaries: Buffer; item_count: number }>> {
+  const held = heldSummaries(db);
+  const found = new Map<number, { item_summaries: Buffer; item_count: number }>();
+  const unread: number[] = [];
+  for (const d of deploys) {
+    const bytes = d.item_count === null ? undefined : held.get(d.id);
+    if (bytes) found.set(d.id, { item_summaries: bytes, item_count: d.item_count! });
+    else if (d.item_count !== null) unread.push(d.id);
+  }
+  for (const [id, bytes] of await findKeptSummaries(db, unread)) {
+    held.set(id, bytes);
+    found.set(id, { item_summaries: bytes, item_count: deploys.find((d) => d.id === id)!.item_count! });
+  }
+  const toKeep = deploys.filter((d) => !found.has(d.id)).map((d) => d.id);
+  if (toKeep.length) for (const [id, kept] of await keepSummariesOf(db, toKeep)) found.set(id, kept);
+  return found;
+}
+
+/** Bytes of kept summaries one instance holds, per database: 1,000 deploys of 20 items take about 4 MB. */
+const KEPT_SUMMARIES_BYTES = 8 * 1024 * 1024;
+const summariesHeld = new WeakMap<Db, LruCache<number, Buffer>>();
+const heldSummaries = (db: Db): LruCache<number, Buffer> => {
+  let held = summariesHeld.get(db);
+  if (!held) summariesHeld.set(db, (held = new LruCache(KEPT_SUMMARIES_BYTES, Infinity, (b) => b.length)));
+  return held;
+};
 
 /** Keeps the summaries of deploys that had none, from their items as they are now; answers what is kept. */
 async function keepSummariesOf(
