@@ -390,12 +390,15 @@ async function summariesOf(
   return found;
 }
 
-/** Bytes of kept summaries one instance holds, per database: 1,000 deploys of 20 items take about 4 MB. */
-const KEPT_SUMMARIES_BYTES = 8 * 1024 * 1024;
+/** Bytes of kept summaries one instance holds, per database (as many again as served): 800 deploys of 20 items. */
+const KEPT_SUMMARIES_BYTES = 4 * 1024 * 1024;
 const summariesHeld = new WeakMap<Db, LruCache<number, Buffer>>();
 const heldSummaries = (db: Db): LruCache<number, Buffer> => {
   let held = summariesHeld.get(db);
-  if (!held) summariesHeld.set(db, (held = new LruCache(KEPT_SUMMARIES_BYTES, Infinity, (b) => b.length)));
+  if (!held) {
+    held = new LruCache<number, Buffer>(KEPT_SUMMARIES_BYTES, Infinity, (b) => b.length);
+    summariesHeld.set(db, held);
+  }
   return held;
 };
 

@@ -92,19 +92,26 @@ export class SerializedEntries<T> {
 }
 
 /**
- * The JSON of the leading pieces whose array (brackets and commas included) takes at most `room`
- * bytes; the first even if it alone takes more, so that a page always moves on.
+ * The leading pieces whose JSON array (brackets and commas included) takes at most `room` bytes,
+ * the first even if it alone takes more, so that a page always moves on; joined as that array.
  */
-export function piecesWithin(pieces: readonly { json: string; bytes: number }[], room: number): string[] {
-  const within: string[] = [];
+export function piecesWithin(pieces: readonly { json: Buffer }[], room: number): { body: Buffer; count: number } {
+  const parts: Buffer[] = [OPEN];
   let bytes = 2;
-  for (const [i, piece] of pieces.entries()) {
-    bytes += piece.bytes + (i > 0 ? 1 : 0);
-    if (bytes > room && i > 0) break;
-    within.push(piece.json);
+  let count = 0;
+  for (const piece of pieces) {
+    bytes += piece.json.length + (count > 0 ? 1 : 0);
+    if (bytes > room && count > 0) break;
+    if (count > 0) parts.push(COMMA);
+    parts.push(piece.json);
+    count++;
   }
-  return within;
+  parts.push(CLOSE);
+  return { body: Buffer.concat(parts), count };
 }
+const OPEN = Buffer.from('[');
+const COMMA = Buffer.from(',');
+const CLOSE = Buffer.from(']');
 
 export const jsonArray = (pieces: readonly string[]): string => `[${pieces.join(',')}]`;
 

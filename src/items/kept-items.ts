@@ -15,9 +15,12 @@ const DEFAULT_BUDGET = 16 * 1024 * 1024;
 /** An item's JSON bigger than this is not kept: a few long descriptions would push out thousands of items. */
 const LARGEST_KEPT = 64 * 1024;
 
-/** A piece of JSON and its size in UTF-8 bytes, known once. */
+/**
+ * A piece of JSON as the bytes sent: outside the JavaScript heap, so that what is kept (megabytes
+ * of it) is neither walked nor moved by the garbage collector, and its size is its length.
+ */
 interface Piece {
-  json: string;
+  json: Buffer;
   bytes: number;
 }
 
@@ -76,12 +79,16 @@ export class KeptItems {
     return this.pieces.get(key);
   }
 
-  keep(key: string, json: string): Piece {
-    const piece = { json, bytes: Buffer.byteLength(json) };
+  keep(key: string, text: string): Piece {
+    const json = Buffer.from(text);
+    const piece = { json, bytes: json.length };
     if (piece.bytes <= this.largest) this.pieces.set(key, piece);
     return piece;
   }
 }
+
+/** An item's JSON and the stamp it was found by. */
+export type ShownPiece<S extends ItemStamp> = Piece & { stamp: S };
 
 /** What `itemPieces` needs to render the items it has not kept. */
 export interface ItemPiecesOptions<S extends ItemStamp> {
@@ -111,7 +118,7 @@ const leastOf = (stamp: ItemStamp & { least?: number; title?: string; descriptio
  * kept, the others presented together (one set of queries for them all), serialized and kept.
  * With a budget, only the leading items that may fit are returned (at least one).
  */
-export async function itemPieces<S extends ItemStamp>(options: ItemPiecesOptions<S>): Promise<Piece[]> {
+export async function itemPieces<S extends ItemStamp>(options: ItemPiecesOptions<S>): Promise<ShownPiece<S>[]> {
   const { kept, product, viewerId } = options;
   const shown = options.embedded ? DEPLOYED_TO_SHOWN_EMBEDDED : DEPLOYED_TO_SHOWN;
   const parents = await parentStamps(options.db, options.stamps);
@@ -129,7 +136,7 @@ export async function itemPieces<S extends ItemStamp>(options: ItemPiecesOptions
     found = found.slice(0, within);
   }
   const missing = stamps.filter((_, i) => found[i] === undefined);
-  if (missing.length === 0) return found as Piece[];
+  if (missing.length === 0) return (found as Piece[]).map((piece, i) => ({ ...piece, stamp: stamps[i] }));
   const rows = await options.rowsOf(missing);
   const presented = await presentItems(options.db, {
     product,
@@ -141,10 +148,10 @@ export async function itemPieces<S extends ItemStamp>(options: ItemPiecesOptions
   });
   const made = new Map(rows.map((row, i) => [row.id, presented[i]]));
   return stamps.flatMap((s, i) => {
-    if (found[i]) return [found[i]];
+    if (found[i]) return [{ ...found[i], stamp: s }];
     const item = made.get(s.id);
     // Gone between the page's read and this one (archived meanwhile): left out, as a fresh read would.
-    return item === undefined ? [] : [kept.keep(keys[i], options.serialize(item))];
+    return item === undefined ? [] : [{ ...kept.keep(keys[i], options.serialize(item)), stamp: s }];
   });
 }
 

@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Trx } from '../db/connection.js';
 import type { ItemRow } from '../db/schema.js';
 import { productNotFound } from '../errors.js';
-import { jsonArray, NEXT_OFFSET, piecesWithin, serializerOf } from '../http/answer-size.js';
+import { NEXT_OFFSET, piecesWithin, serializerOf } from '../http/answer-size.js';
 import { prefersHtml } from '../http/negotiate.js';
 import { requestParams } from '../http/request.js';
 import { answeredNotModified } from '../http/conditional.js';
@@ -79,7 +79,7 @@ async function presentOne(
     rowsOf: async (rows) => rows,
     known,
   });
-  return Buffer.from(piece.json);
+  return piece.json;
 }
 
 /** What itemPieces needs of the app and the caller. */
@@ -119,11 +119,11 @@ async function boundedItems(
     budget,
   });
   const fitted = piecesWithin(pieces, budget);
-  const shown = page.stamps.slice(0, fitted.length);
+  const shown = pieces.slice(0, fitted.count).map((p) => p.stamp);
   page.shows([...shown.map((s) => s.id), ...shown.flatMap((s) => (s.parent_id === null ? [] : [s.parent_id]))]);
   reply.header(ITEM_COUNT, String(page.total));
-  if (page.offset + fitted.length < page.total) reply.header(NEXT_OFFSET, String(page.offset + fitted.length));
-  return Buffer.from(jsonArray(fitted));
+  if (page.offset + fitted.count < page.total) reply.header(NEXT_OFFSET, String(page.offset + fitted.count));
+  return fitted.body;
 }
 
 const isItemRow = (stamp: ItemStamp): stamp is ItemRow => 'description' in stamp;
