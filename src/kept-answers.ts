@@ -21,6 +21,18 @@ export interface ItemChanges {
   changedSince(db: Db, product: ProductRow, since: number, items: readonly number[]): Promise<boolean>;
 }
 
+/**
+ * An answer's bytes, and a text that decides them exactly and is far shorter (for a page of
+ * deploys: their own JSON, whose ids name item summaries that never change): its ETag is made from
+ * that instead of from the bytes, a tenth of what serving a page of deploys cost.
+ */
+export class Fingerprinted {
+  constructor(
+    readonly body: Buffer,
+    readonly fingerprint: string,
+  ) {}
+}
+
 /** Tells a render which items its answer shows (their ids, parents included). */
 export type ShowsItems = (ids: readonly number[]) => void;
 
@@ -170,11 +182,17 @@ export class KeptAnswers {
       const made = await make((ids) => {
         shown = ids;
       });
-      const body = Buffer.isBuffer(made) ? made : Buffer.from(reply.serialize(made) as string);
+      const body =
+        made instanceof Fingerprinted
+          ? made.body
+          : Buffer.isBuffer(made)
+            ? made
+            : Buffer.from(reply.serialize(made) as string);
       const kept = q.headers.flatMap((name): [string, string][] =>
         reply.getHeader(name) === undefined ? [] : [[name, String(reply.getHeader(name))]],
       );
-      const answer: KeptAnswer = { body, etag: answerTag(body, kept), headers: kept };
+      const tagged = made instanceof Fingerprinted ? Buffer.from(made.fingerprint) : body;
+      const answer: KeptAnswer = { body, etag: answerTag(tagged, kept), headers: kept };
       return byPosition ? { ...answer, made: { revision: product.revision, items: shown } } : answer;
     });
     if (!fresh) this.underway.set(key, rendering);

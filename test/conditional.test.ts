@@ -105,3 +105,31 @@ test("a story's sub-items are a list with an ETag too", async () => {
   assert.equal(first.json().length, 1);
   assertNotModified(await get(ada, url, { 'if-none-match': String(first.headers.etag) }), String(first.headers.etag));
 });
+
+test('a page of deploys has an ETag: 304 while it holds, the page again after a deploy', async () => {
+  const item = await makeItem(t.app, ada, productId, { type: 'task', title: 'Shipped' });
+  const deploy = (version: string) =>
+    client(t.app, ada).post(`/api/products/${productId}/deploys.json`, {
+      environment: 'etag-env',
+      numbers: String(item.number),
+      version,
+    });
+  assert.equal((await deploy('1.0')).statusCode, 200);
+  const url = `/api/products/${productId}/deploys.json?environment=etag-env&order_by=newest`;
+  const first = await get(ada, url);
+  assert.equal(first.statusCode, 200);
+  const etag = String(first.headers.etag);
+  assertNotModified(await get(ada, url, { 'if-none-match': etag }), etag);
+  // A change of the item leaves the page as it was (it shows the item as deployed).
+  const itemUrl = `/api/products/${productId}/items/${item.number}.json`;
+  assert.equal((await client(t.app, ada).post(itemUrl, { title: 'Renamed since' })).statusCode, 200);
+  assertNotModified(await get(ada, url, { 'if-none-match': etag }), etag);
+  assert.equal((await deploy('1.1')).statusCode, 200);
+  const after = await get(ada, url, { 'if-none-match': etag });
+  assert.equal(after.statusCode, 200);
+  assert.deepEqual(
+    after.json().map((d: { version: string }) => d.version),
+    ['1.1', '1.0'],
+  );
+  assert.notEqual(after.headers.etag, etag);
+});

@@ -485,9 +485,10 @@ function listedWithin(
   insert: Buffer,
   room: number,
   cut: boolean,
-): Buffer[] | undefined {
-  const whole = around(serialize(deploy.json), servedOnce(deploy.kept, insert));
-  if (bytesOf(whole) <= room) return whole;
+): { pieces: Buffer[]; json: string } | undefined {
+  const serialized = serialize(deploy.json);
+  const whole = around(serialized, servedOnce(deploy.kept, insert));
+  if (bytesOf(whole) <= room) return { pieces: whole, json: serialized };
   if (!cut) return undefined;
   const pieces = servedPieces(deploy.kept, insert);
   const numbers = pieces.map((p) => p.number);
@@ -501,7 +502,7 @@ function listedWithin(
     shown++;
   }
   const json = serialize({ ...deploy.json, omitted_numbers: numbers.slice(shown) });
-  return around(json, joined(pieces.slice(0, shown).map((p) => p.json)));
+  return { pieces: around(json, joined(pieces.slice(0, shown).map((p) => p.json))), json };
 }
 
 /**
@@ -512,19 +513,23 @@ function listedWithin(
 export function listedDeploysWithin(
   deploys: ListedDeploy[],
   o: { serialize: Serialize<ListedDeployJson>; product: ProductRow; publicUrl: string; budget: number },
-): { body: Buffer; count: number } {
+): { body: Buffer; count: number; fingerprint: string } {
   const insert = summaryInsert(JSON.stringify(presentProductSummary(o.product)), o.publicUrl);
   const shown: Buffer[] = [];
+  // What decides the page's bytes, far shorter than they are: what goes into the items, and each
+  // deploy's own JSON (its id names its items' summaries, which never change once kept).
+  const own: string[] = [insert.toString()];
   let bytes = 2;
   let count = 0;
   for (const deploy of deploys) {
     const comma = count > 0 ? 1 : 0;
-    const pieces = listedWithin(deploy, o.serialize, insert, o.budget - bytes - comma, count === 0);
-    if (pieces === undefined) break;
+    const listed = listedWithin(deploy, o.serialize, insert, o.budget - bytes - comma, count === 0);
+    if (listed === undefined) break;
     if (comma) shown.push(COMMA);
-    shown.push(...pieces);
-    bytes += bytesOf(pieces) + comma;
+    shown.push(...listed.pieces);
+    own.push(listed.json);
+    bytes += bytesOf(listed.pieces) + comma;
     count++;
   }
-  return { body: Buffer.concat([OPEN, ...shown, CLOSE], bytes), count };
+  return { body: Buffer.concat([OPEN, ...shown, CLOSE], bytes), count, fingerprint: own.join('\n') };
 }

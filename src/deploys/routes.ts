@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { NEXT_OFFSET, serializerOf } from '../http/answer-size.js';
+import { Fingerprinted } from '../kept-answers.js';
 import { requestParams } from '../http/request.js';
 import { parseDeploy, parseDeployList, parseIdempotencyKey } from './input.js';
 import type { ItemJson } from '../items/index.js';
@@ -45,7 +46,7 @@ async function listDeploys(app: FastifyInstance, request: FastifyRequest, reply:
       });
       reply.header(DEPLOY_COUNT, String(total));
       if (page.offset + bounded.count < total) reply.header(NEXT_OFFSET, String(page.offset + bounded.count));
-      return bounded.body;
+      return new Fingerprinted(bounded.body, bounded.fingerprint);
     },
     // Its items are as stored with each deploy: only a new deploy or rollback (which moves the
     // product's order version) changes a page, not changes of items.
