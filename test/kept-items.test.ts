@@ -265,3 +265,25 @@ test('a kept list by position is made anew when one of its items changes, kept a
   const page = await client(t.app, bob).get(url);
   assert.equal(page.json()[0].title, 'Uno');
 });
+
+test('item_changes keeps the last thousand revisions; an instance further behind makes its answers anew', async () => {
+  const productId = (await makeProduct(t.db, ada, [bob, cy])).id;
+  const items = `/api/products/${productId}/items`;
+  const listed = await makeItem(t.app, ada, productId, { title: 'Listed' });
+  const other = await makeItem(t.app, ada, productId, { title: 'Other' });
+  const url = `${items}.json?limit=1`;
+  await compare(url, bob);
+  // Changes of text through the other instance only: the kept one sees none of them until it asks.
+  const as = client(fresh, { auth: ada.auth });
+  // The listed item first: by the end, the row that names it is forgotten.
+  assert.equal((await as.post(`${items}/${listed.number}.json`, { title: 'Listed, renamed' })).statusCode, 200);
+  for (let n = 0; n < 1005; n++) await as.post(`${items}/${other.number}.json`, { description: `Change ${n}` });
+  const rows = await t.db
+    .selectFrom('item_changes')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('product_id', '=', productId)
+    .executeTakeFirstOrThrow();
+  assert.ok(Number(rows.n) <= 1000, `item_changes rows: ${rows.n}`);
+  await compare(url, bob);
+  assert.equal((await client(t.app, bob).get(url)).json()[0].title, 'Listed, renamed');
+});

@@ -251,8 +251,9 @@ export async function markItemsChanged(
     .insertInto('item_changes')
     .values([...new Set(items)].map((item_id) => ({ product_id: productId, revision, item_id })))
     .execute();
-  // What no instance reads any more: one that is further behind forgets what it kept instead.
-  if (revision % CHANGES_KEPT === 0) await forgetChanges(trx, productId, revision - CHANGES_KEPT);
+  // What no instance reads any more (one that is further behind forgets what it kept instead):
+  // the rows of one older revision at most, found by the key's first columns.
+  await forgetChanges(trx, productId, revision - CHANGES_KEPT + 1);
 }
 
 /** Revisions of a product whose item changes are kept for instances to catch up with. */
