@@ -1,10 +1,11 @@
-import { sql } from 'kysely';
+import { sql, type CompiledQuery } from 'kysely';
 import { inChunks } from '../db/chunks.js';
 import { findProfiles, type UserProfile } from '../users/index.js';
 import type { Db } from '../db/connection.js';
 import { dialectOf } from '../db/dialect.js';
 import { prepared } from '../db/prepared.js';
 import { leadingWithin } from '../http/answer-size.js';
+import { LruCache } from '../lru.js';
 import {
   columnsOf,
   ITEM_COLUMNS,
@@ -530,14 +531,27 @@ export async function listTopLevelStamps(
   offset: number,
   limit: number,
 ): Promise<ItemStamp[]> {
-  const rows = await ordered(topLevelQuery(db, f, order), order)
-    .select(columnsOf('items', STAMP_COLUMNS))
-    .select(LEAST_BYTES)
-    .limit(written(limit))
-    .offset(offset)
-    .execute();
+  const key = JSON.stringify([dialectOf(db), f, order, offset, limit]);
+  let query = stampQueries.get(key);
+  if (!query) {
+    query = ordered(topLevelQuery(db, f, order), order)
+      .select(columnsOf('items', STAMP_COLUMNS))
+      .select(LEAST_BYTES)
+      .limit(written(limit))
+      .offset(offset)
+      .compile();
+    stampQueries.set(key, query);
+  }
+  const { rows } = await db.executeQuery(query);
   return rows.map((row) => ({ ...row, least: Number(row.least) }));
 }
+
+/**
+ * The page queries of the lists asked recently, compiled, by everything they are built from: a list
+ * is asked again and again (a board, a client polling), and building one with Kysely took longer
+ * than SQLite takes to run it. The same question is the same query, so nothing here can be stale.
+ */
+const stampQueries = new LruCache<string, CompiledQuery<ItemStamp & { least: number }>>(1000);
 
 /** What an item's JSON takes at least, known without reading its text: the bytes of its text. */
 const LEAST_BYTES = sql<number>`octet_length(items.description) + octet_length(items.title)`.as('least');
