@@ -20,7 +20,7 @@ export {
   STATUSES as STATUS_NAMES,
   type Status,
 } from './model.js';
-export { BIG_PAGE, ITEM_SCHEMAS, ItemSchema, presentItems, rowsThatMayFit, type ItemJson } from './present.js';
+export { BIG_PAGE, ITEM_SCHEMAS, ItemSchema, presentItems, type ItemJson } from './present.js';
 export { itemRoutes, shortUrlRoutes } from './routes.js';
 export {
   childrenOf,

@@ -4,7 +4,7 @@ import { leadingWithin, type Serialize } from '../http/answer-size.js';
 import { LruCache } from '../lru.js';
 import type { Urls } from '../scope.js';
 import { PROFILE_TTL_MS } from '../users/index.js';
-import { DEPLOYED_TO_SHOWN, DEPLOYED_TO_SHOWN_EMBEDDED } from './model.js';
+import { DEPLOYED_TO_SHOWN } from './model.js';
 import { presentItems, type ItemJson } from './present.js';
 import { findItemStamps, type ItemStamp, type KnownRelations } from './repository.js';
 
@@ -101,7 +101,6 @@ export interface ItemPiecesOptions<S extends ItemStamp> {
   rowsOf: (stamps: S[]) => Promise<ItemRow[]>;
   urls: Urls;
   viewerId: number;
-  embedded?: boolean;
   /** Relations read with the rows already (see presentItems). */
   known?: KnownRelations;
   serialize: Serialize<ItemJson>;
@@ -120,7 +119,8 @@ const leastOf = (stamp: ItemStamp & { least?: number; title?: string; descriptio
  */
 export async function itemPieces<S extends ItemStamp>(options: ItemPiecesOptions<S>): Promise<ShownPiece<S>[]> {
   const { kept, product, viewerId } = options;
-  const shown = options.embedded ? DEPLOYED_TO_SHOWN_EMBEDDED : DEPLOYED_TO_SHOWN;
+  // Items on their own and in lists show as many environments; only embedded ones (parents) fewer.
+  const shown = DEPLOYED_TO_SHOWN;
   const parents = await parentStamps(options.db, options.stamps);
   const keys = options.stamps.map((s) =>
     kept.keyOf(product, s, s.parent_id === null ? undefined : parents.get(s.parent_id), viewerId, shown),
@@ -143,7 +143,6 @@ export async function itemPieces<S extends ItemStamp>(options: ItemPiecesOptions
     rows,
     urls: options.urls,
     viewerId,
-    embedded: options.embedded,
     known: options.known,
   });
   const made = new Map(rows.map((row, i) => [row.id, presented[i]]));

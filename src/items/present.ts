@@ -1,7 +1,6 @@
 import { Type, type Static, type TObject } from '@sinclair/typebox';
 import type { Db } from '../db/connection.js';
 import type { ItemRow, ProductRow } from '../db/schema.js';
-import { leadingWithin } from '../http/answer-size.js';
 import { ref } from '../http/documentation.js';
 import { presentProductSummary, ProductSummarySchema } from '../products/index.js';
 import type { Urls } from '../scope.js';
@@ -168,21 +167,6 @@ export function presentItem(row: ItemRow, rel: ItemRelations, urls: Urls, viewer
       item.parent = presentOwnFields(parent, rel, urls, viewerId, Math.min(shown, DEPLOYED_TO_SHOWN_EMBEDDED));
   }
   return item;
-}
-
-/**
- * The leading rows that may fit in `budget` bytes of item JSON (the first always): every string
- * takes at least as many bytes as it has UTF-16 units, so the rows after those cannot fit, and
- * are neither presented nor serialized only to be cut.
- */
-export function rowsThatMayFit<R extends ItemRow>(rows: R[], budget: number): R[] {
-  return rows.slice(
-    0,
-    leadingWithin(
-      rows.map((row) => row.description.length + row.title.length),
-      budget,
-    ),
-  );
 }
 
 /** Pages of more items than this step aside for other requests between their phases. */
