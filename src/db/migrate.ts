@@ -1,4 +1,4 @@
-import { Migrator, sql, type Kysely, type Migration } from 'kysely';
+import { Migrator, sql, type DatabaseIntrospector, type Kysely, type Migration, type TableMetadata } from 'kysely';
 import { dialectOf } from './dialect.js';
 import * as initial from './migrations/2026_11_22_0001_initial.js';
 import * as invitations from './migrations/2026_11_23_0001_invitations.js';
@@ -63,7 +63,7 @@ export async function migrateToLatest<DB>(db: Kysely<DB>): Promise<void> {
   // Changes made side by side are numbered apart and may be released in another order: a database
   // that has 0020 already still takes a 0010 that came later (each touches its own columns).
   const migrator = new Migrator({
-    db,
+    db: migrationTableSchema ? withOwnSchemaIntrospection(db, migrationTableSchema) : db,
     provider: { getMigrations: async () => MIGRATIONS },
     migrationTableSchema,
     allowUnorderedMigrations: true,
@@ -73,4 +73,37 @@ export async function migrateToLatest<DB>(db: Kysely<DB>): Promise<void> {
     const failed = results?.find((r) => r.status === 'Error');
     throw new Error(`Migration ${failed?.migrationName ?? ''} failed: ${(error as Error).message ?? error}`);
   }
+}
+
+/**
+ * The migrator asks whether its tables exist by listing every table of the database with Kysely's
+ * PostgreSQL introspector, which resolves each column again by name (pg_get_serial_sequence): while
+ * another schema of the same database drops a column, that listing fails with "column ... does not
+ * exist". The migrator only needs the names of schemas and of its own schema's tables, read here
+ * from the catalog with nothing resolved by name.
+ */
+function withOwnSchemaIntrospection<DB>(db: Kysely<DB>, schema: string): Kysely<DB> {
+  const introspection: DatabaseIntrospector = {
+    async getSchemas() {
+      const { rows } = await sql<{ name: string }>`select nspname as name from pg_catalog.pg_namespace`.execute(db);
+      return rows;
+    },
+    async getTables() {
+      const { rows } = await sql<{ name: string; schema: string; isView: boolean }>`
+        select c.relname as name, n.nspname as schema, c.relkind = 'v' as "isView"
+        from pg_catalog.pg_class c join pg_catalog.pg_namespace n on n.oid = c.relnamespace
+        where n.nspname = ${schema} and c.relkind in ('r', 'p', 'v')`.execute(db);
+      return rows.map((row): TableMetadata => ({ ...row, columns: [] }));
+    },
+    async getMetadata() {
+      return { tables: await this.getTables() };
+    },
+  };
+  return new Proxy(db, {
+    get(target, property) {
+      if (property === 'introspection') return introspection;
+      const value = Reflect.get(target, property, target) as unknown;
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
 }
