@@ -24,7 +24,10 @@ test('a schema migrates while another schema of the database adds and drops colu
   })();
   try {
     for (let i = 0; i < 8; i++) {
-      const db = await openDatabase({ dataDir: '', databaseUrl: (await databaseUrlFor(tempDir('shiplog-migrated-')))! });
+      const db = await openDatabase({
+        dataDir: '',
+        databaseUrl: (await databaseUrlFor(tempDir('shiplog-migrated-')))!,
+      });
       await db.destroy();
     }
   } finally {
