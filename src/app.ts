@@ -9,6 +9,12 @@ import {
   fillNotesHtml,
   rollbackMessageRenderer,
 } from './deploys/index.js';
+import {
+  blockMessageRenderer,
+  commentMessageRenderer,
+  CONVERSATION_SCHEMAS,
+  conversationRoutes,
+} from './conversation/index.js';
 import { HealthSchema, healthRoutes } from './health.js';
 import { answerExpectations, capConnections } from './http/connections.js';
 import { documentScope } from './http/documentation.js';
@@ -36,6 +42,7 @@ import {
   emlTransport,
   MAIL_SCHEMAS,
   OutboxWorker,
+  ReplyAddresses,
   SentCount,
   smtpTransport,
   UnsubscribeLinks,
@@ -150,9 +157,10 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     cookieSecret: await sharedSecret(db, 'session_cookie_key'),
     signinKey: await sharedSecret(db, 'signin_key'),
   };
+  // Markdown first: comment mail renders through it.
+  setUpMarkdown(app, options);
   await setUpMail(app, options, web);
   setUpWebhooks(app, options);
-  setUpMarkdown(app, options);
   registerBodyParsers(app);
   registerErrorHandling(app);
   // Before every route, /metrics included, so that the description sees them all.
@@ -184,6 +192,14 @@ async function setUpMail(app: FastifyInstance, options: AppOptions, web: WebOpti
     rollback: rollbackMessageRenderer(config.publicUrl, links),
     invitation: invitationMessageRenderer(links),
     signin: signinMessageRenderer(config.publicUrl, web.signinKey),
+    comment: commentMessageRenderer({
+      publicUrl: config.publicUrl,
+      mailDomain: config.mailDomain,
+      links,
+      replies: new ReplyAddresses(links, config.mailDomain),
+      markdown: app.markdown,
+    }),
+    block: blockMessageRenderer({ publicUrl: config.publicUrl, mailDomain: config.mailDomain }),
   };
   const outbox = new OutboxWorker(db, transport, config.mailFrom, links, renderers, app.log, {
     ...DEFAULT_WORKER_OPTIONS,
@@ -307,6 +323,7 @@ const RESPONSE_SCHEMAS = [
   ...PRODUCT_SCHEMAS,
   ...WEBHOOK_SCHEMAS,
   ...ITEM_SCHEMAS,
+  ...CONVERSATION_SCHEMAS,
   ...DEPLOY_SCHEMAS,
   ...INVITATION_SCHEMAS,
   ...NOTIFICATION_SCHEMAS,
@@ -338,6 +355,7 @@ async function registerRoutes(app: FastifyInstance, web: WebOptions): Promise<vo
       await member.register(productMemberRoutes);
       await member.register(inviteRoutes);
       await member.register(itemRoutes);
+      await member.register(conversationRoutes);
       await member.register(deployRoutes);
       await member.register(notificationRoutes);
       await member.register(webhookRoutes);

@@ -421,6 +421,7 @@ describe('the pages in chromium', { timeout: 120_000 }, () => {
       assert.ok(!(await page.getByLabel('staging').isChecked()));
       assert.deepEqual(await api(owner, 'GET', `/api/products/${product.id}/notifications.json`), {
         environments: ['eu-west', 'production'],
+        comments: true,
       });
     } finally {
       await context.close();

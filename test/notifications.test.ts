@@ -67,10 +67,13 @@ describe('notifications.json: failures', () => {
     ] as const) {
       assertError(res, 400, { errors: ['environments'], label });
     }
-    assert.deepEqual(await choiceOf(alice, url), { environments: ['production'] });
+    assert.deepEqual(await choiceOf(alice, url), { environments: ['production'], comments: true });
     // 50 is the most, and 255 characters the longest name, as a deploy's environment.
     const fifty = Array.from({ length: 50 }, (_, n) => `env-${String(n).padStart(2, '0')}`);
-    assert.deepEqual((await api.post(url, { environments: fifty.join(',') })).json(), { environments: fifty });
+    assert.deepEqual((await api.post(url, { environments: fifty.join(',') })).json(), {
+      environments: fifty,
+      comments: true,
+    });
     assert.equal((await api.post(url, { environments: 'y'.repeat(255) })).statusCode, 200);
   });
 
@@ -102,36 +105,44 @@ describe('notifications.json', () => {
   test('all by default; a list as form, repeated keys or JSON; all again; per person and per product', async () => {
     const { alice, bob, deployer, url } = await setup();
     const api = client(t.app, alice);
-    assert.deepEqual(await choiceOf(alice, url), { environments: 'all' });
+    assert.deepEqual(await choiceOf(alice, url), { environments: 'all', comments: true });
 
     let res = await api.post(url, { environments: 'staging, production,staging' });
     assert.equal(res.statusCode, 200, res.body);
-    assert.deepEqual(res.json(), { environments: ['production', 'staging'] });
-    assert.deepEqual(await choiceOf(alice, url), { environments: ['production', 'staging'] });
-    assert.deepEqual(await choiceOf(bob, url), { environments: 'all' }, "the choice is the caller's own");
+    assert.deepEqual(res.json(), { environments: ['production', 'staging'], comments: true });
+    assert.deepEqual(await choiceOf(alice, url), { environments: ['production', 'staging'], comments: true });
+    assert.deepEqual(
+      await choiceOf(bob, url),
+      { environments: 'all', comments: true },
+      "the choice is the caller's own",
+    );
 
     res = await api.post(url, { environments: ['eu-west', 'us-east'] });
-    assert.deepEqual(res.json(), { environments: ['eu-west', 'us-east'] }, 'repeated form keys replace the list');
+    assert.deepEqual(
+      res.json(),
+      { environments: ['eu-west', 'us-east'], comments: true },
+      'repeated form keys replace the list',
+    );
     res = await api.postJson(url, { environments: ['production'] });
-    assert.deepEqual(res.json(), { environments: ['production'] });
+    assert.deepEqual(res.json(), { environments: ['production'], comments: true });
     // What GET answers can be posted back as it is.
     res = await api.postJson(url, await choiceOf(alice, url));
-    assert.deepEqual(res.json(), { environments: ['production'] });
+    assert.deepEqual(res.json(), { environments: ['production'], comments: true });
 
     const other = await makeProduct(t.db, deployer, [alice], 'Other product');
     assert.deepEqual(
       await choiceOf(alice, `/api/products/${other.id}/notifications.json`),
-      { environments: 'all' },
+      { environments: 'all', comments: true },
       'per product',
     );
 
     for (const all of ['all', 'ALL']) {
       res = await api.post(url, { environments: all });
-      assert.deepEqual(res.json(), { environments: 'all' }, all);
-      assert.deepEqual(await choiceOf(alice, url), { environments: 'all' });
+      assert.deepEqual(res.json(), { environments: 'all', comments: true }, all);
+      assert.deepEqual(await choiceOf(alice, url), { environments: 'all', comments: true });
     }
     res = await api.postJson(url, { environments: ['all'] });
-    assert.deepEqual(res.json(), { environments: 'all' });
+    assert.deepEqual(res.json(), { environments: 'all', comments: true });
   });
 
   test('a deploy to an environment someone left out mails them nothing; the others still get theirs', async () => {

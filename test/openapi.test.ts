@@ -14,6 +14,7 @@ import {
   deliveredMail,
   invitationPath,
   makeApp,
+  makeItem,
   makeProduct,
   makeUser,
   tempDir,
@@ -510,6 +511,35 @@ describe('every documented endpoint answers as the document says', () => {
     assert.equal(full?.statusCode, 422, 'a product has at most 20 webhooks');
     await form('DELETE', `${hooks}/${hook.id}.json`, owner);
     await form('DELETE', `${hooks}/${hook.id}.json`, owner);
+
+    const talk = `${p}/items/${task.number}`;
+    const comment = (await form('POST', `${talk}/comments.json`, member, { body: 'A **comment**' })).json();
+    await json(`${talk}/comments.json`, owner, { body: 'Another' });
+    await form('POST', `${talk}/comments.json`, member, {});
+    await get(`${talk}/comments.json?limit=1`, member);
+    await get(`${talk}/comments/${comment.id}.json`, member);
+    await form('DELETE', `${talk}/comments/${comment.id}.json`, owner);
+    await form('DELETE', `${talk}/comments/${comment.id}.json`, member);
+    await get(`${talk}/comments/${comment.id}.json`, member);
+    const favorite = (await form('POST', `${talk}/favorites.json`, member)).json();
+    await get(`${talk}/favorites.json`, member);
+    await get(`${talk}/favorites/${favorite.id}.json`, owner);
+    await form('DELETE', `${talk}/favorites/${favorite.id}.json`, owner);
+    await form('DELETE', `${talk}/favorites/${favorite.id}.json`, member);
+    const blocked = await makeItem(t.app, owner, product.id, { title: 'Waits' });
+    const block = (await form('POST', `${talk}/blocking.json`, member, { blocked: String(blocked.number) })).json();
+    await form('POST', `${talk}/blocking.json`, member, { blocked: String(task.number) });
+    await form('POST', `${talk}/blocking.json`, member, { blocked: '999999' });
+    await get(`${talk}/blocking.json`, owner);
+    await get(`${p}/items/${blocked.number}/blocked_by.json`, owner);
+    await get(`${talk}/blocking/${block.id}.json`, owner);
+    await form('DELETE', `${talk}/blocking/${block.id}.json`, owner);
+    await form('DELETE', `${talk}/blocking/${block.id}.json`, member);
+    await form('POST', `${talk}/annotations.json`, owner, { label: 'CI', action: 'passed', body: 'green' });
+    await form('POST', `${talk}/annotations.json`, owner, { label: 'CI' });
+    await get(`${talk}/annotations.json`, member);
+    await form('POST', `${p}/notifications.json`, member, { comments: 'false' });
+    await form('POST', `${p}/notifications.json`, member, { comments: 'sometimes' });
 
     await get(`${p}/notifications.json`, member);
     await json(`${p}/notifications.json`, member, { environments: ['production', 'staging'] });

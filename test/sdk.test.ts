@@ -498,6 +498,33 @@ describe('sprintly-data SDK against a running Shiplog', () => {
     assert.deepEqual(errorsIn(requests()), []);
   });
 
+  test("an item's comments: the SDK posts one and fetches them, oldest first", async () => {
+    const requests = recordFromNow();
+    const item = await makeItem(t.app, owner, product.id, { title: 'Talked about' });
+    const api = client(t.app, colleague);
+    const first = await api.post(`/api/products/${product.id}/items/${item.number}/comments.json`, {
+      body: 'First, from the API',
+    });
+    assert.equal(first.statusCode, 200, first.body);
+
+    const model = await sdkItem(item.number);
+    const created = model.comments.create({ body: 'Second, from the **SDK**' }, { wait: true });
+    await within(
+      'create comment',
+      new Promise((resolve, reject) => created.once('sync', resolve).once('error', reject)),
+    );
+    assert.equal(typeof created.id, 'number', 'the SDK model took the id of the answer');
+    assert.equal(created.get('created_by').email, sdkUser.email);
+
+    await within('fetch comments', model.comments.fetch());
+    assert.deepEqual(
+      model.comments.map((c: any) => c.get('body')),
+      ['First, from the API', 'Second, from the **SDK**'],
+    );
+    assert.equal((await apiItem(item.number)).counts.comments, 2);
+    assert.deepEqual(errorsIn(requests()), []);
+  });
+
   test('no request the SDK made got an error status', () => {
     assert.ok(seen.length > 0, 'requests were recorded');
     assert.deepEqual(errorsIn(seen), []);

@@ -85,6 +85,58 @@ export interface ItemsTable {
   last_activity: string;
   /** Moves with every change to what the item shows (its ETag; see items/model.ts entityTag). */
   version: Generated<number>;
+  /** What `counts` shows, moved with each comment, favorite and block (conversation/). */
+  comments_count: Generated<number>;
+  favorites_count: Generated<number>;
+  /** Blocks on this item not marked unblocked. */
+  blockers_count: Generated<number>;
+  /** Blocks by this item not marked unblocked. */
+  blocking_count: Generated<number>;
+}
+
+export interface CommentsTable {
+  id: Generated<number>;
+  item_id: number;
+  user_id: number;
+  body: string;
+  /** How it came: `api`, `page` or `mail`. */
+  via: Generated<string>;
+  created_at: string;
+  last_modified: string;
+}
+
+export interface FavoritesTable {
+  id: Generated<number>;
+  item_id: number;
+  user_id: number;
+  created_at: string;
+}
+
+/** `item_id` blocks `blocked_id` (both of `product_id`), unless `unblocked`. */
+export interface BlocksTable {
+  id: Generated<number>;
+  product_id: number;
+  item_id: number;
+  blocked_id: number;
+  user_id: number;
+  unblocked: Generated<number>;
+  created_at: string;
+}
+
+export interface AnnotationsTable {
+  id: Generated<number>;
+  item_id: number;
+  user_id: number;
+  label: string;
+  action: string;
+  body: string;
+  created_at: string;
+}
+
+/** A member who wants no comment mail about a product's items. */
+export interface CommentMailOffTable {
+  product_id: number;
+  user_id: number;
 }
 
 export interface ItemTagsTable {
@@ -205,6 +257,10 @@ export interface OutboxTable {
   created_at: string;
   sent_at: string | null;
   unsubscribed_at: string | null;
+  /** The comment a `comment` message tells of. */
+  comment_id: Generated<number | null>;
+  /** The block a `block` message tells of. */
+  block_id: Generated<number | null>;
 }
 
 /**
@@ -342,6 +398,11 @@ export interface Database {
   webhooks: WebhooksTable;
   webhook_events: WebhookEventsTable;
   webhook_deliveries: WebhookDeliveriesTable;
+  comments: CommentsTable;
+  favorites: FavoritesTable;
+  blocks: BlocksTable;
+  annotations: AnnotationsTable;
+  comment_mail_off: CommentMailOffTable;
 }
 
 export type UserRow = Selectable<UsersTable>;
@@ -359,6 +420,10 @@ export type WebSessionRow = Selectable<WebSessionsTable>;
 export type WebhookRow = Selectable<WebhooksTable>;
 export type WebhookEventRow = Selectable<WebhookEventsTable>;
 export type WebhookDeliveryRow = Selectable<WebhookDeliveriesTable>;
+export type CommentRow = Selectable<CommentsTable>;
+export type FavoriteRow = Selectable<FavoritesTable>;
+export type BlockRow = Selectable<BlocksTable>;
+export type AnnotationRow = Selectable<AnnotationsTable>;
 
 /** Columns of a row type, each once; a column of the type missing from the list does not compile. */
 const allColumns =
@@ -398,6 +463,10 @@ export const ITEM_COLUMNS = allColumns<ItemRow>()([
   'last_modified',
   'last_activity',
   'version',
+  'comments_count',
+  'favorites_count',
+  'blockers_count',
+  'blocking_count',
 ]);
 export const DEPLOY_COLUMNS = allColumns<DeployRow>()([
   'id',

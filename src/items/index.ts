@@ -8,6 +8,7 @@ export {
   parseListItems,
   parseListOffset,
   parseUpdateItem,
+  pathItemNumber,
   type ListFilters,
   type ListItemsInput,
 } from './input.js';
@@ -23,6 +24,9 @@ export {
 export { BIG_PAGE, ITEM_SCHEMAS, ItemSchema, presentItems, type ItemJson } from './present.js';
 export { itemRoutes, shortUrlRoutes } from './routes.js';
 export {
+  addItemFollowers,
+  changeItemCounts,
+  followerIdsOf,
   childrenOf,
   childrenOfItem,
   createItem,

@@ -87,12 +87,15 @@ const itemFields = {
     { description: 'Each moment once it has happened.' },
   ),
   email: Type.Object({ files: Type.String(), discussion: Type.String() }),
-  counts: Type.Object({
-    blockers: Type.Integer(),
-    blocking: Type.Integer(),
-    comments: Type.Integer(),
-    favorites: Type.Integer(),
-  }),
+  counts: Type.Object(
+    {
+      blockers: Type.Integer({ description: 'Items that block this one (blocks not marked unblocked).' }),
+      blocking: Type.Integer({ description: 'Items this one blocks (blocks not marked unblocked).' }),
+      comments: Type.Integer(),
+      favorites: Type.Integer(),
+    },
+    { description: 'The conversation around the item (docs/INTERFACE.md §11).' },
+  ),
   deployed_to: Type.Array(ref(DeploymentSchema), {
     description:
       `The latest deploy to each environment, newest first: at most ${DEPLOYED_TO_SHOWN} ` +
@@ -138,7 +141,12 @@ function presentOwnFields(row: ItemRow, rel: ItemRelations, urls: Urls, viewerId
     sort: Number(row.sort),
     progress: {},
     email: { files: `files-${row.id}@${urls.mailDomain}`, discussion: `discussion-${row.id}@${urls.mailDomain}` },
-    counts: { blockers: 0, blocking: 0, comments: 0, favorites: 0 },
+    counts: {
+      blockers: row.blockers_count,
+      blocking: row.blocking_count,
+      comments: row.comments_count,
+      favorites: row.favorites_count,
+    },
     deployed_to: deployments === undefined ? [] : deployments.slice(0, shown).map(presentDeployment),
     deployed_to_count: rel.deploymentCounts.get(row.id) ?? 0,
   };

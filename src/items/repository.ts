@@ -310,6 +310,32 @@ export async function touchActivity(trx: Db, itemIds: number[], at: string): Pro
     .execute();
 }
 
+/** What `counts` shows of an item, as its columns. */
+export type CountColumn = 'comments_count' | 'favorites_count' | 'blockers_count' | 'blocking_count';
+
+/**
+ * Moves an item's counts by `delta` (a new comment: +1 comments): a new version of the item,
+ * and with `at`, activity then, unless the item was active later already.
+ */
+export async function changeCounts(
+  trx: Db,
+  itemId: number,
+  delta: Partial<Record<CountColumn, number>>,
+  at?: string,
+): Promise<void> {
+  await trx
+    .updateTable('items')
+    .set((eb) => ({
+      ...Object.fromEntries(Object.entries(delta).map(([column, by]) => [column, eb(column as CountColumn, '+', by)])),
+      ...(at === undefined
+        ? {}
+        : { last_activity: eb.case().when('last_activity', '<', at).then(at).else(eb.ref('last_activity')).end() }),
+      version: eb('version', '+', 1),
+    }))
+    .where('id', '=', itemId)
+    .execute();
+}
+
 export interface ItemFilter {
   productId: number;
   statuses: number[];
@@ -329,7 +355,7 @@ export interface ItemFilter {
 }
 
 type OrderKey = {
-  column: 'status' | 'sort' | 'number' | 'created_at' | 'last_modified' | 'last_activity';
+  column: 'status' | 'sort' | 'number' | 'created_at' | 'last_modified' | 'last_activity' | 'favorites_count';
   dir: 'asc' | 'desc';
 };
 
@@ -347,7 +373,7 @@ const by = (column: OrderKey['column'], dir: OrderKey['dir']): OrderKey[] => [
 /** The sort keys of each order_by; each is a total order (ending on number or sort), so pages are stable. */
 const ORDER_KEYS: Record<Order, OrderKey[]> = {
   priority: PRIORITY,
-  favorites: PRIORITY, // favourites do not exist yet: every count is 0, so ties fall to priority
+  favorites: [{ column: 'favorites_count', dir: 'desc' }, ...PRIORITY],
   oldest: by('created_at', 'asc'),
   newest: by('created_at', 'desc'),
   recent: by('last_modified', 'desc'),

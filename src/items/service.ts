@@ -72,6 +72,7 @@ import {
   type KnownRelations,
   type ItemFilter,
   type ItemStamp,
+  type CountColumn,
 } from './repository.js';
 import * as repository from './repository.js';
 
@@ -611,6 +612,29 @@ export async function setFollowing(trx: Trx, scope: ProductScope, number: number
   // As touchActivity left it, without reading it again.
   // biome-ignore lint/complexity/useMathMinMax: timestamps are strings here, which Math.max would turn into NaN.
   return { ...item, version: item.version + 1, last_activity: now > item.last_activity ? now : item.last_activity };
+}
+
+/** Users start following an item (those who follow already are left as they were). */
+export async function addItemFollowers(trx: Trx, itemId: number, userIds: number[], at: string): Promise<void> {
+  if (userIds.length > 0) await addFollowers(trx, itemId, userIds, at);
+}
+
+/**
+ * Moves what an item's `counts` show (see the repository's changeCounts), in the change's
+ * transaction, after the product's lock: the item is a new version, with activity at `at`.
+ */
+export async function changeItemCounts(
+  trx: Trx,
+  itemId: number,
+  delta: Partial<Record<CountColumn, number>>,
+  at?: string,
+): Promise<void> {
+  await repository.changeCounts(trx, itemId, delta, at);
+}
+
+/** The user ids of an item's followers, earliest first, at most `limit`. */
+export async function followerIdsOf(db: Db, itemId: number, limit: number): Promise<number[]> {
+  return listFollowerIds(db, itemId, limit);
 }
 
 /** Stops a user following an item (an unsubscribe link); nothing else changes. */

@@ -129,7 +129,10 @@ function followerText({
 }
 
 /** The style of a message's closing words: small and grey. */
-const FOOTNOTE_STYLE = 'color:#888;font-size:12px;margin-top:24px';
+export const FOOTNOTE_STYLE = 'color:#888;font-size:12px;margin-top:24px';
+/** The style of a message's body. */
+export const MESSAGE_STYLE =
+  'font-family:-apple-system,Segoe UI,Helvetica,Arial,sans-serif;font-size:14px;color:#222;line-height:1.4';
 
 function followerHtml({
   product,
@@ -145,7 +148,7 @@ function followerHtml({
   const rows = items.map(({ item, note }) => itemRowHtml(item, publicUrl, note)).join('\n');
   return `<!doctype html>
 <html><head><meta charset="utf-8"><title>${escapeHtml(subject)}</title></head>
-<body style="font-family:-apple-system,Segoe UI,Helvetica,Arial,sans-serif;font-size:14px;color:#222;line-height:1.4">
+<body style="${MESSAGE_STYLE}">
 <p>${headline.html}</p>
 <p>${escapeHtml(intro)}</p>
 <table style="border-collapse:collapse">

@@ -6,7 +6,23 @@
 export { renderDeployEmail, deploySubject, type DeployMessageParts } from './deploy-email.js';
 export { renderRollbackEmail, rollbackSubject, type RollbackMessageParts } from './rollback-email.js';
 export { renderInvitationEmail, invitationSubject, type InvitationMessageParts } from './invitation-email.js';
-export { queueDeployNotifications, queueInvitation, queueSignin, RETRY_WINDOW_MS } from './notifications.js';
+export {
+  queueBlockNotification,
+  queueCommentNotifications,
+  queueDeployNotifications,
+  queueInvitation,
+  queueSignin,
+  RETRY_WINDOW_MS,
+} from './notifications.js';
+export {
+  blockSubject,
+  conversationSubject,
+  renderBlockEmail,
+  renderCommentEmail,
+  type CommentMessageParts,
+  type TalkedItem,
+} from './comment-email.js';
+export { itemThreadId, ReplyAddresses } from './reply-address.js';
 export { renderSigninEmail, type SigninMessageParts } from './signin-email.js';
 export { SentCount, type OutboxSummary } from './outbox.js';
 export type { MessageBody, MessageRenderer, MessageRenderers } from './render.js';

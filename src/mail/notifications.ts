@@ -2,6 +2,7 @@ import crypto from 'node:crypto';
 import type { Trx } from '../db/connection.js';
 import type { DeployRow, InvitationRow, ItemRow, ProductRow, UserRow } from '../db/schema.js';
 import { formatTimestamp } from '../time.js';
+import { blockSubject, conversationSubject } from './comment-email.js';
 import { deploySubject } from './deploy-email.js';
 import { mailbox } from './format.js';
 import { invitationSubject } from './invitation-email.js';
@@ -100,4 +101,62 @@ export async function queueSignin(
   };
   await enqueueMessages(trx, [message], formatTimestamp(now), formatTimestamp(new Date(now.getTime() + validMs)));
   return messageId;
+}
+
+/**
+ * Queues one message per recipient of a comment, in the comment's transaction: its author is
+ * never among them. The body is rendered when the worker sends; a comment deleted before then is
+ * not sent.
+ */
+export async function queueCommentNotifications(
+  trx: Trx,
+  notice: {
+    product: ProductRow;
+    item: Pick<ItemRow, 'id' | 'number' | 'title'>;
+    commentId: number;
+    recipients: UserRow[];
+  },
+  mailDomain: string,
+  now: Date,
+): Promise<void> {
+  const { product, item, commentId } = notice;
+  const tag = unique();
+  const messages = notice.recipients.map((user) => ({
+    kind: 'comment',
+    comment_id: commentId,
+    deploy_id: null,
+    user_id: user.id,
+    to_address: mailbox(user),
+    subject: conversationSubject(product, item),
+    item_ids: JSON.stringify([item.id]),
+    message_id: `<comment-${commentId}-${user.id}.${tag}@${mailDomain}>`,
+  }));
+  await enqueueMessages(trx, messages, formatTimestamp(now), retryUntil(now));
+}
+
+/** Queues the message telling the blocked item's assignee of a new block, in the block's transaction. */
+export async function queueBlockNotification(
+  trx: Trx,
+  notice: {
+    product: ProductRow;
+    blockId: number;
+    blocker: Pick<ItemRow, 'number' | 'title'>;
+    blocked: Pick<ItemRow, 'id' | 'number' | 'title'>;
+    assignee: UserRow;
+  },
+  mailDomain: string,
+  now: Date,
+): Promise<void> {
+  const { product, blockId, blocker, blocked, assignee } = notice;
+  const message = {
+    kind: 'block',
+    block_id: blockId,
+    deploy_id: null,
+    user_id: assignee.id,
+    to_address: mailbox(assignee),
+    subject: blockSubject(product, blocked, blocker),
+    item_ids: JSON.stringify([blocked.id]),
+    message_id: `<block-${blockId}-${now.getTime()}.${unique()}@${mailDomain}>`,
+  };
+  await enqueueMessages(trx, [message], formatTimestamp(now), retryUntil(now));
 }

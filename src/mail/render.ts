@@ -1,7 +1,11 @@
 import type { Db } from '../db/connection.js';
 import type { OutboxRow } from '../db/schema.js';
 
-export type MessageBody = { text: string; html: string };
+/**
+ * What a message is made of besides its stored headers: the bodies, and for a message in an
+ * item's conversation the headers that thread it and the address a reply goes to.
+ */
+export type MessageBody = { text: string; html: string; headers?: Record<string, string>; replyTo?: string };
 
 /**
  * Renders a batch of messages of one kind: loads what they are about (the feature that queued

@@ -5,6 +5,7 @@ import path from 'node:path';
 import nodemailer from 'nodemailer';
 import type { OutboxRow } from '../db/schema.js';
 import { PRIVATE_FILE_MODE, privateDirectory } from '../private-files.js';
+import type { MessageBody } from './render.js';
 import { hasUnsubscribeLink, type UnsubscribeLinks } from './unsubscribe.js';
 
 /** Hands one composed message to the world; throws when it could not. */
@@ -28,7 +29,7 @@ const crlf = (s: string): string => s.replace(/\r?\n/g, '\r\n');
  */
 export function composeMessage(
   message: OutboxRow,
-  body: { text: string; html: string },
+  body: MessageBody,
   from: string,
   links: UnsubscribeLinks,
 ): nodemailer.SendMailOptions {
@@ -43,7 +44,9 @@ export function composeMessage(
     // Chosen here rather than by nodemailer scanning every body for the better fit: these bodies
     // are mostly ASCII, which quoted-printable leaves readable.
     textEncoding: 'quoted-printable',
+    ...(body.replyTo ? { replyTo: body.replyTo } : {}),
     headers: {
+      ...body.headers,
       'Auto-Submitted': 'auto-generated',
       ...(hasUnsubscribeLink(message.kind) ? { 'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click' } : {}),
     },

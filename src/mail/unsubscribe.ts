@@ -1,11 +1,12 @@
 import crypto from 'node:crypto';
 
 /**
- * Whether messages of a kind go to followers about their items (deploys and rollbacks) and so
- * carry an unsubscribe link; others go to an address once (invitations, sign-in links).
+ * Whether messages of a kind go to followers about their items (deploys, rollbacks, comments) and
+ * so carry an unsubscribe link; others go to an address once (invitations, sign-in links, a block
+ * told to the blocked item's assignee).
  */
 export function hasUnsubscribeLink(kind: string): boolean {
-  return kind === 'deploy' || kind === 'rollback';
+  return kind === 'deploy' || kind === 'rollback' || kind === 'comment';
 }
 
 /**
@@ -22,7 +23,8 @@ export class UnsubscribeLinks {
     private readonly key: string,
   ) {}
 
-  private sign(purpose: string, payload: string): string {
+  /** The signature of `payload` for `purpose` (see ReplyAddresses, which carries it in an address). */
+  sign(purpose: string, payload: string): string {
     return crypto.createHmac('sha256', this.key).update(`${purpose}\0${payload}`).digest('base64url');
   }
 

@@ -1,8 +1,16 @@
 /**
- * Notifications: which deploy environments email a person, per product. Every environment unless
- * they chose some; deploys ask wantDeployMail who of a deploy's followers is to get its message.
+ * Notifications: which deploy environments email a person, per product, and whether comments do.
+ * Every environment unless they chose some; deploys ask wantDeployMail who of a deploy's followers
+ * is to get its message, comments wantCommentMail.
  */
-export { parseEnvironmentChoice, type EnvironmentChoice } from './input.js';
+export { parseEnvironmentChoice, type EnvironmentChoice, type NotificationChoice } from './input.js';
 export { NOTIFICATION_SCHEMAS } from './present.js';
 export { notificationRoutes } from './routes.js';
-export { environmentChoice, setEnvironmentChoice, wantDeployMail } from './service.js';
+export {
+  commentMailChoice,
+  environmentChoice,
+  setCommentMailChoice,
+  setEnvironmentChoice,
+  wantCommentMail,
+  wantDeployMail,
+} from './service.js';

@@ -1,4 +1,4 @@
-import { asList, invalid, type ParamValue } from '../http/params.js';
+import { asBoolean, asList, invalid, type ParamValue } from '../http/params.js';
 
 /** Environments one person may choose per product: more than any pipeline has, few enough to show on a page. */
 export const MAX_CHOSEN_ENVIRONMENTS = 50;
@@ -33,4 +33,21 @@ export function parseEnvironmentChoice(p: Record<string, ParamValue>): Environme
   if (chosen.length > MAX_CHOSEN_ENVIRONMENTS)
     invalid('environments', `at most ${MAX_CHOSEN_ENVIRONMENTS} environments`);
   return chosen;
+}
+
+/** A person's mail choices for a product: which deploys, and whether comments, email them. */
+export interface NotificationChoice {
+  environments: EnvironmentChoice;
+  comments: boolean;
+}
+
+/**
+ * A change of notifications.json: `environments` (as parseEnvironmentChoice reads it), `comments`
+ * (true or false), or both; what is not given stays as it is. Without either, environments is
+ * what is missing.
+ */
+export function parseNotificationChoice(p: Record<string, ParamValue>): Partial<NotificationChoice> {
+  const comments = asBoolean('comments', p.comments);
+  if (comments !== undefined && (p.environments === undefined || p.environments === null)) return { comments };
+  return { environments: parseEnvironmentChoice(p), ...(comments === undefined ? {} : { comments }) };
 }

@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import type { EnvironmentChoice } from './input.js';
+import type { NotificationChoice } from './input.js';
 
 /** docs/INTERFACE.md §9: `{"environments": "all"}` or `{"environments": ["production", ...]}`. */
 export const EnvironmentChoiceSchema = Type.Object(
@@ -7,13 +7,19 @@ export const EnvironmentChoiceSchema = Type.Object(
     environments: Type.Union([Type.Literal('all'), Type.Array(Type.String())], {
       description: '`all` (the default), or the environments whose deploys email the caller, sorted by code point.',
     }),
+    comments: Type.Boolean({
+      description: 'Whether comments on the items the caller follows email them (true unless they said no).',
+    }),
   },
-  { $id: 'EnvironmentChoice', description: "Which of the product's deploy environments email the caller." },
+  {
+    $id: 'EnvironmentChoice',
+    description: "Which of the product's deploy environments email the caller, and whether comments do.",
+  },
 );
 
 /** The named schemas of the feature, registered on the app so that responses reference them. */
 export const NOTIFICATION_SCHEMAS = [EnvironmentChoiceSchema];
 
-export function presentEnvironmentChoice(choice: EnvironmentChoice): Static<typeof EnvironmentChoiceSchema> {
-  return { environments: choice };
+export function presentNotificationChoice(choice: NotificationChoice): Static<typeof EnvironmentChoiceSchema> {
+  return { environments: choice.environments, comments: choice.comments };
 }

@@ -56,3 +56,43 @@ export async function choicesFor(
   );
   return new Map(rows.map((r) => [r.user_id, Number(r.chosen) === 1]));
 }
+
+/** Whether the user turned comment mail off for the product (a row says so). */
+export async function commentMailOff(db: Db, productId: number, userId: number): Promise<boolean> {
+  const row = await db
+    .selectFrom('comment_mail_off')
+    .select('user_id')
+    .where('product_id', '=', productId)
+    .where('user_id', '=', userId)
+    .executeTakeFirst();
+  return row !== undefined;
+}
+
+export async function setCommentMailOff(trx: Trx, productId: number, userId: number, off: boolean): Promise<void> {
+  if (!off) {
+    await trx
+      .deleteFrom('comment_mail_off')
+      .where('product_id', '=', productId)
+      .where('user_id', '=', userId)
+      .execute();
+    return;
+  }
+  await trx
+    .insertInto('comment_mail_off')
+    .values({ product_id: productId, user_id: userId })
+    .onConflict((oc) => oc.columns(['product_id', 'user_id']).doNothing())
+    .execute();
+}
+
+/** Of the given users, those who turned comment mail off for the product. */
+export async function commentMailOffAmong(db: Db, productId: number, userIds: number[]): Promise<Set<number>> {
+  const rows = await inChunks(userIds, (chunk) =>
+    db
+      .selectFrom('comment_mail_off')
+      .select('user_id')
+      .where('product_id', '=', productId)
+      .where('user_id', 'in', chunk)
+      .execute(),
+  );
+  return new Set(rows.map((r) => r.user_id));
+}

@@ -8,7 +8,7 @@ const tags = ['notifications'];
 const answer = (description: string) => ({ 200: ref(EnvironmentChoiceSchema, { description }) });
 
 export const getNotificationsSchema = {
-  summary: 'Which deploys email you',
+  summary: 'Which deploys and comments email you',
   operationId: 'getNotifications',
   tags,
   params: ProductParams,
@@ -16,24 +16,25 @@ export const getNotificationsSchema = {
 };
 
 export const setNotificationsSchema = {
-  summary: 'Choose which deploys email you',
-  description: 'The answer can be posted back as it is, as JSON.',
+  summary: 'Choose which deploys and comments email you',
+  description: 'The answer can be posted back as it is, as JSON. What is not given stays as it is.',
   operationId: 'setNotifications',
   tags,
   params: ProductParams,
   body: params({
-    environments: doc.required(
-      doc.list(
-        '`all` on its own (every environment, the default), or the environments whose deploys email you, ' +
-          `matched exactly: at most ${MAX_CHOSEN_ENVIRONMENTS}, each at most 255 characters.`,
-      ),
+    environments: doc.list(
+      '`all` on its own (every environment, the default), or the environments whose deploys email you, ' +
+        `matched exactly: at most ${MAX_CHOSEN_ENVIRONMENTS}, each at most 255 characters. ` +
+        'Required unless comments is given.',
     ),
+    comments: doc.flag('Whether comments on the items you follow email you (true by default).'),
   }),
   response: answer('The choice as stored.'),
   errors: errorAnswers([
     {
       400:
-        'environments is missing or empty, names all together with environments, ' +
+        'comments is not true or false; environments is missing (without comments) or empty, ' +
+        'names all together with environments, ' +
         `more than ${MAX_CHOSEN_ENVIRONMENTS}, or one longer than 255 characters.`,
     },
     BODY_ERRORS,

@@ -6,6 +6,11 @@ export const EVENT_TYPES = [
   'item.created',
   'item.updated',
   'item.status_changed',
+  'comment.created',
+  'comment.deleted',
+  'favorite.created',
+  'block.created',
+  'block.changed',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 

@@ -22,9 +22,24 @@ export interface DeploySummary {
   items: ItemSummary[];
 }
 
+/** A block as events show it: which item blocks which, and whether it was lifted. */
+export interface BlockSummary {
+  id: number;
+  created_at: string;
+  unblocked: boolean;
+  /** Whether the change removed it (its creator took it back). */
+  removed?: boolean;
+  item: ItemSummary;
+  blocked: ItemSummary;
+}
+
 /** What a change tells about itself: its resource and, for updates, the previous values of what changed. */
 export interface EventParts {
   item?: ItemSummary;
+  /** A comment's: its body cut to MAX_NOTES_LENGTH. */
+  comment?: { id: number; body: string; created_at: string };
+  favorite?: { id: number; created_at: string };
+  block?: BlockSummary;
   changes?: Record<string, unknown>;
   deploy?: DeploySummary;
   /** A rollback: the numbers of the items it took back (those of `deploy.items`), the deploys it undid. */
@@ -74,6 +89,11 @@ function bounded(head: EventHead, parts: EventParts): Written {
     written.deploy = { ...parts.deploy, notes, items: parts.deploy.items.slice(0, MAX_EVENT_ITEMS) };
   }
   if (parts.reverted) written.reverted = parts.reverted.slice(0, MAX_EVENT_ITEMS);
+  if (parts.comment) {
+    const body = cut(parts.comment.body, MAX_NOTES_LENGTH);
+    if (body !== parts.comment.body) truncated.push('comment.body');
+    written.comment = { ...parts.comment, body };
+  }
   if (parts.reverted_deploys) {
     written.reverted_deploys = parts.reverted_deploys.slice(0, MAX_EVENT_ITEMS);
     written.reverted_deploy_count = parts.reverted_deploy_count ?? parts.reverted_deploys.length;
@@ -191,9 +211,38 @@ function messageText(w: Written): string {
           .replace(/_/g, ' '),
       )}`;
     default:
+      return conversationText(w, by);
+  }
+}
+
+/** The line of an event of an item's conversation: comments, favorites, blocks. */
+function conversationText(w: Written, by: string): string {
+  const item = w.item;
+  const block = w.block;
+  switch (w.type) {
+    case 'comment.created':
+      return `${by} commented on ${itemLink(item!)}: ${escapeText(oneLineOf(w.comment?.body ?? ''))}`;
+    case 'comment.deleted':
+      return `${by} deleted a comment on ${itemLink(item!)}`;
+    case 'favorite.created':
+      return `${by} favorited ${itemLink(item!)}`;
+    case 'block.created':
+      return `${by} marked ${itemLink(block!.blocked)} as blocked by ${itemLink(block!.item)}`;
+    case 'block.changed':
+      return (
+        `${by} ${block!.removed ? 'removed the block of' : 'unblocked'} ` +
+        `${itemLink(block!.blocked)} by ${itemLink(block!.item)}`
+      );
+    default:
       return escapeText(w.type);
   }
 }
+
+/** A comment's first words on one line, for a chat. */
+const oneLineOf = (text: string): string => {
+  const line = text.replace(/\s+/g, ' ').trim();
+  return [...line].length <= 200 ? line : `${[...line].slice(0, 199).join('')}…`;
+};
 
 /**
  * The `slack` format: `{text, blocks}`, which the incoming webhooks of Slack, Mattermost and

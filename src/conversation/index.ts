@@ -1,0 +1,8 @@
+/**
+ * The conversation around an item: comments (mailed to its followers, threaded), favorites,
+ * blocks between items, and annotations left by tools; each item's `counts` show them.
+ */
+export { commentMessageRenderer, blockMessageRenderer } from './mail.js';
+export { CONVERSATION_SCHEMAS } from './present.js';
+export { conversationRoutes } from './routes.js';
+export { addComment, listBlocksOf, type Listed } from './service.js';

@@ -1,0 +1,225 @@
+import { sql } from 'kysely';
+import type { Db, Trx } from '../db/connection.js';
+import type { AnnotationRow, BlockRow, CommentRow, FavoriteRow } from '../db/schema.js';
+import type { CommentVia } from './model.js';
+
+export interface Page {
+  offset: number;
+  limit: number;
+}
+
+// Comments: an item's, oldest first.
+
+export async function insertComment(
+  trx: Trx,
+  row: { item_id: number; user_id: number; body: string; via: CommentVia; at: string },
+): Promise<CommentRow> {
+  return trx
+    .insertInto('comments')
+    .values({
+      item_id: row.item_id,
+      user_id: row.user_id,
+      body: row.body,
+      via: row.via,
+      created_at: row.at,
+      last_modified: row.at,
+    })
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
+export async function findComment(db: Db, itemId: number, id: number): Promise<CommentRow | undefined> {
+  return db.selectFrom('comments').selectAll().where('item_id', '=', itemId).where('id', '=', id).executeTakeFirst();
+}
+
+export async function findCommentById(db: Db, id: number): Promise<CommentRow | undefined> {
+  return db.selectFrom('comments').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
+export async function listComments(db: Db, itemId: number, page: Page): Promise<CommentRow[]> {
+  return db
+    .selectFrom('comments')
+    .selectAll()
+    .where('item_id', '=', itemId)
+    .orderBy('id')
+    .limit(page.limit)
+    .offset(page.offset)
+    .execute();
+}
+
+export async function deleteComment(trx: Trx, id: number): Promise<void> {
+  await trx.deleteFrom('comments').where('id', '=', id).execute();
+}
+
+// Favorites: one per item and person.
+
+export async function findFavoriteOf(db: Db, itemId: number, userId: number): Promise<FavoriteRow | undefined> {
+  return db
+    .selectFrom('favorites')
+    .selectAll()
+    .where('item_id', '=', itemId)
+    .where('user_id', '=', userId)
+    .executeTakeFirst();
+}
+
+export async function findFavorite(db: Db, itemId: number, id: number): Promise<FavoriteRow | undefined> {
+  return db.selectFrom('favorites').selectAll().where('item_id', '=', itemId).where('id', '=', id).executeTakeFirst();
+}
+
+export async function insertFavorite(trx: Trx, itemId: number, userId: number, at: string): Promise<FavoriteRow> {
+  return trx
+    .insertInto('favorites')
+    .values({ item_id: itemId, user_id: userId, created_at: at })
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
+export async function listFavorites(db: Db, itemId: number, page: Page): Promise<FavoriteRow[]> {
+  return db
+    .selectFrom('favorites')
+    .selectAll()
+    .where('item_id', '=', itemId)
+    .orderBy('id')
+    .limit(page.limit)
+    .offset(page.offset)
+    .execute();
+}
+
+export async function deleteFavorite(trx: Trx, id: number): Promise<void> {
+  await trx.deleteFrom('favorites').where('id', '=', id).execute();
+}
+
+// Blocks: `item_id` blocks `blocked_id`.
+
+export async function findBlock(db: Db, itemId: number, id: number): Promise<BlockRow | undefined> {
+  return db.selectFrom('blocks').selectAll().where('item_id', '=', itemId).where('id', '=', id).executeTakeFirst();
+}
+
+export async function findBlockById(db: Db, id: number): Promise<BlockRow | undefined> {
+  return db.selectFrom('blocks').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
+export async function findBlockOfPair(db: Db, itemId: number, blockedId: number): Promise<BlockRow | undefined> {
+  return db
+    .selectFrom('blocks')
+    .selectAll()
+    .where('item_id', '=', itemId)
+    .where('blocked_id', '=', blockedId)
+    .executeTakeFirst();
+}
+
+export async function insertBlock(
+  trx: Trx,
+  row: { product_id: number; item_id: number; blocked_id: number; user_id: number; created_at: string },
+): Promise<BlockRow> {
+  return trx.insertInto('blocks').values(row).returningAll().executeTakeFirstOrThrow();
+}
+
+/** Marks a block unblocked, or (`by` blocking again) in force again and theirs from now on. */
+export async function setUnblocked(trx: Trx, id: number, unblocked: boolean, by?: number): Promise<BlockRow> {
+  return trx
+    .updateTable('blocks')
+    .set({ unblocked: unblocked ? 1 : 0, ...(by === undefined ? {} : { user_id: by }) })
+    .where('id', '=', id)
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
+export async function deleteBlock(trx: Trx, id: number): Promise<void> {
+  await trx.deleteFrom('blocks').where('id', '=', id).execute();
+}
+
+/** The blocks an item makes (`item_id`) or suffers (`blocked_id`), oldest first. */
+export async function listBlocks(
+  db: Db,
+  side: 'item_id' | 'blocked_id',
+  itemId: number,
+  page: Page,
+): Promise<BlockRow[]> {
+  return db
+    .selectFrom('blocks')
+    .selectAll()
+    .where(side, '=', itemId)
+    .orderBy('id')
+    .limit(page.limit)
+    .offset(page.offset)
+    .execute();
+}
+
+export async function countBlocks(db: Db, side: 'item_id' | 'blocked_id', itemId: number): Promise<number> {
+  const row = await db
+    .selectFrom('blocks')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where(side, '=', itemId)
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
+/**
+ * Whether `from` blocks `to`, directly or through other items, by blocks in force: then `to`
+ * blocking `from` would close a loop. The walk follows each item once (UNION, not UNION ALL).
+ */
+export async function blocksThrough(db: Db, from: number, to: number): Promise<boolean> {
+  const { rows } = await sql<{ found: number }>`
+    with recursive reached(id) as (
+      select cast(${from} as integer)
+      union
+      select blocks.blocked_id from blocks join reached on blocks.item_id = reached.id where blocks.unblocked = 0
+    )
+    select 1 as found from reached where id = ${to} limit 1`.execute(db);
+  return rows.length > 0;
+}
+
+// Annotations: notes tools leave on an item, oldest first.
+
+export async function insertAnnotation(
+  trx: Trx,
+  row: { item_id: number; user_id: number; label: string; action: string; body: string; created_at: string },
+): Promise<AnnotationRow> {
+  return trx.insertInto('annotations').values(row).returningAll().executeTakeFirstOrThrow();
+}
+
+export async function listAnnotations(db: Db, itemId: number, page: Page): Promise<AnnotationRow[]> {
+  return db
+    .selectFrom('annotations')
+    .selectAll()
+    .where('item_id', '=', itemId)
+    .orderBy('id')
+    .limit(page.limit)
+    .offset(page.offset)
+    .execute();
+}
+
+export async function countAnnotations(db: Db, itemId: number): Promise<number> {
+  const row = await db
+    .selectFrom('annotations')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('item_id', '=', itemId)
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
+// Who hears about a comment.
+
+/** The item's followers who are members of its product, but for `except` (the comment's author). */
+export async function memberFollowers(db: Db, productId: number, itemId: number, except: number): Promise<number[]> {
+  const rows = await db
+    .selectFrom('followers')
+    .innerJoin('memberships', (j) =>
+      j.onRef('memberships.user_id', '=', 'followers.user_id').on('memberships.product_id', '=', productId),
+    )
+    .select('followers.user_id')
+    .where('followers.item_id', '=', itemId)
+    .where('followers.user_id', '!=', except)
+    .orderBy('followers.user_id')
+    .execute();
+  return rows.map((r) => r.user_id);
+}
+
+export async function findCommentsByIds(db: Db, ids: number[]): Promise<CommentRow[]> {
+  return ids.length === 0 ? [] : db.selectFrom('comments').selectAll().where('id', 'in', ids).execute();
+}
+
+export async function findBlocksByIds(db: Db, ids: number[]): Promise<BlockRow[]> {
+  return ids.length === 0 ? [] : db.selectFrom('blocks').selectAll().where('id', 'in', ids).execute();
+}
