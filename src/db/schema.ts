@@ -320,6 +320,21 @@ export interface WebhookDeliveriesTable {
   delivered_at: string | null;
 }
 
+/** A file attached to an item; `bytes` is read only where the file itself is served. */
+export interface AttachmentsTable {
+  id: Generated<number>;
+  product_id: number;
+  item_id: number;
+  /** Sanitized: no path, no control characters, at most 255 characters. */
+  name: string;
+  /** A media type as `type/subtype`, perhaps with a charset; application/octet-stream when none was usable. */
+  content_type: string;
+  size: number;
+  created_by_id: number;
+  created_at: string;
+  bytes: Buffer;
+}
+
 export interface Database {
   users: UsersTable;
   products: ProductsTable;
@@ -342,6 +357,7 @@ export interface Database {
   webhooks: WebhooksTable;
   webhook_events: WebhookEventsTable;
   webhook_deliveries: WebhookDeliveriesTable;
+  attachments: AttachmentsTable;
 }
 
 export type UserRow = Selectable<UsersTable>;
@@ -359,6 +375,8 @@ export type WebSessionRow = Selectable<WebSessionsTable>;
 export type WebhookRow = Selectable<WebhooksTable>;
 export type WebhookEventRow = Selectable<WebhookEventsTable>;
 export type WebhookDeliveryRow = Selectable<WebhookDeliveriesTable>;
+/** An attachment without its bytes, as lists and answers read it. */
+export type AttachmentRow = Omit<Selectable<AttachmentsTable>, 'bytes'>;
 
 /** Columns of a row type, each once; a column of the type missing from the list does not compile. */
 const allColumns =
