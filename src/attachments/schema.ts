@@ -70,7 +70,9 @@ export const uploadAttachmentSchema = {
       name: Type.Optional(Type.String({ description: "The file's name, if not the part's file name." })),
     }),
   ),
-  consumes: ['multipart/form-data', 'application/octet-stream'],
+  // The other way in, the file as the body itself, is in the description: the document gives one
+  // schema to every type a route consumes, and such a body is no form.
+  consumes: ['multipart/form-data'],
   response: ONE('The attachment as stored.'),
   errors: errorAnswers([
     {
