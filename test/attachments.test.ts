@@ -13,6 +13,7 @@ import {
   type TestContext,
   type TestUser,
 } from './helpers.js';
+import { pageSession } from './fuzz.js';
 
 const MIB = 1024 * 1024;
 
@@ -388,7 +389,7 @@ describe('attachments: names and types', () => {
 });
 
 describe('attachments: who may, and what exists', () => {
-  test('the order of checks: credentials, membership, the item, the attachment', async () => {
+  test('checks in order: credentials, product, membership, parameters, item, attachment', async () => {
     const s = await setup();
     const a = await uploaded(s.member, s.list, 'a.txt', 'a');
     const oneUrl = `${s.base}/${s.item.number}/attachments/${a.id}.json`;
@@ -420,8 +421,9 @@ describe('attachments: who may, and what exists', () => {
         label: `${label} of an unknown item`,
       });
     }
-    // The item before the input: an unknown item with no file is a 404, not a 400.
-    assertError(await client(t.app, s.member).post(`${s.base}/999/attachments.json`, {}), 404);
+    // The parameters before the item (docs/INTERFACE.md §2): no file, or one too large, for an unknown item.
+    assertError(await client(t.app, s.member).post(`${s.base}/999/attachments.json`, {}), 400, { errors: ['file'] });
+    assertError(await upload(s.member, `${s.base}/999/attachments.json`, 'big.bin', Buffer.alloc(MIB + 1)), 413);
     assert.equal(await storedCount(s.product.id), 1);
   });
 
@@ -453,5 +455,33 @@ describe('attachments: who may, and what exists', () => {
     assert.equal((await send(s.owner, 'DELETE', url(b.id))).statusCode, 200);
     assert.equal(await storedCount(s.product.id), 0);
     assertError(await send(s.owner, 'DELETE', url(b.id)), 404);
+  });
+});
+
+describe('attachments: on the pages', () => {
+  test("a signed-in member downloads a file through the pages, with the API's headers; others cannot", async () => {
+    const s = await setup();
+    const a = await uploaded(s.member, s.list, 'page.html', '<h1>hi</h1>', 'text/html');
+    const path = `/app/products/${s.product.id}/items/${s.item.number}/attachments/${a.id}/file`;
+    const page = (cookie?: string) => t.app.inject({ method: 'GET', url: path, headers: cookie ? { cookie } : {} });
+    const member = await pageSession(t, s.other);
+    const res = await page(member.cookie);
+    assert.equal(res.statusCode, 200, res.body);
+    assert.equal(res.body, '<h1>hi</h1>');
+    assert.equal(res.headers['content-type'], 'application/octet-stream');
+    assert.match(String(res.headers['content-disposition']), /^attachment; filename="page.html"/);
+    assert.equal(res.headers['x-content-type-options'], 'nosniff');
+    assert.equal(res.headers['content-security-policy'], "default-src 'none'; sandbox");
+    const outsider = await pageSession(t, s.outsider);
+    const refused = await page(outsider.cookie);
+    assert.equal(refused.statusCode, 403);
+    assert.match(String(refused.headers['content-type']), /^text\/html/);
+    assert.equal((await page()).statusCode, 303);
+    const missing = await t.app.inject({
+      method: 'GET',
+      url: path.replace(`/attachments/${a.id}/`, `/attachments/${a.id + 1000}/`),
+      headers: { cookie: member.cookie },
+    });
+    assert.equal(missing.statusCode, 404);
   });
 });

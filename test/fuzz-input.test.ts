@@ -191,6 +191,7 @@ const ROUTES: Record<string, RouteSpec> = {
   },
   'GET /app/products/:product_id/items/:item_number/environments': { access: 'page', params: ['offset'] },
   'GET /app/products/:product_id/items/:item_number/deploys': { access: 'page', params: ['offset'] },
+  'GET /app/products/:product_id/items/:item_number/attachments/:attachment_id/file': { access: 'page', params: [] },
   'GET /app/products/:product_id/notifications': { access: 'page', params: ['saved'] },
   'POST /app/products/:product_id/notifications': {
     access: 'page',

@@ -78,7 +78,7 @@ export const parseAttachmentsPage = (p: Record<string, ParamValue>) => asPage(p,
 
 /**
  * A body the upload route received, unread: its bytes and its Content-Type. A class, so that no
- * JSON or form body passes for one; read only after the item is known to exist (parseUpload).
+ * JSON or form body passes for one.
  */
 export class Upload {
   constructor(

@@ -17,7 +17,6 @@ import {
   attachmentFile,
   attachmentLimits,
   getAttachment,
-  itemOf,
   listAttachments,
   removeAttachment,
   type Attached,
@@ -51,8 +50,6 @@ export async function attachmentRoutes(app: FastifyInstance): Promise<void> {
     { schema: uploadAttachmentSchema, bodyLimit: limits.fileBytes + MULTIPART_ALLOWANCE },
     async (request) => {
       const number = pathItemNumber(request);
-      // The item first, then what was sent: an unknown item is a 404 whatever the body.
-      await itemOf(app.db, request.scope, number);
       const file = await parseUpload(request.body, request.query as Record<string, unknown>);
       const attached = await app.db
         .transaction()
@@ -85,7 +82,8 @@ export async function attachmentRoutes(app: FastifyInstance): Promise<void> {
 
 /**
  * Bodies of the upload: multipart/form-data, and any type the app reads no parameters from (the
- * file itself), each kept as bytes and read by the route once the item is known. Form and JSON
+ * file itself), each kept as bytes and read by the route (a multipart body is read there, so that
+ * one that cannot be read is the route's 400, not a parser's). Form and JSON
  * bodies are still read as parameters everywhere, so that they get a 400 naming the file.
  */
 function registerUploadParsers(app: FastifyInstance): void {

@@ -57,16 +57,14 @@ export async function addAttachment(
   file: NewAttachment,
   limits: AttachmentLimits,
 ): Promise<Attached> {
-  await lockProduct(trx, scope.product.id);
-  const item = await itemOf(trx, scope, itemNumber);
+  // What was sent, then the item (docs/INTERFACE.md §2).
   if (file.bytes.length > limits.fileBytes)
     throw new PayloadTooLargeError(
       `The file is larger than ${inMib(limits.fileBytes)}, the most one attachment may be.`,
-      {
-        code: 'attachment_too_large',
-        parameter: 'file',
-      },
+      { code: 'attachment_too_large', parameter: 'file' },
     );
+  await lockProduct(trx, scope.product.id);
+  const item = await itemOf(trx, scope, itemNumber);
   const stored = await productAttachmentBytes(trx, scope.product.id);
   if (stored + file.bytes.length > limits.productBytes)
     throw new PayloadTooLargeError(
