@@ -1,4 +1,5 @@
 import Fastify, { type FastifyInstance, type FastifyServerOptions, type RouteOptions } from 'fastify';
+import { ATTACHMENT_SCHEMAS, attachmentRoutes } from './attachments/index.js';
 import type { Config } from './config.js';
 import type { Db } from './db/connection.js';
 import type { UserRow } from './db/schema.js';
@@ -327,6 +328,7 @@ const RESPONSE_SCHEMAS = [
   ...DEPLOY_SCHEMAS,
   ...INVITATION_SCHEMAS,
   ...NOTIFICATION_SCHEMAS,
+  ...ATTACHMENT_SCHEMAS,
   ...MAIL_SCHEMAS,
   HealthSchema,
 ];
@@ -359,6 +361,7 @@ async function registerRoutes(app: FastifyInstance, web: WebOptions): Promise<vo
       await member.register(deployRoutes);
       await member.register(notificationRoutes);
       await member.register(webhookRoutes);
+      await member.register(attachmentRoutes);
     });
   });
 }

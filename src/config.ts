@@ -61,6 +61,10 @@ export interface Config {
   readonly rateLimitWindowSeconds: number;
   /** The most one JSON answer may weigh, in bytes: pages end early rather than pass it. */
   readonly maxAnswerBytes: number;
+  /** The largest file one attachment may be, in MiB. */
+  readonly attachmentMaxMb: number;
+  /** What a product's attachments may weigh together, in MiB. */
+  readonly attachmentsPerProductMb: number;
 }
 
 export class ConfigError extends Error {}
@@ -245,6 +249,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     rateLimitPerAddress: limit('RATE_LIMIT_PER_ADDRESS', 300),
     rateLimitWindowSeconds: positive('RATE_LIMIT_WINDOW_SECONDS', 60, 86_400),
     maxAnswerBytes: positive('MAX_ANSWER_BYTES', 8_000_000, 1_000_000_000),
+    // A file is held in memory whole while it is received and stored: 100 MiB at most.
+    attachmentMaxMb: positive('ATTACHMENT_MAX_MB', 10, 100),
+    attachmentsPerProductMb: positive('ATTACHMENTS_PER_PRODUCT_MB', 1024, 1_000_000),
     ...overrides,
   });
 }

@@ -21,6 +21,7 @@ const STATUS_CODES: Record<number, string> = {
   409: 'conflict',
   410: 'gone',
   412: 'precondition_failed',
+  413: 'payload_too_large',
   422: 'unprocessable',
   429: 'too_many_requests',
   503: 'unavailable',
@@ -98,6 +99,13 @@ export class PreconditionFailedError extends AppError {
   }
 }
 
+/** 413: what was sent is more than may be stored (a file over its limit, a product over its total). */
+export class PayloadTooLargeError extends AppError {
+  constructor(message: string, details?: ErrorDetails) {
+    super(413, message, undefined, details);
+  }
+}
+
 export class UnprocessableError extends AppError {
   constructor(message: string) {
     super(422, message);
@@ -153,6 +161,8 @@ export const databaseReadOnly = () =>
 export const productNotFound = () => new NotFoundError('No product with that id.', { code: 'product_not_found' });
 export const itemNotFound = (n: number | string) =>
   new NotFoundError(`No item number ${n} in this product.`, { code: 'item_not_found' });
+export const attachmentNotFound = () =>
+  new NotFoundError('No attachment with that id on this item.', { code: 'attachment_not_found' });
 export const webhookNotFound = () =>
   new NotFoundError('No webhook with that id in this product.', { code: 'webhook_not_found' });
 export const userNotFound = (param: string) =>

@@ -407,7 +407,7 @@ describe('annotations', () => {
     const res = await api.post(`${at}/annotations.json`, { label: 'CI', action: 'passed', body: 'Build 12 is green' });
     assert.equal(res.statusCode, 200, res.body);
     assert.deepEqual(
-      { ...res.json(), id: undefined, user: undefined },
+      { ...(res.json() as Record<string, unknown>), id: undefined, user: undefined },
       { id: undefined, verb: 'CI', action: 'passed', body: 'Build 12 is green', user: undefined },
     );
     const list = await api.get(`${at}/annotations.json`);

@@ -191,6 +191,7 @@ const ROUTES: Record<string, RouteSpec> = {
   },
   'GET /app/products/:product_id/items/:item_number/environments': { access: 'page', params: ['offset'] },
   'GET /app/products/:product_id/items/:item_number/deploys': { access: 'page', params: ['offset'] },
+  'GET /app/products/:product_id/items/:item_number/attachments/:attachment_id/file': { access: 'page', params: [] },
   'GET /app/products/:product_id/notifications': { access: 'page', params: ['saved'] },
   'POST /app/products/:product_id/notifications': {
     access: 'page',
@@ -281,6 +282,15 @@ const ROUTES: Record<string, RouteSpec> = {
   },
   'DELETE /api/products/:product_id/webhooks/:webhook_id.json': { access: 'api', params: [] },
   'GET /api/products/:product_id/webhooks/:webhook_id/deliveries.json': { access: 'api', params: PAGE },
+  'GET /api/products/:product_id/items/:item_number/attachments.json': {
+    access: 'api',
+    params: PAGE,
+    example: { limit: '10' },
+  },
+  'POST /api/products/:product_id/items/:item_number/attachments.json': { access: 'api', params: [], query: ['name'] },
+  'GET /api/products/:product_id/items/:item_number/attachments/:attachment_id.json': { access: 'api', params: [] },
+  'DELETE /api/products/:product_id/items/:item_number/attachments/:attachment_id.json': { access: 'api', params: [] },
+  'GET /api/products/:product_id/items/:item_number/attachments/:attachment_id/file': { access: 'api', params: [] },
   'GET /api/products/:product_id/deploys.json': {
     access: 'api',
     params: ['environment', 'offset', 'limit', 'order_by'],
@@ -322,6 +332,7 @@ let otherProductId: number;
 let numbers: number[];
 let deployId: number;
 let webhookId: number;
+let attachmentId: number;
 const sessions = new Map<string, { cookie: string; csrf: string }>();
 const tokens = { invitation: '', unsubscribe: '', signIn: '' };
 
@@ -332,6 +343,21 @@ async function addWebhook(): Promise<void> {
   });
   assert.equal(webhook.statusCode, 200, webhook.body);
   webhookId = webhook.json().id;
+}
+
+/** An attachment of item 1 for the paths that name one: JSON, as every success of the API is. */
+async function addAttachment(): Promise<void> {
+  const form = new FormData();
+  form.append('file', new Blob(['{"passed": 12, "failed": 0}'], { type: 'application/json' }), 'report.json');
+  const multipart = new Request('http://127.0.0.1/', { method: 'POST', body: form });
+  const attached = await t.app.inject({
+    method: 'POST',
+    url: `/api/products/${productId}/items/1/attachments.json`,
+    headers: { authorization: owner.auth, 'content-type': multipart.headers.get('content-type')! },
+    payload: Buffer.from(await multipart.arrayBuffer()),
+  });
+  assert.equal(attached.statusCode, 200, attached.body);
+  attachmentId = attached.json().id;
 }
 
 before(async () => {
@@ -394,6 +420,7 @@ before(async () => {
   assert.equal(deploy.statusCode, 200, deploy.body);
   deployId = deploy.json().id;
   await addWebhook();
+  await addAttachment();
 
   // Tokens that work, so that bodies sent with them reach the code behind the token check.
   const unsubscribe = (await deliveredMail(t))
@@ -797,13 +824,15 @@ function pathValue(name: string, url: string): fc.Arbitrary<string> {
           ? fc.constant(String(deployId))
           : name === 'webhook_id'
             ? fc.constant(null).map(() => String(webhookId))
-            : fc.constant(
-                url.startsWith('/invitations')
-                  ? tokens.invitation
-                  : url.startsWith('/unsubscribe')
-                    ? tokens.unsubscribe
-                    : tokens.signIn,
-              );
+            : name === 'attachment_id'
+              ? fc.constant(null).map(() => String(attachmentId))
+              : fc.constant(
+                  url.startsWith('/invitations')
+                    ? tokens.invitation
+                    : url.startsWith('/unsubscribe')
+                      ? tokens.unsubscribe
+                      : tokens.signIn,
+                );
   return fc.oneof(
     { weight: 16, arbitrary: good },
     { weight: 1, arbitrary: bad },
@@ -1078,6 +1107,10 @@ async function runCase(route: string, request: FuzzRequest): Promise<void> {
   // The webhook deleted: the next cases get another.
   if (/webhook/.test(route) && (request.method === 'DELETE' || route.endsWith('/delete')) && res.statusCode < 400) {
     await addWebhook();
+    return;
+  }
+  if (/attachment/.test(route) && request.method === 'DELETE' && res.statusCode < 400) {
+    await addAttachment();
     return;
   }
   // Signed out (a new API key signs out everywhere too): the next requests of that person come with a new session.

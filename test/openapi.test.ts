@@ -122,7 +122,8 @@ class Conformance {
       assert.equal(res.body, '', `${label} with a body the document does not describe`);
     } else {
       const mediaType = String(res.headers['content-type']).split(';')[0];
-      const media = documented.content[mediaType];
+      // A file is served as its own type: documented as the range `*/*`.
+      const media = documented.content[mediaType] ?? documented.content['*/*'];
       assert.ok(media, `${label} as ${mediaType}, which the document does not list`);
       if (mediaType === 'application/json') {
         const validate = this.validatorFor(media.schema);
@@ -545,6 +546,35 @@ describe('every documented endpoint answers as the document says', () => {
     await json(`${p}/notifications.json`, member, { environments: ['production', 'staging'] });
     await form('POST', `${p}/notifications.json`, member, { environments: 'all' });
     await form('POST', `${p}/notifications.json`, member, { environments: '' });
+
+    const files = `${p}/items/${task.number}/attachments`;
+    const attached = await call({
+      method: 'POST',
+      url: `${files}.json?name=build.log`,
+      headers: as(member, { 'content-type': 'text/plain' }),
+      payload: 'build ok\n',
+    });
+    const parts = new FormData();
+    parts.append('file', new Blob(['<svg/>'], { type: 'image/svg+xml' }), 'logo.svg');
+    const multipart = new Request('http://127.0.0.1/', { method: 'POST', body: parts });
+    await call({
+      method: 'POST',
+      url: `${files}.json`,
+      headers: as(owner, { 'content-type': multipart.headers.get('content-type')! }),
+      payload: Buffer.from(await multipart.arrayBuffer()),
+    });
+    await form('POST', `${files}.json`, member, { name: 'no file' });
+    await form('POST', `${p}/items/999/attachments.json`, member, { name: 'no item' });
+    await get(`${files}.json`, member);
+    await get(`${files}.json?limit=x`, member);
+    await get(`${files}/${attached.json().id}.json`, owner);
+    await get(`${files}/999999.json`, owner);
+    const file = await get(`${files}/${attached.json().id}/file`, owner);
+    await get(`${files}/${attached.json().id}/file`, owner, { 'if-none-match': String(file.headers.etag) });
+    await get(`${files}/999999/file`, owner);
+    await form('DELETE', `${files}/${attached.json().id}.json`, stranger);
+    await form('DELETE', `${files}/${attached.json().id}.json`, member);
+    await form('DELETE', `${files}/${attached.json().id}.json`, member);
 
     await get(`/i/${product.id}/${task.number}/`);
     await get(`/i/${product.id}/${task.number}/`, undefined, { accept: 'text/html' });

@@ -24,6 +24,7 @@ const TABLES: Partial<Record<keyof Database, string[]>> = {
   webhooks: ['id'],
   webhook_events: ['id'],
   webhook_deliveries: ['id'],
+  attachments: ['id'],
 };
 const SELF_REFERENCES = { items: 'parent_id', deploys: 'reverted_by' } as const;
 const SERIAL_TABLES: (keyof Database)[] = [
@@ -36,8 +37,11 @@ const SERIAL_TABLES: (keyof Database)[] = [
   'webhooks',
   'webhook_events',
   'webhook_deliveries',
+  'attachments',
 ];
 const BATCH = 500;
+/** Rows of files are copied a few at a time: each can be ATTACHMENT_MAX_MB. */
+const BATCHES: Partial<Record<keyof Database, number>> = { attachments: 4 };
 
 export interface CopyReport {
   table: string;
@@ -73,11 +77,12 @@ export async function copyDatabase(
   await target.transaction().execute(async (trx) => {
     for (const table of tables) {
       let copied = 0;
-      for (let offset = 0; ; offset += BATCH) {
+      const batch = BATCHES[table] ?? BATCH;
+      for (let offset = 0; ; offset += batch) {
         // Ordered by the whole key, so that pages neither skip nor repeat a row.
         let page = source.selectFrom(table).selectAll();
         for (const column of TABLES[table]!) page = page.orderBy(sql.ref(column));
-        const rows = (await page.limit(BATCH).offset(offset).execute()) as Record<string, unknown>[];
+        const rows = (await page.limit(batch).offset(offset).execute()) as Record<string, unknown>[];
         if (rows.length === 0) break;
         const self = SELF_REFERENCES[table as keyof typeof SELF_REFERENCES];
         const values = self ? rows.map((r) => ({ ...r, [self]: null })) : rows;

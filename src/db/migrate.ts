@@ -21,6 +21,7 @@ import * as signinClients from './migrations/2026_11_26_0070_signin_clients.js';
 import * as openLists from './migrations/2026_11_26_0090_open_lists.js';
 import * as deployPages from './migrations/2026_11_26_0100_deploy_pages.js';
 import * as conversation from './migrations/2026_11_27_0010_conversation.js';
+import * as attachments from './migrations/2026_11_27_0030_attachments.js';
 
 /** Every migration, by name; names sort in the order they apply. */
 export const MIGRATIONS: Readonly<Record<string, Migration>> = {
@@ -45,6 +46,7 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '2026_11_26_0090_open_lists': openLists,
   '2026_11_26_0100_deploy_pages': deployPages,
   '2026_11_27_0010_conversation': conversation,
+  '2026_11_27_0030_attachments': attachments,
 };
 
 /** The names of every migration, in the order they apply. */

@@ -376,6 +376,21 @@ export interface WebhookDeliveriesTable {
   delivered_at: string | null;
 }
 
+/** A file attached to an item; `bytes` is read only where the file itself is served. */
+export interface AttachmentsTable {
+  id: Generated<number>;
+  product_id: number;
+  item_id: number;
+  /** Sanitized: no path, no control characters, at most 255 characters. */
+  name: string;
+  /** A media type as `type/subtype`, perhaps with a charset; application/octet-stream when none was usable. */
+  content_type: string;
+  size: number;
+  created_by_id: number;
+  created_at: string;
+  bytes: Buffer;
+}
+
 export interface Database {
   users: UsersTable;
   products: ProductsTable;
@@ -403,6 +418,7 @@ export interface Database {
   blocks: BlocksTable;
   annotations: AnnotationsTable;
   comment_mail_off: CommentMailOffTable;
+  attachments: AttachmentsTable;
 }
 
 export type UserRow = Selectable<UsersTable>;
@@ -424,6 +440,8 @@ export type CommentRow = Selectable<CommentsTable>;
 export type FavoriteRow = Selectable<FavoritesTable>;
 export type BlockRow = Selectable<BlocksTable>;
 export type AnnotationRow = Selectable<AnnotationsTable>;
+/** An attachment without its bytes, as lists and answers read it. */
+export type AttachmentRow = Omit<Selectable<AttachmentsTable>, 'bytes'>;
 
 /** Columns of a row type, each once; a column of the type missing from the list does not compile. */
 const allColumns =

@@ -46,6 +46,7 @@ const TAGS = [
     description: "Addresses a product's changes are posted to, and their deliveries; for the product's admins.",
   },
   { name: 'notifications', description: 'Which deploy environments email the caller, per product.' },
+  { name: 'attachments', description: 'Files attached to items, and the files themselves.' },
   {
     name: 'links',
     description:
@@ -73,8 +74,9 @@ function documented({ errors, ...schema }: FastifySchema): FastifySchema {
     const meaning = meaningOf(schema[part]);
     if (meaning) shown[part] = meaning;
   }
-  // Bodies are read as JSON or as a form; JSON first, as generated clients send it.
-  if (schema.body) shown.consumes = ['application/json', 'application/x-www-form-urlencoded'];
+  // Bodies are read as JSON or as a form; JSON first, as generated clients send it. A route that
+  // reads a body of its own (a file) says which types it takes.
+  if (schema.body) shown.consumes = schema.consumes ?? ['application/json', 'application/x-www-form-urlencoded'];
   return shown;
 }
 

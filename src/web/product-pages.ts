@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { productScope, requireAdmin } from '../products/index.js';
+import { attachmentFileRoutes } from './pages/attachment-file.js';
 import { boardRoutes } from './pages/board.js';
 import { deployRoutes } from './pages/deploy.js';
 import { deploysRoutes } from './pages/deploys.js';
@@ -47,6 +48,7 @@ export async function productPages(
   await app.register(deployRoutes);
   await app.register(matrixRoutes);
   await app.register(notificationsRoutes);
+  await app.register(attachmentFileRoutes);
   await app.register(adminPages);
 }
 

@@ -22,6 +22,8 @@ async function appOn(dataDir: string, databaseUrl?: string): Promise<{ app: Fast
 }
 
 const sourceDir = tempDir();
+/** An attachment's bytes, every byte value: a BLOB that must arrive as the same bytea. */
+const ATTACHED = Buffer.from(Array.from({ length: 512 }, (_, i) => i % 256));
 let source: { app: FastifyInstance; db: Db };
 let owner: TestUser;
 let member: TestUser;
@@ -64,6 +66,13 @@ before(async () => {
     version: '2.0',
     rollback: 'true',
   });
+  const attached = await source.app.inject({
+    method: 'POST',
+    url: `/api/products/${productId}/items/1/attachments.json?name=dump.bin`,
+    headers: { authorization: owner.auth, 'content-type': 'application/octet-stream' },
+    payload: ATTACHED,
+  });
+  assert.equal(attached.statusCode, 200, attached.body);
   // A pending invitation: its message goes to an address with no user yet.
   await client(source.app, owner).post(`/api/products/${productId}/people.json`, { email: 'invited@example.com' });
 });
@@ -91,6 +100,7 @@ test('copy moves every row into an empty PostgreSQL database and checks the coun
     'invitations',
     'outbox',
     'notification_environments',
+    'attachments',
   ]) {
     assert.match(run.stdout, new RegExp(`^${table}\\s+(\\d+)\\s+\\1$`, 'm'), `${table} counts in ${run.stdout}`);
   }
@@ -103,12 +113,16 @@ test('copy moves every row into an empty PostgreSQL database and checks the coun
       `/api/products/${productId}/items/1.json`,
       `/api/products/${productId}/deploys.json`,
       `/api/products/${productId}/people.json`,
+      `/api/products/${productId}/items/1/attachments.json`,
     ]) {
       const before = await client(source.app, owner).get(url);
       const after = await client(target.app, owner).get(url);
       assert.equal(after.statusCode, 200, `${url}: ${after.body}`);
       assert.deepEqual(after.json(), before.json(), url);
     }
+    const [file] = (await client(target.app, owner).get(`/api/products/${productId}/items/1/attachments.json`)).json();
+    const bytes = await client(target.app, owner).get(new URL(file.href).pathname);
+    assert.deepEqual(bytes.rawPayload, ATTACHED, "the attachment's bytes move as they are");
     const choice = await client(target.app, member).get(`/api/products/${productId}/notifications.json`);
     assert.deepEqual(
       choice.json(),
