@@ -3,7 +3,7 @@
  * features reach each other only through an index.ts, which offers the feature's operations and
  * never its repository; the shared layers know no feature.
  */
-const FEATURES = '(items|deploys|products|users|mail|invitations|notifications|webhooks|web)';
+const FEATURES = '(items|deploys|products|users|mail|invitations|notifications|webhooks|web|activities)';
 
 module.exports = {
   forbidden: [

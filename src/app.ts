@@ -1,4 +1,5 @@
 import Fastify, { type FastifyInstance, type FastifyServerOptions, type RouteOptions } from 'fastify';
+import { ACTIVITY_SCHEMAS, activityRoutes } from './activities/index.js';
 import type { Config } from './config.js';
 import type { Db } from './db/connection.js';
 import type { UserRow } from './db/schema.js';
@@ -24,11 +25,13 @@ import { serverOptions } from './http/server-options.js';
 import { INVITATION_SCHEMAS, invitationMessageRenderer, invitationRoutes, inviteRoutes } from './invitations/index.js';
 import {
   fillDescriptionHtml,
+  getItem,
   ITEM_SCHEMAS,
   itemRoutes,
   KeptItems,
   ListCounts,
   ListPages,
+  pathItemNumber,
   shortUrlRoutes,
 } from './items/index.js';
 import {
@@ -311,6 +314,7 @@ const RESPONSE_SCHEMAS = [
   ...INVITATION_SCHEMAS,
   ...NOTIFICATION_SCHEMAS,
   ...MAIL_SCHEMAS,
+  ...ACTIVITY_SCHEMAS,
   HealthSchema,
 ];
 
@@ -341,6 +345,9 @@ async function registerRoutes(app: FastifyInstance, web: WebOptions): Promise<vo
       await member.register(deployRoutes);
       await member.register(notificationRoutes);
       await member.register(webhookRoutes);
+      await member.register(activityRoutes, {
+        itemOf: (request) => getItem(app.db, request.scope, pathItemNumber(request)),
+      });
     });
   });
 }

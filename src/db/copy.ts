@@ -24,6 +24,8 @@ const TABLES: Partial<Record<keyof Database, string[]>> = {
   webhooks: ['id'],
   webhook_events: ['id'],
   webhook_deliveries: ['id'],
+  activities: ['id'],
+  activity_counts: ['product_id', 'item_id'],
 };
 const SELF_REFERENCES = { items: 'parent_id', deploys: 'reverted_by' } as const;
 const SERIAL_TABLES: (keyof Database)[] = [
@@ -36,6 +38,7 @@ const SERIAL_TABLES: (keyof Database)[] = [
   'webhooks',
   'webhook_events',
   'webhook_deliveries',
+  'activities',
 ];
 const BATCH = 500;
 

@@ -20,6 +20,7 @@ import * as sessions from './migrations/2026_11_26_0060_sessions.js';
 import * as signinClients from './migrations/2026_11_26_0070_signin_clients.js';
 import * as openLists from './migrations/2026_11_26_0090_open_lists.js';
 import * as deployPages from './migrations/2026_11_26_0100_deploy_pages.js';
+import * as activities from './migrations/2026_11_27_0020_activities.js';
 
 /** Every migration, by name; names sort in the order they apply. */
 export const MIGRATIONS: Readonly<Record<string, Migration>> = {
@@ -43,6 +44,7 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '2026_11_26_0070_signin_clients': signinClients,
   '2026_11_26_0090_open_lists': openLists,
   '2026_11_26_0100_deploy_pages': deployPages,
+  '2026_11_27_0020_activities': activities,
 };
 
 /** The names of every migration, in the order they apply. */

@@ -320,6 +320,27 @@ export interface WebhookDeliveriesTable {
   delivered_at: string | null;
 }
 
+/** A change of an item, as the activity log shows it (activities/). */
+export interface ActivitiesTable {
+  id: Generated<number>;
+  product_id: number;
+  item_id: number;
+  item_number: number;
+  /** Who made the change. */
+  user_id: number;
+  action: string;
+  /** A JSON object, bounded when written: what changed, before and after. */
+  meta: string;
+  created_at: string;
+}
+
+/** How many activities an item has, or a product (item_id 0), kept as they are written. */
+export interface ActivityCountsTable {
+  product_id: number;
+  item_id: number;
+  count: number;
+}
+
 export interface Database {
   users: UsersTable;
   products: ProductsTable;
@@ -342,6 +363,8 @@ export interface Database {
   webhooks: WebhooksTable;
   webhook_events: WebhookEventsTable;
   webhook_deliveries: WebhookDeliveriesTable;
+  activities: ActivitiesTable;
+  activity_counts: ActivityCountsTable;
 }
 
 export type UserRow = Selectable<UsersTable>;
@@ -359,6 +382,7 @@ export type WebSessionRow = Selectable<WebSessionsTable>;
 export type WebhookRow = Selectable<WebhooksTable>;
 export type WebhookEventRow = Selectable<WebhookEventsTable>;
 export type WebhookDeliveryRow = Selectable<WebhookDeliveriesTable>;
+export type ActivityRow = Selectable<ActivitiesTable>;
 
 /** Columns of a row type, each once; a column of the type missing from the list does not compile. */
 const allColumns =

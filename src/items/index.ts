@@ -8,6 +8,7 @@ export {
   parseListItems,
   parseListOffset,
   parseUpdateItem,
+  pathItemNumber,
   type ListFilters,
   type ListItemsInput,
 } from './input.js';
