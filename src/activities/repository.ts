@@ -43,8 +43,9 @@ export async function insertActivities(trx: Trx, rows: Insertable<ActivitiesTabl
 export type ActivityScope = { productId: number; itemId?: number };
 
 /**
- * One page of activities, newest first, from the index of their product or item: the rows of the
- * page only, after walking `offset` entries of the index.
+ * One page of activities, newest first. Its ids come from the index of their product or item
+ * alone (on PostgreSQL an index-only scan), and only the page's rows are read: a deep offset
+ * walks index entries, never the rows it skips.
  */
 export async function listActivities(
   db: Db,
@@ -52,13 +53,20 @@ export async function listActivities(
   offset: number,
   limit: number,
 ): Promise<ActivityRow[]> {
-  const query = db.selectFrom('activities').selectAll();
-  const filtered =
+  const ids = db.selectFrom('activities').select('id');
+  const page =
     scope.itemId === undefined
-      ? query.where('product_id', '=', scope.productId)
-      : query.where('item_id', '=', scope.itemId);
-  // A LIMIT in the text: SQLite plans a bound one anew each time (see db/prepared.ts).
-  return filtered.orderBy('id', 'desc').limit(sql.lit(limit)).offset(offset).execute();
+      ? ids.where('product_id', '=', scope.productId)
+      : ids.where('item_id', '=', scope.itemId);
+  return (
+    db
+      .selectFrom('activities')
+      .selectAll()
+      // A LIMIT in the text: SQLite plans a bound one anew each time (see db/prepared.ts).
+      .where('id', 'in', page.orderBy('id', 'desc').limit(sql.lit(limit)).offset(offset))
+      .orderBy('id', 'desc')
+      .execute()
+  );
 }
 
 /** How many activities a product or item has, as counted when they were written. */
