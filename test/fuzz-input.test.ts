@@ -254,6 +254,12 @@ const ROUTES: Record<string, RouteSpec> = {
     params: PAGE,
     example: { limit: '10' },
   },
+  'GET /api/products/:product_id/items/:item_number/activities.json': {
+    access: 'api',
+    params: PAGE,
+    example: { limit: '10' },
+  },
+  'GET /api/products/:product_id/activities.json': { access: 'api', params: PAGE, example: { offset: '1' } },
   'POST /api/products/:product_id/items/:item_number/resort.json': {
     access: 'api',
     params: ['before', 'after'],
