@@ -324,6 +324,23 @@ function blockSummary(block: BlockRow, item: ItemRow, blocked: ItemRow, urls: Ur
   };
 }
 
+/**
+ * The items that block each of the given ones (by id), by blocks in force, as `{id, number}` in
+ * number order; items nothing blocks are left out.
+ */
+export async function blockersOfItems(
+  db: Db,
+  itemIds: number[],
+): Promise<Map<number, { id: number; number: number }[]>> {
+  const blockers = new Map<number, { id: number; number: number }[]>();
+  if (itemIds.length === 0) return blockers;
+  for (const row of await repository.blockersOf(db, itemIds)) {
+    const list = blockers.get(row.blocked_id) ?? blockers.set(row.blocked_id, []).get(row.blocked_id)!;
+    list.push({ id: row.id, number: row.number });
+  }
+  return blockers;
+}
+
 // Annotations.
 
 export async function listAnnotationsOf(

@@ -170,6 +170,8 @@ export interface DeploysTable {
   reverted_by: Generated<number | null>;
   /** The receipt a retry with the deploy's Idempotency-Key answers again: a JSON array of numbers. */
   unknown_numbers: Generated<string>;
+  /** JSON array of {"number", "blocked_by"}: items blocked by items not in the environment then. */
+  blocked_items: Generated<string>;
   /** How many people the deploy mailed. */
   emailed: Generated<number>;
   /**
@@ -525,6 +527,7 @@ export const DEPLOY_COLUMNS = allColumns<DeployRow>()([
   'reverted_by',
   'unknown_numbers',
   'emailed',
+  'blocked_items',
 ]);
 
 /** The same columns of a table named by an alias in a join (`items.id`, `i.id`). */
