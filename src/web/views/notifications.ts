@@ -30,6 +30,9 @@ export function notificationsPage(v: NotificationsView): Html {
   const box = (e: string) =>
     html`<li><label class="check"><input type="checkbox" name="environments" value="${e}"\
 ${s.chosen.includes(e) ? html` checked` : ''}> ${e}</label></li>`;
+  const commentsBox = html`<label class="check"><input type="checkbox" name="comments" value="true"${
+    s.values.comments === 'false' ? '' : html` checked`
+  }> Email me the comments on items I follow</label>`;
   const offered = v.offered.length
     ? html`<ul class="environments">${v.offered.map(box)}</ul>`
     : html`<p class="muted">Nothing of this product has been deployed yet.</p>`;
@@ -51,7 +54,7 @@ ${offered}
 ${fieldError(s, 'environments')}</p>
 </fieldset>
 <fieldset><legend>Comments</legend>
-<p><input type="hidden" name="comments" value="false"><label class="check"><input type="checkbox" name="comments" value="true"${s.values.comments === 'false' ? '' : html` checked`}> Email me the comments on items I follow</label>${fieldError(s, 'comments')}</p>
+<p><input type="hidden" name="comments" value="false">${commentsBox}${fieldError(s, 'comments')}</p>
 </fieldset>
 <p><button type="submit">Save</button></p>
 </form>`;
