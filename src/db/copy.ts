@@ -27,6 +27,11 @@ const TABLES: Partial<Record<keyof Database, string[]>> = {
   attachments: ['id'],
   activities: ['id'],
   activity_counts: ['product_id', 'item_id'],
+  comments: ['id'],
+  favorites: ['id'],
+  blocks: ['id'],
+  annotations: ['id'],
+  comment_mail_off: ['product_id', 'user_id'],
 };
 const SELF_REFERENCES = { items: 'parent_id', deploys: 'reverted_by' } as const;
 const SERIAL_TABLES: (keyof Database)[] = [
@@ -41,6 +46,10 @@ const SERIAL_TABLES: (keyof Database)[] = [
   'webhook_deliveries',
   'attachments',
   'activities',
+  'comments',
+  'favorites',
+  'blocks',
+  'annotations',
 ];
 const BATCH = 500;
 /** Rows of files are copied a few at a time: each can be ATTACHMENT_MAX_MB. */

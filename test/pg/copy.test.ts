@@ -73,6 +73,16 @@ before(async () => {
     payload: ATTACHED,
   });
   assert.equal(attached.statusCode, 200, attached.body);
+  // The conversation: a comment (and its mail), a favorite, a block, an annotation, comment mail turned off.
+  const talk = `/api/products/${productId}/items/1`;
+  for (const [url, params] of [
+    [`${talk}/comments.json`, { body: 'Moves along' }],
+    [`${talk}/favorites.json`, {}],
+    [`${talk}/blocking.json`, { blocked: '3' }],
+    [`${talk}/annotations.json`, { label: 'CI', action: 'passed' }],
+    [`/api/products/${productId}/notifications.json`, { comments: 'false' }],
+  ] as const)
+    assert.equal((await client(source.app, owner).post(url, params)).statusCode, 200, url);
   // A pending invitation: its message goes to an address with no user yet.
   await client(source.app, owner).post(`/api/products/${productId}/people.json`, { email: 'invited@example.com' });
 });
@@ -101,6 +111,12 @@ test('copy moves every row into an empty PostgreSQL database and checks the coun
     'outbox',
     'notification_environments',
     'attachments',
+    'comments',
+    'favorites',
+    'blocks',
+    'annotations',
+    'comment_mail_off',
+    'activities',
   ]) {
     assert.match(run.stdout, new RegExp(`^${table}\\s+(\\d+)\\s+\\1$`, 'm'), `${table} counts in ${run.stdout}`);
   }
@@ -114,6 +130,12 @@ test('copy moves every row into an empty PostgreSQL database and checks the coun
       `/api/products/${productId}/deploys.json`,
       `/api/products/${productId}/people.json`,
       `/api/products/${productId}/items/1/attachments.json`,
+      `/api/products/${productId}/items/1/comments.json`,
+      `/api/products/${productId}/items/1/favorites.json`,
+      `/api/products/${productId}/items/1/blocking.json`,
+      `/api/products/${productId}/items/1/annotations.json`,
+      `/api/products/${productId}/items/1/activities.json`,
+      `/api/products/${productId}/notifications.json`,
     ]) {
       const before = await client(source.app, owner).get(url);
       const after = await client(target.app, owner).get(url);
@@ -126,7 +148,7 @@ test('copy moves every row into an empty PostgreSQL database and checks the coun
     const choice = await client(target.app, member).get(`/api/products/${productId}/notifications.json`);
     assert.deepEqual(
       choice.json(),
-      { environments: ['production', 'staging'] },
+      { environments: ['production', 'staging'], comments: true },
       "the member's deploy mail choice moves along",
     );
     const outboxBefore = await source.db

@@ -78,7 +78,8 @@ export async function notificationsRoutes(app: FastifyInstance): Promise<void> {
     } catch (err) {
       const shown = formErrors(err);
       if (!shown) throw err;
-      const form = { values: { choice: all ? 'all' : 'some', other, comments }, chosen: ticked, ...shown };
+      const values = { choice: all ? 'all' : 'some', other, ...(comments === undefined ? {} : { comments }) };
+      const form = { values, chosen: ticked, ...shown };
       return renderNotifications(app, { request, reply, status: 400, form });
     }
     return redirectAfterPost(reply, productPath(request, '/notifications?saved=1'));
