@@ -78,7 +78,8 @@ export async function addComment(
   });
   await changeItemCounts(trx, item.id, { comments_count: 1 }, at);
   await markItemsChanged(trx, productId, { totals: false, items: [item.id] });
-  const mentioned = mentionedIn(input.body, await listMembers(trx, productId));
+  // Members are read only when someone may be named.
+  const mentioned = input.body.includes('@') ? mentionedIn(input.body, await listMembers(trx, productId)) : [];
   await addItemFollowers(trx, item.id, [scope.user.id, ...mentioned], at);
   const followers = await repository.memberFollowers(trx, productId, item.id, scope.user.id);
   const recipients = await findUsersByIds(trx, await wantCommentMail(trx, productId, followers));
