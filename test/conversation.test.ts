@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { mentionedIn } from '../src/conversation/mentions.js';
 import { ReplyAddresses, UnsubscribeLinks } from '../src/mail/index.js';
 import { sharedSecret } from '../src/settings.js';
 import {
@@ -549,5 +550,26 @@ describe('deploys know about blockers', () => {
     assert.equal(mail.length, 1);
     assert.match(mail[0].text, new RegExp(`Blocked by #${elsewhere.number}, which is not in production\\.`));
     assert.match(mail[0].html, new RegExp(`Blocked by #${elsewhere.number}, which is not in production\\.`));
+  });
+});
+
+describe('mentions', () => {
+  const member = (id: number, email: string, first: string) =>
+    ({ id, email, first_name: first, last_name: 'X' }) as Parameters<typeof mentionedIn>[1][number];
+  const members = [
+    member(1, 'ana.lima@example.com', 'Ana'),
+    member(2, 'bo@example.com', 'Sam'),
+    member(3, 'sam.k@example.org', 'Sam'),
+    member(4, 'zoe@example.com', 'Zoë'),
+  ];
+  test('the part of an address before @, or a first name no other member has; in any case', () => {
+    assert.deepEqual(mentionedIn('Thanks @ana.lima.', members), [1]);
+    assert.deepEqual(mentionedIn('@ANA, @Zoë: see this', members), [1, 4]);
+    assert.deepEqual(mentionedIn('@sam (two Sams: nobody)', members), []);
+    assert.deepEqual(mentionedIn('@sam.k and @bo!', members), [3, 2]);
+  });
+  test('an address in the text, a name nobody has, or @ alone mention nobody', () => {
+    assert.deepEqual(mentionedIn('mail ana.lima@example.com or me@bo', members), []);
+    assert.deepEqual(mentionedIn('@nobody @ @@ana.lima', members), []);
   });
 });
