@@ -44,12 +44,12 @@ export async function listCommentsOf(
   page: Page,
 ): Promise<Listed<CommentRow>> {
   const item = await getItem(db, scope, number);
-  return { rows: await repository.listComments(db, item.id, page), total: item.comments_count };
+  return { rows: await repository.listEntries(db, 'comments', item.id, page), total: item.comments_count };
 }
 
 export async function getComment(db: Db, scope: ProductScope, number: number, id: number): Promise<CommentRow> {
   const item = await getItem(db, scope, number);
-  return (await repository.findComment(db, item.id, id)) ?? Promise.reject(commentNotFound());
+  return (await repository.findEntry(db, 'comments', item.id, id)) ?? Promise.reject(commentNotFound());
 }
 
 /**
@@ -106,7 +106,7 @@ export async function removeComment(
 ): Promise<CommentRow> {
   await lockProduct(trx, scope.product.id);
   const item = await getItem(trx, scope, number);
-  const comment = await repository.findComment(trx, item.id, id);
+  const comment = await repository.findEntry(trx, 'comments', item.id, id);
   if (!comment) throw commentNotFound();
   if (comment.user_id !== scope.user.id) throw new ForbiddenError('Only its author may delete a comment.');
   await repository.deleteComment(trx, comment.id);
@@ -128,12 +128,12 @@ export async function listFavoritesOf(
   page: Page,
 ): Promise<Listed<FavoriteRow>> {
   const item = await getItem(db, scope, number);
-  return { rows: await repository.listFavorites(db, item.id, page), total: item.favorites_count };
+  return { rows: await repository.listEntries(db, 'favorites', item.id, page), total: item.favorites_count };
 }
 
 export async function getFavorite(db: Db, scope: ProductScope, number: number, id: number): Promise<FavoriteRow> {
   const item = await getItem(db, scope, number);
-  return (await repository.findFavorite(db, item.id, id)) ?? Promise.reject(favoriteNotFound());
+  return (await repository.findEntry(db, 'favorites', item.id, id)) ?? Promise.reject(favoriteNotFound());
 }
 
 /**
@@ -161,7 +161,7 @@ export async function addFavorite(trx: Trx, scope: ProductScope, number: number,
 export async function removeFavorite(trx: Trx, scope: ProductScope, number: number, id: number): Promise<FavoriteRow> {
   await lockProduct(trx, scope.product.id);
   const item = await getItem(trx, scope, number);
-  const favorite = await repository.findFavorite(trx, item.id, id);
+  const favorite = await repository.findEntry(trx, 'favorites', item.id, id);
   if (!favorite) throw favoriteNotFound();
   if (favorite.user_id !== scope.user.id) throw new ForbiddenError('Only the one who made it may remove a favorite.');
   await repository.deleteFavorite(trx, favorite.id);
@@ -184,14 +184,14 @@ export async function listBlocksOf(
   const item = await getItem(db, scope, number);
   const column = side === 'blocking' ? 'item_id' : 'blocked_id';
   return {
-    rows: await repository.listBlocks(db, column, item.id, page),
-    total: await repository.countBlocks(db, column, item.id),
+    rows: await repository.listEntries(db, 'blocks', item.id, page, column),
+    total: await repository.countEntries(db, 'blocks', item.id, column),
   };
 }
 
 export async function getBlock(db: Db, scope: ProductScope, number: number, id: number): Promise<BlockRow> {
   const item = await getItem(db, scope, number);
-  return (await repository.findBlock(db, item.id, id)) ?? Promise.reject(blockNotFound());
+  return (await repository.findEntry(db, 'blocks', item.id, id)) ?? Promise.reject(blockNotFound());
 }
 
 /**
@@ -250,7 +250,7 @@ export async function removeBlock(
 ): Promise<BlockRow> {
   await lockProduct(trx, scope.product.id);
   const item = await getItem(trx, scope, number);
-  const block = await repository.findBlock(trx, item.id, id);
+  const block = await repository.findEntry(trx, 'blocks', item.id, id);
   if (!block) throw blockNotFound();
   const [blocked] = await findItemsByIds(trx, [block.blocked_id]);
   const removes = block.user_id === scope.user.id;
@@ -352,8 +352,8 @@ export async function listAnnotationsOf(
 ): Promise<Listed<AnnotationRow>> {
   const item = await getItem(db, scope, number);
   return {
-    rows: await repository.listAnnotations(db, item.id, page),
-    total: await repository.countAnnotations(db, item.id),
+    rows: await repository.listEntries(db, 'annotations', item.id, page),
+    total: await repository.countEntries(db, 'annotations', item.id),
   };
 }
 
