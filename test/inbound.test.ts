@@ -84,7 +84,7 @@ const explanations = () =>
   t.db.selectFrom('outbox').selectAll().where('kind', '=', 'inbound-refusal').orderBy('id').execute();
 
 describe('replies by mail', () => {
-  test('through the SMTP listener: the signed Reply-To of comment mail makes that person a comment, unquoted', async () => {
+  test('through SMTP: the signed Reply-To of comment mail makes that person a comment, unquoted', async () => {
     const { owner, bob, at } = await setup();
     await client(t.app, bob).post(`${at}/follow.json`);
     await client(t.app, owner).post(`${at}/comments.json`, { body: 'Can we ship it?' });
@@ -165,7 +165,7 @@ describe('replies by mail', () => {
     );
   });
 
-  test('mail to files-<id>@ makes attachments only; to discussion-<id>@ a comment of the member it is from', async () => {
+  test('files-<id>@ makes attachments only; discussion-<id>@ a comment of the member it is from', async () => {
     const { owner, bob, item, at } = await setup();
     const files = `files-${item.id}@${DOMAIN}`;
     const raw = await compose({
@@ -369,7 +369,7 @@ describe('shiplog mail receive', () => {
     );
   });
 
-  test('exit statuses a pipe transport reads: 67 no such address, 65 too large or unreadable, 75 no database', async () => {
+  test('exit statuses for a pipe: 67 no such address, 65 too large or unreadable, 75 no database', async () => {
     const s = await setup();
     const to = s.reply(s.bob);
     const raw = await compose({ from: s.bob.email, to, text: 'Hi' });

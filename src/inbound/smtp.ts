@@ -11,7 +11,10 @@ function smtpError(code: number, text: string): Error {
   return Object.assign(new Error(text), { responseCode: code });
 }
 
-/** The SMTP answer to an outcome: 250 for what Shiplog took, ignored or explained itself, 5xx for the mail system's refusals. */
+/**
+ * The SMTP answer to an outcome: 250 for what Shiplog took, ignored or explained itself, 5xx for
+ * the refusals the mail system reports.
+ */
 function answerOf(outcome: Outcome): { error?: Error; message?: string } {
   if (outcome.status === 'accepted') return { message: '2.0.0 Taken by Shiplog' };
   if (outcome.status === 'ignored') return { message: '2.0.0 Automatic mail, ignored' };
