@@ -3,6 +3,7 @@ import { after, before, describe, test } from 'node:test';
 import nodemailer from 'nodemailer';
 import MailComposer from 'nodemailer/lib/mail-composer/index.js';
 import type Mail from 'nodemailer/lib/mailer/index.js';
+import { openDatabase } from '../src/db/connection.js';
 import { inboundOf, receiveMessage, type Outcome } from '../src/inbound/index.js';
 import { ReplyAddresses } from '../src/mail/index.js';
 import {
@@ -13,10 +14,12 @@ import {
   makeItem,
   makeProduct,
   makeUser,
+  tempDir,
   type TestContext,
   type TestUser,
 } from './helpers.js';
-import { freePort, runCli } from './processes.js';
+import { canConnect, freePort, runCli, startServer, stopAll, stopProcess } from './processes.js';
+import { databaseOptionsFor } from './storage.js';
 
 const DOMAIN = 'items.shiplog.test';
 
@@ -30,12 +33,15 @@ before(async () => {
     listenForMail: true,
   });
 });
-after(() => t.close());
+after(async () => {
+  await stopAll();
+  await t.close();
+});
 
 const replies = () => new ReplyAddresses(t.app.unsubscribeLinks, DOMAIN);
 
 /** An item's JSON with its id (the addresses in `email` name it; Sprint.ly's JSON has no id). */
-const withId = (item: { email: { discussion: string } }) => ({
+const withId = (item: { number: number; email: { discussion: string } }) => ({
   ...item,
   id: Number(/^discussion-(\d+)@/.exec(item.email.discussion)![1]),
 });
@@ -88,7 +94,7 @@ describe('replies by mail', () => {
     const { owner, bob, at } = await setup();
     await client(t.app, bob).post(`${at}/follow.json`);
     await client(t.app, owner).post(`${at}/comments.json`, { body: 'Can we ship it?' });
-    const toBob = (await deliveredMail(t)).findLast((m) => m.headers.get('to')!.includes(bob.email))!;
+    const toBob = (await deliveredMail(t)).filter((m) => m.headers.get('to')!.includes(bob.email)).at(-1)!;
     const replyTo = toBob.headers.get('reply-to')!.replace(/^.*<|>.*$/g, '');
     assert.match(replyTo, /^discussion-\d+-\d+-[0-9a-f]{20}@items\.shiplog\.test$/);
 
@@ -396,5 +402,40 @@ describe('shiplog mail receive', () => {
     assert.match(refused.stdout, /not_member/);
     assert.ok((await explanations()).some((m) => m.to_address === 'piped-stranger@example.com'));
     assert.deepEqual(await commentsOf(s.owner, s.at), []);
+  });
+});
+
+describe('the server', () => {
+  test('listens for mail on MAIL_INBOUND_PORT while it runs, and stops with it', async () => {
+    const dataDir = tempDir();
+    const db = await openDatabase(await databaseOptionsFor(dataDir));
+    const member = await makeUser(db);
+    const product = await makeProduct(db, member);
+    await db.destroy();
+    const mailPort = await freePort();
+    const server = await startServer({ dataDir, env: { MAIL_DOMAIN: DOMAIN, MAIL_INBOUND_PORT: String(mailPort) } });
+    const api = `http://127.0.0.1:${server.port}/api/products/${product.id}`;
+    const headers = { authorization: member.auth, 'content-type': 'application/json' };
+    const created = await fetch(`${api}/items.json`, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ type: 'task', title: 'By mail' }),
+    });
+    const item = withId(await created.json());
+    const to = item.email.discussion;
+    const transport = nodemailer.createTransport({ host: '127.0.0.1', port: mailPort, secure: false });
+    try {
+      const raw = await compose({ from: member.email, to, text: REPLY_TEXT });
+      await transport.sendMail({ envelope: { from: member.email, to: [to] }, raw });
+    } finally {
+      transport.close();
+    }
+    const comments = await (await fetch(`${api}/items/${item.number}/comments.json`, { headers })).json();
+    assert.deepEqual(
+      comments.map((c: { body: string }) => c.body),
+      [REPLY_BODY],
+    );
+    await stopProcess(server.child);
+    assert.equal(await canConnect(mailPort), false);
   });
 });

@@ -58,7 +58,21 @@ class Refusal extends Error {
 /** How long after an explanation to an address the next may be sent. */
 export const EXPLAIN_EVERY_MS = 3600_000;
 
-const PARSER_OPTIONS = { skipImageLinks: true, skipTextToHtml: true, keepCidLinks: true } as const;
+// HTML past a megabyte is not made into text (html-to-text holds the event loop a second or more):
+// such a message brings its files only.
+const PARSER_OPTIONS = {
+  skipImageLinks: true,
+  skipTextToHtml: true,
+  keepCidLinks: true,
+  maxHtmlLengthToParse: 1_000_000,
+} as const;
+
+/**
+ * How much of a message's text the reply parser reads: a reply's own text comes first and a comment
+ * holds at most 64 KiB of it, while the quoted thread below can run to megabytes that the parser
+ * would take seconds over, holding the event loop.
+ */
+const REPLY_SCAN_CHARS = 256 * 1024;
 
 /**
  * Takes one inbound message (RFC 5322 bytes) sent to an item's addresses: a reply to the signed
@@ -153,7 +167,8 @@ async function take(
 ): Promise<Outcome> {
   const { scope, item, filesOnly } = await targetOf(trx, inbound, recipient, senders);
   const files = filesOf(parsed);
-  const body = filesOnly ? '' : commentText(new EmailReplyParser().read(parsed.text ?? '').getVisibleText());
+  const text = (parsed.text ?? '').slice(0, REPLY_SCAN_CHARS);
+  const body = filesOnly ? '' : commentText(new EmailReplyParser().read(text).getVisibleText());
   if (files.length === 0 && (filesOnly || body === ''))
     throw new Refusal('empty', filesOnly ? 'It had no attached files.' : 'It had no text of its own to add.');
   if (Buffer.byteLength(body, 'utf8') > CONVERSATION_LIMITS.body)
