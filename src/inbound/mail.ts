@@ -22,7 +22,7 @@ export function renderRefusalEmail(refusal: InboundRefusalRow, publicUrl: string
     '',
     `${why} ${refusal.detail ?? ''}`.trim(),
     '',
-    `You can comment and attach files on the item's page instead: ${publicUrl}/app/`,
+    `Members of the product can comment and attach files on the item's page: ${publicUrl}/app/`,
     '',
     '-- ',
     'This is an automatic answer; Shiplog sends at most one an hour to an address, and none to automatic mail.',
@@ -33,7 +33,8 @@ export function renderRefusalEmail(refusal: InboundRefusalRow, publicUrl: string
 <p>Your message to ${escapeHtml(refusal.recipient)}${escapeHtml(subject)} was not added to Shiplog, and nothing was
 changed.</p>
 <p>${escapeHtml(`${why} ${refusal.detail ?? ''}`.trim())}</p>
-<p>You can comment and attach files on <a href="${escapeHtml(`${publicUrl}/app/`)}">the item's page</a> instead.</p>
+<p>Members of the product can comment and attach files on
+<a href="${escapeHtml(`${publicUrl}/app/`)}">the item's page</a>.</p>
 <p style="color:#666;font-size:small">This is an automatic answer; Shiplog sends at most one an hour to an address,
 and none to automatic mail.</p>
 </body></html>
