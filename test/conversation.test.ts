@@ -457,3 +457,97 @@ describe('webhooks of the conversation', () => {
     assert.equal(changed.block.blocked.number, item.number);
   });
 });
+
+describe('the activity log of the conversation', () => {
+  test('comments, favorites and blocks are activities of the item, newest first, with what they were', async () => {
+    const { owner, alice, base, at, product, item } = await setup();
+    const comment = (await client(t.app, alice).post(`${at}/comments.json`, { body: 'Logged' })).json();
+    const favorite = (await client(t.app, alice).post(`${at}/favorites.json`)).json();
+    await client(t.app, alice).delete(`${at}/favorites/${favorite.id}.json`);
+    await client(t.app, alice).delete(`${at}/comments/${comment.id}.json`);
+    const other = await makeItem(t.app, owner, product.id);
+    const otherAt = `${base}/items/${other.number}`;
+    const block = (await client(t.app, owner).post(`${otherAt}/blocking.json`, { blocked: item.number })).json();
+    await client(t.app, alice).delete(`${otherAt}/blocking/${block.id}.json`);
+    await client(t.app, owner).post(`${otherAt}/blocking.json`, { blocked: item.number });
+    await client(t.app, owner).delete(`${otherAt}/blocking/${block.id}.json`);
+
+    const mine = (await client(t.app, owner).get(`${at}/activities.json`)).json();
+    assert.deepEqual(
+      mine.activities.map((a: { action: string }) => a.action),
+      ['comment_deleted', 'unfavorited', 'favorited', 'commented', 'created'],
+    );
+    const commented = mine.activities[3];
+    assert.equal(commented.user.email, alice.email);
+    assert.deepEqual(commented.meta, { comment_id: comment.id, body: 'Logged' });
+    const blocks = (await client(t.app, owner).get(`${otherAt}/activities.json`)).json();
+    assert.deepEqual(
+      blocks.activities.map((a: { action: string; meta: { blocked?: number } }) => [a.action, a.meta.blocked]),
+      [
+        ['block_removed', item.number],
+        ['blocked', item.number],
+        ['unblocked', item.number],
+        ['blocked', item.number],
+        ['created', undefined],
+      ],
+    );
+  });
+});
+
+describe('deploys know about blockers', () => {
+  test('receipt, dry run, repeat and mail name deployed items blocked by items not in the environment', async () => {
+    const { owner, alice, base, product, item } = await setup();
+    const make = (title: string) => makeItem(t.app, owner, product.id, { title });
+    const [elsewhere, running, runningBlocked, together, togetherBlocked] = [
+      await make('Schema change'),
+      await make('Already live'),
+      await make('Waits for live'),
+      await make('Ships together'),
+      await make('Waits for together'),
+    ];
+    const block = async (blocker: { number: number }, blocked: { number: number }) =>
+      assert.equal(
+        (await client(t.app, owner).post(`${base}/items/${blocker.number}/blocking.json`, { blocked: blocked.number }))
+          .statusCode,
+        200,
+      );
+    await block(elsewhere, item);
+    await block(running, runningBlocked);
+    await block(together, togetherBlocked);
+    const deploy = (numbers: number[], extra: Record<string, string> = {}, key?: string) =>
+      client(t.app, owner).post(
+        `${base}/deploys.json`,
+        { environment: 'production', version: '2.0', numbers: numbers.join(','), ...extra },
+        key ? { 'idempotency-key': key } : {},
+      );
+    assert.equal((await deploy([running.number])).statusCode, 200);
+    // Deployed to staging only: production does not run it.
+    await client(t.app, owner).post(`${base}/deploys.json`, {
+      environment: 'staging',
+      numbers: String(elsewhere.number),
+    });
+
+    const numbers = [item.number, runningBlocked.number, together.number, togetherBlocked.number];
+    const expected = [{ number: item.number, blocked_by: [elsewhere.number] }];
+    const dry = await deploy(numbers, { dry_run: 'true' });
+    assert.deepEqual(dry.json().blocked, expected);
+    const real = await deploy(numbers, {}, 'blockers-1');
+    assert.equal(real.statusCode, 200, real.body);
+    assert.deepEqual(real.json().blocked, expected);
+    const again = await deploy(numbers, {}, 'blockers-1');
+    assert.deepEqual(again.json().blocked, expected, 'a repeat answers the first receipt');
+    const rollback = await client(t.app, owner).post(`${base}/deploys.json`, {
+      environment: 'production',
+      version: '2.0',
+      rollback: 'true',
+    });
+    assert.deepEqual(rollback.json().blocked, []);
+
+    const mail = (await deliveredMail(t)).filter(
+      (m) => m.headers.get('to')!.includes(alice.email) && m.headers.get('subject')!.includes('Deployed to production'),
+    );
+    assert.equal(mail.length, 1);
+    assert.match(mail[0].text, new RegExp(`Blocked by #${elsewhere.number}, which is not in production\\.`));
+    assert.match(mail[0].html, new RegExp(`Blocked by #${elsewhere.number}, which is not in production\\.`));
+  });
+});

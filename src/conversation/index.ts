@@ -6,4 +6,4 @@ export { commentMessageRenderer, blockMessageRenderer } from './mail.js';
 export { LIMITS as CONVERSATION_LIMITS } from './model.js';
 export { CONVERSATION_SCHEMAS } from './present.js';
 export { conversationRoutes } from './routes.js';
-export { addComment, listBlocksOf, type Listed } from './service.js';
+export { addComment, blockersOfItems, listBlocksOf, type Listed } from './service.js';

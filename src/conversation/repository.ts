@@ -1,4 +1,5 @@
 import { sql } from 'kysely';
+import { inChunks } from '../db/chunks.js';
 import type { Db, Trx } from '../db/connection.js';
 import type { AnnotationRow, BlockRow, CommentRow, FavoriteRow } from '../db/schema.js';
 import type { CommentVia } from './model.js';
@@ -222,4 +223,21 @@ export async function findCommentsByIds(db: Db, ids: number[]): Promise<CommentR
 
 export async function findBlocksByIds(db: Db, ids: number[]): Promise<BlockRow[]> {
   return ids.length === 0 ? [] : db.selectFrom('blocks').selectAll().where('id', 'in', ids).execute();
+}
+
+/** For each of the items, the items that block it by blocks in force: their ids and numbers. */
+export async function blockersOf(
+  db: Db,
+  itemIds: number[],
+): Promise<{ blocked_id: number; id: number; number: number }[]> {
+  return inChunks(itemIds, (chunk) =>
+    db
+      .selectFrom('blocks')
+      .innerJoin('items', 'items.id', 'blocks.item_id')
+      .select(['blocks.blocked_id', 'items.id', 'items.number'])
+      .where('blocks.blocked_id', 'in', chunk)
+      .where('blocks.unblocked', '=', 0)
+      .orderBy('items.number')
+      .execute(),
+  );
 }

@@ -170,6 +170,8 @@ export interface DeploysTable {
   reverted_by: Generated<number | null>;
   /** The receipt a retry with the deploy's Idempotency-Key answers again: a JSON array of numbers. */
   unknown_numbers: Generated<string>;
+  /** JSON array of {"number", "blocked_by"}: items blocked by items not in the environment then. */
+  blocked_items: Generated<string>;
   /** How many people the deploy mailed. */
   emailed: Generated<number>;
   /**
@@ -393,6 +395,27 @@ export interface AttachmentsTable {
   bytes: Buffer;
 }
 
+/** A change of an item, as the activity log shows it (activities/). */
+export interface ActivitiesTable {
+  id: Generated<number>;
+  product_id: number;
+  item_id: number;
+  item_number: number;
+  /** Who made the change. */
+  user_id: number;
+  action: string;
+  /** A JSON object, bounded when written: what changed, before and after. */
+  meta: string;
+  created_at: string;
+}
+
+/** How many activities an item has, or a product (item_id 0), kept as they are written. */
+export interface ActivityCountsTable {
+  product_id: number;
+  item_id: number;
+  count: number;
+}
+
 /** When a sender of refused mail was last sent an explanation (at most one an hour). */
 export interface InboundSendersTable {
   /** Lower case. */
@@ -440,6 +463,8 @@ export interface Database {
   annotations: AnnotationsTable;
   comment_mail_off: CommentMailOffTable;
   attachments: AttachmentsTable;
+  activities: ActivitiesTable;
+  activity_counts: ActivityCountsTable;
   inbound_senders: InboundSendersTable;
   inbound_refusals: InboundRefusalsTable;
 }
@@ -466,6 +491,7 @@ export type AnnotationRow = Selectable<AnnotationsTable>;
 /** An attachment without its bytes, as lists and answers read it. */
 export type InboundRefusalRow = Selectable<InboundRefusalsTable>;
 export type AttachmentRow = Omit<Selectable<AttachmentsTable>, 'bytes'>;
+export type ActivityRow = Selectable<ActivitiesTable>;
 
 /** Columns of a row type, each once; a column of the type missing from the list does not compile. */
 const allColumns =
@@ -525,6 +551,7 @@ export const DEPLOY_COLUMNS = allColumns<DeployRow>()([
   'reverted_by',
   'unknown_numbers',
   'emailed',
+  'blocked_items',
 ]);
 
 /** The same columns of a table named by an alias in a join (`items.id`, `i.id`). */
