@@ -27,6 +27,8 @@ const TABLES: Partial<Record<keyof Database, string[]>> = {
   attachments: ['id'],
   activities: ['id'],
   activity_counts: ['product_id', 'item_id'],
+  inbound_senders: ['address'],
+  inbound_refusals: ['id'],
 };
 const SELF_REFERENCES = { items: 'parent_id', deploys: 'reverted_by' } as const;
 const SERIAL_TABLES: (keyof Database)[] = [
@@ -41,6 +43,7 @@ const SERIAL_TABLES: (keyof Database)[] = [
   'webhook_deliveries',
   'attachments',
   'activities',
+  'inbound_refusals',
 ];
 const BATCH = 500;
 /** Rows of files are copied a few at a time: each can be ATTACHMENT_MAX_MB. */
