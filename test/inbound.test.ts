@@ -289,6 +289,15 @@ describe('refused mail', () => {
     // Through SMTP, with the null sender.
     const sent = await sendSmtp(await compose({ from, text: 'Bounce' }), { from: '', to: [signed] });
     assert.match(sent.response, /^250 /);
+    // Mail that asks for no automatic answer, or comes from an address nobody reads, is refused unanswered.
+    const discussion = `discussion-${s.item.id}@${DOMAIN}`;
+    for (const options of [
+      { from: 'suppress@example.com', headers: { 'X-Auto-Response-Suppress': 'All' }, text: 'Hi' },
+      { from: 'no-reply@example.com', text: 'Hi' },
+    ]) {
+      const outcome = await receive(await compose(options), [discussion]);
+      assert.deepEqual(outcome.status === 'refused' && [outcome.reason, outcome.explained], ['not_member', false]);
+    }
     // Auto-Submitted: no is a person's mail.
     const person = await compose({ from, headers: { 'Auto-Submitted': 'no' }, text: 'Written by hand' });
     assert.equal((await receive(person, [signed])).status, 'accepted');

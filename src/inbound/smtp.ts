@@ -6,6 +6,9 @@ import { receiveMessage, type Inbound, type Outcome } from './service.js';
 
 const MIB = 1024 * 1024;
 
+/** Connections the listener serves at once. */
+const MAX_CLIENTS = 10;
+
 /** An error the SMTP server answers with its code (smtp-server reads `responseCode`). */
 function smtpError(code: number, text: string): Error {
   return Object.assign(new Error(text), { responseCode: code });
@@ -63,6 +66,9 @@ export class InboundListener {
       disabledCommands: ['AUTH', 'STARTTLS'],
       logger: false,
       closeTimeout: 5000,
+      // Each message is held whole while it is read and parsed (up to MAIL_INBOUND_MAX_MB, twice):
+      // more connections at once get 421, and the relay sends their mail a little later.
+      maxClients: MAX_CLIENTS,
       onRcptTo: (address, session, callback) => callback(this.checkRecipient(address.address, session)),
       onData: (stream, session, callback) => {
         this.take(stream, session).then(
