@@ -3,6 +3,7 @@
  * blocks between items, and annotations left by tools; each item's `counts` show them.
  */
 export { commentMessageRenderer, blockMessageRenderer } from './mail.js';
+export { LIMITS as CONVERSATION_LIMITS } from './model.js';
 export { CONVERSATION_SCHEMAS } from './present.js';
 export { conversationRoutes } from './routes.js';
 export { addComment, blockersOfItems, listBlocksOf, type Listed } from './service.js';

@@ -32,6 +32,8 @@ const TABLES: Partial<Record<keyof Database, string[]>> = {
   blocks: ['id'],
   annotations: ['id'],
   comment_mail_off: ['product_id', 'user_id'],
+  inbound_senders: ['address'],
+  inbound_refusals: ['id'],
 };
 const SELF_REFERENCES = { items: 'parent_id', deploys: 'reverted_by' } as const;
 const SERIAL_TABLES: (keyof Database)[] = [
@@ -50,6 +52,7 @@ const SERIAL_TABLES: (keyof Database)[] = [
   'favorites',
   'blocks',
   'annotations',
+  'inbound_refusals',
 ];
 const BATCH = 500;
 /** Rows of files are copied a few at a time: each can be ATTACHMENT_MAX_MB. */

@@ -263,6 +263,8 @@ export interface OutboxTable {
   comment_id: Generated<number | null>;
   /** The block a `block` message tells of. */
   block_id: Generated<number | null>;
+  /** The refused inbound message an `inbound-refusal` message explains. */
+  refusal_id: Generated<number | null>;
 }
 
 /**
@@ -414,6 +416,25 @@ export interface ActivityCountsTable {
   count: number;
 }
 
+/** When a sender of refused mail was last sent an explanation (at most one an hour). */
+export interface InboundSendersTable {
+  /** Lower case. */
+  address: string;
+  explained_at: string;
+}
+
+/** A refused inbound message that its sender is told of. */
+export interface InboundRefusalsTable {
+  id: Generated<number>;
+  address: string;
+  reason: string;
+  detail: string | null;
+  recipient: string;
+  subject: string;
+  in_reply_to: string | null;
+  created_at: string;
+}
+
 export interface Database {
   users: UsersTable;
   products: ProductsTable;
@@ -444,6 +465,8 @@ export interface Database {
   attachments: AttachmentsTable;
   activities: ActivitiesTable;
   activity_counts: ActivityCountsTable;
+  inbound_senders: InboundSendersTable;
+  inbound_refusals: InboundRefusalsTable;
 }
 
 export type UserRow = Selectable<UsersTable>;
@@ -466,6 +489,7 @@ export type FavoriteRow = Selectable<FavoritesTable>;
 export type BlockRow = Selectable<BlocksTable>;
 export type AnnotationRow = Selectable<AnnotationsTable>;
 /** An attachment without its bytes, as lists and answers read it. */
+export type InboundRefusalRow = Selectable<InboundRefusalsTable>;
 export type AttachmentRow = Omit<Selectable<AttachmentsTable>, 'bytes'>;
 export type ActivityRow = Selectable<ActivitiesTable>;
 

@@ -4,6 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
 import { openDatabase, type Db } from '../../src/db/connection.js';
+import { inboundOf, receiveMessage } from '../../src/inbound/index.js';
 import { client, makeItem, makeProduct, makeUser, tempDir, type TestUser } from '../helpers.js';
 import { runCli } from '../processes.js';
 import { databaseUrlFor } from '../storage.js';
@@ -85,6 +86,14 @@ before(async () => {
     assert.equal((await client(source.app, owner).post(url, params)).statusCode, 200, url);
   // A pending invitation: its message goes to an address with no user yet.
   await client(source.app, owner).post(`/api/products/${productId}/people.json`, { email: 'invited@example.com' });
+  // Mail from a stranger, refused: its explanation waits in the outbox, and its sender's hour is counted.
+  const to = `discussion-1@${source.app.config.mailDomain}`;
+  const refused = await receiveMessage(
+    inboundOf(source.db, source.app.config, source.app.unsubscribeLinks),
+    Buffer.from(`From: stranger@example.com\r\nTo: ${to}\r\nSubject: Hi\r\n\r\nLet me in\r\n`),
+    { recipients: [to] },
+  );
+  assert.deepEqual(refused.status === 'refused' && refused.explained, true);
 });
 
 after(async () => {
@@ -117,6 +126,8 @@ test('copy moves every row into an empty PostgreSQL database and checks the coun
     'annotations',
     'comment_mail_off',
     'activities',
+    'inbound_senders',
+    'inbound_refusals',
   ]) {
     assert.match(run.stdout, new RegExp(`^${table}\\s+(\\d+)\\s+\\1$`, 'm'), `${table} counts in ${run.stdout}`);
   }
