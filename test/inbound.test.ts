@@ -119,6 +119,29 @@ describe('replies by mail', () => {
     );
   });
 
+  test('a second copy of a message (a relay that lost the answer) adds nothing', async () => {
+    const { owner, bob, at, reply } = await setup();
+    const raw = await compose({
+      from: bob.email,
+      to: reply(bob),
+      subject: 'Re: it',
+      text: REPLY_TEXT,
+      messageId: '<copy-1@mail.example.com>',
+      attachments: [{ filename: 'log.txt', content: 'all green' }],
+    });
+    assert.equal((await receive(raw, [reply(bob)])).status, 'accepted');
+    const again = await receive(raw, [reply(bob)]);
+    assert.equal(again.status, 'ignored');
+    const sent = await sendSmtp(raw, { from: bob.email, to: [reply(bob)] });
+    assert.match(sent.response, /^250 .*a copy of a message the item took already/);
+    assert.equal((await commentsOf(owner, at)).length, 1);
+    assert.equal((await attachmentsOf(owner, at)).length, 1);
+    // Another message, with its own Message-ID, is taken.
+    const other = await compose({ from: bob.email, to: reply(bob), subject: 'Re: it', text: 'One more thing.' });
+    assert.equal((await receive(other, [reply(bob)])).status, 'accepted');
+    assert.equal((await commentsOf(owner, at)).length, 2);
+  });
+
   test('the listener refuses at RCPT TO what is no item address, and takes one item address per message', async () => {
     const { bob, reply } = await setup();
     const raw = await compose({ from: bob.email, to: 'someone@elsewhere.test', subject: 'x', text: 'x' });

@@ -34,6 +34,7 @@ const TABLES: Partial<Record<keyof Database, string[]>> = {
   comment_mail_off: ['product_id', 'user_id'],
   inbound_senders: ['address'],
   inbound_refusals: ['id'],
+  inbound_messages: ['item_id', 'message_id'],
 };
 const SELF_REFERENCES = { items: 'parent_id', deploys: 'reverted_by' } as const;
 const SERIAL_TABLES: (keyof Database)[] = [

@@ -25,6 +25,7 @@ import * as deployBlockers from './migrations/2026_11_27_0015_deploy_blockers.js
 import * as attachments from './migrations/2026_11_27_0030_attachments.js';
 import * as activities from './migrations/2026_11_27_0020_activities.js';
 import * as inboundMail from './migrations/2026_11_27_0040_inbound_mail.js';
+import * as inboundReceived from './migrations/2026_11_27_0045_inbound_received.js';
 
 /** Every migration, by name; names sort in the order they apply. */
 export const MIGRATIONS: Readonly<Record<string, Migration>> = {
@@ -53,6 +54,7 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '2026_11_27_0030_attachments': attachments,
   '2026_11_27_0020_activities': activities,
   '2026_11_27_0040_inbound_mail': inboundMail,
+  '2026_11_27_0045_inbound_received': inboundReceived,
 };
 
 /** The names of every migration, in the order they apply. */

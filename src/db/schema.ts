@@ -435,6 +435,13 @@ export interface InboundRefusalsTable {
   created_at: string;
 }
 
+/** A message an item took by mail, by its Message-ID: a second copy of it adds nothing. */
+export interface InboundMessagesTable {
+  item_id: number;
+  message_id: string;
+  received_at: string;
+}
+
 export interface Database {
   users: UsersTable;
   products: ProductsTable;
@@ -465,6 +472,7 @@ export interface Database {
   attachments: AttachmentsTable;
   activities: ActivitiesTable;
   activity_counts: ActivityCountsTable;
+  inbound_messages: InboundMessagesTable;
   inbound_senders: InboundSendersTable;
   inbound_refusals: InboundRefusalsTable;
 }

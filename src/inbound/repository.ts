@@ -27,3 +27,21 @@ export async function findRefusalsByIds(db: Db, ids: number[]): Promise<InboundR
   if (ids.length === 0) return [];
   return db.selectFrom('inbound_refusals').selectAll().where('id', 'in', ids).execute();
 }
+
+/**
+ * Notes that the item took the message `messageId`: false when it had already (a second copy),
+ * in which case nothing of it is to be added again. Notes older than `forgetBefore` are deleted.
+ */
+export async function noteReceived(
+  trx: Trx,
+  o: { itemId: number; messageId: string; at: string; forgetBefore: string },
+): Promise<boolean> {
+  await trx.deleteFrom('inbound_messages').where('received_at', '<', o.forgetBefore).execute();
+  const inserted = await trx
+    .insertInto('inbound_messages')
+    .values({ item_id: o.itemId, message_id: o.messageId, received_at: o.at })
+    .onConflict((oc) => oc.columns(['item_id', 'message_id']).doNothing())
+    .returning('message_id')
+    .executeTakeFirst();
+  return inserted !== undefined;
+}

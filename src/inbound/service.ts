@@ -20,7 +20,7 @@ import {
   type RefusalReason,
   type Senders,
 } from './model.js';
-import { claimExplanation, insertRefusal } from './repository.js';
+import { claimExplanation, insertRefusal, noteReceived } from './repository.js';
 
 /** What receiving mail needs of the installation. */
 export interface Inbound {
@@ -166,6 +166,8 @@ async function take(
   senders: Senders,
 ): Promise<Outcome> {
   const { scope, item, filesOnly } = await targetOf(trx, inbound, recipient, senders);
+  if (!(await firstCopy(trx, item, parsed)))
+    return { status: 'ignored', recipient, why: 'a copy of a message the item took already' };
   const files = filesOf(parsed);
   const text = (parsed.text ?? '').slice(0, REPLY_SCAN_CHARS);
   const body = filesOnly ? '' : commentText(new EmailReplyParser().read(text).getVisibleText());
@@ -182,6 +184,25 @@ async function take(
     if (err instanceof NotFoundError) throw unknownAddress();
     throw err;
   }
+}
+
+/** How long an item remembers the Message-IDs it took: far longer than any relay retries. */
+const REMEMBER_RECEIVED_MS = 30 * 24 * 3600_000;
+
+/**
+ * Whether this is the first copy of the message the item takes: a relay that lost our answer sends
+ * it again. A message without a Message-ID cannot be told apart from another, and is taken.
+ */
+async function firstCopy(trx: Trx, item: ItemRow, parsed: ParsedMail): Promise<boolean> {
+  const messageId = parsed.messageId?.trim();
+  if (!messageId) return true;
+  const now = currentTime();
+  return noteReceived(trx, {
+    itemId: item.id,
+    messageId: messageId.slice(0, 998),
+    at: formatTimestamp(now),
+    forgetBefore: formatTimestamp(new Date(now.getTime() - REMEMBER_RECEIVED_MS)),
+  });
 }
 
 const unknownAddress = () =>

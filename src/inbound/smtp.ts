@@ -20,7 +20,7 @@ function smtpError(code: number, text: string): Error {
  */
 function answerOf(outcome: Outcome): { error?: Error; message?: string } {
   if (outcome.status === 'accepted') return { message: '2.0.0 Taken by Shiplog' };
-  if (outcome.status === 'ignored') return { message: '2.0.0 Automatic mail, ignored' };
+  if (outcome.status === 'ignored') return { message: `2.0.0 Ignored: ${outcome.why}` };
   switch (outcome.reason) {
     case 'not_shiplog':
       return { error: smtpError(550, `5.1.1 ${outcome.message}`) };
