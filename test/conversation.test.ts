@@ -383,6 +383,9 @@ describe('blocking', () => {
     assert.equal(unblocked.statusCode, 200, unblocked.body);
     assert.equal(unblocked.json().unblocked, true);
     assert.equal((await itemOf(owner, at)).counts.blockers, 0);
+    const twice = await client(t.app, alice).delete(`${blockerAt}/blocking/${block.id}.json`);
+    assert.deepEqual(twice.json(), unblocked.json(), 'marking it again changes nothing');
+    assert.equal((await itemOf(owner, blockerAt)).counts.blocking, 0, 'not counted down twice');
     assert.equal((await itemOf(owner, blockerAt)).counts.blocking, 0);
     assert.equal(
       (await client(t.app, owner).get(`${blockerAt}/blocking/${block.id}.json`)).json().unblocked,

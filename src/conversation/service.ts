@@ -258,6 +258,8 @@ export async function removeBlock(
     throw new ForbiddenError(
       "Only the block's creator may remove it, and the blocked item's assignee mark it unblocked.",
     );
+  // Marked unblocked already: nothing changes, nothing is told.
+  if (!removes && block.unblocked === 1) return block;
   let after = block;
   if (removes) await repository.deleteBlock(trx, block.id);
   else if (block.unblocked === 0) after = await repository.setUnblocked(trx, block.id, true);
