@@ -114,6 +114,8 @@ describe('comments', () => {
     assertError(await client(t.app, alice).get(`${otherAt}/comments/${comment.id}.json`), 404);
     assertError(await client(t.app, alice).get(`${at}/comments/99999999.json`), 404);
     assertError(await client(t.app, alice).get(`${at}/comments/abc.json`), 404);
+    for (const kind of ['comments', 'favorites', 'blocking'])
+      assertError(await client(t.app, alice).get(`${at}/${kind}/2147483648.json`), 404, { label: kind });
     const gone = await client(t.app, alice).delete(`${at}/comments/${comment.id}.json`);
     assert.equal(gone.statusCode, 200, gone.body);
     assert.equal(gone.json().body, 'Mine');

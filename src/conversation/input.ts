@@ -1,4 +1,4 @@
-import { asInteger, asTextBytes, asText, collectErrors, digitsToId, invalid, type ParamValue } from '../http/params.js';
+import { asInteger, asTextBytes, asText, collectErrors, invalid, type ParamValue } from '../http/params.js';
 
 import { LIMITS } from './model.js';
 
@@ -28,11 +28,4 @@ export function parseAnnotation(p: Record<string, ParamValue>): { label: string;
     action: field(() => required('action', asText('action', p.action, LIMITS.action)))!,
     body: field(() => asTextBytes('body', p.body, LIMITS.body)) ?? '',
   }));
-}
-
-/** The id in a path (`comments/{id}.json`): digits, or a 404 naming what was asked for. */
-export function pathId(raw: string, notFound: () => Error): number {
-  const id = digitsToId(raw);
-  if (id === undefined) throw notFound();
-  return id;
 }

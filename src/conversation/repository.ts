@@ -2,7 +2,14 @@ import { sql } from 'kysely';
 import { inChunks } from '../db/chunks.js';
 import type { Db, Trx } from '../db/connection.js';
 import type { Selectable } from 'kysely';
-import type { AnnotationRow, BlockRow, CommentRow, Database, FavoriteRow } from '../db/schema.js';
+import {
+  storableId,
+  type AnnotationRow,
+  type BlockRow,
+  type CommentRow,
+  type Database,
+  type FavoriteRow,
+} from '../db/schema.js';
 import type { CommentVia } from './model.js';
 
 export interface Page {
@@ -21,7 +28,9 @@ export async function findEntry<T extends EntryTable>(
   itemId: number,
   id: number,
 ): Promise<EntryRow<T> | undefined> {
-  const row = await (db as Db)
+  // An id past what a column holds names nothing (PostgreSQL would refuse to compare it).
+  if (!storableId(id)) return undefined;
+  const row = await db
     .selectFrom(table as 'comments')
     .selectAll()
     .where('item_id', '=', itemId)
