@@ -3,6 +3,19 @@
  * blocks between items, and annotations left by tools; each item's `counts` show them.
  */
 export { commentMessageRenderer, blockMessageRenderer } from './mail.js';
-export { CONVERSATION_SCHEMAS } from './present.js';
+export { CONVERSATION_SCHEMAS, presentBlocks, presentComments } from './present.js';
 export { conversationRoutes } from './routes.js';
-export { addComment, listBlocksOf, type Listed } from './service.js';
+export { parseBlock, parseComment } from './input.js';
+export {
+  addBlock,
+  addComment,
+  addFavorite,
+  findOwnFavorite,
+  getComment,
+  listBlocksOf,
+  listCommentsOf,
+  removeBlock,
+  removeComment,
+  removeFavorite,
+  type Listed,
+} from './service.js';

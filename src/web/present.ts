@@ -132,3 +132,36 @@ export function presentMatrixRows({
     };
   });
 }
+
+/** One entry of an item's timeline: what happened to the item, and when. */
+export type TimelineEntry =
+  | { kind: 'created'; at: string; by: string }
+  | { kind: 'comment'; at: string; id: number; by: string; byId: number; html: string }
+  | { kind: 'deploy'; at: string; deploy: HistoryEntry };
+
+/** Entries of one kind, the newest first, as a source of the timeline gives them. */
+export interface TimelineSource {
+  kind: string;
+  entries: TimelineEntry[];
+}
+
+/**
+ * An item's timeline from entries of several sources (comments, deploys, its creation; each the
+ * newest first and paged from its newest end): the newest `limit` of them all, shown oldest first,
+ * and how many of each source that took, which is where the next older page of each starts. Of
+ * entries at the same time, a later source's counts as the newer (a comment made in the second the
+ * item was created comes after its creation). Another kind of entry is one more source.
+ */
+export function mergeTimeline(
+  sources: TimelineSource[],
+  limit: number,
+): { entries: TimelineEntry[]; taken: Record<string, number> } {
+  const all = sources.flatMap((s, rank) =>
+    s.entries.map((entry, position) => ({ entry, kind: s.kind, rank, position, time: Date.parse(entry.at) })),
+  );
+  all.sort((a, b) => b.time - a.time || b.rank - a.rank || a.position - b.position);
+  const kept = all.slice(0, limit);
+  const taken = Object.fromEntries(sources.map((s) => [s.kind, 0]));
+  for (const k of kept) taken[k.kind] += 1;
+  return { entries: kept.map((k) => k.entry).reverse(), taken };
+}
