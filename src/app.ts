@@ -1,5 +1,6 @@
 import Fastify, { type FastifyInstance, type FastifyServerOptions, type RouteOptions } from 'fastify';
 import { ATTACHMENT_SCHEMAS, attachmentRoutes } from './attachments/index.js';
+import { ACTIVITY_SCHEMAS, activityRoutes } from './activities/index.js';
 import type { Config } from './config.js';
 import type { Db } from './db/connection.js';
 import type { UserRow } from './db/schema.js';
@@ -31,11 +32,13 @@ import { serverOptions } from './http/server-options.js';
 import { INVITATION_SCHEMAS, invitationMessageRenderer, invitationRoutes, inviteRoutes } from './invitations/index.js';
 import {
   fillDescriptionHtml,
+  getItem,
   ITEM_SCHEMAS,
   itemRoutes,
   KeptItems,
   ListCounts,
   ListPages,
+  pathItemNumber,
   shortUrlRoutes,
 } from './items/index.js';
 import {
@@ -330,6 +333,7 @@ const RESPONSE_SCHEMAS = [
   ...NOTIFICATION_SCHEMAS,
   ...ATTACHMENT_SCHEMAS,
   ...MAIL_SCHEMAS,
+  ...ACTIVITY_SCHEMAS,
   HealthSchema,
 ];
 
@@ -362,6 +366,9 @@ async function registerRoutes(app: FastifyInstance, web: WebOptions): Promise<vo
       await member.register(notificationRoutes);
       await member.register(webhookRoutes);
       await member.register(attachmentRoutes);
+      await member.register(activityRoutes, {
+        itemOf: (request) => getItem(app.db, request.scope, pathItemNumber(request)),
+      });
     });
   });
 }

@@ -228,6 +228,18 @@ describe('attachments: upload, list, fetch, download, delete', () => {
   });
 });
 
+describe('attachments: the activity log', () => {
+  test('an upload is an activity of the item, with the name it was stored under', async () => {
+    const s = await setup();
+    const file = await uploaded(s.member, s.list, '../report.txt', 'all green');
+    const log = await client(t.app, s.owner).get(`${s.base}/${s.item.number}/activities.json`);
+    const [latest] = log.json().activities;
+    assert.equal(latest.action, 'attached');
+    assert.equal(latest.user.email, s.member.email);
+    assert.deepEqual(latest.meta, { attachment_id: file.id, name: 'report.txt' });
+  });
+});
+
 describe('attachments: limits', () => {
   test('a file over ATTACHMENT_MAX_MB is a 413 and nothing is stored; one of exactly the limit is taken', async () => {
     const s = await setup();

@@ -85,6 +85,8 @@ function productCalls(productId: number | string, newPersonEmail: string): Call[
     { name: 'update item', method: 'POST', url: `${p}/items/1.json`, params: { description: 'changed', score: 'M' } },
     { name: 'children', method: 'GET', url: `${p}/items/1/children.json` },
     { name: 'deployed_to', method: 'GET', url: `${p}/items/1/deployed_to.json` },
+    { name: 'item activities', method: 'GET', url: `${p}/items/1/activities.json` },
+    { name: 'product activities', method: 'GET', url: `${p}/activities.json` },
     { name: 'resort', method: 'POST', url: `${p}/items/2/resort.json`, params: { before: '1' } },
     { name: 'follow', method: 'POST', url: `${p}/items/2/follow.json` },
     { name: 'unfollow', method: 'DELETE', url: `${p}/items/1/follow.json` },
@@ -523,6 +525,7 @@ describe('product membership (BOLA)', () => {
       { name: 'list deploys bad offset', method: 'GET', url: `${p}/deploys.json`, params: { offset: '1.5' } },
       { name: 'children bad limit', method: 'GET', url: `${p}/items/1/children.json`, params: { limit: '0' } },
       { name: 'deployed_to bad offset', method: 'GET', url: `${p}/items/1/deployed_to.json`, params: { offset: 'x' } },
+      { name: 'activities bad limit', method: 'GET', url: `${p}/items/1/activities.json`, params: { limit: '0' } },
       {
         name: 'create deploy bad numbers',
         method: 'POST',

@@ -457,3 +457,39 @@ describe('webhooks of the conversation', () => {
     assert.equal(changed.block.blocked.number, item.number);
   });
 });
+
+describe('the activity log of the conversation', () => {
+  test('comments, favorites and blocks are activities of the item, newest first, with what they were', async () => {
+    const { owner, alice, base, at, product, item } = await setup();
+    const comment = (await client(t.app, alice).post(`${at}/comments.json`, { body: 'Logged' })).json();
+    const favorite = (await client(t.app, alice).post(`${at}/favorites.json`)).json();
+    await client(t.app, alice).delete(`${at}/favorites/${favorite.id}.json`);
+    await client(t.app, alice).delete(`${at}/comments/${comment.id}.json`);
+    const other = await makeItem(t.app, owner, product.id);
+    const otherAt = `${base}/items/${other.number}`;
+    const block = (await client(t.app, owner).post(`${otherAt}/blocking.json`, { blocked: item.number })).json();
+    await client(t.app, alice).delete(`${otherAt}/blocking/${block.id}.json`);
+    await client(t.app, owner).post(`${otherAt}/blocking.json`, { blocked: item.number });
+    await client(t.app, owner).delete(`${otherAt}/blocking/${block.id}.json`);
+
+    const mine = (await client(t.app, owner).get(`${at}/activities.json`)).json();
+    assert.deepEqual(
+      mine.activities.map((a: { action: string }) => a.action),
+      ['comment_deleted', 'unfavorited', 'favorited', 'commented', 'created'],
+    );
+    const commented = mine.activities[3];
+    assert.equal(commented.user.email, alice.email);
+    assert.deepEqual(commented.meta, { comment_id: comment.id, body: 'Logged' });
+    const blocks = (await client(t.app, owner).get(`${otherAt}/activities.json`)).json();
+    assert.deepEqual(
+      blocks.activities.map((a: { action: string; meta: { blocked?: number } }) => [a.action, a.meta.blocked]),
+      [
+        ['block_removed', item.number],
+        ['blocked', item.number],
+        ['unblocked', item.number],
+        ['blocked', item.number],
+        ['created', undefined],
+      ],
+    );
+  });
+});

@@ -254,6 +254,12 @@ const ROUTES: Record<string, RouteSpec> = {
     params: PAGE,
     example: { limit: '10' },
   },
+  'GET /api/products/:product_id/items/:item_number/activities.json': {
+    access: 'api',
+    params: PAGE,
+    example: { limit: '10' },
+  },
+  'GET /api/products/:product_id/activities.json': { access: 'api', params: PAGE, example: { offset: '1' } },
   'POST /api/products/:product_id/items/:item_number/resort.json': {
     access: 'api',
     params: ['before', 'after'],
@@ -265,7 +271,7 @@ const ROUTES: Record<string, RouteSpec> = {
   'GET /api/products/:product_id/notifications.json': { access: 'api', params: [] },
   'POST /api/products/:product_id/notifications.json': {
     access: 'api',
-    params: ['environments'],
+    params: ['environments', 'comments'],
     example: { environments: 'production,staging' },
   },
   'GET /api/products/:product_id/webhooks.json': { access: 'api', params: [] },
@@ -282,6 +288,33 @@ const ROUTES: Record<string, RouteSpec> = {
   },
   'DELETE /api/products/:product_id/webhooks/:webhook_id.json': { access: 'api', params: [] },
   'GET /api/products/:product_id/webhooks/:webhook_id/deliveries.json': { access: 'api', params: PAGE },
+  'GET /api/products/:product_id/items/:item_number/comments.json': { access: 'api', params: PAGE },
+  'POST /api/products/:product_id/items/:item_number/comments.json': {
+    access: 'api',
+    params: ['body'],
+    example: { body: 'A *comment*' },
+  },
+  'GET /api/products/:product_id/items/:item_number/comments/:comment_id.json': { access: 'api', params: [] },
+  'DELETE /api/products/:product_id/items/:item_number/comments/:comment_id.json': { access: 'api', params: [] },
+  'GET /api/products/:product_id/items/:item_number/favorites.json': { access: 'api', params: PAGE },
+  'POST /api/products/:product_id/items/:item_number/favorites.json': { access: 'api', params: [] },
+  'GET /api/products/:product_id/items/:item_number/favorites/:favorite_id.json': { access: 'api', params: [] },
+  'DELETE /api/products/:product_id/items/:item_number/favorites/:favorite_id.json': { access: 'api', params: [] },
+  'GET /api/products/:product_id/items/:item_number/blocking.json': { access: 'api', params: PAGE },
+  'GET /api/products/:product_id/items/:item_number/blocked_by.json': { access: 'api', params: PAGE },
+  'POST /api/products/:product_id/items/:item_number/blocking.json': {
+    access: 'api',
+    params: ['blocked'],
+    example: { blocked: '3' },
+  },
+  'GET /api/products/:product_id/items/:item_number/blocking/:block_id.json': { access: 'api', params: [] },
+  'DELETE /api/products/:product_id/items/:item_number/blocking/:block_id.json': { access: 'api', params: [] },
+  'GET /api/products/:product_id/items/:item_number/annotations.json': { access: 'api', params: PAGE },
+  'POST /api/products/:product_id/items/:item_number/annotations.json': {
+    access: 'api',
+    params: ['label', 'action', 'body'],
+    example: { label: 'CI', action: 'passed', body: 'green' },
+  },
   'GET /api/products/:product_id/items/:item_number/attachments.json': {
     access: 'api',
     params: PAGE,
@@ -333,6 +366,8 @@ let numbers: number[];
 let deployId: number;
 let webhookId: number;
 let attachmentId: number;
+/** Of item 1, by the owner: for the paths that name one. */
+const conversation = { comment: 0, favorite: 0, block: 0 };
 const sessions = new Map<string, { cookie: string; csrf: string }>();
 const tokens = { invitation: '', unsubscribe: '', signIn: '' };
 
@@ -343,6 +378,20 @@ async function addWebhook(): Promise<void> {
   });
   assert.equal(webhook.statusCode, 200, webhook.body);
   webhookId = webhook.json().id;
+}
+
+/**
+ * The owner's comment, favorite and block (of item 2) on item 1, for the paths that name one;
+ * made again when deleted.
+ */
+async function addConversation(kind?: keyof typeof conversation): Promise<void> {
+  const at = `/api/products/${productId}/items/1`;
+  const api = client(t.app, owner);
+  if (!kind || kind === 'comment')
+    conversation.comment = (await api.post(`${at}/comments.json`, { body: 'Hi' })).json().id;
+  if (!kind || kind === 'favorite') conversation.favorite = (await api.post(`${at}/favorites.json`)).json().id;
+  if (!kind || kind === 'block')
+    conversation.block = (await api.post(`${at}/blocking.json`, { blocked: '2' })).json().id;
 }
 
 /** An attachment of item 1 for the paths that name one: JSON, as every success of the API is. */
@@ -421,6 +470,7 @@ before(async () => {
   deployId = deploy.json().id;
   await addWebhook();
   await addAttachment();
+  await addConversation();
 
   // Tokens that work, so that bodies sent with them reach the code behind the token check.
   const unsubscribe = (await deliveredMail(t))
@@ -826,13 +876,15 @@ function pathValue(name: string, url: string): fc.Arbitrary<string> {
             ? fc.constant(null).map(() => String(webhookId))
             : name === 'attachment_id'
               ? fc.constant(null).map(() => String(attachmentId))
-              : fc.constant(
-                  url.startsWith('/invitations')
-                    ? tokens.invitation
-                    : url.startsWith('/unsubscribe')
-                      ? tokens.unsubscribe
-                      : tokens.signIn,
-                );
+              : name === 'comment_id' || name === 'favorite_id' || name === 'block_id'
+                ? fc.constant(null).map(() => String(conversation[name.slice(0, -3) as keyof typeof conversation]))
+                : fc.constant(
+                    url.startsWith('/invitations')
+                      ? tokens.invitation
+                      : url.startsWith('/unsubscribe')
+                        ? tokens.unsubscribe
+                        : tokens.signIn,
+                  );
   return fc.oneof(
     { weight: 16, arbitrary: good },
     { weight: 1, arbitrary: bad },
@@ -1111,6 +1163,11 @@ async function runCase(route: string, request: FuzzRequest): Promise<void> {
   }
   if (/attachment/.test(route) && request.method === 'DELETE' && res.statusCode < 400) {
     await addAttachment();
+    return;
+  }
+  const kind = /\/(comment|favorite|block)(s|ing)\/:/.exec(route)?.[1] as keyof typeof conversation | undefined;
+  if (kind && request.method === 'DELETE' && res.statusCode < 400) {
+    await addConversation(kind);
     return;
   }
   // Signed out (a new API key signs out everywhere too): the next requests of that person come with a new session.

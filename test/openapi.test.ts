@@ -492,6 +492,11 @@ describe('every documented endpoint answers as the document says', () => {
     await get(`${p}/items/${task.number}/deployed_to.json`, member);
     await get(`${p}/items/${task.number}/deployed_to.json?limit=0`, member);
     await form('DELETE', `${p}/items/${other.number}.json`, member);
+    await get(`${p}/items/${task.number}/activities.json?limit=2`, member);
+    await get(`${p}/items/${task.number}/activities.json?offset=x`, member);
+    await get(`${p}/items/999/activities.json`, member);
+    await get(`${p}/activities.json`, member);
+    await get(`${p}/activities.json`, stranger);
 
     await get(`${hooks}/${hook.id}.json`, owner);
     await get(`${hooks}/999999.json`, owner);

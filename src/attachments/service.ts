@@ -1,3 +1,4 @@
+import { recordActivity } from '../activities/index.js';
 import type { Db, Trx } from '../db/connection.js';
 import type { AttachmentRow } from '../db/schema.js';
 import { attachmentNotFound, ForbiddenError, itemNotFound, PayloadTooLargeError } from '../errors.js';
@@ -81,6 +82,13 @@ export async function addAttachment(
     created_by_id: scope.user.id,
     created_at: nowTimestamp(),
     bytes: file.bytes,
+  });
+  await recordActivity(trx, {
+    action: 'attached',
+    item,
+    actor: scope.user,
+    meta: { attachment_id: row.id, name: row.name },
+    at: row.created_at,
   });
   return { row, item };
 }

@@ -1,3 +1,4 @@
+import { recordActivity, type ActivityAction } from '../activities/index.js';
 import type { Db, Trx } from '../db/connection.js';
 import type { AnnotationRow, BlockRow, CommentRow, FavoriteRow, ItemRow } from '../db/schema.js';
 import { ForbiddenError, namesNothing, NotFoundError, ValidationError } from '../errors.js';
@@ -90,6 +91,7 @@ export async function addComment(
   await announce(trx, scope, 'comment.created', item, urls, {
     comment: { id: comment.id, body: comment.body, created_at: comment.created_at },
   });
+  await logged(trx, scope, 'commented', item, { comment_id: comment.id, body: comment.body }, at);
   return comment;
 }
 
@@ -112,6 +114,7 @@ export async function removeComment(
   await announce(trx, scope, 'comment.deleted', item, urls, {
     comment: { id: comment.id, body: comment.body, created_at: comment.created_at },
   });
+  await logged(trx, scope, 'comment_deleted', item, { comment_id: comment.id, body: comment.body });
   return comment;
 }
 
@@ -149,6 +152,7 @@ export async function addFavorite(trx: Trx, scope: ProductScope, number: number,
   await announce(trx, scope, 'favorite.created', item, urls, {
     favorite: { id: favorite.id, created_at: favorite.created_at },
   });
+  await logged(trx, scope, 'favorited', item, { favorite_id: favorite.id }, at);
   return favorite;
 }
 
@@ -168,6 +172,7 @@ export async function removeFavorite(trx: Trx, scope: ProductScope, number: numb
   await repository.deleteFavorite(trx, favorite.id);
   await changeItemCounts(trx, item.id, { favorites_count: -1 });
   await markItemsChanged(trx, scope.product.id, { totals: false, order: true });
+  await logged(trx, scope, 'unfavorited', item, { favorite_id: favorite.id });
   return favorite;
 }
 
@@ -233,6 +238,7 @@ export async function addBlock(
   await countBlock(trx, scope, block, 1, at);
   await tellAssignee(trx, scope, { block, item, blocked }, urls, now);
   await announce(trx, scope, 'block.created', blocked, urls, { block: blockSummary(block, item, blocked, urls) });
+  await logged(trx, scope, 'blocked', item, blockMeta(block, item, blocked), at);
   return block;
 }
 
@@ -264,6 +270,7 @@ export async function removeBlock(
   await announce(trx, scope, 'block.changed', blocked, urls, {
     block: { ...blockSummary(after, item, blocked, urls), ...(removes ? { removed: true } : {}) },
   });
+  await logged(trx, scope, removes ? 'block_removed' : 'unblocked', item, blockMeta(block, item, blocked));
   return removes ? { ...block, unblocked: 1 } : after;
 }
 
@@ -293,6 +300,24 @@ async function tellAssignee(
     urls.mailDomain,
     now,
   );
+}
+
+const blockMeta = (block: BlockRow, item: ItemRow, blocked: ItemRow) => ({
+  block_id: block.id,
+  blocking: item.number,
+  blocked: blocked.number,
+});
+
+/** Puts a change of the conversation in the item's activity log, in the change's transaction. */
+async function logged(
+  trx: Trx,
+  scope: ProductScope,
+  action: ActivityAction,
+  item: ItemRow,
+  meta: Record<string, unknown>,
+  at?: string,
+): Promise<void> {
+  await recordActivity(trx, { action, item, actor: scope.user, meta, ...(at ? { at } : {}) });
 }
 
 function blockSummary(block: BlockRow, item: ItemRow, blocked: ItemRow, urls: Urls): BlockSummary {

@@ -25,6 +25,8 @@ const TABLES: Partial<Record<keyof Database, string[]>> = {
   webhook_events: ['id'],
   webhook_deliveries: ['id'],
   attachments: ['id'],
+  activities: ['id'],
+  activity_counts: ['product_id', 'item_id'],
 };
 const SELF_REFERENCES = { items: 'parent_id', deploys: 'reverted_by' } as const;
 const SERIAL_TABLES: (keyof Database)[] = [
@@ -38,6 +40,7 @@ const SERIAL_TABLES: (keyof Database)[] = [
   'webhook_events',
   'webhook_deliveries',
   'attachments',
+  'activities',
 ];
 const BATCH = 500;
 /** Rows of files are copied a few at a time: each can be ATTACHMENT_MAX_MB. */

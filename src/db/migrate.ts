@@ -22,6 +22,7 @@ import * as openLists from './migrations/2026_11_26_0090_open_lists.js';
 import * as deployPages from './migrations/2026_11_26_0100_deploy_pages.js';
 import * as conversation from './migrations/2026_11_27_0010_conversation.js';
 import * as attachments from './migrations/2026_11_27_0030_attachments.js';
+import * as activities from './migrations/2026_11_27_0020_activities.js';
 
 /** Every migration, by name; names sort in the order they apply. */
 export const MIGRATIONS: Readonly<Record<string, Migration>> = {
@@ -47,6 +48,7 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '2026_11_26_0100_deploy_pages': deployPages,
   '2026_11_27_0010_conversation': conversation,
   '2026_11_27_0030_attachments': attachments,
+  '2026_11_27_0020_activities': activities,
 };
 
 /** The names of every migration, in the order they apply. */

@@ -391,6 +391,27 @@ export interface AttachmentsTable {
   bytes: Buffer;
 }
 
+/** A change of an item, as the activity log shows it (activities/). */
+export interface ActivitiesTable {
+  id: Generated<number>;
+  product_id: number;
+  item_id: number;
+  item_number: number;
+  /** Who made the change. */
+  user_id: number;
+  action: string;
+  /** A JSON object, bounded when written: what changed, before and after. */
+  meta: string;
+  created_at: string;
+}
+
+/** How many activities an item has, or a product (item_id 0), kept as they are written. */
+export interface ActivityCountsTable {
+  product_id: number;
+  item_id: number;
+  count: number;
+}
+
 export interface Database {
   users: UsersTable;
   products: ProductsTable;
@@ -419,6 +440,8 @@ export interface Database {
   annotations: AnnotationsTable;
   comment_mail_off: CommentMailOffTable;
   attachments: AttachmentsTable;
+  activities: ActivitiesTable;
+  activity_counts: ActivityCountsTable;
 }
 
 export type UserRow = Selectable<UsersTable>;
@@ -442,6 +465,7 @@ export type BlockRow = Selectable<BlocksTable>;
 export type AnnotationRow = Selectable<AnnotationsTable>;
 /** An attachment without its bytes, as lists and answers read it. */
 export type AttachmentRow = Omit<Selectable<AttachmentsTable>, 'bytes'>;
+export type ActivityRow = Selectable<ActivitiesTable>;
 
 /** Columns of a row type, each once; a column of the type missing from the list does not compile. */
 const allColumns =

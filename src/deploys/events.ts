@@ -1,5 +1,6 @@
+import { recordActivity } from '../activities/index.js';
 import type { Trx } from '../db/connection.js';
-import type { DeployRow } from '../db/schema.js';
+import type { DeployRow, UserRow } from '../db/schema.js';
 import { itemSummary, type ItemHead } from '../items/index.js';
 import type { ProductScope, Urls } from '../scope.js';
 import { MAX_EVENT_ITEMS, queueEvent } from '../webhooks/index.js';
@@ -47,4 +48,33 @@ export async function announceDeploy(
       };
     },
   });
+}
+
+/**
+ * Puts a deploy in the activity log, in its transaction: one activity per item it changed,
+ * `deployed` (its environment, version and id) or, for a rollback, `rolled_back`, with the deploy
+ * the item's entry went back to (`restoredTo`, by item id; null: the entry was reverted).
+ */
+export async function logDeploy(
+  trx: Trx,
+  deploy: DeployRow,
+  actor: UserRow,
+  items: ItemHead[],
+  restoredTo?: Map<number, DeployRow | null>,
+): Promise<void> {
+  const meta = { deploy_id: deploy.id, environment: deploy.environment, version: deploy.version };
+  await recordActivity(
+    trx,
+    items.map((item) => {
+      if (!restoredTo) return { action: 'deployed', item, actor, at: deploy.created_at, meta };
+      const restored = restoredTo.get(item.id) ?? null;
+      return {
+        action: 'rolled_back',
+        item,
+        actor,
+        at: deploy.created_at,
+        meta: { ...meta, restored_deploy_id: restored?.id ?? null, restored_version: restored?.version ?? null },
+      };
+    }),
+  );
 }

@@ -12,7 +12,7 @@ import { formatTimestamp } from '../time.js';
 import { LruCache } from '../lru.js';
 import { nextTurn } from '../turns.js';
 import { findProfiles, findUsersByIds, type UserProfile } from '../users/index.js';
-import { announceDeploy } from './events.js';
+import { announceDeploy, logDeploy } from './events.js';
 import { keptSummaries } from './summaries.js';
 import { DEPLOY_PAGE_ITEMS, type DeployInput } from './input.js';
 import {
@@ -216,7 +216,7 @@ export async function recordDeploy(
     // What deploys.json embeds of the items, as they are now (a deploy changes none of it).
     ...keptSummaries(plan.items),
   });
-  await recordPlan(trx, deploy, plan);
+  await recordPlan(trx, deploy, plan, scope.user);
   // Lists filter on where items are deployed: their totals must be counted again.
   await markItemsChanged(trx, scope.product.id, { totals: true });
   await touchItems(trx, plan.items, at);
@@ -261,16 +261,24 @@ async function earlierDeploy(
   return earlier;
 }
 
-/** The items of a deploy just inserted: their latest deploy to its environment, or what its rollback changes. */
-async function recordPlan(trx: Trx, deploy: DeployRow, plan: DeployPlan): Promise<void> {
-  if (plan.rollback)
+/**
+ * The items of a deploy just inserted: their latest deploy to its environment, or what its rollback
+ * changes; and in the activity log, one activity per item, by `deployer`.
+ */
+async function recordPlan(trx: Trx, deploy: DeployRow, plan: DeployPlan, deployer: UserRow): Promise<void> {
+  if (plan.rollback) {
+    const { undone, changes } = plan.rollback;
     await recordRollback(
       trx,
       deploy,
-      plan.rollback.undone.map((d) => d.id),
-      plan.rollback.changes,
+      undone.map((d) => d.id),
+      changes,
     );
-  else await recordDeployedItems(trx, deploy, plan.items);
+    await logDeploy(trx, deploy, deployer, plan.items, new Map(changes.map((c) => [c.itemId, c.restoredTo])));
+  } else {
+    await recordDeployedItems(trx, deploy, plan.items);
+    await logDeploy(trx, deploy, deployer, plan.items);
+  }
 }
 
 /** Bytes of stored text that one statement touching items rewrites at most before the next. */

@@ -44,29 +44,65 @@ export async function announceItem(
 
 const TEXT_FIELDS = ['title', 'who', 'what', 'why', 'description', 'score', 'close_reason'] as const;
 
+/** One field's value before and after a change, in the item JSON's terms (see fieldChanges). */
+export interface FieldChange {
+  before: unknown;
+  after: unknown;
+}
+
 /**
- * What an item's fields were before a change, for those that differ after it, in the item JSON's
- * terms: `status` by name, `assigned_to` as a person (or null), `parent` as `{number}` (or null),
- * `archived` as a boolean, `tags` (given when they changed) as the list.
+ * The fields that differ between an item before a change and after it, each with both values in
+ * the item JSON's terms: `status` by name, `assigned_to` as a person (or null), `parent` as
+ * `{number}` (or null), `archived` as a boolean, `tags` (given when they changed) as the list, the
+ * others as stored. For a new item (`before` undefined) the fields it was made with, before null:
+ * its type and every field given a value. The one reading of what a change did, for the activity
+ * log and for webhook events (previousOf).
  */
-export async function previousValues(
+export async function fieldChanges(
   db: Db,
-  before: ItemRow,
+  before: ItemRow | undefined,
   after: ItemRow,
-  tagsBefore?: string[],
-): Promise<Record<string, unknown>> {
-  const previous: Record<string, unknown> = {};
-  for (const field of TEXT_FIELDS) if (before[field] !== after[field]) previous[field] = before[field];
-  if (before.status !== after.status) previous.status = statusName(before.status);
-  if (before.assigned_to_id !== after.assigned_to_id) {
-    const user = before.assigned_to_id === null ? undefined : await findUserById(db, before.assigned_to_id);
-    previous.assigned_to = user ? presentUser(user, NO_VIEWER) : null;
+  tags?: { before: string[]; after: string[] },
+): Promise<Record<string, FieldChange>> {
+  const changes: Record<string, FieldChange> = {};
+  const put = (field: string, was: unknown, now: unknown) => {
+    changes[field] = { before: was, after: now };
+  };
+  if (!before) put('type', null, after.type);
+  for (const field of TEXT_FIELDS) {
+    const was = before ? before[field] : null;
+    if (was !== after[field] && (before || (after[field] !== null && after[field] !== '')))
+      put(field, was, after[field]);
   }
-  if (before.parent_id !== after.parent_id) {
-    const [parent] = before.parent_id === null ? [] : await findItemsByIds(db, [before.parent_id]);
-    previous.parent = parent ? { number: parent.number } : null;
+  if (before?.status !== after.status)
+    put('status', before ? statusName(before.status) : null, statusName(after.status));
+  const assigned = [before?.assigned_to_id ?? null, after.assigned_to_id];
+  if (assigned[0] !== assigned[1]) {
+    const [was, now] = await Promise.all(
+      assigned.map(async (id) => {
+        const user = id === null ? undefined : await findUserById(db, id);
+        return user ? presentUser(user, NO_VIEWER) : null;
+      }),
+    );
+    put('assigned_to', was, now);
   }
-  if (before.archived !== after.archived) previous.archived = before.archived === 1;
-  if (tagsBefore) previous.tags = tagsBefore;
-  return previous;
+  const parents = [before?.parent_id ?? null, after.parent_id];
+  if (parents[0] !== parents[1]) {
+    const found = await findItemsByIds(
+      db,
+      parents.filter((id) => id !== null),
+    );
+    const [was, now] = parents
+      .map((id) => found.find((p) => p.id === id))
+      .map((p) => (p ? { number: p.number } : null));
+    put('parent', was, now);
+  }
+  if (before && before.archived !== after.archived) put('archived', before.archived === 1, after.archived === 1);
+  if (tags && (before || tags.after.length > 0)) put('tags', before ? tags.before : null, tags.after);
+  return changes;
+}
+
+/** What an item's fields were before a change, for those that differ after it: what webhook events call `changes`. */
+export function previousOf(changes: Record<string, FieldChange>): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(changes).map(([field, change]) => [field, change.before]));
 }

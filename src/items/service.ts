@@ -9,9 +9,11 @@ import {
   userNotFound,
   ValidationError,
 } from '../errors.js';
+import { recordActivity, type ActivityAction } from '../activities/index.js';
 import { allocateItemNumber, filterMembers, lockProduct, markItemsChanged } from '../products/index.js';
 import type { ProductScope, Urls } from '../scope.js';
 import { nowTimestamp } from '../time.js';
+import type { EventType } from '../webhooks/index.js';
 import { findUserById } from '../users/index.js';
 import {
   listQuery,
@@ -35,7 +37,7 @@ import {
   type Order,
 } from './model.js';
 import type { ListCounts, ListPages } from './counts.js';
-import { announceItem, previousValues } from './events.js';
+import { announceItem, fieldChanges, previousOf } from './events.js';
 import {
   addFollower,
   addFollowers,
@@ -289,6 +291,8 @@ export async function createItem(trx: Trx, scope: ProductScope, input: CreateIte
   });
   await insertTags(trx, item.id, input.tags);
   await addFollowers(trx, item.id, assignedTo ? [scope.user.id, assignedTo] : [scope.user.id], now);
+  const made = await fieldChanges(trx, undefined, item, { before: [], after: input.tags });
+  await recordActivity(trx, { action: 'created', item, actor: scope.user, at: now, meta: { changes: made } });
   await announceItem(trx, scope, 'item.created', item, urls);
   return item;
 }
@@ -446,11 +450,30 @@ export async function updateItem(
   const totals = tagsChanged || changes.status !== undefined || 'assigned_to_id' in changes || 'parent_id' in changes;
   await markItemsChanged(trx, scope.product.id, { totals, items: [item.id] });
   const updated = await updateItemRow(trx, item.id, { ...changes, last_modified: now, last_activity: now });
-  const type = changes.status !== undefined ? 'item.status_changed' : 'item.updated';
-  await announceItem(trx, scope, type, updated, urls, () =>
-    previousValues(trx, item, updated, tagsChanged ? tagsBefore : undefined),
-  );
+  const moved = changes.status !== undefined;
+  await announceChange(trx, scope, { before: item, after: updated, at: now }, urls, {
+    action: moved ? 'status_changed' : 'updated',
+    event: moved ? 'item.status_changed' : 'item.updated',
+    tags: tagsChanged ? { before: tagsBefore, after: input.tags! } : undefined,
+  });
   return { row: updated, conflicts };
+}
+
+/**
+ * Tells of a change of an item, in its transaction, from one reading of what changed: in the
+ * activity log (who, when, each changed field before and after) and to the product's webhooks.
+ */
+async function announceChange(
+  trx: Trx,
+  scope: ProductScope,
+  change: { before: ItemRow; after: ItemRow; at: string },
+  urls: Urls,
+  kind: { action: ActivityAction; event: EventType; tags?: { before: string[]; after: string[] } },
+): Promise<void> {
+  const changes = await fieldChanges(trx, change.before, change.after, kind.tags);
+  const { after: item, at } = change;
+  await recordActivity(trx, { action: kind.action, item, actor: scope.user, at, meta: { changes } });
+  await announceItem(trx, scope, kind.event, item, urls, async () => previousOf(changes));
 }
 
 /** Title (or a story's who, what and why, and the title built from them), description, score. */
@@ -533,7 +556,10 @@ export async function archiveItem(trx: Trx, scope: ProductScope, number: number,
   await markItemsChanged(trx, scope.product.id, { totals: true });
   const now = nowTimestamp();
   const archived = await updateItemRow(trx, item.id, { archived: 1, last_modified: now, last_activity: now });
-  await announceItem(trx, scope, 'item.updated', archived, urls, () => previousValues(trx, item, archived));
+  await announceChange(trx, scope, { before: item, after: archived, at: now }, urls, {
+    action: 'archived',
+    event: 'item.updated',
+  });
   return archived;
 }
 

@@ -5,8 +5,8 @@
  * commit.
  */
 export { parseCreateWebhook, webhookIdOf } from './input.js';
-export { EVENT_TYPES, MAX_EVENT_ITEMS, maskedUrl, NO_VIEWER, type EventType } from './model.js';
-export type { BlockSummary, DeploySummary, EventParts, ItemSummary } from './payload.js';
+export { EVENT_TYPES, MAX_CHANGE_LENGTH, MAX_EVENT_ITEMS, maskedUrl, NO_VIEWER, type EventType } from './model.js';
+export { cut, type BlockSummary, type DeploySummary, type EventParts, type ItemSummary } from './payload.js';
 export { presentDelivery, presentWebhooks, WEBHOOK_SCHEMAS, type DeliveryJson, type WebhookJson } from './present.js';
 export { webhookRoutes } from './routes.js';
 export {

@@ -69,7 +69,7 @@ type Written = EventHead & EventParts & { truncated?: string[] };
  * The first `max` code points and `…`, or the text when it is no longer (UTF-16 units never number
  * fewer than code points).
  */
-function cut(text: string, max: number): string {
+export function cut(text: string, max: number): string {
   if (text.length <= max) return text;
   const points = [...text];
   return points.length <= max ? text : `${points.slice(0, max).join('')}…`;

@@ -1,0 +1,81 @@
+import { sql, type Insertable } from 'kysely';
+import type { Db, Trx } from '../db/connection.js';
+import type { ActivitiesTable, ActivityRow } from '../db/schema.js';
+
+/** Rows one statement adds: 7 values each, well inside either database's limit on bound values. */
+const INSERT_STEP = 500;
+/** What stands for the whole product among the counters. */
+const PRODUCT_WIDE = 0;
+
+/**
+ * Adds activities and moves their counters (each item's, and each product's) by as many, in the
+ * caller's transaction. Counters are moved in key order, a product's own first, so that two
+ * writers never wait for each other's counters the other way round.
+ */
+export async function insertActivities(trx: Trx, rows: Insertable<ActivitiesTable>[]): Promise<void> {
+  for (let i = 0; i < rows.length; i += INSERT_STEP)
+    await trx
+      .insertInto('activities')
+      .values(rows.slice(i, i + INSERT_STEP))
+      .execute();
+  const added = new Map<string, { product_id: number; item_id: number; count: number }>();
+  for (const row of rows) {
+    for (const item_id of [PRODUCT_WIDE, row.item_id]) {
+      const key = `${row.product_id}:${item_id}`;
+      const counter = added.get(key) ?? added.set(key, { product_id: row.product_id, item_id, count: 0 }).get(key)!;
+      counter.count += 1;
+    }
+  }
+  const counters = [...added.values()].sort((a, b) => a.product_id - b.product_id || a.item_id - b.item_id);
+  for (let i = 0; i < counters.length; i += INSERT_STEP)
+    await trx
+      .insertInto('activity_counts')
+      .values(counters.slice(i, i + INSERT_STEP))
+      .onConflict((oc) =>
+        oc
+          .columns(['product_id', 'item_id'])
+          .doUpdateSet((eb) => ({ count: eb('activity_counts.count', '+', eb.ref('excluded.count')) })),
+      )
+      .execute();
+}
+
+/** Whose activities a page lists: a product's, or one item's. */
+export type ActivityScope = { productId: number; itemId?: number };
+
+/**
+ * One page of activities, newest first. Its ids come from the index of their product or item
+ * alone (on PostgreSQL an index-only scan), and only the page's rows are read: a deep offset
+ * walks index entries, never the rows it skips.
+ */
+export async function listActivities(
+  db: Db,
+  scope: ActivityScope,
+  offset: number,
+  limit: number,
+): Promise<ActivityRow[]> {
+  const ids = db.selectFrom('activities').select('id');
+  const page =
+    scope.itemId === undefined
+      ? ids.where('product_id', '=', scope.productId)
+      : ids.where('item_id', '=', scope.itemId);
+  return (
+    db
+      .selectFrom('activities')
+      .selectAll()
+      // A LIMIT in the text: SQLite plans a bound one anew each time (see db/prepared.ts).
+      .where('id', 'in', page.orderBy('id', 'desc').limit(sql.lit(limit)).offset(offset))
+      .orderBy('id', 'desc')
+      .execute()
+  );
+}
+
+/** How many activities a product or item has, as counted when they were written. */
+export async function countActivities(db: Db, scope: ActivityScope): Promise<number> {
+  const row = await db
+    .selectFrom('activity_counts')
+    .select('count')
+    .where('product_id', '=', scope.productId)
+    .where('item_id', '=', scope.itemId ?? PRODUCT_WIDE)
+    .executeTakeFirst();
+  return Number(row?.count ?? 0);
+}
