@@ -145,7 +145,7 @@ describe('comments on the item page', () => {
 
     const refused = await post(`${base}/items/${item.number}/comments/${bobs.id}/delete`, cookies.ada);
     assert.equal(refused.statusCode, 403);
-    assert.match(refused.body, /<p class="error" role="alert">Only its author may delete a comment\.<\/p>/);
+    assert.match(refused.body, /<p class="error">Only its author may delete a comment\.<\/p>/);
     const done = await post(`${base}/items/${item.number}/comments/${adas.id}/delete`, cookies.ada);
     assert.equal(done.statusCode, 303);
     assert.equal(done.headers.location, `${base}/items/${item.number}?done=uncommented#timeline`);
@@ -295,7 +295,7 @@ describe('blocks on the item page', () => {
       from: String(blocker.number),
     });
     assert.equal(refused.statusCode, 403);
-    assert.match(refused.body, /<p class="error" role="alert">Only the block&#39;s creator may remove it/);
+    assert.match(refused.body, /<p class="error">Only the block&#39;s creator may remove it/);
 
     const unblock = await post(`${base}/items/${blocked.number}/blocks/${block.id}/remove`, cookies.bob, {
       from: String(blocker.number),
@@ -397,7 +397,7 @@ describe('attachments on the item page', () => {
 
     const refused = await post(`${base}/items/${item.number}/attachments/${file.id}/delete`, cookies.cy);
     assert.equal(refused.statusCode, 403);
-    assert.match(refused.body, /<p class="error" role="alert">Only whoever attached the file/);
+    assert.match(refused.body, /<p class="error">Only whoever attached the file/);
     const confirm = await get(`${base}/items/${item.number}/attachments/${file.id}/delete`, cookies.bob);
     assert.match(confirm.body, /Delete this attachment<\/button>/);
     const deleted = await post(`${base}/items/${item.number}/attachments/${file.id}/delete`, cookies.bob);

@@ -56,6 +56,8 @@ export async function itemAttachmentRoutes(app: FastifyInstance): Promise<void> 
       const number = numberOf(request);
       const again = (err: unknown) =>
         refused(app, { request, reply, number, err }, (r) => ({ attachment: { values: {}, ...r } }));
+      // A form sent without a file is read as a form: its token is checked first, as every form's is.
+      if (!(request.body instanceof Upload)) checkToken(request);
       let form: Awaited<ReturnType<typeof parseUploadForm>>;
       try {
         form = await parseUploadForm(request.body);

@@ -132,7 +132,7 @@ export function blocksSection(ctx: ConversationContext): Html {
   const { c } = ctx;
   const shown = ['blocked', 'blocker'];
   return html`<section class="blocks" aria-labelledby="blocks-heading"><h2 id="blocks-heading">Blocking</h2>
-${c.blockForm.message ? html`<p class="error" role="alert">${c.blockForm.message}</p>` : ''}\
+${c.blockForm.message ? html`<p class="error">${c.blockForm.message}</p>` : ''}\
 ${otherErrors(c.blockForm, shown)}
 ${blockSide(ctx, { side: 'blocking', lines: c.blocking, total: c.blockingTotal, field: 'blocked' })}
 ${blockSide(ctx, { side: 'blocked_by', lines: c.blockedBy, total: c.blockedByTotal, field: 'blocker' })}
@@ -164,7 +164,7 @@ ${a.by} \u00b7 ${timeTag(a.at)}</span>${
 <h2 id="attachments-heading">Attachments <span class="count">${c.attachmentsTotal}</span></h2>
 ${list}
 <form method="post" action="${base}" enctype="multipart/form-data">${csrfField(viewer)}
-${s.message ? html`<p class="error" role="alert">${s.message}</p>` : ''}${otherErrors(s, ['file'])}
+${s.message ? html`<p class="error">${s.message}</p>` : ''}${otherErrors(s, ['file'])}
 <p><label for="attachment-file">Attach a file <span class="muted">(up to ${c.attachmentMaxMb} MiB)</span></label>\
 <input id="attachment-file" type="file" name="file" required${invalid}> <button type="submit">Upload</button>\
 ${fieldError(s, 'file')}</p></form></section>`;
@@ -204,7 +204,7 @@ export function timelineSection(ctx: ConversationContext): Html {
   const newest = t.newest ? html`<p><a href="${href}#timeline">Newest entries</a></p>` : '';
   return html`<section aria-labelledby="timeline"><h2 id="timeline">Timeline <span class="count">${t.total}</span></h2>
 ${older}<ol class="timeline conversation">${t.entries.map((e) => timelineEntry(ctx, e))}</ol>${newest}
-${c.problem ? html`<p class="error" role="alert">${c.problem}</p>` : ''}
+${c.problem ? html`<p class="error">${c.problem}</p>` : ''}
 ${commentForm(ctx)}
 </section>`;
 }
@@ -220,7 +220,7 @@ function commentForm({ c, productId, number, viewer }: ConversationContext): Htm
   const invalid = s.errors.body ? html` aria-invalid="true" aria-describedby="error-body comment-keys"` : '';
   return html`${preview}<form class="comment" id="comment-form" method="post" \
 action="${itemHref(productId, number)}/comments">${csrfField(viewer)}
-${s.message ? html`<p class="error" role="alert">${s.message}</p>` : ''}${otherErrors(s, ['body'])}
+${s.message ? html`<p class="error">${s.message}</p>` : ''}${otherErrors(s, ['body'])}
 <p><label for="comment-body">Comment <span class="muted">(Markdown)</span></label>\
 <textarea id="comment-body" name="body" rows="5"${invalid}>
 ${s.values.body ?? ''}</textarea>${fieldError(s, 'body')}</p>
