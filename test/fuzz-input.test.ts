@@ -165,7 +165,7 @@ const ROUTES: Record<string, RouteSpec> = {
   },
   'GET /app/products/:product_id/items/:item_number': {
     access: 'page',
-    params: ['skip_comment', 'skip_deploy', 'skip_created', 'done'],
+    params: ['skip_comment', 'skip_deploy', 'skip_change', 'skip_created', 'done'],
     example: { skip_comment: '1', done: 'commented' },
   },
   'POST /app/products/:product_id/items/:item_number/comments': {

@@ -1,7 +1,16 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { LightMyRequestResponse } from 'fastify';
-import { client, makeApp, makeItem, makeProduct, makeUser, signInByMail, type TestContext } from './helpers.js';
+import {
+  advanceClock,
+  client,
+  makeApp,
+  makeItem,
+  makeProduct,
+  makeUser,
+  signInByMail,
+  type TestContext,
+} from './helpers.js';
 
 /*
  * The conversation on an item's page, as a browser without script uses it: comments (with a
@@ -180,6 +189,66 @@ describe('comments on the item page', () => {
     assert.match(second.body, /Newest entries/);
     const bad = await get(`${base}/items/${item.number}?skip_comment=x`, cookies.ada);
     assert.equal(bad.statusCode, 400);
+  });
+});
+
+describe('the timeline', () => {
+  test("comments, deploys and the item's changes merged by time, newest last; paged, each entry once", async () => {
+    const { ada, bob, product, cookies, base, api } = await team();
+    const item = await makeItem(t.app, ada, product.id, { title: 'Merged' });
+    const at = `/api/products/${product.id}/items/${item.number}`;
+    // Deploys are stamped by the wall clock, not the service's (which the other steps move on).
+    const deployed = await api(ada).post(`/api/products/${product.id}/deploys.json`, {
+      environment: 'staging',
+      numbers: `${item.number}`,
+    });
+    assert.equal(deployed.statusCode, 200, deployed.body);
+    const steps: (() => Promise<LightMyRequestResponse>)[] = [
+      () => api(bob).post(`${at}/comments.json`, { body: 'first word' }),
+      () => api(ada).post(`${at}.json`, { status: 'in-progress' }),
+      () => api(bob).post(`${at}/comments.json`, { body: 'second word' }),
+      () => api(ada).post(`${at}.json`, { title: 'Renamed' }),
+    ];
+    for (const step of steps) {
+      advanceClock(2_000);
+      const res = await step();
+      assert.equal(res.statusCode, 200, res.body);
+    }
+    const page = await get(`${base}/items/${item.number}`, cookies.ada);
+    const timeline = /<ol class="conversation">([\s\S]*?)<\/ol>/.exec(page.body)?.[1] ?? '';
+    const entries = [...timeline.matchAll(/<li class="(\w+)[^"]*"[^>]*>[\s\S]*?<p>([\s\S]*?)<\/p>/g)].map(
+      ([, kind, text]) =>
+        `${kind}: ${text
+          .replace(/<[^>]+>/g, '')
+          .replace(/\s+/g, ' ')
+          .trim()}`,
+    );
+    assert.deepEqual(entries, [
+      'created: Ada Lovelace created the item.',
+      'deploy: Ada Lovelace deployed to staging (the deploy)',
+      'comment: Bob Builder commented:',
+      `change: Ada Lovelace: Moved #${item.number} from backlog to in-progress`,
+      'comment: Bob Builder commented:',
+      `change: Ada Lovelace: Changed the title of #${item.number}`,
+    ]);
+
+    // 120 more comments: the activity log's window of a page is all comments (shown by their own
+    // source), and nothing older than it may be taken before it is read.
+    for (let n = 0; n < 120; n++) await api(bob).post(`${at}/comments.json`, { body: `more ${n}` });
+    const seen: string[] = [];
+    let url: string | undefined = `${base}/items/${item.number}`;
+    for (let pages = 0; url && pages < 10; pages++) {
+      const res = await get(url, cookies.ada);
+      const list = /<ol class="conversation">([\s\S]*?)<\/ol>/.exec(res.body)?.[1] ?? '';
+      const texts = [...list.matchAll(/<li class="(\w+)[^"]*"( id="comment-\d+")?>/g)].map((m) => m[1] + (m[2] ?? ''));
+      seen.unshift(...texts);
+      const older = /<a href="([^"]+)#timeline">Older entries<\/a>/.exec(res.body)?.[1];
+      url = older && unescapeHtml(older);
+    }
+    assert.equal(seen.length, 6 + 120, 'every entry once');
+    assert.equal(new Set(seen).size, seen.length - 1, 'no comment twice (the two changes look alike)');
+    assert.equal(seen[0], 'created');
+    assert.equal(seen.filter((s) => s === 'change').length, 2);
   });
 });
 
@@ -404,5 +473,77 @@ describe('attachments on the item page', () => {
     assert.equal(deleted.headers.location, `${base}/items/${item.number}?done=detached#attachments-heading`);
     const left = (await api(ada).get(`/api/products/${product.id}/items/${item.number}/attachments.json`)).json();
     assert.deepEqual(left, []);
+  });
+});
+
+/**
+ * What an accessibility checker reads of a page's markup: elements closed in order, ids unique,
+ * every reference (label, aria-describedby, aria-labelledby) to an id that exists, every control
+ * labelled, every button named, and the page's landmarks.
+ */
+function assertAccessible(body: string, label: string): void {
+  const VOID = new Set(['input', 'br', 'img', 'meta', 'link', 'hr']);
+  const open: string[] = [];
+  const markup = body.replace(/<textarea([^>]*)>[\s\S]*?<\/textarea>/g, '<textarea$1></textarea>');
+  for (const [tag, close, name] of markup.matchAll(/<(\/?)([a-zA-Z][a-zA-Z0-9]*)\b[^>]*>/g)) {
+    const element = name.toLowerCase();
+    if (VOID.has(element) || tag.startsWith('<!')) continue;
+    if (!close) open.push(element);
+    else assert.equal(open.pop(), element, `${label}: </${element}> closes <${open.at(-1) ?? 'nothing'}>`);
+  }
+  assert.deepEqual(open, [], `${label}: left open`);
+  const ids = [...markup.matchAll(/\sid="([^"]+)"/g)].map((m) => m[1]);
+  assert.deepEqual(
+    ids.filter((id, n) => ids.indexOf(id) !== n),
+    [],
+    `${label}: ids used twice`,
+  );
+  for (const [, attribute, refs] of markup.matchAll(/\s(for|aria-describedby|aria-labelledby)="([^"]+)"/g))
+    for (const ref of refs.split(' ')) assert.ok(ids.includes(ref), `${label}: ${attribute}="${ref}" names no element`);
+  for (const [control] of markup.matchAll(/<(?:input|select|textarea)\b[^>]*>/g)) {
+    if (/type="(hidden|submit)"/.test(control)) continue;
+    const id = /\sid="([^"]+)"/.exec(control)?.[1];
+    const before = markup.slice(0, markup.indexOf(control));
+    const wrapped = before.lastIndexOf('<label') > before.lastIndexOf('</label>');
+    const labelled = /aria-label="[^"]+"/.test(control) || wrapped || (id && markup.includes(`for="${id}"`));
+    assert.ok(labelled, `${label}: no label for ${control}`);
+  }
+  for (const [, attributes, text] of markup.matchAll(/<button([^>]*)>([\s\S]*?)<\/button>/g))
+    assert.ok(
+      /aria-label="[^"]+"/.test(attributes) || text.replace(/<[^>]+>/g, '').trim(),
+      `${label}: a nameless button`,
+    );
+  for (const landmark of ['<header>', '<main>', '<nav'])
+    assert.ok(markup.includes(landmark), `${label}: no ${landmark} landmark`);
+}
+
+describe('the item page, checked as an accessibility checker would', () => {
+  test('every part shown (refusals included) is well formed, labelled and named', async () => {
+    const { ada, bob, product, cookies, base, post, api } = await team();
+    const item = await makeItem(t.app, ada, product.id, { assigned_to: String(bob.user.id) });
+    const other = await makeItem(t.app, ada, product.id);
+    const items = `/api/products/${product.id}/items`;
+    await api(ada).post(`${items}/${item.number}/comments.json`, { body: 'A *comment*' });
+    await api(bob).post(`${items}/${item.number}/favorites.json`);
+    await api(ada).post(`${items}/${item.number}/blocking.json`, { blocked: String(other.number) });
+    const attached = await t.app.inject({
+      method: 'POST',
+      url: `${items}/${item.number}/attachments.json?name=a.txt`,
+      headers: { authorization: bob.auth, 'content-type': 'text/plain' },
+      payload: 'A file',
+    });
+    assert.equal(attached.statusCode, 200, attached.body);
+    const pages: [string, LightMyRequestResponse][] = [
+      ['the page', await get(`${base}/items/${item.number}?done=commented`, cookies.ada)],
+      ["the assignee's page", await get(`${base}/items/${item.number}`, cookies.bob)],
+      ['a refused comment', await post(`${base}/items/${item.number}/comments`, cookies.ada, { body: '' })],
+      ['a preview', await post(`${base}/items/${item.number}/comments`, cookies.ada, { body: 'x', preview: '1' })],
+      ['a refused block', await post(`${base}/items/${item.number}/blocks`, cookies.ada, { blocker: '0' })],
+      ['the board', await get(`${base}/board`, cookies.ada)],
+    ];
+    for (const [label, res] of pages) {
+      assert.ok(res.statusCode < 500, `${label}: ${res.statusCode}`);
+      assertAccessible(res.body, label);
+    }
   });
 });

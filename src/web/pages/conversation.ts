@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import { activitiesOf, presentActivities } from '../../activities/index.js';
 import { attachmentLimits, listAttachments, presentAttachments } from '../../attachments/index.js';
 import {
   findOwnFavorite,
@@ -27,14 +28,22 @@ export const TIMELINE_PAGE = 50;
 export const CONVERSATION_LIST = 100;
 
 /** Where each source of the timeline's page starts: how many of its newest entries newer pages showed. */
-export type TimelineCursor = Record<'comment' | 'deploy' | 'created', number>;
+export type TimelineCursor = Record<(typeof SOURCES)[number], number>;
 
-const SOURCES = ['created', 'deploy', 'comment'] as const;
+/** The timeline's sources, in the order that decides between entries of the same time. */
+const SOURCES = ['created', 'change', 'deploy', 'comment'] as const;
+
+/**
+ * Activities of these kinds are on the timeline from a source that shows more of them (the item
+ * itself, its deploys, its comments); every other change comes from the activity log.
+ */
+const SHOWN_ELSEWHERE = new Set(['created', 'deployed', 'rolled_back', 'commented']);
 
 /** The timeline's page as the query names it (`skip_comment`, ...): none is its newest page. */
 export function parseTimelineCursor(p: Record<string, ParamValue>): TimelineCursor {
   return collectErrors((field) => ({
     created: field(() => asInteger('skip_created', p.skip_created)) ?? 0,
+    change: field(() => asInteger('skip_change', p.skip_change)) ?? 0,
     deploy: field(() => asInteger('skip_deploy', p.skip_deploy)) ?? 0,
     comment: field(() => asInteger('skip_comment', p.skip_comment)) ?? 0,
   }));
@@ -88,28 +97,27 @@ async function commentHtml(app: FastifyInstance, row: CommentRow): Promise<strin
 async function commentEntries(
   app: FastifyInstance,
   o: { scope: ProductScope; row: ItemRow; skip: number; limit: number },
-): Promise<TimelineEntry[]> {
+): Promise<TimelineSource> {
   const end = o.row.comments_count - o.skip;
-  if (end <= 0) return [];
+  if (end <= 0) return { kind: 'comment', entries: [], more: false };
   const offset = Math.max(0, end - o.limit);
   const { rows } = await listCommentsOf(app.db, o.scope, o.row.number, { offset, limit: end - offset });
   const [json, htmls] = await Promise.all([
     presentComments(app.db, o.scope, rows),
     Promise.all(rows.map((r) => commentHtml(app, r))),
   ]);
-  return json
-    .map((c, n): TimelineEntry => {
-      const by = personName(c.created_by);
-      return { kind: 'comment', at: c.created_at, id: c.id, by, byId: c.created_by.id, html: htmls[n] };
-    })
-    .reverse();
+  const entries = json.map((c, n): TimelineEntry => {
+    const by = personName(c.created_by);
+    return { kind: 'comment', at: c.created_at, id: c.id, by, byId: c.created_by.id, html: htmls[n] };
+  });
+  return { kind: 'comment', entries: entries.reverse(), more: offset > 0 };
 }
 
 /** The newest `limit` deploys older than the newest `skip`: the page's own history when it holds them. */
 async function deployEntries(
   app: FastifyInstance,
   o: { scope: ProductScope; data: ItemPageData; skip: number; limit: number },
-): Promise<{ entries: TimelineEntry[]; total: number }> {
+): Promise<TimelineSource & { total: number }> {
   const { history } = o.data;
   let deploys: ItemDeploy[];
   if (history.total === 0) deploys = [];
@@ -118,9 +126,32 @@ async function deployEntries(
     deploys = (await deployHistoryOf(app.db, o.scope, o.data.row.id, { offset: o.skip, limit: o.limit, newest: true }))
       .deploys;
   return {
+    kind: 'deploy',
     entries: presentHistory(deploys).map((deploy): TimelineEntry => ({ kind: 'deploy', at: deploy.at, deploy })),
+    more: o.skip + deploys.length < history.total,
     total: history.total,
   };
+}
+
+/**
+ * The item's changes from the activity log, past the newest `skip`: twice a page of them, since
+ * those shown by another source are passed over (`hidden`).
+ */
+async function changeEntries(
+  app: FastifyInstance,
+  o: { scope: ProductScope; row: ItemRow; skip: number; limit: number },
+): Promise<TimelineSource & { total: number }> {
+  const page = { offset: o.skip, limit: 2 * o.limit };
+  const { rows, total } = await activitiesOf(app.db, { productId: o.scope.product.id, itemId: o.row.id }, page);
+  const json = await presentActivities(app.db, rows, o.scope.user.id);
+  const entries = json.map((a) => ({
+    kind: 'change' as const,
+    at: a.created,
+    by: personName(a.user),
+    label: a.label,
+    hidden: SHOWN_ELSEWHERE.has(a.action),
+  }));
+  return { kind: 'change', entries, more: o.skip + rows.length < total, total };
 }
 
 /** A page of the timeline: comments, deploys and the item's creation, merged by time. */
@@ -130,23 +161,25 @@ async function loadTimeline(
 ): Promise<ConversationView['timeline']> {
   const { cursor } = o;
   const limit = TIMELINE_PAGE;
-  const [comments, deploys] = await Promise.all([
+  const [comments, deploys, changes] = await Promise.all([
     commentEntries(app, { scope: o.scope, row: o.data.row, skip: cursor.comment, limit }),
     deployEntries(app, { scope: o.scope, data: o.data, skip: cursor.deploy, limit }),
+    changeEntries(app, { scope: o.scope, row: o.data.row, skip: cursor.change, limit }),
   ]);
   const created: TimelineEntry[] =
     cursor.created === 0 ? [{ kind: 'created', at: o.item.created_at, by: personName(o.item.created_by) }] : [];
-  const totals: TimelineCursor = { created: 1, deploy: deploys.total, comment: o.data.row.comments_count };
-  const sources: TimelineSource[] = [
-    { kind: 'created', entries: created },
-    { kind: 'deploy', entries: deploys.entries },
-    { kind: 'comment', entries: comments },
-  ];
+  const totals: TimelineCursor = {
+    created: 1,
+    change: changes.total,
+    deploy: deploys.total,
+    comment: o.data.row.comments_count,
+  };
+  const sources: TimelineSource[] = [{ kind: 'created', entries: created, more: false }, changes, deploys, comments];
   const { entries, taken } = mergeTimeline(sources, limit);
   const next = Object.fromEntries(SOURCES.map((k) => [k, cursor[k] + taken[k]])) as TimelineCursor;
   const older = SOURCES.some((k) => next[k] < totals[k]) ? next : undefined;
   const newest = SOURCES.some((k) => cursor[k] > 0);
-  return { entries, older, newest, total: totals.created + totals.deploy + totals.comment };
+  return { entries, older, newest };
 }
 
 /** The blocks of both sides, with what the viewer may do to each (as removeBlock decides). */

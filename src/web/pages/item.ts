@@ -51,7 +51,7 @@ export interface ItemPageQuery {
   flash?: Flash;
 }
 
-const NEWEST: ItemPageQuery = { cursor: { comment: 0, deploy: 0, created: 0 } };
+const NEWEST: ItemPageQuery = { cursor: { comment: 0, deploy: 0, change: 0, created: 0 } };
 
 function editForm(current: Record<string, string>, version: string, state: EditState | undefined): EditForm {
   if (state === undefined) return { values: current, errors: {}, seen: current, version, conflicts: [] };
@@ -130,7 +130,13 @@ export async function renderItem(
 
 /** An item's page, and following it. */
 export async function itemRoutes(app: FastifyInstance): Promise<void> {
-  const query = params({ skip_comment: Param, skip_deploy: Param, skip_created: Param, done: Param });
+  const query = params({
+    skip_comment: Param,
+    skip_deploy: Param,
+    skip_change: Param,
+    skip_created: Param,
+    done: Param,
+  });
   app.get('/items/:item_number', { schema: { ...ItemPath, querystring: query } }, async (request, reply) => {
     const p = requestParams(request);
     const flash = typeof p.done === 'string' && Object.hasOwn(FLASH, p.done) ? (p.done as Flash) : undefined;

@@ -43,7 +43,6 @@ export interface ConversationView {
     older?: Record<string, number>;
     /** This is an older page: a link back to the newest. */
     newest: boolean;
-    total: number;
   };
   comment: CommentForm;
   favorites: { count: number; mine: boolean };
@@ -171,6 +170,8 @@ ${fieldError(s, 'file')}</p></form></section>`;
 }
 
 function timelineEntry(ctx: ConversationContext, e: TimelineEntry): Html {
+  if (e.kind === 'change')
+    return html`<li class="change">${timeTag(e.at)}<p><strong>${e.by}</strong>: ${e.label}</p></li>`;
   if (e.kind === 'created')
     return html`<li class="created">${timeTag(e.at)}<p><strong>${e.by}</strong> created the item.</p></li>`;
   if (e.kind === 'deploy') {
@@ -202,8 +203,8 @@ export function timelineSection(ctx: ConversationContext): Html {
       ).toString()}#timeline">Older entries</a></p>`
     : '';
   const newest = t.newest ? html`<p><a href="${href}#timeline">Newest entries</a></p>` : '';
-  return html`<section aria-labelledby="timeline"><h2 id="timeline">Timeline <span class="count">${t.total}</span></h2>
-${older}<ol class="timeline conversation">${t.entries.map((e) => timelineEntry(ctx, e))}</ol>${newest}
+  return html`<section aria-labelledby="timeline"><h2 id="timeline">Timeline</h2>
+${older}<ol class="conversation">${t.entries.map((e) => timelineEntry(ctx, e))}</ol>${newest}
 ${c.problem ? html`<p class="error">${c.problem}</p>` : ''}
 ${commentForm(ctx)}
 </section>`;
