@@ -101,12 +101,12 @@ function cardHtml(context: BoardContext, card: BoardCard): Html {
     : '';
   const blockers = i.counts.blockers;
   const blocked = blockers
-    ? html` <span class="mark blocked"><span aria-hidden="true">\u26d4</span>Blocked\
+    ? html` <span class="mark blocked">Blocked\
 <span class="sr-only"> by ${blockers} item${blockers === 1 ? '' : 's'}</span></span>`
     : '';
   const n = i.counts.comments;
   const comments = n
-    ? html` <span class="mark comments"><span aria-hidden="true">\u{1f4ac}</span>${n}\
+    ? html` <span class="mark comments">${n}\
 <span class="sr-only"> comment${n === 1 ? '' : 's'}</span></span>`
     : '';
   const tags = i.tags.length ? html`<ul class="tags">${i.tags.map((t) => html`<li>${t}</li>`)}</ul>` : '';

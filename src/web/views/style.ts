@@ -114,6 +114,8 @@ ol.timeline p, ol.conversation p { margin: 0; overflow-wrap: anywhere; }
 border-radius: 3px; font-size: .8rem; }
 .mark.blocked { background: #fbeaea; color: #8a1f11; border: 1px solid #e6b3b3; font-weight: 600; }
 .mark.comments { color: #50575e; }
+.mark.comments::before { content: ""; width: .7rem; height: .55rem; border: 1.5px solid currentColor; border-radius: \
+2px 2px 2px 0; }
 .item-actions { display: flex; flex-wrap: wrap; align-items: center; gap: .5rem 1.5rem; }
 .item-actions form, form.inline { margin: 0; }
 form.favorite .star { background: #fff; color: #1d2327; border-color: #a7aaad; }
