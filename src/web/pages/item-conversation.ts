@@ -11,6 +11,7 @@ import {
   removeComment,
   removeFavorite,
 } from '../../conversation/index.js';
+import { storableId } from '../../db/schema.js';
 import { ValidationError } from '../../errors.js';
 import { classifyError } from '../../http/errors.js';
 import { params, Param, digitsToId } from '../../http/params.js';
@@ -39,9 +40,13 @@ const OnePath = (name: string) =>
     },
   }) as const;
 
-/** The id of a path's `name` segment: anything but digits is the 404 page `notFound` gives. */
-export function pathIdOf(request: FastifyRequest, name: string): number | undefined {
-  return digitsToId((request.params as Record<string, string>)[name]);
+/**
+ * The id of a path's `name` segment: anything but digits, or past what can be stored, is 0, which
+ * names nothing (the service's 404).
+ */
+export function pathIdOf(request: FastifyRequest, name: string): number {
+  const id = digitsToId((request.params as Record<string, string>)[name]);
+  return id !== undefined && storableId(id) ? id : 0;
 }
 
 /** After a change of the conversation: the item's page, saying what was done, at the part it concerns. */
@@ -110,7 +115,7 @@ async function commentRoutes(app: FastifyInstance): Promise<void> {
   const path = '/items/:item_number/comments/:comment_id/delete';
   app.get(path, { schema: OnePath('comment_id') }, async (request, reply) => {
     const number = numberOf(request);
-    const id = pathIdOf(request, 'comment_id') ?? 0;
+    const id = pathIdOf(request, 'comment_id');
     const comment = await getComment(app.db, request.scope, number, id);
     const shown = html`<blockquote class="quoted">${comment.body}</blockquote>`;
     const page = confirmPage({
@@ -127,7 +132,7 @@ async function commentRoutes(app: FastifyInstance): Promise<void> {
   app.post(path, { schema: { ...OnePath('comment_id'), body: params({ csrf: Param }) } }, async (request, reply) => {
     checkToken(request);
     const number = numberOf(request);
-    const id = pathIdOf(request, 'comment_id') ?? 0;
+    const id = pathIdOf(request, 'comment_id');
     try {
       await app.db.transaction().execute((trx) => removeComment(trx, request.scope, number, id, app.config));
     } catch (err) {
@@ -199,8 +204,10 @@ async function blockRoutes(app: FastifyInstance): Promise<void> {
     async (request, reply) => {
       checkToken(request);
       const number = numberOf(request);
-      const from = digitsToId(String(requestParams(request).from ?? '')) ?? number;
-      const id = pathIdOf(request, 'block_id') ?? 0;
+      // The item that blocks: this one, unless the form names the other (a block of the "Blocked by" list).
+      const named = digitsToId(String(requestParams(request).from ?? ''));
+      const from = named !== undefined && storableId(named) ? named : number;
+      const id = pathIdOf(request, 'block_id');
       let removed: boolean;
       try {
         const block = await app.db
