@@ -3,7 +3,8 @@
  * features reach each other only through an index.ts, which offers the feature's operations and
  * never its repository; the shared layers know no feature.
  */
-const FEATURES = '(items|conversation|activities|attachments|deploys|products|users|mail|invitations|notifications|webhooks|web)';
+const FEATURES =
+  '(items|conversation|activities|attachments|inbound|deploys|products|users|mail|invitations|notifications|webhooks|web)';
 
 module.exports = {
   forbidden: [

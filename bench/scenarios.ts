@@ -1,6 +1,6 @@
 import { ORDERS } from '../src/items/model.js';
 import type { Scenario } from './load.js';
-import type { DatasetInfo } from './seed.js';
+import { CHATTY_ITEM, type DatasetInfo } from './seed.js';
 
 /** What scenarios draw their targets from; sampled from the database before the server runs. */
 export interface ScenarioData {
@@ -66,6 +66,25 @@ export function readScenarios(data: ScenarioData): Scenario[] {
       method: 'GET',
       random: true,
       next: () => ({ path: `${base}/items/${1 + Math.floor(Math.random() * data.info.size)}.json` }),
+    },
+    // The item with 10,000 comments reads as fast as any other: its counts are columns of its row.
+    {
+      name: 'fetch item with 10,000 comments',
+      kind: 'read',
+      method: 'GET',
+      next: () => ({ path: `${base}/items/${CHATTY_ITEM}.json` }),
+    },
+    {
+      name: 'comments: first page of 10,000',
+      kind: 'read',
+      method: 'GET',
+      next: () => ({ path: `${base}/items/${CHATTY_ITEM}/comments.json` }),
+    },
+    {
+      name: 'comments: last page of 10,000',
+      kind: 'read',
+      method: 'GET',
+      next: () => ({ path: `${base}/items/${CHATTY_ITEM}/comments.json?offset=9900` }),
     },
     // The default page: the first 20 deploys with their items.
     {

@@ -53,6 +53,11 @@ const DEPLOY_GROUP_SIZE = 50;
 const DEPLOY_GROUPS = 10;
 const ENVIRONMENTS = ['staging', 'production'];
 const PRODUCT_ID = 1;
+/** The item people talk about most: it has CHATTY_COMMENTS comments. */
+export const CHATTY_ITEM = 1;
+const CHATTY_COMMENTS = 10_000;
+/** One item in FAVORITE_EVERY has favorites, from 1 to 5 people, so that order_by=favorites has something to sort. */
+const FAVORITE_EVERY = 50;
 const DAY = 86_400_000;
 const END = Date.UTC(2026, 10, 1);
 const START = END - 3 * 365 * DAY;
@@ -168,7 +173,7 @@ const TABLES = {
   items: cols(
     'id:int4 product_id:int4 number:int4 type status:int4 title who what why description score archived:int4 ' +
       'created_by_id:int4 assigned_to_id:int4 parent_id:int4 sort:int8 close_reason started_at closed_at accepted_at ' +
-      'created_at last_modified last_activity description_html',
+      'created_at last_modified last_activity description_html comments_count:int4 favorites_count:int4',
   ),
   item_tags: cols('item_id:int4 position:int4 tag'),
   followers: cols('item_id:int4 user_id:int4 created_at'),
@@ -177,6 +182,8 @@ const TABLES = {
   ),
   deploy_items: cols('deploy_id:int4 item_id:int4'),
   item_deployments: cols('item_id:int4 environment deploy_id:int4 version deployed_at product_id:int4 status:int4'),
+  comments: cols('item_id:int4 user_id:int4 body created_at last_modified'),
+  favorites: cols('item_id:int4 user_id:int4 created_at'),
 } as const;
 type TableName = keyof typeof TABLES;
 /** Parents before children, so foreign keys hold after every flush. */
@@ -358,6 +365,15 @@ class Generator {
     });
   }
 
+  /** The talked-about item's comments, a minute apart, by everyone in turn. */
+  writeComments(out: RowWriter): void {
+    const first = this.createdAt(CHATTY_ITEM);
+    for (let c = 0; c < CHATTY_COMMENTS; c++) {
+      const at = ts(first + c * 60_000);
+      out.add('comments', [CHATTY_ITEM, 1 + (c % USER_COUNT), `${this.pick(SENTENCES)} (${c + 1})`, at, at]);
+    }
+  }
+
   writeItemDeployments(out: RowWriter): void {
     for (const row of this.latestDeployments) out.add('item_deployments', row);
   }
@@ -389,6 +405,7 @@ class Generator {
     sorts[status] += SORT_STEP;
     const closeReason = status >= 3 ? (r() < 0.9 ? 'fixed' : this.pick(CLOSE_REASONS)) : null;
     const description = this.description();
+    const favorites = n % FAVORITE_EVERY === 0 ? 1 + ((n / FAVORITE_EVERY) % 5) : 0;
     out.add('items', [
       n,
       PRODUCT_ID,
@@ -414,7 +431,10 @@ class Generator {
       ts(modified),
       ts(activity),
       rendered(description),
+      n === CHATTY_ITEM ? CHATTY_COMMENTS : 0,
+      favorites,
     ]);
+    for (let u = 1; u <= favorites; u++) out.add('favorites', [n, u, ts(modified)]);
     const tagCount = Math.floor(r() * 4);
     const tags = new Set<string>();
     while (tags.size < tagCount) tags.add(this.pick(TAGS));
@@ -450,6 +470,7 @@ async function generate(
   }
   for (const [table, row] of deployRows.rows) out.add(table, row);
   gen.writeItemDeployments(out);
+  gen.writeComments(out);
   await out.finish();
   return { deployGroups: gen.deployGroups };
 }

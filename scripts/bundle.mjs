@@ -4,7 +4,8 @@
 // starts the server in about half the time.
 //
 // Left outside the bundle: better-sqlite3 (a native addon), pg-native (optional, absent), and
-// @fastify/swagger-ui, which serves files from its own directory. CommonJS code in the bundle has
+// @fastify/swagger-ui, which serves files from its own directory, and email-reply-parser, whose
+// regular expressions hold non-ASCII text that esbuild leaves as written (see the end). CommonJS code in the bundle has
 // no __dirname, so any package added later that reads files beside itself (a pino transport, for
 // one) must be left outside too. The bundle lies as deep under
 // the project as the modules it is made of (dist/<folder>/), so a path one of them takes relative
@@ -21,7 +22,7 @@ const common = {
   platform: 'node',
   format: 'esm',
   target: 'node20',
-  external: ['better-sqlite3', 'pg-native', '@fastify/swagger-ui'],
+  external: ['better-sqlite3', 'pg-native', '@fastify/swagger-ui', 'email-reply-parser'],
   // Fewer bytes to parse at start. Function names stay (esbuild renames only a few that collide),
   // so a stack trace still names its functions, but its line numbers point into a few long lines:
   // no source map, because Node's --enable-source-maps reads it at every start (a tenth of a

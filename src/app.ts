@@ -18,6 +18,7 @@ import {
   conversationRoutes,
 } from './conversation/index.js';
 import { HealthSchema, healthRoutes } from './health.js';
+import { InboundListener, inboundOf, refusalMessageRenderer } from './inbound/index.js';
 import { answerExpectations, capConnections } from './http/connections.js';
 import { documentScope } from './http/documentation.js';
 import { registerErrorHandling } from './http/errors.js';
@@ -101,6 +102,8 @@ declare module 'fastify' {
     keptItems: KeptItems;
     /** Renders descriptions and notes when they are written, off the event loop (markdown.ts). */
     markdown: MarkdownRenderer;
+    /** The port the SMTP listener for inbound mail listens on, once it does (MAIL_INBOUND_PORT). */
+    inboundMailPort: number | undefined;
   }
   interface FastifyRequest {
     user: UserRow;
@@ -121,6 +124,8 @@ export interface AppOptions {
   webhookWorker?: Partial<WebhookWorkerOptions>;
   /** The time and timers of the background jobs (tests pass one they move by hand). */
   clock?: Clock;
+  /** Listen for inbound mail on MAIL_INBOUND_PORT, if set, once the app is ready (the server does). */
+  listenForMail?: boolean;
   /** Tests shorten the Markdown render deadline. */
   markdown?: Partial<MarkdownOptions>;
   /** Told of every route as it is registered: the input fuzzer checks that it covers them all. */
@@ -164,6 +169,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   // Markdown first: comment mail renders through it.
   setUpMarkdown(app, options);
   await setUpMail(app, options, web);
+  setUpInboundMail(app, options);
   setUpWebhooks(app, options);
   registerBodyParsers(app);
   registerErrorHandling(app);
@@ -204,6 +210,7 @@ async function setUpMail(app: FastifyInstance, options: AppOptions, web: WebOpti
       markdown: app.markdown,
     }),
     block: blockMessageRenderer({ publicUrl: config.publicUrl, mailDomain: config.mailDomain }),
+    'inbound-refusal': refusalMessageRenderer(config.publicUrl),
   };
   const outbox = new OutboxWorker(db, transport, config.mailFrom, links, renderers, app.log, {
     ...DEFAULT_WORKER_OPTIONS,
@@ -223,6 +230,23 @@ async function setUpMail(app: FastifyInstance, options: AppOptions, web: WebOpti
     await outbox.stop();
     transport.close();
   });
+}
+
+/**
+ * The SMTP listener for replies and files sent to items' addresses (inbound/), when
+ * MAIL_INBOUND_PORT is set and the app is asked to listen: it starts once the app is ready and
+ * stops with it.
+ */
+function setUpInboundMail(app: FastifyInstance, options: AppOptions): void {
+  const { config } = options;
+  app.decorate('inboundMailPort', undefined);
+  if (config.mailInboundPort === undefined || !options.listenForMail) return;
+  const listener = new InboundListener(inboundOf(app.db, config, app.unsubscribeLinks), app.log);
+  const port = config.mailInboundPort;
+  app.addHook('onReady', async () => {
+    app.inboundMailPort = await listener.listen(port, config.mailInboundHost);
+  });
+  app.addHook('onClose', async () => listener.close());
 }
 
 /** The webhook worker, with the configured deadline, lease and guard; it runs and stops as the mail worker does. */

@@ -341,11 +341,55 @@ const COMMANDS: Record<string, Command> = {
   },
 };
 
+const RECEIVE_USAGE = 'shiplog mail receive [RECIPIENT]';
+const RECEIVE_HELP =
+  "Reads one message on standard input and takes it as the SMTP listener does (a reply to an item's mail becomes " +
+  "a comment, files sent to an item's files address its attachments), for a Postfix or Exim pipe transport. " +
+  `RECIPIENT is the address it was delivered to (Postfix: \${recipient}); without it the Delivered-To, ` +
+  'X-Original-To, To and Cc headers are read. Exit status (sysexits.h): 0 taken, ignored (automatic mail) or ' +
+  'refused and explained to its sender by Shiplog; 67 not an address of an item; 65 too large or unreadable; ' +
+  '75 not stored now (the database, the configuration): the mail system tries again later.';
+
+/**
+ * `shiplog mail receive`: its own exit statuses, which a pipe transport reads (bounce or retry),
+ * rather than the other commands' 0, 1 and 2.
+ */
+async function receiveCommand(args: string[], input: NodeJS.ReadableStream, out: NodeJS.WritableStream) {
+  let parsed: ReturnType<typeof parseArgs>;
+  try {
+    parsed = parseArgs({ args, options: { help: { type: 'boolean', short: 'h' } }, allowPositionals: true });
+  } catch (e) {
+    out.write(`shiplog: ${(e as Error).message}\nUsage: ${RECEIVE_USAGE}\n`);
+    return 64;
+  }
+  if (parsed.values.help) {
+    out.write(`Usage: ${RECEIVE_USAGE}\n\n${RECEIVE_HELP}\n`);
+    return 0;
+  }
+  let db: Db | undefined;
+  try {
+    const config = loadConfig();
+    const { openDatabase } = await import('./db/connection.js');
+    db = await openDatabase(databaseOptions(config));
+    const { receiveFromPipe } = await import('./inbound/index.js');
+    const { code, line } = await receiveFromPipe(db, config, input, parsed.positionals);
+    out.write(`${line}\n`);
+    return code;
+  } catch (e) {
+    // Nothing was stored: the mail system keeps the message and tries again.
+    out.write(`4.3.0 shiplog: the message could not be stored now: ${(e as Error).message}\n`);
+    return 75;
+  } finally {
+    await db?.destroy();
+  }
+}
+
 function overview(): string {
   return [
     'Usage: shiplog <command> [options]',
     '',
     ...Object.values(COMMANDS).map((c) => `  ${c.usage}\n      ${c.help}`),
+    `  ${RECEIVE_USAGE}\n      ${RECEIVE_HELP}`,
     `  ${DEPLOY_USAGE}\n      ${DEPLOY_SUMMARY}`,
     '',
     'The database is the one under DATA_DIR (default ./data), the same the server uses; deploy uses only a ' +
@@ -357,6 +401,7 @@ function overview(): string {
 /** Runs the admin command line; returns the exit code (0 done, 1 refused, 2 bad usage; deploy has more, see EXIT). */
 export async function main(argv: string[], out = process.stdout, err = process.stderr): Promise<number> {
   if (argv[0] === 'deploy') return deployCommand(argv.slice(1), out, err);
+  if (argv[0] === 'mail' && argv[1] === 'receive') return receiveCommand(argv.slice(2), process.stdin, out);
   const words = COMMANDS[argv[0]] ? 1 : 2;
   const command = COMMANDS[argv.slice(0, words).join(' ')];
   if (!command) {

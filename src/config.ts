@@ -65,15 +65,20 @@ export interface Config {
   readonly attachmentMaxMb: number;
   /** What a product's attachments may weigh together, in MiB. */
   readonly attachmentsPerProductMb: number;
+  /** The port of the SMTP listener for replies and files by mail; none (undefined): no listener. */
+  readonly mailInboundPort: number | undefined;
+  readonly mailInboundHost: string;
+  /** The largest inbound message, whole (text, attachments and their encoding), in MiB. */
+  readonly mailInboundMaxMb: number;
 }
 
 export class ConfigError extends Error {}
 
 const LOG_LEVELS: readonly LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
-function parsePort(raw: string): number {
+function parsePort(raw: string, name = 'PORT'): number {
   if (!/^\d+$/.test(raw) || Number(raw) < 1 || Number(raw) > 65535) {
-    throw new ConfigError(`PORT must be a whole number from 1 to 65535, got "${raw}".`);
+    throw new ConfigError(`${name} must be a whole number from 1 to 65535, got "${raw}".`);
   }
   return Number(raw);
 }
@@ -252,6 +257,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     // A file is held in memory whole while it is received and stored: 100 MiB at most.
     attachmentMaxMb: positive('ATTACHMENT_MAX_MB', 10, 100),
     attachmentsPerProductMb: positive('ATTACHMENTS_PER_PRODUCT_MB', 1024, 1_000_000),
+    mailInboundPort: env.MAIL_INBOUND_PORT ? parsePort(env.MAIL_INBOUND_PORT, 'MAIL_INBOUND_PORT') : undefined,
+    mailInboundHost: env.MAIL_INBOUND_HOST || '127.0.0.1',
+    // A message is held in memory whole while it is read, as a file is.
+    mailInboundMaxMb: positive('MAIL_INBOUND_MAX_MB', 25, 200),
     ...overrides,
   });
 }

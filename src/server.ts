@@ -37,7 +37,7 @@ async function main(): Promise<void> {
       log?.warn({ err: message }, 'background WAL checkpoints failing; trying again every turn'),
     onCheckpointRecovered: () => log?.info('background WAL checkpoints work again'),
   });
-  const app = await buildApp({ config, db, startWorker: true });
+  const app = await buildApp({ config, db, startWorker: true, listenForMail: true });
   log = app.log;
 
   let closing = false;

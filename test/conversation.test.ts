@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { mentionedIn } from '../src/conversation/mentions.js';
 import { ReplyAddresses, UnsubscribeLinks } from '../src/mail/index.js';
 import { sharedSecret } from '../src/settings.js';
 import {
@@ -491,5 +492,84 @@ describe('the activity log of the conversation', () => {
         ['created', undefined],
       ],
     );
+  });
+});
+
+describe('deploys know about blockers', () => {
+  test('receipt, dry run, repeat and mail name deployed items blocked by items not in the environment', async () => {
+    const { owner, alice, base, product, item } = await setup();
+    const make = (title: string) => makeItem(t.app, owner, product.id, { title });
+    const [elsewhere, running, runningBlocked, together, togetherBlocked] = [
+      await make('Schema change'),
+      await make('Already live'),
+      await make('Waits for live'),
+      await make('Ships together'),
+      await make('Waits for together'),
+    ];
+    const block = async (blocker: { number: number }, blocked: { number: number }) =>
+      assert.equal(
+        (await client(t.app, owner).post(`${base}/items/${blocker.number}/blocking.json`, { blocked: blocked.number }))
+          .statusCode,
+        200,
+      );
+    await block(elsewhere, item);
+    await block(running, runningBlocked);
+    await block(together, togetherBlocked);
+    const deploy = (numbers: number[], extra: Record<string, string> = {}, key?: string) =>
+      client(t.app, owner).post(
+        `${base}/deploys.json`,
+        { environment: 'production', version: '2.0', numbers: numbers.join(','), ...extra },
+        key ? { 'idempotency-key': key } : {},
+      );
+    assert.equal((await deploy([running.number])).statusCode, 200);
+    // Deployed to staging only: production does not run it.
+    await client(t.app, owner).post(`${base}/deploys.json`, {
+      environment: 'staging',
+      numbers: String(elsewhere.number),
+    });
+
+    const numbers = [item.number, runningBlocked.number, together.number, togetherBlocked.number];
+    const expected = [{ number: item.number, blocked_by: [elsewhere.number] }];
+    const dry = await deploy(numbers, { dry_run: 'true' });
+    assert.deepEqual(dry.json().blocked, expected);
+    const real = await deploy(numbers, {}, 'blockers-1');
+    assert.equal(real.statusCode, 200, real.body);
+    assert.deepEqual(real.json().blocked, expected);
+    const again = await deploy(numbers, {}, 'blockers-1');
+    assert.deepEqual(again.json().blocked, expected, 'a repeat answers the first receipt');
+    const rollback = await client(t.app, owner).post(`${base}/deploys.json`, {
+      environment: 'production',
+      version: '2.0',
+      rollback: 'true',
+    });
+    assert.deepEqual(rollback.json().blocked, []);
+
+    const mail = (await deliveredMail(t)).filter(
+      (m) => m.headers.get('to')!.includes(alice.email) && m.headers.get('subject')!.includes('Deployed to production'),
+    );
+    assert.equal(mail.length, 1);
+    assert.match(mail[0].text, new RegExp(`Blocked by #${elsewhere.number}, which is not in production\\.`));
+    assert.match(mail[0].html, new RegExp(`Blocked by #${elsewhere.number}, which is not in production\\.`));
+  });
+});
+
+describe('mentions', () => {
+  const member = (id: number, email: string, first: string) =>
+    ({ id, email, first_name: first, last_name: 'X' }) as Parameters<typeof mentionedIn>[1][number];
+  const members = [
+    member(1, 'ana.lima@example.com', 'Ana'),
+    member(2, 'bo@example.com', 'Sam'),
+    member(3, 'sam.k@example.org', 'Sam'),
+    member(4, 'zoe@example.com', 'Zoë'),
+  ];
+  test('the part of an address before @, or a first name no other member has; in any case', () => {
+    assert.deepEqual(mentionedIn('Thanks @ana.lima.', members), [1]);
+    assert.deepEqual(mentionedIn('@ANA, @Zoë: see this', members), [1, 4]);
+    assert.deepEqual(mentionedIn('@sam (two Sams: nobody)', members), []);
+    assert.deepEqual(mentionedIn('@sam.k and @bo!', members), [3, 2]);
+  });
+  test('an address in the text, a name nobody has, or @ alone mention nobody', () => {
+    assert.deepEqual(mentionedIn('mail ana.lima@example.com or me@bo', members), []);
+    assert.deepEqual(mentionedIn('@nobody @ @@ana.lima', members), []);
   });
 });

@@ -306,6 +306,12 @@ describe('shiplog deploy against a server', () => {
         .statusCode,
       200,
     );
+    // An item outside the range blocks item 2: the receipt says so.
+    const blocker = await makeItem(t.app, owner, id, { title: 'Not shipped yet' });
+    const blocking = await client(t.app, owner).post(`/api/products/${id}/items/${blocker.number}/blocking.json`, {
+      blocked: '2',
+    });
+    assert.equal(blocking.statusCode, 200, blocking.body);
     const outboxBefore = await t.db
       .selectFrom('outbox')
       .select((eb) => eb.fn.countAll<number>().as('n'))
@@ -326,6 +332,13 @@ describe('shiplog deploy against a server', () => {
     ]);
     assert.match(out, /^Dry run, nothing recorded/m);
     assert.match(out, /^Would email 1 person:/m);
+    assert.match(
+      out,
+      new RegExp(
+        `^Blocked: #2 would go to production; it is blocked by #${blocker.number}, which is not there\\.$`,
+        'm',
+      ),
+    );
     assert.match(out, new RegExp(`${colleague.email.replace(/[.]/g, '\\.')}.*#2\\b`));
     assert.deepEqual(await deploysOf(id), []);
     const outboxAfter = await t.db

@@ -206,20 +206,22 @@ export interface CliRun {
  */
 export async function runCli(
   args: string[],
-  options: { dataDir?: string; env?: Record<string, string>; cwd?: string; timeoutMs?: number } = {},
+  options: { dataDir?: string; env?: Record<string, string>; cwd?: string; timeoutMs?: number; input?: Buffer } = {},
 ): Promise<CliRun> {
   const env = cleanEnv({ ...(options.dataDir ? await storageEnv(options.dataDir) : {}), ...options.env });
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [CLI, ...args], {
       cwd: options.cwd ?? options.dataDir ?? os.tmpdir(),
       env,
-      stdio: ['ignore', 'pipe', 'pipe'],
+      stdio: [options.input ? 'pipe' : 'ignore', 'pipe', 'pipe'],
       timeout: options.timeoutMs ?? 20_000,
     });
+    // Standard input, for a command that reads it (a pipe transport's `shiplog mail receive`).
+    if (options.input) child.stdin!.on('error', () => undefined).end(options.input);
     let stdout = '';
     let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
-    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+    child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
     child.on('error', reject);
     child.on('close', (code) => resolve({ code, stdout, stderr }));
   });

@@ -93,7 +93,10 @@ describe('the notifications page', () => {
     ]);
     assert.equal(res.statusCode, 303, res.body);
     assert.equal(res.headers.location, `${url}?saved=1`);
-    assert.deepEqual(await choiceOf(member, api), { environments: ['eu-west', 'production', 'us-east'] });
+    assert.deepEqual(await choiceOf(member, api), {
+      environments: ['eu-west', 'production', 'us-east'],
+      comments: true,
+    });
     const shown = await page(res.headers.location as string, cookie);
     assert.match(shown.body, /Saved\./);
     assert.equal(checkedChoice(shown.body), 'some');
@@ -105,7 +108,7 @@ describe('the notifications page', () => {
       ['environments', 'production'],
     ]);
     assert.equal(res.statusCode, 303, res.body);
-    assert.deepEqual(await choiceOf(member, api), { environments: 'all' });
+    assert.deepEqual(await choiceOf(member, api), { environments: 'all', comments: true });
     assert.equal(checkedChoice((await page(url, cookie)).body), 'all');
   });
 
@@ -160,7 +163,25 @@ describe('the notifications page', () => {
     );
     assert.ok(res.body.includes(`value="qa, ${long}"`), 'the typed names are kept');
     assert.deepEqual(boxes(res.body), { production: true, staging: false }, 'the ticked boxes are kept');
-    assert.deepEqual(await choiceOf(member, api), { environments: ['staging'] });
+    assert.deepEqual(await choiceOf(member, api), { environments: ['staging'], comments: true });
+  });
+
+  test('the comments box turns comment mail off and on, as the API then reads it', async () => {
+    const { member, cookie, url, api } = await setUp();
+    const shown = await page(url, cookie);
+    assert.match(shown.body, /<input type="checkbox" name="comments" value="true" checked> Email me the comments/);
+    const csrf = csrfOf(shown);
+    const post = (comments: string[]) =>
+      postForm(url, cookie, [
+        ['csrf', csrf],
+        ['choice', 'all'],
+        ...comments.map((c): [string, string] => ['comments', c]),
+      ]);
+    assert.equal((await post(['false'])).statusCode, 303, 'the box left unticked: its hidden companion alone');
+    assert.deepEqual(await choiceOf(member, api), { environments: 'all', comments: false });
+    assert.match((await page(url, cookie)).body, /<input type="checkbox" name="comments" value="true"> Email me/);
+    assert.equal((await post(['false', 'true'])).statusCode, 303, 'ticked');
+    assert.deepEqual(await choiceOf(member, api), { environments: 'all', comments: true });
   });
 
   test('a form without the session token, or from another site, changes nothing', async () => {
@@ -176,7 +197,7 @@ describe('the notifications page', () => {
       (await postForm(url, cookie, [['csrf', csrf], ...params], { origin: 'https://evil.example' })).statusCode,
       403,
     );
-    assert.deepEqual(await choiceOf(member, api), { environments: 'all' });
+    assert.deepEqual(await choiceOf(member, api), { environments: 'all', comments: true });
   });
 
   test('members only; environment names are shown as text', async () => {

@@ -3,6 +3,7 @@
  * blocks between items, and annotations left by tools; each item's `counts` show them.
  */
 export { commentMessageRenderer, blockMessageRenderer } from './mail.js';
+export { LIMITS as CONVERSATION_LIMITS } from './model.js';
 export { CONVERSATION_SCHEMAS, presentBlocks, presentComments } from './present.js';
 export { conversationRoutes } from './routes.js';
 export { parseBlock, parseComment } from './input.js';
@@ -10,6 +11,7 @@ export {
   addBlock,
   addComment,
   addFavorite,
+  blockersOfItems,
   findOwnFavorite,
   getComment,
   listBlocksOf,

@@ -1,11 +1,67 @@
 import { sql } from 'kysely';
+import { inChunks } from '../db/chunks.js';
 import type { Db, Trx } from '../db/connection.js';
-import type { AnnotationRow, BlockRow, CommentRow, FavoriteRow } from '../db/schema.js';
+import type { Selectable } from 'kysely';
+import type { AnnotationRow, BlockRow, CommentRow, Database, FavoriteRow } from '../db/schema.js';
 import type { CommentVia } from './model.js';
 
 export interface Page {
   offset: number;
   limit: number;
+}
+
+/** The tables of an item's entries, each keyed by its own id and read under its item. */
+type EntryTable = 'comments' | 'favorites' | 'blocks' | 'annotations';
+type EntryRow<T extends EntryTable> = Selectable<Database[T]>;
+
+/** One entry of an item's, by id: none when it is another item's. */
+export async function findEntry<T extends EntryTable>(
+  db: Db,
+  table: T,
+  itemId: number,
+  id: number,
+): Promise<EntryRow<T> | undefined> {
+  const row = await (db as Db)
+    .selectFrom(table as 'comments')
+    .selectAll()
+    .where('item_id', '=', itemId)
+    .where('id', '=', id)
+    .executeTakeFirst();
+  return row as EntryRow<T> | undefined;
+}
+
+/** A page of the entries whose `column` names the item, oldest first. */
+export async function listEntries<T extends EntryTable>(
+  db: Db,
+  table: T,
+  itemId: number,
+  page: Page,
+  column: 'item_id' | 'blocked_id' = 'item_id',
+): Promise<EntryRow<T>[]> {
+  const rows = await db
+    .selectFrom(table as 'blocks')
+    .selectAll()
+    .where(column, '=', itemId)
+    .orderBy('id')
+    .limit(page.limit)
+    .offset(page.offset)
+    .execute();
+  return rows as EntryRow<T>[];
+}
+
+/** How many entries name the item in `column`. */
+export async function countEntries(
+  db: Db,
+  table: 'blocks' | 'annotations',
+  itemId: number,
+  column: 'item_id' | 'blocked_id' = 'item_id',
+): Promise<number> {
+  const row = await db
+    .selectFrom(table as 'blocks')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where(column, '=', itemId)
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
 }
 
 // Comments: an item's, oldest first.
@@ -28,23 +84,8 @@ export async function insertComment(
     .executeTakeFirstOrThrow();
 }
 
-export async function findComment(db: Db, itemId: number, id: number): Promise<CommentRow | undefined> {
-  return db.selectFrom('comments').selectAll().where('item_id', '=', itemId).where('id', '=', id).executeTakeFirst();
-}
-
 export async function findCommentById(db: Db, id: number): Promise<CommentRow | undefined> {
   return db.selectFrom('comments').selectAll().where('id', '=', id).executeTakeFirst();
-}
-
-export async function listComments(db: Db, itemId: number, page: Page): Promise<CommentRow[]> {
-  return db
-    .selectFrom('comments')
-    .selectAll()
-    .where('item_id', '=', itemId)
-    .orderBy('id')
-    .limit(page.limit)
-    .offset(page.offset)
-    .execute();
 }
 
 export async function deleteComment(trx: Trx, id: number): Promise<void> {
@@ -62,10 +103,6 @@ export async function findFavoriteOf(db: Db, itemId: number, userId: number): Pr
     .executeTakeFirst();
 }
 
-export async function findFavorite(db: Db, itemId: number, id: number): Promise<FavoriteRow | undefined> {
-  return db.selectFrom('favorites').selectAll().where('item_id', '=', itemId).where('id', '=', id).executeTakeFirst();
-}
-
 export async function insertFavorite(trx: Trx, itemId: number, userId: number, at: string): Promise<FavoriteRow> {
   return trx
     .insertInto('favorites')
@@ -74,26 +111,11 @@ export async function insertFavorite(trx: Trx, itemId: number, userId: number, a
     .executeTakeFirstOrThrow();
 }
 
-export async function listFavorites(db: Db, itemId: number, page: Page): Promise<FavoriteRow[]> {
-  return db
-    .selectFrom('favorites')
-    .selectAll()
-    .where('item_id', '=', itemId)
-    .orderBy('id')
-    .limit(page.limit)
-    .offset(page.offset)
-    .execute();
-}
-
 export async function deleteFavorite(trx: Trx, id: number): Promise<void> {
   await trx.deleteFrom('favorites').where('id', '=', id).execute();
 }
 
 // Blocks: `item_id` blocks `blocked_id`.
-
-export async function findBlock(db: Db, itemId: number, id: number): Promise<BlockRow | undefined> {
-  return db.selectFrom('blocks').selectAll().where('item_id', '=', itemId).where('id', '=', id).executeTakeFirst();
-}
 
 export async function findBlockById(db: Db, id: number): Promise<BlockRow | undefined> {
   return db.selectFrom('blocks').selectAll().where('id', '=', id).executeTakeFirst();
@@ -130,30 +152,6 @@ export async function deleteBlock(trx: Trx, id: number): Promise<void> {
 }
 
 /** The blocks an item makes (`item_id`) or suffers (`blocked_id`), oldest first. */
-export async function listBlocks(
-  db: Db,
-  side: 'item_id' | 'blocked_id',
-  itemId: number,
-  page: Page,
-): Promise<BlockRow[]> {
-  return db
-    .selectFrom('blocks')
-    .selectAll()
-    .where(side, '=', itemId)
-    .orderBy('id')
-    .limit(page.limit)
-    .offset(page.offset)
-    .execute();
-}
-
-export async function countBlocks(db: Db, side: 'item_id' | 'blocked_id', itemId: number): Promise<number> {
-  const row = await db
-    .selectFrom('blocks')
-    .select((eb) => eb.fn.countAll<number>().as('n'))
-    .where(side, '=', itemId)
-    .executeTakeFirstOrThrow();
-  return Number(row.n);
-}
 
 /**
  * Whether `from` blocks `to`, directly or through other items, by blocks in force: then `to`
@@ -179,26 +177,6 @@ export async function insertAnnotation(
   return trx.insertInto('annotations').values(row).returningAll().executeTakeFirstOrThrow();
 }
 
-export async function listAnnotations(db: Db, itemId: number, page: Page): Promise<AnnotationRow[]> {
-  return db
-    .selectFrom('annotations')
-    .selectAll()
-    .where('item_id', '=', itemId)
-    .orderBy('id')
-    .limit(page.limit)
-    .offset(page.offset)
-    .execute();
-}
-
-export async function countAnnotations(db: Db, itemId: number): Promise<number> {
-  const row = await db
-    .selectFrom('annotations')
-    .select((eb) => eb.fn.countAll<number>().as('n'))
-    .where('item_id', '=', itemId)
-    .executeTakeFirstOrThrow();
-  return Number(row.n);
-}
-
 // Who hears about a comment.
 
 /** The item's followers who are members of its product, but for `except` (the comment's author). */
@@ -222,4 +200,21 @@ export async function findCommentsByIds(db: Db, ids: number[]): Promise<CommentR
 
 export async function findBlocksByIds(db: Db, ids: number[]): Promise<BlockRow[]> {
   return ids.length === 0 ? [] : db.selectFrom('blocks').selectAll().where('id', 'in', ids).execute();
+}
+
+/** For each of the items, the items that block it by blocks in force: their ids and numbers. */
+export async function blockersOf(
+  db: Db,
+  itemIds: number[],
+): Promise<{ blocked_id: number; id: number; number: number }[]> {
+  return inChunks(itemIds, (chunk) =>
+    db
+      .selectFrom('blocks')
+      .innerJoin('items', 'items.id', 'blocks.item_id')
+      .select(['blocks.blocked_id', 'items.id', 'items.number'])
+      .where('blocks.blocked_id', 'in', chunk)
+      .where('blocks.unblocked', '=', 0)
+      .orderBy('items.number')
+      .execute(),
+  );
 }

@@ -44,12 +44,12 @@ export async function listCommentsOf(
   page: Page,
 ): Promise<Listed<CommentRow>> {
   const item = await getItem(db, scope, number);
-  return { rows: await repository.listComments(db, item.id, page), total: item.comments_count };
+  return { rows: await repository.listEntries(db, 'comments', item.id, page), total: item.comments_count };
 }
 
 export async function getComment(db: Db, scope: ProductScope, number: number, id: number): Promise<CommentRow> {
   const item = await getItem(db, scope, number);
-  return (await repository.findComment(db, item.id, id)) ?? Promise.reject(commentNotFound());
+  return (await repository.findEntry(db, 'comments', item.id, id)) ?? Promise.reject(commentNotFound());
 }
 
 /**
@@ -78,7 +78,8 @@ export async function addComment(
   });
   await changeItemCounts(trx, item.id, { comments_count: 1 }, at);
   await markItemsChanged(trx, productId, { totals: false, items: [item.id] });
-  const mentioned = mentionedIn(input.body, await listMembers(trx, productId));
+  // Members are read only when someone may be named.
+  const mentioned = input.body.includes('@') ? mentionedIn(input.body, await listMembers(trx, productId)) : [];
   await addItemFollowers(trx, item.id, [scope.user.id, ...mentioned], at);
   const followers = await repository.memberFollowers(trx, productId, item.id, scope.user.id);
   const recipients = await findUsersByIds(trx, await wantCommentMail(trx, productId, followers));
@@ -105,7 +106,7 @@ export async function removeComment(
 ): Promise<CommentRow> {
   await lockProduct(trx, scope.product.id);
   const item = await getItem(trx, scope, number);
-  const comment = await repository.findComment(trx, item.id, id);
+  const comment = await repository.findEntry(trx, 'comments', item.id, id);
   if (!comment) throw commentNotFound();
   if (comment.user_id !== scope.user.id) throw new ForbiddenError('Only its author may delete a comment.');
   await repository.deleteComment(trx, comment.id);
@@ -127,12 +128,12 @@ export async function listFavoritesOf(
   page: Page,
 ): Promise<Listed<FavoriteRow>> {
   const item = await getItem(db, scope, number);
-  return { rows: await repository.listFavorites(db, item.id, page), total: item.favorites_count };
+  return { rows: await repository.listEntries(db, 'favorites', item.id, page), total: item.favorites_count };
 }
 
 export async function getFavorite(db: Db, scope: ProductScope, number: number, id: number): Promise<FavoriteRow> {
   const item = await getItem(db, scope, number);
-  return (await repository.findFavorite(db, item.id, id)) ?? Promise.reject(favoriteNotFound());
+  return (await repository.findEntry(db, 'favorites', item.id, id)) ?? Promise.reject(favoriteNotFound());
 }
 
 /**
@@ -166,7 +167,7 @@ export async function findOwnFavorite(db: Db, scope: ProductScope, number: numbe
 export async function removeFavorite(trx: Trx, scope: ProductScope, number: number, id: number): Promise<FavoriteRow> {
   await lockProduct(trx, scope.product.id);
   const item = await getItem(trx, scope, number);
-  const favorite = await repository.findFavorite(trx, item.id, id);
+  const favorite = await repository.findEntry(trx, 'favorites', item.id, id);
   if (!favorite) throw favoriteNotFound();
   if (favorite.user_id !== scope.user.id) throw new ForbiddenError('Only the one who made it may remove a favorite.');
   await repository.deleteFavorite(trx, favorite.id);
@@ -189,14 +190,14 @@ export async function listBlocksOf(
   const item = await getItem(db, scope, number);
   const column = side === 'blocking' ? 'item_id' : 'blocked_id';
   return {
-    rows: await repository.listBlocks(db, column, item.id, page),
-    total: await repository.countBlocks(db, column, item.id),
+    rows: await repository.listEntries(db, 'blocks', item.id, page, column),
+    total: await repository.countEntries(db, 'blocks', item.id, column),
   };
 }
 
 export async function getBlock(db: Db, scope: ProductScope, number: number, id: number): Promise<BlockRow> {
   const item = await getItem(db, scope, number);
-  return (await repository.findBlock(db, item.id, id)) ?? Promise.reject(blockNotFound());
+  return (await repository.findEntry(db, 'blocks', item.id, id)) ?? Promise.reject(blockNotFound());
 }
 
 /**
@@ -255,7 +256,7 @@ export async function removeBlock(
 ): Promise<BlockRow> {
   await lockProduct(trx, scope.product.id);
   const item = await getItem(trx, scope, number);
-  const block = await repository.findBlock(trx, item.id, id);
+  const block = await repository.findEntry(trx, 'blocks', item.id, id);
   if (!block) throw blockNotFound();
   const [blocked] = await findItemsByIds(trx, [block.blocked_id]);
   const removes = block.user_id === scope.user.id;
@@ -330,6 +331,23 @@ function blockSummary(block: BlockRow, item: ItemRow, blocked: ItemRow, urls: Ur
   };
 }
 
+/**
+ * The items that block each of the given ones (by id), by blocks in force, as `{id, number}` in
+ * number order; items nothing blocks are left out.
+ */
+export async function blockersOfItems(
+  db: Db,
+  itemIds: number[],
+): Promise<Map<number, { id: number; number: number }[]>> {
+  const blockers = new Map<number, { id: number; number: number }[]>();
+  if (itemIds.length === 0) return blockers;
+  for (const row of await repository.blockersOf(db, itemIds)) {
+    const list = blockers.get(row.blocked_id) ?? blockers.set(row.blocked_id, []).get(row.blocked_id)!;
+    list.push({ id: row.id, number: row.number });
+  }
+  return blockers;
+}
+
 // Annotations.
 
 export async function listAnnotationsOf(
@@ -340,8 +358,8 @@ export async function listAnnotationsOf(
 ): Promise<Listed<AnnotationRow>> {
   const item = await getItem(db, scope, number);
   return {
-    rows: await repository.listAnnotations(db, item.id, page),
-    total: await repository.countAnnotations(db, item.id),
+    rows: await repository.listEntries(db, 'annotations', item.id, page),
+    total: await repository.countEntries(db, 'annotations', item.id),
   };
 }
 

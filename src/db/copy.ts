@@ -27,6 +27,14 @@ const TABLES: Partial<Record<keyof Database, string[]>> = {
   attachments: ['id'],
   activities: ['id'],
   activity_counts: ['product_id', 'item_id'],
+  comments: ['id'],
+  favorites: ['id'],
+  blocks: ['id'],
+  annotations: ['id'],
+  comment_mail_off: ['product_id', 'user_id'],
+  inbound_senders: ['address'],
+  inbound_refusals: ['id'],
+  inbound_messages: ['item_id', 'message_id'],
 };
 const SELF_REFERENCES = { items: 'parent_id', deploys: 'reverted_by' } as const;
 const SERIAL_TABLES: (keyof Database)[] = [
@@ -41,6 +49,11 @@ const SERIAL_TABLES: (keyof Database)[] = [
   'webhook_deliveries',
   'attachments',
   'activities',
+  'comments',
+  'favorites',
+  'blocks',
+  'annotations',
+  'inbound_refusals',
 ];
 const BATCH = 500;
 /** Rows of files are copied a few at a time: each can be ATTACHMENT_MAX_MB. */

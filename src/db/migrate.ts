@@ -21,8 +21,11 @@ import * as signinClients from './migrations/2026_11_26_0070_signin_clients.js';
 import * as openLists from './migrations/2026_11_26_0090_open_lists.js';
 import * as deployPages from './migrations/2026_11_26_0100_deploy_pages.js';
 import * as conversation from './migrations/2026_11_27_0010_conversation.js';
+import * as deployBlockers from './migrations/2026_11_27_0015_deploy_blockers.js';
 import * as attachments from './migrations/2026_11_27_0030_attachments.js';
 import * as activities from './migrations/2026_11_27_0020_activities.js';
+import * as inboundMail from './migrations/2026_11_27_0040_inbound_mail.js';
+import * as inboundReceived from './migrations/2026_11_27_0045_inbound_received.js';
 
 /** Every migration, by name; names sort in the order they apply. */
 export const MIGRATIONS: Readonly<Record<string, Migration>> = {
@@ -47,8 +50,11 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '2026_11_26_0090_open_lists': openLists,
   '2026_11_26_0100_deploy_pages': deployPages,
   '2026_11_27_0010_conversation': conversation,
+  '2026_11_27_0015_deploy_blockers': deployBlockers,
   '2026_11_27_0030_attachments': attachments,
   '2026_11_27_0020_activities': activities,
+  '2026_11_27_0040_inbound_mail': inboundMail,
+  '2026_11_27_0045_inbound_received': inboundReceived,
 };
 
 /** The names of every migration, in the order they apply. */

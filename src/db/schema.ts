@@ -170,6 +170,8 @@ export interface DeploysTable {
   reverted_by: Generated<number | null>;
   /** The receipt a retry with the deploy's Idempotency-Key answers again: a JSON array of numbers. */
   unknown_numbers: Generated<string>;
+  /** JSON array of {"number", "blocked_by"}: items blocked by items not in the environment then. */
+  blocked_items: Generated<string>;
   /** How many people the deploy mailed. */
   emailed: Generated<number>;
   /**
@@ -261,6 +263,8 @@ export interface OutboxTable {
   comment_id: Generated<number | null>;
   /** The block a `block` message tells of. */
   block_id: Generated<number | null>;
+  /** The refused inbound message an `inbound-refusal` message explains. */
+  refusal_id: Generated<number | null>;
 }
 
 /**
@@ -412,6 +416,32 @@ export interface ActivityCountsTable {
   count: number;
 }
 
+/** When a sender of refused mail was last sent an explanation (at most one an hour). */
+export interface InboundSendersTable {
+  /** Lower case. */
+  address: string;
+  explained_at: string;
+}
+
+/** A refused inbound message that its sender is told of. */
+export interface InboundRefusalsTable {
+  id: Generated<number>;
+  address: string;
+  reason: string;
+  detail: string | null;
+  recipient: string;
+  subject: string;
+  in_reply_to: string | null;
+  created_at: string;
+}
+
+/** A message an item took by mail, by its Message-ID: a second copy of it adds nothing. */
+export interface InboundMessagesTable {
+  item_id: number;
+  message_id: string;
+  received_at: string;
+}
+
 export interface Database {
   users: UsersTable;
   products: ProductsTable;
@@ -442,6 +472,9 @@ export interface Database {
   attachments: AttachmentsTable;
   activities: ActivitiesTable;
   activity_counts: ActivityCountsTable;
+  inbound_messages: InboundMessagesTable;
+  inbound_senders: InboundSendersTable;
+  inbound_refusals: InboundRefusalsTable;
 }
 
 export type UserRow = Selectable<UsersTable>;
@@ -464,6 +497,7 @@ export type FavoriteRow = Selectable<FavoritesTable>;
 export type BlockRow = Selectable<BlocksTable>;
 export type AnnotationRow = Selectable<AnnotationsTable>;
 /** An attachment without its bytes, as lists and answers read it. */
+export type InboundRefusalRow = Selectable<InboundRefusalsTable>;
 export type AttachmentRow = Omit<Selectable<AttachmentsTable>, 'bytes'>;
 export type ActivityRow = Selectable<ActivitiesTable>;
 
@@ -525,6 +559,7 @@ export const DEPLOY_COLUMNS = allColumns<DeployRow>()([
   'reverted_by',
   'unknown_numbers',
   'emailed',
+  'blocked_items',
 ]);
 
 /** The same columns of a table named by an alias in a join (`items.id`, `i.id`). */

@@ -54,6 +54,15 @@ function messageParts(mail: DeployMail, message: OutboxRow) {
     : undefined;
 }
 
+/** What the deploy kept of its blocked items, by number. */
+const blockedByOf = (deploy: DeployRow): Map<number, number[]> =>
+  new Map(
+    (JSON.parse(deploy.blocked_items) as { number: number; blocked_by: number[] }[]).map((b) => [
+      b.number,
+      b.blocked_by,
+    ]),
+  );
+
 /**
  * Deploy messages as their recipients read them, rendered when they are sent: items show as they
  * are then, usually seconds after the deploy. A message whose deploy or items are gone maps to null.
@@ -67,7 +76,15 @@ export function deployMessageRenderer(publicUrl: string, links: UnsubscribeLinks
         const unsubscribeUrl = links.url(message.message_id);
         return [
           message.id,
-          parts ? renderDeployEmail({ ...parts, subject: message.subject, unsubscribeUrl, publicUrl }) : null,
+          parts
+            ? renderDeployEmail({
+                ...parts,
+                blockedBy: blockedByOf(parts.deploy),
+                subject: message.subject,
+                unsubscribeUrl,
+                publicUrl,
+              })
+            : null,
         ];
       }),
     );

@@ -98,6 +98,17 @@ export const DeployReceiptSchema = Type.Object(
       description: 'The numbers of the request that named no item, in request order.',
     }),
     emailed: Type.Integer({ description: 'How many people the deploy mails.' }),
+    blocked: Type.Array(
+      Type.Object({
+        number: Type.Integer(),
+        blocked_by: Type.Array(Type.Integer(), { description: 'The numbers of its blockers not there.' }),
+      }),
+      {
+        description:
+          'The deployed items blocked by items the environment does not run (not deployed there, nor in ' +
+          'this deploy), in number order; empty for a rollback.',
+      },
+    ),
     dry_run: Type.Boolean(),
     recipients: Type.Optional(Type.Array(ref(RecipientSchema), { description: 'On a dry run only.' })),
   },
@@ -313,6 +324,7 @@ export async function presentReceipt(
     ...json,
     unknown_numbers: JSON.parse(deploy.unknown_numbers) as number[],
     emailed: deploy.emailed,
+    blocked: JSON.parse(deploy.blocked_items) as DeployReceiptJson['blocked'],
     dry_run: false,
   };
 }
@@ -321,6 +333,7 @@ export async function presentReceipt(
 interface PlannedDeploy {
   items: ItemHead[];
   unknownNumbers: number[];
+  blocked: DeployReceiptJson['blocked'];
   recipients: { user: UserRow; items: ItemHead[] }[];
 }
 
@@ -354,6 +367,7 @@ export async function presentDryRun(
     reverted: false,
     unknown_numbers: plan.unknownNumbers,
     emailed: plan.recipients.length,
+    blocked: plan.blocked,
     dry_run: true,
     ...(omitted.length > 0 ? { omitted_numbers: omitted } : {}),
     recipients: plan.recipients

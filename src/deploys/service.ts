@@ -3,6 +3,7 @@ import type { Db, Trx } from '../db/connection.js';
 import { storableId, type DeployRow, type UserRow } from '../db/schema.js';
 import { BadRequestError, NotFoundError, UnprocessableError } from '../errors.js';
 import { findItemHeadsByIds, findItemHeadsByNumbers, touchActivity, type ItemHead } from '../items/index.js';
+import { blockersOfItems } from '../conversation/index.js';
 import { queueDeployNotifications } from '../mail/index.js';
 import { wantDeployMail } from '../notifications/index.js';
 import { lockProduct, markItemsChanged } from '../products/index.js';
@@ -106,7 +107,39 @@ export interface DeployPlan {
   items: ItemHead[];
   unknownNumbers: number[];
   recipients: Recipient[];
+  /** Items of a deploy blocked by items the environment will not run (blockedElsewhere). */
+  blocked: BlockedItem[];
   rollback?: RollbackPlan;
+}
+
+/** A deployed item that items not in the environment block: its number, and theirs. */
+export interface BlockedItem {
+  number: number;
+  blocked_by: number[];
+}
+
+/**
+ * Of the items a deploy takes to the environment, those blocked (by blocks in force) by items
+ * that the environment will not run after it: neither deployed there now (and not reverted) nor
+ * in this deploy. In number order, each with the numbers of those blockers.
+ */
+async function blockedElsewhere(db: Db, environment: string, items: ItemHead[]): Promise<BlockedItem[]> {
+  const blockers = await blockersOfItems(
+    db,
+    items.map((i) => i.id),
+  );
+  if (blockers.size === 0) return [];
+  const coming = new Set(items.map((i) => i.id));
+  const outside = [...new Set([...blockers.values()].flat().map((b) => b.id))].filter((id) => !coming.has(id));
+  const entries = await entriesOf(db, environment, outside);
+  const there = (id: number) => coming.has(id) || (entries.has(id) && entries.get(id)!.reverted_at === null);
+  return items
+    .map((item) => ({
+      number: item.number,
+      blocked_by: (blockers.get(item.id) ?? []).filter((b) => !there(b.id)).map((b) => b.number),
+    }))
+    .filter((b) => b.blocked_by.length > 0)
+    .sort((a, b) => a.number - b.number);
 }
 
 /**
@@ -119,7 +152,12 @@ export async function planDeploy(db: Db, scope: ProductScope, input: DeployInput
   const unknownNumbers = input.numbers.filter((n) => !known.has(n));
   if (!input.rollback) {
     if (named.length === 0) throw new BadRequestError('None of the numbers names an item of this product.');
-    return { items: named, unknownNumbers, recipients: await deployRecipients(db, scope, input.environment, named) };
+    return {
+      items: named,
+      unknownNumbers,
+      recipients: await deployRecipients(db, scope, input.environment, named),
+      blocked: await blockedElsewhere(db, input.environment, named),
+    };
   }
   const rollback = await planRollback(db, scope, input.environment, input.version);
   const items = (
@@ -128,7 +166,13 @@ export async function planDeploy(db: Db, scope: ProductScope, input: DeployInput
       rollback.changes.map((c) => c.itemId),
     )
   ).sort((a, b) => a.number - b.number);
-  return { items, unknownNumbers, recipients: await deployRecipients(db, scope, input.environment, items), rollback };
+  return {
+    items,
+    unknownNumbers,
+    recipients: await deployRecipients(db, scope, input.environment, items),
+    blocked: [],
+    rollback,
+  };
 }
 
 /**
@@ -211,8 +255,7 @@ export async function recordDeploy(
     idempotency_key: key ?? null,
     request_hash: hash,
     rollback: input.rollback ? 1 : 0,
-    unknown_numbers: JSON.stringify(plan.unknownNumbers),
-    emailed: plan.recipients.length,
+    ...receiptColumns(plan),
     // What deploys.json embeds of the items, as they are now (a deploy changes none of it).
     ...keptSummaries(plan.items),
   });
@@ -243,6 +286,13 @@ export async function recordDeploy(
   );
   return { deploy, created: true, items };
 }
+
+/** What a deploy keeps of its receipt, so that a repeat answers the same. */
+const receiptColumns = (plan: DeployPlan) => ({
+  unknown_numbers: JSON.stringify(plan.unknownNumbers),
+  emailed: plan.recipients.length,
+  blocked_items: JSON.stringify(plan.blocked),
+});
 
 /**
  * The deploy that an earlier request with the same Idempotency-Key recorded, if any; 422 when that

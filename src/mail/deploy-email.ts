@@ -25,6 +25,8 @@ export interface DeployMessageParts {
   deployer: UserRow;
   /** The recipient's items in the deploy, in number order. */
   items: MailedItem[];
+  /** By item number, the blockers of the items that the environment did not run when it was recorded. */
+  blockedBy?: ReadonlyMap<number, readonly number[]>;
   /** The notes as safe HTML, rendered when the deploy was recorded (deploys' notesHtmlOf). */
   notesHtml: string;
   subject: string;
@@ -54,8 +56,16 @@ export function renderDeployEmail(parts: DeployMessageParts): { text: string; ht
       items.length === 1
         ? 'The item you follow in this deploy:'
         : `The ${items.length} items you follow in this deploy:`,
-    items: items.map((item) => ({ item })),
+    items: items.map((item) => ({ item, note: blockedNote(parts.blockedBy?.get(item.number), deploy.environment) })),
   });
+}
+
+/** `Blocked by #9, which is not in production.`, or nothing for an item no absent item blocks. */
+function blockedNote(blockers: readonly number[] | undefined, environment: string): string | undefined {
+  if (!blockers?.length) return undefined;
+  const numbers = blockers.map((n) => `#${n}`);
+  const list = numbers.length === 1 ? numbers[0] : `${numbers.slice(0, -1).join(', ')} and ${numbers.at(-1)}`;
+  return `Blocked by ${list}, which ${numbers.length === 1 ? 'is' : 'are'} not in ${oneLine(environment)}.`;
 }
 
 /** A message to followers about a deploy of their items: what happened, the items, the notes. */

@@ -11,6 +11,7 @@ export {
   queueCommentNotifications,
   queueDeployNotifications,
   queueInvitation,
+  queueRefusalExplanation,
   queueSignin,
   RETRY_WINDOW_MS,
 } from './notifications.js';

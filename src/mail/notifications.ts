@@ -160,3 +160,26 @@ export async function queueBlockNotification(
   };
   await enqueueMessages(trx, [message], formatTimestamp(now), retryUntil(now));
 }
+
+/**
+ * Queues the explanation of a refused inbound message to its sender (an address, perhaps of no
+ * user), in the transaction that records the refusal; `subject` answers the sender's own.
+ */
+export async function queueRefusalExplanation(
+  trx: Trx,
+  notice: { refusalId: number; address: string; subject: string },
+  mailDomain: string,
+  now: Date,
+): Promise<void> {
+  const message = {
+    kind: 'inbound-refusal',
+    refusal_id: notice.refusalId,
+    deploy_id: null,
+    user_id: null,
+    to_address: notice.address,
+    subject: notice.subject,
+    item_ids: '[]',
+    message_id: `<refusal-${notice.refusalId}.${unique()}@${mailDomain}>`,
+  };
+  await enqueueMessages(trx, [message], formatTimestamp(now), retryUntil(now));
+}

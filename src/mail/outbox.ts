@@ -11,7 +11,7 @@ export type NewMessage = Pick<
   OutboxRow,
   'deploy_id' | 'user_id' | 'to_address' | 'subject' | 'item_ids' | 'message_id'
 > &
-  Partial<Pick<OutboxRow, 'kind' | 'invitation_id' | 'comment_id' | 'block_id'>>;
+  Partial<Pick<OutboxRow, 'kind' | 'invitation_id' | 'comment_id' | 'block_id' | 'refusal_id'>>;
 
 /** Queues messages; called inside the transaction of the change that causes them. */
 export async function enqueueMessages(

@@ -46,8 +46,9 @@ export function composeMessage(
     textEncoding: 'quoted-printable',
     ...(body.replyTo ? { replyTo: body.replyTo } : {}),
     headers: {
-      ...body.headers,
+      // A kind may say more precisely (an answer to a message is `auto-replied`, RFC 3834).
       'Auto-Submitted': 'auto-generated',
+      ...body.headers,
       ...(hasUnsubscribeLink(message.kind) ? { 'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click' } : {}),
     },
     ...(hasUnsubscribeLink(message.kind) ? { list: { unsubscribe: links.url(message.message_id) } } : {}),

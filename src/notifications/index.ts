@@ -3,13 +3,20 @@
  * Every environment unless they chose some; deploys ask wantDeployMail who of a deploy's followers
  * is to get its message, comments wantCommentMail.
  */
-export { parseEnvironmentChoice, type EnvironmentChoice, type NotificationChoice } from './input.js';
+export {
+  parseEnvironmentChoice,
+  parseNotificationChoice,
+  type EnvironmentChoice,
+  type NotificationChoice,
+} from './input.js';
 export { NOTIFICATION_SCHEMAS } from './present.js';
 export { notificationRoutes } from './routes.js';
 export {
   commentMailChoice,
   environmentChoice,
+  notificationChoice,
   setCommentMailChoice,
+  setNotificationChoice,
   setEnvironmentChoice,
   wantCommentMail,
   wantDeployMail,

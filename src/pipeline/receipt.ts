@@ -56,6 +56,14 @@ export function formatReceipt(answer: Json, sent: DeployRequest, range: Range | 
   if (Array.isArray(answer.unknown_numbers) && answer.unknown_numbers.length) {
     lines.push(`Not items of the product, skipped: ${numberList(answer.unknown_numbers)}`);
   }
+  for (const b of objects(answer.blocked) ?? []) {
+    const by = Array.isArray(b.blocked_by) ? b.blocked_by : [];
+    const where = textOr(answer.environment, sent.environment);
+    lines.push(
+      `Blocked: #${String(b.number)} ${answer.dry_run === true ? 'would go' : 'went'} to ${where}; it is blocked by ` +
+        `${numberList(by)}, which ${by.length === 1 ? 'is' : 'are'} not there.`,
+    );
+  }
   const emailed = emailedLine(answer.emailed);
   if (emailed) lines.push(emailed);
   const recipients = objects(answer.recipients);

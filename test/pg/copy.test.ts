@@ -4,6 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
 import { openDatabase, type Db } from '../../src/db/connection.js';
+import { inboundOf, receiveMessage } from '../../src/inbound/index.js';
 import { client, makeItem, makeProduct, makeUser, tempDir, type TestUser } from '../helpers.js';
 import { runCli } from '../processes.js';
 import { databaseUrlFor } from '../storage.js';
@@ -73,8 +74,26 @@ before(async () => {
     payload: ATTACHED,
   });
   assert.equal(attached.statusCode, 200, attached.body);
+  // The conversation: a comment (and its mail), a favorite, a block, an annotation, comment mail turned off.
+  const talk = `/api/products/${productId}/items/1`;
+  for (const [url, params] of [
+    [`${talk}/comments.json`, { body: 'Moves along' }],
+    [`${talk}/favorites.json`, {}],
+    [`${talk}/blocking.json`, { blocked: '3' }],
+    [`${talk}/annotations.json`, { label: 'CI', action: 'passed' }],
+    [`/api/products/${productId}/notifications.json`, { comments: 'false' }],
+  ] as const)
+    assert.equal((await client(source.app, owner).post(url, params)).statusCode, 200, url);
   // A pending invitation: its message goes to an address with no user yet.
   await client(source.app, owner).post(`/api/products/${productId}/people.json`, { email: 'invited@example.com' });
+  // Mail from a stranger, refused: its explanation waits in the outbox, and its sender's hour is counted.
+  const to = `discussion-1@${source.app.config.mailDomain}`;
+  const refused = await receiveMessage(
+    inboundOf(source.db, source.app.config, source.app.unsubscribeLinks),
+    Buffer.from(`From: stranger@example.com\r\nTo: ${to}\r\nSubject: Hi\r\n\r\nLet me in\r\n`),
+    { recipients: [to] },
+  );
+  assert.deepEqual(refused.status === 'refused' && refused.explained, true);
 });
 
 after(async () => {
@@ -101,6 +120,14 @@ test('copy moves every row into an empty PostgreSQL database and checks the coun
     'outbox',
     'notification_environments',
     'attachments',
+    'comments',
+    'favorites',
+    'blocks',
+    'annotations',
+    'comment_mail_off',
+    'activities',
+    'inbound_senders',
+    'inbound_refusals',
   ]) {
     assert.match(run.stdout, new RegExp(`^${table}\\s+(\\d+)\\s+\\1$`, 'm'), `${table} counts in ${run.stdout}`);
   }
@@ -114,6 +141,12 @@ test('copy moves every row into an empty PostgreSQL database and checks the coun
       `/api/products/${productId}/deploys.json`,
       `/api/products/${productId}/people.json`,
       `/api/products/${productId}/items/1/attachments.json`,
+      `/api/products/${productId}/items/1/comments.json`,
+      `/api/products/${productId}/items/1/favorites.json`,
+      `/api/products/${productId}/items/1/blocking.json`,
+      `/api/products/${productId}/items/1/annotations.json`,
+      `/api/products/${productId}/items/1/activities.json`,
+      `/api/products/${productId}/notifications.json`,
     ]) {
       const before = await client(source.app, owner).get(url);
       const after = await client(target.app, owner).get(url);
@@ -126,7 +159,7 @@ test('copy moves every row into an empty PostgreSQL database and checks the coun
     const choice = await client(target.app, member).get(`/api/products/${productId}/notifications.json`);
     assert.deepEqual(
       choice.json(),
-      { environments: ['production', 'staging'] },
+      { environments: ['production', 'staging'], comments: true },
       "the member's deploy mail choice moves along",
     );
     const outboxBefore = await source.db

@@ -2,10 +2,10 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { params, Param } from '../../http/params.js';
 import { requestParams } from '../../http/request.js';
 import {
-  environmentChoice,
-  parseEnvironmentChoice,
-  setEnvironmentChoice,
-  type EnvironmentChoice,
+  notificationChoice,
+  parseNotificationChoice,
+  setNotificationChoice,
+  type NotificationChoice,
 } from '../../notifications/index.js';
 import { checkToken, formErrors, productOf, sessionOf, viewerOf } from '../pages.js';
 import { deployedEnvironments } from '../repository.js';
@@ -22,10 +22,12 @@ const choosable = (environment: string): boolean =>
   !environment.includes(',') && environment.trim().toLowerCase() !== 'all';
 
 /** The page's form for a choice as it is stored. */
-const choiceForm = (choice: EnvironmentChoice): NotificationForm =>
-  choice === 'all'
-    ? { values: { choice: 'all' }, errors: {}, chosen: [] }
-    : { values: { choice: 'some' }, errors: {}, chosen: choice };
+const choiceForm = ({ environments, comments }: NotificationChoice): NotificationForm => {
+  const values = { comments: comments ? 'true' : 'false' };
+  return environments === 'all'
+    ? { values: { ...values, choice: 'all' }, errors: {}, chosen: [] }
+    : { values: { ...values, choice: 'some' }, errors: {}, chosen: environments };
+};
 
 /** The page: the environments to tick (those deployed to lately, and those chosen), and the form as it stands. */
 async function renderNotifications(
@@ -55,11 +57,11 @@ async function renderNotifications(
 export async function notificationsRoutes(app: FastifyInstance): Promise<void> {
   const query = params({ saved: Param });
   app.get('/notifications', { schema: { ...ProductPath, querystring: query } }, async (request, reply) => {
-    const form = choiceForm(await environmentChoice(app.db, request.scope));
+    const form = choiceForm(await notificationChoice(app.db, request.scope));
     return renderNotifications(app, { request, reply, status: 200, form, saved: requestParams(request).saved === '1' });
   });
 
-  const body = params({ csrf: Param, choice: Param, environments: Param, other: Param });
+  const body = params({ csrf: Param, choice: Param, environments: Param, other: Param, comments: Param });
   const options = { bodyLimit: ENVIRONMENTS_FORM_LIMIT, schema: { ...ProductPath, body } };
   app.post('/notifications', options, async (request, reply) => {
     checkToken(request);
@@ -67,13 +69,17 @@ export async function notificationsRoutes(app: FastifyInstance): Promise<void> {
     const ticked = strings(p.environments);
     const other = strings(p.other).at(-1) ?? '';
     const all = p.choice === 'all';
+    // The box's hidden companion sends false; ticked, the box's own true comes after it. A form
+    // without either leaves the choice as it is.
+    const comments = strings(p.comments).at(-1);
     try {
-      const choice = parseEnvironmentChoice({ environments: all ? 'all' : [...ticked, other] });
-      await app.db.transaction().execute((trx) => setEnvironmentChoice(trx, request.scope, choice));
+      const change = parseNotificationChoice({ environments: all ? 'all' : [...ticked, other], comments });
+      await app.db.transaction().execute((trx) => setNotificationChoice(trx, request.scope, change));
     } catch (err) {
       const shown = formErrors(err);
       if (!shown) throw err;
-      const form = { values: { choice: all ? 'all' : 'some', other }, chosen: ticked, ...shown };
+      const values = { choice: all ? 'all' : 'some', other, ...(comments === undefined ? {} : { comments }) };
+      const form = { values, chosen: ticked, ...shown };
       return renderNotifications(app, { request, reply, status: 400, form });
     }
     return redirectAfterPost(reply, productPath(request, '/notifications?saved=1'));

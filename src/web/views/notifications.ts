@@ -2,7 +2,10 @@ import { csrfField, type Viewer } from './layout.js';
 import { html, type Html } from './html.js';
 import { fieldError, type FormState, productNav } from './parts.js';
 
-/** The form as shown: `values.choice` is `all` or `some`, `values.other` the typed names; `chosen` the ticked ones. */
+/**
+ * The form as shown: `values.choice` is `all` or `some`, `values.other` the typed names, `values.comments`
+ * `true` or `false`; `chosen` the ticked environments.
+ */
 export interface NotificationForm extends FormState {
   chosen: string[];
 }
@@ -16,7 +19,10 @@ export interface NotificationsView {
   viewer: Viewer;
 }
 
-/** Which of the product's deploy environments email the signed-in person (the API's notifications.json). */
+/**
+ * Which of the product's deploy environments email the signed-in person, and whether comments do
+ * (the API's notifications.json).
+ */
 export function notificationsPage(v: NotificationsView): Html {
   const s = v.form;
   const some = s.values.choice === 'some';
@@ -24,13 +30,16 @@ export function notificationsPage(v: NotificationsView): Html {
   const box = (e: string) =>
     html`<li><label class="check"><input type="checkbox" name="environments" value="${e}"\
 ${s.chosen.includes(e) ? html` checked` : ''}> ${e}</label></li>`;
+  const commentsBox = html`<label class="check"><input type="checkbox" name="comments" value="true"${
+    s.values.comments === 'false' ? '' : html` checked`
+  }> Email me the comments on items I follow</label>`;
   const offered = v.offered.length
     ? html`<ul class="environments">${v.offered.map(box)}</ul>`
     : html`<p class="muted">Nothing of this product has been deployed yet.</p>`;
   return html`${productNav(v.product, 'notifications')}
 ${v.saved ? html`<p class="notice" role="status">Saved.</p>` : ''}
-<p>When items you follow are deployed, Shiplog emails you about them. Choose which of this product's environments do;
-the other environments' deploys are still recorded and shown, without mail to you.</p>
+<p>When items you follow are deployed or commented on, Shiplog emails you about them. Choose which of this
+product's environments do; the other environments' deploys are still recorded and shown, without mail to you.</p>
 <form class="notifications" method="post" action="/app/products/${v.product.id}/notifications">${csrfField(v.viewer)}
 ${s.message ? html`<p class="error">${s.message}</p>` : ''}
 <fieldset><legend>Email me about deploys to</legend>
@@ -43,6 +52,9 @@ ${offered}
 <span class="muted">(comma-separated, exactly as deploys name them)</span></label>
 <input id="other-environments" type="text" name="other" value="${s.values.other ?? ''}"${invalid}>\
 ${fieldError(s, 'environments')}</p>
+</fieldset>
+<fieldset><legend>Comments</legend>
+<p><input type="hidden" name="comments" value="false">${commentsBox}${fieldError(s, 'comments')}</p>
 </fieldset>
 <p><button type="submit">Save</button></p>
 </form>`;
