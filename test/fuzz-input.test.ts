@@ -233,7 +233,7 @@ const ROUTES: Record<string, RouteSpec> = {
   'GET /app/products/:product_id/notifications': { access: 'page', params: ['saved'] },
   'POST /app/products/:product_id/notifications': {
     access: 'page',
-    params: ['csrf', 'choice', 'environments', 'other'],
+    params: ['csrf', 'choice', 'environments', 'other', 'comments'],
     example: { csrf: CSRF, choice: 'some', environments: 'production', other: 'staging' },
   },
   'GET /app/products/:product_id/webhooks': { access: 'page', params: [] },
