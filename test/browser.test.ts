@@ -547,6 +547,93 @@ describe('the pages in chromium', { timeout: 120_000 }, () => {
     }
   });
 
+  test('a comment posted with the keyboard, a preview without posting, the star; nothing typed is lost', async () => {
+    const { owner, product, numbers } = await productWithItems(['Talked about']);
+    const items = `/api/products/${product.id}/items/${numbers[0]}`;
+    const { context, page } = await signedIn(owner.email);
+    try {
+      await page.goto(`${base}/app/products/${product.id}/items/${numbers[0]}`);
+      const box = page.getByLabel('Comment (Markdown)');
+      await box.fill('Half a thought');
+      // What was typed survives leaving the page before posting.
+      await page.reload();
+      assert.equal(await box.inputValue(), 'Half a thought');
+      await box.fill('A **plan**\n\n- first');
+      await page.getByRole('button', { name: 'Preview' }).click();
+      await page.locator('.preview strong').getByText('plan').waitFor();
+      assert.equal(await box.inputValue(), 'A **plan**\n\n- first', 'the text is still in the box');
+      assert.deepEqual(await api(owner, 'GET', `${items}/comments.json`), [], 'a preview posts nothing');
+
+      await box.focus();
+      await page.keyboard.press('Control+Enter');
+      await page.getByRole('status').getByText('Your comment is posted.').waitFor();
+      const [comment] = await api(owner, 'GET', `${items}/comments.json`);
+      assert.equal(comment.body, 'A **plan**\n\n- first');
+      await page.locator(`#comment-${comment.id} .markdown strong`).getByText('plan').waitFor();
+      assert.equal(await box.inputValue(), '', 'posted: the box is empty, and stays so on a reload');
+      await page.goto(`${base}/app/products/${product.id}/items/${numbers[0]}`);
+      assert.equal(await box.inputValue(), '');
+
+      const star = page.getByRole('button', { name: 'Favorite' });
+      assert.equal(await star.getAttribute('aria-pressed'), 'false');
+      await star.click();
+      await page.getByText('1 favorite', { exact: true }).waitFor();
+      assert.equal(await page.getByRole('button', { name: 'Favorited' }).getAttribute('aria-pressed'), 'true');
+      assert.equal((await api(owner, 'GET', `${items}.json`)).counts.favorites, 1);
+      await page.getByRole('button', { name: 'Favorited' }).click();
+      await page.getByText('0 favorites', { exact: true }).waitFor();
+      assert.equal((await api(owner, 'GET', `${items}.json`)).counts.favorites, 0);
+    } finally {
+      await context.close();
+    }
+  });
+
+  test('a block added and removed by number, a refusal next to its field; a file uploaded', async () => {
+    const { owner, product, numbers } = await productWithItems(['First', 'Second']);
+    const [a, b] = numbers;
+    const { context, page } = await signedIn(owner.email, 390);
+    try {
+      await page.goto(`${base}/app/products/${product.id}/items/${a}`);
+      const field = page.getByLabel('This item blocks item number');
+      await field.fill(String(a));
+      await field.press('Enter');
+      await page.locator('#error-blocked').getByText('must name another item than this one').waitFor();
+      assert.equal(await page.getByLabel('This item blocks item number').inputValue(), String(a));
+      await page.getByLabel('This item blocks item number').fill(String(b));
+      await page.getByLabel('This item blocks item number').press('Enter');
+      await page.getByRole('status').getByText('The block is added.').waitFor();
+      const blocking = await api(owner, 'GET', `/api/products/${product.id}/items/${a}/blocking.json`);
+      assert.deepEqual(
+        blocking.map((x: { blocked: { number: number } }) => x.blocked.number),
+        [b],
+      );
+      await page.goto(`${base}/app/products/${product.id}/board`);
+      const mark = page.locator(`#item-${b} .mark.blocked`);
+      await mark.waitFor();
+      assert.equal((await mark.textContent())?.trim(), 'Blocked by 1 item');
+      await page.goto(`${base}/app/products/${product.id}/items/${a}`);
+      await page.getByRole('button', { name: `Remove the block with #${b}` }).click();
+      await page.getByRole('status').getByText('The block is removed.').waitFor();
+      assert.deepEqual(await api(owner, 'GET', `/api/products/${product.id}/items/${a}/blocking.json`), []);
+
+      await page.getByLabel('Attach a file').setInputFiles({
+        name: 'notes.txt',
+        mimeType: 'text/plain',
+        buffer: Buffer.from('uploaded from the page'),
+      });
+      await page.getByRole('button', { name: 'Upload' }).click();
+      await page.getByRole('status').getByText('The file is attached.').waitFor();
+      const [file] = await api(owner, 'GET', `/api/products/${product.id}/items/${a}/attachments.json`);
+      assert.equal(file.name, 'notes.txt');
+      const link = page.getByRole('link', { name: 'notes.txt', exact: true });
+      const href = await link.getAttribute('href');
+      const served = await page.request.get(`${base}${href}`);
+      assert.equal(await served.text(), 'uploaded from the page');
+    } finally {
+      await context.close();
+    }
+  });
+
   test('the seeded board and item page, as the README shows them', async () => {
     const ada = await makeUser(db, { email: 'ada@example.com', firstName: 'Ada', lastName: 'Lovelace' });
     const owner = await makeUser(db, { email: 'grace@example.com', firstName: 'Grace', lastName: 'Hopper' });

@@ -142,6 +142,7 @@ const ROUTES: Record<string, RouteSpec> = {
 
   'GET /app': { access: 'page', params: [] },
   'GET /app/board.js': { access: 'page', params: [] },
+  'GET /app/item.js': { access: 'page', params: [] },
   'GET /app/style.css': { access: 'page', params: [] },
   'GET /app/sign-in': { access: 'page', params: ['next'], example: { next: '/app/settings' } },
   'POST /app/sign-in': { access: 'page', params: ['email', 'next'], example: { email: 'someone@example.com' } },
@@ -162,7 +163,44 @@ const ROUTES: Record<string, RouteSpec> = {
     params: PAGE_ITEM_FIELDS,
     example: { csrf: CSRF, type: 'task', title: 'From the board' },
   },
-  'GET /app/products/:product_id/items/:item_number': { access: 'page', params: [] },
+  'GET /app/products/:product_id/items/:item_number': {
+    access: 'page',
+    params: ['skip_comment', 'skip_deploy', 'skip_change', 'skip_created', 'done'],
+    example: { skip_comment: '1', done: 'commented' },
+  },
+  'POST /app/products/:product_id/items/:item_number/comments': {
+    access: 'page',
+    params: ['csrf', 'body', 'preview', 'post'],
+    example: { csrf: CSRF, body: 'A comment from the page', post: '1' },
+  },
+  'GET /app/products/:product_id/items/:item_number/comments/:comment_id/delete': { access: 'page', params: [] },
+  'POST /app/products/:product_id/items/:item_number/comments/:comment_id/delete': {
+    access: 'page',
+    params: ['csrf'],
+    example: { csrf: CSRF },
+  },
+  'POST /app/products/:product_id/items/:item_number/favorite': {
+    access: 'page',
+    params: ['csrf', 'favorite'],
+    example: { csrf: CSRF, favorite: '1' },
+  },
+  'POST /app/products/:product_id/items/:item_number/blocks': {
+    access: 'page',
+    params: ['csrf', 'blocked', 'blocker'],
+    example: { csrf: CSRF, blocked: '2' },
+  },
+  'POST /app/products/:product_id/items/:item_number/blocks/:block_id/remove': {
+    access: 'page',
+    params: ['csrf', 'from'],
+    example: { csrf: CSRF, from: '1' },
+  },
+  'POST /app/products/:product_id/items/:item_number/attachments': { access: 'page', params: [] },
+  'GET /app/products/:product_id/items/:item_number/attachments/:attachment_id/delete': { access: 'page', params: [] },
+  'POST /app/products/:product_id/items/:item_number/attachments/:attachment_id/delete': {
+    access: 'page',
+    params: ['csrf'],
+    example: { csrf: CSRF },
+  },
   'POST /app/products/:product_id/items/:item_number': {
     access: 'page',
     params: PAGE_EDIT_FIELDS,
@@ -195,7 +233,7 @@ const ROUTES: Record<string, RouteSpec> = {
   'GET /app/products/:product_id/notifications': { access: 'page', params: ['saved'] },
   'POST /app/products/:product_id/notifications': {
     access: 'page',
-    params: ['csrf', 'choice', 'environments', 'other'],
+    params: ['csrf', 'choice', 'environments', 'other', 'comments'],
     example: { csrf: CSRF, choice: 'some', environments: 'production', other: 'staging' },
   },
   'GET /app/products/:product_id/webhooks': { access: 'page', params: [] },

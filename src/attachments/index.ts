@@ -3,7 +3,14 @@
  * per file and per product. Uploads through the API and the pages, and mail to an item's files
  * address, all go through addAttachment.
  */
-export { pathAttachmentId, sanitizeContentType, sanitizeName, type NewAttachment } from './input.js';
+export {
+  parseUploadForm,
+  pathAttachmentId,
+  sanitizeContentType,
+  sanitizeName,
+  Upload,
+  type NewAttachment,
+} from './input.js';
 export { ATTACHMENT_SCHEMAS, AttachmentSchema, presentAttachments, type AttachmentJson } from './present.js';
 export { attachmentRoutes, sendAttachmentFile } from './routes.js';
 export {

@@ -110,6 +110,19 @@ export async function parseUpload(body: unknown, query: Record<string, unknown>)
   return { ...file, name: requiredName(firstGiven(fields.name, given, file.name)) };
 }
 
+/**
+ * The upload form of a page: its one file, named as parseUpload names it (the form's `name`, else
+ * the file's own), and its text fields (the form token among them). A browser sends a file input
+ * left empty as a part with no name and no bytes: that is no file.
+ */
+export async function parseUploadForm(body: unknown): Promise<{ file: NewAttachment; fields: Record<string, string> }> {
+  if (!(body instanceof Upload) || !MULTIPART.test(body.contentType ?? ''))
+    throw new ValidationError({ file: 'is required: send the form as multipart/form-data' });
+  const { file, fields } = await readMultipart(body.bytes, body.contentType!);
+  if (file.name === '' && file.bytes.length === 0) throw new ValidationError({ file: 'is required: choose a file' });
+  return { file: { ...file, name: requiredName(firstGiven(fields.name, file.name)) }, fields };
+}
+
 const firstGiven = (...names: (string | undefined)[]) => names.find((n) => n !== undefined && n.trim() !== '');
 
 function requiredName(name: string | undefined): string {

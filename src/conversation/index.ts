@@ -4,6 +4,20 @@
  */
 export { commentMessageRenderer, blockMessageRenderer } from './mail.js';
 export { LIMITS as CONVERSATION_LIMITS } from './model.js';
-export { CONVERSATION_SCHEMAS } from './present.js';
+export { CONVERSATION_SCHEMAS, presentBlocks, presentComments } from './present.js';
 export { conversationRoutes } from './routes.js';
-export { addComment, blockersOfItems, listBlocksOf, type Listed } from './service.js';
+export { parseBlock, parseComment } from './input.js';
+export {
+  addBlock,
+  addComment,
+  addFavorite,
+  blockersOfItems,
+  findOwnFavorite,
+  getComment,
+  listBlocksOf,
+  listCommentsOf,
+  removeBlock,
+  removeComment,
+  removeFavorite,
+  type Listed,
+} from './service.js';

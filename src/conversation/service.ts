@@ -157,6 +157,12 @@ export async function addFavorite(trx: Trx, scope: ProductScope, number: number,
   return favorite;
 }
 
+/** The scope's user's own favorite of an item, if they made one (what a page's star shows). */
+export async function findOwnFavorite(db: Db, scope: ProductScope, number: number): Promise<FavoriteRow | undefined> {
+  const item = await getItem(db, scope, number);
+  return repository.findFavoriteOf(db, item.id, scope.user.id);
+}
+
 /** Takes a favorite back: the one who made it alone may. */
 export async function removeFavorite(trx: Trx, scope: ProductScope, number: number, id: number): Promise<FavoriteRow> {
   await lockProduct(trx, scope.product.id);

@@ -26,7 +26,8 @@ export const productOf = (scope: ProductScope) => ({
   name: scope.product.name,
   admin: scope.admin,
 });
-export const checkToken = (request: FastifyRequest) => requireFormToken(sessionOf(request), request);
+export const checkToken = (request: FastifyRequest, fields?: Record<string, string>) =>
+  requireFormToken(sessionOf(request), request, fields);
 /** The text values of a form as sent, to show them again. */
 export const asText = (p: Record<string, ParamValue>): Record<string, string> =>
   Object.fromEntries(

@@ -132,3 +132,52 @@ export function presentMatrixRows({
     };
   });
 }
+
+/** One entry of an item's timeline: what happened to the item, and when. */
+export type TimelineEntry =
+  | { kind: 'created'; at: string; by: string }
+  | { kind: 'comment'; at: string; id: number; by: string; byId: number; html: string }
+  | { kind: 'deploy'; at: string; deploy: HistoryEntry }
+  | { kind: 'change'; at: string; by: string; label: string };
+
+/**
+ * Entries of one kind, the newest first, as a source of the timeline gives them: a window of its
+ * entries from where the page starts, `more` when it has older ones past the window. An entry
+ * `hidden` is one the source passes over (it is shown by another source), still counted as read.
+ */
+export interface TimelineSource {
+  kind: string;
+  entries: (TimelineEntry & { hidden?: boolean })[];
+  more: boolean;
+}
+
+/**
+ * An item's timeline from entries of several sources (comments, deploys, changes, its creation;
+ * each the newest first and paged from its newest end): the newest `limit` shown entries of them
+ * all, oldest first, and how many of each source that read, which is where the next older page of
+ * each starts. Nothing older than the oldest entry of a window with more behind it is taken (what
+ * lies behind it may be newer than that). Of entries at the same time, a later source's counts as
+ * the newer (a comment made in the second the item was created comes after its creation).
+ */
+export function mergeTimeline(
+  sources: TimelineSource[],
+  limit: number,
+): { entries: TimelineEntry[]; taken: Record<string, number> } {
+  const all = sources.flatMap((s, rank) =>
+    s.entries.map((entry, position) => ({ entry, kind: s.kind, rank, position, time: Date.parse(entry.at) })),
+  );
+  const horizon = Math.max(
+    -Infinity,
+    ...sources.flatMap((s) => (s.more && s.entries.length ? [Date.parse(s.entries.at(-1)!.at)] : [])),
+  );
+  const eligible = all.filter((e) => e.time >= horizon);
+  eligible.sort((a, b) => b.time - a.time || b.rank - a.rank || a.position - b.position);
+  const taken = Object.fromEntries(sources.map((s) => [s.kind, 0]));
+  const shown: TimelineEntry[] = [];
+  for (const e of eligible) {
+    if (shown.length === limit) break;
+    taken[e.kind] += 1;
+    if (!e.entry.hidden) shown.push(e.entry);
+  }
+  return { entries: shown.reverse(), taken };
+}

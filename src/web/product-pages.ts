@@ -5,6 +5,8 @@ import { boardRoutes } from './pages/board.js';
 import { deployRoutes } from './pages/deploy.js';
 import { deploysRoutes } from './pages/deploys.js';
 import { itemRoutes } from './pages/item.js';
+import { itemAttachmentRoutes } from './pages/item-attachments.js';
+import { itemConversationRoutes } from './pages/item-conversation.js';
 import { itemDeploysRoutes } from './pages/item-deploys.js';
 import { itemEditRoutes } from './pages/item-edit.js';
 import { matrixRoutes } from './pages/matrix.js';
@@ -43,6 +45,8 @@ export async function productPages(
   await app.register(newItemRoutes, { boards });
   await app.register(itemRoutes);
   await app.register(itemEditRoutes);
+  await app.register(itemConversationRoutes);
+  await app.register(itemAttachmentRoutes);
   await app.register(itemDeploysRoutes);
   await app.register(deploysRoutes);
   await app.register(deployRoutes);

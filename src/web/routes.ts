@@ -31,6 +31,7 @@ import {
   signInForm,
 } from './views/signin.js';
 import { BOARD_SCRIPT } from './views/board-script.js';
+import { ITEM_SCRIPT } from './views/item-script.js';
 import { STYLESHEET } from './views/style.js';
 
 export interface WebOptions {
@@ -88,6 +89,9 @@ export async function webRoutes(app: FastifyInstance, options: WebOptions): Prom
 
   app.get('/board.js', async (_request, reply) =>
     reply.type('text/javascript; charset=utf-8').header('cache-control', 'public, max-age=3600').send(BOARD_SCRIPT),
+  );
+  app.get('/item.js', async (_request, reply) =>
+    reply.type('text/javascript; charset=utf-8').header('cache-control', 'public, max-age=3600').send(ITEM_SCRIPT),
   );
   app.get('/style.css', async (_request, reply) =>
     reply.type('text/css; charset=utf-8').header('cache-control', 'public, max-age=3600').send(STYLESHEET),

@@ -161,10 +161,15 @@ function originOf(referer: string | undefined): string | undefined {
 
 /**
  * A POST of a page must carry the session's form token in its body: a token in the query string
- * would be in a URL, which browsers keep in history and proxies and servers log.
+ * would be in a URL, which browsers keep in history and proxies and servers log. A body the route
+ * reads itself (a multipart upload) gives its fields.
  */
-export function requireFormToken(session: ActiveSession, request: FastifyRequest): void {
-  const body = request.body as Record<string, unknown> | undefined;
+export function requireFormToken(
+  session: ActiveSession,
+  request: FastifyRequest,
+  fields?: Record<string, string>,
+): void {
+  const body = fields ?? (request.body as Record<string, unknown> | undefined);
   const sent = typeof body?.csrf === 'string' ? body.csrf : '';
   if (!formTokenMatches(session, sent))
     throw new ForbiddenError(

@@ -18,6 +18,14 @@ import { sendPage } from '../session.js';
 import { editValues, itemPage, type EditForm, type ItemView } from '../views/item.js';
 import { itemHref, type FormState } from '../views/parts.js';
 import { emptyForm, ItemPath, numberOf, redirectAfterPost } from './common.js';
+import {
+  FLASH,
+  loadConversation,
+  parseTimelineCursor,
+  type ConversationForms,
+  type Flash,
+  type TimelineCursor,
+} from './conversation.js';
 
 /** Sub-items, environments, deploys and followers an item page lists (and its pages of environments and deploys). */
 export const ITEM_PAGE_LIST = 100;
@@ -32,10 +40,18 @@ export type EditState =
   | { conflicts: string[]; typed: Record<string, string> };
 
 /** The forms of an item's page as they come back after a refused save. */
-export interface ItemForms {
+export interface ItemForms extends ConversationForms {
   edit?: EditState;
   newSubItem?: FormState;
 }
+
+/** What a GET of the page names besides the item: a page of its timeline, the message of a change just made. */
+export interface ItemPageQuery {
+  cursor: TimelineCursor;
+  flash?: Flash;
+}
+
+const NEWEST: ItemPageQuery = { cursor: { comment: 0, deploy: 0, change: 0, created: 0 } };
 
 function editForm(current: Record<string, string>, version: string, state: EditState | undefined): EditForm {
   if (state === undefined) return { values: current, errors: {}, seen: current, version, conflicts: [] };
@@ -48,7 +64,12 @@ function editForm(current: Record<string, string>, version: string, state: EditS
 /** What an item's page shows: the item, its sub-items, where it is deployed, its followers, its forms. */
 export async function loadItem(
   app: FastifyInstance,
-  { request, number, forms }: { request: FastifyRequest; number: number; forms: ItemForms },
+  {
+    request,
+    number,
+    forms,
+    query = NEWEST,
+  }: { request: FastifyRequest; number: number; forms: ItemForms; query?: ItemPageQuery },
 ): Promise<ItemView> {
   const scope = request.scope;
   const data = await itemPageOf(app.db, scope, number, ITEM_PAGE_LIST);
@@ -60,6 +81,7 @@ export async function loadItem(
     presentItems(app.db, { product: scope.product, rows: [row], urls: app.config, viewerId: scope.user.id, known }),
     membersOf(app.db, scope),
   ]);
+  const conversation = await loadConversation(app, { scope, data, item, forms, ...query });
   return {
     product: productOf(scope),
     item,
@@ -85,24 +107,42 @@ export async function loadItem(
     edit: editForm(editValues(item), entityTag(row), forms.edit),
     newSubItem: forms.newSubItem ?? emptyForm(),
     viewer: viewerOf(sessionOf(request)),
+    conversation,
   };
 }
 
 /** An item's page; a form's errors go next to its fields. */
 export async function renderItem(
   app: FastifyInstance,
-  o: { request: FastifyRequest; reply: FastifyReply; number: number; status: number; forms?: ItemForms },
+  o: {
+    request: FastifyRequest;
+    reply: FastifyReply;
+    number: number;
+    status: number;
+    forms?: ItemForms;
+    query?: ItemPageQuery;
+  },
 ) {
-  const view = await loadItem(app, { request: o.request, number: o.number, forms: o.forms ?? {} });
+  const view = await loadItem(app, { request: o.request, number: o.number, forms: o.forms ?? {}, query: o.query });
   const title = `#${view.item.number} · ${o.request.scope.product.name}`;
   return sendPage(o.reply, o.status, title, itemPage(view), sessionOf(o.request));
 }
 
 /** An item's page, and following it. */
 export async function itemRoutes(app: FastifyInstance): Promise<void> {
-  app.get('/items/:item_number', { schema: ItemPath }, async (request, reply) =>
-    renderItem(app, { request, reply, number: numberOf(request), status: 200 }),
-  );
+  const query = params({
+    skip_comment: Param,
+    skip_deploy: Param,
+    skip_change: Param,
+    skip_created: Param,
+    done: Param,
+  });
+  app.get('/items/:item_number', { schema: { ...ItemPath, querystring: query } }, async (request, reply) => {
+    const p = requestParams(request);
+    const flash = typeof p.done === 'string' && Object.hasOwn(FLASH, p.done) ? (p.done as Flash) : undefined;
+    const number = numberOf(request);
+    return renderItem(app, { request, reply, number, status: 200, query: { cursor: parseTimelineCursor(p), flash } });
+  });
 
   app.post(
     '/items/:item_number/follow',

@@ -99,12 +99,22 @@ function cardHtml(context: BoardContext, card: BoardCard): Html {
   const subs = card.subItems
     ? html` <span class="subs">${card.subItems} sub-item${card.subItems === 1 ? '' : 's'}</span>`
     : '';
+  const blockers = i.counts.blockers;
+  const blocked = blockers
+    ? html` <span class="mark blocked">Blocked\
+<span class="sr-only"> by ${blockers} item${blockers === 1 ? '' : 's'}</span></span>`
+    : '';
+  const n = i.counts.comments;
+  const comments = n
+    ? html` <span class="mark comments">${n}\
+<span class="sr-only"> comment${n === 1 ? '' : 's'}</span></span>`
+    : '';
   const tags = i.tags.length ? html`<ul class="tags">${i.tags.map((t) => html`<li>${t}</li>`)}</ul>` : '';
   const assignee = i.assigned_to ? html`<p class="muted">${personName(i.assigned_to)}</p>` : '';
   return html`<li class="card" id="item-${i.number}" data-number="${i.number}"><p class="meta">\
 <a href="${href}">#${i.number}</a> <span class="type type-${i.type}">${i.type}</span> \
-<span class="score">${i.score}</span>${subs}</p><p class="title"><a href="${href}">${i.title}</a></p>\
-${tags}${assignee}${moveForm(context, card)}</li>`;
+<span class="score">${i.score}</span>${subs}${blocked}${comments}</p>\
+<p class="title"><a href="${href}">${i.title}</a></p>${tags}${assignee}${moveForm(context, card)}</li>`;
 }
 
 /** A card's move form: up, to the top, down, or to another status. */

@@ -14,6 +14,15 @@ import {
   when,
 } from './parts.js';
 import { deployHistory, environmentTimeline } from './where.js';
+import {
+  attachmentsSection,
+  blocksSection,
+  favoriteForm,
+  flashMessage,
+  timelineSection,
+  type ConversationContext,
+  type ConversationView,
+} from './conversation.js';
 
 export interface ItemView {
   product: { id: number; name: string };
@@ -37,6 +46,7 @@ export interface ItemView {
   edit: EditForm;
   newSubItem: FormState;
   viewer: Viewer;
+  conversation: ConversationView;
 }
 
 /**
@@ -69,15 +79,27 @@ export interface EditForm extends FormState {
 
 /** An item's page: the item, its sub-items, where it is deployed, and its edit form. */
 export function itemPage(v: ItemView): Html {
+  const ctx: ConversationContext = {
+    productId: v.product.id,
+    number: v.item.number,
+    viewer: v.viewer,
+    c: v.conversation,
+  };
   return html`${productNav(v.product, 'item')}
+${flashMessage(ctx)}
 <article class="item">
 ${itemFacts(v)}
-${followForm(v)}
+<div class="item-actions">${favoriteForm(ctx)}
+${followForm(v)}</div>
 </article>
 ${subItems(v)}
+${blocksSection(ctx)}
+${attachmentsSection(ctx)}
 ${whereDeployed(v)}
+${timelineSection(ctx)}
 <h2 id="edit">Edit</h2>
-${editForm(v)}`;
+${editForm(v)}
+<script src="/app/item.js" defer></script>`;
 }
 
 /** What the item is: its kind and state, title, tags, description, people, parent and progress. */

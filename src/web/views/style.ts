@@ -101,12 +101,35 @@ table.matrix td { white-space: nowrap; }
 table.matrix td.never { color: #a7aaad; }
 td.reverted a { text-decoration: line-through; }
 .reverted-note { color: #b32d2e; }
-ol.timeline { list-style: none; margin: 0 0 1rem; padding: 0 0 0 1.25rem; border-left: 2px solid #c3c4c7; }
-ol.timeline li { position: relative; margin: 0 0 .75rem; }
-ol.timeline li::before { content: ""; position: absolute; left: calc(-1.25rem - 1px); top: .45rem; width: .75rem; \
+ol.timeline, ol.conversation { list-style: none; margin: 0 0 1rem; padding: 0 0 0 1.25rem; border-left: 2px solid \
+#c3c4c7; }
+ol.timeline li, ol.conversation li { position: relative; margin: 0 0 .75rem; }
+ol.timeline li::before, ol.conversation li::before { content: ""; position: absolute; left: calc(-1.25rem - 1px); \
+top: .45rem; width: .75rem; \
 height: .75rem; transform: translateX(-50%); border-radius: 50%; background: #0b5cad; border: 2px solid #f6f7f9; }
 ol.timeline li.reverted::before { background: #fff; border-color: #b32d2e; }
-ol.timeline time { font-size: .85rem; color: #50575e; }
-ol.timeline p { margin: 0; overflow-wrap: anywhere; }
+ol.timeline time, ol.conversation time { font-size: .85rem; color: #50575e; }
+ol.timeline p, ol.conversation p { margin: 0; overflow-wrap: anywhere; }
+.mark { display: inline-flex; align-items: center; gap: .15rem; margin-left: .35rem; padding: 0 .3rem; \
+border-radius: 3px; font-size: .8rem; }
+.mark.blocked { background: #fbeaea; color: #8a1f11; border: 1px solid #e6b3b3; font-weight: 600; }
+.mark.comments { color: #50575e; }
+.mark.comments::before { content: ""; width: .7rem; height: .55rem; border: 1.5px solid currentColor; border-radius: \
+2px 2px 2px 0; }
+.item-actions { display: flex; flex-wrap: wrap; align-items: center; gap: .5rem 1.5rem; }
+.item-actions form, form.inline { margin: 0; }
+form.favorite .star { background: #fff; color: #1d2327; border-color: #a7aaad; }
+form.favorite .star[aria-pressed=true] { background: #fff6d6; border-color: #b8860b; font-weight: 600; }
+button.secondary { background: #fff; color: #0b5cad; }
+button.danger { background: #b32d2e; border-color: #b32d2e; }
+button.small { padding: .1rem .5rem; font-size: .85rem; }
+ul.blocks li form { display: inline; margin: 0; }
+.unblocked { color: #646970; font-style: italic; }
+input[type=number] { width: 7rem; padding: .45rem; font: inherit; border: 1px solid #a7aaad; border-radius: 4px; }
+ol.conversation li.comment .markdown { margin-top: .25rem; }
+ol.conversation li.created::before, ol.conversation li.change::before { background: #646970; }
+.preview { margin: .5rem 0; }
+blockquote.quoted { white-space: pre-wrap; overflow-wrap: anywhere; background: #fff; border-left: 3px solid #c3c4c7; \
+margin: .5rem 0; padding: .5rem 1rem; }
 @media (max-width: 40rem) { .board { flex-direction: column; width: auto; margin-left: 0; } .column { flex: none; } }
 `;
