@@ -1,5 +1,4 @@
-import EmailReplyParser from 'email-reply-parser';
-import { simpleParser, type AddressObject, type ParsedMail } from 'mailparser';
+import type { AddressObject, ParsedMail } from 'mailparser';
 import { addAttachment, type AttachmentLimits, type NewAttachment } from '../attachments/index.js';
 import { addComment, CONVERSATION_LIMITS } from '../conversation/index.js';
 import type { Db, Trx } from '../db/connection.js';
@@ -124,6 +123,8 @@ function shiplogRecipient(recipients: string[], domain: string): string | undefi
 
 async function parse(raw: Buffer): Promise<ParsedMail | undefined> {
   try {
+    // Loaded with the first message: a server that takes no mail never reads these packages.
+    const { simpleParser } = await import('mailparser');
     const parsed = await simpleParser(raw, PARSER_OPTIONS);
     return parsed.headers.size > 0 ? parsed : undefined;
   } catch {
@@ -170,7 +171,7 @@ async function take(
     return { status: 'ignored', recipient, why: 'a copy of a message the item took already' };
   const files = filesOf(parsed);
   const text = (parsed.text ?? '').slice(0, REPLY_SCAN_CHARS);
-  const body = filesOnly ? '' : commentText(new EmailReplyParser().read(text).getVisibleText());
+  const body = filesOnly ? '' : commentText(await visibleText(text));
   if (files.length === 0 && (filesOnly || body === ''))
     throw new Refusal('empty', filesOnly ? 'It had no attached files.' : 'It had no text of its own to add.');
   if (Buffer.byteLength(body, 'utf8') > CONVERSATION_LIMITS.body)
@@ -203,6 +204,12 @@ async function firstCopy(trx: Trx, item: ItemRow, parsed: ParsedMail): Promise<b
     at: formatTimestamp(now),
     forgetBefore: formatTimestamp(new Date(now.getTime() - REMEMBER_RECEIVED_MS)),
   });
+}
+
+/** The text a reply adds: without the message it quotes and the writer's signature. */
+async function visibleText(text: string): Promise<string> {
+  const { default: EmailReplyParser } = await import('email-reply-parser');
+  return new EmailReplyParser().read(text).getVisibleText();
 }
 
 const unknownAddress = () =>

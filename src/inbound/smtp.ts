@@ -1,6 +1,6 @@
 import type { AddressInfo } from 'node:net';
 import type { FastifyBaseLogger } from 'fastify';
-import { SMTPServer, type SMTPServerDataStream, type SMTPServerSession } from 'smtp-server';
+import type { SMTPServer, SMTPServerDataStream, SMTPServerSession } from 'smtp-server';
 import { addressForm } from './model.js';
 import { receiveMessage, type Inbound, type Outcome } from './service.js';
 
@@ -52,12 +52,18 @@ async function readMessage(stream: SMTPServerDataStream): Promise<Buffer | undef
  * be stored (the database down), so the relay tries again.
  */
 export class InboundListener {
-  readonly #server: SMTPServer;
+  #server: SMTPServer | undefined;
 
   constructor(
     private readonly inbound: Inbound,
     private readonly log: FastifyBaseLogger,
-  ) {
+  ) {}
+
+  /** The server, made when it first listens: the package loads only where mail is taken. */
+  private async server(): Promise<SMTPServer> {
+    if (this.#server) return this.#server;
+    const { SMTPServer } = await import('smtp-server');
+    const inbound = this.inbound;
     this.#server = new SMTPServer({
       name: inbound.urls.mailDomain,
       banner: 'Shiplog',
@@ -77,7 +83,8 @@ export class InboundListener {
         );
       },
     });
-    this.#server.on('error', (err) => log.warn({ err }, 'inbound mail listener'));
+    this.#server.on('error', (err) => this.log.warn({ err }, 'inbound mail listener'));
+    return this.#server;
   }
 
   private checkRecipient(address: string, session: SMTPServerSession): Error | undefined {
@@ -111,17 +118,19 @@ export class InboundListener {
   }
 
   async listen(port: number, host: string): Promise<number> {
+    const server = await this.server();
     await new Promise<void>((resolve, reject) => {
-      this.#server.server.once('error', reject);
-      this.#server.listen(port, host, () => {
-        this.#server.server.off('error', reject);
+      server.server.once('error', reject);
+      server.listen(port, host, () => {
+        server.server.off('error', reject);
         resolve();
       });
     });
-    return (this.#server.server.address() as AddressInfo).port;
+    return (server.server.address() as AddressInfo).port;
   }
 
   close(): Promise<void> {
-    return new Promise((resolve) => this.#server.close(() => resolve()));
+    const server = this.#server;
+    return server ? new Promise((resolve) => server.close(() => resolve())) : Promise.resolve();
   }
 }
