@@ -16,8 +16,8 @@ html { -webkit-text-size-adjust: 100%; }
 body { margin: 0; font: 16px/1.5 -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; color: var(--fg); \
 background: var(--bg); }
 a { color: var(--accent); }
-header { display: flex; flex-wrap: wrap; align-items: center; gap: .5rem 1rem; padding: .6rem 1rem; background: \
-var(--header-bg); color: var(--header-fg); }
+header { display: flex; flex-wrap: wrap; align-items: center; gap: var(--space-2) var(--space-4); padding: .6rem \
+var(--space-4); background: var(--header-bg); color: var(--header-fg); }
 header a { color: var(--header-fg); text-decoration: none; }
 header .brand { font-weight: 700; margin-right: auto; }
 header form { margin: 0; }
@@ -25,31 +25,29 @@ main { max-width: 52rem; margin: 0 auto; padding: var(--space-4); }
 h1 { font-size: var(--text-h1); line-height: 1.25; margin: var(--space-2) 0 var(--space-4); }
 h2 { font-size: var(--text-h2); line-height: 1.3; }
 h3 { font-size: var(--text-h3); }
-label { display: block; font-weight: 600; margin-bottom: .25rem; }
-input[type=email], input[type=text] { width: 100%; max-width: 28rem; padding: .5rem; font: inherit; border: 1px \
-solid var(--border-strong); border-radius: var(--radius); }
-button { font: inherit; padding: .45rem 1rem; border: 1px solid var(--accent); border-radius: var(--radius); \
-background: var(--accent); \
-color: var(--on-accent); cursor: pointer; }
+label { display: block; font-weight: 600; margin-bottom: var(--space-1); }
+input[type=email], input[type=text] { width: 100%; max-width: 28rem; padding: var(--space-2); font: inherit; \
+border: 1px solid var(--border-strong); border-radius: var(--radius); }
+button { font: inherit; padding: .45rem var(--space-4); border: 1px solid var(--accent); border-radius: \
+var(--radius); background: var(--accent); color: var(--on-accent); cursor: pointer; }
 button.link { background: none; border: none; color: inherit; padding: 0; text-decoration: underline; }
-.notice { padding: .75rem 1rem; border-radius: var(--radius); background: var(--notice-bg); border: 1px solid \
-var(--notice-border); color: var(--fg); }
-.error { padding: .75rem 1rem; border-radius: var(--radius); background: var(--error-bg); border: 1px solid \
-var(--error-border); color: var(--fg); }
-code.key { display: inline-block; padding: .3rem .5rem; font-size: 1.1rem; background: var(--surface); border: 1px \
-solid var(--border); \
-word-break: break-all; }
+.notice { padding: var(--space-3) var(--space-4); border-radius: var(--radius); background: var(--notice-bg); \
+border: 1px solid var(--notice-border); color: var(--fg); }
+.error { padding: var(--space-3) var(--space-4); border-radius: var(--radius); background: var(--error-bg); \
+border: 1px solid var(--error-border); color: var(--fg); }
+code.key { display: inline-block; padding: .3rem var(--space-2); font-size: 1.1rem; background: var(--surface); \
+border: 1px solid var(--border); word-break: break-all; }
 ul.products { list-style: none; padding: 0; margin: 0; }
 ul.products li { background: var(--surface); border: 1px solid var(--border); border-radius: var(--radius); \
-padding: .75rem 1rem; \
-margin-bottom: .75rem; }
+padding: var(--space-3) var(--space-4); margin-bottom: var(--space-3); }
 ul.products .name { font-weight: 600; }
-ul.counts { display: flex; flex-wrap: wrap; gap: .25rem .75rem; list-style: none; padding: 0; margin: .25rem 0 0; \
-font-size: .9rem; color: var(--muted); }
+ul.counts { display: flex; flex-wrap: wrap; gap: var(--space-1) var(--space-3); list-style: none; padding: 0; \
+margin: var(--space-1) 0 0; font-size: .9rem; color: var(--muted); }
 .muted { color: var(--muted); font-size: .9rem; }
-nav.product { display: flex; flex-wrap: wrap; gap: .25rem 1rem; margin-bottom: 1rem; }
+nav.product { display: flex; flex-wrap: wrap; gap: var(--space-1) var(--space-4); margin-bottom: var(--space-4); }
 nav.product a[aria-current] { font-weight: 700; text-decoration: none; color: inherit; }
-form.filters { display: flex; flex-wrap: wrap; align-items: flex-end; gap: .5rem 1rem; margin-bottom: 1rem; }
+form.filters { display: flex; flex-wrap: wrap; align-items: flex-end; gap: var(--space-2) var(--space-4); \
+margin-bottom: var(--space-4); }
 form.filters label { font-weight: 400; margin: 0; }
 form.filters label.check { align-self: center; }
 select, textarea { font: inherit; padding: .4rem; border: 1px solid var(--border-strong); border-radius: \
@@ -75,60 +73,57 @@ transparent 2px) 0 0 / .5rem \
 ol.cards.drop-end { box-shadow: 0 3px 0 var(--accent); }
 .card form.move { display: flex; flex-wrap: wrap; gap: .25rem; margin-top: .25rem; }
 .card form.move button, .card form.move select { padding: .15rem .45rem; font-size: .8rem; }
-ul.tags { display: flex; flex-wrap: wrap; gap: .25rem; list-style: none; padding: 0; margin: .25rem 0; }
+ul.tags { display: flex; flex-wrap: wrap; gap: var(--space-1); list-style: none; padding: 0; margin: var(--space-1) 0; }
 ul.tags li { background: var(--notice-bg); border-radius: 3px; padding: 0 .4rem; font-size: .8rem; }
 a.more { display: block; text-align: center; padding: .25rem; }
 .field-error { display: block; color: var(--danger); font-size: .9rem; }
-.conflict { border-left: 3px solid var(--danger); padding-left: .5rem; margin: .25rem 0; }
-.conflict .theirs { white-space: pre-wrap; margin: .25rem 0; }
-dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: .25rem 1rem; }
+.conflict { border-left: 3px solid var(--danger); padding-left: var(--space-2); margin: var(--space-1) 0; }
+.conflict .theirs { white-space: pre-wrap; margin: var(--space-1) 0; }
+dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: var(--space-1) var(--space-4); }
 dl.facts dd { margin: 0; }
 .markdown { background: var(--surface); border: 1px solid var(--border); border-radius: var(--radius); padding: \
-.25rem 1rem; overflow-wrap: \
-anywhere; }
+var(--space-1) var(--space-4); overflow-wrap: anywhere; }
 .markdown pre { white-space: pre-wrap; }
 table.deploys, table.list { border-collapse: collapse; width: 100%; }
-table.deploys th, table.deploys td, table.list th, table.list td { text-align: left; padding: .25rem .5rem; \
-border-bottom: 1px solid var(--border); vertical-align: top; }
+table.deploys th, table.deploys td, table.list th, table.list td { text-align: left; padding: var(--space-1) \
+var(--space-2); border-bottom: 1px solid var(--border); vertical-align: top; }
 table.list form { display: inline; margin: 0; }
-form.webhook label.check { display: inline-flex; align-items: center; gap: .4rem; font-weight: 400; margin: 0 1rem 0 \
-0; }
+form.webhook label.check { display: inline-flex; align-items: center; gap: .4rem; font-weight: 400; margin: 0 \
+var(--space-4) 0 0; }
 section.deploy { background: var(--surface); border: 1px solid var(--border); border-radius: var(--radius); \
-padding: .5rem 1rem; \
-margin-bottom: .75rem; }
-section.deploy h2 { font-size: 1.1rem; margin: .25rem 0; }
-fieldset { border: 1px solid var(--border); border-radius: var(--radius); margin: 0 0 1rem; }
+padding: var(--space-2) var(--space-4); margin-bottom: var(--space-3); }
+section.deploy h2 { font-size: 1.1rem; margin: var(--space-1) 0; }
+fieldset { border: 1px solid var(--border); border-radius: var(--radius); margin: 0 0 var(--space-4); }
 form.notifications label.check { display: inline-flex; align-items: center; gap: .4rem; font-weight: 400; margin: 0; }
-ul.environments { list-style: none; padding: 0 0 0 1.5rem; margin: 0 0 .75rem; display: flex; flex-wrap: wrap; gap: \
-.25rem 1.25rem; }
+ul.environments { list-style: none; padding: 0 0 0 var(--space-6); margin: 0 0 var(--space-3); display: flex; \
+flex-wrap: wrap; gap: var(--space-1) 1.25rem; }
 .sr-only { position: absolute; width: 1px; height: 1px; padding: 0; margin: -1px; overflow: hidden; clip: rect(0 0 0 \
 0); white-space: nowrap; border: 0; }
-nav.tabs { display: flex; flex-wrap: wrap; gap: .25rem 1.25rem; margin: 0 0 1rem; border-bottom: 1px solid \
-var(--border); }
-nav.tabs a { padding: .25rem 0; }
+nav.tabs { display: flex; flex-wrap: wrap; gap: var(--space-1) 1.25rem; margin: 0 0 var(--space-4); border-bottom: \
+1px solid var(--border); }
+nav.tabs a { padding: var(--space-1) 0; }
 nav.tabs a[aria-current] { font-weight: 700; color: inherit; text-decoration: none; border-bottom: 3px solid \
 var(--fg); }
-.table-scroll { position: relative; overflow-x: auto; max-width: 100%; margin-bottom: 1rem; background: \
-var(--surface); border: 1px solid var(--border); \
-border-radius: var(--radius); }
+.table-scroll { position: relative; overflow-x: auto; max-width: 100%; margin-bottom: var(--space-4); background: \
+var(--surface); border: 1px solid var(--border); border-radius: var(--radius); }
 .table-scroll:focus-visible { outline: 3px solid var(--focus); outline-offset: 2px; }
 .table-scroll table.deploys { width: auto; min-width: 100%; }
 .table-scroll table.deploys th, .table-scroll table.deploys td { white-space: nowrap; }
 .table-scroll table.deploys th[scope=row] { font-weight: 400; }
 table.matrix { border-collapse: collapse; min-width: 100%; }
-table.matrix caption { caption-side: top; text-align: left; padding: .5rem; color: var(--muted); }
+table.matrix caption { caption-side: top; text-align: left; padding: var(--space-2); color: var(--muted); }
 table.matrix th, table.matrix td { text-align: left; vertical-align: top; padding: .3rem .6rem; border-bottom: 1px \
 solid var(--border); }
 table.matrix thead th { overflow-wrap: break-word; background: var(--surface-2); }
-table.matrix tbody th { font-weight: 400; min-width: 9rem; max-width: 20rem; overflow-wrap: anywhere; position: \
+table.matrix tbody th { font-weight: 400; min-width: 9rem; max-width: 20rem; overflow-wrap: break-word; position: \
 sticky; left: 0; background: var(--surface); border-right: 1px solid var(--border); }
 table.matrix td { white-space: nowrap; }
 table.matrix td.never { color: var(--muted); }
 td.reverted a { text-decoration: line-through; }
 .reverted-note { color: var(--danger); }
-ol.timeline, ol.conversation { list-style: none; margin: 0 0 1rem; padding: 0 0 0 1.25rem; border-left: 2px solid \
-var(--border-strong); }
-ol.timeline li, ol.conversation li { position: relative; margin: 0 0 .75rem; }
+ol.timeline, ol.conversation { list-style: none; margin: 0 0 var(--space-4); padding: 0 0 0 1.25rem; border-left: \
+2px solid var(--border-strong); }
+ol.timeline li, ol.conversation li { position: relative; margin: 0 0 var(--space-3); }
 ol.timeline li::before, ol.conversation li::before { content: ""; position: absolute; left: calc(-1.25rem - 1px); \
 top: .45rem; width: .75rem; \
 height: .75rem; transform: translateX(-50%); border-radius: 50%; background: var(--accent); border: 2px solid \
@@ -143,24 +138,23 @@ font-weight: 600; }
 .mark.comments { color: var(--muted); }
 .mark.comments::before { content: ""; width: .7rem; height: .55rem; border: 1.5px solid currentColor; border-radius: \
 2px 2px 2px 0; }
-.item-actions { display: flex; flex-wrap: wrap; align-items: center; gap: .5rem 1.5rem; }
+.item-actions { display: flex; flex-wrap: wrap; align-items: center; gap: var(--space-2) var(--space-6); }
 .item-actions form, form.inline { margin: 0; }
 form.favorite .star { background: var(--surface); color: var(--fg); border-color: var(--border-strong); }
 form.favorite .star[aria-pressed=true] { background: var(--star-bg); border-color: var(--star-border); \
 font-weight: 600; }
 button.secondary { background: var(--surface); color: var(--accent); }
 button.danger { background: var(--danger); border-color: var(--danger); color: var(--on-accent); }
-button.small { padding: .1rem .5rem; font-size: .85rem; }
+button.small { padding: .1rem var(--space-2); font-size: .85rem; }
 ul.blocks li form { display: inline; margin: 0; }
 .unblocked { color: var(--muted); font-style: italic; }
 input[type=number] { width: 7rem; padding: .45rem; font: inherit; border: 1px solid var(--border-strong); \
 border-radius: var(--radius); }
-ol.conversation li.comment .markdown { margin-top: .25rem; }
+ol.conversation li.comment .markdown { margin-top: var(--space-1); }
 ol.conversation li.created::before, ol.conversation li.change::before { background: var(--muted); }
-.preview { margin: .5rem 0; }
+.preview { margin: var(--space-2) 0; }
 blockquote.quoted { white-space: pre-wrap; overflow-wrap: anywhere; background: var(--surface); border-left: 3px \
-solid var(--border-strong); \
-margin: .5rem 0; padding: .5rem 1rem; }
+solid var(--border-strong); margin: var(--space-2) 0; padding: var(--space-2) var(--space-4); }
 /* Focus rings: 3 px, in a colour that stands out on every background of the scheme (the header has its own). */
 :focus-visible { outline: 3px solid var(--focus); outline-offset: 2px; }
 header :focus-visible { outline-color: var(--header-fg); }
