@@ -180,18 +180,27 @@ async function seed() {
     await api(owner, 'POST', `${p}/items.json`, { type: 'defect', title, status, tags: 'web' });
   await api(owner, 'POST', `${p}/items/${story.number}/comments.json`, { body: 'Looks **good** on a phone.' });
   await api(owner, 'POST', `${p}/deploys.json`, { environment: 'staging', numbers: `${story.number}`, version: '2.0' });
+  await api(owner, 'POST', `${p}/deploys.json`, {
+    environment: 'production',
+    numbers: `${story.number}`,
+    version: '2.0',
+  });
   const deploy = await api(owner, 'POST', `${p}/deploys.json`, {
     environment: 'production',
     numbers: `${story.number}`,
     version: '2.1',
   });
-  await api(owner, 'POST', `${p}/deploys.json`, { environment: 'production', rollback_to: '2.0' }).catch(() => null);
+  await api(owner, 'POST', `${p}/deploys.json`, { environment: 'production', rollback: 'true', version: '2.0' });
   const { port } = receiver.address() as { port: number };
   const webhook = await api(owner, 'POST', `${p}/webhooks.json`, {
     url: `http://127.0.0.1:${port}/hook`,
     events: 'item.created',
   });
   await api(owner, 'POST', `${p}/items.json`, { type: 'task', title: 'Announce it' });
+  await waitFor('a webhook delivery', async () => {
+    const deliveries = await api(owner, 'GET', `/api/products/${product.id}/webhooks/${webhook.id}/deliveries.json`);
+    return deliveries.length > 0;
+  });
   return { owner, ada, product, story, deploy, webhook };
 }
 
@@ -229,8 +238,12 @@ describe('axe-core on every page', { timeout: 300_000 }, () => {
     assert.equal(await background(), 'rgb(21, 24, 28)');
     await page.emulateMedia({ colorScheme: 'light' });
     await visit(page, '/app/settings', 'settings');
+    await page.getByRole('button', { name: 'Make a new API key' }).click();
+    await page.locator('code.key').waitFor();
+    await bothWidths(page, 'settings, a new key shown');
     await visit(page, `${product}/board`, 'board');
     await visit(page, `${product}/board?tag=web&mine=1`, 'board, filtered');
+    await visit(page, `${product}/board?status=backlog&offset=1`, 'board, one column from its second card');
     await page.goto(`${base}${product}/board`);
     await page.locator('#new-type').selectOption('story');
     await page.locator('form.item-form button[type=submit]').click();
@@ -248,15 +261,10 @@ describe('axe-core on every page', { timeout: 300_000 }, () => {
     await visit(page, `${product}/deploys/${s.deploy.id}`, 'one deploy');
     await visit(page, `${product}/deploys/matrix`, 'the matrix');
     await visit(page, `${product}/notifications`, 'notifications');
+    await page.getByRole('button', { name: 'Save' }).click();
+    await page.waitForLoadState();
+    await bothWidths(page, 'notifications, saved');
     await visit(page, `${product}/webhooks`, 'webhooks');
-    await waitFor('a webhook delivery', async () => {
-      const deliveries = await api(
-        s.owner,
-        'GET',
-        `/api/products/${s.product.id}/webhooks/${s.webhook.id}/deliveries.json`,
-      );
-      return deliveries.length > 0;
-    });
     await visit(page, `${product}/webhooks/${s.webhook.id}`, 'webhook deliveries');
     const theirs = await makeProduct(db, await makeUser(db), [], 'Not yours');
     await visit(page, `/app/products/${theirs.id}/board`, 'a product of others', 403);
