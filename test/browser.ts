@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { chromium, type Browser, type BrowserServer } from 'playwright-core';
+import { chromium, type Browser, type BrowserServer, type Page } from 'playwright-core';
 import { readEml } from './helpers.js';
 import { stopProcess, waitFor } from './processes.js';
 
@@ -79,4 +79,60 @@ export async function mailedLink(
     return false;
   });
   return found!;
+}
+
+let axeSource: string | undefined;
+
+/** One rule axe-core found broken on a page: which, how badly, and where (the first few elements). */
+export interface AxeViolation {
+  id: string;
+  impact: string | null;
+  help: string;
+  targets: string[];
+}
+
+/** What to check: parts of the page to leave out (CSS selectors, for what Shiplog does not render), or some rules. */
+export interface AxeOptions {
+  exclude?: string[];
+  rules?: string[];
+  /** Rules not to run: for markup of a library's that Shiplog only styles. */
+  disable?: string[];
+}
+
+/**
+ * Runs axe-core (every rule it has, best practices included, unless `rules` names some) on the page
+ * as it is now and gives the violations. Its source is evaluated through the debugging protocol,
+ * which the pages' script policy does not govern, so a page of any context can be checked.
+ */
+export async function axeViolations(page: Page, options: AxeOptions = {}): Promise<AxeViolation[]> {
+  const file = path.join(import.meta.dirname, '..', 'node_modules', 'axe-core', 'axe.min.js');
+  axeSource ??= fs.readFileSync(file, 'utf8');
+  if (!(await page.evaluate(() => 'axe' in window))) await page.evaluate(`${axeSource}\n;0`);
+  return page.evaluate(
+    async ({ exclude, rules, disable }) => {
+      const axe = (window as unknown as { axe: any }).axe;
+      const context = exclude?.length ? { exclude: exclude.map((s) => [s]) } : document;
+      const only = rules?.length ? { runOnly: { type: 'rule', values: rules } } : {};
+      const off = disable?.length ? { rules: Object.fromEntries(disable.map((id) => [id, { enabled: false }])) } : {};
+      const result = await axe.run(context, { resultTypes: ['violations'], ...only, ...off });
+      return result.violations.map((v: any) => ({
+        id: v.id,
+        impact: v.impact,
+        help: v.help,
+        targets: v.nodes.slice(0, 3).map((n: any) => n.target.join(' ')),
+      }));
+    },
+    { exclude: options.exclude, rules: options.rules, disable: options.disable },
+  );
+}
+
+/**
+ * Fails, naming each rule and where it is broken, unless axe-core finds nothing on the page. Page
+ * tests call it wherever a page reaches a state worth checking.
+ */
+export async function assertAccessible(page: Page, label: string, options: AxeOptions = {}): Promise<void> {
+  const found = await axeViolations(page, options);
+  if (found.length === 0) return;
+  const lines = found.map((v) => `  ${v.id} (${v.impact}): ${v.help}; at ${v.targets.join(' | ')}`);
+  throw new Error(`axe-core on ${label} (${page.url()}):\n${lines.join('\n')}`);
 }

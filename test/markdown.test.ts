@@ -386,7 +386,7 @@ describe('rows from before', () => {
     );
     assert.ok(mail, 'no deploy mail');
     assert.match(mail.html, /<p>&lt;script&gt;alert\(1\)&lt;\/script&gt;/);
-    assertSafe(mail.html.slice(mail.html.indexOf('<h3'), mail.html.indexOf('<p style="color:#888')), 'mail');
+    assertSafe(mail.html.slice(mail.html.indexOf('<h3'), mail.html.indexOf('<p style="color:#595959')), 'mail');
 
     // The fill renders what it finds, keeps it, and then finds nothing.
     assert.ok((await fillRenderedMarkdown(t.app)) >= 2);

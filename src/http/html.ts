@@ -7,24 +7,25 @@ import { prefersHtml } from './negotiate.js';
 /** The one escaper, which mail and the pages of links import with the rest of this. */
 export { escapeHtml };
 
-const PAGE_STYLE =
-  'font-family:-apple-system,Segoe UI,Helvetica,Arial,sans-serif;' +
-  'max-width:36em;margin:3em auto;padding:0 1em;color:#222';
+/** The pages' one stylesheet (web/views/style.ts, served under the pages' prefix), which these pages share. */
+const STYLESHEET_PATH = '/app/style.css';
 
 /** A small page of its own (a link followed from a message): a title and a body of HTML. */
 export function page(title: string, body: string): string {
-  const head = '<meta charset="utf-8"><meta name="viewport" content="width=device-width">';
+  const head =
+    '<meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">' +
+    `<link rel="stylesheet" href="${STYLESHEET_PATH}">`;
   return `<!doctype html>
-<html><head>${head}<title>${escapeHtml(title)}</title></head>
-<body style="${PAGE_STYLE}">
-<h1 style="font-size:1.3em">${escapeHtml(title)}</h1>
+<html lang="en"><head>${head}<title>${escapeHtml(title)} \u00b7 Shiplog</title></head>
+<body><header><span class="brand">Shiplog</span></header>
+<main class="link-page"><h1>${escapeHtml(title)}</h1>
 ${body}
-</body></html>
+</main></body></html>
 `;
 }
 
-/** The policy of those pages: the JSON one (http/security-headers.ts), with their inline styles and own forms. */
-const PAGE_POLICY = "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'";
+/** The policy of those pages: the JSON one (http/security-headers.ts), with the pages' stylesheet and own forms. */
+const PAGE_POLICY = "default-src 'none'; style-src 'self'; form-action 'self'; frame-ancestors 'none'";
 
 /**
  * People click links in mail, programs call them: HTML for browsers, the usual JSON otherwise. The

@@ -35,7 +35,7 @@ changed.</p>
 <p>${escapeHtml(`${why} ${refusal.detail ?? ''}`.trim())}</p>
 <p>Members of the product can comment and attach files on
 <a href="${escapeHtml(`${publicUrl}/app/`)}">the item's page</a>.</p>
-<p style="color:#666;font-size:small">This is an automatic answer; Shiplog sends at most one an hour to an address,
+<p style="color:#595959;font-size:small">This is an automatic answer; Shiplog sends at most one an hour to an address,
 and none to automatic mail.</p>
 </body></html>
 `;

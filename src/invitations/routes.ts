@@ -34,8 +34,9 @@ function describe(t: InvitationTarget): string {
 function invitationPage(t: InvitationTarget): string {
   if (t.accepted) return '<p>This invitation has already been accepted.</p>';
   const named = (field: 'first_name' | 'last_name', label: string) =>
-    `<p><label>${label}<br><input name="${field}" value="${escapeHtml(t.invitation[field])}" ` +
-    'required maxlength="255"></label></p>';
+    `<p><label for="${field}">${label}</label><input type="text" id="${field}" name="${field}" ` +
+    `value="${escapeHtml(t.invitation[field])}" ` +
+    'required maxlength="255"></p>';
   const account = t.user
     ? '<p>You use your existing API key.</p>'
     : '<p>Accepting also creates your Shiplog account; its API key is shown once, on the next page.</p>\n' +
@@ -52,7 +53,7 @@ ${account}
 function acceptedPage(apiKey: string | undefined): string {
   if (!apiKey) return '<p>Sign in with your existing API key.</p>';
   return `<p>Your account is ready. Your API key, shown only this once; keep it somewhere safe:</p>
-<p><code style="font-size:1.2em">${escapeHtml(apiKey)}</code></p>
+<p><code class="key">${escapeHtml(apiKey)}</code></p>
 <p>Clients sign in with HTTP Basic (your email as the user name, this key as the password) or
 <code>Authorization: Bearer</code> and the key. If you lose it, an operator can issue a new one.</p>`;
 }

@@ -139,7 +139,7 @@ function followerText({
 }
 
 /** The style of a message's closing words: small and grey. */
-export const FOOTNOTE_STYLE = 'color:#888;font-size:12px;margin-top:24px';
+export const FOOTNOTE_STYLE = 'color:#595959;font-size:12px;margin-top:24px';
 /** The style of a message's body. */
 export const MESSAGE_STYLE =
   'font-family:-apple-system,Segoe UI,Helvetica,Arial,sans-serif;font-size:14px;color:#222;line-height:1.4';

@@ -17,7 +17,7 @@ export interface InvitationMessageParts {
 }
 
 /** The style of a message's closing words: small and grey. */
-const FOOTNOTE_STYLE = 'color:#888;font-size:12px;margin-top:24px';
+const FOOTNOTE_STYLE = 'color:#595959;font-size:12px;margin-top:24px';
 
 /**
  * The text and HTML of an invitation: who invites whom to what, the link and how long it works,

@@ -10,7 +10,7 @@ export interface SigninMessageParts {
 }
 
 /** The style of a message's closing words: small and grey. */
-const FOOTNOTE_STYLE = 'color:#888;font-size:12px;margin-top:24px';
+const FOOTNOTE_STYLE = 'color:#595959;font-size:12px;margin-top:24px';
 
 /**
  * The text and HTML of a sign-in message: the link, how long and how often it works, and that a

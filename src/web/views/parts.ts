@@ -53,7 +53,7 @@ export function productNav(
     html`<a href="/app/products/${product.id}/${page}"${page === current ? html` aria-current="page"` : ''}>\
 ${label}</a>`;
   const admin = product.admin ? html` ${link('webhooks', 'Webhooks')}` : '';
-  return html`<nav class="product"><strong>${product.name}</strong> ${link('board', 'Board')} \
+  return html`<nav class="product" aria-label="Product"><strong>${product.name}</strong> ${link('board', 'Board')} \
 ${link('deploys', 'Deploys')} ${link('notifications', 'Notifications')}${admin}</nav>`;
 }
 
@@ -66,3 +66,10 @@ export function when(timestamp: string | undefined | null): string {
 
 /** A timestamp as `when` shows it, machine-readable too. */
 export const timeTag = (timestamp: string): Html => html`<time datetime="${timestamp}">${when(timestamp)}</time>`;
+
+/**
+ * A table in a box of its own that scrolls sideways when the table is wider than the page (a phone),
+ * so the page itself never does; a box that scrolls takes the keyboard's focus to be scrolled by it.
+ */
+export const tableBox = (label: string, table: Html): Html =>
+  html`<div class="table-scroll" role="region" aria-label="${label}" tabindex="0">${table}</div>`;

@@ -1,7 +1,7 @@
 import type { DeliveryJson, WebhookJson } from '../../webhooks/index.js';
 import { csrfField, type Viewer } from './layout.js';
 import { html, type Html } from './html.js';
-import { fieldError, type FormState, productNav, selectOptions, when } from './parts.js';
+import { fieldError, type FormState, productNav, selectOptions, tableBox, when } from './parts.js';
 
 type Product = { id: number; name: string; admin?: boolean };
 
@@ -57,10 +57,13 @@ this once; keep it with the receiver:</p>
 <p><code class="key">${v.added.secret}</code></p></div>`
     : '';
   const list = v.webhooks.length
-    ? html`<table class="list"><thead><tr><th>URL</th><th>Events</th><th>Format</th><th>State</th><th></th></tr>\
-</thead><tbody>
+    ? tableBox(
+        'Webhooks',
+        html`<table class="list"><thead><tr><th>URL</th><th>Events</th><th>Format</th><th>State</th>\
+<th><span class="sr-only">Actions</span></th></tr></thead><tbody>
 ${v.webhooks.map((webhook) => webhookRow({ productId: p, webhook, viewer: v.viewer }))}
-</tbody></table>`
+</tbody></table>`,
+      )
     : html`<p class="muted">None yet.</p>`;
   return html`${productNav(v.product, 'webhooks')}
 ${added}
@@ -115,7 +118,7 @@ function deliveryRow(d: DeliveryJson): Html {
   return html`<tr><td>${when(d.created_at)}</td><td>${d.event}${replay}</td>
 <td><code>${d.delivery_id}</code></td><td>${state}</td><td>${d.response_code ?? ''}</td>\
 <td>${d.duration_ms === null ? '' : `${d.duration_ms} ms`}</td>
-<td>${d.attempts}</td><td>${d.last_error ?? ''}</td></tr>`;
+<td>${d.attempts}</td><td class="prose">${d.last_error ?? ''}</td></tr>`;
 }
 
 /** A webhook's deliveries, newest first, with what each receiver answered. */
@@ -124,10 +127,13 @@ export function deliveriesPage(v: DeliveriesView): Html {
     `/app/products/${v.product.id}/webhooks/${v.webhook.id}${offset > 0 ? `?offset=${offset}` : ''}`;
   const end = v.offset + v.deliveries.length;
   const table = v.deliveries.length
-    ? html`<table class="list"><thead><tr><th>When</th><th>Event</th><th>Delivery</th><th>Status</th><th>Answer</th>\
-<th>Took</th><th>Attempts</th><th>Last error</th></tr></thead><tbody>
+    ? tableBox(
+        'Deliveries',
+        html`<table class="list"><thead><tr><th>When</th><th>Event</th><th>Delivery</th><th>Status</th>\
+<th>Answer</th><th>Took</th><th>Attempts</th><th>Last error</th></tr></thead><tbody>
 ${v.deliveries.map(deliveryRow)}
-</tbody></table>`
+</tbody></table>`,
+      )
     : '';
   return html`${productNav(v.product, 'webhooks')}
 <p><a href="/app/products/${v.product.id}/webhooks">All webhooks</a></p>

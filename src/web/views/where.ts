@@ -1,6 +1,15 @@
 import type { EnvironmentEntry, HistoryEntry, MatrixCell, MatrixRow } from '../present.js';
 import { html, type Html } from './html.js';
-import { deployHref, fieldError, type FormState, itemHref, productNav, selectOptions, timeTag } from './parts.js';
+import {
+  deployHref,
+  fieldError,
+  type FormState,
+  itemHref,
+  productNav,
+  selectOptions,
+  tableBox,
+  timeTag,
+} from './parts.js';
 
 type Product = { id: number; name: string };
 
@@ -73,11 +82,14 @@ export function deployHistory({
     html`<tr${d.rollback ? html` class="rollback"` : ''}><th scope="row">${timeTag(d.at)}</th>\
 <td>${d.environment}</td><td><a href="${deployHref(productId, d.deployId)}">${versionText(d.version)}</a></td>\
 <td>${d.by}</td><td>${historyNote(productId, d)}</td></tr>`;
-  return html`<div class="table-scroll"><table class="deploys"><caption class="sr-only">${caption}</caption>
+  return tableBox(
+    caption,
+    html`<table class="deploys"><caption class="sr-only">${caption}</caption>
 <thead><tr><th scope="col">When</th><th scope="col">Environment</th><th scope="col">Version</th>\
 <th scope="col">By</th><th scope="col">Note</th></tr></thead><tbody>
 ${deploys.map(row)}
-</tbody></table></div>`;
+</tbody></table>`,
+  );
 }
 
 /** A page of an item's environments or of its deploy history, beyond what the item's page shows. */
