@@ -121,6 +121,7 @@ const PAGE = ['offset', 'limit'];
  * for a route missing here, naming it: a new route is fuzzed once it has its line.
  */
 const ROUTES: Record<string, RouteSpec> = {
+  'GET /': { access: 'open', params: [] },
   'GET /health': { access: 'open', params: [] },
   'GET /metrics': { access: 'open', params: [], headers: ['authorization'] },
   'GET /openapi.json': { access: 'open', params: [] },

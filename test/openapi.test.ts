@@ -369,6 +369,8 @@ describe('every documented endpoint answers as the document says', () => {
     const p = `/api/products/${product.id}`;
 
     await get('/health');
+    await get('/');
+    await get('/', undefined, { accept: 'text/html' });
     await get(OPENAPI_PATH);
     await get('/metrics', undefined, { authorization: `Bearer ${METRICS_TOKEN}` });
     await get('/metrics');
