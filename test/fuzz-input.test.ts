@@ -144,6 +144,7 @@ const ROUTES: Record<string, RouteSpec> = {
   'GET /app': { access: 'page', params: [] },
   'GET /app/board.js': { access: 'page', params: [] },
   'GET /app/item.js': { access: 'page', params: [] },
+  'GET /app/notifications.js': { access: 'page', params: [] },
   'GET /app/style.css': { access: 'page', params: [] },
   'GET /app/sign-in': { access: 'page', params: ['next'], example: { next: '/app/settings' } },
   'POST /app/sign-in': { access: 'page', params: ['email', 'next'], example: { email: 'someone@example.com' } },
@@ -234,8 +235,8 @@ const ROUTES: Record<string, RouteSpec> = {
   'GET /app/products/:product_id/notifications': { access: 'page', params: ['saved'] },
   'POST /app/products/:product_id/notifications': {
     access: 'page',
-    params: ['csrf', 'choice', 'environments', 'other', 'comments'],
-    example: { csrf: CSRF, choice: 'some', environments: 'production', other: 'staging' },
+    params: ['csrf', 'choice', 'environments', 'other', 'comments', 'confirmed'],
+    example: { csrf: CSRF, choice: 'some', environments: 'production', other: 'staging', confirmed: 'staging' },
   },
   'GET /app/products/:product_id/webhooks': { access: 'page', params: [] },
   'POST /app/products/:product_id/webhooks': {
