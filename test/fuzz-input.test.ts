@@ -108,7 +108,7 @@ const PAGE_ITEM_FIELDS = [
   'assigned_to',
   'parent',
 ];
-const EDITED = ['title', 'who', 'what', 'why', 'description', 'status', 'score', 'tags', 'assigned_to'];
+const EDITED = ['title', 'who', 'what', 'why', 'description', 'status', 'score', 'tags', 'assigned_to', 'parent'];
 /**
  * The edit form: its fields, each as shown (`seen_`) and which value to keep after a conflict
  * (`keep_`), and its version.
@@ -152,6 +152,35 @@ const ROUTES: Record<string, RouteSpec> = {
   'POST /app/sign-in/:token': { access: 'page', params: [], query: ['next'] },
   'POST /app/sign-out': { access: 'page', params: ['csrf'], example: { csrf: CSRF } },
   'GET /app/products': { access: 'page', params: [] },
+  'POST /app/products': { access: 'page', params: ['csrf', 'name'], example: { csrf: CSRF, name: 'Made on a page' } },
+  'GET /app/products/:product_id/people': { access: 'page', params: ['done'], example: { done: 'invited' } },
+  'POST /app/products/:product_id/people': {
+    access: 'page',
+    params: ['csrf', 'email', 'first_name', 'last_name', 'admin'],
+    example: { csrf: CSRF, email: 'invited.on.a.page@example.com', first_name: 'Ivy' },
+  },
+  'POST /app/products/:product_id/people/invitations/:invitation_id/resend': {
+    access: 'page',
+    params: ['csrf'],
+    example: { csrf: CSRF },
+  },
+  'GET /app/products/:product_id/people/invitations/:invitation_id/cancel': { access: 'page', params: [] },
+  'POST /app/products/:product_id/people/invitations/:invitation_id/cancel': {
+    access: 'page',
+    params: ['csrf'],
+    example: { csrf: CSRF },
+  },
+  'GET /app/products/:product_id/items/:item_number/archive': { access: 'page', params: [] },
+  'POST /app/products/:product_id/items/:item_number/archive': {
+    access: 'page',
+    params: ['csrf'],
+    example: { csrf: CSRF },
+  },
+  'POST /app/products/:product_id/webhooks/:webhook_id/deliveries/:delivery_id/replay': {
+    access: 'page',
+    params: ['csrf'],
+    example: { csrf: CSRF },
+  },
   'GET /app/settings': { access: 'page', params: [] },
   'POST /app/settings/api-key': { access: 'page', params: ['csrf'], example: { csrf: CSRF } },
   'POST /app/settings/sign-out-everywhere': { access: 'page', params: ['csrf'], example: { csrf: CSRF } },
@@ -244,7 +273,7 @@ const ROUTES: Record<string, RouteSpec> = {
     params: ['csrf', 'url', 'events', 'format', 'secret'],
     example: { csrf: CSRF, url: WEBHOOK_URL, events: 'deploy.created' },
   },
-  'GET /app/products/:product_id/webhooks/:webhook_id': { access: 'page', params: ['offset'] },
+  'GET /app/products/:product_id/webhooks/:webhook_id': { access: 'page', params: ['offset', 'replayed'] },
   'POST /app/products/:product_id/webhooks/:webhook_id/delete': {
     access: 'page',
     params: ['csrf'],

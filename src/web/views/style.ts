@@ -59,6 +59,7 @@ ul.tags li { background: #e7f1fb; border-radius: 3px; padding: 0 .4rem; font-siz
 a.more { display: block; text-align: center; padding: .25rem; }
 .field-error { display: block; color: #b32d2e; font-size: .9rem; }
 .field-warning { display: block; color: #8a5a00; font-size: .9rem; }
+.actions form { display: inline; }
 .confirm { padding: .75rem 1rem; border-radius: 4px; background: #fdf6e3; border: 1px solid #e0c97f; }
 .conflict { border-left: 3px solid #b32d2e; padding-left: .5rem; margin: .25rem 0; }
 .conflict .theirs { white-space: pre-wrap; margin: .25rem 0; }
