@@ -55,7 +55,7 @@ export async function invitePerson(
   scope: ProductScope,
   input: InviteInput,
   mailDomain: string,
-  now = new Date(),
+  now = currentTime(),
 ): Promise<{ answer: InviteAnswer; queued: boolean }> {
   const { product, user: inviter } = scope;
   // Invitations of a product queue here, and an inviter's across products: the limits count
@@ -136,7 +136,7 @@ export async function invitationTarget(
   db: Db,
   links: UnsubscribeLinks,
   token: string,
-  now = new Date(),
+  now = currentTime(),
 ): Promise<InvitationTarget> {
   const read = readInvitationToken(links, token);
   const invitation = read && (await findInvitationById(db, read.id));
@@ -171,7 +171,7 @@ export async function acceptInvitation(
   // Read again under the lock: a repeat invitation may have changed the role or names meanwhile.
   const target = await invitationTarget(trx, links, token);
   const { invitation, product } = target;
-  if (!(await markAccepted(trx, invitation.id, formatTimestamp(new Date())))) {
+  if (!(await markAccepted(trx, invitation.id, formatTimestamp(currentTime())))) {
     throw new GoneError('This invitation has already been accepted.');
   }
   let user = target.user;
@@ -194,7 +194,7 @@ export async function acceptInvitation(
     }
   }
   const admin = invitation.admin === 1 ? true : undefined;
-  const membership = await addMember(trx, product.id, user.id, admin, formatTimestamp(new Date()));
+  const membership = await addMember(trx, product.id, user.id, admin, formatTimestamp(currentTime()));
   return { target, user, admin: membership.admin, apiKey };
 }
 

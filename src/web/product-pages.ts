@@ -59,7 +59,10 @@ export async function productPages(
   await app.register(adminPages);
 }
 
-/** The pages of a product's admins (others get the 403 page): its people and invitations, its webhooks and their deliveries. */
+/**
+ * The pages of a product's admins (others get the 403 page): its people and invitations, its
+ * webhooks and their deliveries.
+ */
 async function adminPages(app: FastifyInstance): Promise<void> {
   app.addHook('preHandler', async (request) => requireAdmin(request.scope));
   await app.register(webhooksRoutes);

@@ -88,6 +88,11 @@ export async function peopleRoutes(app: FastifyInstance): Promise<void> {
     }
   });
 
+  await app.register(invitationRoutes);
+}
+
+/** One pending invitation: sent again, or cancelled after a confirmation. */
+async function invitationRoutes(app: FastifyInstance): Promise<void> {
   const one = '/people/invitations/:invitation_id';
   app.post(
     `${one}/resend`,

@@ -34,6 +34,8 @@ function pendingRow(v: PeopleView, i: PendingInvitation): Html {
 <a href="${invitationHref(v.product.id, i.id)}/cancel">Cancel\u2026</a></td></tr>`;
 }
 
+const checked = (on: boolean): Html | '' => (on ? html` checked` : '');
+
 function inviteForm(v: PeopleView): Html {
   const s = v.form;
   const field = (name: string, label: string, type = 'text') => {
@@ -46,7 +48,7 @@ ${fieldError(s, name)}</p>`;
 ${s.message ? html`<p class="error" role="alert">${s.message}</p>` : ''}\
 ${otherErrors(s, ['email', 'first_name', 'last_name', 'admin'])}
 ${field('email', 'Email', 'email')}${field('first_name', 'First name')}${field('last_name', 'Last name')}
-<p><label class="check"><input type="checkbox" name="admin" value="true"${s.values.admin === 'true' ? html` checked` : ''}> \
+<p><label class="check"><input type="checkbox" name="admin" value="true"${checked(s.values.admin === 'true')}> \
 Admin of the product</label>${fieldError(s, 'admin')}</p>
 <p class="muted">They become a member when they accept the emailed link (valid 7 days).</p>
 <p><button type="submit">Send invitation</button></p></form>`;

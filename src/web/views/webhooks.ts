@@ -137,7 +137,7 @@ ${v.deliveries.map((d) => deliveryRow(v, d))}
     : '';
   return html`${productNav(v.product, 'webhooks')}
 <p><a href="/app/products/${v.product.id}/webhooks">All webhooks</a></p>
-${v.replayed ? html`<p class="notice" role="status">Sent again, as a new delivery: it is at the top of the list.</p>` : ''}
+${v.replayed ? html`<p class="notice" role="status">Sent again as a new delivery, at the top of the list.</p>` : ''}
 <h2>${v.webhook.url}</h2>
 ${v.webhook.enabled ? '' : html`<p class="error">Disabled: ${v.webhook.disabled_reason ?? ''}</p>`}
 <p class="muted">${v.total} deliver${v.total === 1 ? 'y' : 'ies'}, newest first.</p>
