@@ -288,6 +288,9 @@ const ROUTES: Record<string, RouteSpec> = {
   'GET /api/user/whoami.json': { access: 'api', params: [] },
   'GET /api/products.json': { access: 'api', params: ['offset'] },
   'POST /api/products.json': { access: 'api', params: ['name'], example: { name: 'A product' } },
+  'GET /api/products/:product_id/invitations.json': { access: 'api', params: [] },
+  'POST /api/products/:product_id/invitations/:invitation_id/resend.json': { access: 'api', params: [] },
+  'DELETE /api/products/:product_id/invitations/:invitation_id.json': { access: 'api', params: [] },
   'GET /api/products/:product_id.json': { access: 'api', params: [] },
   'GET /api/products/:product_id/people.json': { access: 'api', params: ['offset'] },
   'POST /api/products/:product_id/people.json': {

@@ -174,6 +174,36 @@ describe('webhook deliveries', () => {
   });
 });
 
+describe("the API's pending invitations", () => {
+  test('admins list and cancel them; the links then stop working; members are refused', async () => {
+    const ada = await makeUser(t.db);
+    const bob = await makeUser(t.db);
+    const product = await makeProduct(t.db, ada, [bob]);
+    const p = `/api/products/${product.id}`;
+    const admin = client(t.app, ada);
+    assert.equal(
+      (await admin.post(`${p}/people.json`, { email: 'api.invitee@example.com', admin: 'true' })).statusCode,
+      200,
+    );
+    const link = await invitationPath(t, 'api.invitee@example.com');
+    const listed = (await admin.get(`${p}/invitations.json`)).json();
+    assert.deepEqual(
+      listed.map((i: { email: string; admin: boolean }) => [i.email, i.admin]),
+      [['api.invitee@example.com', true]],
+    );
+    assert.equal((await client(t.app, bob).get(`${p}/invitations.json`)).statusCode, 403);
+    assert.equal((await client(t.app, bob).delete(`${p}/invitations/${listed[0].id}.json`)).statusCode, 403);
+    const resent = await admin.post(`${p}/invitations/${listed[0].id}/resend.json`);
+    assert.equal(resent.statusCode, 429, 'not again within 15 minutes');
+    const cancelled = await admin.delete(`${p}/invitations/${listed[0].id}.json`);
+    assert.equal(cancelled.statusCode, 200, cancelled.body);
+    assert.equal(cancelled.json().email, 'api.invitee@example.com');
+    assert.deepEqual((await admin.get(`${p}/invitations.json`)).json(), []);
+    assert.equal((await t.app.inject({ method: 'POST', url: link })).statusCode, 410);
+    assert.equal((await admin.delete(`${p}/invitations/${listed[0].id}.json`)).statusCode, 404);
+  });
+});
+
 // Last: it moves the clock for the rest of the file.
 describe('people and invitations', () => {
   test('members who are not admins, and invitations of other products, are refused', async () => {

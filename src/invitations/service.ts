@@ -219,16 +219,18 @@ export async function pendingInvitations(
   now = currentTime(),
 ): Promise<PendingInvitation[]> {
   const rows = await listPendingInvitations(db, scope.product.id, formatTimestamp(now));
-  return rows.map((row) => ({
-    id: row.id,
-    email: row.email,
-    firstName: row.first_name,
-    lastName: row.last_name,
-    admin: row.admin === 1,
-    sentAt: row.sent_at,
-    expiresAt: row.expires_at,
-  }));
+  return rows.map(pendingOf);
 }
+
+const pendingOf = (row: InvitationRow): PendingInvitation => ({
+  id: row.id,
+  email: row.email,
+  firstName: row.first_name,
+  lastName: row.last_name,
+  admin: row.admin === 1,
+  sentAt: row.sent_at,
+  expiresAt: row.expires_at,
+});
 
 /** The pending invitation `id` of the scope's product, under the product's lock; 404 otherwise. */
 async function lockedPending(trx: Trx, scope: ProductScope, id: number, now: Date): Promise<InvitationRow> {
@@ -272,14 +274,20 @@ export async function resendInvitation(
     expires_at: formatTimestamp(new Date(now.getTime() + INVITATION_VALID_MS)),
   });
   await queueInvitation(trx, { invitation: sent, product: scope.product, inviter: scope.user }, mailDomain, now);
-  return (await pendingInvitations(trx, scope, now)).find((p) => p.id === id)!;
+  return pendingOf(sent);
 }
 
 /**
  * Cancels a pending invitation (admins): every link sent with it stops working at once, and a
  * message not yet delivered is not sent. The sending still counts against the hourly limits.
  */
-export async function cancelInvitation(trx: Trx, scope: ProductScope, id: number, now = currentTime()): Promise<void> {
-  await lockedPending(trx, scope, id, now);
+export async function cancelInvitation(
+  trx: Trx,
+  scope: ProductScope,
+  id: number,
+  now = currentTime(),
+): Promise<PendingInvitation> {
+  const invitation = await lockedPending(trx, scope, id, now);
   await expireInvitation(trx, id, formatTimestamp(now));
+  return pendingOf(invitation);
 }
