@@ -18,6 +18,7 @@ import {
   conversationRoutes,
 } from './conversation/index.js';
 import { HealthSchema, healthRoutes } from './health.js';
+import { RootSchema, rootRoutes } from './root.js';
 import { InboundListener, inboundOf, refusalMessageRenderer } from './inbound/index.js';
 import { answerExpectations, capConnections } from './http/connections.js';
 import { documentScope } from './http/documentation.js';
@@ -359,6 +360,7 @@ const RESPONSE_SCHEMAS = [
   ...MAIL_SCHEMAS,
   ...ACTIVITY_SCHEMAS,
   HealthSchema,
+  RootSchema,
 ];
 
 /**
@@ -367,6 +369,7 @@ const RESPONSE_SCHEMAS = [
  */
 async function registerRoutes(app: FastifyInstance, web: WebOptions): Promise<void> {
   await app.register(healthRoutes);
+  await app.register(rootRoutes, { pages: WEB_PREFIX });
   await app.register(webRoutes, { prefix: WEB_PREFIX, ...web });
   await app.register(shortUrlRoutes);
   await app.register(unsubscribeRoutes);

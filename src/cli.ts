@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { databaseOptions, loadConfig, parseDatabaseUrl, type Config } from './config.js';
+import { addressGiven, databaseOptions, loadConfig, parseDatabaseUrl, type Config } from './config.js';
 import type { CopySummary } from './db/backup.js';
 import type { Db } from './db/connection.js';
 import { AppError } from './errors.js';
@@ -25,6 +25,18 @@ interface Command {
    * restore must not open (and so create or migrate) the database it is about to replace.
    */
   runOnFiles?(args: string[], values: Record<string, string | boolean | undefined>, config: Config): Promise<string>;
+}
+
+/**
+ * The configuration of a command as the server's: the links it prints or queues lead to the server
+ * on the same database. Unless the environment says where that is (PUBLIC_URL, PORT or HOST, read
+ * as the server reads them), the address the server recorded when it started is taken.
+ */
+async function serversConfig(db: Db, config: Config): Promise<Config> {
+  if (addressGiven(process.env)) return config;
+  const { recordedPublicUrl } = await import('./settings.js');
+  const recorded = await recordedPublicUrl(db);
+  return recorded ? Object.freeze({ ...config, publicUrl: recorded }) : config;
 }
 
 /** The one answer of backup and restore on PostgreSQL: its own tools do this properly. */
@@ -368,9 +380,9 @@ async function receiveCommand(args: string[], input: NodeJS.ReadableStream, out:
   }
   let db: Db | undefined;
   try {
-    const config = loadConfig();
     const { openDatabase } = await import('./db/connection.js');
-    db = await openDatabase(databaseOptions(config));
+    db = await openDatabase(databaseOptions(loadConfig()));
+    const config = await serversConfig(db, loadConfig());
     const { receiveFromPipe } = await import('./inbound/index.js');
     const { code, line } = await receiveFromPipe(db, config, input, parsed.positionals);
     out.write(`${line}\n`);
@@ -456,7 +468,7 @@ async function execute(
     } else {
       const { openDatabase } = await import('./db/connection.js');
       db = await openDatabase(databaseOptions(config));
-      out.write(`${await command.run!(db, parsed.positionals, parsed.values, config)}\n`);
+      out.write(`${await command.run!(db, parsed.positionals, parsed.values, await serversConfig(db, config))}\n`);
     }
     return 0;
   } catch (e) {

@@ -183,6 +183,22 @@ export function databaseOptions(config: Config) {
 }
 
 /**
+ * The address of a server given no PUBLIC_URL: where it listens, as the machine itself reaches it
+ * (an address of every interface is reached on the loopback one). The pages' cookie belongs to this
+ * host, so the links printed and mailed and the README's examples all use it.
+ */
+export function localUrl(host: string, port: number): string {
+  const reached = host === '0.0.0.0' || host === '::' || host === '[::]' ? '127.0.0.1' : host;
+  return `http://${reached.includes(':') && !reached.startsWith('[') ? `[${reached}]` : reached}:${port}`;
+}
+
+/**
+ * Whether an environment says where the server is: otherwise a command run beside it (without the
+ * server's PORT, say) takes the address the server recorded when it started.
+ */
+export const addressGiven = (env: NodeJS.ProcessEnv): boolean => Boolean(env.PUBLIC_URL || env.PORT || env.HOST);
+
+/**
  * Reads the configuration from an environment (process.env by default).
  * Throws ConfigError with a message naming the variable when a value is unusable. One line per
  * setting, so it is long: each setting is read and checked where it is listed.
@@ -191,7 +207,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
   const port = env.PORT !== undefined && env.PORT !== '' ? parsePort(env.PORT) : 3000;
   const host = env.HOST || '127.0.0.1';
   const dataDir = path.resolve(env.DATA_DIR || './data');
-  const publicUrl = env.PUBLIC_URL ? parseUrl('PUBLIC_URL', env.PUBLIC_URL) : `http://localhost:${port}`;
+  const publicUrl = env.PUBLIC_URL ? parseUrl('PUBLIC_URL', env.PUBLIC_URL) : localUrl(host, port);
   const mailDomain = env.MAIL_DOMAIN ? parseDomain('MAIL_DOMAIN', env.MAIL_DOMAIN) : 'items.shiplog.localhost';
   const mailFrom = env.MAIL_FROM ? parseMailFrom(env.MAIL_FROM) : `Shiplog <shiplog@${mailDomain}>`;
   const logLevel = (env.LOG_LEVEL || 'info').toLowerCase() as LogLevel;

@@ -1,6 +1,7 @@
 import { buildApp } from './app.js';
 import { ConfigError, databaseOptions, loadConfig } from './config.js';
 import { openDatabase } from './db/connection.js';
+import { recordPublicUrl } from './settings.js';
 import { countUsers } from './users/index.js';
 
 function firstRunHelp(url: string): string {
@@ -56,6 +57,9 @@ async function main(): Promise<void> {
   process.on('SIGINT', () => void shutdown('SIGINT'));
 
   await app.listen({ port: config.port, host: config.host });
+  await recordPublicUrl(db, config.publicUrl).catch((err: unknown) =>
+    app.log.warn({ err }, 'the address could not be recorded for the command line'),
+  );
   if ((await countUsers(db)) === 0) process.stdout.write(firstRunHelp(config.publicUrl));
 }
 

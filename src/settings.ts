@@ -30,3 +30,25 @@ export async function replaceSharedSecret(db: Db, name: string): Promise<void> {
     .onConflict((oc) => oc.column('name').doUpdateSet({ value }))
     .execute();
 }
+
+/** Where a started server is reached (its PUBLIC_URL, given or derived), for the commands run beside it. */
+const PUBLIC_URL = 'public_url';
+
+/**
+ * Records the server's address, so that a command that is not told it (a sign-in link printed in a
+ * shell without the server's PORT) prints links that lead to this server. A database that takes
+ * no writes keeps the last one recorded: the server starts anyway.
+ */
+export async function recordPublicUrl(db: Db, url: string): Promise<void> {
+  await db
+    .insertInto('settings')
+    .values({ name: PUBLIC_URL, value: url })
+    .onConflict((oc) => oc.column('name').doUpdateSet({ value: url }))
+    .execute();
+}
+
+/** The address the last server started on this database recorded, if any. */
+export async function recordedPublicUrl(db: Db): Promise<string | undefined> {
+  const row = await db.selectFrom('settings').select('value').where('name', '=', PUBLIC_URL).executeTakeFirst();
+  return row?.value;
+}

@@ -412,6 +412,10 @@ describe('the pages in chromium', { timeout: 120_000 }, () => {
       await page.getByLabel('Only these environments').check();
       await page.getByLabel('production').check();
       await page.getByLabel('Other environments').fill('eu-west');
+      // Nothing has been deployed to eu-west: said as it is typed, and confirmed before it is saved.
+      await page.getByText('Nothing has been deployed to eu-west yet').waitFor();
+      await page.getByRole('button', { name: 'Save' }).click();
+      await page.getByLabel('Keep eu-west').check();
       await page.getByRole('button', { name: 'Save' }).click();
       await page.getByText('Saved.').waitFor();
       assert.ok(await page.getByLabel('production').isChecked());

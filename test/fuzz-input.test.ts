@@ -108,7 +108,7 @@ const PAGE_ITEM_FIELDS = [
   'assigned_to',
   'parent',
 ];
-const EDITED = ['title', 'who', 'what', 'why', 'description', 'status', 'score', 'tags', 'assigned_to'];
+const EDITED = ['title', 'who', 'what', 'why', 'description', 'status', 'score', 'tags', 'assigned_to', 'parent'];
 /**
  * The edit form: its fields, each as shown (`seen_`) and which value to keep after a conflict
  * (`keep_`), and its version.
@@ -121,6 +121,7 @@ const PAGE = ['offset', 'limit'];
  * for a route missing here, naming it: a new route is fuzzed once it has its line.
  */
 const ROUTES: Record<string, RouteSpec> = {
+  'GET /': { access: 'open', params: [] },
   'GET /health': { access: 'open', params: [] },
   'GET /metrics': { access: 'open', params: [], headers: ['authorization'] },
   'GET /openapi.json': { access: 'open', params: [] },
@@ -143,6 +144,7 @@ const ROUTES: Record<string, RouteSpec> = {
   'GET /app': { access: 'page', params: [] },
   'GET /app/board.js': { access: 'page', params: [] },
   'GET /app/item.js': { access: 'page', params: [] },
+  'GET /app/notifications.js': { access: 'page', params: [] },
   'GET /app/style.css': { access: 'page', params: [] },
   'GET /app/sign-in': { access: 'page', params: ['next'], example: { next: '/app/settings' } },
   'POST /app/sign-in': { access: 'page', params: ['email', 'next'], example: { email: 'someone@example.com' } },
@@ -150,6 +152,35 @@ const ROUTES: Record<string, RouteSpec> = {
   'POST /app/sign-in/:token': { access: 'page', params: [], query: ['next'] },
   'POST /app/sign-out': { access: 'page', params: ['csrf'], example: { csrf: CSRF } },
   'GET /app/products': { access: 'page', params: [] },
+  'POST /app/products': { access: 'page', params: ['csrf', 'name'], example: { csrf: CSRF, name: 'Made on a page' } },
+  'GET /app/products/:product_id/people': { access: 'page', params: ['done'], example: { done: 'invited' } },
+  'POST /app/products/:product_id/people': {
+    access: 'page',
+    params: ['csrf', 'email', 'first_name', 'last_name', 'admin'],
+    example: { csrf: CSRF, email: 'invited.on.a.page@example.com', first_name: 'Ivy' },
+  },
+  'POST /app/products/:product_id/people/invitations/:invitation_id/resend': {
+    access: 'page',
+    params: ['csrf'],
+    example: { csrf: CSRF },
+  },
+  'GET /app/products/:product_id/people/invitations/:invitation_id/cancel': { access: 'page', params: [] },
+  'POST /app/products/:product_id/people/invitations/:invitation_id/cancel': {
+    access: 'page',
+    params: ['csrf'],
+    example: { csrf: CSRF },
+  },
+  'GET /app/products/:product_id/items/:item_number/archive': { access: 'page', params: [] },
+  'POST /app/products/:product_id/items/:item_number/archive': {
+    access: 'page',
+    params: ['csrf'],
+    example: { csrf: CSRF },
+  },
+  'POST /app/products/:product_id/webhooks/:webhook_id/deliveries/:delivery_id/replay': {
+    access: 'page',
+    params: ['csrf'],
+    example: { csrf: CSRF },
+  },
   'GET /app/settings': { access: 'page', params: [] },
   'POST /app/settings/api-key': { access: 'page', params: ['csrf'], example: { csrf: CSRF } },
   'POST /app/settings/sign-out-everywhere': { access: 'page', params: ['csrf'], example: { csrf: CSRF } },
@@ -233,8 +264,8 @@ const ROUTES: Record<string, RouteSpec> = {
   'GET /app/products/:product_id/notifications': { access: 'page', params: ['saved'] },
   'POST /app/products/:product_id/notifications': {
     access: 'page',
-    params: ['csrf', 'choice', 'environments', 'other', 'comments'],
-    example: { csrf: CSRF, choice: 'some', environments: 'production', other: 'staging' },
+    params: ['csrf', 'choice', 'environments', 'other', 'comments', 'confirmed'],
+    example: { csrf: CSRF, choice: 'some', environments: 'production', other: 'staging', confirmed: 'staging' },
   },
   'GET /app/products/:product_id/webhooks': { access: 'page', params: [] },
   'POST /app/products/:product_id/webhooks': {
@@ -242,7 +273,7 @@ const ROUTES: Record<string, RouteSpec> = {
     params: ['csrf', 'url', 'events', 'format', 'secret'],
     example: { csrf: CSRF, url: WEBHOOK_URL, events: 'deploy.created' },
   },
-  'GET /app/products/:product_id/webhooks/:webhook_id': { access: 'page', params: ['offset'] },
+  'GET /app/products/:product_id/webhooks/:webhook_id': { access: 'page', params: ['offset', 'replayed'] },
   'POST /app/products/:product_id/webhooks/:webhook_id/delete': {
     access: 'page',
     params: ['csrf'],
@@ -257,6 +288,9 @@ const ROUTES: Record<string, RouteSpec> = {
   'GET /api/user/whoami.json': { access: 'api', params: [] },
   'GET /api/products.json': { access: 'api', params: ['offset'] },
   'POST /api/products.json': { access: 'api', params: ['name'], example: { name: 'A product' } },
+  'GET /api/products/:product_id/invitations.json': { access: 'api', params: [] },
+  'POST /api/products/:product_id/invitations/:invitation_id/resend.json': { access: 'api', params: [] },
+  'DELETE /api/products/:product_id/invitations/:invitation_id.json': { access: 'api', params: [] },
   'GET /api/products/:product_id.json': { access: 'api', params: [] },
   'GET /api/products/:product_id/people.json': { access: 'api', params: ['offset'] },
   'POST /api/products/:product_id/people.json': {

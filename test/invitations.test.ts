@@ -337,12 +337,13 @@ describe('the invitation link', () => {
     // A link sent with an invitation that has run out.
     const second = 'expired@invited.example';
     await invite(admin, productId, { email: second, first_name: 'Ex', last_name: 'Pired' });
+    // Delivered first: a message whose invitation has run out (or was cancelled) is not sent.
+    const expired = await invitationPath(second);
     await t.db
       .updateTable('invitations')
       .set({ expires_at: '2026-01-01T00:00:00+00:00' })
       .where('email', '=', second)
       .execute();
-    const expired = await invitationPath(second);
     assertError(await open(expired), 410, { label: 'GET expired' });
     assertError(await accept(expired), 410, { label: 'POST expired' });
     assert.equal(

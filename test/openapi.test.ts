@@ -369,6 +369,8 @@ describe('every documented endpoint answers as the document says', () => {
     const p = `/api/products/${product.id}`;
 
     await get('/health');
+    await get('/');
+    await get('/', undefined, { accept: 'text/html' });
     await get(OPENAPI_PATH);
     await get('/metrics', undefined, { authorization: `Bearer ${METRICS_TOKEN}` });
     await get('/metrics');
@@ -611,6 +613,19 @@ describe('every documented endpoint answers as the document says', () => {
     await form('POST', link, undefined, {});
     await form('POST', link, undefined, {});
     await get('/invitations/not-a.link');
+    await form('POST', `${p}/people.json`, owner, { email: 'waiting@example.com' });
+    const [waiting] = (await get(`${p}/invitations.json`, owner)).json();
+    await get(`${p}/invitations.json`, member);
+    const pending = `${p}/invitations/${waiting.id}`;
+    await form('POST', `${pending}/resend.json`, owner);
+    await t.db
+      .updateTable('invitations')
+      .set({ sent_at: '2026-01-01T00:00:00+00:00' })
+      .where('id', '=', waiting.id)
+      .execute();
+    await form('POST', `${pending}/resend.json`, owner);
+    await form('DELETE', `${pending}.json`, owner);
+    await form('DELETE', `${pending}.json`, owner);
     let limited: LightMyRequestResponse | undefined;
     for (let i = 0; i < 25 && limited?.statusCode !== 429; i++) {
       limited = await form('POST', `${p}/people.json`, owner, { email: `invitee${i}@example.com` });

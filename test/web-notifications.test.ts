@@ -90,6 +90,8 @@ describe('the notifications page', () => {
       ['choice', 'some'],
       ['environments', 'production'],
       ['other', 'eu-west, us-east'],
+      ['confirmed', 'eu-west'],
+      ['confirmed', 'us-east'],
     ]);
     assert.equal(res.statusCode, 303, res.body);
     assert.equal(res.headers.location, `${url}?saved=1`);
@@ -105,7 +107,6 @@ describe('the notifications page', () => {
     res = await postForm(url, cookie, [
       ['csrf', csrf],
       ['choice', 'all'],
-      ['environments', 'production'],
     ]);
     assert.equal(res.statusCode, 303, res.body);
     assert.deepEqual(await choiceOf(member, api), { environments: 'all', comments: true });
@@ -144,7 +145,7 @@ describe('the notifications page', () => {
       res.body,
       new RegExp(
         'id="other-environments" type="text" name="other" value=" " ' +
-          'aria-invalid="true" aria-describedby="error-environments">',
+          'aria-invalid="true" aria-describedby="error-environments" data-known=',
       ),
     );
     assert.equal(checkedChoice(res.body), 'some');
@@ -226,5 +227,79 @@ describe('the notifications page', () => {
       assert.doesNotMatch(res.body, /Notified product/);
     }
     assert.equal((await page('/app/products/99999999/notifications', cookie)).statusCode, 404);
+  });
+
+  test('a ticked box (or a typed name) with "All" on chooses only these', async () => {
+    const { member, cookie, url, api } = await setUp();
+    const csrf = csrfOf(await page(url, cookie));
+    let res = await postForm(url, cookie, [
+      ['csrf', csrf],
+      ['choice', 'all'],
+      ['environments', 'production'],
+    ]);
+    assert.equal(res.statusCode, 303, res.body);
+    assert.deepEqual(await choiceOf(member, api), { environments: ['production'], comments: true });
+    const shown = await page(url, cookie);
+    assert.equal(checkedChoice(shown.body), 'some');
+    assert.deepEqual(boxes(shown.body), { production: true, staging: false });
+
+    res = await postForm(url, cookie, [
+      ['csrf', csrf],
+      ['choice', 'all'],
+      ['other', 'staging'],
+    ]);
+    assert.equal(res.statusCode, 303, res.body);
+    assert.deepEqual(await choiceOf(member, api), { environments: ['staging'], comments: true });
+  });
+
+  test('names never deployed to are listed for confirmation before anything is saved', async () => {
+    const { member, cookie, url, api } = await setUp();
+    const csrf = csrfOf(await page(url, cookie));
+    const sent: [string, string][] = [
+      ['csrf', csrf],
+      ['choice', 'some'],
+      ['environments', 'production'],
+      ['other', 'stagin, Production, canary'],
+      ['comments', 'false'],
+    ];
+    let res = await postForm(url, cookie, sent);
+    assert.equal(res.statusCode, 200, res.body);
+    const asked = [...res.body.matchAll(/<input type="checkbox" name="confirmed" value="([^"]*)">/g)].map((m) => m[1]);
+    assert.deepEqual(asked, ['stagin', 'Production', 'canary']);
+    assert.match(res.body, /id="confirm-environments" role="alert"/);
+    assert.match(res.body, /nothing was saved/);
+    assert.ok(res.body.includes('value="stagin, Production, canary"'), 'the typed names are kept');
+    assert.deepEqual(boxes(res.body).production, true, 'the ticked boxes are kept');
+    assert.deepEqual(await choiceOf(member, api), { environments: 'all', comments: true }, 'nothing saved');
+
+    // Only the names confirmed are taken; one left unticked asks again.
+    res = await postForm(url, cookie, [...sent, ['confirmed', 'canary']]);
+    assert.equal(res.statusCode, 200);
+    assert.deepEqual(
+      [...res.body.matchAll(/name="confirmed" value="([^"]*)"/g)].map((m) => m[1]),
+      ['stagin', 'Production'],
+    );
+    assert.deepEqual(await choiceOf(member, api), { environments: 'all', comments: true });
+
+    res = await postForm(url, cookie, [
+      ...sent.filter(([k]) => k !== 'other'),
+      ['other', 'staging, canary'],
+      ['confirmed', 'canary'],
+    ]);
+    assert.equal(res.statusCode, 303, res.body);
+    assert.deepEqual(await choiceOf(member, api), {
+      environments: ['canary', 'production', 'staging'],
+      comments: false,
+    });
+
+    // A name chosen before is not asked about again.
+    res = await postForm(url, cookie, [
+      ['csrf', csrf],
+      ['choice', 'some'],
+      ['environments', 'canary'],
+    ]);
+    assert.equal(res.statusCode, 303, res.body);
+    // The page's script knows the deployed names, to flag a typed one as it is typed.
+    assert.match((await page(url, cookie)).body, /data-known="\[&quot;production&quot;,&quot;staging&quot;\]"/);
   });
 });

@@ -2,3 +2,12 @@
 export { invitationMessageRenderer } from './mail.js';
 export { invitationRoutes, inviteRoutes } from './routes.js';
 export { INVITATION_SCHEMAS } from './schema.js';
+export {
+  cancelInvitation,
+  invitePerson,
+  pendingInvitations,
+  resendInvitation,
+  type InviteAnswer,
+  type PendingInvitation,
+} from './service.js';
+export { parseInvite } from './input.js';

@@ -2,6 +2,7 @@ import type { ProductRow } from '../db/schema.js';
 import { renderInvitationEmail, type MessageRenderer, type UnsubscribeLinks } from '../mail/index.js';
 import { findProduct } from '../products/index.js';
 import { findUsersByIds } from '../users/index.js';
+import { currentTime } from '../time.js';
 import { invitationUrl } from './links.js';
 import { findInvitationsByIds } from './repository.js';
 
@@ -29,7 +30,13 @@ export function invitationMessageRenderer(links: UnsubscribeLinks): MessageRende
         const invitation = message.invitation_id === null ? undefined : invitations.get(message.invitation_id);
         const product = invitation && products.get(invitation.product_id);
         const inviter = invitation && inviters.get(invitation.invited_by_id);
-        const open = invitation && product && inviter && invitation.accepted_at === null;
+        // A cancelled invitation (its end moved to then) is not sent.
+        const open =
+          invitation &&
+          product &&
+          inviter &&
+          invitation.accepted_at === null &&
+          Date.parse(invitation.expires_at) > currentTime().getTime();
         return [
           message.id,
           open

@@ -96,3 +96,31 @@ export async function lockInviter(trx: Trx, userId: number): Promise<void> {
   if (dialectOf(trx) === 'sqlite') return;
   await trx.selectFrom('users').select('id').where('id', '=', userId).forUpdate().execute();
 }
+
+/** The invitations of a product still waiting for an answer (not accepted, not expired), latest sent first. */
+export async function listPendingInvitations(db: Db, productId: number, now: string): Promise<InvitationRow[]> {
+  return db
+    .selectFrom('invitations')
+    .selectAll()
+    .where('product_id', '=', productId)
+    .where('accepted_at', 'is', null)
+    .where('expires_at', '>', now)
+    .orderBy('sent_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(500)
+    .execute();
+}
+
+/**
+ * Ends an invitation's links at once (they are then answered as expired); the row stays, so that
+ * the hourly limits still count its sending. False when it was accepted meanwhile.
+ */
+export async function expireInvitation(trx: Trx, id: number, at: string): Promise<boolean> {
+  const res = await trx
+    .updateTable('invitations')
+    .set({ expires_at: at })
+    .where('id', '=', id)
+    .where('accepted_at', 'is', null)
+    .executeTakeFirst();
+  return Number(res.numUpdatedRows) === 1;
+}

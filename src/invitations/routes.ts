@@ -1,12 +1,29 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { answer, escapeHtml, failure } from '../http/html.js';
+import { digitsToId } from '../http/params.js';
 import { SMALL_FORM_LIMIT } from '../http/parsers.js';
 import { requestParams } from '../http/request.js';
 import { presentProductSummary, requireAdmin } from '../products/index.js';
 import { fullName, presentUser } from '../users/index.js';
 import { parseAcceptNames, parseInvite } from './input.js';
-import { acceptInvitationSchema, invitePersonSchema, showInvitationSchema } from './schema.js';
-import { acceptInvitation, invitationTarget, invitePerson, type InvitationTarget } from './service.js';
+import {
+  acceptInvitationSchema,
+  cancelInvitationSchema,
+  invitePersonSchema,
+  listInvitationsSchema,
+  resendInvitationSchema,
+  showInvitationSchema,
+} from './schema.js';
+import {
+  acceptInvitation,
+  cancelInvitation,
+  invitationTarget,
+  invitePerson,
+  pendingInvitations,
+  resendInvitation,
+  type InvitationTarget,
+  type PendingInvitation,
+} from './service.js';
 
 /** `POST /api/products/{id}/people.json`: an admin invites a person (the caller is a member by now). */
 export async function inviteRoutes(app: FastifyInstance): Promise<void> {
@@ -23,6 +40,44 @@ export async function inviteRoutes(app: FastifyInstance): Promise<void> {
       return answer;
     },
   );
+  await app.register(pendingRoutes);
+}
+
+/** A pending invitation as the API shows it to the product's admins. */
+const presentPending = (i: PendingInvitation) => ({
+  id: i.id,
+  email: i.email,
+  first_name: i.firstName,
+  last_name: i.lastName,
+  admin: i.admin,
+  sent_at: i.sentAt,
+  expires_at: i.expiresAt,
+});
+
+/** The invitation id of a path: anything but digits names none (0, the service's 404). */
+const invitationIdOf = (request: FastifyRequest): number =>
+  digitsToId((request.params as { invitation_id: string }).invitation_id) ?? 0;
+
+/** The product's pending invitations, for its admins: listed, sent again, cancelled. */
+async function pendingRoutes(app: FastifyInstance): Promise<void> {
+  app.addHook('preHandler', async (request) => requireAdmin(request.scope));
+  const one = '/api/products/:product_id/invitations/:invitation_id';
+  app.get('/api/products/:product_id/invitations.json', { schema: listInvitationsSchema }, async (request) =>
+    (await pendingInvitations(app.db, request.scope)).map(presentPending),
+  );
+  app.post(`${one}/resend.json`, { schema: resendInvitationSchema }, async (request) => {
+    const id = invitationIdOf(request);
+    const sent = await app.db
+      .transaction()
+      .execute((trx) => resendInvitation(trx, request.scope, id, app.config.mailDomain));
+    app.outbox.nudge();
+    return presentPending(sent);
+  });
+  app.delete(`${one}.json`, { schema: cancelInvitationSchema }, async (request) => {
+    const id = invitationIdOf(request);
+    const cancelled = await app.db.transaction().execute((trx) => cancelInvitation(trx, request.scope, id));
+    return presentPending(cancelled);
+  });
 }
 
 function describe(t: InvitationTarget): string {

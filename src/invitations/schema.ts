@@ -2,6 +2,7 @@ import { Type } from '@sinclair/typebox';
 import { BODY_ERRORS, doc, errorAnswers, jsonOrPage, ref, UNAVAILABLE } from '../http/documentation.js';
 import { params } from '../http/params.js';
 import { SMALL_FORM_LIMIT, tooLargeMessage } from '../http/parsers.js';
+import { documentAs } from '../http/documentation.js';
 import { ProductParams, TokenParams } from '../http/schemas.js';
 import { ProductSummarySchema } from '../products/index.js';
 import { UserSchema } from '../users/index.js';
@@ -51,8 +52,69 @@ const AcceptedSchema = Type.Object(
   { $id: 'AcceptedInvitation', description: 'The person is now a member of the product.' },
 );
 
+/** A pending invitation as its product's admins see it (presentPending). */
+export const PendingInvitationSchema = Type.Object(
+  {
+    id: Type.Integer(),
+    email: Type.String(),
+    first_name: Type.String({ description: 'As the inviter gave it (may be empty).' }),
+    last_name: Type.String({ description: 'As the inviter gave it (may be empty).' }),
+    admin: Type.Boolean({ description: 'Whether accepting makes the person an admin.' }),
+    sent_at: Type.String({ description: 'When it was last sent.' }),
+    expires_at: Type.String({ description: 'When the latest link stops working.' }),
+  },
+  { $id: 'PendingInvitation', description: 'An invitation not yet accepted whose link still works.' },
+);
+
 /** The named schemas of the feature, registered on the app so that responses reference them. */
-export const INVITATION_SCHEMAS = [InviteAnswerSchema, InvitationSchema, AcceptedSchema];
+export const INVITATION_SCHEMAS = [InviteAnswerSchema, InvitationSchema, AcceptedSchema, PendingInvitationSchema];
+
+const InvitationParams = documentAs(
+  Type.Object({ product_id: Type.String(), invitation_id: Type.String() }),
+  Type.Object({ product_id: Type.String(), invitation_id: doc.integer("The invitation's id.") }),
+);
+const adminOnly = { 403: 'The caller is not an admin of the product.' };
+const noPending = { 404: 'No pending invitation with that id in this product.' };
+
+export const listInvitationsSchema = {
+  summary: 'List pending invitations',
+  description: 'Admins only. Invitations not yet accepted whose link still works, latest sent first (at most 500).',
+  operationId: 'listInvitations',
+  tags: ['people'],
+  params: ProductParams,
+  response: { 200: Type.Array(ref(PendingInvitationSchema), { description: 'The pending invitations.' }) },
+  errors: errorAnswers([adminOnly]),
+};
+
+export const resendInvitationSchema = {
+  summary: 'Send an invitation again',
+  description:
+    'Admins only. Mails the invitation again now with a new link, valid for 7 days; ' +
+    'earlier links keep their own end.',
+  operationId: 'resendInvitation',
+  tags: ['people'],
+  params: InvitationParams,
+  response: { 200: ref(PendingInvitationSchema, { description: 'The invitation as now sent.' }) },
+  errors: errorAnswers([
+    {
+      ...adminOnly,
+      ...noPending,
+      429:
+        'The invitation was sent less than 15 minutes ago; or the inviter sent 20 invitations in the last hour, ' +
+        'or the product received 50.',
+    },
+  ]),
+};
+
+export const cancelInvitationSchema = {
+  summary: 'Cancel an invitation',
+  description: 'Admins only. Every link sent with it stops working (410), and a message not yet sent is not sent.',
+  operationId: 'cancelInvitation',
+  tags: ['people'],
+  params: InvitationParams,
+  response: { 200: ref(PendingInvitationSchema, { description: 'The invitation, as it was when cancelled.' }) },
+  errors: errorAnswers([{ ...adminOnly, ...noPending }]),
+};
 
 /** An address and two names need no more than a small form. */
 const SMALL_BODY_ERRORS = { ...BODY_ERRORS, 413: tooLargeMessage(SMALL_FORM_LIMIT, 'body') };

@@ -4,14 +4,16 @@ import { ConflictError, GoneError, NotFoundError, TooManyRequestsError, Validati
 import { queueInvitation, type UnsubscribeLinks } from '../mail/index.js';
 import { addMember, findMembership, findProduct, lockProduct } from '../products/index.js';
 import type { ProductScope } from '../scope.js';
-import { formatTimestamp } from '../time.js';
+import { currentTime, formatTimestamp } from '../time.js';
 import { createUser, findUserByEmail, findUserById } from '../users/index.js';
 import type { InviteInput } from './input.js';
 import { readInvitationToken } from './links.js';
 import {
   countSentSince,
+  expireInvitation,
   findInvitation,
   findInvitationById,
+  listPendingInvitations,
   lockInviter,
   markAccepted,
   saveSentInvitation,
@@ -53,7 +55,7 @@ export async function invitePerson(
   scope: ProductScope,
   input: InviteInput,
   mailDomain: string,
-  now = new Date(),
+  now = currentTime(),
 ): Promise<{ answer: InviteAnswer; queued: boolean }> {
   const { product, user: inviter } = scope;
   // Invitations of a product queue here, and an inviter's across products: the limits count
@@ -74,7 +76,8 @@ export async function invitePerson(
     admin: input.admin === undefined ? (pending?.admin ?? 0) : input.admin ? 1 : 0,
   };
   const answer: InviteAnswer = { email: input.email, status: 'invited', admin: terms.admin === 1 };
-  if (pending && pending.accepted_at === null && now.getTime() - Date.parse(pending.sent_at) < RESEND_AFTER_MS) {
+  const open = pending && pending.accepted_at === null && Date.parse(pending.expires_at) > now.getTime();
+  if (open && now.getTime() - Date.parse(pending.sent_at) < RESEND_AFTER_MS) {
     await updateInvitationTerms(trx, pending.id, terms);
     return { answer, queued: false };
   }
@@ -133,14 +136,16 @@ export async function invitationTarget(
   db: Db,
   links: UnsubscribeLinks,
   token: string,
-  now = new Date(),
+  now = currentTime(),
 ): Promise<InvitationTarget> {
   const read = readInvitationToken(links, token);
   const invitation = read && (await findInvitationById(db, read.id));
   const product = invitation && (await findProduct(db, invitation.product_id));
   if (!read || !invitation || !product) throw new NotFoundError('This invitation link is not valid.');
   const accepted = invitation.accepted_at !== null;
-  if (!accepted && Date.parse(read.expiresAt) <= now.getTime()) {
+  // A link ends at its own end, or when the invitation was cancelled (its row's end moved to then).
+  const end = Math.min(Date.parse(read.expiresAt), Date.parse(invitation.expires_at));
+  if (!accepted && end <= now.getTime()) {
     throw new GoneError('This invitation has expired; ask whoever invited you to send it again.');
   }
   const inviter = (await findUserById(db, invitation.invited_by_id))!;
@@ -166,7 +171,7 @@ export async function acceptInvitation(
   // Read again under the lock: a repeat invitation may have changed the role or names meanwhile.
   const target = await invitationTarget(trx, links, token);
   const { invitation, product } = target;
-  if (!(await markAccepted(trx, invitation.id, formatTimestamp(new Date())))) {
+  if (!(await markAccepted(trx, invitation.id, formatTimestamp(currentTime())))) {
     throw new GoneError('This invitation has already been accepted.');
   }
   let user = target.user;
@@ -189,6 +194,100 @@ export async function acceptInvitation(
     }
   }
   const admin = invitation.admin === 1 ? true : undefined;
-  const membership = await addMember(trx, product.id, user.id, admin, formatTimestamp(new Date()));
+  const membership = await addMember(trx, product.id, user.id, admin, formatTimestamp(currentTime()));
   return { target, user, admin: membership.admin, apiKey };
+}
+
+/** A pending invitation as the admins' page lists it. */
+export interface PendingInvitation {
+  id: number;
+  email: string;
+  firstName: string;
+  lastName: string;
+  admin: boolean;
+  sentAt: string;
+  expiresAt: string;
+}
+
+/** An invitation may be sent again by hand once its last sending is this old. */
+export const RESEND_BY_HAND_AFTER_MS = 15 * 60_000;
+
+/** The product's invitations not yet accepted whose links still work (admins only), latest sent first. */
+export async function pendingInvitations(
+  db: Db,
+  scope: ProductScope,
+  now = currentTime(),
+): Promise<PendingInvitation[]> {
+  const rows = await listPendingInvitations(db, scope.product.id, formatTimestamp(now));
+  return rows.map(pendingOf);
+}
+
+const pendingOf = (row: InvitationRow): PendingInvitation => ({
+  id: row.id,
+  email: row.email,
+  firstName: row.first_name,
+  lastName: row.last_name,
+  admin: row.admin === 1,
+  sentAt: row.sent_at,
+  expiresAt: row.expires_at,
+});
+
+/** The pending invitation `id` of the scope's product, under the product's lock; 404 otherwise. */
+async function lockedPending(trx: Trx, scope: ProductScope, id: number, now: Date): Promise<InvitationRow> {
+  await lockProduct(trx, scope.product.id);
+  const invitation = await findInvitationById(trx, id);
+  const pending =
+    invitation?.product_id === scope.product.id &&
+    invitation.accepted_at === null &&
+    Date.parse(invitation.expires_at) > now.getTime();
+  if (!pending) throw new NotFoundError('No pending invitation with that id in this product.', { parameter: 'id' });
+  return invitation;
+}
+
+/**
+ * Sends a pending invitation again now, with a new link valid for a week, as whoever asks (an
+ * admin). Counts against the same hourly limits as an invitation (429), and is refused (429) within
+ * 15 minutes of its last sending, so that a click repeated does not flood the address.
+ */
+export async function resendInvitation(
+  trx: Trx,
+  scope: ProductScope,
+  id: number,
+  mailDomain: string,
+  now = currentTime(),
+): Promise<PendingInvitation> {
+  const invitation = await lockedPending(trx, scope, id, now);
+  await lockInviter(trx, scope.user.id);
+  const wait = Date.parse(invitation.sent_at) + RESEND_BY_HAND_AFTER_MS - now.getTime();
+  if (wait > 0) {
+    throw new TooManyRequestsError(
+      `This invitation was sent less than ${RESEND_BY_HAND_AFTER_MS / 60_000} minutes ago; ` +
+        `try again in ${Math.ceil(wait / 60_000)} minutes.`,
+      Math.ceil(wait / 1000),
+    );
+  }
+  await checkLimits(trx, scope.product.id, scope.user.id, now);
+  const sent = await saveSentInvitation(trx, {
+    ...invitation,
+    invited_by_id: scope.user.id,
+    sent_at: formatTimestamp(now),
+    expires_at: formatTimestamp(new Date(now.getTime() + INVITATION_VALID_MS)),
+  });
+  await queueInvitation(trx, { invitation: sent, product: scope.product, inviter: scope.user }, mailDomain, now);
+  return pendingOf(sent);
+}
+
+/**
+ * Cancels a pending invitation (admins): every link sent with it stops working at once, and a
+ * message not yet delivered is not sent. The sending still counts against the hourly limits.
+ */
+export async function cancelInvitation(
+  trx: Trx,
+  scope: ProductScope,
+  id: number,
+  now = currentTime(),
+): Promise<PendingInvitation> {
+  const invitation = await lockedPending(trx, scope, id, now);
+  await expireInvitation(trx, id, formatTimestamp(now));
+  return pendingOf(invitation);
 }

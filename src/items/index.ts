@@ -25,6 +25,7 @@ export { BIG_PAGE, ITEM_SCHEMAS, ItemSchema, presentItems, type ItemJson } from 
 export { itemRoutes, shortUrlRoutes } from './routes.js';
 export {
   addItemFollowers,
+  archiveItem,
   changeItemCounts,
   followerIdsOf,
   childrenOf,

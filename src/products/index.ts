@@ -4,6 +4,7 @@
  */
 export { requireMember, requireMemberDocumentation } from './hooks.js';
 export { presentProductSummary, PRODUCT_SCHEMAS, ProductSummarySchema } from './present.js';
+export { parseProductName } from './input.js';
 export { productMemberRoutes, productRoutes } from './routes.js';
 export {
   addMember,

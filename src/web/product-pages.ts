@@ -5,6 +5,7 @@ import { boardRoutes } from './pages/board.js';
 import { deployRoutes } from './pages/deploy.js';
 import { deploysRoutes } from './pages/deploys.js';
 import { itemRoutes } from './pages/item.js';
+import { itemArchiveRoutes } from './pages/item-archive.js';
 import { itemAttachmentRoutes } from './pages/item-attachments.js';
 import { itemConversationRoutes } from './pages/item-conversation.js';
 import { itemDeploysRoutes } from './pages/item-deploys.js';
@@ -12,6 +13,7 @@ import { itemEditRoutes } from './pages/item-edit.js';
 import { matrixRoutes } from './pages/matrix.js';
 import { newItemRoutes } from './pages/new-item.js';
 import { notificationsRoutes } from './pages/notifications.js';
+import { peopleRoutes } from './pages/people.js';
 import { webhookDeliveriesRoutes } from './pages/webhook-deliveries.js';
 import { webhooksRoutes } from './pages/webhooks.js';
 import { RenderedPages } from './rendered-pages.js';
@@ -45,6 +47,7 @@ export async function productPages(
   await app.register(newItemRoutes, { boards });
   await app.register(itemRoutes);
   await app.register(itemEditRoutes);
+  await app.register(itemArchiveRoutes);
   await app.register(itemConversationRoutes);
   await app.register(itemAttachmentRoutes);
   await app.register(itemDeploysRoutes);
@@ -56,9 +59,13 @@ export async function productPages(
   await app.register(adminPages);
 }
 
-/** The pages of a product's admins (others get the 403 page): its webhooks and their deliveries. */
+/**
+ * The pages of a product's admins (others get the 403 page): its people and invitations, its
+ * webhooks and their deliveries.
+ */
 async function adminPages(app: FastifyInstance): Promise<void> {
   app.addHook('preHandler', async (request) => requireAdmin(request.scope));
   await app.register(webhooksRoutes);
   await app.register(webhookDeliveriesRoutes);
+  await app.register(peopleRoutes);
 }

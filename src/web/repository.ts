@@ -236,6 +236,20 @@ export async function deployedEnvironments(db: Db, productId: number, limit: num
   return rows.map((r) => r.environment);
 }
 
+/** Which of `names` no deploy of the product went to (by the product's environment index). */
+export async function neverDeployedTo(db: Db, productId: number, names: readonly string[]): Promise<string[]> {
+  if (names.length === 0) return [];
+  const rows = await db
+    .selectFrom('deploys')
+    .select('environment')
+    .distinct()
+    .where('product_id', '=', productId)
+    .where('environment', 'in', [...names])
+    .execute();
+  const deployed = new Set(rows.map((r) => r.environment));
+  return names.filter((n) => !deployed.has(n));
+}
+
 // ---- an item's page: what it shows besides the item's JSON, each with the people it names
 
 /** The item of a product by number, with its description's HTML (null: not rendered yet). */

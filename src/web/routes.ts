@@ -32,6 +32,7 @@ import {
 } from './views/signin.js';
 import { BOARD_SCRIPT } from './views/board-script.js';
 import { ITEM_SCRIPT } from './views/item-script.js';
+import { NOTIFICATIONS_SCRIPT } from './views/notifications-script.js';
 import { STYLESHEET } from './views/style.js';
 
 export interface WebOptions {
@@ -92,6 +93,12 @@ export async function webRoutes(app: FastifyInstance, options: WebOptions): Prom
   );
   app.get('/item.js', async (_request, reply) =>
     reply.type('text/javascript; charset=utf-8').header('cache-control', 'public, max-age=3600').send(ITEM_SCRIPT),
+  );
+  app.get('/notifications.js', async (_request, reply) =>
+    reply
+      .type('text/javascript; charset=utf-8')
+      .header('cache-control', 'public, max-age=3600')
+      .send(NOTIFICATIONS_SCRIPT),
   );
   app.get('/style.css', async (_request, reply) =>
     reply.type('text/css; charset=utf-8').header('cache-control', 'public, max-age=3600').send(STYLESHEET),

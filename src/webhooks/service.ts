@@ -243,15 +243,18 @@ export async function deliveryLog(
 
 /**
  * Sends an event to a webhook again: a new delivery (its own id, due now, retried for a day) of
- * the same event, with the same event id. 404 for an unknown delivery; 422 when the webhook is
- * disabled (enable it first).
+ * the same event, with the same event id. 404 for an unknown delivery (or one of another webhook
+ * than `of`'s); 422 when the webhook is disabled (enable it first).
  */
 export async function replayDelivery(
   trx: Trx,
   deliveryUid: string,
+  of?: { webhookId: number },
 ): Promise<{ uid: string; webhook: WebhookRow; eventUid: string }> {
   const original = await findDeliveryByUid(trx, deliveryUid.trim());
-  if (!original) throw new NotFoundError(`No webhook delivery ${deliveryUid}.`);
+  // A page replays only deliveries of the webhook it shows (of a product its caller administers).
+  if (!original || (of && original.webhook_id !== of.webhookId))
+    throw new NotFoundError(`No webhook delivery ${deliveryUid}.`);
   const [webhook] = await findWebhooksByIds(trx, [original.webhook_id]);
   if (webhook.disabled_at !== null) {
     throw new UnprocessableError(

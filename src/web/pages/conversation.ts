@@ -60,6 +60,7 @@ export const FLASH = {
   'block-removed': 'The block is removed.',
   attached: 'The file is attached.',
   detached: 'The attachment is deleted.',
+  archived: 'The item is archived: it has left the board and the lists, and can still be found here.',
 } as const;
 export type Flash = keyof typeof FLASH;
 

@@ -32,6 +32,7 @@ const editFields = params({
   score: Param,
   tags: Param,
   assigned_to: Param,
+  parent: Param,
   version: Param,
   ...Object.fromEntries(
     EDIT_FIELDS.flatMap((f) => [
@@ -50,7 +51,6 @@ const editInput = (fields: Record<string, ParamValue>) =>
     ...fields,
     status: fields.status || undefined,
     description: lineBreaks(fields.description),
-    parent: undefined,
     type: undefined,
   });
 

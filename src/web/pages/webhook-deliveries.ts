@@ -1,11 +1,11 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { asPage, params, Param } from '../../http/params.js';
 import { requestParams } from '../../http/request.js';
-import { deliveriesOf, getWebhook, presentDelivery, presentWebhooks } from '../../webhooks/index.js';
-import { productOf, sessionOf } from '../pages.js';
+import { deliveriesOf, getWebhook, presentDelivery, presentWebhooks, replayDelivery } from '../../webhooks/index.js';
+import { checkToken, productOf, sessionOf, viewerOf } from '../pages.js';
 import { sendPage } from '../session.js';
 import { deliveriesPage, type DeliveriesView } from '../views/webhooks.js';
-import { WebhookPath } from './common.js';
+import { redirectAfterPost, WebhookPath } from './common.js';
 import { webhookOf } from './webhooks.js';
 
 /** Deliveries a page lists. */
@@ -28,15 +28,38 @@ async function loadDeliveries(app: FastifyInstance, request: FastifyRequest): Pr
     total,
     offset: page.offset,
     pageSize: DELIVERIES_SHOWN,
+    viewer: viewerOf(sessionOf(request)),
+    replayed: requestParams(request).replayed === '1',
   };
 }
 
 /** A webhook's deliveries, with what each receiver answered (its admins only, as the list). */
 export async function webhookDeliveriesRoutes(app: FastifyInstance): Promise<void> {
-  const query = params({ offset: Param });
+  const query = params({ offset: Param, replayed: Param });
   app.get('/webhooks/:webhook_id', { schema: { ...WebhookPath, querystring: query } }, async (request, reply) => {
     const view = await loadDeliveries(app, request);
     const title = `Webhook deliveries · ${request.scope.product.name}`;
     return sendPage(reply, 200, title, deliveriesPage(view), sessionOf(request));
   });
+
+  // Sends a delivery's event again, as a new delivery (`shiplog webhooks replay`): the list then shows it.
+  const replayPath = {
+    params: {
+      type: 'object',
+      properties: { product_id: { type: 'string' }, webhook_id: { type: 'string' }, delivery_id: { type: 'string' } },
+    },
+  } as const;
+  const body = params({ csrf: Param });
+  app.post(
+    '/webhooks/:webhook_id/deliveries/:delivery_id/replay',
+    { schema: { ...replayPath, body } },
+    async (request, reply) => {
+      checkToken(request);
+      const webhook = await getWebhook(app.db, request.scope, webhookOf(request));
+      const uid = (request.params as { delivery_id: string }).delivery_id;
+      await app.db.transaction().execute((trx) => replayDelivery(trx, uid, { webhookId: webhook.id }));
+      app.webhooks.nudge();
+      return redirectAfterPost(reply, `/app/products/${request.scope.product.id}/webhooks/${webhook.id}?replayed=1`);
+    },
+  );
 }

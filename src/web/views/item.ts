@@ -63,6 +63,7 @@ export const EDIT_FIELDS = [
   'score',
   'tags',
   'assigned_to',
+  'parent',
 ] as const;
 export type EditField = (typeof EDIT_FIELDS)[number];
 
@@ -90,7 +91,13 @@ ${flashMessage(ctx)}
 <article class="item">
 ${itemFacts(v)}
 <div class="item-actions">${favoriteForm(ctx)}
-${followForm(v)}</div>
+${followForm(v)}
+${
+  v.item.archived
+    ? ''
+    : html`<p><a class="button secondary" href="${itemHref(v.product.id, v.item.number)}/archive">\
+Archive\u2026</a></p>`
+}</div>
 </article>
 ${subItems(v)}
 ${blocksSection(ctx)}
@@ -200,6 +207,7 @@ const FIELD_LABELS: Record<EditField, string> = {
   score: 'score',
   tags: 'tags',
   assigned_to: 'assignee',
+  parent: 'parent story',
 };
 
 /**
@@ -275,6 +283,7 @@ function editForm(v: ItemView): Html {
     'score',
     'tags',
     'assigned_to',
+    ...(story ? [] : (['parent'] as const)),
   ];
   const seen = shown.map((name) => html`<input type="hidden" name="seen_${name}" value="${s.seen[name] ?? ''}">`);
   const texts = story
@@ -297,9 +306,25 @@ ${editSelect(parts, { name: 'status', label: 'Status', first: asItIs, options: o
 ${editSelect(parts, { name: 'score', label: 'Score', first: '', options: options(v.scores) })}
 ${editText(parts, 'tags', 'Tags (comma-separated)')}
 ${editSelect(parts, { name: 'assigned_to', label: 'Assignee', first: nobody, options: people })}
+${story ? '' : editParent(parts)}
+<p class="muted">${typeNote(i.type)}</p>
 <p><button type="submit">Save</button></p>
 </form>`;
 }
+
+/** The parent story's field of a task, defect or test: a story's number, or empty for none. */
+const editParent = ({ v, s, described }: EditParts): Html =>
+  html`<p><label for="edit-parent">Parent story <span class="muted">(its number; empty for none)</span></label>\
+<input id="edit-parent" type="text" inputmode="numeric" name="parent" value="${s.values.parent ?? ''}"\
+${described('parent')}>${fieldError(s, 'parent')}</p>${conflictNote(v, 'parent')}`;
+
+/**
+ * Why there is no field for the type: the interface sets it when an item is made and never changes
+ * it (clients rely on a number keeping its kind), so the page says how to get another kind.
+ */
+const typeNote = (type: string): string =>
+  `This is a ${type}: an item keeps the type it was made with. For another type, make a new item ` +
+  'and archive this one.';
 
 /** The edit form's values for an item as it is. */
 export function editValues(i: ItemJson): Record<string, string> {
@@ -313,5 +338,6 @@ export function editValues(i: ItemJson): Record<string, string> {
     score: i.score,
     tags: i.tags.join(', '),
     assigned_to: i.assigned_to ? String(i.assigned_to.id) : '',
+    parent: i.parent ? String(i.parent.number) : '',
   };
 }

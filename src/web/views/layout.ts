@@ -12,7 +12,7 @@ export const csrfField = (viewer: Viewer): Html => html`<input type="hidden" nam
 /** The page around every page: the stylesheet, the navigation of a signed-in person, the title. */
 export function layout(title: string, body: Html, viewer?: Viewer): Html {
   const nav = viewer
-    ? html`<nav aria-label="Shiplog"><a href="/app/products">Products</a></nav>
+    ? html`<nav aria-label="Shiplog"><a href="/app/products">Products</a> <a href="/docs">API docs</a></nav>
 <a href="/app/settings">${viewer.email}</a>
 <form method="post" action="/app/sign-out">${csrfField(viewer)}\
 <button class="link" type="submit">Sign out</button></form>`

@@ -8,12 +8,16 @@ import { fieldError, type FormState, productNav } from './parts.js';
  */
 export interface NotificationForm extends FormState {
   chosen: string[];
+  /** Chosen names nobody has deployed to, to be confirmed before they are saved. */
+  unknown?: string[];
 }
 
 export interface NotificationsView {
   product: { id: number; name: string };
   /** Environments offered as boxes to tick: those the product was deployed to lately, and those chosen. */
   offered: string[];
+  /** Every environment deployed to (the latest 500): the script flags a typed name not among them. */
+  known: string[];
   form: NotificationForm;
   saved: boolean;
   viewer: Viewer;
@@ -50,12 +54,31 @@ Only these environments:</label></p>
 ${offered}
 <p><label for="other-environments">Other environments \
 <span class="muted">(comma-separated, exactly as deploys name them)</span></label>
-<input id="other-environments" type="text" name="other" value="${s.values.other ?? ''}"${invalid}>\
-${fieldError(s, 'environments')}</p>
+<input id="other-environments" type="text" name="other" value="${s.values.other ?? ''}"${invalid} \
+data-known="${JSON.stringify(v.known)}">${fieldError(s, 'environments')}
+<span class="field-warning" id="environments-warning" aria-live="polite"></span></p>
+${confirmUnknown(s.unknown ?? [])}
 </fieldset>
 <fieldset><legend>Comments</legend>
 <p><input type="hidden" name="comments" value="false">${commentsBox}${fieldError(s, 'comments')}</p>
 </fieldset>
 <p><button type="submit">Save</button></p>
-</form>`;
+</form>
+<script src="/app/notifications.js" defer></script>`;
+}
+
+/**
+ * The step before saving names no deploy went to (a misspelling mails nothing, ever): each is
+ * kept only when its box is ticked, so a form sent again as it was asks again.
+ */
+function confirmUnknown(unknown: string[]): Html | '' {
+  if (!unknown.length) return '';
+  const box = (name: string) =>
+    html`<li><label class="check"><input type="checkbox" name="confirmed" value="${name}"> \
+Keep <strong>${name}</strong></label></li>`;
+  return html`<div class="confirm" id="confirm-environments" role="alert">
+<p>Nothing of this product has been deployed to ${unknown.length === 1 ? 'this environment' : 'these environments'} \
+yet, so nothing was saved. Deploys email you only when their environment is exactly a name chosen here: \
+correct a misspelt name, or tick it to keep it, then save again.</p>
+<ul class="environments">${unknown.map(box)}</ul></div>`;
 }

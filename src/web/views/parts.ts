@@ -42,9 +42,9 @@ export function selectOptions(options: readonly (readonly [string, string])[], c
   );
 }
 
-type ProductPage = 'board' | 'deploys' | 'notifications' | 'webhooks';
+type ProductPage = 'board' | 'deploys' | 'notifications' | 'webhooks' | 'people';
 
-/** The product's name and its pages; its admins also see theirs (webhooks). */
+/** The product's name and its pages; its admins also see theirs (people, webhooks). */
 export function productNav(
   product: { id: number; name: string; admin?: boolean },
   current: ProductPage | 'item',
@@ -52,7 +52,7 @@ export function productNav(
   const link = (page: ProductPage, label: string) =>
     html`<a href="/app/products/${product.id}/${page}"${page === current ? html` aria-current="page"` : ''}>\
 ${label}</a>`;
-  const admin = product.admin ? html` ${link('webhooks', 'Webhooks')}` : '';
+  const admin = product.admin ? html` ${link('people', 'People')} ${link('webhooks', 'Webhooks')}` : '';
   return html`<nav class="product" aria-label="Product"><strong>${product.name}</strong> ${link('board', 'Board')} \
 ${link('deploys', 'Deploys')} ${link('notifications', 'Notifications')}${admin}</nav>`;
 }

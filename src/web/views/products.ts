@@ -1,5 +1,7 @@
 import type { ProductOverview } from '../present.js';
 import { html, type Html } from './html.js';
+import { csrfField, type Viewer } from './layout.js';
+import { fieldError, type FormState } from './parts.js';
 
 /** One product of the list: its name, its counts by status, its pages. */
 function productEntry(p: ProductOverview): Html {
@@ -12,9 +14,18 @@ function productEntry(p: ProductOverview): Html {
 <a href="/app/products/${p.id}/notifications">Notifications</a></p></li>`;
 }
 
-/** The products the signed-in person belongs to. */
-export function productsPage({ products }: { products: ProductOverview[] }): Html {
-  if (products.length === 0)
-    return html`<p>You are not a member of any product yet. An admin of a product can invite you.</p>`;
-  return html`<ul class="products">${products.map(productEntry)}</ul>`;
+/** The products the signed-in person belongs to, and the form that makes a new one. */
+export function productsPage(v: { products: ProductOverview[]; form: FormState; viewer: Viewer }): Html {
+  const list = v.products.length
+    ? html`<ul class="products">${v.products.map(productEntry)}</ul>`
+    : html`<p>You are not a member of any product yet. An admin of a product can invite you, or make your own.</p>`;
+  const invalid = v.form.errors.name ? html` aria-invalid="true" aria-describedby="error-name"` : '';
+  return html`${list}
+<section aria-labelledby="new-product"><h2 id="new-product">New product</h2>
+<form class="new-product" method="post" action="/app/products">${csrfField(v.viewer)}
+${v.form.message ? html`<p class="error" role="alert">${v.form.message}</p>` : ''}
+<p><label for="product-name">Name</label> <input id="product-name" type="text" name="name" maxlength="255" \
+required value="${v.form.values.name ?? ''}"${invalid}>${fieldError(v.form, 'name')}</p>
+<p class="muted">You become its admin: you can then invite people to it.</p>
+<p><button type="submit">Create product</button></p></form></section>`;
 }

@@ -4,13 +4,13 @@ export const STYLESHEET = `
 --muted: #50575e; --border: #dcdcde; --border-strong: #8c8f94; --accent: #0b5cad; --on-accent: #fff; --focus: #0b5cad; \
 --header-bg: #1d2327; --header-fg: #fff; --notice-bg: #e7f1fb; --notice-border: #b6d4f2; --error-bg: #fbeaea; \
 --error-border: #e6b3b3; --danger: #b32d2e; --blocked-fg: #8a1f11; --star-bg: #fff6d6; --star-border: #b8860b; \
---radius: 4px; --space-1: .25rem; --space-2: .5rem; --space-3: .75rem; --space-4: 1rem; --space-6: 1.5rem; \
+--warning: #8a5a00; --radius: 4px; --space-1: .25rem; --space-2: .5rem; --space-3: .75rem; --space-4: 1rem; --space-6: 1.5rem; \
 --text-h1: 1.75rem; --text-h2: 1.3rem; --text-h3: 1.1rem; --text-small: .875rem; }
 @media (prefers-color-scheme: dark) { :root { --bg: #15181c; --surface: #1e2227; --surface-2: #272c32; --fg: #e4e7eb; \
 --muted: #a8b0b9; --border: #3a4048; --border-strong: #7d858f; --accent: #7ab8f5; --on-accent: #0d1117; \
 --focus: #9ccbff; --header-bg: #0c0e11; --header-fg: #f2f4f6; --notice-bg: #15304d; --notice-border: #2f5f8f; \
 --error-bg: #3d1a1a; --error-border: #824040; --danger: #f2948b; --blocked-fg: #ffc0b8; --star-bg: #3b3216; \
---star-border: #d9ae3a; } }
+--star-border: #d9ae3a; --warning: #e0b354; } }
 *, *::before, *::after { box-sizing: border-box; }
 html { -webkit-text-size-adjust: 100%; }
 body { margin: 0; font: 16px/1.5 -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; color: var(--fg); \
@@ -77,6 +77,10 @@ ul.tags { display: flex; flex-wrap: wrap; gap: var(--space-1); list-style: none;
 ul.tags li { background: var(--notice-bg); border-radius: 3px; padding: 0 .4rem; font-size: .8rem; }
 a.more { display: block; text-align: center; padding: .25rem; }
 .field-error { display: block; color: var(--danger); font-size: .9rem; }
+.field-warning { display: block; color: var(--warning); font-size: .9rem; }
+.actions form { display: inline; }
+.confirm { padding: var(--space-3) var(--space-4); border-radius: var(--radius); background: var(--notice-bg); \
+border: 1px solid var(--notice-border); }
 .conflict { border-left: 3px solid var(--danger); padding-left: var(--space-2); margin: var(--space-1) 0; }
 .conflict .theirs { white-space: pre-wrap; margin: var(--space-1) 0; }
 dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: var(--space-1) var(--space-4); }

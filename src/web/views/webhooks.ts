@@ -107,9 +107,12 @@ export interface DeliveriesView {
   total: number;
   offset: number;
   pageSize: number;
+  viewer: Viewer;
+  /** A delivery was just sent again. */
+  replayed: boolean;
 }
 
-function deliveryRow(d: DeliveryJson): Html {
+function deliveryRow(v: DeliveriesView, d: DeliveryJson): Html {
   const state =
     d.status === 'pending' && d.next_attempt_at
       ? html`pending<br><span class="muted">next ${when(d.next_attempt_at)}</span>`
@@ -118,7 +121,10 @@ function deliveryRow(d: DeliveryJson): Html {
   return html`<tr><td>${when(d.created_at)}</td><td>${d.event}${replay}</td>
 <td><code>${d.delivery_id}</code></td><td>${state}</td><td>${d.response_code ?? ''}</td>\
 <td>${d.duration_ms === null ? '' : `${d.duration_ms} ms`}</td>
-<td>${d.attempts}</td><td class="prose">${d.last_error ?? ''}</td></tr>`;
+<td>${d.attempts}</td><td class="prose">${d.last_error ?? ''}</td>
+<td><form method="post" action="/app/products/${v.product.id}/webhooks/${v.webhook.id}/deliveries/\
+${d.delivery_id}/replay">${csrfField(v.viewer)}<button type="submit" class="secondary" \
+aria-label="Send ${d.event} ${d.delivery_id} again">Replay</button></form></td></tr>`;
 }
 
 /** A webhook's deliveries, newest first, with what each receiver answered. */
@@ -130,13 +136,14 @@ export function deliveriesPage(v: DeliveriesView): Html {
     ? tableBox(
         'Deliveries',
         html`<table class="list"><thead><tr><th>When</th><th>Event</th><th>Delivery</th><th>Status</th>\
-<th>Answer</th><th>Took</th><th>Attempts</th><th>Last error</th></tr></thead><tbody>
-${v.deliveries.map(deliveryRow)}
+<th>Answer</th><th>Took</th><th>Attempts</th><th>Last error</th><th>Again</th></tr></thead><tbody>
+${v.deliveries.map((d) => deliveryRow(v, d))}
 </tbody></table>`,
       )
     : '';
   return html`${productNav(v.product, 'webhooks')}
 <p><a href="/app/products/${v.product.id}/webhooks">All webhooks</a></p>
+${v.replayed ? html`<p class="notice" role="status">Sent again as a new delivery, at the top of the list.</p>` : ''}
 <h2>${v.webhook.url}</h2>
 ${v.webhook.enabled ? '' : html`<p class="error">Disabled: ${v.webhook.disabled_reason ?? ''}</p>`}
 <p class="muted">${v.total} deliver${v.total === 1 ? 'y' : 'ies'}, newest first.</p>
