@@ -1,7 +1,7 @@
 import type { PendingInvitation } from '../../invitations/index.js';
 import { html, type Html } from './html.js';
 import { csrfField, type Viewer } from './layout.js';
-import { fieldError, type FormState, otherErrors, personName, productNav, timeTag } from './parts.js';
+import { fieldError, type FormState, otherErrors, personName, productNav, tableBox, timeTag } from './parts.js';
 
 export type PeopleDone = 'created' | 'invited' | 'member' | 'resent' | 'cancelled';
 

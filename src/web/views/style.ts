@@ -4,7 +4,8 @@ export const STYLESHEET = `
 --muted: #50575e; --border: #dcdcde; --border-strong: #8c8f94; --accent: #0b5cad; --on-accent: #fff; --focus: #0b5cad; \
 --header-bg: #1d2327; --header-fg: #fff; --notice-bg: #e7f1fb; --notice-border: #b6d4f2; --error-bg: #fbeaea; \
 --error-border: #e6b3b3; --danger: #b32d2e; --blocked-fg: #8a1f11; --star-bg: #fff6d6; --star-border: #b8860b; \
---warning: #8a5a00; --radius: 4px; --space-1: .25rem; --space-2: .5rem; --space-3: .75rem; --space-4: 1rem; --space-6: 1.5rem; \
+--warning: #8a5a00; \
+--radius: 4px; --space-1: .25rem; --space-2: .5rem; --space-3: .75rem; --space-4: 1rem; --space-6: 1.5rem; \
 --text-h1: 1.75rem; --text-h2: 1.3rem; --text-h3: 1.1rem; --text-small: .875rem; }
 @media (prefers-color-scheme: dark) { :root { --bg: #15181c; --surface: #1e2227; --surface-2: #272c32; --fg: #e4e7eb; \
 --muted: #a8b0b9; --border: #3a4048; --border-strong: #7d858f; --accent: #7ab8f5; --on-accent: #0d1117; \
