@@ -153,7 +153,7 @@ describe('the team in chromium', { timeout: 120_000 }, () => {
     const { context, page } = await signedIn(ada.email);
     try {
       await page.goto(`${base}/app/products/${product.id}/webhooks/${hook.id}`);
-      await page.getByRole('button', { name: /^Send item\.created .* again$/ }).click();
+      await page.getByRole('button', { name: /^Replay item\.created / }).click();
       await page.getByText('Sent again as a new delivery').waitFor();
       const deliveries = await api(ada, 'GET', `${p}/webhooks/${hook.id}/deliveries.json`);
       assert.deepEqual(deliveries.map((d: { replay: number }) => d.replay > 0).sort(), [false, true]);

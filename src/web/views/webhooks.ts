@@ -124,7 +124,7 @@ function deliveryRow(v: DeliveriesView, d: DeliveryJson): Html {
 <td>${d.attempts}</td><td class="prose">${d.last_error ?? ''}</td>
 <td><form method="post" action="/app/products/${v.product.id}/webhooks/${v.webhook.id}/deliveries/\
 ${d.delivery_id}/replay">${csrfField(v.viewer)}<button type="submit" class="secondary" \
-aria-label="Send ${d.event} ${d.delivery_id} again">Replay</button></form></td></tr>`;
+aria-label="Replay ${d.event} ${d.delivery_id}">Replay</button></form></td></tr>`;
 }
 
 /** A webhook's deliveries, newest first, with what each receiver answered. */
