@@ -48,6 +48,8 @@ export {
   resortItem,
   setFollowing,
   subItemCounts,
+  subItemsOf,
+  assignedSubItems,
   touchActivity,
   unfollow,
   updateItem,

@@ -17,6 +17,8 @@ export {
   listMembers,
   lockProduct,
   markItemsChanged,
+  itemsChangedSince,
+  productRevisions,
   productScope,
   requireAdmin,
 } from './service.js';

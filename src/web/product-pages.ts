@@ -5,6 +5,7 @@ import { boardRoutes } from './pages/board.js';
 import { deployRoutes } from './pages/deploy.js';
 import { deploysRoutes } from './pages/deploys.js';
 import { itemRoutes } from './pages/item.js';
+import { liveRoutes } from './pages/live.js';
 import { itemAttachmentRoutes } from './pages/item-attachments.js';
 import { itemConversationRoutes } from './pages/item-conversation.js';
 import { itemDeploysRoutes } from './pages/item-deploys.js';
@@ -53,6 +54,7 @@ export async function productPages(
   await app.register(matrixRoutes);
   await app.register(notificationsRoutes);
   await app.register(attachmentFileRoutes);
+  await app.register(liveRoutes);
   await app.register(adminPages);
 }
 

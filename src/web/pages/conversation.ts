@@ -60,6 +60,9 @@ export const FLASH = {
   'block-removed': 'The block is removed.',
   attached: 'The file is attached.',
   detached: 'The attachment is deleted.',
+  saved: 'Your changes are saved.',
+  followed: 'You follow this item.',
+  unfollowed: 'You no longer follow this item.',
 } as const;
 export type Flash = keyof typeof FLASH;
 

@@ -131,5 +131,43 @@ ol.conversation li.created::before, ol.conversation li.change::before { backgrou
 .preview { margin: .5rem 0; }
 blockquote.quoted { white-space: pre-wrap; overflow-wrap: anywhere; background: #fff; border-left: 3px solid #c3c4c7; \
 margin: .5rem 0; padding: .5rem 1rem; }
+/* The board: compact cards with one move menu, the keys panel, columns as tabs on a phone. */
+.card { position: relative; padding: .3rem .45rem; margin-bottom: .3rem; line-height: 1.3; }
+.card p { margin: 0; }
+.card:focus { outline: 2px solid #2271b1; outline-offset: 1px; }
+.card .meta { padding-right: 3.5rem; }
+.card .title { font-size: .9rem; overflow: hidden; display: -webkit-box; -webkit-line-clamp: 2; \
+-webkit-box-orient: vertical; }
+.card .tags span { background: #e7f1fb; border-radius: 3px; padding: 0 .3rem; margin-left: .2rem; font-size: .75rem; }
+.card .who { display: inline-block; min-width: 1.5rem; text-align: center; border-radius: 50%; background: #dcdcde; \
+font-size: .7rem; font-weight: 600; margin-left: .2rem; color: #1d2327; }
+.card .parent { font-size: .8rem; }
+.card details.move > summary { position: absolute; top: .2rem; right: .3rem; font-size: .8rem; cursor: pointer; \
+color: #0b5cad; list-style: none; padding: 0 .25rem; }
+.card details.move > summary::-webkit-details-marker { display: none; }
+.card details.move[open] > form.move { margin-top: .3rem; }
+.card details.subs { font-size: .8rem; }
+.card details.subs ul { margin: .1rem 0 0; padding-left: 1rem; }
+.board .grip { display: none; }
+.board.draggable .card:hover .grip { display: block; position: absolute; right: 3.3rem; top: 0; }
+.column h2 .order { font-size: .75rem; text-transform: none; }
+.column h3.sub-cards { font-size: .85rem; margin: .5rem 0 .25rem; }
+ul.cards { list-style: none; padding: 0; margin: 0; }
+.board-help { font-size: .8rem; margin: .25rem 0; }
+.column-tabs { display: none; }
+.keys.panel { position: fixed; z-index: 10; top: 4rem; right: 1rem; max-width: 24rem; background: #fff; \
+border: 1px solid #a7aaad; border-radius: 4px; padding: .5rem 1rem; box-shadow: 0 4px 16px rgba(0,0,0,.2); }
+.keys dl { display: grid; grid-template-columns: max-content 1fr; gap: .2rem 1rem; margin: 0; }
+.keys dd { margin: 0; }
+.confirm { background: #fff; border: 1px solid #dcdcde; border-radius: 4px; padding: 1rem; max-width: 40rem; }
+button.danger { background: #b32d2e; border-color: #b32d2e; color: #fff; }
+@media (max-width: 40rem) {
+  .column-tabs { display: flex; flex-wrap: wrap; gap: .25rem; margin: .5rem 0; }
+  .column-tabs a { padding: .3rem .6rem; border-radius: 4px; background: #eceef1; text-transform: capitalize; }
+  .column-tabs a[aria-current] { background: #1d2327; color: #fff; }
+  .board.tabbed .column { display: none; }
+  .board.tabbed .column.current { display: block; }
+  .board-help { display: none; }
+}
 @media (max-width: 40rem) { .board { flex-direction: column; width: auto; margin-left: 0; } .column { flex: none; } }
 `;
