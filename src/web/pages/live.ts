@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import { BadRequestError, ServiceUnavailableError, TooManyRequestsError } from '../../errors.js';
 import { params, Param } from '../../http/params.js';
 import { requestParams } from '../../http/request.js';
 import { LiveChanges } from '../live.js';
@@ -11,7 +12,8 @@ const eventsQuery = params({ since: Param });
  * A product's changes as server-sent events (`/app/products/{id}/events?since=<revision>`), for the
  * board and item pages' script: an event `change` with the product's new revision and the numbers
  * of the items that changed (none: reload everything). A person holds a few at most (429 past that),
- * a process a bounded number (503); streams end when the server closes.
+ * a process a bounded number (503); streams end when the server closes. Asked without
+ * `Accept: text/event-stream` it is a 400.
  */
 export async function liveRoutes(app: FastifyInstance): Promise<void> {
   const live = new LiveChanges(app.db);
@@ -19,14 +21,13 @@ export async function liveRoutes(app: FastifyInstance): Promise<void> {
   app.addHook('preClose', async () => live.close());
   app.get('/events', { schema: { ...ProductPath, querystring: eventsQuery } }, async (request, reply) => {
     const scope = request.scope;
+    // Only an event source streams (a stream held by anything else would never end).
+    if (!/\btext\/event-stream\b/.test(request.headers.accept ?? ''))
+      throw new BadRequestError('This is an event stream, for pages: ask with Accept: text/event-stream.');
     const refused = live.refusal(scope.user.id);
-    if (refused)
-      return reply
-        .code(refused === 'person' ? 429 : 503)
-        .header('cache-control', 'no-store')
-        .header('retry-after', '30')
-        .type('text/plain; charset=utf-8')
-        .send(refused === 'person' ? 'Too many live pages open; this one is not live.' : 'Busy; try again later.');
+    if (refused === 'person')
+      throw new TooManyRequestsError('Too many live pages are open; this one does not follow changes.', 30);
+    if (refused) throw new ServiceUnavailableError('Too many live pages are open here; try again later.', 30);
     const since = requestParams(request).since;
     const shown = Number(typeof since === 'string' && /^\d{1,15}$/.test(since) ? since : scope.product.revision);
     reply.hijack();
