@@ -148,8 +148,9 @@ color: #0b5cad; list-style: none; padding: 0 .25rem; }
 .card details.move[open] > form.move { margin-top: .3rem; }
 .card details.subs { font-size: .8rem; }
 .card details.subs ul { margin: .1rem 0 0; padding-left: 1rem; }
-.board .grip { display: none; }
-.board.draggable .card:hover .grip { display: block; position: absolute; right: 3.3rem; top: 0; }
+.board.draggable .card .grip { float: none; position: absolute; right: .1rem; bottom: .1rem; margin: 0; \
+width: 1.5rem; height: 1.5rem; padding: .3rem; }
+.board.draggable .card .title { padding-right: 1.5rem; }
 .column h2 .order { font-size: .75rem; text-transform: none; }
 .column h3.sub-cards { font-size: .85rem; margin: .5rem 0 .25rem; }
 ul.cards { list-style: none; padding: 0; margin: 0; }
