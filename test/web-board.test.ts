@@ -908,7 +908,7 @@ describe('a board people work on', () => {
     assert.doesNotMatch(later.body, /value="someday"/);
   });
 
-  test('a new item made on the board stays on the board, said by number and title; a refused one is focused', async () => {
+  test('a new item made on the board stays there, said by number and title; a refused one is focused', async () => {
     const { product, cookie, base } = await setUp();
     const board = await page(`${base}/board`, cookie);
     assert.match(board.body, /<input type="hidden" name="from" value="board">/);

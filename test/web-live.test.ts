@@ -75,8 +75,7 @@ function openStream(i: number, path = `/app/products/${productId}/events`, accep
       const waiting: (() => void)[] = [];
       res.on('data', (chunk: string) => {
         buffer += chunk;
-        let end: number;
-        while ((end = buffer.indexOf('\n\n')) >= 0) {
+        for (let end = buffer.indexOf('\n\n'); end >= 0; end = buffer.indexOf('\n\n')) {
           const block = buffer.slice(0, end);
           buffer = buffer.slice(end + 2);
           const data = /^data: /m.test(block);

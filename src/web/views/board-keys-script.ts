@@ -71,10 +71,12 @@ export const BOARD_KEYS_SCRIPT = `(function () {
     body.set('csrf', form.elements.csrf.value);
     Object.keys(fields).forEach(function (k) { body.set(k, fields[k]); });
     var number = card.getAttribute('data-number');
-    fetch(form.action, { method: 'POST', body: body, credentials: 'same-origin', headers: { accept: 'application/json' } })
+    var asJson = { accept: 'application/json' };
+    fetch(form.action, { method: 'POST', body: body, credentials: 'same-origin', headers: asJson })
       .then(function (res) {
         if (res.ok) return refresh(number, message);
-        return res.json().then(function (a) { api.say(a.message); }, function () { api.say('The card could not be moved.'); });
+        return res.json().then(function (a) { api.say(a.message); },
+          function () { api.say('The card could not be moved.'); });
       })
       .catch(function () { api.say('The card could not be moved: no connection.'); });
   }
@@ -107,7 +109,8 @@ export const BOARD_KEYS_SCRIPT = `(function () {
     if (key === 'ArrowUp' || key === 'ArrowDown') {
       var up = key === 'ArrowUp';
       var past = hidden(card, up ? 'above' : 'below');
-      if (!past) return api.announce('#' + number + ' is already at the ' + (up ? 'top' : 'bottom') + ' it can move to.');
+      var edge = up ? 'top' : 'bottom';
+      if (!past) return api.announce('#' + number + ' is already at the ' + edge + ' it can move to.');
       var fields = up ? { to: 'up', above: past } : { to: 'down', below: past };
       return move(card, fields, 'Moved #' + number + (up ? ' up' : ' down') + ' in ' + status + '.');
     }

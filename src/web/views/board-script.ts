@@ -107,7 +107,8 @@ null)) return;
     fetch(form.action, { method: 'POST', body: body, credentials: 'same-origin', headers: { accept: \
 'application/json' } })
       .then(function (res) {
-        if (res.ok) return window.shiplogBoard.refresh(numberOf(card), 'Moved #' + numberOf(card) + ' to ' + status + '.');
+        var said = 'Moved #' + numberOf(card) + ' to ' + status + '.';
+        if (res.ok) return window.shiplogBoard.refresh(numberOf(card), said);
         return res.json().then(function (answer) { throw new Error(answer.message); }, function () { throw new \
 Error('The card could not be moved.'); });
       })

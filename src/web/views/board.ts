@@ -109,7 +109,8 @@ function keysPanel(): Html {
     ['Esc', 'close this list'],
   ];
   return html`<section id="board-keys" class="keys" aria-labelledby="board-keys-title" tabindex="-1">
-<h2 id="board-keys-title">Keyboard</h2><dl>${keys.map(([k, what]) => html`<dt><kbd>${k}</kbd></dt><dd>${what}</dd>`)}</dl>
+<h2 id="board-keys-title">Keyboard</h2>\
+<dl>${keys.map(([k, what]) => html`<dt><kbd>${k}</kbd></dt><dd>${what}</dd>`)}</dl>
 </section>`;
 }
 
@@ -130,7 +131,8 @@ function column(context: BoardContext, c: BoardColumn): Html {
         cardHtml(context, card),
       )}</ul>`
     : '';
-  return html`<section class="column" data-status="${c.status}" aria-labelledby="col-${c.status}" id="column-${c.status}">
+  return html`<section class="column" data-status="${c.status}" aria-labelledby="col-${c.status}" \
+id="column-${c.status}">
 <h2 id="col-${c.status}">${heading} <span class="count">${c.total}</span>${order}</h2>
 ${earlier}
 <ol class="cards" start="${c.offset + 1}">${c.cards.map((card) => cardHtml(context, card))}</ol>
@@ -269,7 +271,8 @@ ${createText(s, 'who', 'Who')}
 ${createText(s, 'what', 'What')}
 ${createText(s, 'why', 'Why')}
 </fieldset>
-<p><label for="new-status">Status</label><select id="new-status" name="status"${firstRefused(s, 'status')}>${selectOptions(
+<p><label for="new-status">Status</label>\
+<select id="new-status" name="status"${firstRefused(s, 'status')}>${selectOptions(
     o.statuses.map((t) => [t, t]),
     v.status ?? 'backlog',
   )}</select>${fieldError(s, 'status')}</p>

@@ -29,7 +29,9 @@ export const LIVE_SCRIPT = `(function () {
       var f = fields[i];
       if (f.type === 'hidden') continue;
       if (f.tagName === 'SELECT') {
-        for (var j = 0; j < f.options.length; j++) if (f.options[j].selected !== f.options[j].defaultSelected) return true;
+        for (var j = 0; j < f.options.length; j++) {
+          if (f.options[j].selected !== f.options[j].defaultSelected) return true;
+        }
       } else if (f.type === 'checkbox' || f.type === 'radio') {
         if (f.checked !== f.defaultChecked) return true;
       } else if (f.value !== f.defaultValue) return true;
