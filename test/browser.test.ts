@@ -414,11 +414,20 @@ describe('the pages in chromium', { timeout: 120_000 }, () => {
       await error.waitFor();
       assert.match((await error.textContent()) ?? '', /title/);
       assert.equal(await page.locator('#edit-title').getAttribute('aria-describedby'), 'error-title');
+      // The first refused field is in view and has the focus.
+      assert.equal(await page.evaluate(() => document.activeElement?.id), 'edit-title');
+      assert.ok(
+        await page.locator('#edit-title').evaluate((e) => {
+          const box = e.getBoundingClientRect();
+          return box.top >= 0 && box.bottom <= window.innerHeight;
+        }),
+      );
       assert.equal((await api(owner, 'GET', `/api/products/${product.id}/items/${numbers[0]}.json`)).title, 'Editable');
 
       await page.locator('#edit-title').fill('Edited in the browser');
       await page.getByRole('button', { name: 'Save' }).click();
       await page.locator('#error-title').waitFor({ state: 'detached' });
+      await page.getByRole('status').getByText('Your changes are saved.').waitFor();
       assert.equal(await page.locator('#edit-title').inputValue(), 'Edited in the browser');
       assert.equal(
         (await api(owner, 'GET', `/api/products/${product.id}/items/${numbers[0]}.json`)).title,

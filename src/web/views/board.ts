@@ -146,7 +146,8 @@ function initials(user: ItemJson['assigned_to']): Html | '' {
   if (!user) return '';
   const name = personName(user);
   const short = `${user.first_name.charAt(0)}${user.last_name.charAt(0)}` || user.email.charAt(0);
-  return html` <span class="who" title="${name}" aria-label="assigned to ${name}">${short.toUpperCase()}</span>`;
+  return html` <span class="who" title="${name}"><span aria-hidden="true">${short.toUpperCase()}</span>\
+<span class="sr-only">assigned to ${name}</span></span>`;
 }
 
 /** A card's marks: blocked, comments. */

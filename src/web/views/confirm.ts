@@ -17,10 +17,10 @@ export interface Confirmation {
  * A page of its own, so that it works without script; the button has the focus, Cancel is a link back.
  */
 export function confirmPage(c: Confirmation): Html {
-  return html`<div class="confirm" role="alertdialog" aria-labelledby="confirm-question">
+  return html`<section class="confirm" aria-labelledby="confirm-question">
 <p id="confirm-question"><strong>${c.question}</strong></p>
 ${c.detail ? html`<p>${c.detail}</p>` : ''}
 <form method="post" action="${c.action}">${csrfField(c.viewer)}<input type="hidden" name="confirm" value="yes">\
 <button type="submit" class="danger" autofocus>${c.label}</button> <a href="${c.cancel}">Cancel</a></form>
-</div>`;
+</section>`;
 }
