@@ -33,8 +33,8 @@ export const BOARD_KEYS_SCRIPT = `(function () {
     var s = q.toString();
     return location.pathname + (s ? '?' + s : '');
   }
-  /** Whether a refresh now would close something the person has open (a move menu). */
-  function busy() { return !!board.querySelector('details[open]'); }
+  /** Whether a refresh now would undo what the person is doing (a move menu open, a card being dragged). */
+  function busy() { return !!board.querySelector('details.move[open], .card.dragging'); }
 
   /** Fetches the board again and puts its columns in place; focus goes to the card numbered focus, if given. */
   function refresh(focus, message) {
@@ -226,9 +226,11 @@ export const BOARD_KEYS_SCRIPT = `(function () {
     if (busy()) { pending = e; return; }
     refresh(null, 'The board changed.');
   });
-  board.addEventListener('toggle', function () {
+  function later() {
     if (pending && !busy()) { pending = null; refresh(null, 'The board changed.'); }
-  }, true);
+  }
+  board.addEventListener('toggle', later, true);
+  board.addEventListener('dragend', function () { setTimeout(later, 0); });
 
   var notice = document.getElementById('notice');
   var made = new URLSearchParams(location.search).get('created') || new URLSearchParams(location.search).get('moved');
