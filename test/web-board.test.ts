@@ -945,7 +945,7 @@ describe('a board people work on', () => {
     const board = await page(`${base}/board`, cookie);
     assert.match(board.body, /<p id="board-live" class="sr-only" aria-live="polite"><\/p>/);
     assert.match(board.body, /<section id="board-keys"[\s\S]*<kbd>j \/ k<\/kbd>[\s\S]*<kbd>\?<\/kbd>/);
-    assert.match(board.body, /id="tags-hint" class="muted">tags match exactly/);
+    assert.match(board.body, /id="tags-hint" class="muted">exact case: UI is not ui/);
     assert.match(board.body, new RegExp(`data-live="/app/products/${product.id}/events\\?since=\\d+"`));
     assert.match(board.body, /<nav class="column-tabs" aria-label="Columns">/);
     const script = await t.app.inject({ method: 'GET', url: '/app/board.js' });

@@ -132,11 +132,14 @@ ol.conversation li.created::before, ol.conversation li.change::before { backgrou
 blockquote.quoted { white-space: pre-wrap; overflow-wrap: anywhere; background: #fff; border-left: 3px solid #c3c4c7; \
 margin: .5rem 0; padding: .5rem 1rem; }
 /* The board: compact cards with one move menu, the keys panel, columns as tabs on a phone. */
+.board .column { flex: 1 1 17rem; max-width: 26rem; }
+form.filters input[name=tags] { width: 11rem; display: inline-block; }
+form.filters #tags-hint { font-size: .75rem; }
 .card { position: relative; padding: .3rem .45rem; margin-bottom: .3rem; line-height: 1.3; }
 .card p { margin: 0; }
 .card:focus { outline: 2px solid #2271b1; outline-offset: 1px; }
 .card .meta { padding-right: 3.5rem; }
-.card .title { font-size: .9rem; overflow: hidden; display: -webkit-box; -webkit-line-clamp: 2; \
+.card .title { font-size: .9rem; overflow: hidden; display: -webkit-box; -webkit-line-clamp: 1; \
 -webkit-box-orient: vertical; }
 .card .tags span { background: #e7f1fb; border-radius: 3px; padding: 0 .3rem; margin-left: .2rem; font-size: .75rem; }
 .card .who { display: inline-block; min-width: 1.5rem; text-align: center; border-radius: 50%; background: #dcdcde; \
@@ -165,7 +168,7 @@ button.danger { background: #b32d2e; border-color: #b32d2e; color: #fff; }
 @media (max-width: 40rem) {
   .column-tabs { display: flex; flex-wrap: wrap; gap: .25rem; margin: .5rem 0; }
   .column-tabs a { padding: .3rem .6rem; border-radius: 4px; background: #eceef1; text-transform: capitalize; }
-  .column-tabs a[aria-current] { background: #1d2327; color: #fff; }
+  .column-tabs a[aria-current], .column-tabs a[aria-current] .count { background: #1d2327; color: #fff; }
   .board.tabbed .column { display: none; }
   .board.tabbed .column.current { display: block; }
   .board-help { display: none; }
