@@ -143,27 +143,133 @@ describe('the pages in chromium', { timeout: 120_000 }, () => {
     }
   });
 
-  test('an item made from the board; the keyboard moves a card; the API reads the order back', async () => {
+  test('an item made from the board stays on it; the keyboard alone moves a card, announced, focus kept', async () => {
     const { owner, product, numbers } = await productWithItems(['First', 'Second', 'Third']);
     const { context, page } = await signedIn(owner.email);
     try {
       await page.goto(`${base}/app/products/${product.id}/board`);
+      // c: the new item's form.
+      await page.keyboard.press('c');
+      assert.equal(await page.evaluate(() => document.activeElement?.id), 'new-type');
       await page.locator('#new-title').fill('Made in the browser');
       await page.getByRole('button', { name: 'Create' }).click();
-      await page.waitForURL(/\/items\/\d+$/);
-      await page.getByRole('heading', { level: 1 }).getByText('#4').waitFor();
+      await page.waitForURL(/\/board\?created=4#item-4$/);
+      await page.getByRole('status').getByText('Created #4 Made in the browser in backlog.').waitFor();
+      assert.equal(await page.evaluate(() => document.activeElement?.id), 'item-4');
       assert.deepEqual(await order(owner, product.id, 'backlog'), [...numbers, 4]);
 
       await page.goto(`${base}/app/products/${product.id}/board`);
-      const down = page.getByRole('button', { name: `Move #${numbers[0]} down` });
-      await down.focus();
-      await page.keyboard.press('Enter');
-      await page.waitForURL(new RegExp(`#item-${numbers[0]}$`));
+      const focused = () => page.evaluate(() => document.activeElement?.id);
+      const announced = (text: string) =>
+        page.waitForFunction((t) => document.getElementById('board-live')?.textContent === t, text);
+      const loads: string[] = [];
+      page.on('load', () => loads.push(page.url()));
+      // j and k go between cards.
+      await page.keyboard.press('j');
+      assert.equal(await focused(), `item-${numbers[0]}`);
+      await page.keyboard.press('j');
+      assert.equal(await focused(), `item-${numbers[1]}`);
+      await page.keyboard.press('k');
+      assert.equal(await focused(), `item-${numbers[0]}`);
+      // Shift+Down moves the card down its column, without a reload; the move is said, focus stays on it.
+      await page.keyboard.press('Shift+ArrowDown');
+      await announced(`Moved #${numbers[0]} down in backlog.`);
+      assert.equal(await focused(), `item-${numbers[0]}`);
       assert.deepEqual(await order(owner, product.id, 'backlog'), [numbers[1], numbers[0], numbers[2], 4]);
-      await page.getByLabel(`Status for #${numbers[2]}`).selectOption('in-progress');
-      await page.getByRole('button', { name: `Move #${numbers[2]} to the chosen status` }).press('Enter');
-      await page.waitForURL(new RegExp(`#item-${numbers[2]}$`));
-      assert.deepEqual(await order(owner, product.id, 'in-progress'), [numbers[2]]);
+      // Shift+Right to the next status.
+      await page.keyboard.press('Shift+ArrowRight');
+      await announced(`Moved #${numbers[0]} to in-progress.`);
+      assert.equal(await focused(), `item-${numbers[0]}`);
+      assert.deepEqual(await order(owner, product.id, 'in-progress'), [numbers[0]]);
+      assert.equal(
+        await page.locator(`section.column[data-status="in-progress"] #item-${numbers[0]}`).count(),
+        1,
+        'the card is in its new column',
+      );
+      // The move menu, by keyboard too.
+      await page.getByLabel(`Move #${numbers[2]}`).focus();
+      await page.keyboard.press('Enter');
+      await page.locator(`#item-${numbers[2]}`).getByRole('button', { name: 'To completed' }).press('Enter');
+      await announced(`Moved #${numbers[2]} to completed.`);
+      assert.equal(await focused(), `item-${numbers[2]}`);
+      assert.deepEqual(await order(owner, product.id, 'completed'), [numbers[2]]);
+      assert.deepEqual(loads, [], 'no page was loaded again');
+      // ? shows the keys, Escape hides them.
+      await page.keyboard.press('?');
+      await page.getByRole('heading', { name: 'Keyboard' }).waitFor();
+      assert.equal(await focused(), 'board-keys');
+      await page.keyboard.press('Escape');
+      await page.getByRole('heading', { name: 'Keyboard' }).waitFor({ state: 'hidden' });
+      // / goes to the filter.
+      await page.keyboard.press('/');
+      assert.equal(await page.evaluate(() => (document.activeElement as HTMLInputElement)?.name), 'tags');
+    } finally {
+      await context.close();
+    }
+  });
+
+  test('More adds the next cards to their column in place; 10 cards show at 1440x900', async () => {
+    const titles = Array.from({ length: 28 }, (_, i) => `Card ${i + 1}`);
+    const { owner, product } = await productWithItems(titles);
+    const { context, page } = await signedIn(owner.email);
+    try {
+      await page.setViewportSize({ width: 1440, height: 900 });
+      await page.goto(`${base}/app/products/${product.id}/board`);
+      const cards = page.locator('section.column[data-status="backlog"] li.card');
+      assert.equal(await cards.count(), 25);
+      const seen = await cards.evaluateAll((all) => all.filter((c) => c.getBoundingClientRect().bottom <= 900).length);
+      assert.ok(seen >= 10, `${seen} cards of the column in view`);
+      const url = page.url();
+      await page.getByRole('link', { name: 'More (3 left)' }).click();
+      await page.waitForFunction(
+        () => document.querySelectorAll('section.column[data-status="backlog"] li.card').length === 28,
+      );
+      assert.equal(page.url(), url, 'the same page');
+      assert.equal(await page.getByRole('link', { name: /More/ }).count(), 0);
+      assert.equal(await page.evaluate(() => document.activeElement?.textContent?.includes('Card 26')), true);
+    } finally {
+      await context.close();
+    }
+  });
+
+  test('a change made through the API shows on an open board and item page within 2 s', async () => {
+    const { owner, product, numbers } = await productWithItems(['Before']);
+    const { context, page } = await signedIn(owner.email);
+    try {
+      await page.goto(`${base}/app/products/${product.id}/board`);
+      await page.locator(`#item-${numbers[0]}`).getByText('Before').waitFor();
+      const loads: string[] = [];
+      page.on('load', () => loads.push(page.url()));
+      await api(owner, 'POST', `/api/products/${product.id}/items/${numbers[0]}.json`, { title: 'After' });
+      await page.locator(`#item-${numbers[0]}`).getByText('After').waitFor({ timeout: 2000 });
+      await api(owner, 'POST', `/api/products/${product.id}/items.json`, { type: 'task', title: 'Brand new' });
+      await page.locator('section.column[data-status="backlog"]').getByText('Brand new').waitFor({ timeout: 2000 });
+      assert.deepEqual(loads, []);
+
+      await page.goto(`${base}/app/products/${product.id}/items/${numbers[0]}`);
+      await page.getByRole('heading', { name: /After/ }).first().waitFor();
+      await api(owner, 'POST', `/api/products/${product.id}/items/${numbers[0]}.json`, { score: 'XL' });
+      await page.locator('article.item').getByText('XL').first().waitFor({ timeout: 2000 });
+    } finally {
+      await context.close();
+    }
+  });
+
+  test('a new API key is made only after a confirmation step', async () => {
+    const person = await makeUser(db);
+    const { context, page } = await signedIn(person.email);
+    try {
+      await page.goto(`${base}/app/settings`);
+      await page.getByRole('button', { name: 'Make a new API key' }).click();
+      await page.getByText('Make a new API key?').waitFor();
+      assert.equal(await page.locator('code.key').count(), 0);
+      assert.equal(await page.evaluate(() => document.activeElement?.textContent), 'Make a new API key');
+      const whoami = await fetch(`${base}/api/user/whoami.json`, { headers: { authorization: person.auth } });
+      assert.equal(whoami.status, 200, 'the old key still works');
+      await page.getByRole('button', { name: 'Make a new API key' }).click();
+      await page.locator('code.key').waitFor();
+      const after = await fetch(`${base}/api/user/whoami.json`, { headers: { authorization: person.auth } });
+      assert.equal(after.status, 403, 'the old key stopped');
     } finally {
       await context.close();
     }
@@ -175,21 +281,20 @@ describe('the pages in chromium', { timeout: 120_000 }, () => {
     try {
       await page.goto(`${base}/app/products/${product.id}/board`);
       const card = (n: number) => page.locator(`#item-${n}`);
+      const announced = (text: string) =>
+        page.waitForFunction((t) => document.getElementById('board-live')?.textContent === t, text);
       // Gamma onto the upper half of Alpha: it goes first.
-      let reloaded = page.waitForEvent('load');
       await card(numbers[2]).dragTo(card(numbers[0]), { targetPosition: { x: 20, y: 5 } });
-      await reloaded;
+      await announced(`Moved #${numbers[2]} to backlog.`);
       assert.deepEqual(await order(owner, product.id, 'backlog'), [numbers[2], numbers[0], numbers[1], numbers[3]]);
       // Beta into the empty in-progress column.
-      reloaded = page.waitForEvent('load');
       await card(numbers[1]).dragTo(page.locator('section.column[data-status="in-progress"]'));
-      await reloaded;
+      await announced(`Moved #${numbers[1]} to in-progress.`);
       assert.deepEqual(await order(owner, product.id, 'in-progress'), [numbers[1]]);
       assert.deepEqual(await order(owner, product.id, 'backlog'), [numbers[2], numbers[0], numbers[3]]);
       // Delta into in-progress, above Beta.
-      reloaded = page.waitForEvent('load');
       await card(numbers[3]).dragTo(card(numbers[1]), { targetPosition: { x: 20, y: 5 } });
-      await reloaded;
+      await announced(`Moved #${numbers[3]} to in-progress.`);
       assert.deepEqual(await order(owner, product.id, 'in-progress'), [numbers[3], numbers[1]]);
       assert.equal(await page.locator('section.column[data-status="in-progress"] li.card').count(), 2);
     } finally {
@@ -197,7 +302,7 @@ describe('the pages in chromium', { timeout: 120_000 }, () => {
     }
   });
 
-  test("on a phone, a finger on a card's grip drags it to a new place, and down the page to a column", async () => {
+  test("on a phone, a finger on a card's grip drags it to a new place; columns are tabs", async () => {
     const { owner, product, numbers } = await productWithItems(['Uno', 'Dos', 'Tres']);
     const { context, page } = await signedIn(owner.email, 390);
     try {
@@ -229,10 +334,9 @@ describe('the pages in chromium', { timeout: 120_000 }, () => {
         for (let step = 1; step <= 8; step++)
           await finger('touchMove', from.x + ((to.x - from.x) * step) / 8, from.y + ((to.y - from.y) * step) / 8);
       };
-      const lift = async () => {
-        const reloaded = page.waitForEvent('load');
+      const lift = async (said: string) => {
         await touch.send('Input.dispatchTouchEvent', { type: 'touchEnd', touchPoints: [] });
-        await reloaded;
+        await page.waitForFunction((t) => document.getElementById('board-live')?.textContent === t, said);
       };
 
       // Tres above Uno, both on screen: the page does not scroll under the finger.
@@ -246,27 +350,25 @@ describe('the pages in chromium', { timeout: 120_000 }, () => {
         scrolled,
         'dragging by the grip does not scroll the page',
       );
-      await lift();
+      await lift(`Moved #${numbers[2]} to backlog.`);
       assert.deepEqual(await order(owner, product.id, 'backlog'), [numbers[2], numbers[0], numbers[1]]);
 
-      // Dos down to the in-progress column, below the screen: held at the bottom edge, the page
-      // scrolls until the column shows, then the finger moves onto it.
-      await page.evaluate(() => window.scrollTo(0, 0));
-      const start = await pressGrip(numbers[1]);
-      const viewport = page.viewportSize()!;
-      const edge = { x: start.x, y: viewport.height - 10 };
-      await slide(start, edge);
-      const column = page.locator('section.column[data-status="in-progress"]');
-      let box = (await column.boundingBox())!;
-      for (let i = 0; i < 100 && box.y > viewport.height - 150; i++) {
-        await finger('touchMove', edge.x, edge.y);
-        await page.waitForTimeout(30);
-        box = (await column.boundingBox())!;
-      }
-      assert.ok(box.y <= viewport.height - 150, `the page scrolled to the in-progress column (at ${box.y})`);
-      await slide(edge, { x: box.x + box.width / 2, y: box.y + 40 });
-      await lift();
+      // One column at a time, with tabs: Dos goes to in-progress through its move menu, then shows there.
+      const inProgress = page.locator('section.column[data-status="in-progress"]');
+      assert.ok(!(await inProgress.isVisible()), 'only the first column shows');
+      await page.getByLabel(`Move #${numbers[1]}`).click();
+      await page.locator(`#item-${numbers[1]}`).getByRole('button', { name: 'To in-progress' }).click();
+      await page.waitForFunction(
+        (t) => document.getElementById('board-live')?.textContent === t,
+        `Moved #${numbers[1]} to in-progress.`,
+      );
       assert.deepEqual(await order(owner, product.id, 'in-progress'), [numbers[1]]);
+      await page
+        .locator('nav.column-tabs')
+        .getByRole('link', { name: /in-progress/ })
+        .click();
+      await inProgress.locator(`#item-${numbers[1]}`).waitFor();
+      assert.ok(!(await page.locator('section.column[data-status="backlog"]').isVisible()));
       assert.deepEqual(await order(owner, product.id, 'backlog'), [numbers[2], numbers[0]]);
     } finally {
       await context.close();
@@ -309,11 +411,20 @@ describe('the pages in chromium', { timeout: 120_000 }, () => {
       await error.waitFor();
       assert.match((await error.textContent()) ?? '', /title/);
       assert.equal(await page.locator('#edit-title').getAttribute('aria-describedby'), 'error-title');
+      // The first refused field is in view and has the focus.
+      assert.equal(await page.evaluate(() => document.activeElement?.id), 'edit-title');
+      assert.ok(
+        await page.locator('#edit-title').evaluate((e) => {
+          const box = e.getBoundingClientRect();
+          return box.top >= 0 && box.bottom <= window.innerHeight;
+        }),
+      );
       assert.equal((await api(owner, 'GET', `/api/products/${product.id}/items/${numbers[0]}.json`)).title, 'Editable');
 
       await page.locator('#edit-title').fill('Edited in the browser');
       await page.getByRole('button', { name: 'Save' }).click();
       await page.locator('#error-title').waitFor({ state: 'detached' });
+      await page.getByRole('status').getByText('Your changes are saved.').waitFor();
       assert.equal(await page.locator('#edit-title').inputValue(), 'Edited in the browser');
       assert.equal(
         (await api(owner, 'GET', `/api/products/${product.id}/items/${numbers[0]}.json`)).title,

@@ -145,6 +145,7 @@ const ROUTES: Record<string, RouteSpec> = {
   'GET /app/board.js': { access: 'page', params: [] },
   'GET /app/item.js': { access: 'page', params: [] },
   'GET /app/notifications.js': { access: 'page', params: [] },
+  'GET /app/live.js': { access: 'page', params: [] },
   'GET /app/style.css': { access: 'page', params: [] },
   'GET /app/sign-in': { access: 'page', params: ['next'], example: { next: '/app/settings' } },
   'POST /app/sign-in': { access: 'page', params: ['email', 'next'], example: { email: 'someone@example.com' } },
@@ -182,17 +183,18 @@ const ROUTES: Record<string, RouteSpec> = {
     example: { csrf: CSRF },
   },
   'GET /app/settings': { access: 'page', params: [] },
-  'POST /app/settings/api-key': { access: 'page', params: ['csrf'], example: { csrf: CSRF } },
+  'POST /app/settings/api-key': { access: 'page', params: ['csrf', 'confirm'], example: { csrf: CSRF } },
   'POST /app/settings/sign-out-everywhere': { access: 'page', params: ['csrf'], example: { csrf: CSRF } },
   'GET /app/products/:product_id/board': {
     access: 'page',
-    params: ['type', 'assignee', 'creator', 'tags', 'mine', 'status', 'offset'],
-    example: { type: 'task', tags: 'a' },
+    params: ['type', 'assignee', 'creator', 'tags', 'mine', 'status', 'offset', 'created', 'moved'],
+    example: { type: 'task', tags: 'a', created: '1' },
   },
+  'GET /app/products/:product_id/events': { access: 'page', params: ['since'], example: { since: '1' } },
   'POST /app/products/:product_id/items': {
     access: 'page',
-    params: PAGE_ITEM_FIELDS,
-    example: { csrf: CSRF, type: 'task', title: 'From the board' },
+    params: [...PAGE_ITEM_FIELDS, 'from'],
+    example: { csrf: CSRF, type: 'task', title: 'From the board', from: 'board' },
   },
   'GET /app/products/:product_id/items/:item_number': {
     access: 'page',
@@ -267,7 +269,7 @@ const ROUTES: Record<string, RouteSpec> = {
     params: ['csrf', 'choice', 'environments', 'other', 'comments', 'confirmed'],
     example: { csrf: CSRF, choice: 'some', environments: 'production', other: 'staging', confirmed: 'staging' },
   },
-  'GET /app/products/:product_id/webhooks': { access: 'page', params: [] },
+  'GET /app/products/:product_id/webhooks': { access: 'page', params: ['done'], example: { done: 'deleted' } },
   'POST /app/products/:product_id/webhooks': {
     access: 'page',
     params: ['csrf', 'url', 'events', 'format', 'secret'],
@@ -276,8 +278,8 @@ const ROUTES: Record<string, RouteSpec> = {
   'GET /app/products/:product_id/webhooks/:webhook_id': { access: 'page', params: ['offset', 'replayed'] },
   'POST /app/products/:product_id/webhooks/:webhook_id/delete': {
     access: 'page',
-    params: ['csrf'],
-    example: { csrf: CSRF },
+    params: ['csrf', 'confirm'],
+    example: { csrf: CSRF, confirm: 'yes' },
   },
   'POST /app/products/:product_id/webhooks/:webhook_id/enable': {
     access: 'page',

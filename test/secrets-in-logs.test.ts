@@ -156,7 +156,7 @@ describe('at LOG_LEVEL=trace, requests carrying secrets', () => {
       'POST',
       '/app/settings/api-key',
       { cookie },
-      new URLSearchParams({ csrf: csrf! }).toString(),
+      new URLSearchParams({ csrf: csrf!, confirm: 'yes' }).toString(),
     );
     assert.equal(rotated.statusCode, 200);
     secrets.add('a key shown on the settings page', /\b([A-Za-z0-9]{32})\b/.exec(rotated.body.replace(csrf!, ''))?.[1]);

@@ -3,6 +3,7 @@ import { after, before, describe, test } from 'node:test';
 import type { LightMyRequestResponse } from 'fastify';
 import { BOARD_PAGE } from '../src/web/product-pages.js';
 import {
+  advanceClock,
   client,
   makeApp,
   makeItem,
@@ -97,7 +98,9 @@ describe('the board', () => {
     const res = await page(`${base}/board`, cookie);
     assert.equal(res.statusCode, 200, res.body);
     assert.match(res.headers['content-security-policy'] as string, /script-src 'self';/);
-    for (const status of ['someday', 'backlog', 'in-progress', 'completed', 'accepted']) column(res.body, status);
+    for (const status of ['backlog', 'in-progress', 'completed', 'accepted']) column(res.body, status);
+    // Someday holds nothing here, and nothing can be moved there: it is not shown.
+    assert.doesNotMatch(res.body, /col-someday/);
     assert.deepEqual(column(res.body, 'backlog'), await apiOrder(owner, product.id, 'backlog'));
     assert.deepEqual(column(res.body, 'backlog'), [b.number, a.number, story.number]);
     assert.deepEqual(column(res.body, 'in-progress'), [doing.number]);
@@ -204,7 +207,7 @@ describe('the board', () => {
 
     let res = await move(c.number, { to: 'up', above: String(b.number) });
     assert.equal(res.statusCode, 303, res.body);
-    assert.equal(res.headers.location, `${base}/board?type=task#item-${c.number}`);
+    assert.equal(res.headers.location, `${base}/board?type=task&moved=${c.number}#item-${c.number}`);
     assert.deepEqual(await apiOrder(owner, product.id, 'backlog'), [a.number, c.number, b.number]);
 
     res = await move(a.number, { to: 'down', below: String(c.number) });
@@ -340,7 +343,7 @@ describe('the board, kept between changes', () => {
       [
         'tags',
         () => api.post(`/api/products/${product.id}/items/${b.number}.json`, { tags: 'fresh-tag' }),
-        (body) => assert.match(body, /<li>fresh-tag<\/li>/),
+        (body) => assert.match(body, /<span>fresh-tag<\/span>/),
       ],
       [
         'order',
@@ -506,7 +509,7 @@ describe('the item page', () => {
       assigned_to: String(owner.user.id),
     });
     assert.equal(good.statusCode, 303, good.body);
-    assert.equal(good.headers.location, url);
+    assert.equal(good.headers.location, `${url}?done=saved`);
     json = (await client(t.app, owner).get(`/api/products/${product.id}/items/${item.number}.json`)).json();
     assert.deepEqual(
       [json.title, json.description, json.status, json.score, json.tags, json.assigned_to.id],
@@ -693,7 +696,7 @@ describe('the item page', () => {
       const res = await page(url, cookie);
       assert.equal(res.statusCode, 200);
       // The one script element is the page's own, from Shiplog.
-      const own = /<script src="\/app\/(board|item)\.js" defer><\/script>/;
+      const own = /<script src="\/app\/(board|item|live)\.js" defer><\/script>/g;
       assert.doesNotMatch(res.body.replace(own, ''), /<script|<img|<b>t/);
       assert.match(
         res.body,
@@ -801,5 +804,156 @@ describe('the deploys page', () => {
       [...second.body.matchAll(/<span class="version">([^<]+)<\/span>/g)].map((m) => m[1]),
       ['v3', 'v2', 'v1'],
     );
+  });
+});
+
+describe('a board people work on', () => {
+  /** The section of a column, as the page has it. */
+  const section = (body: string, status: string) => {
+    const start = body.indexOf(`aria-labelledby="col-${status}"`);
+    assert.ok(start >= 0, `no column ${status}`);
+    return body.slice(start, body.indexOf('</section>', start));
+  };
+
+  test("sub-items are under their story; on Mine, a person's sub-items are cards naming their story", async () => {
+    const { owner, product, cookie, base } = await setUp();
+    const story = await makeItem(t.app, owner, product.id, { type: 'story', who: 'a team', what: 'a board', why: 'x' });
+    const sub = await makeItem(t.app, owner, product.id, {
+      title: 'Sub for me',
+      parent: String(story.number),
+      assigned_to: String(owner.user.id),
+      status: 'in-progress',
+    });
+    const board = await page(`${base}/board`, cookie);
+    const backlog = section(board.body, 'backlog');
+    assert.match(backlog, /<details class="subs"><summary>1 sub-item<\/summary>/);
+    assert.match(backlog, new RegExp(`href="${base}/items/${sub.number}">#${sub.number} Sub for me</a>`));
+    assert.match(backlog, /in-progress/);
+
+    const mine = await page(`${base}/board?mine=1`, cookie);
+    assert.equal(mine.statusCode, 200);
+    const doing = section(mine.body, 'in-progress');
+    assert.match(doing, /<h3 class="sub-cards">Sub-items<\/h3>/);
+    assert.match(doing, new RegExp(`id="item-${sub.number}"`));
+    assert.match(doing, new RegExp(`in <a href="${base}/items/${story.number}">#${story.number} `));
+    assert.doesNotMatch(section(mine.body, 'backlog'), new RegExp(`id="item-${sub.number}"`));
+  });
+
+  test('compact cards: one move menu, initials, tags inline; a status button alone moves the card', async () => {
+    const { owner, product, cookie, base } = await setUp();
+    const [a, b] = [
+      await makeItem(t.app, owner, product.id, { title: 'A', tags: 'ui', assigned_to: String(owner.user.id) }),
+      await makeItem(t.app, owner, product.id, { title: 'B' }),
+    ];
+    const board = await page(`${base}/board`, cookie);
+    const card = new RegExp(`<li class="card" id="item-${a.number}"[\\s\\S]*?</li>`).exec(board.body)?.[0] ?? '';
+    assert.equal(card.match(/<details class="move">/g)?.length, 1);
+    assert.equal(card.match(/<form /g)?.length, 1);
+    assert.match(card, /<span class="tags"><span>ui<\/span><\/span>/);
+    assert.match(
+      card,
+      /class="who" title="[^"]+"><span aria-hidden="true">[A-Z]{1,2}<\/span><span class="sr-only">assigned/,
+    );
+    assert.match(card, /<button name="status" value="in-progress" data-to="status">To in-progress<\/button>/);
+    assert.doesNotMatch(card, /<select/);
+
+    const csrf = csrfOf(board);
+    const moved = await postForm(`${base}/items/${b.number}/move`, cookie, { csrf, status: 'completed' });
+    assert.equal(moved.statusCode, 303, moved.body);
+    assert.equal(moved.headers.location, `${base}/board?moved=${b.number}#item-${b.number}`);
+    assert.deepEqual(await apiOrder(owner, product.id, 'completed'), [b.number]);
+    const after = await page(moved.headers.location as string, cookie);
+    assert.match(
+      after.body,
+      new RegExp(`<p class="notice" role="status" id="notice">Moved #${b.number} B to completed.`),
+    );
+  });
+
+  test('done columns are newest first, without up and down; someday shows when it holds items', async () => {
+    const { owner, product, cookie, base } = await setUp();
+    const api = client(t.app, owner);
+    const [a, b, c] = [
+      await makeItem(t.app, owner, product.id, { title: 'Done first' }),
+      await makeItem(t.app, owner, product.id, { title: 'Done second' }),
+      await makeItem(t.app, owner, product.id, { title: 'Done third' }),
+    ];
+    for (const item of [a, c, b]) {
+      const res = await api.post(`/api/products/${product.id}/items/${item.number}.json`, { status: 'completed' });
+      assert.equal(res.statusCode, 200);
+      advanceClock(60_000);
+    }
+    const board = await page(`${base}/board`, cookie);
+    const done = section(board.body, 'completed');
+    assert.deepEqual(column(board.body, 'completed'), [b.number, c.number, a.number]);
+    assert.match(done, /newest first/);
+    assert.doesNotMatch(done, /name="to" value="(up|down|top)"/);
+    assert.doesNotMatch(board.body, /col-someday/);
+
+    await t.db
+      .updateTable('items')
+      .set((eb) => ({ status: 0, version: eb('version', '+', 1) }))
+      .where('product_id', '=', product.id)
+      .where('number', '=', a.number)
+      .execute();
+    // As a change of status would: every list's totals and order are new.
+    await t.db
+      .updateTable('products')
+      .set((eb) => ({
+        revision: eb('revision', '+', 1),
+        items_version: eb('items_version', '+', 1),
+        order_version: eb('order_version', '+', 1),
+      }))
+      .where('id', '=', product.id)
+      .execute();
+    const later = await page(`${base}/board`, cookie);
+    assert.deepEqual(column(later.body, 'someday'), [a.number]);
+    // Nothing moves into someday: no card offers it.
+    assert.doesNotMatch(later.body, /value="someday"/);
+  });
+
+  test('a new item made on the board stays there, said by number and title; a refused one is focused', async () => {
+    const { product, cookie, base } = await setUp();
+    const board = await page(`${base}/board`, cookie);
+    assert.match(board.body, /<input type="hidden" name="from" value="board">/);
+    const csrf = csrfOf(board);
+    const made = await postForm(`${base}/items`, cookie, {
+      csrf,
+      from: 'board',
+      type: 'task',
+      title: 'Stay here',
+      status: 'backlog',
+    });
+    assert.equal(made.statusCode, 303, made.body);
+    const number = Number(/created=(\d+)/.exec(made.headers.location as string)?.[1]);
+    assert.equal(made.headers.location, `/app/products/${product.id}/board?created=${number}#item-${number}`);
+    const shown = await page(made.headers.location as string, cookie);
+    assert.match(shown.body, new RegExp(`id="notice">Created #${number} Stay here in backlog.</p>`));
+    assert.deepEqual(column(shown.body, 'backlog'), [number]);
+    // The notice is for that answer only: the board after it is the shared one, without it.
+    assert.doesNotMatch((await page(`${base}/board`, cookie)).body, /id="notice"/);
+    // An unknown number says nothing.
+    assert.doesNotMatch((await page(`${base}/board?created=999`, cookie)).body, /id="notice"/);
+
+    const refused = await postForm(`${base}/items`, cookie, { csrf, from: 'board', type: 'story', who: 'me' });
+    assert.equal(refused.statusCode, 400);
+    assert.match(refused.body, /id="new-what" type="text" name="what" maxlength="255" value="" autofocus aria-invalid/);
+    assert.equal(refused.body.match(/ autofocus/g)?.length, 1, 'only the first refused field');
+  });
+
+  test('the board carries its keys, its live region, the tags hint and its event stream', async () => {
+    const { product, cookie, base } = await setUp();
+    const board = await page(`${base}/board`, cookie);
+    assert.match(board.body, /<p id="board-live" class="sr-only" aria-live="polite"><\/p>/);
+    assert.match(board.body, /<section id="board-keys"[\s\S]*<kbd>j \/ k<\/kbd>[\s\S]*<kbd>\?<\/kbd>/);
+    assert.match(board.body, /id="tags-hint" class="muted">exact case: UI is not ui/);
+    assert.match(board.body, new RegExp(`data-live="/app/products/${product.id}/events\\?since=\\d+"`));
+    assert.match(board.body, /<nav class="column-tabs" aria-label="Columns">/);
+    const script = await t.app.inject({ method: 'GET', url: '/app/board.js' });
+    assert.match(script.body, /shiplog:change/);
+    const live = await t.app.inject({ method: 'GET', url: '/app/live.js' });
+    assert.equal(live.statusCode, 200);
+    assert.match(live.body, /new EventSource/);
+    const events = await page(`${base}/events`, cookie);
+    assert.equal(events.statusCode, 400, 'not an event source');
   });
 });

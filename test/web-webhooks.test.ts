@@ -146,9 +146,19 @@ describe('the webhooks page', () => {
       403,
       'the form token is checked',
     );
-    const deleted = await postForm(`${url}/${hook.id}/delete`, adminCookie, [['csrf', csrf]]);
+    // The first post asks, naming the webhook; the webhook is still there.
+    const asked = await postForm(`${url}/${hook.id}/delete`, adminCookie, [['csrf', csrf]]);
+    assert.equal(asked.statusCode, 200);
+    assert.match(asked.body, /Delete the webhook to /);
+    assert.match(asked.body, /<input type="hidden" name="confirm" value="yes">/);
+    assert.equal((await client(t.app, admin).get(`${api}/webhooks.json`)).json().length, 1);
+    const deleted = await postForm(`${url}/${hook.id}/delete`, adminCookie, [
+      ['csrf', csrf],
+      ['confirm', 'yes'],
+    ]);
     assert.equal(deleted.statusCode, 303);
-    assert.equal(deleted.headers.location, url);
+    assert.equal(deleted.headers.location, `${url}?done=deleted`);
+    assert.match((await page(`${url}?done=deleted`, adminCookie)).body, /The webhook is deleted\./);
     assert.deepEqual((await client(t.app, admin).get(`${api}/webhooks.json`)).json(), []);
   });
 });

@@ -483,7 +483,7 @@ describe('sessions', () => {
         const settings = await page('/app/settings', renewed);
         assert.equal(settings.statusCode, 200, `day ${days}`);
         if (days === 25) {
-          const key = await postForm('/app/settings/api-key', renewed, { csrf: csrfOf(settings) });
+          const key = await postForm('/app/settings/api-key', renewed, { csrf: csrfOf(settings), confirm: 'yes' });
           assert.equal(key.statusCode, 200);
           renewed = sessionCookie(key);
         }
@@ -541,7 +541,10 @@ describe('sessions', () => {
     const here = await signIn(person.email);
     const elsewhere = await signIn(person.email);
     const someoneElse = await signIn(other.email);
-    const res = await postForm('/app/settings/api-key', here, { csrf: csrfOf(await page('/app/settings', here)) });
+    const res = await postForm('/app/settings/api-key', here, {
+      csrf: csrfOf(await page('/app/settings', here)),
+      confirm: 'yes',
+    });
     assert.equal(res.statusCode, 200, res.body);
     assert.match(res.body, /<code class="key">[A-Za-z0-9]{32}<\/code>/);
     assert.equal((await page('/app/settings', elsewhere)).statusCode, 303, 'the other browser is signed out');
@@ -695,7 +698,14 @@ describe('pages', () => {
     const person = await makeUser(t.db);
     const cookie = await signIn(person.email);
     const settings = await page('/app/settings', cookie);
-    const res = await postForm('/app/settings/api-key', cookie, { csrf: csrfOf(settings) });
+    // The first post only asks: the key is the same until the question is answered.
+    const asked = await postForm('/app/settings/api-key', cookie, { csrf: csrfOf(settings) });
+    assert.equal(asked.statusCode, 200);
+    assert.doesNotMatch(asked.body, /<code class="key">/);
+    assert.match(asked.body, /Make a new API key\?/);
+    assert.match(asked.body, /<input type="hidden" name="confirm" value="yes">/);
+    assert.equal((await client(t.app, person).get('/api/user/whoami.json')).statusCode, 200, 'the key is unchanged');
+    const res = await postForm('/app/settings/api-key', cookie, { csrf: csrfOf(asked), confirm: 'yes' });
     assert.equal(res.statusCode, 200);
     const key = /<code class="key">([A-Za-z0-9]{32})<\/code>/.exec(res.body)?.[1];
     assert.ok(key, res.body);
@@ -794,7 +804,7 @@ describe('pages', () => {
     const fromReferer = await postForm(
       '/app/settings/api-key',
       cookie,
-      { csrf },
+      { csrf, confirm: 'yes' },
       { referer: 'http://shiplog.test/app/settings' },
     );
     assert.equal(fromReferer.statusCode, 200, 'a Referer of the own origin is fine');

@@ -49,6 +49,8 @@ export {
   resortItem,
   setFollowing,
   subItemCounts,
+  subItemsOf,
+  assignedSubItems,
   touchActivity,
   unfollow,
   updateItem,

@@ -657,6 +657,28 @@ export async function listChildren(db: Db, parentIds: number[]): Promise<ItemRow
   return liveChildren(db, parentIds).execute();
 }
 
+/**
+ * A product's live sub-items of one status assigned to a person, by priority: on a board filtered
+ * by assignee they are cards of their own, since their stories may be somebody else's.
+ */
+export async function listAssignedChildren(
+  db: Db,
+  f: { productId: number; status: number; assignedTo: number; limit: number },
+): Promise<ItemRow[]> {
+  return db
+    .selectFrom('items')
+    .select(ITEM_COLUMNS)
+    .where('product_id', '=', f.productId)
+    .where('assigned_to_id', '=', f.assignedTo)
+    .where('status', '=', f.status)
+    .where('archived', '=', 0)
+    .where('parent_id', 'is not', null)
+    .orderBy('sort')
+    .orderBy('number')
+    .limit(f.limit)
+    .execute();
+}
+
 const childrenPage = prepared((db, parentId: number, offset: number, limit: number) =>
   liveChildren(db, [parentId]).limit(limit).offset(offset),
 );

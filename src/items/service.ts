@@ -35,6 +35,7 @@ import {
   statusName,
   storyTitle,
   type Order,
+  type Status,
 } from './model.js';
 import type { ListCounts, ListPages } from './counts.js';
 import { announceItem, fieldChanges, previousOf } from './events.js';
@@ -53,6 +54,8 @@ import {
   isFollower,
   listFollowerIds,
   listChildrenPage,
+  listAssignedChildren,
+  listChildren,
   listDeployments,
   listTopLevel,
   listTopLevelStamps,
@@ -669,6 +672,25 @@ export async function unfollow(trx: Trx, itemId: number, userId: number): Promis
 }
 
 /** How many live sub-items each of the given items has, in one query (items without any are left out). */
+/** The live sub-items of the given stories, each story's by priority (for a board's cards). */
+export async function subItemsOf(db: Db, storyIds: number[]): Promise<ItemRow[]> {
+  return listChildren(db, storyIds);
+}
+
+/** A person's live sub-items of one status, by priority, at most `limit` of them. */
+export async function assignedSubItems(
+  db: Db,
+  scope: ProductScope,
+  o: { status: Status; assignedTo: number; limit: number },
+): Promise<ItemRow[]> {
+  return listAssignedChildren(db, {
+    productId: scope.product.id,
+    status: statusCode(o.status),
+    assignedTo: o.assignedTo,
+    limit: o.limit,
+  });
+}
+
 export async function subItemCounts(db: Db, itemIds: number[]): Promise<Map<number, number>> {
   return itemIds.length === 0 ? new Map() : countLiveChildren(db, itemIds);
 }

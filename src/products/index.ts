@@ -18,6 +18,8 @@ export {
   listMembers,
   lockProduct,
   markItemsChanged,
+  itemsChangedSince,
+  productRevisions,
   productScope,
   requireAdmin,
 } from './service.js';

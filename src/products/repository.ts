@@ -25,6 +25,12 @@ export async function findProduct(db: Db, id: number): Promise<ProductRow | unde
   return db.selectFrom('products').selectAll().where('id', '=', id).executeTakeFirst();
 }
 
+/** The revisions of the given products (those that exist). */
+export async function findRevisions(db: Db, ids: number[]): Promise<{ id: number; revision: number }[]> {
+  if (ids.length === 0) return [];
+  return db.selectFrom('products').select(['id', 'revision']).where('id', 'in', ids).execute();
+}
+
 const productAs = prepared((db, id: number, userId: number) =>
   db
     .selectFrom('products')

@@ -139,6 +139,19 @@ export async function markItemsChanged(
   await repository.markItemsChanged(trx, productId, change);
 }
 
+/**
+ * The revisions of products, read together: what a process watching them for open pages polls
+ * (one indexed read for all of them, whatever the number of pages).
+ */
+export async function productRevisions(db: Db, ids: number[]): Promise<Map<number, number>> {
+  return new Map((await repository.findRevisions(db, ids)).map((r) => [r.id, Number(r.revision)]));
+}
+
+/** The ids of the items named as changed after `revision` (none for changes that named no item). */
+export async function itemsChangedSince(db: Db, productId: number, revision: number): Promise<number[]> {
+  return [...new Set((await repository.findItemChangesSince(db, productId, revision)).map((c) => c.item_id))];
+}
+
 /** Items changed without their product's order version moving, as far as this instance knows. */
 interface ProductChanges {
   /** The revision read up to. */

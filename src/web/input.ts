@@ -72,10 +72,11 @@ export function boardQueryString(filters: Record<string, string>, column?: { sta
 export const MOVES = ['up', 'down', 'top', 'status', 'place'] as const;
 /**
  * A move from a card's form: up past the card above, down past the one below, to the top, or to a
- * status; or, from a drag on the board, to a place in a column.
+ * status; or, from a drag on the board, to a place in a column. A card's menu sends only `status`
+ * (one button a status), which is a move to that status.
  */
 export function parseMove(p: Record<string, ParamValue>): Move {
-  const to = asString('to', p.to);
+  const to = asString('to', p.to) ?? (asString('status', p.status) !== undefined ? 'status' : undefined);
   const number = (name: string): number => {
     const n = digitsToId(asString(name, p[name]) ?? '');
     if (n === undefined)

@@ -6,6 +6,7 @@ import { deployRoutes } from './pages/deploy.js';
 import { deploysRoutes } from './pages/deploys.js';
 import { itemRoutes } from './pages/item.js';
 import { itemArchiveRoutes } from './pages/item-archive.js';
+import { liveRoutes } from './pages/live.js';
 import { itemAttachmentRoutes } from './pages/item-attachments.js';
 import { itemConversationRoutes } from './pages/item-conversation.js';
 import { itemDeploysRoutes } from './pages/item-deploys.js';
@@ -56,6 +57,7 @@ export async function productPages(
   await app.register(matrixRoutes);
   await app.register(notificationsRoutes);
   await app.register(attachmentFileRoutes);
+  await app.register(liveRoutes);
   await app.register(adminPages);
 }
 

@@ -31,6 +31,8 @@ import {
   signInForm,
 } from './views/signin.js';
 import { BOARD_SCRIPT } from './views/board-script.js';
+import { BOARD_KEYS_SCRIPT } from './views/board-keys-script.js';
+import { LIVE_SCRIPT } from './views/live-script.js';
 import { ITEM_SCRIPT } from './views/item-script.js';
 import { NOTIFICATIONS_SCRIPT } from './views/notifications-script.js';
 import { STYLESHEET } from './views/style.js';
@@ -89,7 +91,13 @@ export async function webRoutes(app: FastifyInstance, options: WebOptions): Prom
   registerPageErrors(app);
 
   app.get('/board.js', async (_request, reply) =>
-    reply.type('text/javascript; charset=utf-8').header('cache-control', 'public, max-age=3600').send(BOARD_SCRIPT),
+    reply
+      .type('text/javascript; charset=utf-8')
+      .header('cache-control', 'public, max-age=3600')
+      .send(BOARD_SCRIPT + BOARD_KEYS_SCRIPT),
+  );
+  app.get('/live.js', async (_request, reply) =>
+    reply.type('text/javascript; charset=utf-8').header('cache-control', 'public, max-age=3600').send(LIVE_SCRIPT),
   );
   app.get('/item.js', async (_request, reply) =>
     reply.type('text/javascript; charset=utf-8').header('cache-control', 'public, max-age=3600').send(ITEM_SCRIPT),

@@ -37,7 +37,7 @@ export function sessionCookieOf(request: FastifyRequest): string | undefined {
  * the URL (a link's token) told to no other site. Not `no-referrer`: under it browsers send
  * `Origin: null` with a page's own forms, which the same-origin check must refuse.
  */
-const SECURITY_HEADERS = {
+export const SECURITY_HEADERS = {
   'content-security-policy':
     "default-src 'self'; script-src 'self'; object-src 'none'; base-uri 'none'; " +
     "form-action 'self'; frame-ancestors 'none'",

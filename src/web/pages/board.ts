@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ItemRow } from '../../db/schema.js';
-import { params, Param } from '../../http/params.js';
+import { digitsToId, params, Param, type ParamValue } from '../../http/params.js';
 import { requestParams } from '../../http/request.js';
 import {
   INPUT_STATUSES,
@@ -11,6 +11,11 @@ import {
   presentItems,
   STATUS_NAMES,
   subItemCounts,
+  subItemsOf,
+  assignedSubItems,
+  findItemsByNumbers,
+  statusName,
+  type ItemJson,
   type Status,
 } from '../../items/index.js';
 import type { ProductScope } from '../../scope.js';
@@ -29,6 +34,8 @@ import { ItemPath, numberOf, ProductPath, productPath, redirectAfterPost } from 
 export const BOARD_PAGE = 25;
 
 const boardQuery = params({
+  created: Param,
+  moved: Param,
   type: Param,
   assignee: Param,
   creator: Param,
@@ -38,20 +45,30 @@ const boardQuery = params({
   offset: Param,
 });
 
-/** A column as read: its page of rows, with one row either side of it. */
-type Column = Omit<BoardColumn, 'cards'> & { rows: ItemRow[] };
+/** A column as read: its page of rows, with one row either side of it, and its person's sub-items. */
+type Column = Omit<BoardColumn, 'cards' | 'subCards'> & { rows: ItemRow[]; assigned: ItemRow[] };
+
+/** Done work is read newest first: the latest finished items are what a team looks for there. */
+export const DONE: readonly Status[] = ['completed', 'accepted'];
 
 /** One column's page of rows, with one row either side of it: the cards a card at its edge moves past. */
 async function loadColumn(app: FastifyInstance, scope: ProductScope, query: BoardQuery, status: Status) {
+  const done = DONE.includes(status);
   const input = listQuery({
     ...query.list,
     statuses: [status],
     offset: Math.max(0, query.offset - 1),
     limit: BOARD_PAGE + 2,
-    order: 'priority',
+    order: done ? 'recent' : 'priority',
   });
   const { rows, total } = await listItems(app.db, scope, input, app.listCounts);
-  return { status, total, offset: query.offset, rows } satisfies Column;
+  // A board filtered by assignee shows that person's sub-items too, whose stories may be another's.
+  const person = query.list.assignedTo;
+  const assigned =
+    query.offset === 0 && person && 'id' in person
+      ? await assignedSubItems(app.db, scope, { status, assignedTo: person.id, limit: BOARD_PAGE })
+      : [];
+  return { status, total, offset: query.offset, rows, assigned, ordered: !done } satisfies Column;
 }
 
 /** The rows a column shows as cards (its neighbours either side left out). */
@@ -60,35 +77,63 @@ const shownOf = (c: Column): ItemRow[] => {
   return c.rows.slice(first, first + BOARD_PAGE);
 };
 
+/**
+ * The columns a board shows: every status but someday, which shows only while it holds items
+ * (clients cannot move items there, but items brought in may sit there), or the one asked for.
+ */
+async function loadColumns(app: FastifyInstance, scope: ProductScope, query: BoardQuery): Promise<Column[]> {
+  const columns: Column[] = [];
+  for (const s of query.status ? [query.status] : STATUS_NAMES) {
+    const c = await loadColumn(app, scope, query, s);
+    if (s !== 'someday' || query.status || c.total > 0 || c.assigned.length > 0) columns.push(c);
+  }
+  return columns;
+}
+
 /** What the board shows: each column's page of cards with their neighbours, the filters, the members. */
 export async function loadBoard(
   app: FastifyInstance,
   { scope, query, newItem }: { scope: ProductScope; query: BoardQuery; newItem?: FormState },
 ): Promise<Omit<BoardView, 'viewer'>> {
-  const columns: Column[] = [];
-  for (const s of query.status ? [query.status] : STATUS_NAMES) columns.push(await loadColumn(app, scope, query, s));
+  const columns = await loadColumns(app, scope, query);
   const shownRows = columns.flatMap(shownOf);
+  const stories = shownRows.filter((r) => r.type === 'story').map((r) => r.id);
+  const subRows = await subItemsOf(app.db, stories);
+  const assignedRows = columns.flatMap((c) => c.assigned);
+  const allRows = [...shownRows, ...subRows, ...assignedRows];
+  const present = { product: scope.product, rows: allRows, urls: app.config, viewerId: scope.user.id };
   const [json, counts, members] = await Promise.all([
-    presentItems(app.db, { product: scope.product, rows: shownRows, urls: app.config, viewerId: scope.user.id }),
+    presentItems(app.db, present),
     subItemCounts(
       app.db,
       shownRows.map((r) => r.id),
     ),
     membersOf(app.db, scope),
   ]);
-  const byId = new Map(shownRows.map((r, n) => [r.id, json[n]]));
+  const byId = new Map(allRows.map((r, n) => [r.id, json[n]]));
+  const subsOf = new Map<number, ItemJson[]>();
+  for (const r of subRows) subsOf.set(r.parent_id!, [...(subsOf.get(r.parent_id!) ?? []), byId.get(r.id)!]);
   const cardsOf = (c: Column): BoardCard[] => {
     const first = c.offset > 0 ? 1 : 0;
-    return shownOf(c).map((row, n) => ({
+    const own = shownOf(c).map((row, n) => ({
       item: byId.get(row.id)!,
       subItems: counts.get(row.id) ?? 0,
-      above: c.rows[first + n - 1]?.number,
-      below: c.rows[first + n + 1]?.number,
+      children: subsOf.get(row.id) ?? [],
+      above: c.ordered ? c.rows[first + n - 1]?.number : undefined,
+      below: c.ordered ? c.rows[first + n + 1]?.number : undefined,
     }));
+    return own;
   };
   return {
     product: productOf(scope),
-    columns: columns.map((c) => ({ status: c.status, total: c.total, offset: c.offset, cards: cardsOf(c) })),
+    columns: columns.map((c) => ({
+      status: c.status,
+      total: c.total,
+      offset: c.offset,
+      ordered: c.ordered,
+      cards: cardsOf(c),
+      subCards: c.assigned.map((row) => ({ item: byId.get(row.id)!, subItems: 0, children: [] })),
+    })),
     filters: query.filters,
     single: query.status !== undefined,
     pageSize: BOARD_PAGE,
@@ -96,6 +141,7 @@ export async function loadBoard(
     types: ITEM_TYPES,
     statuses: INPUT_STATUSES,
     newItem,
+    revision: Number(scope.product.revision),
   };
 }
 
@@ -112,28 +158,46 @@ export async function renderBoard(
     query: BoardQuery;
     status: number;
     newItem?: FormState;
+    notice?: string;
   },
 ) {
   const scope = o.request.scope;
   // Admins' navigation has their pages too: they share boards with admins only.
   const role = scope.admin ? 'admin' : 'member';
   const key =
-    o.status === 200 && o.newItem === undefined
+    o.status === 200 && o.newItem === undefined && o.notice === undefined
       ? `${scope.product.id}:${scope.product.revision}:${role}:${JSON.stringify(o.query)}`
       : undefined;
   const title = `Board · ${scope.product.name}`;
   const page = await o.boards.render(key, viewerOf(sessionOf(o.request)), async (anybody) => {
     const view = await loadBoard(app, { scope, query: o.query, newItem: o.newItem });
-    return layout(title, boardPage({ ...view, viewer: anybody }), anybody);
+    return layout(title, boardPage({ ...view, notice: o.notice, viewer: anybody }), anybody);
   });
   return sendHtml(o.reply, o.status, page);
+}
+
+/**
+ * What the change that led back to the board did (`?created=12` after a new item, `?moved=12` after a
+ * move), named by the item's number and title as they are now; nothing for an item not found.
+ */
+async function noticeOf(app: FastifyInstance, request: FastifyRequest, p: Record<string, ParamValue>) {
+  const said = (['created', 'moved'] as const).find((k) => typeof p[k] === 'string');
+  const number = said ? digitsToId(p[said] as string) : undefined;
+  if (!said || number === undefined) return undefined;
+  const [item] = await findItemsByNumbers(app.db, request.scope.product.id, [number]);
+  if (!item || item.archived) return undefined;
+  const title = item.title || '';
+  return said === 'created'
+    ? `Created #${number} ${title} in ${statusName(item.status)}.`
+    : `Moved #${number} ${title} to ${statusName(item.status)}.`;
 }
 
 /** The board and its moves: the forms, and the board script, which posts the same forms. */
 export async function boardRoutes(app: FastifyInstance, { boards }: { boards: RenderedPages }): Promise<void> {
   app.get('/board', { schema: { ...ProductPath, querystring: boardQuery } }, async (request, reply) => {
-    const query = parseBoardQuery(requestParams(request), request.scope.user.id);
-    return renderBoard(app, { boards, request, reply, query, status: 200 });
+    const p = requestParams(request);
+    const query = parseBoardQuery(p, request.scope.user.id);
+    return renderBoard(app, { boards, request, reply, query, status: 200, notice: await noticeOf(app, request, p) });
   });
 
   const moveBody = params({ csrf: Param, to: Param, above: Param, below: Param, status: Param, back: Param });
@@ -145,7 +209,8 @@ export async function boardRoutes(app: FastifyInstance, { boards }: { boards: Re
     const number = numberOf(request);
     await app.db.transaction().execute((trx) => moveItem(trx, request.scope, number, move, app.listCounts, app.config));
     if (prefersJson(request.headers.accept)) return reply.header('cache-control', 'no-store').send({ number });
-    const back = boardQueryString(returnFilters(p));
-    return redirectAfterPost(reply, productPath(request, `/board${back}#item-${number}`));
+    const back = new URLSearchParams(boardQueryString(returnFilters(p)));
+    back.set('moved', String(number));
+    return redirectAfterPost(reply, productPath(request, `/board?${back}#item-${number}`));
   });
 }

@@ -61,6 +61,9 @@ export const FLASH = {
   attached: 'The file is attached.',
   detached: 'The attachment is deleted.',
   archived: 'The item is archived: it has left the board and the lists, and can still be found here.',
+  saved: 'Your changes are saved.',
+  followed: 'You follow this item.',
+  unfollowed: 'You no longer follow this item.',
 } as const;
 export type Flash = keyof typeof FLASH;
 

@@ -129,6 +129,6 @@ export async function itemEditRoutes(app: FastifyInstance): Promise<void> {
     }
     if (conflicts.length)
       return renderItem(app, { request, reply, number, status: 409, forms: { edit: { conflicts, typed: asText(p) } } });
-    return redirectAfterPost(reply, itemHref(scope.product.id, number));
+    return redirectAfterPost(reply, `${itemHref(scope.product.id, number)}?done=saved`);
   });
 }

@@ -84,6 +84,7 @@ export async function loadItem(
   const conversation = await loadConversation(app, { scope, data, item, forms, ...query });
   return {
     product: productOf(scope),
+    revision: Number(scope.product.revision),
     item,
     descriptionHtml: data.descriptionHtml,
     subItems: children?.rows.map((c) => ({
@@ -152,7 +153,10 @@ export async function itemRoutes(app: FastifyInstance): Promise<void> {
       const number = numberOf(request);
       const follow = requestParams(request).follow !== '0';
       await app.db.transaction().execute((trx) => setFollowing(trx, request.scope, number, follow));
-      return redirectAfterPost(reply, itemHref(request.scope.product.id, number));
+      return redirectAfterPost(
+        reply,
+        `${itemHref(request.scope.product.id, number)}?done=${follow ? '' : 'un'}followed`,
+      );
     },
   );
 }

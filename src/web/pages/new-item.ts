@@ -33,6 +33,7 @@ const itemFields = params({
   tags: Param,
   assigned_to: Param,
   parent: Param,
+  from: Param,
 });
 
 /**
@@ -72,6 +73,12 @@ export async function newItemRoutes(app: FastifyInstance, { boards }: { boards: 
         const query = parseBoardQuery({}, scope.user.id);
         return renderBoard(app, { boards, request, reply, query, status: 400, newItem: state });
       }
+      // Made on the board, it is said there (by number and title) and the board stays where it was.
+      if (p.from === 'board' && p.parent === undefined)
+        return redirectAfterPost(
+          reply,
+          `/app/products/${scope.product.id}/board?created=${row.number}#item-${row.number}`,
+        );
       return redirectAfterPost(reply, itemHref(scope.product.id, row.number));
     },
   );

@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { AppError } from '../../errors.js';
+import { AppError, NotFoundError } from '../../errors.js';
 import { params, Param } from '../../http/params.js';
 import { requestParams } from '../../http/request.js';
 import {
@@ -16,8 +16,28 @@ import {
 } from '../../webhooks/index.js';
 import { asText, checkToken, formErrors, productOf, sessionOf, viewerOf } from '../pages.js';
 import { sendPage } from '../session.js';
+import { confirmPage } from '../views/confirm.js';
 import { webhooksPage, type WebhookForm } from '../views/webhooks.js';
 import { ProductPath, productPath, redirectAfterPost, strings, WebhookPath } from './common.js';
+
+/** What the webhooks page says after a change (`?done=`). */
+const DONE = { deleted: 'The webhook is deleted.', enabled: 'The webhook is enabled.' } as const;
+
+/** The step before deleting a webhook: which one, and that its deliveries go with it. */
+async function confirmDelete(app: FastifyInstance, request: FastifyRequest, reply: FastifyReply, id: number) {
+  const scope = request.scope;
+  const [webhook] = (await listWebhooks(app.db, scope)).filter((w) => w.id === id);
+  if (!webhook) throw new NotFoundError('No such webhook.');
+  const page = confirmPage({
+    question: `Delete the webhook to ${maskedUrl(webhook.url)}?`,
+    detail: 'Its deliveries are deleted with it, and it cannot be undone.',
+    action: productPath(request, `/webhooks/${id}/delete`),
+    label: 'Delete the webhook',
+    cancel: productPath(request, `/webhooks#webhook-${id}`),
+    viewer: viewerOf(sessionOf(request)),
+  });
+  return sendPage(reply, 200, `Delete a webhook · ${scope.product.name}`, page, sessionOf(request));
+}
 
 /** Every event ticked: what a new webhook most often wants. */
 const blankForm = (): WebhookForm => ({ values: {}, errors: {}, chosen: [...EVENT_TYPES] });
@@ -33,6 +53,7 @@ async function renderWebhooks(
     status: number;
     form: WebhookForm;
     added?: { url: string; secret: string };
+    notice?: string;
   },
 ) {
   const scope = o.request.scope;
@@ -43,6 +64,7 @@ async function renderWebhooks(
     form: o.form,
     eventTypes: EVENT_TYPES,
     added: o.added,
+    notice: o.notice,
     viewer: viewerOf(sessionOf(o.request)),
   };
   return sendPage(o.reply, o.status, `Webhooks · ${scope.product.name}`, webhooksPage(view), sessionOf(o.request));
@@ -75,9 +97,11 @@ async function addWebhook(app: FastifyInstance, request: FastifyRequest, reply: 
  * webhooks.json.
  */
 export async function webhooksRoutes(app: FastifyInstance): Promise<void> {
-  app.get('/webhooks', { schema: ProductPath }, async (request, reply) =>
-    renderWebhooks(app, { request, reply, status: 200, form: blankForm() }),
-  );
+  app.get('/webhooks', { schema: { ...ProductPath, querystring: params({ done: Param }) } }, async (request, reply) => {
+    const done = requestParams(request).done;
+    const notice = typeof done === 'string' && Object.hasOwn(DONE, done) ? DONE[done as keyof typeof DONE] : undefined;
+    return renderWebhooks(app, { request, reply, status: 200, form: blankForm(), notice });
+  });
 
   // A target URL of 2,000 characters fits even percent-encoded at 12 bytes a character.
   const body = params({ csrf: Param, url: Param, events: Param, format: Param, secret: Param });
@@ -86,17 +110,20 @@ export async function webhooksRoutes(app: FastifyInstance): Promise<void> {
   );
 
   const formOnly = { schema: { ...WebhookPath, body: params({ csrf: Param }) } };
-  app.post('/webhooks/:webhook_id/delete', formOnly, async (request, reply) => {
+  const confirmed = { schema: { ...WebhookPath, body: params({ csrf: Param, confirm: Param }) } };
+  // Deleting cannot be undone: the first post asks, the second (confirm=yes) deletes.
+  app.post('/webhooks/:webhook_id/delete', confirmed, async (request, reply) => {
     checkToken(request);
     const id = webhookOf(request);
+    if (requestParams(request).confirm !== 'yes') return confirmDelete(app, request, reply, id);
     await app.db.transaction().execute((trx) => deleteWebhook(trx, request.scope, id));
-    return redirectAfterPost(reply, productPath(request, '/webhooks'));
+    return redirectAfterPost(reply, productPath(request, '/webhooks?done=deleted'));
   });
 
   app.post('/webhooks/:webhook_id/enable', formOnly, async (request, reply) => {
     checkToken(request);
     const id = webhookOf(request);
     await app.db.transaction().execute((trx) => updateWebhook(trx, request.scope, id, { enabled: true }));
-    return redirectAfterPost(reply, productPath(request, '/webhooks'));
+    return redirectAfterPost(reply, productPath(request, '/webhooks?done=enabled'));
   });
 }

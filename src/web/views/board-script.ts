@@ -5,7 +5,13 @@
  * not scroll the page, the rest of the card does). It only adds to the page: a drop sends the
  * card's own move form (its form token and action) with `to=place`, the column's status and the
  * cards it now sits between, and the server makes the same change as the buttons do. Without it
- * (or without JavaScript) the buttons and the status select still work.
+ * (or without JavaScript) the card's move menu still works.
+ *
+ * It also moves cards without leaving the page: the move menu's buttons and the keys (j/k between
+ * cards, Shift+arrows to move one, c, /, ? for the list of keys) post the same form and the board's
+ * columns are fetched again in place, focus staying on the moved card and the move said in a live
+ * region. *More* loads the next cards into their column; on a phone the columns become tabs; and
+ * the board follows changes made elsewhere through the product's event stream (/app/live.js).
  * Plain ES5 with no dependencies, so there is nothing to build.
  */
 export const BOARD_SCRIPT = `(function () {
@@ -34,6 +40,12 @@ dragged; });
     }
     return null;
   }
+  function announce(message) {
+    var live = document.getElementById('board-live');
+    if (!live) return;
+    live.textContent = '';
+    setTimeout(function () { live.textContent = message; }, 50);
+  }
   function say(message) {
     var note = document.getElementById('board-message');
     if (!note) {
@@ -46,15 +58,20 @@ dragged; });
     note.textContent = message;
   }
 
-  Array.prototype.forEach.call(board.querySelectorAll('li.card[data-number]'), function (card) {
-    card.draggable = true;
-    var grip = document.createElement('span');
-    grip.className = 'grip';
-    grip.setAttribute('aria-hidden', 'true');
-    grip.title = 'Drag to move';
-    card.insertBefore(grip, card.firstChild);
-  });
+  function decorate() {
+    Array.prototype.forEach.call(board.querySelectorAll('ol.cards > li.card[data-number]'), function (card) {
+      if (card.draggable) return;
+      card.draggable = true;
+      var grip = document.createElement('span');
+      grip.className = 'grip';
+      grip.setAttribute('aria-hidden', 'true');
+      grip.title = 'Drag to move';
+      card.insertBefore(grip, card.firstChild);
+    });
+  }
+  decorate();
   board.classList.add('draggable');
+  window.shiplogBoard = { announce: announce, say: say, decorate: decorate };
 
   function start(card) {
     dragged = card;
@@ -90,7 +107,8 @@ null)) return;
     fetch(form.action, { method: 'POST', body: body, credentials: 'same-origin', headers: { accept: \
 'application/json' } })
       .then(function (res) {
-        if (res.ok) return location.reload();
+        var said = 'Moved #' + numberOf(card) + ' to ' + status + '.';
+        if (res.ok) return window.shiplogBoard.refresh(numberOf(card), said);
         return res.json().then(function (answer) { throw new Error(answer.message); }, function () { throw new \
 Error('The card could not be moved.'); });
       })

@@ -7,6 +7,8 @@ import { fieldError, type FormState, itemHref, otherErrors, personName, productN
 export interface BoardCard {
   item: ItemJson;
   subItems: number;
+  /** A story's live sub-items, shown under it. */
+  children: ItemJson[];
   /** The numbers of the cards next to it in the column (whatever page they are on), to move past. */
   above?: number;
   below?: number;
@@ -16,7 +18,11 @@ export interface BoardColumn {
   status: string;
   total: number;
   offset: number;
+  /** Whether its cards are in the team's order (moved up and down), or newest first (done work). */
+  ordered: boolean;
   cards: BoardCard[];
+  /** Sub-items of the person the board is filtered by, as cards naming their story. */
+  subCards: BoardCard[];
 }
 
 export interface BoardView {
@@ -31,6 +37,10 @@ export interface BoardView {
   /** Where a card can be moved to (what clients may set). */
   statuses: readonly string[];
   newItem?: FormState;
+  /** The product's revision the board shows: its live changes are those after it. */
+  revision: number;
+  /** What the last change made from the board was, said once at its top. */
+  notice?: string;
   viewer: Viewer;
 }
 
@@ -43,11 +53,17 @@ interface BoardContext {
 export function boardPage(view: BoardView): Html {
   const p = view.product;
   const context = { view, back: boardQueryString(view.filters).replace(/^\?/, '') };
+  const notice = view.notice ? html`<p class="notice" role="status" id="notice">${view.notice}</p>` : '';
   return html`${productNav(p, 'board')}
-${filterForm(view)}
-<div class="board">${view.columns.map((c) => column(context, c))}</div>
+${notice}${filterForm(view)}
+<p class="board-help muted">Keys: <kbd>j</kbd>/<kbd>k</kbd> between cards, <kbd>Shift</kbd>+arrows to move one, \
+<kbd>c</kbd> new item, <kbd>/</kbd> filter, <kbd>?</kbd> <a href="#board-keys">all keys</a>.</p>
+${columnTabs(view)}<div class="board" data-product="${p.id}" data-revision="${view.revision}" \
+data-live="/app/products/${p.id}/events?since=${view.revision}">${view.columns.map((c) => column(context, c))}</div>
+<p id="board-live" class="sr-only" aria-live="polite"></p>
 ${newItemForm(view)}
-<script src="/app/board.js" defer></script>`;
+${keysPanel()}
+<script src="/app/board.js" defer></script><script src="/app/live.js" defer></script>`;
 }
 
 function filterForm(view: BoardView): Html {
@@ -63,10 +79,38 @@ function filterForm(view: BoardView): Html {
 </select></label>
 <label>Creator <select name="creator"><option value="">anyone</option>${selectOptions(people, f.creator)}\
 </select></label>
-<label>Tags <input type="text" name="tags" value="${f.tags ?? ''}" placeholder="ui, api"></label>
+<label>Tags <input type="text" name="tags" value="${f.tags ?? ''}" placeholder="ui, api" \
+aria-describedby="tags-hint"> <small id="tags-hint" class="muted">exact case: UI is not ui</small></label>
 <label class="check"><input type="checkbox" name="mine" value="1"${mine}> Mine</label>
 <button type="submit">Filter</button> <a href="/app/products/${view.product.id}/board">Clear</a>
 </form>`;
+}
+
+/** On a phone the columns are shown one at a time: these links pick which (the script makes them tabs). */
+function columnTabs(view: BoardView): Html | '' {
+  if (view.columns.length < 2) return '';
+  return html`<nav class="column-tabs" aria-label="Columns">${view.columns.map(
+    (c) =>
+      html`<a href="#col-${c.status}" data-status="${c.status}">${c.status} <span class="count">${c.total}</span></a>`,
+  )}</nav>`;
+}
+
+/** Every key of the board, in one panel (`?` shows it; without script it is a section at the bottom). */
+function keysPanel(): Html {
+  const keys: [string, string][] = [
+    ['j / k', 'next / previous card'],
+    ['Shift+\u2191 / Shift+\u2193', 'move the card up / down its column'],
+    ['Shift+\u2190 / Shift+\u2192', 'move the card to the previous / next status'],
+    ['Enter', 'open the card'],
+    ['c', 'new item'],
+    ['/', 'the filter'],
+    ['?', 'this list'],
+    ['Esc', 'close this list'],
+  ];
+  return html`<section id="board-keys" class="keys" aria-labelledby="board-keys-title" tabindex="-1">
+<h2 id="board-keys-title">Keyboard</h2>\
+<dl>${keys.map(([k, what]) => html`<dt><kbd>${k}</kbd></dt><dd>${what}</dd>`)}</dl>
+</section>`;
 }
 
 function column(context: BoardContext, c: BoardColumn): Html {
@@ -80,25 +124,33 @@ function column(context: BoardContext, c: BoardColumn): Html {
       ? html`<a class="more" href="${at(Math.max(0, c.offset - view.pageSize))}">Earlier cards</a>`
       : '';
   const heading = view.single ? html`${c.status}` : html`<a href="${at(0)}">${c.status}</a>`;
-  return html`<section class="column" data-status="${c.status}" aria-labelledby="col-${c.status}">
-<h2 id="col-${c.status}">${heading} <span class="count">${c.total}</span></h2>
+  const order = c.ordered ? '' : html` <span class="muted order">newest first</span>`;
+  const subs = c.subCards.length
+    ? html`<h3 class="sub-cards">Sub-items</h3><ul class="cards sub-cards">${c.subCards.map((card) =>
+        cardHtml(context, card),
+      )}</ul>`
+    : '';
+  return html`<section class="column" data-status="${c.status}" aria-labelledby="col-${c.status}" \
+id="column-${c.status}">
+<h2 id="col-${c.status}">${heading} <span class="count">${c.total}</span>${order}</h2>
 ${earlier}
 <ol class="cards" start="${c.offset + 1}">${c.cards.map((card) => cardHtml(context, card))}</ol>
 ${c.cards.length === 0 ? html`<p class="muted">No items.</p>` : ''}
-${more}
+${more}${subs}
 </section>`;
 }
 
-/**
- * One card: what it is, and its own move form (the keyboard's way, and what a drop posts). Kept
- * lean, without whitespace between elements: a board shows a few hundred of them.
- */
-function cardHtml(context: BoardContext, card: BoardCard): Html {
-  const i = card.item;
-  const href = itemHref(context.view.product.id, i.number);
-  const subs = card.subItems
-    ? html` <span class="subs">${card.subItems} sub-item${card.subItems === 1 ? '' : 's'}</span>`
-    : '';
+/** A person's initials, with their name for those who point at it and for screen readers. */
+function initials(user: ItemJson['assigned_to']): Html | '' {
+  if (!user) return '';
+  const name = personName(user);
+  const short = `${user.first_name.charAt(0)}${user.last_name.charAt(0)}` || user.email.charAt(0);
+  return html` <span class="who" title="${name}"><span aria-hidden="true">${short.toUpperCase()}</span>\
+<span class="sr-only">assigned to ${name}</span></span>`;
+}
+
+/** A card's marks: blocked, comments. */
+function marks(i: ItemJson): Html {
   const blockers = i.counts.blockers;
   const blocked = blockers
     ? html` <span class="mark blocked">Blocked\
@@ -109,47 +161,68 @@ function cardHtml(context: BoardContext, card: BoardCard): Html {
     ? html` <span class="mark comments">${n}\
 <span class="sr-only"> comment${n === 1 ? '' : 's'}</span></span>`
     : '';
-  const tags = i.tags.length ? html`<ul class="tags">${i.tags.map((t) => html`<li>${t}</li>`)}</ul>` : '';
-  const assignee = i.assigned_to ? html`<p class="muted">${personName(i.assigned_to)}</p>` : '';
-  return html`<li class="card" id="item-${i.number}" data-number="${i.number}"><p class="meta">\
-<a href="${href}">#${i.number}</a> <span class="type type-${i.type}">${i.type}</span> \
-<span class="score">${i.score}</span>${subs}${blocked}${comments}</p>\
-<p class="title"><a href="${href}">${i.title}</a></p>${tags}${assignee}${moveForm(context, card)}</li>`;
+  return html`${blocked}${comments}`;
 }
 
-/** A card's move form: up, to the top, down, or to another status. */
-function moveForm({ view, back }: BoardContext, card: BoardCard): Html {
+/** A story's sub-items under it, folded: their number, title and status. */
+function childrenHtml(productId: number, card: BoardCard): Html | '' {
+  if (!card.children.length) return '';
+  const n = card.subItems;
+  return html`<details class="subs"><summary>${n} sub-item${n === 1 ? '' : 's'}</summary><ul>${card.children.map(
+    (c) => html`<li><a href="${itemHref(productId, c.number)}">#${c.number} ${c.title}</a> \
+<span class="muted">${c.status}</span>${initials(c.assigned_to)}</li>`,
+  )}</ul></details>`;
+}
+
+/**
+ * One card: number, type, score, title, tags, assignee, marks, and one move menu. Kept lean,
+ * without whitespace between elements: a board shows a few hundred of them.
+ */
+function cardHtml(context: BoardContext, card: BoardCard): Html {
+  const i = card.item;
+  const productId = context.view.product.id;
+  const href = itemHref(productId, i.number);
+  const tags = i.tags.length ? html` <span class="tags">${i.tags.map((t) => html`<span>${t}</span>`)}</span>` : '';
+  const parent = i.parent
+    ? html`<p class="parent muted">in <a href="${itemHref(productId, i.parent.number)}">#${i.parent.number} \
+${i.parent.title}</a></p>`
+    : '';
+  return html`<li class="card" id="item-${i.number}" data-number="${i.number}" tabindex="-1"><p class="meta">\
+#${i.number} <span class="type type-${i.type}">${i.type}</span> \
+<span class="score">${i.score}</span>${marks(i)}${initials(i.assigned_to)}${tags}</p>\
+<p class="title"><a href="${href}">${i.title}</a></p>${parent}${childrenHtml(productId, card)}\
+${i.parent ? '' : moveMenu(context, card)}</li>`;
+}
+
+/** A card's one move menu: up, to the top, down (in ordered columns), or to another status. */
+function moveMenu({ view, back }: BoardContext, card: BoardCard): Html {
   const i = card.item;
   const n = i.number;
   const up =
     card.above !== undefined
       ? html`<input type="hidden" name="above" value="${card.above}">\
-<button name="to" value="up" aria-label="Move #${n} up">Up</button>`
+<button name="to" value="up">Up</button>`
       : '';
-  const top =
-    card.above !== undefined || back
-      ? html`<button name="to" value="top" aria-label="Move #${n} to the top of ${i.status}">Top</button>`
-      : '';
+  const ordered = card.above !== undefined || card.below !== undefined || back;
+  const top = ordered && card.above !== undefined ? html`<button name="to" value="top">Top</button>` : '';
   const down =
     card.below !== undefined
       ? html`<input type="hidden" name="below" value="${card.below}">\
-<button name="to" value="down" aria-label="Move #${n} down">Down</button>`
+<button name="to" value="down">Down</button>`
       : '';
-  const statuses = selectOptions(
-    view.statuses.map((s) => [s, s]),
-    i.status,
-  );
-  return html`<form class="move" method="post" action="/app/products/${view.product.id}/items/${n}/move">\
-${csrfField(view.viewer)}${back ? html`<input type="hidden" name="back" value="${back}">` : ''}${up}${top}${down}\
-<select name="status" aria-label="Status for #${n}">${statuses}</select>\
-<button name="to" value="status" aria-label="Move #${n} to the chosen status">Move</button></form>`;
+  const others = view.statuses.filter((s) => s !== i.status);
+  const statuses = others.map((s) => html`<button name="status" value="${s}" data-to="status">To ${s}</button>`);
+  return html`<details class="move"><summary aria-label="Move #${n}">Move</summary>\
+<form class="move" method="post" action="/app/products/${view.product.id}/items/${n}/move">\
+${csrfField(view.viewer)}${back ? html`<input type="hidden" name="back" value="${back}">` : ''}\
+${top}${up}${down}${statuses}</form></details>`;
 }
 
 function newItemForm(view: BoardView): Html {
   const form = view.newItem ?? { values: {}, errors: {} };
   const action = `/app/products/${view.product.id}/items`;
   return html`<h2 id="new-item">New item</h2>
-${createForm({ action, form, viewer: view.viewer, types: view.types, statuses: view.statuses })}`;
+${createForm({ action, form, viewer: view.viewer, types: view.types, statuses: view.statuses, board: true })}`;
 }
 
 /** The form that creates an item (or, with a parent, a sub-item), as shown with what was typed and what was wrong. */
@@ -160,13 +233,24 @@ export interface CreateFormOptions {
   types: readonly string[];
   statuses: readonly string[];
   parent?: number;
+  /** Made on the board: the new item's page is not where one goes next, the board is. */
+  board?: boolean;
 }
+
+/** The create form's fields in order: the first one refused gets the focus (and is scrolled to) without script. */
+const CREATE_FIELDS = ['type', 'title', 'who', 'what', 'why', 'status'];
+const firstRefused = (s: FormState, name: string): Html | '' =>
+  s.errors[name] && CREATE_FIELDS.find((f) => s.errors[f]) === name
+    ? html` autofocus aria-invalid="true" aria-describedby="error-${name}"`
+    : s.errors[name]
+      ? html` aria-invalid="true" aria-describedby="error-${name}"`
+      : '';
 
 /** A text field of the create form. */
 const createText = (s: FormState, name: 'title' | 'who' | 'what' | 'why', label: Html | string): Html =>
   html`<p><label for="new-${name}">${label}</label>\
-<input id="new-${name}" type="text" name="${name}" maxlength="255" value="${s.values[name] ?? ''}">\
-${fieldError(s, name)}</p>`;
+<input id="new-${name}" type="text" name="${name}" maxlength="255" value="${s.values[name] ?? ''}"\
+${firstRefused(s, name)}>${fieldError(s, name)}</p>`;
 
 /** The form that creates an item (or, with a parent, a sub-item): a story is written as who / what / why. */
 export function createForm(o: CreateFormOptions): Html {
@@ -175,9 +259,9 @@ export function createForm(o: CreateFormOptions): Html {
   const parent = o.parent !== undefined ? html`<input type="hidden" name="parent" value="${o.parent}">` : '';
   const shown = ['type', 'title', 'who', 'what', 'why', 'status', 'parent'];
   return html`<form class="item-form" method="post" action="${o.action}">${csrfField(o.viewer)}
-${parent}
+${parent}${o.board ? html`<input type="hidden" name="from" value="board">` : ''}
 ${s.message ? html`<p class="error">${s.message}</p>` : ''}${otherErrors(s, shown)}
-<p><label for="new-type">Type</label><select id="new-type" name="type">${selectOptions(
+<p><label for="new-type">Type</label><select id="new-type" name="type"${firstRefused(s, 'type')}>${selectOptions(
     o.types.map((t) => [t, t]),
     v.type ?? 'task',
   )}</select>${fieldError(s, 'type')}</p>
@@ -187,7 +271,8 @@ ${createText(s, 'who', 'Who')}
 ${createText(s, 'what', 'What')}
 ${createText(s, 'why', 'Why')}
 </fieldset>
-<p><label for="new-status">Status</label><select id="new-status" name="status">${selectOptions(
+<p><label for="new-status">Status</label>\
+<select id="new-status" name="status"${firstRefused(s, 'status')}>${selectOptions(
     o.statuses.map((t) => [t, t]),
     v.status ?? 'backlog',
   )}</select>${fieldError(s, 'status')}</p>

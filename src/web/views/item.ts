@@ -26,6 +26,8 @@ import {
 
 export interface ItemView {
   product: { id: number; name: string };
+  /** The product's revision the page shows: its live changes are those after it. */
+  revision?: number;
   item: ItemJson;
   /** The description, already rendered as safe HTML (Markdown, raw HTML shown as text). */
   descriptionHtml: string;
@@ -78,6 +80,13 @@ export interface EditForm extends FormState {
   conflicts: readonly string[];
 }
 
+/** Where the page's script follows the product's changes from (the revision shown), and says so. */
+const liveMark = (v: ItemView): Html =>
+  v.revision === undefined
+    ? html``
+    : html`<p id="live-note" class="sr-only" aria-live="polite" data-item="${v.item.number}" \
+data-revision="${v.revision}" data-live="/app/products/${v.product.id}/events?since=${v.revision}"></p>`;
+
 /** An item's page: the item, its sub-items, where it is deployed, and its edit form. */
 export function itemPage(v: ItemView): Html {
   const ctx: ConversationContext = {
@@ -106,7 +115,7 @@ ${whereDeployed(v)}
 ${timelineSection(ctx)}
 <h2 id="edit">Edit</h2>
 ${editForm(v)}
-<script src="/app/item.js" defer></script>`;
+${liveMark(v)}<script src="/app/item.js" defer></script><script src="/app/live.js" defer></script>`;
 }
 
 /** What the item is: its kind and state, title, tags, description, people, parent and progress. */

@@ -174,5 +174,46 @@ fieldset { min-width: 0; }
 /* The page of a link followed from a message (an invitation, unsubscribing): the same look, one column. */
 main.link-page { max-width: 36rem; }
 main.link-page code { overflow-wrap: anywhere; }
+/* The board: compact cards with one move menu, the keys panel, columns as tabs on a phone. */
+.board .column { flex: 1 1 17rem; max-width: 26rem; }
+form.filters input[name=tags] { width: 11rem; display: inline-block; }
+form.filters #tags-hint { font-size: .75rem; }
+.card { position: relative; padding: .3rem .45rem; margin-bottom: .3rem; line-height: 1.3; }
+.card p { margin: 0; }
+.card:focus { outline: 2px solid var(--focus); outline-offset: 1px; }
+.card .meta { padding-right: 3.5rem; }
+.card .title { font-size: .9rem; overflow: hidden; display: -webkit-box; -webkit-line-clamp: 1; \
+-webkit-box-orient: vertical; }
+.card .tags span { background: var(--notice-bg); border-radius: 3px; padding: 0 .3rem; margin-left: .2rem; font-size: .75rem; }
+.card .who { display: inline-block; min-width: 1.5rem; text-align: center; border-radius: 50%; background: var(--surface-2); \
+font-size: .7rem; font-weight: 600; margin-left: .2rem; color: var(--fg); }
+.card .parent { font-size: .8rem; }
+.card details.move > summary { position: absolute; top: .2rem; right: .3rem; font-size: .8rem; cursor: pointer; \
+color: var(--accent); list-style: none; padding: 0 .25rem; }
+.card details.move > summary::-webkit-details-marker { display: none; }
+.card details.move[open] > form.move { margin-top: .3rem; }
+.card details.subs { font-size: .8rem; }
+.card details.subs ul { margin: .1rem 0 0; padding-left: 1rem; }
+.board.draggable .card .grip { float: none; position: absolute; right: .1rem; bottom: .1rem; margin: 0; \
+width: 1.5rem; height: 1.5rem; padding: .3rem; }
+.board.draggable .card .title { padding-right: 1.5rem; }
+.column h2 .order { font-size: .75rem; text-transform: none; }
+.column h3.sub-cards { font-size: .85rem; margin: .5rem 0 .25rem; }
+ul.cards { list-style: none; padding: 0; margin: 0; }
+.board-help { font-size: .8rem; margin: .25rem 0; }
+.column-tabs { display: none; }
+.keys.panel { position: fixed; z-index: 10; top: 4rem; right: 1rem; max-width: 24rem; background: var(--surface); \
+border: 1px solid var(--border-strong); border-radius: 4px; padding: .5rem 1rem; box-shadow: 0 4px 16px rgba(0,0,0,.2); }
+.keys dl { display: grid; grid-template-columns: max-content 1fr; gap: .2rem 1rem; margin: 0; }
+.keys dd { margin: 0; }
+button.danger { background: var(--danger); border-color: var(--danger); color: var(--on-accent); }
+@media (max-width: 40rem) {
+  .column-tabs { display: flex; flex-wrap: wrap; gap: .25rem; margin: .5rem 0; }
+  .column-tabs a { padding: .3rem .6rem; border-radius: 4px; background: var(--surface-2); text-transform: capitalize; }
+  .column-tabs a[aria-current], .column-tabs a[aria-current] .count { background: var(--fg); color: var(--surface); }
+  .board.tabbed .column { display: none; }
+  .board.tabbed .column.current { display: block; }
+  .board-help { display: none; }
+}
 @media (max-width: 40rem) { .board { flex-direction: column; width: auto; margin-left: 0; } .column { flex: none; } }
 `;

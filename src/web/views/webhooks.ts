@@ -17,6 +17,8 @@ export interface WebhooksView {
   eventTypes: readonly string[];
   /** A webhook just added, with its secret, shown this once. */
   added?: { url: string; secret: string };
+  /** What the last change did, said once. */
+  notice?: string;
   viewer: Viewer;
 }
 
@@ -65,8 +67,9 @@ ${v.webhooks.map((webhook) => webhookRow({ productId: p, webhook, viewer: v.view
 </tbody></table>`,
       )
     : html`<p class="muted">None yet.</p>`;
+  const notice = v.notice ? html`<p class="notice" role="status">${v.notice}</p>` : '';
   return html`${productNav(v.product, 'webhooks')}
-${added}
+${notice}${added}
 <p>Webhooks tell other services about this product's changes: each event is a signed JSON POST (the
 <code>Shiplog-Signature</code> header), or a message for a chat's incoming webhook. A webhook that keeps failing is
 disabled, with the reason shown here.</p>
