@@ -203,7 +203,8 @@ ul.cards { list-style: none; padding: 0; margin: 0; }
 .board-help { font-size: .8rem; margin: .25rem 0; }
 .column-tabs { display: none; }
 .keys.panel { position: fixed; z-index: 10; top: 4rem; right: 1rem; max-width: 24rem; background: var(--surface); \
-border: 1px solid var(--border-strong); border-radius: 4px; padding: .5rem 1rem; box-shadow: 0 4px 16px rgba(0,0,0,.2); }
+border: 1px solid var(--border-strong); border-radius: 4px; padding: .5rem 1rem; box-shadow: 0 4px 16px \
+rgba(0,0,0,.2); }
 .keys dl { display: grid; grid-template-columns: max-content 1fr; gap: .2rem 1rem; margin: 0; }
 .keys dd { margin: 0; }
 button.danger { background: var(--danger); border-color: var(--danger); color: var(--on-accent); }
