@@ -239,6 +239,9 @@ describe('axe-core on every page', { timeout: 300_000 }, () => {
     await page.emulateMedia({ colorScheme: 'light' });
     await visit(page, '/app/settings', 'settings');
     await page.getByRole('button', { name: 'Make a new API key' }).click();
+    await page.getByText('Make a new API key?').waitFor();
+    await bothWidths(page, 'settings, asked to confirm a new key');
+    await page.getByRole('button', { name: 'Make a new API key' }).click();
     await page.locator('code.key').waitFor();
     await bothWidths(page, 'settings, a new key shown');
     await visit(page, `${product}/board`, 'board');
