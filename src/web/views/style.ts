@@ -186,7 +186,8 @@ form.filters #tags-hint { font-size: .75rem; }
 -webkit-box-orient: vertical; }
 .card .tags span { background: var(--notice-bg); border-radius: 3px; padding: 0 .3rem; margin-left: .2rem; \
 font-size: .75rem; }
-.card .who { display: inline-block; min-width: 1.5rem; text-align: center; border-radius: 50%; background: var(--surface-2); \
+.card .who { display: inline-block; min-width: 1.5rem; text-align: center; border-radius: 50%; background: \
+var(--surface-2); \
 font-size: .7rem; font-weight: 600; margin-left: .2rem; color: var(--fg); }
 .card .parent { font-size: .8rem; }
 .card details.move > summary { position: absolute; top: .2rem; right: .3rem; font-size: .8rem; cursor: pointer; \
