@@ -127,6 +127,7 @@ const ROUTES: Record<string, RouteSpec> = {
   'GET /openapi.json': { access: 'open', params: [] },
   'GET /docs': { access: 'open', params: [] },
   'GET /docs/json': { access: 'open', params: [] },
+  'GET /docs/static/theme/shiplog.css': { access: 'open', params: [] },
   'GET /docs/yaml': { access: 'open', params: [] },
   'GET /docs/static/index.html': { access: 'open', params: [] },
   'GET /docs/static/swagger-initializer.js': { access: 'open', params: [] },
