@@ -412,8 +412,8 @@ const ROUTES: Record<string, RouteSpec> = {
   },
 };
 
-/** Cases per route: some 2,500 requests over the hundred routes, well under a minute. */
-const RUNS_PER_ROUTE = 25;
+/** Cases per route: some 1,800 requests over the 120 routes, well under half a minute. */
+const RUNS_PER_ROUTE = 15;
 
 /** Routes as the app registers them: "METHOD url", and the parameter names their schema declares. */
 const registered = new Map<string, string[]>();
