@@ -6,7 +6,7 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { Page } from 'playwright-core';
 import { openDatabase, type Db } from '../src/db/connection.js';
-import { type AxeOptions, axeViolations, launchChromium, mailedLink, type RunningBrowser } from './browser.js';
+import { type AxeOptions, axeViolations, launchChromium, mailedLink, type RunningBrowser, apiCall } from './browser.js';
 import { makeProduct, makeUser, readEml, tempDir, type TestUser } from './helpers.js';
 import { startServer, stopProcess, waitFor, type Server } from './processes.js';
 import { databaseOptionsFor } from './storage.js';
@@ -54,16 +54,9 @@ after(async () => {
   if (server) await stopProcess(server.child);
 });
 
-async function api(user: TestUser, method: string, url: string, params?: Record<string, string>): Promise<any> {
-  const res = await fetch(`${base}${url}`, {
-    method,
-    headers: { authorization: user.auth, ...(params ? { 'content-type': 'application/x-www-form-urlencoded' } : {}) },
-    body: params ? new URLSearchParams(params).toString() : undefined,
-  });
-  const text = await res.text();
-  assert.ok(res.ok, `${method} ${url}: ${res.status} ${text}`);
-  return JSON.parse(text);
-}
+/** The API, as a deploy script or client calls it. */
+const api = (user: TestUser, method: string, url: string, params?: Record<string, string>) =>
+  apiCall(base, user, method, url, params);
 
 /** What axe-core found, by page, state and width: gathered over the whole walk so one run names every fault. */
 const found: string[] = [];

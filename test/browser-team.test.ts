@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { BrowserContext, Page } from 'playwright-core';
 import { openDatabase, type Db } from '../src/db/connection.js';
-import { launchChromium, mailedLink, type RunningBrowser } from './browser.js';
+import { launchChromium, mailedLink, type RunningBrowser, apiCall } from './browser.js';
 import { makeProduct, makeUser, tempDir, type TestUser } from './helpers.js';
 import { startServer, stopProcess, type Server } from './processes.js';
 import { databaseOptionsFor } from './storage.js';
@@ -38,16 +38,9 @@ after(async () => {
   if (server) await stopProcess(server.child);
 });
 
-async function api(user: TestUser, method: string, url: string, params?: Record<string, string>): Promise<any> {
-  const res = await fetch(`${base}${url}`, {
-    method,
-    headers: { authorization: user.auth, ...(params ? { 'content-type': 'application/x-www-form-urlencoded' } : {}) },
-    body: params ? new URLSearchParams(params).toString() : undefined,
-  });
-  const text = await res.text();
-  assert.ok(res.ok, `${method} ${url}: ${res.status} ${text}`);
-  return JSON.parse(text);
-}
+/** The API, as a deploy script or client calls it. */
+const api = (user: TestUser, method: string, url: string, params?: Record<string, string>) =>
+  apiCall(base, user, method, url, params);
 
 async function newContext(javaScriptEnabled = true): Promise<{ context: BrowserContext; page: Page }> {
   const context = await chrome.browser.newContext({ viewport: { width: 1280, height: 800 }, javaScriptEnabled });

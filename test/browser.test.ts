@@ -4,7 +4,7 @@ import { once } from 'node:events';
 import { after, before, describe, test } from 'node:test';
 import type { BrowserContext, Page } from 'playwright-core';
 import { openDatabase, type Db } from '../src/db/connection.js';
-import { launchChromium, mailedLink, type RunningBrowser } from './browser.js';
+import { launchChromium, mailedLink, type RunningBrowser, apiCall } from './browser.js';
 import { makeProduct, makeUser, tempDir, type TestUser } from './helpers.js';
 import { startServer, stopProcess, type Server } from './processes.js';
 import { databaseOptionsFor } from './storage.js';
@@ -38,16 +38,8 @@ after(async () => {
 });
 
 /** The API, as a deploy script or client calls it. */
-async function api(user: TestUser, method: string, url: string, params?: Record<string, string>): Promise<any> {
-  const res = await fetch(`${base}${url}`, {
-    method,
-    headers: { authorization: user.auth, ...(params ? { 'content-type': 'application/x-www-form-urlencoded' } : {}) },
-    body: params ? new URLSearchParams(params).toString() : undefined,
-  });
-  const text = await res.text();
-  assert.ok(res.ok, `${method} ${url}: ${res.status} ${text}`);
-  return JSON.parse(text);
-}
+const api = (user: TestUser, method: string, url: string, params?: Record<string, string>) =>
+  apiCall(base, user, method, url, params);
 
 /** Item numbers of a column, in priority order, as the API reads them. */
 async function order(user: TestUser, productId: number, status: string): Promise<number[]> {

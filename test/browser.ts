@@ -136,3 +136,21 @@ export async function assertAccessible(page: Page, label: string, options: AxeOp
   const lines = found.map((v) => `  ${v.id} (${v.impact}): ${v.help}; at ${v.targets.join(' | ')}`);
   throw new Error(`axe-core on ${label} (${page.url()}):\n${lines.join('\n')}`);
 }
+
+/** The API on a running server (`base`), as a deploy script or client calls it; fails the test on an error answer. */
+export async function apiCall(
+  base: string,
+  user: { auth: string },
+  method: string,
+  url: string,
+  params?: Record<string, string>,
+): Promise<any> {
+  const res = await fetch(`${base}${url}`, {
+    method,
+    headers: { authorization: user.auth, ...(params ? { 'content-type': 'application/x-www-form-urlencoded' } : {}) },
+    body: params ? new URLSearchParams(params).toString() : undefined,
+  });
+  const text = await res.text();
+  if (!res.ok) throw new Error(`${method} ${url}: ${res.status} ${text}`);
+  return JSON.parse(text);
+}
