@@ -93,10 +93,6 @@ export async function insertComment(
     .executeTakeFirstOrThrow();
 }
 
-export async function findCommentById(db: Db, id: number): Promise<CommentRow | undefined> {
-  return db.selectFrom('comments').selectAll().where('id', '=', id).executeTakeFirst();
-}
-
 export async function deleteComment(trx: Trx, id: number): Promise<void> {
   await trx.deleteFrom('comments').where('id', '=', id).execute();
 }
@@ -125,10 +121,6 @@ export async function deleteFavorite(trx: Trx, id: number): Promise<void> {
 }
 
 // Blocks: `item_id` blocks `blocked_id`.
-
-export async function findBlockById(db: Db, id: number): Promise<BlockRow | undefined> {
-  return db.selectFrom('blocks').selectAll().where('id', '=', id).executeTakeFirst();
-}
 
 export async function findBlockOfPair(db: Db, itemId: number, blockedId: number): Promise<BlockRow | undefined> {
   return db
