@@ -14,4 +14,4 @@ trap cleanup EXIT
 url=$(scripts/pg-test-cluster.sh start "$dir" "$port")
 echo "PostgreSQL test cluster: $url"
 node scripts/build-if-changed.mjs
-TEST_DATABASE_URL=$url node --import tsx --test --test-concurrency=2 test/*.test.ts test/pg/*.test.ts
+TEST_DATABASE_URL=$url node scripts/run-tests.mjs test test/pg

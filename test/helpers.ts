@@ -3,7 +3,6 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
-import { simpleParser } from 'mailparser';
 import { buildApp, type AppOptions } from '../src/app.js';
 import { loadConfig, type Config } from '../src/config.js';
 import { openDatabase, type DatabaseOptions, type Db } from '../src/db/connection.js';
@@ -279,6 +278,8 @@ export async function acceptInvitation(app: FastifyInstance, link: string, param
  * and HTML parts, and the raw source.
  */
 export async function readEml(raw: string | Buffer): Promise<ParsedMail> {
+  // Loaded here: most test files read no mail, and the parser is a fair part of a file's start.
+  const { simpleParser } = await import('mailparser');
   const parsed = await simpleParser(raw);
   const headers = new Map<string, string>();
   for (const { key, line } of parsed.headerLines) {

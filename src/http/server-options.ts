@@ -1,3 +1,4 @@
+import ValidatorSelector from '@fastify/ajv-compiler';
 import SerializerSelector from '@fastify/fast-json-stringify-compiler';
 import { LogController, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
 import type { Config } from '../config.js';
@@ -120,6 +121,31 @@ function lazySerializers(): NonNullable<
   };
 }
 
+/**
+ * Fastify's request validators (Ajv, from each route's params, query and body schemas), likewise
+ * compiled when their route is first asked for. The selector is shared by every app of the
+ * process, so apps built alike reuse one Ajv, and Ajv's cache of schemas it has compiled.
+ */
+const sharedValidators = ValidatorSelector();
+function lazyValidators(): NonNullable<
+  NonNullable<FastifyServerOptions['schemaController']>['compilersFactory']
+>['buildValidator'] {
+  return ((externalSchemas: unknown, options: unknown) => {
+    const compile = sharedValidators(externalSchemas as never, options as never);
+    return (route: unknown) => {
+      let validate: ((data: unknown) => unknown) & { errors?: unknown };
+      const lazy = (data: unknown) => {
+        validate ??= compile(route as never) as typeof validate;
+        const valid = validate(data);
+        lazy.errors = validate.errors;
+        return valid;
+      };
+      lazy.errors = undefined as unknown;
+      return lazy;
+    };
+  }) as never;
+}
+
 export function serverOptions(
   config: Config,
   logger: FastifyServerOptions['logger'],
@@ -138,7 +164,7 @@ export function serverOptions(
     // Parameters all name the one shared Param schema; referenced, not copied into every field,
     // it compiles once instead of once per field of every route (most of start-up otherwise).
     ajv: { customOptions: { inlineRefs: false } },
-    schemaController: { compilersFactory: { buildSerializer: lazySerializers() } },
+    schemaController: { compilersFactory: { buildValidator: lazyValidators(), buildSerializer: lazySerializers() } },
     // While shutting down, requests in flight and on open connections are still answered.
     return503OnClosing: false,
     // Errors Fastify meets before routing (a malformed URL) get the interface's shape too, or
