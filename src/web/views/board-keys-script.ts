@@ -10,6 +10,7 @@ export const BOARD_KEYS_SCRIPT = `(function () {
   if (!board || !api || !window.DOMParser) return;
   var STATUSES = ['backlog', 'in-progress', 'completed', 'accepted'];
   var pending = null;
+  var working = 0;
 
   function allCards() {
     return Array.prototype.filter.call(board.querySelectorAll('li.card[data-number]'), function (c) {
@@ -33,8 +34,19 @@ export const BOARD_KEYS_SCRIPT = `(function () {
     var s = q.toString();
     return location.pathname + (s ? '?' + s : '');
   }
-  /** Whether a refresh now would undo what the person is doing (a move menu open, a card being dragged). */
-  function busy() { return !!board.querySelector('details.move[open], .card.dragging'); }
+  /**
+   * Whether a refresh now would undo what the person is doing (a move menu open, a card being
+   * dragged), or cross a change of this page's own still on its way (its own refresh says what it did).
+   */
+  function busy() { return working > 0 || !!board.querySelector('details.move[open], .card.dragging'); }
+  /** Holds changes made elsewhere back until \`promise\` (a move of this page's and its refresh) settles. */
+  function work(promise) {
+    working += 1;
+    function done() { working -= 1; later(); }
+    promise.then(done, done);
+    return promise;
+  }
+  api.work = work;
 
   /** Fetches the board again and puts its columns in place; focus goes to the card numbered focus, if given. */
   function refresh(focus, message) {
@@ -72,13 +84,13 @@ export const BOARD_KEYS_SCRIPT = `(function () {
     Object.keys(fields).forEach(function (k) { body.set(k, fields[k]); });
     var number = card.getAttribute('data-number');
     var asJson = { accept: 'application/json' };
-    fetch(form.action, { method: 'POST', body: body, credentials: 'same-origin', headers: asJson })
+    work(fetch(form.action, { method: 'POST', body: body, credentials: 'same-origin', headers: asJson })
       .then(function (res) {
         if (res.ok) return refresh(number, message);
         return res.json().then(function (a) { api.say(a.message); },
           function () { api.say('The card could not be moved.'); });
       })
-      .catch(function () { api.say('The card could not be moved: no connection.'); });
+      .catch(function () { api.say('The card could not be moved: no connection.'); }));
   }
   function statusOf(card) { return card.closest('.column').getAttribute('data-status'); }
   function hidden(card, name) {
@@ -220,14 +232,21 @@ export const BOARD_KEYS_SCRIPT = `(function () {
   }
 
   // Changes made elsewhere (live.js): the board is fetched again, unless a move menu is open.
-  document.addEventListener('shiplog:change', function (e) {
+  function shown(e) {
     var revision = e.detail && e.detail.revision;
-    if (revision && Number(board.getAttribute('data-revision')) >= revision) return;
+    return revision && Number(board.getAttribute('data-revision')) >= revision;
+  }
+  document.addEventListener('shiplog:change', function (e) {
+    if (shown(e)) return;
     if (busy()) { pending = e; return; }
-    refresh(null, 'The board changed.');
+    work(refresh(null, 'The board changed.'));
   });
+  /** A change held back while the board was busy: shown now, unless the board already shows it. */
   function later() {
-    if (pending && !busy()) { pending = null; refresh(null, 'The board changed.'); }
+    if (!pending || busy()) return;
+    var e = pending;
+    pending = null;
+    if (!shown(e)) work(refresh(null, 'The board changed.'));
   }
   board.addEventListener('toggle', later, true);
   board.addEventListener('dragend', function () { setTimeout(later, 0); });

@@ -104,7 +104,7 @@ null)) return;
     body.set('status', status);
     if (prev) body.set('above', numberOf(prev));
     if (next) body.set('below', numberOf(next));
-    fetch(form.action, { method: 'POST', body: body, credentials: 'same-origin', headers: { accept: \
+    var moved = fetch(form.action, { method: 'POST', body: body, credentials: 'same-origin', headers: { accept: \
 'application/json' } })
       .then(function (res) {
         var said = 'Moved #' + numberOf(card) + ' to ' + status + '.';
@@ -116,6 +116,7 @@ Error('The card could not be moved.'); });
         from.list.insertBefore(card, from.next);
         say((err && err.message) || 'The card could not be moved.');
       });
+    if (window.shiplogBoard.work) window.shiplogBoard.work(moved);
   }
 
   board.addEventListener('dragstart', function (e) {
