@@ -38,6 +38,10 @@ export interface Config {
   readonly keepAliveTimeoutMs: number;
   /** Open connections one process accepts; further ones are closed at once. */
   readonly maxConnections: number;
+  /** On SIGTERM, how long readiness fails before the listener closes (the balancer's checks notice meanwhile). */
+  readonly drainDelayMs: number;
+  /** On SIGTERM, how long requests in flight have to finish once the listener is closed; then they are cut. */
+  readonly drainTimeoutMs: number;
   /** A signed-in browser that makes no request for this long is signed out. */
   readonly webSessionIdleMinutes: number;
   /** A page session ends this long after signing in, however active it has been. */
@@ -141,6 +145,13 @@ function parseFlag(name: string, raw: string): boolean {
 }
 
 /** A count where 0 means "no limit". */
+function parseWhole(name: string, raw: string, max: number): number {
+  if (!/^\d+$/.test(raw) || Number(raw) > max) {
+    throw new ConfigError(`${name} must be a whole number from 0 to ${max}, got "${raw}".`);
+  }
+  return Number(raw);
+}
+
 function parseLimit(name: string, raw: string, max: number): number {
   if (!/^\d+$/.test(raw) || Number(raw) > max) {
     throw new ConfigError(`${name} must be a whole number from 0 (no limit) to ${max}, got "${raw}".`);
@@ -258,6 +269,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     requestTimeoutMs: positive('REQUEST_TIMEOUT_MS', 30_000, MAX_TIMER_MS),
     keepAliveTimeoutMs: positive('KEEP_ALIVE_TIMEOUT_MS', 5_000, MAX_TIMER_MS),
     maxConnections: positive('MAX_CONNECTIONS', 1_000),
+    drainDelayMs: env.DRAIN_DELAY_MS ? parseWhole('DRAIN_DELAY_MS', env.DRAIN_DELAY_MS, 600_000) : 2_000,
+    drainTimeoutMs: positive('DRAIN_TIMEOUT_MS', 10_000, 600_000),
     webSessionIdleMinutes: positive('WEB_SESSION_IDLE_MINUTES', 7 * 24 * 60, 366 * 24 * 60),
     webSessionLifetimeDays: positive('WEB_SESSION_LIFETIME_DAYS', 30, 366),
     webhookTimeoutSeconds,
