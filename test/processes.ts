@@ -28,6 +28,8 @@ const SHIPLOG_SETTINGS = [
   'REQUEST_TIMEOUT_MS',
   'KEEP_ALIVE_TIMEOUT_MS',
   'MAX_CONNECTIONS',
+  'DRAIN_DELAY_MS',
+  'DRAIN_TIMEOUT_MS',
   'WEB_SESSION_IDLE_MINUTES',
   'WEB_SESSION_LIFETIME_DAYS',
   'WEBHOOK_TIMEOUT_SECONDS',
@@ -129,6 +131,8 @@ export async function spawnServer({
       HOST: '127.0.0.1',
       PORT: String(port),
       ...(await storageEnv(dataDir)),
+      // No balancer watches a test's server: SIGTERM closes the listener at once unless a test asks.
+      DRAIN_DELAY_MS: '0',
       ...env,
       ...envForPort?.(port),
     }),
