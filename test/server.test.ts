@@ -274,7 +274,7 @@ async function readiness(port: number): Promise<RawAnswer | undefined> {
 }
 
 describe('drain on SIGTERM', () => {
-  test('readiness fails first, the listener closes, the kept-alive request in flight ends with Connection: close', async () => {
+  test('readiness fails first, the listener closes, the request in flight ends with Connection: close', async () => {
     const dataDir = newDataDir();
     const email = 'grace@example.com';
     const db = await openDatabase(await databaseOptionsFor(dataDir));
