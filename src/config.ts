@@ -63,6 +63,8 @@ export interface Config {
   /** Requests one client address may make per window without proving who it is; 0 for no limit. */
   readonly rateLimitPerAddress: number;
   readonly rateLimitWindowSeconds: number;
+  /** Where requests are counted: in PostgreSQL, shared by every instance, or in each process. */
+  readonly rateLimitStore: 'database' | 'process';
   /** The most one JSON answer may weigh, in bytes: pages end early rather than pass it. */
   readonly maxAnswerBytes: number;
   /** The largest file one attachment may be, in MiB. */
@@ -145,6 +147,18 @@ function parseFlag(name: string, raw: string): boolean {
 }
 
 /** A count where 0 means "no limit". */
+/** `database` (the default on PostgreSQL, and only there) or `process`. */
+function parseRateLimitStore(raw: string | undefined, postgres: boolean): 'database' | 'process' {
+  if (!raw) return postgres ? 'database' : 'process';
+  if (raw !== 'database' && raw !== 'process') {
+    throw new ConfigError(`RATE_LIMIT_STORE must be database or process, got "${raw}".`);
+  }
+  if (raw === 'database' && !postgres) {
+    throw new ConfigError('RATE_LIMIT_STORE=database needs DATABASE_URL: on SQLite the one process counts.');
+  }
+  return raw;
+}
+
 function parseWhole(name: string, raw: string, max: number): number {
   if (!/^\d+$/.test(raw) || Number(raw) > max) {
     throw new ConfigError(`${name} must be a whole number from 0 to ${max}, got "${raw}".`);
@@ -282,6 +296,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     rateLimitPerKey: limit('RATE_LIMIT_PER_KEY', 1_200),
     rateLimitPerAddress: limit('RATE_LIMIT_PER_ADDRESS', 300),
     rateLimitWindowSeconds: positive('RATE_LIMIT_WINDOW_SECONDS', 60, 86_400),
+    rateLimitStore: parseRateLimitStore(env.RATE_LIMIT_STORE, Boolean(env.DATABASE_URL)),
     maxAnswerBytes: positive('MAX_ANSWER_BYTES', 8_000_000, 1_000_000_000),
     // A file is held in memory whole while it is received and stored: 100 MiB at most.
     attachmentMaxMb: positive('ATTACHMENT_MAX_MB', 10, 100),

@@ -82,8 +82,10 @@ async function main(): Promise<void> {
     MAIL_SEND_TIMEOUT_SECONDS: '3',
     WEBHOOK_LEASE_SECONDS: '6',
     WEBHOOK_TIMEOUT_SECONDS: '3',
-    // The load's users share one client address (HAProxy's) and are far below the per-user limit.
-    RATE_LIMIT_PER_ADDRESS: '0',
+    // Counted in the database as in production, with limits no client of the load reaches (they
+    // all come from HAProxy's address).
+    RATE_LIMIT_PER_ADDRESS: '100000000',
+    RATE_LIMIT_PER_KEY: '100000000',
     // HAProxy checks every 250 ms here: a second of failing readiness is four checks.
     DRAIN_DELAY_MS: '1000',
     DRAIN_TIMEOUT_MS: '10000',
