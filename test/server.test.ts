@@ -5,6 +5,7 @@ import http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
+import { ConfigError, loadConfig } from '../src/config.js';
 import { openDatabase } from '../src/db/connection.js';
 import { createUser } from '../src/users/service.js';
 import { basic, tempDir } from './helpers.js';
@@ -274,6 +275,23 @@ async function readiness(port: number): Promise<RawAnswer | undefined> {
 }
 
 describe('drain on SIGTERM', () => {
+  test('DRAIN_DELAY_MS (2 s) and DRAIN_TIMEOUT_MS (10 s): defaults, and bad values refused by name', () => {
+    const config = loadConfig({});
+    assert.equal(config.drainDelayMs, 2_000);
+    assert.equal(config.drainTimeoutMs, 10_000);
+    assert.equal(loadConfig({ DRAIN_DELAY_MS: '0' }).drainDelayMs, 0);
+    for (const [name, value] of [
+      ['DRAIN_DELAY_MS', '-1'],
+      ['DRAIN_DELAY_MS', '2s'],
+      ['DRAIN_TIMEOUT_MS', '0'],
+    ]) {
+      assert.throws(
+        () => loadConfig({ [name]: value }),
+        (err: unknown) => err instanceof ConfigError && err.message.startsWith(`${name} must be a whole number`),
+      );
+    }
+  });
+
   test('readiness fails first, the listener closes, the request in flight ends with Connection: close', async () => {
     const dataDir = newDataDir();
     const email = 'grace@example.com';
