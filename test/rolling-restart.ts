@@ -124,19 +124,28 @@ async function main(): Promise<void> {
   const figures: Record<string, unknown> = { clients: CLIENTS, measure_ms: MEASURE_MS };
   const db = await openDatabase(await databaseOptionsFor(seed.dataDir));
   try {
-    // 1. Throughput with 1, 2, 3 instances (those not started are down in HAProxy: it skips them).
-    const throughput: Record<string, number> = {};
-    for (const [i, instance] of instances.entries()) {
-      await start(instance);
-      await waitUntilUp(front, haproxy.statsPort, i + 1);
-      const load = startLoad(front, seed);
+    // 1. Throughput with 1, 2, 3 instances (those not started are down in HAProxy: it skips them),
+    // after the baseline of the same run: the same load straight to one instance, no HAProxy.
+    const throughput: Record<string, unknown> = {};
+    const measure = async (label: string, target: string) => {
+      const before = cpuSnapshot(instances, haproxy.child.pid!);
+      const load = startLoad(target, seed);
       await sleep(MEASURE_MS);
       const result = await load.stop();
-      assert.equal(result.failures.length, 0, `failures with ${i + 1} instance(s): ${result.failures.slice(0, 5)}`);
-      throughput[`${i + 1}`] = Math.round(result.completed / (MEASURE_MS / 1000));
-      process.stdout.write(`${i + 1} instance(s): ${throughput[`${i + 1}`]} requests/s\n`);
+      const cpu = cpuSince(before, cpuSnapshot(instances, haproxy.child.pid!), MEASURE_MS);
+      assert.equal(result.failures.length, 0, `failures (${label}): ${result.failures.slice(0, 5)}`);
+      const rate = Math.round(result.completed / (MEASURE_MS / 1000));
+      throughput[label] = { requests_per_second: rate, cpu_cores_used: cpu };
+      process.stdout.write(`${label}: ${rate} requests/s; cores used ${JSON.stringify(cpu)}\n`);
+    };
+    await start(instances[0]);
+    await measure('baseline: 1 instance, no HAProxy', `http://127.0.0.1:${instances[0].port}`);
+    for (const [i, instance] of instances.entries()) {
+      if (i > 0) await start(instance);
+      await waitUntilUp(front, haproxy.statsPort, i + 1);
+      await measure(`${i + 1} instance(s) through HAProxy`, front);
     }
-    figures.throughput_requests_per_second = throughput;
+    figures.throughput = throughput;
 
     // 2. A rolling restart under load.
     const load = startLoad(front, seed);
@@ -231,6 +240,71 @@ async function main(): Promise<void> {
     await sink.stop();
     await receiver.stop();
   }
+}
+
+/** CPU time (s) so far of the instances, HAProxy, the PostgreSQL cluster, this process, and the whole machine. */
+interface CpuSnapshot {
+  [part: string]: number;
+}
+
+const CLOCK_TICKS = 100;
+
+function processCpu(pid: number | undefined): number {
+  if (!pid) return 0;
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    // utime and stime: fields 14 and 15 of stat, 12 and 13 after the name.
+    return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+  } catch {
+    return 0;
+  }
+}
+
+/** The postmaster listening on the test cluster's port, and its children (the connections). */
+function postgresPids(): number[] {
+  const port = new URL(pgBase!).port;
+  const pids: number[] = [];
+  let postmaster: number | undefined;
+  const all = fs.readdirSync('/proc').filter((name) => /^\d+$/.test(name));
+  for (const pid of all) {
+    try {
+      const cmdline = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+      if (cmdline[0].endsWith('/postgres') && cmdline.includes('-p') && cmdline[cmdline.indexOf('-p') + 1] === port)
+        postmaster = Number(pid);
+    } catch {}
+  }
+  if (postmaster === undefined) return [];
+  pids.push(postmaster);
+  for (const pid of all) {
+    try {
+      const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+      if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === postmaster) pids.push(Number(pid));
+    } catch {}
+  }
+  return pids;
+}
+
+function cpuSnapshot(instances: Instance[], haproxyPid: number): CpuSnapshot {
+  const own = process.cpuUsage();
+  const machine = fs.readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
+  const idle = machine[3] + machine[4];
+  const total = machine.reduce((a, b) => a + b, 0);
+  return {
+    instances: instances.reduce((sum, i) => sum + processCpu(i.child?.pid), 0),
+    haproxy: processCpu(haproxyPid),
+    postgres: postgresPids().reduce((sum, pid) => sum + processCpu(pid), 0),
+    load_generator: (own.user + own.system) / 1e6,
+    machine_busy: (total - idle) / CLOCK_TICKS,
+  };
+}
+
+/** Cores used by each part over `ms` (the machine's includes other people's work on it). */
+function cpuSince(before: CpuSnapshot, after: CpuSnapshot, ms: number): CpuSnapshot {
+  const used: CpuSnapshot = {};
+  for (const part of Object.keys(after))
+    used[part] = Math.round(((after[part] - before[part]) / (ms / 1000)) * 100) / 100;
+  return used;
 }
 
 /** A product with six members who write, the owner who deploys, and a webhook for item.created. */
