@@ -42,10 +42,11 @@ const digest = (credential: string): string => crypto.createHash('sha256').updat
 
 /**
  * Limits requests per user and per client address, as the first hook of every request after the
- * hardening headers, so a flood is refused before any credential is checked or the database read.
- * Counted as @fastify/rate-limit counts, with the IETF draft's RateLimit headers, but in one
- * synchronous hook: the plugin awaits each of its callbacks and its store in turn, which cost a
- * tenth of a millisecond on every request.
+ * hardening headers, so a flood is refused before any credential is checked or anything read.
+ * Counted as @fastify/rate-limit counts, with the IETF draft's RateLimit headers, but in one hook,
+ * synchronous when the process counts: the plugin awaits each of its callbacks and its store in
+ * turn, which cost a tenth of a millisecond on every request. Its store interface would take the
+ * shared count too, but the statement is all a shared count needs.
  *
  * Who a request is must be known before authentication runs, and without a database lookup that
  * a flood could make expensive. So the limiter counts a request against its user only when its
