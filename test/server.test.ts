@@ -362,11 +362,20 @@ describe('drain on SIGTERM', () => {
   });
 
   test('a request that does not finish within DRAIN_TIMEOUT_MS is cut, and the process exits', async () => {
-    const server = await startServer({ env: { DRAIN_TIMEOUT_MS: '300' }, dataDir: newDataDir(), cwd: root });
+    const dataDir = newDataDir();
+    const email = 'katherine@example.com';
+    const db = await openDatabase(await databaseOptionsFor(dataDir));
+    const { apiKey } = await db
+      .transaction()
+      .execute((trx) => createUser(trx, { email, firstName: 'Katherine', lastName: 'Johnson' }));
+    await db.destroy();
+    const server = await startServer({ env: { DRAIN_TIMEOUT_MS: '300' }, dataDir, cwd: root });
     const stuck = rawConnection(server.port);
     try {
+      // Authenticated, so that it waits for its body (a stranger's is refused without it).
       stuck.write(
         'POST /api/products.json HTTP/1.1\r\nHost: 127.0.0.1\r\n' +
+          `Authorization: ${basic(email, apiKey)}\r\n` +
           'Content-Type: application/x-www-form-urlencoded\r\nContent-Length: 100\r\nExpect: 100-continue\r\n\r\n',
       );
       assert.equal((await stuck.next()).status, 100, 'the request is in flight');

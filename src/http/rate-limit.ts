@@ -1,7 +1,8 @@
 import crypto from 'node:crypto';
 import { normalizeIP } from '@fastify/rate-limit';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import type { Config } from '../config.js';
+import { type Config, databaseOptions } from '../config.js';
+import { type Db, openDatabase } from '../db/connection.js';
 import { TooManyRequestsError } from '../errors.js';
 import { PeriodicJob } from '../jobs/runner.js';
 import { LruCache } from '../lru.js';
@@ -69,7 +70,7 @@ export async function registerRateLimits(
   const known = new LruCache<string, number>(KNOWN_CREDENTIALS, KNOWN_FOR_MS);
   const windowMs = windowSeconds * 1000;
   const count = windowCounter(windowMs);
-  const shared = config.rateLimitStore === 'database' ? sharedCounter(app, windowMs, count) : undefined;
+  const shared = config.rateLimitStore === 'database' ? await sharedCounter(app, config, count) : undefined;
   const digestOf = credentialDigests(identity);
   app.addHook('onRequest', (request, reply, done) => {
     // Probes (`config: { rateLimit: false }`) are never limited, nor anything whose limit is 0.
@@ -132,32 +133,47 @@ function windowCounter(windowMs: number): (key: string, now: number) => Window {
 
 /** How often the windows that ended are deleted from the shared store (and at most a window apart). */
 const SWEEP_EVERY_MS = 60_000;
+/** The counting pool's connections per instance, and the longest a count may wait or run. */
+const COUNTING_CONNECTIONS = 2;
+const COUNT_DEADLINE_MS = 1_000;
 
 /**
- * Counts in PostgreSQL, shared by every instance: one upsert a request (see countInWindow). When
- * the database cannot count (unreachable, timed out), the process counts alone meanwhile, so the
- * limit still holds per instance and no request fails for it; that is logged once per outage.
- * Ended windows are deleted every minute, by every instance (each deletes what has ended).
+ * Counts in PostgreSQL, shared by every instance: one upsert a request (see countInWindow), on a
+ * pool of its own (two connections), so that a count never queues behind the requests' own work
+ * for a connection, nor they behind counts. When the database cannot count within a second
+ * (unreachable, overloaded), the process counts alone meanwhile, so the limit still holds per
+ * instance and no request fails for it; that is logged once per outage. Ended windows are deleted
+ * every minute, by every instance (each deletes what has ended).
  */
-function sharedCounter(
+async function sharedCounter(
   app: FastifyInstance,
-  windowMs: number,
+  config: Config,
   local: (key: string, now: number) => Window,
-): (key: string, now: number) => Promise<Window> {
+): Promise<(key: string, now: number) => Promise<Window>> {
+  const windowMs = config.rateLimitWindowSeconds * 1000;
+  const db: Db = await openDatabase({
+    ...databaseOptions(config),
+    poolMax: COUNTING_CONNECTIONS,
+    connectTimeoutMs: Math.min(config.pgConnectTimeoutMs, COUNT_DEADLINE_MS),
+    statementTimeoutMs: Math.min(config.pgStatementTimeoutMs, COUNT_DEADLINE_MS),
+  });
   let failing = false;
   const sweep = new PeriodicJob(
     {
       name: 'deleting ended rate-limit windows',
       everyMs: Math.min(SWEEP_EVERY_MS, windowMs),
-      run: () => deleteEndedWindows(app.db, Date.now()),
+      run: () => deleteEndedWindows(db, Date.now()),
     },
     app.log,
   );
   app.addHook('onReady', async () => sweep.start());
-  app.addHook('onClose', async () => sweep.stop());
+  app.addHook('onClose', async () => {
+    await sweep.stop();
+    await db.destroy();
+  });
   return async (key, now) => {
     try {
-      const window = await countInWindow(app.db, key, now, windowMs);
+      const window = await countInWindow(db, key, now, windowMs);
       if (failing) app.log.info('rate limits are counted in the database again');
       failing = false;
       return window;
