@@ -2,18 +2,26 @@
  * What counting requests in PostgreSQL costs (RATE_LIMIT_STORE=database): the limiter's one upsert
  * a request (http/repository.ts countInWindow), beside the baseline of the same run, a bare
  * `select 1` on the same pool: one after another, and 8 at once on one key (one user's requests
- * from several instances: they queue on its row) and on 8 keys.
+ * from several instances: they queue on its row) and on 8 keys. Then the whole server at
+ * saturation (h2load, 50 connections, one member's first page of items, a kept answer): counted in
+ * the process and in the database, in turn, twice.
  *
  *   DATABASE_URL=postgres://... node --import tsx bench/rate-limit-store.ts
  *
  * Works in a schema of its own, dropped at the end.
  */
+import { execFileSync } from 'node:child_process';
 import crypto from 'node:crypto';
+import path from 'node:path';
 import os from 'node:os';
 import { sql } from 'kysely';
 import pg from 'pg';
 import { openDatabase, type Db } from '../src/db/connection.js';
 import { countInWindow } from '../src/http/repository.js';
+import { createProduct } from '../src/products/service.js';
+import { createUser } from '../src/users/service.js';
+import { ROOT, SERVER_NODE_OPTIONS, SERVER_SCRIPT } from './config.js';
+import { freePort, spawnNode, stopChild } from './processes.js';
 
 const url = process.env.DATABASE_URL;
 if (!url) {
@@ -90,9 +98,82 @@ async function main(): Promise<void> {
         `${name}: ${f.per_second}/s, mean ${mean(f, name.includes('8 at once') ? 8 : 1)} ms, ` +
           `p50 ${f.p50_ms} ms, p99 ${f.p99_ms} ms\n`,
       );
+    await serverAtSaturation(db, scoped.toString());
   } finally {
     await db.destroy();
     await admin(`drop schema ${schema} cascade`);
+  }
+}
+
+/** h2load's requests per second for the built server, with each store in turn. */
+async function serverAtSaturation(db: Db, databaseUrl: string): Promise<void> {
+  const made = await db
+    .transaction()
+    .execute((trx) => createUser(trx, { email: 'bench@example.com', firstName: 'B', lastName: 'Ench' }));
+  const product = await db.transaction().execute((trx) => createProduct(trx, made.user, 'Counted'));
+  const auth = `Basic ${Buffer.from(`${made.user.email}:${made.apiKey}`).toString('base64')}`;
+  const seconds = Number(process.env.BENCH_SECONDS ?? 6);
+  for (const store of ['process', 'database', 'process', 'database']) {
+    const port = await freePort();
+    const server = spawnNode(
+      [...SERVER_NODE_OPTIONS, SERVER_SCRIPT],
+      {
+        PATH: process.env.PATH,
+        HOST: '127.0.0.1',
+        PORT: String(port),
+        DATA_DIR: path.join(ROOT, 'bench', '.data'),
+        DATABASE_URL: databaseUrl,
+        LOG_LEVEL: 'warn',
+        RATE_LIMIT_STORE: store,
+        RATE_LIMIT_PER_KEY: '1000000000',
+        RATE_LIMIT_PER_ADDRESS: '1000000000',
+        DRAIN_DELAY_MS: '0',
+      },
+      path.join(os.tmpdir(), `shiplog-rate-limit-store-${store}.log`),
+    );
+    try {
+      const base = `http://127.0.0.1:${port}`;
+      for (let tries = 0; ; tries++) {
+        const ok = await fetch(`${base}/health/ready`).then(
+          (r) => r.ok,
+          () => false,
+        );
+        if (ok) break;
+        if (tries > 200) throw new Error(`the server did not start: ${server.output()}`);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      for (let i = 0; i < 20; i++) {
+        await fetch(`${base}/api/products/${product.id}/items.json`, {
+          method: 'POST',
+          headers: { authorization: auth, 'content-type': 'application/x-www-form-urlencoded' },
+          body: new URLSearchParams({ type: 'task', title: `Item ${i}` }).toString(),
+        });
+      }
+      const h2load = (duration: number) =>
+        execFileSync(
+          'h2load',
+          [
+            '--h1',
+            '-c',
+            '50',
+            '-t',
+            '1',
+            '-D',
+            String(duration),
+            '-H',
+            `authorization: ${auth}`,
+            `${base}/api/products/${product.id}/items.json`,
+          ],
+          { encoding: 'utf8' },
+        );
+      h2load(2);
+      const out = h2load(seconds);
+      const rate = /finished in [^,]+, ([\d.]+) req\/s/.exec(out)?.[1];
+      const failed = /(\d+) failed/.exec(out)?.[1];
+      process.stdout.write(`server, counted in the ${store}: ${Math.round(Number(rate))} req/s (${failed} failed)\n`);
+    } finally {
+      await stopChild(server);
+    }
   }
 }
 

@@ -135,8 +135,10 @@ async function main(): Promise<void> {
       const cpu = cpuSince(before, cpuSnapshot(instances, haproxy.child.pid!), MEASURE_MS);
       assert.equal(result.failures.length, 0, `failures (${label}): ${result.failures.slice(0, 5)}`);
       const rate = Math.round(result.completed / (MEASURE_MS / 1000));
-      throughput[label] = { requests_per_second: rate, cpu_cores_used: cpu };
-      process.stdout.write(`${label}: ${rate} requests/s; cores used ${JSON.stringify(cpu)}\n`);
+      throughput[label] = { requests_per_second: rate, longest_request_ms: result.longestMs, cpu_cores_used: cpu };
+      process.stdout.write(
+        `${label}: ${rate} requests/s, longest ${result.longestMs} ms; cores used ${JSON.stringify(cpu)}\n`,
+      );
     };
     await start(instances[0]);
     await measure('baseline: 1 instance, no HAProxy', `http://127.0.0.1:${instances[0].port}`);
