@@ -585,6 +585,8 @@ async function benchSize(cfg: BenchConfig, backend: Backend, size: number): Prom
       DATA_DIR: runDir,
       LOG_LEVEL: 'warn',
       SMTP_URL: `smtp://127.0.0.1:${sink.port}`,
+      // No balancer watches: a server told to stop closes its listener at once.
+      DRAIN_DELAY_MS: '0',
       ...limits,
       ...prepared.env,
     });

@@ -17,10 +17,11 @@ import {
   CONVERSATION_SCHEMAS,
   conversationRoutes,
 } from './conversation/index.js';
-import { HealthSchema, healthRoutes } from './health.js';
+import { HealthSchema, healthRoutes, ProbeSchema, probeRoutes } from './health.js';
 import { RootSchema, rootRoutes } from './root.js';
 import { InboundListener, inboundOf, refusalMessageRenderer } from './inbound/index.js';
 import { answerExpectations, capConnections } from './http/connections.js';
+import { closeConnectionsWhileDraining, Lifecycle } from './http/lifecycle.js';
 import { documentScope } from './http/documentation.js';
 import { registerErrorHandling } from './http/errors.js';
 import { registerOpenApi } from './http/openapi.js';
@@ -105,6 +106,8 @@ declare module 'fastify' {
     markdown: MarkdownRenderer;
     /** The port the SMTP listener for inbound mail listens on, once it does (MAIL_INBOUND_PORT). */
     inboundMailPort: number | undefined;
+    /** Starting, ready or draining, as the readiness check tells balancers (http/lifecycle.ts). */
+    lifecycle: Lifecycle;
   }
   interface FastifyRequest {
     user: UserRow;
@@ -142,6 +145,8 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   answerExpectations(app.server);
   app.decorate('db', db);
   app.decorate('config', config);
+  app.decorate('lifecycle', new Lifecycle());
+  closeConnectionsWhileDraining(app);
   app.decorate('listCounts', new ListCounts());
   app.decorate('listPages', new ListPages());
   // Of the memory given to kept answers, two thirds hold whole answers and one third items' JSON.
@@ -227,6 +232,8 @@ async function setUpMail(app: FastifyInstance, options: AppOptions, web: WebOpti
   app.decorate('sentCount', new SentCount());
   app.decorate('unsubscribeLinks', links);
   if (options.startWorker) app.addHook('onReady', async () => outbox.start());
+  // A draining instance claims no more messages; those it holds end with a written outcome.
+  app.lifecycle.onClosing(() => outbox.stop());
   app.addHook('onClose', async () => {
     await outbox.stop();
     transport.close();
@@ -266,6 +273,7 @@ function setUpWebhooks(app: FastifyInstance, options: AppOptions): void {
   });
   app.decorate('webhooks', worker);
   if (options.startWorker) app.addHook('onReady', async () => worker.start());
+  app.lifecycle.onClosing(() => worker.stop());
   app.addHook('onClose', async () => worker.stop());
 }
 
@@ -360,6 +368,7 @@ const RESPONSE_SCHEMAS = [
   ...MAIL_SCHEMAS,
   ...ACTIVITY_SCHEMAS,
   HealthSchema,
+  ProbeSchema,
   RootSchema,
 ];
 
@@ -369,6 +378,7 @@ const RESPONSE_SCHEMAS = [
  */
 async function registerRoutes(app: FastifyInstance, web: WebOptions): Promise<void> {
   await app.register(healthRoutes);
+  await app.register(probeRoutes);
   await app.register(rootRoutes, { pages: WEB_PREFIX });
   await app.register(webRoutes, { prefix: WEB_PREFIX, ...web });
   await app.register(shortUrlRoutes);

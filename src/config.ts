@@ -38,6 +38,10 @@ export interface Config {
   readonly keepAliveTimeoutMs: number;
   /** Open connections one process accepts; further ones are closed at once. */
   readonly maxConnections: number;
+  /** On SIGTERM, how long readiness fails before the listener closes (the balancer's checks notice meanwhile). */
+  readonly drainDelayMs: number;
+  /** On SIGTERM, how long requests in flight have to finish once the listener is closed; then they are cut. */
+  readonly drainTimeoutMs: number;
   /** A signed-in browser that makes no request for this long is signed out. */
   readonly webSessionIdleMinutes: number;
   /** A page session ends this long after signing in, however active it has been. */
@@ -59,6 +63,8 @@ export interface Config {
   /** Requests one client address may make per window without proving who it is; 0 for no limit. */
   readonly rateLimitPerAddress: number;
   readonly rateLimitWindowSeconds: number;
+  /** Where requests are counted: in PostgreSQL, shared by every instance, or in each process. */
+  readonly rateLimitStore: 'database' | 'process';
   /** The most one JSON answer may weigh, in bytes: pages end early rather than pass it. */
   readonly maxAnswerBytes: number;
   /** The largest file one attachment may be, in MiB. */
@@ -141,6 +147,25 @@ function parseFlag(name: string, raw: string): boolean {
 }
 
 /** A count where 0 means "no limit". */
+/** `database` (the default on PostgreSQL, and only there) or `process`. */
+function parseRateLimitStore(raw: string | undefined, postgres: boolean): 'database' | 'process' {
+  if (!raw) return postgres ? 'database' : 'process';
+  if (raw !== 'database' && raw !== 'process') {
+    throw new ConfigError(`RATE_LIMIT_STORE must be database or process, got "${raw}".`);
+  }
+  if (raw === 'database' && !postgres) {
+    throw new ConfigError('RATE_LIMIT_STORE=database needs DATABASE_URL: on SQLite the one process counts.');
+  }
+  return raw;
+}
+
+function parseWhole(name: string, raw: string, max: number): number {
+  if (!/^\d+$/.test(raw) || Number(raw) > max) {
+    throw new ConfigError(`${name} must be a whole number from 0 to ${max}, got "${raw}".`);
+  }
+  return Number(raw);
+}
+
 function parseLimit(name: string, raw: string, max: number): number {
   if (!/^\d+$/.test(raw) || Number(raw) > max) {
     throw new ConfigError(`${name} must be a whole number from 0 (no limit) to ${max}, got "${raw}".`);
@@ -258,6 +283,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     requestTimeoutMs: positive('REQUEST_TIMEOUT_MS', 30_000, MAX_TIMER_MS),
     keepAliveTimeoutMs: positive('KEEP_ALIVE_TIMEOUT_MS', 5_000, MAX_TIMER_MS),
     maxConnections: positive('MAX_CONNECTIONS', 1_000),
+    drainDelayMs: env.DRAIN_DELAY_MS ? parseWhole('DRAIN_DELAY_MS', env.DRAIN_DELAY_MS, 600_000) : 2_000,
+    drainTimeoutMs: positive('DRAIN_TIMEOUT_MS', 10_000, 600_000),
     webSessionIdleMinutes: positive('WEB_SESSION_IDLE_MINUTES', 7 * 24 * 60, 366 * 24 * 60),
     webSessionLifetimeDays: positive('WEB_SESSION_LIFETIME_DAYS', 30, 366),
     webhookTimeoutSeconds,
@@ -269,6 +296,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     rateLimitPerKey: limit('RATE_LIMIT_PER_KEY', 1_200),
     rateLimitPerAddress: limit('RATE_LIMIT_PER_ADDRESS', 300),
     rateLimitWindowSeconds: positive('RATE_LIMIT_WINDOW_SECONDS', 60, 86_400),
+    rateLimitStore: parseRateLimitStore(env.RATE_LIMIT_STORE, Boolean(env.DATABASE_URL)),
     maxAnswerBytes: positive('MAX_ANSWER_BYTES', 8_000_000, 1_000_000_000),
     // A file is held in memory whole while it is received and stored: 100 MiB at most.
     attachmentMaxMb: positive('ATTACHMENT_MAX_MB', 10, 100),

@@ -52,6 +52,61 @@ export const HealthSchema = Type.Object(
   { $id: 'Health' },
 );
 
+/** The answer of /health/live and /health/ready. */
+export const ProbeSchema = Type.Object(
+  {
+    status: Type.String({
+      enum: ['live', 'ready', 'starting', 'draining'],
+      description: 'live: the process answers; ready: it takes requests; starting or draining: it does not.',
+    }),
+  },
+  { $id: 'Probe' },
+);
+
+/**
+ * `GET /health/live` and `GET /health/ready`, the balancer's two checks. Liveness answers 200 for
+ * as long as the process answers at all (restart it when it does not). Readiness answers 200 once
+ * the instance listens and is done starting, 503 while it starts and from the moment it is told
+ * to stop (SIGTERM), so the balancer stops sending it requests before it closes its listener. Neither
+ * reads the database: an unreachable database, a full disk or stalled mail are `/health`'s, which
+ * would take every instance out of rotation at once and turn the service's own clear 503s into the
+ * balancer's.
+ */
+export async function probeRoutes(app: FastifyInstance): Promise<void> {
+  const probe = (summary: string, operationId: string, description: string, failing?: string) => ({
+    schema: {
+      summary,
+      description,
+      operationId,
+      tags: ['service'],
+      response: {
+        200: ref(ProbeSchema, { description: 'The instance answers (liveness) or takes requests (readiness).' }),
+        ...(failing ? { 503: ref(ProbeSchema, { description: failing }) } : {}),
+      },
+    },
+    config: { rateLimit: false },
+  });
+  app.get(
+    '/health/live',
+    probe('Liveness', 'healthLive', 'For load balancers and process supervisors: the process answers.'),
+    async () => ({ status: 'live' }),
+  );
+  app.get(
+    '/health/ready',
+    probe(
+      'Readiness',
+      'healthReady',
+      'For load balancers: whether this instance takes requests (not while it starts or drains).',
+      'The instance is starting or draining (told to stop): send requests to another.',
+    ),
+    async (_request, reply) => {
+      const phase = app.lifecycle.phase;
+      if (phase === 'ready') return { status: 'ready' };
+      return reply.code(503).send({ status: phase });
+    },
+  );
+}
+
 /**
  * `GET /health` for load balancers and operators: database reachability, whether it can take
  * writes, the outbox counts, and whether mail is moving. 503 when the database cannot be reached,

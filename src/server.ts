@@ -1,6 +1,7 @@
 import { buildApp } from './app.js';
 import { ConfigError, databaseOptions, loadConfig } from './config.js';
 import { openDatabase } from './db/connection.js';
+import { drain } from './http/lifecycle.js';
 import { recordPublicUrl } from './settings.js';
 import { countUsers } from './users/index.js';
 
@@ -42,25 +43,29 @@ async function main(): Promise<void> {
   log = app.log;
 
   let closing = false;
-  const shutdown = async (signal: string) => {
+  // SIGTERM (a supervisor, a rolling restart) drains: readiness fails, then the listener closes and
+  // what is in flight finishes within DRAIN_TIMEOUT_MS. SIGINT (Ctrl-C at a terminal) stops at once.
+  const shutdown = async (signal: string, delayMs: number) => {
     if (closing) return;
     closing = true;
     app.log.info({ signal }, 'shutting down');
     try {
-      await app.close();
+      const outcome = await drain(app, { delayMs, timeoutMs: config.drainTimeoutMs });
+      app.log.info(outcome, outcome.forced ? 'drained; connections still open were cut' : 'drained');
       await db.destroy();
     } finally {
       process.exit(0);
     }
   };
-  process.on('SIGTERM', () => void shutdown('SIGTERM'));
-  process.on('SIGINT', () => void shutdown('SIGINT'));
+  process.on('SIGTERM', () => void shutdown('SIGTERM', config.drainDelayMs));
+  process.on('SIGINT', () => void shutdown('SIGINT', 0));
 
   await app.listen({ port: config.port, host: config.host });
   await recordPublicUrl(db, config.publicUrl).catch((err: unknown) =>
     app.log.warn({ err }, 'the address could not be recorded for the command line'),
   );
   if ((await countUsers(db)) === 0) process.stdout.write(firstRunHelp(config.publicUrl));
+  if (!closing) app.lifecycle.ready();
 }
 
 main().catch((err) => {

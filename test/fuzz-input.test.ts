@@ -123,6 +123,8 @@ const PAGE = ['offset', 'limit'];
 const ROUTES: Record<string, RouteSpec> = {
   'GET /': { access: 'open', params: [] },
   'GET /health': { access: 'open', params: [] },
+  'GET /health/live': { access: 'open', params: [] },
+  'GET /health/ready': { access: 'open', params: [] },
   'GET /metrics': { access: 'open', params: [], headers: ['authorization'] },
   'GET /openapi.json': { access: 'open', params: [] },
   'GET /docs': { access: 'open', params: [] },
@@ -490,6 +492,8 @@ before(async () => {
     onRoute: noteRoute,
     env: { RATE_LIMIT_PER_KEY: '1000000000', RATE_LIMIT_PER_ADDRESS: '1000000000', METRICS_TOKEN },
   });
+  // As a server that has started: its readiness check passes.
+  t.app.lifecycle.ready();
   const users: TestUser[] = [];
   for (let i = 0; i < 5; i++) users.push(await makeUser(t.db));
   [owner, member, outsider, web, webOutsider] = users;

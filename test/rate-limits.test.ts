@@ -230,6 +230,13 @@ describe('/health', () => {
 });
 
 describe('settings', () => {
+  test('RATE_LIMIT_STORE: in the database on PostgreSQL, in the process on SQLite, unless told', () => {
+    const pg = { DATABASE_URL: 'postgres://shiplog@127.0.0.1:5432/shiplog' };
+    assert.equal(loadConfig({}).rateLimitStore, 'process');
+    assert.equal(loadConfig(pg).rateLimitStore, 'database');
+    assert.equal(loadConfig({ ...pg, RATE_LIMIT_STORE: 'process' }).rateLimitStore, 'process');
+  });
+
   test('the defaults: 1,200 a minute per key, 300 per address', async () => {
     const config = loadConfig({});
     assert.deepEqual(
@@ -286,6 +293,8 @@ describe('settings', () => {
       ],
       ['RATE_LIMIT_WINDOW_SECONDS', '0', /RATE_LIMIT_WINDOW_SECONDS must be a whole number from 1 to 86400/],
       ['RATE_LIMIT_WINDOW_SECONDS', '1m', /RATE_LIMIT_WINDOW_SECONDS must be a whole number/],
+      ['RATE_LIMIT_STORE', 'redis', /RATE_LIMIT_STORE must be database or process, got "redis"/],
+      ['RATE_LIMIT_STORE', 'database', /RATE_LIMIT_STORE=database needs DATABASE_URL/],
     ];
     for (const [name, value, message] of cases) {
       assert.throws(

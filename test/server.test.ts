@@ -2,13 +2,15 @@ import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import fs from 'node:fs';
 import http from 'node:http';
+import net from 'node:net';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
+import { ConfigError, loadConfig } from '../src/config.js';
 import { openDatabase } from '../src/db/connection.js';
 import { createUser } from '../src/users/service.js';
 import { basic, tempDir } from './helpers.js';
 import { databaseOptionsFor, pgBase } from './storage.js';
-import { spawnServer, startServer, stopAll, stopProcess, waitFor } from './processes.js';
+import { canConnect, spawnServer, startServer, stopAll, stopProcess, waitFor } from './processes.js';
 
 // One removal hook for the whole file; each server gets a fresh data directory inside it.
 const root = tempDir('shiplog-server-test-');
@@ -200,6 +202,192 @@ describe('graceful shutdown', () => {
       const code = await within(server.exited, 10_000, 'still running');
       assert.equal(code, 0, `exit: ${code}; stderr: ${server.stderr()}`);
     } finally {
+      await stopProcess(server.child);
+    }
+  });
+});
+
+interface RawAnswer {
+  status: number;
+  headers: Record<string, string>;
+  body: string;
+}
+
+/**
+ * One kept-alive connection written by hand, so that a test decides what goes out when: answers
+ * are read one after another (heads with Content-Length, as every JSON answer has), and `ended`
+ * resolves when the server closes the connection.
+ */
+function rawConnection(port: number) {
+  const socket = net.connect({ port, host: '127.0.0.1' });
+  let buffer = '';
+  let waiting: (() => void) | undefined;
+  socket.setEncoding('utf8');
+  socket.on('data', (chunk: string) => {
+    buffer += chunk;
+    waiting?.();
+  });
+  const ended = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+  socket.on('error', () => {});
+  const parse = (): RawAnswer | undefined => {
+    const head = buffer.indexOf('\r\n\r\n');
+    if (head < 0) return undefined;
+    const [statusLine, ...lines] = buffer.slice(0, head).split('\r\n');
+    const headers: Record<string, string> = {};
+    for (const line of lines) {
+      const colon = line.indexOf(':');
+      headers[line.slice(0, colon).toLowerCase()] = line.slice(colon + 1).trim();
+    }
+    const status = Number(statusLine.split(' ')[1]);
+    // 100 Continue: an interim answer with no body.
+    const length = status === 100 ? 0 : Number(headers['content-length'] ?? 0);
+    if (buffer.length < head + 4 + length) return undefined;
+    const body = buffer.slice(head + 4, head + 4 + length);
+    buffer = buffer.slice(head + 4 + length);
+    return { status, headers, body };
+  };
+  return {
+    ended,
+    write: (text: string) => socket.write(text),
+    async next(): Promise<RawAnswer> {
+      for (;;) {
+        const answer = parse();
+        if (answer) return answer;
+        await new Promise<void>((resolve) => (waiting = resolve));
+      }
+    },
+    destroy: () => socket.destroy(),
+  };
+}
+
+/** A fresh connection's answer to GET /health/ready, or undefined when nothing accepts connections. */
+async function readiness(port: number): Promise<RawAnswer | undefined> {
+  if (!(await canConnect(port))) return undefined;
+  const connection = rawConnection(port);
+  try {
+    connection.write('GET /health/ready HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n');
+    return await connection.next();
+  } catch {
+    return undefined;
+  } finally {
+    connection.destroy();
+  }
+}
+
+describe('drain on SIGTERM', () => {
+  test('DRAIN_DELAY_MS (2 s) and DRAIN_TIMEOUT_MS (10 s): defaults, and bad values refused by name', () => {
+    const config = loadConfig({});
+    assert.equal(config.drainDelayMs, 2_000);
+    assert.equal(config.drainTimeoutMs, 10_000);
+    assert.equal(loadConfig({ DRAIN_DELAY_MS: '0' }).drainDelayMs, 0);
+    for (const [name, value] of [
+      ['DRAIN_DELAY_MS', '-1'],
+      ['DRAIN_DELAY_MS', '2s'],
+      ['DRAIN_TIMEOUT_MS', '0'],
+    ]) {
+      assert.throws(
+        () => loadConfig({ [name]: value }),
+        (err: unknown) => err instanceof ConfigError && err.message.startsWith(`${name} must be a whole number`),
+      );
+    }
+  });
+
+  test('readiness fails first, the listener closes, the request in flight ends with Connection: close', async () => {
+    const dataDir = newDataDir();
+    const email = 'grace@example.com';
+    const db = await openDatabase(await databaseOptionsFor(dataDir));
+    const { apiKey } = await db
+      .transaction()
+      .execute((trx) => createUser(trx, { email, firstName: 'Grace', lastName: 'Hopper' }));
+    await db.destroy();
+    // Readiness fails for three seconds before the listener closes: long enough to be seen, even
+    // on a busy machine.
+    const server = await startServer({
+      env: { DRAIN_DELAY_MS: '3000', DRAIN_TIMEOUT_MS: '20000' },
+      dataDir,
+      cwd: root,
+    });
+    const kept = rawConnection(server.port);
+    try {
+      await waitFor('readiness', async () => (await readiness(server.port))?.status === 200);
+      kept.write('GET /health/live HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n');
+      const live = await kept.next();
+      assert.equal(live.status, 200);
+      assert.notEqual(live.headers.connection, 'close', 'kept alive before the drain');
+
+      // A second request on the same connection, held in flight: its body waits for the drain.
+      const body = 'name=Drained';
+      kept.write(
+        'POST /api/products.json HTTP/1.1\r\nHost: 127.0.0.1\r\n' +
+          `Authorization: ${basic(email, apiKey)}\r\n` +
+          'Content-Type: application/x-www-form-urlencoded\r\n' +
+          `Content-Length: ${body.length}\r\nExpect: 100-continue\r\n\r\n`,
+      );
+      assert.equal((await kept.next()).status, 100, 'the request is in flight');
+
+      process.kill(server.child.pid!, 'SIGTERM');
+      const seen: Array<number | undefined> = [];
+      await waitFor(
+        'readiness to fail, then the listener to close',
+        async () => {
+          const answer = await readiness(server.port);
+          seen.push(answer?.status);
+          if (answer) assert.ok(answer.status !== 503 || /draining/.test(answer.body), answer.body);
+          return answer === undefined;
+        },
+        30_000,
+      );
+      assert.ok(seen.includes(503), `readiness answers while draining: ${seen.join(', ')}`);
+      assert.ok(
+        seen.indexOf(503) < seen.indexOf(undefined),
+        `readiness failed before the listener closed: ${seen.join(', ')}`,
+      );
+
+      kept.write(body);
+      const created = await kept.next();
+      assert.equal(created.status, 200, created.body);
+      assert.equal(JSON.parse(created.body).name, 'Drained');
+      assert.equal(created.headers.connection, 'close');
+      await kept.ended;
+
+      const code = await within(server.exited, 20_000, 'still running');
+      assert.equal(code, 0, `exit: ${code}; stderr: ${server.stderr()}`);
+      const drained = jsonLines(server.stdout()).find((line) => line.msg === 'drained');
+      assert.ok(drained, `${server.stdout()}${server.stderr()}`);
+      assert.equal(drained.forced, false);
+    } finally {
+      kept.destroy();
+      await stopProcess(server.child);
+    }
+  });
+
+  test('a request that does not finish within DRAIN_TIMEOUT_MS is cut, and the process exits', async () => {
+    const dataDir = newDataDir();
+    const email = 'katherine@example.com';
+    const db = await openDatabase(await databaseOptionsFor(dataDir));
+    const { apiKey } = await db
+      .transaction()
+      .execute((trx) => createUser(trx, { email, firstName: 'Katherine', lastName: 'Johnson' }));
+    await db.destroy();
+    const server = await startServer({ env: { DRAIN_TIMEOUT_MS: '300' }, dataDir, cwd: root });
+    const stuck = rawConnection(server.port);
+    try {
+      // Authenticated, so that it waits for its body (a stranger's is refused without it).
+      stuck.write(
+        'POST /api/products.json HTTP/1.1\r\nHost: 127.0.0.1\r\n' +
+          `Authorization: ${basic(email, apiKey)}\r\n` +
+          'Content-Type: application/x-www-form-urlencoded\r\nContent-Length: 100\r\nExpect: 100-continue\r\n\r\n',
+      );
+      assert.equal((await stuck.next()).status, 100, 'the request is in flight');
+      process.kill(server.child.pid!, 'SIGTERM');
+      // Its body never comes: the connection is cut at the bound.
+      await stuck.ended;
+      const code = await within(server.exited, 20_000, 'still running');
+      assert.equal(code, 0, `exit: ${code}; stderr: ${server.stderr()}`);
+      const drained = jsonLines(server.stdout()).find((line) => line.msg?.toString().startsWith('drained'));
+      assert.equal(drained?.forced, true, `${server.stdout()}${server.stderr()}`);
+    } finally {
+      stuck.destroy();
       await stopProcess(server.child);
     }
   });

@@ -196,8 +196,13 @@ describe('the pages follow changes made elsewhere', { timeout: 60_000 }, () => {
   test('a server that stops ends its streams and exits without waiting for them', async () => {
     const stream = await openStream(1);
     assert.equal(stream.status, 200);
+    assert.match(await stream.next('comment'), /open/);
     const started = Date.now();
     await stopProcess(servers[1].child);
+    // Told to reconnect within half a second (through a balancer: to another instance), then ended.
+    const last = await stream.next('comment');
+    assert.match(last, /^retry: 500$/m);
+    assert.match(last, /reconnect/);
     await stream.ended;
     assert.ok(Date.now() - started < 8000, 'stopped promptly');
   });

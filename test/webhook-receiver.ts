@@ -23,6 +23,8 @@ export class Receiver {
   readonly received: Received[] = [];
   /** Requests being held open now. */
   hanging = 0;
+  /** How long every answer waits (a slow receiver: its deliveries stay claimed meanwhile). */
+  delayMs = 0;
   private readonly replies = new Map<string, (r: Received) => Reply>();
   private readonly sockets = new Set<net.Socket>();
 
@@ -82,8 +84,12 @@ export class Receiver {
         res.on('close', () => (this.hanging -= 1));
         return;
       }
-      res.writeHead(reply.status, { 'content-type': 'text/plain', ...reply.headers });
-      res.end(reply.body ?? 'ok');
+      const send = () => {
+        res.writeHead(reply.status, { 'content-type': 'text/plain', ...reply.headers });
+        res.end(reply.body ?? 'ok');
+      };
+      if (this.delayMs > 0) setTimeout(send, this.delayMs);
+      else send();
     });
   }
 

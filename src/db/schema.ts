@@ -442,6 +442,13 @@ export interface InboundMessagesTable {
   received_at: string;
 }
 
+/** A rate-limit window shared by instances on PostgreSQL (http/rate-limit.ts); ends_at in ms since the epoch. */
+export interface RateLimitWindowsTable {
+  key: string;
+  count: number;
+  ends_at: number;
+}
+
 export interface Database {
   users: UsersTable;
   products: ProductsTable;
@@ -473,6 +480,7 @@ export interface Database {
   activities: ActivitiesTable;
   activity_counts: ActivityCountsTable;
   inbound_messages: InboundMessagesTable;
+  rate_limit_windows: RateLimitWindowsTable;
   inbound_senders: InboundSendersTable;
   inbound_refusals: InboundRefusalsTable;
 }

@@ -1,10 +1,13 @@
 import crypto from 'node:crypto';
 import { normalizeIP } from '@fastify/rate-limit';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import type { Config } from '../config.js';
+import { type Config, databaseOptions } from '../config.js';
+import { type Db, openDatabase } from '../db/connection.js';
 import { TooManyRequestsError } from '../errors.js';
+import { PeriodicJob } from '../jobs/runner.js';
 import { LruCache } from '../lru.js';
 import { documentScope } from './documentation.js';
+import { countInWindow, deleteEndedWindows, type Window } from './repository.js';
 
 /** How the limiter tells who a request is; given by the app, which knows the features' credentials. */
 export interface RequestIdentity {
@@ -38,18 +41,13 @@ export const clientKey = (ip: string): string => normalizeIP(ip);
 
 const digest = (credential: string): string => crypto.createHash('sha256').update(credential).digest('base64url');
 
-/** One key's requests in its current window. */
-interface Window {
-  count: number;
-  endsAt: number;
-}
-
 /**
  * Limits requests per user and per client address, as the first hook of every request after the
- * hardening headers, so a flood is refused before any credential is checked or the database read.
- * Counted as @fastify/rate-limit counts, with the IETF draft's RateLimit headers, but in one
- * synchronous hook: the plugin awaits each of its callbacks and its store in turn, which cost a
- * tenth of a millisecond on every request.
+ * hardening headers, so a flood is refused before any credential is checked or anything read.
+ * Counted as @fastify/rate-limit counts, with the IETF draft's RateLimit headers, but in one hook,
+ * synchronous when the process counts: the plugin awaits each of its callbacks and its store in
+ * turn, which cost a tenth of a millisecond on every request. Its store interface would take the
+ * shared count too, but the statement is all a shared count needs.
  *
  * Who a request is must be known before authentication runs, and without a database lookup that
  * a flood could make expensive. So the limiter counts a request against its user only when its
@@ -58,7 +56,9 @@ interface Window {
  * a request with it is refused unauthenticated (a replaced key). Everything else (no credential, a
  * new, wrong or expired one) counts against the client address (IPv6 by /64, as the plugin's
  * normalizeIP groups it): made-up credentials cannot buy fresh counters, and a new key's first
- * request costs one request of its address. Counters are per process.
+ * request costs one request of its address. Counters are per process on SQLite; on PostgreSQL
+ * (RATE_LIMIT_STORE=database, the default there) every instance counts in one table, so N
+ * instances behind a balancer allow what one does, for one statement a request.
  */
 export async function registerRateLimits(
   app: FastifyInstance,
@@ -68,7 +68,9 @@ export async function registerRateLimits(
   const { rateLimitPerKey: perKey, rateLimitPerAddress: perAddress, rateLimitWindowSeconds: windowSeconds } = config;
   if (perKey === 0 && perAddress === 0) return;
   const known = new LruCache<string, number>(KNOWN_CREDENTIALS, KNOWN_FOR_MS);
-  const count = windowCounter(windowSeconds * 1000);
+  const windowMs = windowSeconds * 1000;
+  const count = windowCounter(windowMs);
+  const shared = config.rateLimitStore === 'database' ? await sharedCounter(app, config, count) : undefined;
   const digestOf = credentialDigests(identity);
   app.addHook('onRequest', (request, reply, done) => {
     // Probes (`config: { rateLimit: false }`) are never limited, nor anything whose limit is 0.
@@ -78,19 +80,23 @@ export async function registerRateLimits(
     const max = user === undefined ? perAddress : perKey;
     if (max === 0) return done();
     const now = Date.now();
-    const window = count(user === undefined ? `address ${clientKey(request.ip)}` : `user ${user}`, now);
-    const seconds = Math.max(0, Math.ceil((window.endsAt - now) / 1000));
-    reply.header('RateLimit-Limit', max);
-    reply.header('RateLimit-Remaining', Math.max(0, max - window.count));
-    reply.header('RateLimit-Reset', seconds);
-    if (window.count <= max) return done();
-    reply.header('Retry-After', seconds);
-    done(
-      new TooManyRequestsError(
-        `Too many requests: at most ${max} in ${windowSeconds} s. Try again in ${Math.max(1, seconds)} s.`,
-        Math.max(1, seconds),
-      ),
-    );
+    const key = user === undefined ? `address ${clientKey(request.ip)}` : `user ${user}`;
+    const answer = (window: Window) => {
+      const seconds = Math.max(0, Math.ceil((window.endsAt - now) / 1000));
+      reply.header('RateLimit-Limit', max);
+      reply.header('RateLimit-Remaining', Math.max(0, max - window.count));
+      reply.header('RateLimit-Reset', seconds);
+      if (window.count <= max) return done();
+      reply.header('Retry-After', seconds);
+      done(
+        new TooManyRequestsError(
+          `Too many requests: at most ${max} in ${windowSeconds} s. Try again in ${Math.max(1, seconds)} s.`,
+          Math.max(1, seconds),
+        ),
+      );
+    };
+    if (shared) void shared(key, now).then(answer);
+    else answer(count(key, now));
   });
   // Here, beside the hook, so that every route counted (those registered from now on) documents
   // its 429, and a route exempted from the limit does not.
@@ -122,6 +128,60 @@ function windowCounter(windowMs: number): (key: string, now: number) => Window {
     }
     window.count++;
     return window;
+  };
+}
+
+/** How often the windows that ended are deleted from the shared store (and at most a window apart). */
+const SWEEP_EVERY_MS = 60_000;
+/** The counting pool's connections per instance, and the longest a count may wait or run. */
+const COUNTING_CONNECTIONS = 2;
+const COUNT_DEADLINE_MS = 1_000;
+
+/**
+ * Counts in PostgreSQL, shared by every instance: one upsert a request (see countInWindow), on a
+ * pool of its own (two connections), so that a count never queues behind the requests' own work
+ * for a connection, nor they behind counts. When the database cannot count within a second
+ * (unreachable, overloaded), the process counts alone meanwhile, so the limit still holds per
+ * instance and no request fails for it; that is logged once per outage. Ended windows are deleted
+ * every minute, by every instance (each deletes what has ended).
+ */
+async function sharedCounter(
+  app: FastifyInstance,
+  config: Config,
+  local: (key: string, now: number) => Window,
+): Promise<(key: string, now: number) => Promise<Window>> {
+  const windowMs = config.rateLimitWindowSeconds * 1000;
+  const db: Db = await openDatabase({
+    ...databaseOptions(config),
+    poolMax: COUNTING_CONNECTIONS,
+    connectTimeoutMs: Math.min(config.pgConnectTimeoutMs, COUNT_DEADLINE_MS),
+    statementTimeoutMs: Math.min(config.pgStatementTimeoutMs, COUNT_DEADLINE_MS),
+  });
+  let failing = false;
+  const sweep = new PeriodicJob(
+    {
+      name: 'deleting ended rate-limit windows',
+      everyMs: Math.min(SWEEP_EVERY_MS, windowMs),
+      run: () => deleteEndedWindows(db, Date.now()),
+    },
+    app.log,
+  );
+  app.addHook('onReady', async () => sweep.start());
+  app.addHook('onClose', async () => {
+    await sweep.stop();
+    await db.destroy();
+  });
+  return async (key, now) => {
+    try {
+      const window = await countInWindow(db, key, now, windowMs);
+      if (failing) app.log.info('rate limits are counted in the database again');
+      failing = false;
+      return window;
+    } catch (err) {
+      if (!failing) app.log.warn({ err }, 'rate limits cannot be counted in the database; each process counts alone');
+      failing = true;
+      return local(key, now);
+    }
   };
 }
 

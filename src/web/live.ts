@@ -73,10 +73,13 @@ export class LiveChanges {
     return this.streams.size;
   }
 
-  /** Ends every stream (the server is closing): browsers reconnect to another instance or later. */
+  /**
+   * Ends every stream (the server is closing), telling each to reconnect within half a second:
+   * through a balancer the browser reaches another instance, from the revision its page shows.
+   */
   close(): void {
     this.closed = true;
-    for (const s of this.streams) s.out.end();
+    for (const s of this.streams) s.out.end('retry: 500\n: reconnect\n\n');
     this.streams.clear();
     this.stop();
   }

@@ -19,6 +19,8 @@ export async function liveRoutes(app: FastifyInstance): Promise<void> {
   const live = new LiveChanges(app.db);
   // Before the server waits for its connections to end: open streams would hold it.
   app.addHook('preClose', async () => live.close());
+  // A draining instance ends its streams once the balancer has taken it out: pages reconnect elsewhere.
+  app.lifecycle.onClosing(() => live.close());
   app.get('/events', { schema: { ...ProductPath, querystring: eventsQuery } }, async (request, reply) => {
     const scope = request.scope;
     // Only an event source streams (a stream held by anything else would never end).
