@@ -6,7 +6,9 @@ import { LIVE_PER_PERSON } from '../src/web/live.js';
 import { mailedLink } from './browser.js';
 import { makeProduct, makeUser, tempDir, type TestUser } from './helpers.js';
 import { startServer, stopAll, stopProcess, type Server } from './processes.js';
-import { databaseOptionsFor } from './storage.js';
+import pg from 'pg';
+import { LISTENER_NAME } from '../src/db/listen.js';
+import { databaseOptionsFor, pgBase } from './storage.js';
 
 /*
  * The pages' event stream over real sockets: two instances of the built server on one database
@@ -109,6 +111,34 @@ function openStream(i: number, path = `/app/products/${productId}/events`, accep
   });
 }
 
+/** The listening connections of the PostgreSQL run's servers (this file's schema or another's). */
+async function listeners<T>(query: string): Promise<T[]> {
+  const client = new pg.Client({ connectionString: pgBase });
+  await client.connect();
+  try {
+    return (await client.query(query, [LISTENER_NAME])).rows;
+  } finally {
+    await client.end();
+  }
+}
+
+/** Waits until at least `n` listening connections are in place (they open with a server's first stream). */
+async function waitForListener(n: number): Promise<void> {
+  for (let tries = 0; ; tries++) {
+    const [{ count }] = await listeners<{ count: number }>(
+      `select count(*)::int as count from pg_stat_activity where application_name = $1 and query ilike 'listen %'`,
+    );
+    if (count >= n) return;
+    if (tries > 250) throw new Error('no listening connection');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/** Ends every listening connection from the server's side, as a restart of the database would. */
+async function terminateListeners(): Promise<void> {
+  await listeners(`select pg_terminate_backend(pid) from pg_stat_activity where application_name = $1`);
+}
+
 async function apiPost(i: number, path: string, form: Record<string, string>) {
   const res = await fetch(url(i, `/api/products/${productId}${path}`), {
     method: 'POST',
@@ -190,6 +220,37 @@ describe('the pages follow changes made elsewhere', { timeout: 60_000 }, () => {
       open.push(again!);
     } finally {
       for (const s of open) s.close();
+    }
+  });
+
+  test('PostgreSQL: a change on one instance reaches the other through NOTIFY, not by reading revisions', {
+    skip: !pgBase && 'the notifications are PostgreSQL’s; SQLite instances read the shared file',
+  }, async () => {
+    // This instance reads revisions only once in ten minutes: whatever reaches its stream within
+    // the test came through its LISTEN connection (or its read when that connection was made).
+    const quiet = await startServer({ dataDir, env: { LIVE_POLL_MS: '600000', LOG_LEVEL: 'warn' } });
+    const at = servers.push(quiet) - 1;
+    const made = await apiPost(1, '/items.json', { type: 'task', title: 'Told by notification' });
+    const stream = await openStream(at);
+    try {
+      assert.equal(stream.status, 200);
+      await stream.next('comment');
+      await waitForListener(1);
+      await apiPost(1, `/items/${made.number}.json`, { title: 'Renamed, and told' });
+      assert.deepEqual((await stream.next('change')).items, [made.number]);
+      await apiPost(1, `/items/${made.number}.json`, { title: 'Renamed again' });
+      assert.deepEqual((await stream.next('change')).items, [made.number]);
+
+      // The listening connection dropped: it connects again and reads what moved meanwhile.
+      await terminateListeners();
+      await apiPost(1, `/items/${made.number}.json`, { title: 'Renamed while nobody listened' });
+      assert.deepEqual((await stream.next('change', 5000)).items, [made.number]);
+      await waitForListener(1);
+      await apiPost(1, `/items/${made.number}.json`, { title: 'Renamed after the listener came back' });
+      assert.deepEqual((await stream.next('change')).items, [made.number]);
+    } finally {
+      stream.close();
+      await stopProcess(quiet.child);
     }
   });
 
