@@ -2,7 +2,16 @@ import type { ItemJson } from '../../items/index.js';
 import { boardQueryString } from '../input.js';
 import { csrfField, type Viewer } from './layout.js';
 import { html, type Html } from './html.js';
-import { fieldError, type FormState, itemHref, otherErrors, personName, productNav, selectOptions } from './parts.js';
+import {
+  fieldError,
+  invalidAttrs,
+  type FormState,
+  itemHref,
+  otherErrors,
+  personName,
+  productNav,
+  selectOptions,
+} from './parts.js';
 
 export interface BoardCard {
   item: ItemJson;
@@ -237,14 +246,7 @@ export interface CreateFormOptions {
   board?: boolean;
 }
 
-/** The create form's fields in order: the first one refused gets the focus (and is scrolled to) without script. */
-const CREATE_FIELDS = ['type', 'title', 'who', 'what', 'why', 'status'];
-const firstRefused = (s: FormState, name: string): Html | '' =>
-  s.errors[name] && CREATE_FIELDS.find((f) => s.errors[f]) === name
-    ? html` autofocus aria-invalid="true" aria-describedby="error-${name}"`
-    : s.errors[name]
-      ? html` aria-invalid="true" aria-describedby="error-${name}"`
-      : '';
+const firstRefused = invalidAttrs;
 
 /** A text field of the create form. */
 const createText = (s: FormState, name: 'title' | 'who' | 'what' | 'why', label: Html | string): Html =>

@@ -1,7 +1,7 @@
 import type { DeliveryJson, WebhookJson } from '../../webhooks/index.js';
 import { csrfField, type Viewer } from './layout.js';
 import { html, type Html } from './html.js';
-import { fieldError, type FormState, productNav, selectOptions, tableBox, when } from './parts.js';
+import { fieldError, invalidAttrs, type FormState, productNav, selectOptions, tableBox, when } from './parts.js';
 
 type Product = { id: number; name: string; admin?: boolean };
 
@@ -27,8 +27,7 @@ const FORMAT_LABELS: Record<string, string> = {
   slack: 'Slack, Mattermost or Rocket.Chat message',
 };
 
-const invalid = (s: FormState, name: string) =>
-  s.errors[name] ? html` aria-invalid="true" aria-describedby="error-${name}"` : '';
+const invalid = invalidAttrs;
 
 /** One webhook's row: where to, what, and whether it still gets events (why not, when disabled). */
 function webhookRow(o: { productId: number; webhook: WebhookJson; viewer: Viewer }): Html {
