@@ -250,7 +250,7 @@ describe('the pages in chromium', { timeout: 120_000 }, () => {
     }
   });
 
-  test('a page holds one event stream, also after following changes; without script none, and the forms work', async () => {
+  test('one event stream a page, kept while it follows changes; without script none, and the forms work', async () => {
     const { owner, product, numbers } = await productWithItems(['Streamed', 'Other']);
     const streams: string[] = [];
     const watch = (page: Page) =>

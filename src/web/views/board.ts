@@ -89,7 +89,8 @@ function filterForm(view: BoardView): Html {
 <label>Creator <select name="creator"><option value="">anyone</option>${selectOptions(people, f.creator)}\
 </select></label>
 <label>Tags <input type="text" name="tags" value="${f.tags ?? ''}" placeholder="ui, api" \
-aria-describedby="tags-hint"> <small id="tags-hint" class="muted">any case: ui finds UI; every tag listed must match</small></label>
+aria-describedby="tags-hint"> <small id="tags-hint" class="muted">any case: ui finds UI; \
+every tag listed must match</small></label>
 <label class="check"><input type="checkbox" name="mine" value="1"${mine}> Mine</label>
 <button type="submit">Filter</button> <a href="/app/products/${view.product.id}/board">Clear</a>
 </form>`;

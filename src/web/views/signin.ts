@@ -1,7 +1,7 @@
 import { html, type Html } from './html.js';
 import { fieldError, invalidAttrs, type FormState } from './parts.js';
 
-/** The form that asks for a link, as sent back (what was typed, why not); `next` is the page to return to afterwards. */
+/** The form that asks for a link, as sent back (what was typed, why not); `next`: the page to return to after. */
 export function signInForm(form: FormState = { values: {}, errors: {} }, next?: string): Html {
   return html`${form.message ? html`<p class="error">${form.message}</p>` : ''}
 <p>Enter your email address: we send you a link that signs you in.</p>
