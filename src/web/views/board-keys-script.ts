@@ -33,8 +33,11 @@ export const BOARD_KEYS_SCRIPT = `(function () {
     var s = q.toString();
     return location.pathname + (s ? '?' + s : '');
   }
-  /** Whether a refresh now would undo what the person is doing (a move menu open, a card being dragged). */
-  function busy() { return !!board.querySelector('details.move[open], .card.dragging'); }
+  /**
+   * Whether a refresh now would undo what the person is doing (a move menu open, a card being dragged),
+   * or would be told of their own move as someone else's (a move of this page still on its way).
+   */
+  function busy() { return api.moving > 0 || !!board.querySelector('details.move[open], .card.dragging'); }
 
   /** Fetches the board again and puts its columns in place; focus goes to the card numbered focus, if given. */
   function refresh(focus, message) {
@@ -72,13 +75,15 @@ export const BOARD_KEYS_SCRIPT = `(function () {
     Object.keys(fields).forEach(function (k) { body.set(k, fields[k]); });
     var number = card.getAttribute('data-number');
     var asJson = { accept: 'application/json' };
+    api.moving++;
     fetch(form.action, { method: 'POST', body: body, credentials: 'same-origin', headers: asJson })
       .then(function (res) {
         if (res.ok) return refresh(number, message);
         return res.json().then(function (a) { api.say(a.message); },
           function () { api.say('The card could not be moved.'); });
       })
-      .catch(function () { api.say('The card could not be moved: no connection.'); });
+      .catch(function () { api.say('The card could not be moved: no connection.'); })
+      .then(api.settled);
   }
   function statusOf(card) { return card.closest('.column').getAttribute('data-status'); }
   function hidden(card, name) {
@@ -226,9 +231,19 @@ export const BOARD_KEYS_SCRIPT = `(function () {
     if (busy()) { pending = e; return; }
     refresh(null, 'The board changed.');
   });
+  /** A change put off while the person was busy: followed now, unless the board shown has it already. */
   function later() {
-    if (pending && !busy()) { pending = null; refresh(null, 'The board changed.'); }
+    if (!pending || busy()) return;
+    var revision = pending.detail && pending.detail.revision;
+    pending = null;
+    if (revision && Number(board.getAttribute('data-revision')) >= revision) return;
+    refresh(null, 'The board changed.');
   }
+  /** A move of this page has ended (made or refused, its board fetched again). */
+  api.settled = function () {
+    api.moving = Math.max(0, api.moving - 1);
+    later();
+  };
   board.addEventListener('toggle', later, true);
   board.addEventListener('dragend', function () { setTimeout(later, 0); });
 

@@ -71,7 +71,8 @@ dragged; });
   }
   decorate();
   board.classList.add('draggable');
-  window.shiplogBoard = { announce: announce, say: say, decorate: decorate };
+  // moving: this page's moves still on their way (the keys' half waits for them before following changes).
+  window.shiplogBoard = { announce: announce, say: say, decorate: decorate, moving: 0 };
 
   function start(card) {
     dragged = card;
@@ -104,6 +105,7 @@ null)) return;
     body.set('status', status);
     if (prev) body.set('above', numberOf(prev));
     if (next) body.set('below', numberOf(next));
+    window.shiplogBoard.moving++;
     fetch(form.action, { method: 'POST', body: body, credentials: 'same-origin', headers: { accept: \
 'application/json' } })
       .then(function (res) {
@@ -115,7 +117,8 @@ Error('The card could not be moved.'); });
       .catch(function (err) {
         from.list.insertBefore(card, from.next);
         say((err && err.message) || 'The card could not be moved.');
-      });
+      })
+      .then(function () { if (window.shiplogBoard.settled) window.shiplogBoard.settled(); });
   }
 
   board.addEventListener('dragstart', function (e) {
