@@ -73,8 +73,8 @@ async function refused(page: Page, o: { field: string; reason: RegExp }): Promis
       focused: field.id,
       invalid: field.getAttribute('aria-invalid'),
       reason: reason?.textContent ?? '',
-      // Next to it: in the same block as the field (its paragraph, or the fieldset of its boxes).
-      besideIt: !!reason && !!field.closest('p, fieldset, form.inline')?.contains(reason),
+      // Next to it: in the same block as the field (its paragraph, the fieldset of its boxes, a filter's box).
+      besideIt: !!reason && !!field.closest('p, fieldset, form.inline, form.filters > span')?.contains(reason),
       inView: box.top >= 0 && box.bottom <= window.innerHeight,
       firstInvalid: document.querySelector('[aria-invalid="true"]')?.id,
     };
@@ -189,6 +189,13 @@ describe('a refused form in chromium: the first refused field in view, focused, 
     await page.getByLabel('URL').fill('https://example.com/hook');
     for (const box of await page.locator('input[name=events]').all()) await box.uncheck();
     await refused(page, { field: 'webhook-event-0', reason: /events/ });
+  });
+
+  test("the board's filter", async () => {
+    await page.goto(`${base}/app/products/${productId}/board`);
+    await page.locator('#filter-tags').fill(`ui, ${'z'.repeat(70)}`);
+    await refused(page, { field: 'filter-tags', reason: /tags each tag must be at most 64 characters/ });
+    assert.ok((await page.locator('li.card').count()) > 0, 'the board, unfiltered, below it');
   });
 
   test('the matrix filter', async () => {
