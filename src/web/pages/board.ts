@@ -202,7 +202,7 @@ async function noticeOf(app: FastifyInstance, request: FastifyRequest, p: Record
     : `Moved #${number} ${title} to ${statusName(item.status)}.`;
 }
 
-/** The filter form's fields, by the items.json parameter a refusal names (the board reads its filters as items.json). */
+/** The filter form's fields, by the items.json parameter a refusal names (its filters are read as items.json's). */
 const FILTER_FIELDS: Record<string, string> = {
   type: 'type',
   assigned_to: 'assignee',
