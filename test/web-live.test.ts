@@ -2,7 +2,10 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import { after, before, describe, test } from 'node:test';
 import { openDatabase, type Db } from '../src/db/connection.js';
-import { LIVE_PER_PERSON } from '../src/web/live.js';
+import { PassThrough } from 'node:stream';
+import type { ServerResponse } from 'node:http';
+import { markItemsChanged, productRevisions } from '../src/products/index.js';
+import { LIVE_PER_PERSON, LiveChanges } from '../src/web/live.js';
 import { mailedLink } from './browser.js';
 import { makeProduct, makeUser, tempDir, type TestUser } from './helpers.js';
 import { startServer, stopAll, stopProcess, type Server } from './processes.js';
@@ -261,5 +264,42 @@ describe('the pages follow changes made elsewhere', { timeout: 60_000 }, () => {
     await stopProcess(servers[1].child);
     await stream.ended;
     assert.ok(Date.now() - started < 8000, 'stopped promptly');
+  });
+});
+
+describe('one process reading revisions', () => {
+  test('pages that keep opening do not put off the reading of the others', { timeout: 20_000 }, async () => {
+    const local = await openDatabase(await databaseOptionsFor(tempDir('shiplog-live-one-'), true));
+    const person = await makeUser(local);
+    const [busy, quiet] = [await makeProduct(local, person, [], 'Busy'), await makeProduct(local, person, [], 'Quiet')];
+    // No listener: this is the reading that SQLite has, and PostgreSQL when its listener is down.
+    const live = new LiveChanges(local, { pollMs: 100 });
+    const outs: PassThrough[] = [];
+    const open = async (productId: number) => {
+      const out = new PassThrough();
+      outs.push(out);
+      const shown = (await productRevisions(local, [productId])).get(productId)!;
+      await live.open({ productId, userId: person.user.id, out: out as unknown as ServerResponse }, shown);
+      return out;
+    };
+    try {
+      const watched = await open(quiet.id);
+      let told = '';
+      watched.on('data', (chunk: Buffer) => {
+        told += chunk.toString();
+      });
+      await local.transaction().execute((trx) => markItemsChanged(trx, quiet.id, { totals: false }));
+      // A page of the busy product opens (and closes) every 20 ms: the quiet one's change is still read.
+      for (let n = 0; n < 100 && !told.includes('event: change'); n++) {
+        const other = await open(busy.id);
+        await new Promise((r) => setTimeout(r, 20));
+        other.destroy();
+        other.emit('close');
+      }
+      assert.match(told, /event: change\ndata: \{"revision":\d+,"items":\[\]\}/);
+    } finally {
+      await live.close();
+      await local.destroy();
+    }
   });
 });

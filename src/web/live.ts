@@ -60,6 +60,8 @@ export class LiveChanges {
   private closed = false;
   private listener?: ChangeListener;
   private listening = false;
+  /** The reading timer's interval, as last set. */
+  private pace = 0;
   private readonly o: LiveOptions;
 
   constructor(
@@ -132,10 +134,13 @@ export class LiveChanges {
 
   /** The reading timer at the pace that fits whether a listener is connected, while streams are open. */
   private schedule(): void {
+    const every = this.listening ? Math.max(this.o.listeningPollMs, this.o.pollMs) : this.o.pollMs;
+    // Left running at the same pace: pages opening often must not keep putting the next read off.
+    if (this.streams.size > 0 && this.poller && this.pace === every) return;
     clearInterval(this.poller);
     this.poller = undefined;
     if (this.streams.size === 0) return;
-    const every = this.listening ? Math.max(this.o.listeningPollMs, this.o.pollMs) : this.o.pollMs;
+    this.pace = every;
     this.poller = setInterval(() => this.check(), every);
     this.poller.unref();
   }
