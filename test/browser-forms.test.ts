@@ -198,6 +198,17 @@ describe('a refused form in chromium: the first refused field in view, focused, 
     assert.ok((await page.locator('li.card').count()) > 0, 'the board, unfiltered, below it');
   });
 
+  test("the deploys' filter", async () => {
+    await api('POST', `/api/products/${productId}/deploys.json`, {
+      environment: 'staging',
+      numbers: String(itemNumber),
+    });
+    await page.goto(`${base}/app/products/${productId}/deploys`);
+    await page.locator('#deploys-environment').fill('e'.repeat(300));
+    await refused(page, { field: 'deploys-environment', reason: /environment/ });
+    await page.getByText('1 deploy,').waitFor();
+  });
+
   test('the matrix filter', async () => {
     await page.goto(`${base}/app/products/${productId}/deploys/matrix`);
     await page.locator('#matrix-not-deployed-to').fill('y'.repeat(300));
