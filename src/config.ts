@@ -32,6 +32,8 @@ export interface Config {
   readonly readsPerTurn: number;
   readonly pgStatementTimeoutMs: number;
   readonly pgConnectTimeoutMs: number;
+  /** How often the live pages read revisions when no notification tells them (LIVE_POLL_MS). */
+  readonly livePollMs: number;
   /** A request (head and body) must arrive within this; a slower one is answered 408 and cut off. */
   readonly requestTimeoutMs: number;
   /** An idle keep-alive connection is closed after this. */
@@ -280,6 +282,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     readsPerTurn: positive('READS_PER_TURN', 4, 10_000),
     pgStatementTimeoutMs: positive('PG_STATEMENT_TIMEOUT_MS', 5000),
     pgConnectTimeoutMs: positive('PG_CONNECT_TIMEOUT_MS', 5000),
+    livePollMs: positive('LIVE_POLL_MS', 400, MAX_TIMER_MS),
     requestTimeoutMs: positive('REQUEST_TIMEOUT_MS', 30_000, MAX_TIMER_MS),
     keepAliveTimeoutMs: positive('KEEP_ALIVE_TIMEOUT_MS', 5_000, MAX_TIMER_MS),
     maxConnections: positive('MAX_CONNECTIONS', 1_000),

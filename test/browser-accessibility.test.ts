@@ -133,6 +133,15 @@ async function signIn(email: string, check: boolean): Promise<Page> {
   const page = await context.newPage();
   await page.goto(`${base}/app/sign-in`);
   if (check) await bothWidths(page, 'sign-in');
+  if (check) {
+    await page.getByLabel('Email').fill('not an address');
+    await page.locator('form').evaluate((f: HTMLFormElement) => {
+      f.noValidate = true;
+    });
+    await page.getByRole('button', { name: 'Send me a sign-in link' }).click();
+    await page.locator('#error-email').waitFor();
+    await bothWidths(page, 'sign-in, refused');
+  }
   await page.getByLabel('Email').fill(email);
   await page.getByRole('button', { name: 'Send me a sign-in link' }).click();
   await page.getByText('a sign-in link is on its way').waitFor();
@@ -240,6 +249,7 @@ describe('axe-core on every page', { timeout: 300_000 }, () => {
     await visit(page, `${product}/board`, 'board');
     await visit(page, `${product}/board?tag=web&mine=1`, 'board, filtered');
     await visit(page, `${product}/board?status=backlog&offset=1`, 'board, one column from its second card');
+    await visit(page, `${product}/board?tags=${'x'.repeat(65)}`, 'board, a filter refused', 400);
     await page.goto(`${base}${product}/board`);
     await page.locator('#new-type').selectOption('story');
     await page.locator('form.item-form button[type=submit]').click();

@@ -224,10 +224,16 @@ describe('the pages in chromium', { timeout: 120_000 }, () => {
     }
   });
 
-  test('a change made through the API shows on an open board and item page within 2 s', async () => {
-    const { owner, product, numbers } = await productWithItems(['Before']);
+  test('a change made through the API shows on an open board and item page within 2 s, one stream each', async () => {
+    const { owner, product, numbers } = await productWithItems(['Before', 'Other']);
     const { context, page } = await signedIn(owner.email);
+    const streams: string[] = [];
+    const watch = (p: Page) =>
+      p.on('request', (r) => {
+        if (new URL(r.url()).pathname.endsWith('/events')) streams.push(r.url());
+      });
     try {
+      watch(page);
       await page.goto(`${base}/app/products/${product.id}/board`);
       await page.locator(`#item-${numbers[0]}`).getByText('Before').waitFor();
       const loads: string[] = [];
@@ -237,11 +243,42 @@ describe('the pages in chromium', { timeout: 120_000 }, () => {
       await api(owner, 'POST', `/api/products/${product.id}/items.json`, { type: 'task', title: 'Brand new' });
       await page.locator('section.column[data-status="backlog"]').getByText('Brand new').waitFor({ timeout: 2000 });
       assert.deepEqual(loads, []);
+      assert.equal(streams.length, 1, 'the board: one stream, kept while its columns are fetched again');
 
       await page.goto(`${base}/app/products/${product.id}/items/${numbers[0]}`);
       await page.getByRole('heading', { name: /After/ }).first().waitFor();
       await api(owner, 'POST', `/api/products/${product.id}/items/${numbers[0]}.json`, { score: 'XL' });
       await page.locator('article.item').getByText('XL').first().waitFor({ timeout: 2000 });
+      await api(owner, 'POST', `/api/products/${product.id}/items/${numbers[0]}.json`, { title: 'After again' });
+      await page
+        .getByRole('heading', { name: /After again/ })
+        .first()
+        .waitFor({ timeout: 2000 });
+      assert.equal(streams.length, 2, 'the item page: one stream of its own, kept while the page follows changes');
+
+      // The same person without script (the session's cookie, in a browser that runs none): no stream, and
+      // the board's move menu and the item's edit form still work, as forms.
+      streams.length = 0;
+      const off = await chrome.browser.newContext({ viewport: { width: 1280, height: 800 }, javaScriptEnabled: false });
+      try {
+        await off.addCookies(await context.cookies());
+        const plain = await off.newPage();
+        watch(plain);
+        await plain.goto(`${base}/app/products/${product.id}/board`);
+        await plain.getByLabel(`Move #${numbers[1]}`).click();
+        await plain.locator(`#item-${numbers[1]}`).getByRole('button', { name: 'To completed' }).click();
+        await plain.waitForLoadState();
+        assert.deepEqual(await order(owner, product.id, 'completed'), [numbers[1]]);
+        await plain.goto(`${base}/app/products/${product.id}/items/${numbers[0]}`);
+        await plain.locator('#edit-title').fill('Edited without script');
+        await plain.locator('form:has(#edit-title) button[type=submit]').click();
+        await plain.waitForLoadState();
+        const item = await api(owner, 'GET', `/api/products/${product.id}/items/${numbers[0]}.json`);
+        assert.equal(item.title, 'Edited without script');
+        assert.deepEqual(streams, [], 'no stream is opened without script');
+      } finally {
+        await off.close();
+      }
     } finally {
       await context.close();
     }

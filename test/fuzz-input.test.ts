@@ -149,6 +149,7 @@ const ROUTES: Record<string, RouteSpec> = {
   'GET /app/item.js': { access: 'page', params: [] },
   'GET /app/notifications.js': { access: 'page', params: [] },
   'GET /app/live.js': { access: 'page', params: [] },
+  'GET /app/forms.js': { access: 'page', params: [] },
   'GET /app/style.css': { access: 'page', params: [] },
   'GET /app/sign-in': { access: 'page', params: ['next'], example: { next: '/app/settings' } },
   'POST /app/sign-in': { access: 'page', params: ['email', 'next'], example: { email: 'someone@example.com' } },

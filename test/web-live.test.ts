@@ -2,11 +2,16 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import { after, before, describe, test } from 'node:test';
 import { openDatabase, type Db } from '../src/db/connection.js';
-import { LIVE_PER_PERSON } from '../src/web/live.js';
+import { PassThrough } from 'node:stream';
+import type { ServerResponse } from 'node:http';
+import { markItemsChanged, productRevisions } from '../src/products/index.js';
+import { LIVE_PER_PERSON, LiveChanges } from '../src/web/live.js';
 import { mailedLink } from './browser.js';
 import { makeProduct, makeUser, tempDir, type TestUser } from './helpers.js';
 import { startServer, stopAll, stopProcess, type Server } from './processes.js';
-import { databaseOptionsFor } from './storage.js';
+import pg from 'pg';
+import { LISTENER_NAME } from '../src/db/listen.js';
+import { databaseOptionsFor, pgBase } from './storage.js';
 
 /*
  * The pages' event stream over real sockets: two instances of the built server on one database
@@ -109,6 +114,34 @@ function openStream(i: number, path = `/app/products/${productId}/events`, accep
   });
 }
 
+/** The listening connections of the PostgreSQL run's servers (this file's schema or another's). */
+async function listeners<T>(query: string): Promise<T[]> {
+  const client = new pg.Client({ connectionString: pgBase });
+  await client.connect();
+  try {
+    return (await client.query(query, [LISTENER_NAME])).rows;
+  } finally {
+    await client.end();
+  }
+}
+
+/** Waits until at least `n` listening connections are in place (they open with a server's first stream). */
+async function waitForListener(n: number): Promise<void> {
+  for (let tries = 0; ; tries++) {
+    const [{ count }] = await listeners<{ count: number }>(
+      `select count(*)::int as count from pg_stat_activity where application_name = $1 and query ilike 'listen %'`,
+    );
+    if (count >= n) return;
+    if (tries > 250) throw new Error('no listening connection');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/** Ends every listening connection from the server's side, as a restart of the database would. */
+async function terminateListeners(): Promise<void> {
+  await listeners(`select pg_terminate_backend(pid) from pg_stat_activity where application_name = $1`);
+}
+
 async function apiPost(i: number, path: string, form: Record<string, string>) {
   const res = await fetch(url(i, `/api/products/${productId}${path}`), {
     method: 'POST',
@@ -193,6 +226,37 @@ describe('the pages follow changes made elsewhere', { timeout: 60_000 }, () => {
     }
   });
 
+  test('PostgreSQL: a change on one instance reaches the other through NOTIFY, not by reading revisions', {
+    skip: !pgBase && 'the notifications are PostgreSQL’s; SQLite instances read the shared file',
+  }, async () => {
+    // This instance reads revisions only once in ten minutes: whatever reaches its stream within
+    // the test came through its LISTEN connection (or its read when that connection was made).
+    const quiet = await startServer({ dataDir, env: { LIVE_POLL_MS: '600000', LOG_LEVEL: 'warn' } });
+    const at = servers.push(quiet) - 1;
+    const made = await apiPost(1, '/items.json', { type: 'task', title: 'Told by notification' });
+    const stream = await openStream(at);
+    try {
+      assert.equal(stream.status, 200);
+      await stream.next('comment');
+      await waitForListener(1);
+      await apiPost(1, `/items/${made.number}.json`, { title: 'Renamed, and told' });
+      assert.deepEqual((await stream.next('change')).items, [made.number]);
+      await apiPost(1, `/items/${made.number}.json`, { title: 'Renamed again' });
+      assert.deepEqual((await stream.next('change')).items, [made.number]);
+
+      // The listening connection dropped: it connects again and reads what moved meanwhile.
+      await terminateListeners();
+      await apiPost(1, `/items/${made.number}.json`, { title: 'Renamed while nobody listened' });
+      assert.deepEqual((await stream.next('change', 5000)).items, [made.number]);
+      await waitForListener(1);
+      await apiPost(1, `/items/${made.number}.json`, { title: 'Renamed after the listener came back' });
+      assert.deepEqual((await stream.next('change')).items, [made.number]);
+    } finally {
+      stream.close();
+      await stopProcess(quiet.child);
+    }
+  });
+
   test('a server that stops ends its streams and exits without waiting for them', async () => {
     const stream = await openStream(1);
     assert.equal(stream.status, 200);
@@ -205,5 +269,42 @@ describe('the pages follow changes made elsewhere', { timeout: 60_000 }, () => {
     assert.match(last, /reconnect/);
     await stream.ended;
     assert.ok(Date.now() - started < 8000, 'stopped promptly');
+  });
+});
+
+describe('one process reading revisions', () => {
+  test('pages that keep opening do not put off the reading of the others', { timeout: 20_000 }, async () => {
+    const local = await openDatabase(await databaseOptionsFor(tempDir('shiplog-live-one-'), true));
+    const person = await makeUser(local);
+    const [busy, quiet] = [await makeProduct(local, person, [], 'Busy'), await makeProduct(local, person, [], 'Quiet')];
+    // No listener: this is the reading that SQLite has, and PostgreSQL when its listener is down.
+    const live = new LiveChanges(local, { pollMs: 100 });
+    const outs: PassThrough[] = [];
+    const open = async (productId: number) => {
+      const out = new PassThrough();
+      outs.push(out);
+      const shown = (await productRevisions(local, [productId])).get(productId)!;
+      await live.open({ productId, userId: person.user.id, out: out as unknown as ServerResponse }, shown);
+      return out;
+    };
+    try {
+      const watched = await open(quiet.id);
+      let told = '';
+      watched.on('data', (chunk: Buffer) => {
+        told += chunk.toString();
+      });
+      await local.transaction().execute((trx) => markItemsChanged(trx, quiet.id, { totals: false }));
+      // A page of the busy product opens (and closes) every 20 ms: the quiet one's change is still read.
+      for (let n = 0; n < 100 && !told.includes('event: change'); n++) {
+        const other = await open(busy.id);
+        await new Promise((r) => setTimeout(r, 20));
+        other.destroy();
+        other.emit('close');
+      }
+      assert.match(told, /event: change\ndata: \{"revision":\d+,"items":\[\]\}/);
+    } finally {
+      await live.close();
+      await local.destroy();
+    }
   });
 });

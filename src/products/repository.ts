@@ -1,5 +1,6 @@
 import type { Db, Trx } from '../db/connection.js';
 import { dialectOf } from '../db/dialect.js';
+import { notifyProductChanged } from '../db/listen.js';
 import { prepared } from '../db/prepared.js';
 import { storableId, type ProductRow, type UserRow } from '../db/schema.js';
 import { findUserBy, type UserLookup } from '../users/index.js';
@@ -209,6 +210,7 @@ const membersAmong = prepared((db, productId: number, ids: number[]) =>
 export async function allocateItemNumber(trx: Trx, productId: number): Promise<number> {
   const [row] = await nextItemNumber(trx, productId);
   if (!row) throw new Error(`No product ${productId} to number an item in.`);
+  await notifyProductChanged(trx, productId);
   return row.last_number;
 }
 
@@ -248,6 +250,8 @@ export async function markItemsChanged(
   productId: number,
   { totals, order = false, items = [] }: { totals: boolean; order?: boolean; items?: number[] },
 ): Promise<void> {
+  // Every move of the revision comes here (or to allocateItemNumber), and so tells the other instances.
+  await notifyProductChanged(trx, productId);
   if (totals || order || items.length === 0) {
     await (totals ? newItemsVersion : order ? newOrderVersion : newRevision)(trx, productId);
     return;

@@ -9,7 +9,7 @@ export function parseSignInRequest(p: Record<string, ParamValue>): { email: stri
   const email = asString('email', p.email)?.trim().toLowerCase();
   if (!email || !validEmail(email))
     throw new ValidationError(
-      { email: 'must be an email address' },
+      { email: 'must be an email address, such as ada@example.com' },
       'Enter an email address, such as ada@example.com.',
     );
   return { email };

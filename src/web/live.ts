@@ -1,10 +1,16 @@
 import type { ServerResponse } from 'node:http';
 import type { Db } from '../db/connection.js';
+import { ChangeListener } from '../db/listen.js';
 import { findItemHeadsByIds } from '../items/index.js';
 import { itemsChangedSince, productRevisions } from '../products/index.js';
 
-/** How often a process reads the revisions of the products its open pages show. */
+/** How often a process reads the revisions of the products its open pages show, when nothing tells it. */
 export const LIVE_POLL_MS = 400;
+/**
+ * How often it reads them while PostgreSQL's notifications tell it of changes: only to bound what a
+ * listener that looks connected but is not (a network gone silent) can hold back.
+ */
+export const LIVE_LISTENING_POLL_MS = 10_000;
 /** A comment line this often keeps proxies from closing a quiet stream, and finds dead ones. */
 export const LIVE_HEARTBEAT_MS = 15_000;
 /** Streams one person may hold open in one process (a browser allows six connections to a host). */
@@ -20,32 +26,57 @@ interface Stream {
   out: ServerResponse;
 }
 
+export interface LiveOptions {
+  pollMs: number;
+  listeningPollMs: number;
+  heartbeatMs: number;
+  perPerson: number;
+  perProcess: number;
+  /** PostgreSQL: listen for its notifications of changes on a connection of this URL. */
+  databaseUrl?: string;
+}
+
 /** Why a stream was refused: the person's bound, or the process's. */
 export type Refusal = 'person' | 'process';
 
 /**
  * The pages' live changes: server-sent event streams, one per open board or item page, each of a
- * product. One timer per process polls the revisions of the products watched (any instance's
- * change moves them, on SQLite as on PostgreSQL); a product whose revision moved gets one event,
- * naming the items changed as item_changes has them (none: reload the whole board).
+ * product. A product whose revision moved gets one event, naming the items changed as item_changes
+ * has them (none: reload the whole board). How a process learns that a revision moved: on
+ * PostgreSQL, from the notification every change sends at its commit (one listening connection per
+ * process, opened with the first stream); and always by reading the revisions of the products
+ * watched, every `pollMs` while no listener is connected (SQLite, or the listener down), every
+ * `listeningPollMs` while one is, and at once when a listener (re)connects or a stream opens.
  */
 export class LiveChanges {
   private readonly streams = new Set<Stream>();
   private readonly revisions = new Map<number, number>();
+  /** Products to read at the next check; `all` reads every product watched. */
+  private readonly due = new Set<number>();
+  private all = false;
   private poller?: NodeJS.Timeout;
   private heartbeat?: NodeJS.Timeout;
-  private polling = false;
+  private checking = false;
   private closed = false;
+  private listener?: ChangeListener;
+  private listening = false;
+  /** The reading timer's interval, as last set. */
+  private pace = 0;
+  private readonly o: LiveOptions;
 
   constructor(
     private readonly db: Db,
-    private readonly o = {
+    options: Partial<LiveOptions> = {},
+  ) {
+    this.o = {
       pollMs: LIVE_POLL_MS,
+      listeningPollMs: LIVE_LISTENING_POLL_MS,
       heartbeatMs: LIVE_HEARTBEAT_MS,
       perPerson: LIVE_PER_PERSON,
       perProcess: LIVE_PER_PROCESS,
-    },
-  ) {}
+      ...options,
+    };
+  }
 
   /** Whether another stream may open for this person now, or which bound refuses it. */
   refusal(userId: number): Refusal | undefined {
@@ -62,10 +93,23 @@ export class LiveChanges {
     stream.out.on('close', () => this.drop(stream));
     // A browser reconnects by itself after a lost connection: two seconds keeps a page live.
     stream.out.write(`retry: 2000\n: open\n\n`);
-    this.poller ??= setInterval(() => void this.poll(), this.o.pollMs);
+    if (this.o.databaseUrl && !this.listener) {
+      this.listener = new ChangeListener(this.o.databaseUrl, {
+        onChange: (productId) => this.revisions.has(productId) && this.check(productId),
+        onListening: (listening) => {
+          this.listening = listening;
+          this.schedule();
+          // What changed while no one listened is read now.
+          if (listening) this.check();
+        },
+      });
+      this.listener.start();
+    }
+    this.schedule();
     this.heartbeat ??= setInterval(() => this.beat(), this.o.heartbeatMs);
-    this.poller.unref();
     this.heartbeat.unref();
+    // A page that showed an older revision than the one read now gets what it missed at once.
+    this.check(stream.productId);
   }
 
   /** How many streams are open (for the process's bound, and for tests). */
@@ -77,17 +121,31 @@ export class LiveChanges {
    * Ends every stream (the server is closing), telling each to reconnect within half a second:
    * through a balancer the browser reaches another instance, from the revision its page shows.
    */
-  close(): void {
+  async close(): Promise<void> {
     this.closed = true;
     for (const s of this.streams) s.out.end('retry: 500\n: reconnect\n\n');
     this.streams.clear();
     this.stop();
+    await this.listener?.stop();
   }
 
   private drop(stream: Stream): void {
     this.streams.delete(stream);
     if (![...this.streams].some((s) => s.productId === stream.productId)) this.revisions.delete(stream.productId);
     if (this.streams.size === 0) this.stop();
+  }
+
+  /** The reading timer at the pace that fits whether a listener is connected, while streams are open. */
+  private schedule(): void {
+    const every = this.listening ? Math.max(this.o.listeningPollMs, this.o.pollMs) : this.o.pollMs;
+    // Left running at the same pace: pages opening often must not keep putting the next read off.
+    if (this.streams.size > 0 && this.poller && this.pace === every) return;
+    clearInterval(this.poller);
+    this.poller = undefined;
+    if (this.streams.size === 0) return;
+    this.pace = every;
+    this.poller = setInterval(() => this.check(), every);
+    this.poller.unref();
   }
 
   private stop(): void {
@@ -100,25 +158,42 @@ export class LiveChanges {
     for (const s of this.streams) s.out.write(': heartbeat\n\n');
   }
 
-  /** One read of every watched product's revision; an event to the streams of those that moved. */
-  private async poll(): Promise<void> {
-    if (this.polling || this.streams.size === 0) return;
-    this.polling = true;
+  /** Reads the revision of one product (or of all watched) soon; reads asked for meanwhile join the next. */
+  private check(productId?: number): void {
+    if (productId === undefined) this.all = true;
+    else this.due.add(productId);
+    void this.read();
+  }
+
+  /** Reads the revisions due in one query each round; an event to the streams of products that moved. */
+  private async read(): Promise<void> {
+    if (this.checking) return;
+    this.checking = true;
     try {
-      const now = await productRevisions(this.db, [...this.revisions.keys()]);
-      for (const [productId, revision] of now) {
-        const before = this.revisions.get(productId);
-        if (before === undefined || revision <= before) continue;
-        this.revisions.set(productId, revision);
-        this.send(productId, await this.eventOf(productId, before, revision));
+      while ((this.all || this.due.size > 0) && this.streams.size > 0) {
+        const ids = this.all ? [...this.revisions.keys()] : [...this.due].filter((id) => this.revisions.has(id));
+        this.all = false;
+        this.due.clear();
+        if (ids.length > 0) await this.readRevisions(ids);
       }
     } catch {
-      // A failed read (the database restarting) is retried at the next tick; the pages stay as they are.
+      // A failed read (the database restarting) is retried by the timer; the pages stay as they are.
     } finally {
-      this.polling = false;
+      this.all = false;
+      this.due.clear();
+      this.checking = false;
     }
   }
 
+  private async readRevisions(ids: number[]): Promise<void> {
+    const now = await productRevisions(this.db, ids);
+    for (const [productId, revision] of now) {
+      const before = this.revisions.get(productId);
+      if (before === undefined || revision <= before) continue;
+      this.revisions.set(productId, revision);
+      this.send(productId, await this.eventOf(productId, before, revision));
+    }
+  }
   private async eventOf(productId: number, before: number, revision: number): Promise<string> {
     const ids = await itemsChangedSince(this.db, productId, before);
     const numbers =

@@ -6,6 +6,7 @@ import { params, Param } from '../http/params.js';
 import { bodyLimitOf, SMALL_FORM_LIMIT, tooLargeMessage } from '../http/parsers.js';
 import { requestParams } from '../http/request.js';
 import { TokenParams } from '../http/schemas.js';
+import { formErrors } from './pages.js';
 import { productPages } from './product-pages.js';
 import { parseSignInRequest, safeNext, wellFormedToken } from './input.js';
 import { productsRoutes } from './pages/products.js';
@@ -33,6 +34,7 @@ import {
 import { BOARD_SCRIPT } from './views/board-script.js';
 import { BOARD_KEYS_SCRIPT } from './views/board-keys-script.js';
 import { LIVE_SCRIPT } from './views/live-script.js';
+import { FORM_SCRIPT } from './views/form-script.js';
 import { ITEM_SCRIPT } from './views/item-script.js';
 import { NOTIFICATIONS_SCRIPT } from './views/notifications-script.js';
 import { STYLESHEET } from './views/style.js';
@@ -99,6 +101,9 @@ export async function webRoutes(app: FastifyInstance, options: WebOptions): Prom
   app.get('/live.js', async (_request, reply) =>
     reply.type('text/javascript; charset=utf-8').header('cache-control', 'public, max-age=3600').send(LIVE_SCRIPT),
   );
+  app.get('/forms.js', async (_request, reply) =>
+    reply.type('text/javascript; charset=utf-8').header('cache-control', 'public, max-age=3600').send(FORM_SCRIPT),
+  );
   app.get('/item.js', async (_request, reply) =>
     reply.type('text/javascript; charset=utf-8').header('cache-control', 'public, max-age=3600').send(ITEM_SCRIPT),
   );
@@ -137,7 +142,11 @@ async function signInPages(app: FastifyInstance, options: WebOptions & { setting
     try {
       ({ email } = parseSignInRequest(requestParams(request)));
     } catch (err) {
-      return sendPage(reply, 400, 'Sign in', signInForm((err as Error).message, next));
+      const refused = formErrors(err);
+      if (!refused) throw err;
+      const email = requestParams(request).email;
+      const values = { email: typeof email === 'string' ? email.slice(0, 254) : '' };
+      return sendPage(reply, 400, 'Sign in', signInForm({ values, ...refused }, next));
     }
     if (next) keepNext(reply, next, settings);
     const queued = await app.db

@@ -19,9 +19,17 @@ import {
   type Status,
 } from '../../items/index.js';
 import type { ProductScope } from '../../scope.js';
-import { boardQueryString, parseBoardQuery, parseMove, returnFilters, type BoardQuery } from '../input.js';
+import { classifyError } from '../../http/errors.js';
+import {
+  BOARD_FILTERS,
+  boardQueryString,
+  parseBoardQuery,
+  parseMove,
+  returnFilters,
+  type BoardQuery,
+} from '../input.js';
 import { prefersJson } from '../../http/negotiate.js';
-import { checkToken, productOf, sessionOf, viewerOf } from '../pages.js';
+import { checkToken, formErrors, productOf, sessionOf, viewerOf } from '../pages.js';
 import type { RenderedPages } from '../rendered-pages.js';
 import { membersOf } from '../service.js';
 import { sendHtml } from '../session.js';
@@ -159,6 +167,8 @@ export async function renderBoard(
     status: number;
     newItem?: FormState;
     notice?: string;
+    /** The filter form as sent, when its filters were refused. */
+    filterForm?: FormState;
   },
 ) {
   const scope = o.request.scope;
@@ -171,7 +181,7 @@ export async function renderBoard(
   const title = `Board · ${scope.product.name}`;
   const page = await o.boards.render(key, viewerOf(sessionOf(o.request)), async (anybody) => {
     const view = await loadBoard(app, { scope, query: o.query, newItem: o.newItem });
-    return layout(title, boardPage({ ...view, notice: o.notice, viewer: anybody }), anybody);
+    return layout(title, boardPage({ ...view, notice: o.notice, filterForm: o.filterForm, viewer: anybody }), anybody);
   });
   return sendHtml(o.reply, o.status, page);
 }
@@ -192,12 +202,55 @@ async function noticeOf(app: FastifyInstance, request: FastifyRequest, p: Record
     : `Moved #${number} ${title} to ${statusName(item.status)}.`;
 }
 
+/** The filter form's fields, by the items.json parameter a refusal names (its filters are read as items.json's). */
+const FILTER_FIELDS: Record<string, string> = {
+  type: 'type',
+  assigned_to: 'assignee',
+  created_by: 'creator',
+  tags: 'tags',
+};
+
+/**
+ * The filter form as sent, with the reasons of its refused fields; undefined when the refusal
+ * concerns no field of it (a column's status or offset, from a link), which is a page of its own.
+ */
+function refusedFilters(err: unknown, p: Record<string, ParamValue>): FormState | undefined {
+  const refused = formErrors(err);
+  if (!refused) return undefined;
+  const errors: Record<string, string> = {};
+  for (const [name, reason] of Object.entries(refused.errors)) {
+    if (!FILTER_FIELDS[name]) return undefined;
+    errors[FILTER_FIELDS[name]] = reason;
+  }
+  if (Object.keys(errors).length === 0) return undefined;
+  const values: Record<string, string> = {};
+  for (const name of BOARD_FILTERS) if (typeof p[name] === 'string') values[name] = (p[name] as string).slice(0, 4096);
+  return { values, errors };
+}
+
 /** The board and its moves: the forms, and the board script, which posts the same forms. */
 export async function boardRoutes(app: FastifyInstance, { boards }: { boards: RenderedPages }): Promise<void> {
   app.get('/board', { schema: { ...ProductPath, querystring: boardQuery } }, async (request, reply) => {
     const p = requestParams(request);
-    const query = parseBoardQuery(p, request.scope.user.id);
-    return renderBoard(app, { boards, request, reply, query, status: 200, notice: await noticeOf(app, request, p) });
+    const viewer = request.scope.user.id;
+    try {
+      const query = parseBoardQuery(p, viewer);
+      return await renderBoard(app, {
+        boards,
+        request,
+        reply,
+        query,
+        status: 200,
+        notice: await noticeOf(app, request, p),
+      });
+    } catch (err) {
+      // A refused filter (read when parsed, or a person named when listed): the board unfiltered,
+      // under the filter form as it was sent, each reason beside its field.
+      const filterForm = refusedFilters(err, p);
+      if (!filterForm) throw err;
+      const query = parseBoardQuery({}, viewer);
+      return renderBoard(app, { boards, request, reply, query, status: classifyError(err).status, filterForm });
+    }
   });
 
   const moveBody = params({ csrf: Param, to: Param, above: Param, below: Param, status: Param, back: Param });

@@ -16,7 +16,7 @@ const eventsQuery = params({ since: Param });
  * `Accept: text/event-stream` it is a 400.
  */
 export async function liveRoutes(app: FastifyInstance): Promise<void> {
-  const live = new LiveChanges(app.db);
+  const live = new LiveChanges(app.db, { pollMs: app.config.livePollMs, databaseUrl: app.config.databaseUrl });
   // Before the server waits for its connections to end: open streams would hold it.
   app.addHook('preClose', async () => live.close());
   // A draining instance ends its streams once the balancer has taken it out: pages reconnect elsewhere.

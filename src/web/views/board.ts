@@ -2,7 +2,16 @@ import type { ItemJson } from '../../items/index.js';
 import { boardQueryString } from '../input.js';
 import { csrfField, type Viewer } from './layout.js';
 import { html, type Html } from './html.js';
-import { fieldError, type FormState, itemHref, otherErrors, personName, productNav, selectOptions } from './parts.js';
+import {
+  fieldError,
+  invalidAttrs,
+  type FormState,
+  itemHref,
+  otherErrors,
+  personName,
+  productNav,
+  selectOptions,
+} from './parts.js';
 
 export interface BoardCard {
   item: ItemJson;
@@ -41,6 +50,8 @@ export interface BoardView {
   revision: number;
   /** What the last change made from the board was, said once at its top. */
   notice?: string;
+  /** The filter form as sent, when its filters were refused (the board shown is then unfiltered). */
+  filterForm?: FormState;
   viewer: Viewer;
 }
 
@@ -67,20 +78,31 @@ ${keysPanel()}
 }
 
 function filterForm(view: BoardView): Html {
-  const f = view.filters;
+  const s = view.filterForm ?? { values: view.filters, errors: {} };
+  const f = s.values;
   const people = view.members.map((m): [string, string] => [String(m.id), m.name]);
   const mine = f.mine && f.mine !== '0' ? html` checked` : '';
+  // A value no option has (a person who is not a member, typed into the URL) is kept, to be said wrong.
+  const chosen = (options: [string, string][], value?: string): [string, string][] =>
+    value && !options.some(([v]) => v === value) ? [...options, [value, value]] : options;
+  // Each field with its label around it, as one box of the row, its reason (when refused) beside it.
+  const choice = (name: string, label: string, any: string, options: [string, string][]) =>
+    html`<span><label>${label} <select id="filter-${name}" name="${name}"${invalidAttrs(s, name)}>\
+<option value="">${any}</option>${selectOptions(chosen(options, f[name]), f[name])}</select></label>\
+${fieldError(s, name)}</span>`;
+  const tagsNotes = s.errors.tags ? invalidAttrs(s, 'tags', 'tags-hint') : html` aria-describedby="tags-hint"`;
   return html`<form class="filters" method="get" action="/app/products/${view.product.id}/board">
-<label>Type <select name="type"><option value="">any</option>${selectOptions(
-    view.types.map((t) => [t, t]),
-    f.type,
-  )}</select></label>
-<label>Assignee <select name="assignee"><option value="">anyone</option>${selectOptions(people, f.assignee)}\
-</select></label>
-<label>Creator <select name="creator"><option value="">anyone</option>${selectOptions(people, f.creator)}\
-</select></label>
-<label>Tags <input type="text" name="tags" value="${f.tags ?? ''}" placeholder="ui, api" \
-aria-describedby="tags-hint"> <small id="tags-hint" class="muted">exact case: UI is not ui</small></label>
+${choice(
+  'type',
+  'Type',
+  'any',
+  view.types.map((t) => [t, t]),
+)}
+${choice('assignee', 'Assignee', 'anyone', people)}
+${choice('creator', 'Creator', 'anyone', people)}
+<span><label>Tags <input id="filter-tags" type="text" name="tags" value="${f.tags ?? ''}" placeholder="ui, api"\
+${tagsNotes}> <small id="tags-hint" class="muted">any case: ui finds UI; every tag listed must match</small></label>\
+${fieldError(s, 'tags')}</span>
 <label class="check"><input type="checkbox" name="mine" value="1"${mine}> Mine</label>
 <button type="submit">Filter</button> <a href="/app/products/${view.product.id}/board">Clear</a>
 </form>`;
@@ -237,14 +259,7 @@ export interface CreateFormOptions {
   board?: boolean;
 }
 
-/** The create form's fields in order: the first one refused gets the focus (and is scrolled to) without script. */
-const CREATE_FIELDS = ['type', 'title', 'who', 'what', 'why', 'status'];
-const firstRefused = (s: FormState, name: string): Html | '' =>
-  s.errors[name] && CREATE_FIELDS.find((f) => s.errors[f]) === name
-    ? html` autofocus aria-invalid="true" aria-describedby="error-${name}"`
-    : s.errors[name]
-      ? html` aria-invalid="true" aria-describedby="error-${name}"`
-      : '';
+const firstRefused = invalidAttrs;
 
 /** A text field of the create form. */
 const createText = (s: FormState, name: 'title' | 'who' | 'what' | 'why', label: Html | string): Html =>

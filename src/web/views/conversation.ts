@@ -1,7 +1,7 @@
 import type { TimelineEntry } from '../present.js';
 import { html, raw, type Html } from './html.js';
 import { csrfField, type Viewer } from './layout.js';
-import { deployHref, fieldError, type FormState, itemHref, otherErrors, timeTag } from './parts.js';
+import { deployHref, fieldError, invalidAttrs, type FormState, itemHref, otherErrors, timeTag } from './parts.js';
 
 /** The comment box as it comes back: the text kept, its errors, and a preview of it when one was asked for. */
 export interface CommentForm extends FormState {
@@ -116,7 +116,7 @@ function blockSide(
     ? html`<ul class="blocks">${o.lines.map((b) => blockLine(ctx, b))}</ul>`
     : html`<p class="muted">${o.side === 'blocking' ? 'Blocks nothing.' : 'Blocked by nothing.'}</p>`;
   const more = o.total > o.lines.length ? html`<p class="muted">The first ${o.lines.length} of ${o.total}.</p>` : '';
-  const invalid = s.errors[o.field] ? html` aria-invalid="true" aria-describedby="error-${o.field}"` : '';
+  const invalid = invalidAttrs(s, o.field);
   return html`<section aria-labelledby="${o.side}-heading"><h3 id="${o.side}-heading">${heading} \
 <span class="count">${o.total}</span></h3>
 ${list}${more}
@@ -158,7 +158,7 @@ ${a.by} \u00b7 ${timeTag(a.at)}</span>${
     ? html`<ul class="attachments">${c.attachments.map(line)}</ul>`
     : html`<p class="muted">No attachments.</p>`;
   const s = c.attachmentForm;
-  const invalid = s.errors.file ? html` aria-invalid="true" aria-describedby="error-file"` : '';
+  const invalid = invalidAttrs(s, 'file');
   return html`<section aria-labelledby="attachments-heading">\
 <h2 id="attachments-heading">Attachments <span class="count">${c.attachmentsTotal}</span></h2>
 ${list}
@@ -218,7 +218,7 @@ function commentForm({ c, productId, number, viewer }: ConversationContext): Htm
       ? html`<section class="preview" aria-labelledby="preview-heading"><h3 id="preview-heading">Preview</h3>
 <div class="markdown">${s.preview ? raw(s.preview) : html`<p class="muted">Nothing to preview.</p>`}</div></section>`
       : '';
-  const invalid = s.errors.body ? html` aria-invalid="true" aria-describedby="error-body comment-keys"` : '';
+  const invalid = s.errors.body ? invalidAttrs(s, 'body', 'comment-keys') : '';
   return html`${preview}<form class="comment" id="comment-form" method="post" \
 action="${itemHref(productId, number)}/comments">${csrfField(viewer)}
 ${s.message ? html`<p class="error">${s.message}</p>` : ''}${otherErrors(s, ['body'])}

@@ -1,7 +1,16 @@
 import type { DeployJson } from '../../deploys/index.js';
 import type { ItemJson } from '../../items/index.js';
 import { html, raw, type Html } from './html.js';
-import { deployHref, itemHref, personName, productNav, when } from './parts.js';
+import {
+  deployHref,
+  fieldError,
+  type FormState,
+  invalidAttrs,
+  itemHref,
+  personName,
+  productNav,
+  when,
+} from './parts.js';
 import { deployTabs } from './where.js';
 
 export interface DeploysView {
@@ -11,6 +20,8 @@ export interface DeploysView {
   offset: number;
   pageSize: number;
   environment?: string;
+  /** The filter as sent, when its environment was refused (the deploys shown are then all of them). */
+  form?: FormState;
 }
 
 export function deploysPage(v: DeploysView): Html {
@@ -27,8 +38,9 @@ export function deploysPage(v: DeploysView): Html {
   return html`${productNav(v.product, 'deploys')}
 ${deployTabs(p, 'list')}
 <form class="filters" method="get" action="/app/products/${p}/deploys">
-<label>Environment <input type="text" name="environment" value="${v.environment ?? ''}" placeholder="production">\
-</label>
+<span><label>Environment <input id="deploys-environment" type="text" name="environment" \
+value="${v.form?.values.environment ?? v.environment ?? ''}" placeholder="production"\
+${v.form ? invalidAttrs(v.form, 'environment') : ''}></label>${v.form ? fieldError(v.form, 'environment') : ''}</span>
 <button type="submit">Filter</button> <a href="/app/products/${p}/deploys">All environments</a>
 </form>
 <p class="muted">${count}, newest first.</p>

@@ -3,17 +3,10 @@
  * box, which works without it: Ctrl+Enter (Cmd+Enter) posts the comment through the form's own
  * Post button, and what is typed is kept in the browser until the page says it was posted, so that
  * nothing typed is lost to a failed post, an expired form, a closed tab or a lost connection (a
- * post the server refuses comes back with the text in the box anyway). A page that comes back with
- * a refused form shows its first refused field, in view and focused. Plain ES5, nothing to build.
+ * post the server refuses comes back with the text in the box anyway). Plain ES5, nothing to build.
  */
 export const ITEM_SCRIPT = `(function () {
   'use strict';
-  // A page that came back with a refused form: its first refused field, in view and focused.
-  var refused = document.querySelector('[aria-invalid="true"]');
-  if (refused && !document.querySelector('[autofocus]')) {
-    if (refused.scrollIntoView) refused.scrollIntoView({ block: 'center' });
-    refused.focus();
-  }
   var form = document.getElementById('comment-form');
   var box = document.getElementById('comment-body');
   if (!form || !box) return;

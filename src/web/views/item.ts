@@ -5,6 +5,7 @@ import { html, raw, type Html } from './html.js';
 import type { EnvironmentEntry, HistoryEntry } from '../present.js';
 import {
   fieldError,
+  invalidAttrs,
   type FormState,
   itemHref,
   otherErrors,
@@ -246,12 +247,7 @@ interface EditParts {
 
 function editParts(v: ItemView): EditParts {
   const s = v.edit;
-  const described = (name: string) => {
-    const ids = [s.errors[name] ? `error-${name}` : '', s.conflicts.includes(name) ? `conflict-${name}` : '']
-      .filter(Boolean)
-      .join(' ');
-    return ids ? html` aria-invalid="true" aria-describedby="${ids}"` : '';
-  };
+  const described = (name: string) => invalidAttrs(s, name, s.conflicts.includes(name) ? `conflict-${name}` : '');
   return { v, s, described };
 }
 

@@ -19,7 +19,8 @@ export function layout(title: string, body: Html, viewer?: Viewer): Html {
     : '';
   return html`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>${title} \u00b7 Shiplog</title><link rel="stylesheet" href="/app/style.css"></head>
+<title>${title} \u00b7 Shiplog</title><link rel="stylesheet" href="/app/style.css">\
+<script src="/app/forms.js" defer></script></head>
 <body><header><a class="brand" href="/app/">Shiplog</a>${nav}</header>
 <main><h1>${title}</h1>
 ${body}

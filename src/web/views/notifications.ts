@@ -1,6 +1,6 @@
 import { csrfField, type Viewer } from './layout.js';
 import { html, type Html } from './html.js';
-import { fieldError, type FormState, productNav } from './parts.js';
+import { fieldError, invalidAttrs, type FormState, productNav } from './parts.js';
 
 /**
  * The form as shown: `values.choice` is `all` or `some`, `values.other` the typed names, `values.comments`
@@ -30,7 +30,7 @@ export interface NotificationsView {
 export function notificationsPage(v: NotificationsView): Html {
   const s = v.form;
   const some = s.values.choice === 'some';
-  const invalid = s.errors.environments ? html` aria-invalid="true" aria-describedby="error-environments"` : '';
+  const invalid = invalidAttrs(s, 'environments');
   const box = (e: string) =>
     html`<li><label class="check"><input type="checkbox" name="environments" value="${e}"\
 ${s.chosen.includes(e) ? html` checked` : ''}> ${e}</label></li>`;

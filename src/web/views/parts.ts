@@ -8,6 +8,16 @@ export interface FormState {
   message?: string;
 }
 
+/**
+ * The attributes of a field the service refused (`aria-invalid`, and `aria-describedby` naming its
+ * reason, which fieldError puts next to it, and any other notes given by id): what the pages' one
+ * form script (`/app/forms.js`) looks for to bring the first refused field into view and focus it.
+ */
+export function invalidAttrs(s: FormState, name: string, ...notes: string[]): Html | '' {
+  const ids = [s.errors[name] ? `error-${name}` : '', ...notes].filter(Boolean).join(' ');
+  return ids ? html` aria-invalid="true" aria-describedby="${ids}"` : '';
+}
+
 /** The service's reason next to its field (tied to it for screen readers by the field's id). */
 export function fieldError(s: FormState, name: string): Html | '' {
   const reason = s.errors[name];

@@ -1,7 +1,16 @@
 import type { PendingInvitation } from '../../invitations/index.js';
 import { html, type Html } from './html.js';
 import { csrfField, type Viewer } from './layout.js';
-import { fieldError, type FormState, otherErrors, personName, productNav, tableBox, timeTag } from './parts.js';
+import {
+  fieldError,
+  invalidAttrs,
+  type FormState,
+  otherErrors,
+  personName,
+  productNav,
+  tableBox,
+  timeTag,
+} from './parts.js';
 
 export type PeopleDone = 'created' | 'invited' | 'member' | 'resent' | 'cancelled';
 
@@ -39,7 +48,7 @@ const checked = (on: boolean): Html | '' => (on ? html` checked` : '');
 function inviteForm(v: PeopleView): Html {
   const s = v.form;
   const field = (name: string, label: string, type = 'text') => {
-    const invalid = s.errors[name] ? html` aria-invalid="true" aria-describedby="error-${name}"` : '';
+    const invalid = invalidAttrs(s, name);
     return html`<p><label for="invite-${name}">${label}</label> <input id="invite-${name}" type="${type}" \
 name="${name}" value="${s.values[name] ?? ''}"${type === 'email' ? html` required` : ''}${invalid}>\
 ${fieldError(s, name)}</p>`;

@@ -1,7 +1,7 @@
 import type { ProductOverview } from '../present.js';
 import { html, type Html } from './html.js';
 import { csrfField, type Viewer } from './layout.js';
-import { fieldError, type FormState } from './parts.js';
+import { fieldError, invalidAttrs, type FormState } from './parts.js';
 
 /** One product of the list: its name, its counts by status, its pages. */
 function productEntry(p: ProductOverview): Html {
@@ -19,7 +19,7 @@ export function productsPage(v: { products: ProductOverview[]; form: FormState; 
   const list = v.products.length
     ? html`<ul class="products">${v.products.map(productEntry)}</ul>`
     : html`<p>You are not a member of any product yet. An admin of a product can invite you, or make your own.</p>`;
-  const invalid = v.form.errors.name ? html` aria-invalid="true" aria-describedby="error-name"` : '';
+  const invalid = invalidAttrs(v.form, 'name');
   return html`${list}
 <section aria-labelledby="new-product"><h2 id="new-product">New product</h2>
 <form class="new-product" method="post" action="/app/products">${csrfField(v.viewer)}

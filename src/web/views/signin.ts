@@ -1,12 +1,13 @@
 import { html, type Html } from './html.js';
+import { fieldError, invalidAttrs, type FormState } from './parts.js';
 
-/** The form that asks for a link; `next` is the page to return to afterwards. */
-export function signInForm(problem?: string, next?: string): Html {
-  return html`${problem ? html`<p class="error">${problem}</p>` : ''}
+/** The form that asks for a link, as sent back (what was typed, why not); `next`: the page to return to after. */
+export function signInForm(form: FormState = { values: {}, errors: {} }, next?: string): Html {
+  return html`${form.message ? html`<p class="error">${form.message}</p>` : ''}
 <p>Enter your email address: we send you a link that signs you in.</p>
 <form method="post" action="/app/sign-in">${next ? html`<input type="hidden" name="next" value="${next}">` : ''}
 <p><label for="email">Email</label><input id="email" type="email" name="email" required maxlength="254" \
-autocomplete="email"></p>
+autocomplete="email" value="${form.values.email ?? ''}"${invalidAttrs(form, 'email')}>${fieldError(form, 'email')}</p>
 <p><button type="submit">Send me a sign-in link</button></p>
 </form>`;
 }

@@ -1,7 +1,7 @@
 import type { DeliveryJson, WebhookJson } from '../../webhooks/index.js';
 import { csrfField, type Viewer } from './layout.js';
 import { html, type Html } from './html.js';
-import { fieldError, type FormState, productNav, selectOptions, tableBox, when } from './parts.js';
+import { fieldError, invalidAttrs, type FormState, productNav, selectOptions, tableBox, when } from './parts.js';
 
 type Product = { id: number; name: string; admin?: boolean };
 
@@ -27,8 +27,7 @@ const FORMAT_LABELS: Record<string, string> = {
   slack: 'Slack, Mattermost or Rocket.Chat message',
 };
 
-const invalid = (s: FormState, name: string) =>
-  s.errors[name] ? html` aria-invalid="true" aria-describedby="error-${name}"` : '';
+const invalid = invalidAttrs;
 
 /** One webhook's row: where to, what, and whether it still gets events (why not, when disabled). */
 function webhookRow(o: { productId: number; webhook: WebhookJson; viewer: Viewer }): Html {
@@ -82,9 +81,10 @@ ${addForm(v)}`;
 /** The form that adds a webhook, as typed and with what was wrong. */
 function addForm(v: WebhooksView): Html {
   const s = v.form;
-  const event = (e: string) =>
-    html`<label class="check"><input type="checkbox" name="events" value="${e}"\
-${s.chosen.includes(e) ? html` checked` : ''}> ${e}</label>`;
+  // The first box carries the events' refusal: it is where the form script brings the focus.
+  const event = (e: string, i: number) =>
+    html`<label class="check"><input type="checkbox" id="webhook-event-${i}" name="events" value="${e}"\
+${s.chosen.includes(e) ? html` checked` : ''}${i === 0 ? invalid(s, 'events') : ''}> ${e}</label>`;
   const formats = selectOptions(Object.entries(FORMAT_LABELS), s.values.format ?? 'shiplog');
   return html`<form class="webhook" method="post" action="/app/products/${v.product.id}/webhooks">${csrfField(v.viewer)}
 ${s.message ? html`<p class="error">${s.message}</p>` : ''}

@@ -3,6 +3,7 @@ import { html, type Html } from './html.js';
 import {
   deployHref,
   fieldError,
+  invalidAttrs,
   type FormState,
   itemHref,
   productNav,
@@ -190,7 +191,7 @@ function matrixFilterForm(v: MatrixView): Html {
   const typed = choices.some(([value]) => value === status)
     ? ''
     : html`<option value="${status}" selected>${status}</option>`;
-  const invalid = (name: string) => (s.errors[name] ? html` aria-invalid="true" aria-describedby="error-${name}"` : '');
+  const invalid = (name: string) => invalidAttrs(s, name);
   return html`<form class="filters" method="get" action="/app/products/${v.product.id}/deploys/matrix">
 ${s.message ? html`<p class="error">${s.message}</p>` : ''}
 <p><label for="matrix-status">Status</label><select id="matrix-status" name="status"${invalid('status')}>\
