@@ -26,6 +26,7 @@ import * as attachments from './migrations/2026_11_27_0030_attachments.js';
 import * as activities from './migrations/2026_11_27_0020_activities.js';
 import * as inboundMail from './migrations/2026_11_27_0040_inbound_mail.js';
 import * as inboundReceived from './migrations/2026_11_27_0045_inbound_received.js';
+import * as search from './migrations/2026_11_28_0100_search.js';
 
 /** Every migration, by name; names sort in the order they apply. */
 export const MIGRATIONS: Readonly<Record<string, Migration>> = {
@@ -55,6 +56,7 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '2026_11_27_0020_activities': activities,
   '2026_11_27_0040_inbound_mail': inboundMail,
   '2026_11_27_0045_inbound_received': inboundReceived,
+  '2026_11_28_0100_search': search,
 };
 
 /** The names of every migration, in the order they apply. */
