@@ -55,7 +55,8 @@ function textCondition(db: Db, plan: Plan): RawBuilder<boolean>[] {
       pg
         ? sql`i.id IN (SELECT s.item_id FROM item_search s
             WHERE s.document @@ to_tsquery('simple', ${tsMatch(plan.text, plan.prefix, '&')}))`
-        : sql`i.id IN (SELECT rowid FROM item_search WHERE item_search MATCH ${ftsMatch(plan.text, plan.prefix, 'AND')})`,
+        : sql`i.id IN (SELECT rowid FROM item_search
+            WHERE item_search MATCH ${ftsMatch(plan.text, plan.prefix, 'AND')})`,
     );
   }
   if (plan.excluded.length) {
@@ -63,7 +64,8 @@ function textCondition(db: Db, plan: Plan): RawBuilder<boolean>[] {
       pg
         ? sql`i.id NOT IN (SELECT s.item_id FROM item_search s
             WHERE s.document @@ to_tsquery('simple', ${tsMatch(plan.excluded, false, '|')}))`
-        : sql`i.id NOT IN (SELECT rowid FROM item_search WHERE item_search MATCH ${ftsMatch(plan.excluded, false, 'OR')})`,
+        : sql`i.id NOT IN (SELECT rowid FROM item_search
+            WHERE item_search MATCH ${ftsMatch(plan.excluded, false, 'OR')})`,
     );
   }
   return where;

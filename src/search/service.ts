@@ -11,7 +11,10 @@ import type { Plan, SortColumn } from './repository.js';
 export const COUNT_CAP = 10_000;
 /** Tags a facet shows, most used first. */
 export const TAGS_SHOWN = 50;
-/** Candidates the typo-tolerant fallback reads from the title index, and the share of a word's pieces a title must hold. */
+/**
+ * Candidates the typo-tolerant fallback reads from the title index, and the share of the words'
+ * three-letter pieces a title must hold.
+ */
 const FALLBACK_CANDIDATES = 500;
 const FALLBACK_SIMILARITY = 0.5;
 
