@@ -416,7 +416,9 @@ function searchIndexSize(ctx: SizeContext, file: string): void {
       .all() as { name: string; bytes: number }[];
     const mb = (b: number) => `${(b / 1048576).toFixed(1)} MB`;
     const total = rows.reduce((sum, r) => sum + r.bytes, 0);
-    log(`  [${ctx.label}] search index on disk: ${mb(total)} (${rows.map((r) => `${r.name} ${mb(r.bytes)}`).join(', ')})`);
+    log(
+      `  [${ctx.label}] search index on disk: ${mb(total)} (${rows.map((r) => `${r.name} ${mb(r.bytes)}`).join(', ')})`,
+    );
   } finally {
     db.close();
   }

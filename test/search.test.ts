@@ -24,7 +24,8 @@ describe('the query language', () => {
     assert.equal(q.prefix, true);
     assert.equal(parseSearchQuery('deplo ').prefix, false, 'a space after the last word ends it');
     assert.equal(parseSearchQuery('"deplo"').prefix, false, 'a phrase is exact');
-    assert.equal(parseSearchQuery('a d').prefix, false, 'one letter matches as a whole word');
+    assert.equal(parseSearchQuery('a de').prefix, false, 'one or two letters match as a whole word');
+    assert.equal(parseSearchQuery('dep').prefix, true);
     assert.equal(parseSearchQuery('deploy -x').prefix, false, 'the last term is an exclusion');
     assert.deepEqual(parseSearchQuery('e-mail, café!').text, [['e', 'mail'], ['café']]);
     assert.deepEqual(parseSearchQuery('"unclosed phrase').text, [['unclosed', 'phrase']]);

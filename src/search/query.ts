@@ -43,8 +43,8 @@ export interface SearchQuery {
 /** Bounds of what a query may hold. */
 export const QUERY_LIMITS = { characters: 500, terms: 32, tokenCharacters: 100, value: 255 } as const;
 
-/** A prefix of fewer letters than this matches as a whole word: one letter would read most of the index. */
-export const MIN_PREFIX = 2;
+/** A prefix of fewer letters than this matches as a whole word: one or two letters would read most of the index. */
+export const MIN_PREFIX = 3;
 
 const TOKEN = /[\p{L}\p{N}]+/gu;
 

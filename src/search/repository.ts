@@ -184,43 +184,74 @@ const ORDER_COLUMNS: Record<Exclude<SortColumn, 'relevance'>, RawBuilder<unknown
   number: sql`i.number`,
 };
 
+/** The first positive tag term, when there is one: a field-only search walks that tag's index. */
+const leadingTag = (plan: Plan): string | undefined =>
+  plan.terms.flatMap((t) => (!t.negated && t.condition.kind === 'tag' ? [t.condition.tag] : []))[0];
+
 /**
- * The ids of a page of matches in order. Ranked by relevance, the text's matches are read from
- * the index with their rank (BM25: title 10, tags 5, description 2, comments 1; ts_rank with the
- * weights A to D in that order); in any other order, or with no text, the items' own indexes serve.
+ * The ids of the newest `cap` matches, newest first: what totals, facets and ranking read, so that
+ * a query matching most of a million items costs as much as one matching `cap`. With words, the
+ * text index yields matches in id order (FTS5 reads its lists backwards); with a tag and no words,
+ * the tag's index does, each item checked by key (SQLite is made to start there: its planner would
+ * rather read every item of a status and sort them); otherwise the items table's.
  */
-export async function searchPage(
-  db: Db,
-  plan: Plan,
-  page: { sort: SortColumn; descending: boolean; offset: number; limit: number },
-): Promise<number[]> {
-  const direction = page.descending ? sql`DESC` : sql`ASC`;
-  if (page.sort === 'relevance' && plan.text.length) {
-    const pg = dialectOf(db) === 'postgres';
-    const rest = conditions(db, { ...plan, text: [] }, true);
-    const { rows } = pg
-      ? await sql<{ id: number }>`SELECT i.id FROM item_search s JOIN items i ON i.id = s.item_id
-          WHERE s.document @@ to_tsquery('simple', ${tsMatch(plan.text, plan.prefix, '&')}) AND ${rest}
-          ORDER BY ts_rank(s.document, to_tsquery('simple', ${tsMatch(plan.text, plan.prefix, '&')}))
-            ${direction}, i.id ${direction}
-          LIMIT ${page.limit} OFFSET ${page.offset}`.execute(db)
-      : await sql<{ id: number }>`SELECT i.id FROM item_search JOIN items i ON i.id = item_search.rowid
-          WHERE item_search MATCH ${ftsMatch(plan.text, plan.prefix, 'AND')} AND ${rest}
-          ORDER BY bm25(item_search, 10.0, 5.0, 2.0, 1.0) ${page.descending ? sql`ASC` : sql`DESC`}, i.id ${direction}
-          LIMIT ${page.limit} OFFSET ${page.offset}`.execute(db);
-    return rows.map((r) => Number(r.id));
+export async function matchWindow(db: Db, plan: Plan, cap: number): Promise<number[]> {
+  const pg = dialectOf(db) === 'postgres';
+  const rest = conditions(db, { ...plan, text: [] }, true);
+  let rows: { id: number }[];
+  if (plan.text.length && pg) {
+    ({ rows } = await sql<{ id: number }>`SELECT i.id FROM item_search s JOIN items i ON i.id = s.item_id
+      WHERE s.document @@ to_tsquery('simple', ${tsMatch(plan.text, plan.prefix, '&')}) AND ${rest}
+      ORDER BY i.id DESC LIMIT ${cap}`.execute(db));
+  } else if (plan.text.length) {
+    ({ rows } = await sql<{ id: number }>`SELECT i.id FROM item_search JOIN items i ON i.id = item_search.rowid
+      WHERE item_search MATCH ${ftsMatch(plan.text, plan.prefix, 'AND')} AND ${rest}
+      ORDER BY item_search.rowid DESC LIMIT ${cap}`.execute(db));
+  } else if (leadingTag(plan) !== undefined && !pg) {
+    ({ rows } = await sql<{ id: number }>`SELECT i.id FROM item_tags lead CROSS JOIN items i ON i.id = lead.item_id
+      WHERE lead.tag = ${leadingTag(plan)} AND ${rest} ORDER BY lead.item_id DESC LIMIT ${cap}`.execute(db));
+  } else {
+    ({ rows } = await sql<{ id: number }>`SELECT i.id FROM items i WHERE ${rest}
+      ORDER BY i.id DESC LIMIT ${cap}`.execute(db));
   }
-  const by = page.sort === 'relevance' ? ORDER_COLUMNS.last_modified : ORDER_COLUMNS[page.sort];
-  const { rows } = await sql<{ id: number }>`SELECT i.id FROM items i WHERE ${conditions(db, plan, true)}
-    ORDER BY ${by} ${direction}, i.id ${direction} LIMIT ${page.limit} OFFSET ${page.offset}`.execute(db);
   return rows.map((r) => Number(r.id));
 }
 
-/** How many items match, counting no further than `cap` (a common word may match most of a million). */
-export async function countMatches(db: Db, plan: Plan, cap: number): Promise<number> {
-  const { rows } = await sql<{ n: number | string }>`SELECT count(*) AS n FROM
-    (SELECT 1 AS one FROM items i WHERE ${conditions(db, plan, true)} LIMIT ${cap}) m`.execute(db);
-  return Number(rows[0].n);
+/**
+ * The matches of the words among the window's (ids from `floor` up), best first: BM25 on SQLite
+ * (title 10, tags 5, description 2, comments 1), ts_rank on PostgreSQL (weights A to D in that
+ * order); ties newest first.
+ */
+export async function rankWindow(db: Db, plan: Plan, window: number[]): Promise<number[]> {
+  if (!window.length) return [];
+  const floor = Math.min(...window);
+  const rest = conditions(db, { ...plan, text: [] }, true);
+  const { rows } =
+    dialectOf(db) === 'postgres'
+      ? await sql<{ id: number }>`SELECT i.id FROM item_search s JOIN items i ON i.id = s.item_id
+          WHERE s.document @@ to_tsquery('simple', ${tsMatch(plan.text, plan.prefix, '&')})
+            AND i.id >= ${floor} AND ${rest}
+          ORDER BY ts_rank(s.document, to_tsquery('simple', ${tsMatch(plan.text, plan.prefix, '&')})) DESC, i.id DESC`.execute(
+          db,
+        )
+      : await sql<{ id: number }>`SELECT i.id FROM item_search JOIN items i ON i.id = item_search.rowid
+          WHERE item_search MATCH ${ftsMatch(plan.text, plan.prefix, 'AND')} AND item_search.rowid >= ${floor}
+            AND ${rest}
+          ORDER BY bm25(item_search, 10.0, 5.0, 2.0, 1.0), i.id DESC`.execute(db);
+  return rows.map((r) => Number(r.id));
+}
+
+/** A page of all the matches in another order than relevance (by the items' own columns). */
+export async function sortedPage(
+  db: Db,
+  plan: Plan,
+  page: { sort: Exclude<SortColumn, 'relevance'>; descending: boolean; offset: number; limit: number },
+): Promise<number[]> {
+  const direction = page.descending ? sql`DESC` : sql`ASC`;
+  const { rows } = await sql<{ id: number }>`SELECT i.id FROM items i WHERE ${conditions(db, plan, true)}
+    ORDER BY ${ORDER_COLUMNS[page.sort]} ${direction}, i.id ${direction}
+    LIMIT ${page.limit} OFFSET ${page.offset}`.execute(db);
+  return rows.map((r) => Number(r.id));
 }
 
 export interface FacetRows {
@@ -228,15 +259,13 @@ export interface FacetRows {
   tags: { tag: string; n: number }[];
 }
 
-/** The facets of the first `cap` matches: counts by status, type and assignee together, and by tag. */
-export async function facetCounts(db: Db, plan: Plan, cap: number, tagsShown: number): Promise<FacetRows> {
-  const matches = sql`SELECT i.id, i.status, i.type, i.assigned_to_id FROM items i
-    WHERE ${conditions(db, plan, true)} LIMIT ${cap}`;
+/** The facets of these items: counts by status, type and assignee together, and by tag (the most used). */
+export async function facetCounts(db: Db, ids: number[], tagsShown: number): Promise<FacetRows> {
+  if (!ids.length) return { groups: [], tags: [] };
   const groups = await sql<FacetRows['groups'][number]>`SELECT status, type, assigned_to_id, count(*) AS n
-    FROM (${matches}) m GROUP BY status, type, assigned_to_id`.execute(db);
-  const tags = await sql<FacetRows['tags'][number]>`SELECT t.tag, count(*) AS n FROM item_tags t
-    WHERE t.item_id IN (SELECT id FROM (${matches}) m) GROUP BY t.tag ORDER BY count(*) DESC, t.tag
-    LIMIT ${tagsShown}`.execute(db);
+    FROM items WHERE id IN (${sql.join(ids)}) GROUP BY status, type, assigned_to_id`.execute(db);
+  const tags = await sql<FacetRows['tags'][number]>`SELECT tag, count(*) AS n FROM item_tags
+    WHERE item_id IN (${sql.join(ids)}) GROUP BY tag ORDER BY count(*) DESC, tag LIMIT ${tagsShown}`.execute(db);
   return {
     groups: groups.rows.map((r) => ({ ...r, status: Number(r.status), n: Number(r.n) })),
     tags: tags.rows.map((r) => ({ tag: r.tag, n: Number(r.n) })),

@@ -4,11 +4,16 @@ import { productNotFound } from '../errors.js';
 import { findItemsByIds, statusName } from '../items/index.js';
 import { findUsersByIds } from '../users/index.js';
 import { hasText, type SearchQuery, type Tokens } from './query.js';
+import { LruCache } from '../lru.js';
 import * as repository from './repository.js';
-import type { Plan, SortColumn } from './repository.js';
+import type { FacetRows, Plan, SortColumn } from './repository.js';
 
-/** Counts (totals and facets) stop here: past it a query is too broad for its count to help anyone. */
-export const COUNT_CAP = 10_000;
+/**
+ * Matches are counted, faceted and ranked among the newest this many: past it a query is too
+ * broad for its count to help anyone, and a common word at a million items would otherwise cost
+ * reading most of the index on every request.
+ */
+export const COUNT_CAP = 1_000;
 /** Tags a facet shows, most used first. */
 export const TAGS_SHOWN = 50;
 /**
@@ -48,6 +53,35 @@ export interface SearchResult {
   fuzzy: boolean;
 }
 
+/** What a query matched, at the products' revisions: the newest COUNT_CAP matches, ranked when it has words. */
+interface Window {
+  /** Newest first, or closest first for the fallback. */
+  ids: number[];
+  /** By relevance, when the query has words. */
+  ranked?: number[];
+  fuzzy: boolean;
+  facets?: FacetRows;
+}
+
+/**
+ * Windows kept per database, by query and the revisions of the products searched: every change
+ * of what an item shows (its text, tags, comments, status, deploys, favorites) moves its product's
+ * revision in the change's own transaction, so a search after a change, on any instance, reads a
+ * product row with the new revision and never the window kept before it. A minute at most, for
+ * what moves no revision (a member's email, in the assignee facet, is read afresh anyway).
+ */
+const kept = new WeakMap<Db, LruCache<string, Window>>();
+const KEPT_WINDOWS = 500;
+const KEPT_MS = 60_000;
+
+function keptOf(db: Db): LruCache<string, Window> {
+  const known = kept.get(db);
+  if (known) return known;
+  const cache = new LruCache<string, Window>(KEPT_WINDOWS, KEPT_MS);
+  kept.set(db, cache);
+  return cache;
+}
+
 /**
  * Searches the items of the caller's products (INTERFACE.md "Searching items"): a page in the
  * order asked, the total and, when asked, the facets, none of which ever counts an item of a
@@ -58,23 +92,36 @@ export async function searchItems(db: Db, viewer: Pick<UserRow, 'id'>, input: Se
   const mine = await repository.searchableProducts(db, viewer.id);
   const products = new Map(mine.map((p) => [p.id, p]));
   if (input.productIds?.some((id) => !products.has(id))) throw productNotFound();
-  const plan = await planOf(db, viewer, input, input.productIds ?? [...products.keys()]);
-  let result = await run(db, plan, input);
-  if (result.total === 0 && hasText(input.query) && input.offset === 0) {
-    const ids = await closeTitles(db, plan);
-    if (ids.length) {
-      const fuzzy = await run(db, { ...plan, text: [], prefix: false, ids }, { ...input, sort: 'relevance' }, ids);
-      result = { ...fuzzy, fuzzy: true };
-    }
-  }
-  const rows = await findItemsByIds(db, result.ids);
+  const searched = input.productIds ?? [...products.keys()];
+  const plan = await planOf(db, viewer, input, searched);
+  const key = JSON.stringify([
+    searched.map((id) => [id, products.get(id)!.revision]),
+    plan.text,
+    plan.prefix,
+    plan.excluded,
+    plan.terms,
+    [...plan.people],
+    plan.terms.some((t) => t.condition.kind === 'favorite') ? viewer.id : 0,
+  ]);
+  const cache = keptOf(db);
+  const window = cache.get(key) ?? (await windowOf(db, plan));
+  if (input.facets) window.facets ??= await repository.facetCounts(db, window.ids, TAGS_SHOWN);
+  cache.set(key, window);
+
+  let ids: number[];
+  if (input.sort === 'relevance' || window.fuzzy) {
+    const ordered = window.ranked ?? window.ids;
+    ids = (input.descending ? ordered : [...ordered].reverse()).slice(input.offset, input.offset + input.limit);
+  } else if (window.ids.length === 0) ids = [];
+  else ids = await repository.sortedPage(db, plan, { ...input, sort: input.sort });
+  const rows = await findItemsByIds(db, ids);
   const byId = new Map(rows.map((r) => [r.id, r]));
   return {
-    rows: result.ids.map((id) => byId.get(id)).filter((r): r is ItemRow => r !== undefined),
+    rows: ids.map((id) => byId.get(id)).filter((r): r is ItemRow => r !== undefined),
     products,
-    total: result.total,
-    facets: result.facets,
-    fuzzy: result.fuzzy,
+    total: window.ids.length,
+    facets: window.facets ? await facetsOf(db, window.facets) : undefined,
+    fuzzy: window.fuzzy,
   };
 }
 
@@ -90,40 +137,22 @@ async function planOf(db: Db, viewer: Pick<UserRow, 'id'>, input: SearchInput, p
   return { productIds, viewerId: viewer.id, text, prefix, excluded, terms, people };
 }
 
-interface Found {
-  ids: number[];
-  total: number;
-  facets?: Facets;
-  fuzzy: boolean;
+/** The newest matches, ranked when the query has words; titles close to the words when nothing matches them. */
+async function windowOf(db: Db, plan: Plan): Promise<Window> {
+  const ids = await repository.matchWindow(db, plan, COUNT_CAP);
+  if (!hasText(plan)) return { ids, fuzzy: false };
+  if (ids.length) return { ids, ranked: await repository.rankWindow(db, plan, ids), fuzzy: false };
+  const close = await closeTitles(db, plan);
+  return { ids: close, fuzzy: close.length > 0 };
 }
 
-/** The page, total and facets of a plan; `ranked` orders the fallback's matches (closest first). */
-async function run(db: Db, plan: Plan, input: SearchInput, ranked?: number[]): Promise<Found> {
-  const facets = input.facets ? await facetsOf(db, plan) : undefined;
-  const total = facets ? facets.total : await repository.countMatches(db, plan, COUNT_CAP);
-  let ids: number[];
-  if (ranked) ids = ranked.slice(input.offset, input.offset + input.limit);
-  else if (total === 0) ids = [];
-  else
-    ids = await repository.searchPage(db, plan, {
-      sort: input.sort,
-      descending: input.descending,
-      offset: input.offset,
-      limit: input.limit,
-    });
-  return { ids, total, facets: facets?.facets, fuzzy: false };
-}
-
-async function facetsOf(db: Db, plan: Plan): Promise<{ facets: Facets; total: number }> {
-  const counted = await repository.facetCounts(db, plan, COUNT_CAP, TAGS_SHOWN);
+async function facetsOf(db: Db, counted: FacetRows): Promise<Facets> {
   const facets: Facets = { status: {}, type: {}, tag: {}, assignee: {} };
   const add = (to: Record<string, number>, key: string, n: number) => {
     to[key] = (to[key] ?? 0) + n;
   };
   const assigned = new Map<number | null, number>();
-  let total = 0;
   for (const g of counted.groups) {
-    total += g.n;
     add(facets.status, statusName(g.status), g.n);
     add(facets.type, g.type, g.n);
     assigned.set(g.assigned_to_id, (assigned.get(g.assigned_to_id) ?? 0) + g.n);
@@ -132,7 +161,7 @@ async function facetsOf(db: Db, plan: Plan): Promise<{ facets: Facets; total: nu
   const emails = new Map((await findUsersByIds(db, ids)).map((u) => [u.id, u.email]));
   for (const [id, n] of assigned) add(facets.assignee, id === null ? 'none' : (emails.get(id) ?? String(id)), n);
   for (const t of counted.tags) facets.tag[t.tag] = t.n;
-  return { facets, total };
+  return facets;
 }
 
 /** The three-letter pieces of the tokens of words. */
