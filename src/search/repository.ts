@@ -226,14 +226,12 @@ export async function rankWindow(db: Db, plan: Plan, window: number[]): Promise<
   if (!window.length) return [];
   const floor = Math.min(...window);
   const rest = conditions(db, { ...plan, text: [] }, true);
+  const tsQuery = sql`to_tsquery('simple', ${tsMatch(plan.text, plan.prefix, '&')})`;
   const { rows } =
     dialectOf(db) === 'postgres'
       ? await sql<{ id: number }>`SELECT i.id FROM item_search s JOIN items i ON i.id = s.item_id
-          WHERE s.document @@ to_tsquery('simple', ${tsMatch(plan.text, plan.prefix, '&')})
-            AND i.id >= ${floor} AND ${rest}
-          ORDER BY ts_rank(s.document, to_tsquery('simple', ${tsMatch(plan.text, plan.prefix, '&')})) DESC, i.id DESC`.execute(
-          db,
-        )
+          WHERE s.document @@ ${tsQuery} AND i.id >= ${floor} AND ${rest}
+          ORDER BY ts_rank(s.document, ${tsQuery}) DESC, i.id DESC`.execute(db)
       : await sql<{ id: number }>`SELECT i.id FROM item_search JOIN items i ON i.id = item_search.rowid
           WHERE item_search MATCH ${ftsMatch(plan.text, plan.prefix, 'AND')} AND item_search.rowid >= ${floor}
             AND ${rest}

@@ -44,8 +44,10 @@ async function upSqlite(db: Kysely<any>): Promise<void> {
     content='', contentless_delete=1, tokenize='unicode61 remove_diacritics 2')`);
   await run(`INSERT INTO item_search (item_search, rank) VALUES ('automerge', 0)`);
   await run(`INSERT INTO item_search (item_search, rank) VALUES ('crisismerge', 64)`);
+  // The fallback asks for single three-letter pieces only: no positions (detail=none) and no sizes
+  // (columnsize=0) are kept, which halves what a title edit writes to it.
   await run(`CREATE VIRTUAL TABLE item_search_titles USING fts5(title, content='items', content_rowid='id',
-    tokenize='trigram remove_diacritics 1')`);
+    tokenize='trigram remove_diacritics 1', detail=none, columnsize=0)`);
   await run(`INSERT INTO item_search_titles (item_search_titles, rank) VALUES ('automerge', 0)`);
   await run(`INSERT INTO item_search_titles (item_search_titles, rank) VALUES ('crisismerge', 64)`);
 
