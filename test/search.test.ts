@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { ValidationError } from '../src/errors.js';
-import { parseSearchQuery } from '../src/search/index.js';
+import { MergeSearchIndex, parseSearchQuery } from '../src/search/index.js';
+import { pgBase } from './storage.js';
 import {
   assertError,
   client,
@@ -284,5 +285,19 @@ describe('searching items', () => {
     assert.deepEqual(Object.keys(many.errors!).sort(), ['limit', 'order', 'sort']);
     assertError(await api.get('/api/items/search.json', { offset: 10_001 }), 400);
     assertError(await api.get('/api/items/search.json', { products: 'x' }), 400);
+  });
+});
+
+describe('the background merge of the index', () => {
+  test('merges the segments the writers left (SQLite; nothing to do on PostgreSQL), and searches still find everything', async () => {
+    const { ann, mine } = await world();
+    for (let i = 0; i < 12; i++) await makeItem(t.app, ann, mine.id, { title: `Narwhal sighting ${i}` });
+    const merge = new MergeSearchIndex(t.db, t.app.log);
+    const steps = await merge.mergeNow();
+    if (pgBase) assert.equal(steps, 0);
+    else assert.ok(steps > 0, 'twelve transactions left segments to merge');
+    assert.equal(await merge.mergeNow(), 0, 'and then none');
+    await merge.stop();
+    assert.equal((await search(ann, { q: 'narwhal', products: `${mine.id}` })).total_count, 12);
   });
 });
