@@ -289,7 +289,7 @@ describe('searching items', () => {
 });
 
 describe('the background merge of the index', () => {
-  test('merges the segments the writers left (SQLite; nothing to do on PostgreSQL), and searches still find everything', async () => {
+  test('merges the segments the writers left (SQLite; none on PostgreSQL); searches find everything', async () => {
     const { ann, mine } = await world();
     for (let i = 0; i < 12; i++) await makeItem(t.app, ann, mine.id, { title: `Narwhal sighting ${i}` });
     const merge = new MergeSearchIndex(t.db, t.app.log);

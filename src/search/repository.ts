@@ -76,14 +76,22 @@ function textCondition(db: Db, plan: Plan): RawBuilder<boolean>[] {
 /** Kinds whose terms are alternatives when repeated (`status:backlog status:in-progress`); the others all apply. */
 const ALTERNATIVES = new Set(['type', 'status', 'product', 'assignee', 'author', 'number']);
 
-function column(kind: 'type' | 'status' | 'product' | 'assignee' | 'author' | 'number', negated: boolean) {
+/**
+ * SQLite's `+` before a column keeps its planner from reading a term through an index: the window
+ * of the newest matches walks the items by id instead of reading every item of a status or a
+ * product and sorting them. Selective terms (people, numbers) keep their indexes.
+ */
+type Walk = 'indexed' | 'by-id';
+
+function column(kind: 'type' | 'status' | 'product' | 'assignee' | 'author' | 'number', negated: boolean, walk: Walk) {
+  const plain = walk === 'by-id' ? sql`+` : sql``;
   switch (kind) {
     case 'type':
-      return sql`i.type`;
+      return sql`${plain}i.type`;
     case 'status':
-      return sql`i.status`;
+      return sql`${plain}i.status`;
     case 'product':
-      return sql`i.product_id`;
+      return sql`${plain}i.product_id`;
     case 'number':
       return sql`i.number`;
     case 'assignee':
@@ -142,7 +150,7 @@ function single(condition: Condition, plan: Plan): RawBuilder<boolean> {
 }
 
 /** The field terms as conditions on the item `i`: repeated alternatives as one IN list, the rest each. */
-function termConditions(plan: Plan): RawBuilder<boolean>[] {
+function termConditions(plan: Plan, walk: Walk): RawBuilder<boolean>[] {
   const where: RawBuilder<boolean>[] = [];
   const alternatives = new Map<string, (string | number)[]>();
   plan.terms.forEach((term, index) => {
@@ -153,23 +161,23 @@ function termConditions(plan: Plan): RawBuilder<boolean>[] {
         alternatives.set(kind, [...(alternatives.get(kind) ?? []), ...values]);
         return;
       }
-      if (values.length) where.push(sql`${column(kind as never, true)} NOT IN (${sql.join(values)})`);
+      if (values.length) where.push(sql`${column(kind as never, true, walk)} NOT IN (${sql.join(values)})`);
       return;
     }
     const condition = single(term.condition, plan);
     where.push(term.negated ? sql`NOT (${condition})` : condition);
   });
   for (const [kind, values] of alternatives)
-    where.push(values.length ? sql`${column(kind as never, false)} IN (${sql.join(values)})` : FALSE);
+    where.push(values.length ? sql`${column(kind as never, false, walk)} IN (${sql.join(values)})` : FALSE);
   return where;
 }
 
 /** Everything the items `i` must satisfy, the caller's products first. */
-function conditions(db: Db, plan: Plan, withText: boolean): RawBuilder<boolean> {
+function conditions(db: Db, plan: Plan, withText: boolean, walk: Walk = 'indexed'): RawBuilder<boolean> {
   const where: RawBuilder<boolean>[] = [
-    plan.productIds.length ? sql`i.product_id IN (${sql.join(plan.productIds)})` : FALSE,
+    plan.productIds.length ? sql`${column('product', false, walk)} IN (${sql.join(plan.productIds)})` : FALSE,
     sql`i.archived = 0`,
-    ...termConditions(plan),
+    ...termConditions(plan, walk),
   ];
   if (plan.ids) where.push(plan.ids.length ? sql`i.id IN (${sql.join(plan.ids)})` : FALSE);
   if (withText) where.push(...textCondition(db, plan));
@@ -211,7 +219,8 @@ export async function matchWindow(db: Db, plan: Plan, cap: number): Promise<numb
     ({ rows } = await sql<{ id: number }>`SELECT i.id FROM item_tags lead CROSS JOIN items i ON i.id = lead.item_id
       WHERE lead.tag = ${leadingTag(plan)} AND ${rest} ORDER BY lead.item_id DESC LIMIT ${cap}`.execute(db));
   } else {
-    ({ rows } = await sql<{ id: number }>`SELECT i.id FROM items i WHERE ${rest}
+    const byId = conditions(db, { ...plan, text: [] }, true, pg ? 'indexed' : 'by-id');
+    ({ rows } = await sql<{ id: number }>`SELECT i.id FROM items i WHERE ${byId}
       ORDER BY i.id DESC LIMIT ${cap}`.execute(db));
   }
   return rows.map((r) => Number(r.id));
