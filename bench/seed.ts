@@ -618,6 +618,9 @@ export async function ensureSqliteDataset(size: number): Promise<{ file: string;
     db.pragma('temp_store = MEMORY');
     db.pragma('locking_mode = EXCLUSIVE');
     const generated = await generate(size, new SqliteWriter(db), logProgress('SQLite', size));
+    // The search index as a running server keeps it, its segments merged in the background.
+    db.exec(`INSERT INTO item_search (item_search) VALUES ('optimize')`);
+    db.exec(`INSERT INTO item_search_titles (item_search_titles) VALUES ('optimize')`);
     // A plain rollback-journal file: the server turns on WAL in its own copy.
     db.pragma('journal_mode = DELETE');
     db.close();

@@ -4,9 +4,13 @@ import { PeriodicJob, type PeriodicKind } from '../jobs/runner.js';
 import { systemClock, type Clock } from '../time.js';
 import { mergeSearchIndex } from './service.js';
 
-/** Pages of merging per step, and steps per run: a step is one short write transaction. */
-const PAGES_PER_STEP = 200;
-const STEPS_PER_RUN = 50;
+/**
+ * Pages of merging per step, and steps per run: a step is one write transaction that holds the
+ * event loop (better-sqlite3 is synchronous), ~10 ms for 20 pages, and the run lets requests in
+ * between steps.
+ */
+const PAGES_PER_STEP = 20;
+const STEPS_PER_RUN = 25;
 export const MERGE_EVERY_MS = 5_000;
 
 /**
@@ -24,7 +28,10 @@ export class MergeSearchIndex {
       everyMs,
       async run(stopping) {
         let steps = 0;
-        while (steps < STEPS_PER_RUN && !stopping() && (await mergeSearchIndex(db, PAGES_PER_STEP))) steps++;
+        while (steps < STEPS_PER_RUN && !stopping() && (await mergeSearchIndex(db, PAGES_PER_STEP))) {
+          steps++;
+          await new Promise((resolve) => setImmediate(resolve));
+        }
         return steps;
       },
     };

@@ -70,14 +70,30 @@ interface Window {
  * product row with the new revision and never the window kept before it. A minute at most, for
  * what moves no revision (a member's email, in the assignee facet, is read afresh anyway).
  */
-const kept = new WeakMap<Db, LruCache<string, Window>>();
+const kept = new WeakMap<Db, KeptWindows>();
 const KEPT_WINDOWS = 500;
 const KEPT_MS = 60_000;
 
-function keptOf(db: Db): LruCache<string, Window> {
+/** Windows by key; requests that ask for one being read wait for that read instead of reading it again. */
+class KeptWindows {
+  private readonly windows = new LruCache<string, Window>(KEPT_WINDOWS, KEPT_MS);
+  private readonly reading = new Map<string, Promise<Window>>();
+
+  async getOrMake(key: string, make: () => Promise<Window>): Promise<Window> {
+    const known = this.windows.get(key) ?? this.reading.get(key);
+    if (known) return known;
+    const made = make().finally(() => this.reading.delete(key));
+    this.reading.set(key, made);
+    const window = await made;
+    this.windows.set(key, window);
+    return window;
+  }
+}
+
+function keptOf(db: Db): KeptWindows {
   const known = kept.get(db);
   if (known) return known;
-  const cache = new LruCache<string, Window>(KEPT_WINDOWS, KEPT_MS);
+  const cache = new KeptWindows();
   kept.set(db, cache);
   return cache;
 }
@@ -104,9 +120,8 @@ export async function searchItems(db: Db, viewer: Pick<UserRow, 'id'>, input: Se
     plan.terms.some((t) => t.condition.kind === 'favorite') ? viewer.id : 0,
   ]);
   const cache = keptOf(db);
-  const window = cache.get(key) ?? (await windowOf(db, plan));
+  const window = await cache.getOrMake(key, () => windowOf(db, plan));
   if (input.facets) window.facets ??= await repository.facetCounts(db, window.ids, TAGS_SHOWN);
-  cache.set(key, window);
 
   let ids: number[];
   if (input.sort === 'relevance' || window.fuzzy) {
