@@ -2,7 +2,8 @@ import { Type } from '@sinclair/typebox';
 import type { Db } from '../db/connection.js';
 import type { ItemRow } from '../db/schema.js';
 import { ref } from '../http/documentation.js';
-import { ItemSchema, presentItems, type ItemJson } from '../items/index.js';
+import { itemPieces, ItemSchema, type ItemJson, type KeptItems } from '../items/index.js';
+import type { Serialize } from '../http/answer-size.js';
 import type { Urls } from '../scope.js';
 import type { SearchResult } from './service.js';
 
@@ -31,17 +32,31 @@ export const SearchResultsSchema = Type.Object(
 export const SEARCH_SCHEMAS = [FacetsSchema, SearchResultsSchema];
 
 /**
- * The page's items as the item JSON of each one's product (the same presenter as every item
- * route), in the order found.
+ * The page's items as the item JSON of each one's product (the same presenter, and the same JSON
+ * kept by item version, as every item list), in the order found.
  */
-export async function presentResults(db: Db, result: SearchResult, urls: Urls, viewerId: number): Promise<ItemJson[]> {
+export async function resultPieces(options: {
+  db: Db;
+  kept: KeptItems;
+  result: SearchResult;
+  urls: Urls;
+  viewerId: number;
+  serialize: Serialize<ItemJson>;
+  /** Items past this many bytes (counted per product: no item past it in the whole page is within) are not rendered. */
+  budget: number;
+}): Promise<{ json: Buffer }[]> {
+  const { result } = options;
   const byProduct = new Map<number, ItemRow[]>();
   for (const row of result.rows) byProduct.set(row.product_id, [...(byProduct.get(row.product_id) ?? []), row]);
-  const json = new Map<number, ItemJson>();
+  const json = new Map<number, { json: Buffer }>();
   for (const [productId, rows] of byProduct) {
-    const product = result.products.get(productId)!;
-    const presented = await presentItems(db, { product, rows, urls, viewerId });
-    for (const [i, row] of rows.entries()) json.set(row.id, presented[i]);
+    const pieces = await itemPieces({
+      ...options,
+      product: result.products.get(productId)!,
+      stamps: rows,
+      rowsOf: async (missing) => missing,
+    });
+    for (const piece of pieces) json.set(piece.stamp.id, piece);
   }
-  return result.rows.map((row) => json.get(row.id)!);
+  return result.rows.flatMap((row) => json.get(row.id) ?? []);
 }

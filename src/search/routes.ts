@@ -1,10 +1,10 @@
 import type { FastifyInstance } from 'fastify';
-import { boundedPage, NEXT_OFFSET, serializerOf } from '../http/answer-size.js';
+import { NEXT_OFFSET, piecesWithin, serializerOf } from '../http/answer-size.js';
 import { ref } from '../http/documentation.js';
 import { requestParams } from '../http/request.js';
 import { ItemSchema, type ItemJson } from '../items/index.js';
 import { parseSearch } from './input.js';
-import { presentResults } from './present.js';
+import { resultPieces } from './present.js';
 import { searchItemsSchema } from './schema.js';
 import { searchItems } from './service.js';
 
@@ -15,15 +15,20 @@ export async function searchRoutes(app: FastifyInstance): Promise<void> {
   app.get('/api/items/search.json', { schema: searchItemsSchema }, async (request, reply) => {
     const input = parseSearch(requestParams(request));
     const result = await searchItems(app.db, request.user, input);
-    const items = await presentResults(app.db, result, app.config, request.user.id);
-    const { json, count } = await boundedPage(
-      items,
-      serializerOf<ItemJson>(reply, ONE_ITEM),
-      app.config.maxAnswerBytes,
-    );
+    const pieces = await resultPieces({
+      db: app.db,
+      kept: app.keptItems,
+      result,
+      urls: app.config,
+      viewerId: request.user.id,
+      serialize: serializerOf<ItemJson>(reply, ONE_ITEM),
+      budget: app.config.maxAnswerBytes,
+    });
+    const { body: json, count } = piecesWithin(pieces, app.config.maxAnswerBytes);
     if (input.offset + count < result.total && count > 0) reply.header(NEXT_OFFSET, String(input.offset + count));
     reply.type('application/json; charset=utf-8');
     const facets = result.facets ? `,"facets":${JSON.stringify(result.facets)}` : '';
-    return Buffer.from(`{"items":${json},"total_count":${result.total}${facets},"fuzzy":${result.fuzzy}}`);
+    const rest = `,"total_count":${result.total}${facets},"fuzzy":${result.fuzzy}}`;
+    return Buffer.concat([Buffer.from('{"items":'), json, Buffer.from(rest)]);
   });
 }
