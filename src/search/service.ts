@@ -129,7 +129,8 @@ export async function searchItems(db: Db, viewer: Pick<UserRow, 'id'>, input: Se
     ids = (input.descending ? ordered : [...ordered].reverse()).slice(input.offset, input.offset + input.limit);
   } else if (window.ids.length === 0) ids = [];
   else ids = await repository.sortedPage(db, plan, { ...input, sort: input.sort });
-  const rows = await findItemsByIds(db, ids);
+  // A kept window may name an item archived, or moved out of reach, since: rows are what counts.
+  const rows = (await findItemsByIds(db, ids)).filter((r) => r.archived === 0 && products.has(r.product_id));
   const byId = new Map(rows.map((r) => [r.id, r]));
   return {
     rows: ids.map((id) => byId.get(id)).filter((r): r is ItemRow => r !== undefined),
