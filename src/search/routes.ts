@@ -5,7 +5,7 @@ import { requestParams } from '../http/request.js';
 import { ItemSchema, type ItemJson } from '../items/index.js';
 import { parseSearch } from './input.js';
 import { resultPieces } from './present.js';
-import { searchItemsSchema } from './schema.js';
+import { ITEM_COUNT, searchItemsSchema } from './schema.js';
 import { searchItems } from './service.js';
 
 const ONE_ITEM = ref(ItemSchema);
@@ -25,6 +25,7 @@ export async function searchRoutes(app: FastifyInstance): Promise<void> {
       budget: app.config.maxAnswerBytes,
     });
     const { body: json, count } = piecesWithin(pieces, app.config.maxAnswerBytes);
+    reply.header(ITEM_COUNT, String(result.total));
     if (input.offset + count < result.total && count > 0) reply.header(NEXT_OFFSET, String(input.offset + count));
     reply.type('application/json; charset=utf-8');
     const facets = result.facets ? `,"facets":${JSON.stringify(result.facets)}` : '';

@@ -1,7 +1,11 @@
+import { nextOffsetHeader } from '../http/answer-size.js';
 import { doc, errorAnswers, ref } from '../http/documentation.js';
 import { params } from '../http/params.js';
 import { MAX_SEARCH_OFFSET, SEARCH_PAGE, SORTS } from './input.js';
 import { SearchResultsSchema } from './present.js';
+
+/** The header of the total, as item lists give it (INTERFACE.md §7.1). */
+export const ITEM_COUNT = 'X-Sprintly-Item-Count';
 
 export const searchItemsSchema = {
   summary: "Search the items of the caller's products",
@@ -25,7 +29,15 @@ export const searchItemsSchema = {
     ),
     facets: doc.flag('Also count the matches by status, type, tag and assignee.'),
   }),
-  response: { 200: ref(SearchResultsSchema, { description: 'A page of the matches, their total, their facets.' }) },
+  response: {
+    200: ref(SearchResultsSchema, {
+      description: 'A page of the matches, their total, their facets.',
+      headers: {
+        [ITEM_COUNT]: { type: 'integer', description: '`total_count` again, as item lists give it.' },
+        ...nextOffsetHeader,
+      },
+    }),
+  },
   errors: errorAnswers([
     {
       400: 'A query term that cannot be read (named in the message), or a malformed parameter.',
