@@ -4,7 +4,7 @@
  * never its repository; the shared layers know no feature.
  */
 const FEATURES =
-  '(items|conversation|activities|attachments|inbound|deploys|products|users|mail|invitations|notifications|webhooks|web)';
+  '(items|search|conversation|activities|attachments|inbound|deploys|products|users|mail|invitations|notifications|webhooks|web)';
 
 module.exports = {
   forbidden: [

@@ -56,6 +56,9 @@ import {
   pageScenarios,
   readMixScenario,
   readScenarios,
+  searchScenarios,
+  typingPaths,
+  TYPED,
   type ScenarioData,
 } from './scenarios.js';
 import { ensureSqliteDataset, seedPostgres, type DatasetInfo } from './seed.js';
@@ -383,6 +386,50 @@ const steadyRate = (baseline: LoadResult): number => Math.max(1, Math.round(0.4 
 const RESORT_RATE = 300;
 const DEPLOY_RATE = 20;
 
+const TYPING = `search: typing "${TYPED}" letter by letter`;
+
+/**
+ * Typing into the search box: one request per letter, each sent when the one before answered, as
+ * a page that waits for each answer would; the whole word's time, 20 times (after 3 unmeasured,
+ * the first of which, before any of its queries was kept, is shown on its own).
+ */
+async function measureTyping(ctx: SizeContext, server: RunningServer): Promise<void> {
+  const totals: number[] = [];
+  let first = 0;
+  for (let round = 0; round < 23; round++) {
+    const started = performance.now();
+    for (const path of typingPaths()) {
+      const res = await request(server.port, path, { headers: ctx.headers });
+      if (res.status !== 200) throw new Error(`${path} answered ${res.status}`);
+    }
+    if (round === 0) first = performance.now() - started;
+    if (round >= 3) totals.push(performance.now() - started);
+  }
+  totals.sort((a, b) => a - b);
+  const at = (q: number) => Math.round(totals[Math.min(totals.length - 1, Math.floor(q * totals.length))]);
+  log(
+    `  [${ctx.label}] ${TYPING}: ${TYPED.length} requests in ${at(0.5)} ms (median), ${at(1)} ms at worst; ` +
+      `the first time ${Math.round(first)} ms`,
+  );
+}
+
+/** The size on disk of the search index's tables in a SQLite file (FTS5 keeps them as shadow tables). */
+function searchIndexSize(ctx: SizeContext, file: string): void {
+  const db = new SQLite(file, { readonly: true });
+  try {
+    const rows = db
+      .prepare(`select name, sum(pgsize) as bytes from dbstat where name like 'item_search%' group by name`)
+      .all() as { name: string; bytes: number }[];
+    const mb = (b: number) => `${(b / 1048576).toFixed(1)} MB`;
+    const total = rows.reduce((sum, r) => sum + r.bytes, 0);
+    log(
+      `  [${ctx.label}] search index on disk: ${mb(total)} (${rows.map((r) => `${r.name} ${mb(r.bytes)}`).join(', ')})`,
+    );
+  } finally {
+    db.close();
+  }
+}
+
 /** One scenario offered at a fixed rate, with a progress line. */
 async function measureAtRate(
   ctx: SizeContext,
@@ -477,10 +524,12 @@ async function runScenarios(
   for (const scenario of chosen(ctx, [
     ...listScenarios(data),
     ...readScenarios(data),
+    ...searchScenarios(),
     ...pageScenarios(data, cookie),
   ])) {
     results.push(await measure(ctx, server, scenario, baseline));
   }
+  if (chosen(ctx, [{ ...searchScenarios()[0], name: TYPING }]).length) await measureTyping(ctx, server);
   const steady = steadyRate(baseline);
   const fetch = readScenarios(data).filter((s) => s.name === 'fetch item');
   // Not the list rendered afresh for every request: its saturated rate is below the one offered.
@@ -591,6 +640,7 @@ async function benchSize(cfg: BenchConfig, backend: Backend, size: number): Prom
       ...prepared.env,
     });
     const startupMs = await measureStartup(ctx, env);
+    if (backend === 'sqlite') searchIndexSize(ctx, path.join(runDir, 'shiplog.db'));
     store = backend === 'sqlite' ? sqliteStore(path.join(runDir, 'shiplog.db')) : postgresStore(cfg.databaseUrl!);
     const data: ScenarioData = {
       info: ctx.info,

@@ -55,6 +55,34 @@ export function listScenarios(data: ScenarioData): Scenario[] {
   ];
 }
 
+/** Two words of the seeded titles, as people search for them (each scenario draws among these). */
+const TWO_WORDS = ['login form', 'billing page', 'deploy hook', 'csv export', 'webhook retries', 'password reset'];
+/** What a person types into the search box, one request per letter. */
+export const TYPED = 'password';
+
+/**
+ * Searches (issue 30): a two-word query ranked by relevance, and a query of field terms only,
+ * which the items' own indexes answer without the text index; both compared with the baseline.
+ */
+export function searchScenarios(): Scenario[] {
+  const search = (q: string) => `/api/items/search.json?q=${encodeURIComponent(q)}`;
+  return [
+    {
+      name: 'search: two words',
+      kind: 'list',
+      method: 'GET',
+      random: true,
+      next: () => ({ path: search(pick(TWO_WORDS)) }),
+    },
+    fixed('search: fields only (tag:api status:backlog)', search('tag:api status:backlog')),
+  ];
+}
+
+/** The requests of typing TYPED letter by letter: `p`, `pa`, ... `password`. */
+export function typingPaths(): string[] {
+  return [...TYPED].map((_, i) => `/api/items/search.json?q=${encodeURIComponent(TYPED.slice(0, i + 1))}`);
+}
+
 /** Reads of single items and of deploys. */
 export function readScenarios(data: ScenarioData): Scenario[] {
   const base = `/api/products/${data.info.productId}`;

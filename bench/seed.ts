@@ -4,7 +4,9 @@ import path from 'node:path';
 import SQLite from 'better-sqlite3';
 import MarkdownIt from 'markdown-it';
 import pg from 'pg';
+import { Kysely, SqliteDialect } from 'kysely';
 import { openDatabase } from '../src/db/connection.js';
+import * as searchIndex from '../src/db/migrations/2026_11_28_0100_search.js';
 import { SCORES, SORT_STEP, STATUSES, storyTitle } from '../src/items/model.js';
 import { formatTimestamp } from '../src/time.js';
 import { hashApiKey } from '../src/users/keys.js';
@@ -607,6 +609,10 @@ export async function ensureSqliteDataset(size: number): Promise<{ file: string;
   fs.rmSync(tmp, { recursive: true, force: true });
   const started = Date.now();
   const schema = await openDatabase({ dataDir: tmp });
+  // Rows are written without the search index's triggers (one document per row written would take
+  // most of the seeding), then the migration makes the index of them all at once, as it does on
+  // an existing database.
+  await searchIndex.down(schema);
   await schema.destroy();
 
   const db = new SQLite(path.join(tmp, 'shiplog.db'));
@@ -618,6 +624,10 @@ export async function ensureSqliteDataset(size: number): Promise<{ file: string;
     db.pragma('temp_store = MEMORY');
     db.pragma('locking_mode = EXCLUSIVE');
     const generated = await generate(size, new SqliteWriter(db), logProgress('SQLite', size));
+    await searchIndex.up(new Kysely({ dialect: new SqliteDialect({ database: db }) }));
+    // The search index as a running server keeps it, its segments merged in the background.
+    db.exec(`INSERT INTO item_search (item_search) VALUES ('optimize')`);
+    db.exec(`INSERT INTO item_search_titles (item_search_titles) VALUES ('optimize')`);
     // A plain rollback-journal file: the server turns on WAL in its own copy.
     db.pragma('journal_mode = DELETE');
     db.close();

@@ -1,6 +1,7 @@
 import Fastify, { type FastifyInstance, type FastifyServerOptions, type RouteOptions } from 'fastify';
 import { ATTACHMENT_SCHEMAS, attachmentRoutes } from './attachments/index.js';
 import { ACTIVITY_SCHEMAS, activityRoutes } from './activities/index.js';
+import { MergeSearchIndex, SEARCH_SCHEMAS, searchRoutes } from './search/index.js';
 import type { Config } from './config.js';
 import type { Db } from './db/connection.js';
 import type { UserRow } from './db/schema.js';
@@ -177,6 +178,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   await setUpMail(app, options, web);
   setUpInboundMail(app, options);
   setUpWebhooks(app, options);
+  setUpSearchMerge(app, options);
   registerBodyParsers(app);
   registerErrorHandling(app);
   // Before every route, /metrics included, so that the description sees them all.
@@ -255,6 +257,13 @@ function setUpInboundMail(app: FastifyInstance, options: AppOptions): void {
     app.inboundMailPort = await listener.listen(port, config.mailInboundHost);
   });
   app.addHook('onClose', async () => listener.close());
+}
+
+/** The background merge of the search index's segments, run as the workers are (see search/merge.ts). */
+function setUpSearchMerge(app: FastifyInstance, options: AppOptions): void {
+  const merge = new MergeSearchIndex(app.db, app.log, options.clock);
+  if (options.startWorker) app.addHook('onReady', async () => merge.start());
+  app.addHook('onClose', async () => merge.stop());
 }
 
 /** The webhook worker, with the configured deadline, lease and guard; it runs and stops as the mail worker does. */
@@ -367,6 +376,7 @@ const RESPONSE_SCHEMAS = [
   ...ATTACHMENT_SCHEMAS,
   ...MAIL_SCHEMAS,
   ...ACTIVITY_SCHEMAS,
+  ...SEARCH_SCHEMAS,
   HealthSchema,
   ProbeSchema,
   RootSchema,
@@ -390,6 +400,7 @@ async function registerRoutes(app: FastifyInstance, web: WebOptions): Promise<vo
       caller.addHook('onRequest', requireUser(app.db));
       await caller.register(userRoutes);
       await caller.register(productRoutes);
+      await caller.register(searchRoutes);
     });
     // The caller and the product of the path are read together (requireMember checks both).
     await api.register(async (member) => {

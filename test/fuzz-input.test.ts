@@ -293,6 +293,11 @@ const ROUTES: Record<string, RouteSpec> = {
 
   'GET /api/user/whoami.json': { access: 'api', params: [] },
   'GET /api/products.json': { access: 'api', params: ['offset'] },
+  'GET /api/items/search.json': {
+    access: 'api',
+    params: ['q', 'products', 'sort', 'order', 'offset', 'limit', 'facets'],
+    example: { q: 'task tag:x -is:closed', facets: 'true' },
+  },
   'POST /api/products.json': { access: 'api', params: ['name'], example: { name: 'A product' } },
   'GET /api/products/:product_id/invitations.json': { access: 'api', params: [] },
   'POST /api/products/:product_id/invitations/:invitation_id/resend.json': { access: 'api', params: [] },

@@ -382,6 +382,10 @@ describe('every documented endpoint answers as the document says', () => {
     await get('/api/user/whoami.json', owner);
     await get('/api/user/whoami.json');
     await get('/api/products.json', owner);
+    await get('/api/items/search.json?q=task&facets=true', owner);
+    await get('/api/items/search.json?q=tsak', owner);
+    await get('/api/items/search.json?q=colour:red', owner);
+    await get(`/api/items/search.json?products=${999_999}`, owner);
     await form('POST', '/api/products.json', owner, { name: 'Another' });
     await form('POST', '/api/products.json', owner, { name: '' });
     await get(`${p}.json`, owner);

@@ -26,6 +26,7 @@ import * as attachments from './migrations/2026_11_27_0030_attachments.js';
 import * as activities from './migrations/2026_11_27_0020_activities.js';
 import * as inboundMail from './migrations/2026_11_27_0040_inbound_mail.js';
 import * as inboundReceived from './migrations/2026_11_27_0045_inbound_received.js';
+import * as search from './migrations/2026_11_28_0100_search.js';
 import * as tagFilterCase from './migrations/2026_11_28_0200_tag_filter_case.js';
 import * as rateLimitWindows from './migrations/2026_11_28_0300_rate_limit_windows.js';
 
@@ -57,6 +58,7 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '2026_11_27_0020_activities': activities,
   '2026_11_27_0040_inbound_mail': inboundMail,
   '2026_11_27_0045_inbound_received': inboundReceived,
+  '2026_11_28_0100_search': search,
   '2026_11_28_0200_tag_filter_case': tagFilterCase,
   '2026_11_28_0300_rate_limit_windows': rateLimitWindows,
 };

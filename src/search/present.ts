@@ -1,0 +1,62 @@
+import { Type } from '@sinclair/typebox';
+import type { Db } from '../db/connection.js';
+import type { ItemRow } from '../db/schema.js';
+import { ref } from '../http/documentation.js';
+import { itemPieces, ItemSchema, type ItemJson, type KeptItems } from '../items/index.js';
+import type { Serialize } from '../http/answer-size.js';
+import type { Urls } from '../scope.js';
+import type { SearchResult } from './service.js';
+
+const Counts = (description: string) => Type.Record(Type.String(), Type.Integer(), { description });
+
+export const FacetsSchema = Type.Object(
+  {
+    status: Counts('Matches by status.'),
+    type: Counts('Matches by type.'),
+    tag: Counts('Matches by tag, the 50 most used.'),
+    assignee: Counts("Matches by the assignee's email; `none` for unassigned items."),
+  },
+  { $id: 'SearchFacets', description: 'Counts of the matches, at most the first 10,000 of them.' },
+);
+
+export const SearchResultsSchema = Type.Object(
+  {
+    items: Type.Array(ref(ItemSchema)),
+    total_count: Type.Integer({ description: 'How many items match, counted up to 10,000.' }),
+    facets: Type.Optional(ref(FacetsSchema)),
+    fuzzy: Type.Boolean({ description: 'Nothing matched the words; these are the titles closest to them.' }),
+  },
+  { $id: 'SearchResults', description: 'A page of the items that match a search.' },
+);
+
+export const SEARCH_SCHEMAS = [FacetsSchema, SearchResultsSchema];
+
+/**
+ * The page's items as the item JSON of each one's product (the same presenter, and the same JSON
+ * kept by item version, as every item list), in the order found.
+ */
+export async function resultPieces(options: {
+  db: Db;
+  kept: KeptItems;
+  result: SearchResult;
+  urls: Urls;
+  viewerId: number;
+  serialize: Serialize<ItemJson>;
+  /** Items past this many bytes (counted per product: no item past it in the whole page is within) are not rendered. */
+  budget: number;
+}): Promise<{ json: Buffer }[]> {
+  const { result } = options;
+  const byProduct = new Map<number, ItemRow[]>();
+  for (const row of result.rows) byProduct.set(row.product_id, [...(byProduct.get(row.product_id) ?? []), row]);
+  const json = new Map<number, { json: Buffer }>();
+  for (const [productId, rows] of byProduct) {
+    const pieces = await itemPieces({
+      ...options,
+      product: result.products.get(productId)!,
+      stamps: rows,
+      rowsOf: async (missing) => missing,
+    });
+    for (const piece of pieces) json.set(piece.stamp.id, piece);
+  }
+  return result.rows.flatMap((row) => json.get(row.id) ?? []);
+}

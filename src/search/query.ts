@@ -1,0 +1,178 @@
+import { ValidationError } from '../errors.js';
+import { ITEM_TYPES, STATUS_NAMES, type Status } from '../items/index.js';
+
+/**
+ * The search language (docs/INTERFACE.md "Searching items"), read into a query that neither
+ * database's syntax reaches: words are cut into tokens of letters and digits, the way both indexes
+ * cut the text, so nothing a person types is ever spliced into a match expression. Pure: the
+ * board's filter reads the same language through `parseSearchQuery`.
+ */
+
+/** A word or phrase: its tokens, matched next to each other and in order. */
+export type Tokens = string[];
+
+/** Who a person term names: the caller, an address, or the part of addresses before `@`. */
+export type PersonRef = { me: true } | { email: string } | { local: string };
+
+export type Condition =
+  | { kind: 'tag'; tag: string }
+  | { kind: 'type'; type: string }
+  | { kind: 'status'; status: Status }
+  | { kind: 'assignee' | 'author'; person: PersonRef }
+  | { kind: 'product'; id: number }
+  | { kind: 'open' | 'closed' | 'blocked' | 'favorite' | 'comments' }
+  | { kind: 'deployed' | 'not-deployed'; environment: string }
+  | { kind: 'number'; number: number };
+
+export interface Term {
+  negated: boolean;
+  condition: Condition;
+}
+
+export interface SearchQuery {
+  /** Words and phrases that must all match, in any order. */
+  text: Tokens[];
+  /** Whether the last token of the last entry of `text` matches as the start of a word (as people type). */
+  prefix: boolean;
+  /** Words and phrases no match may contain. */
+  excluded: Tokens[];
+  /** The field terms; see `conditionsByKind` for how they combine. */
+  terms: Term[];
+}
+
+/** Bounds of what a query may hold. */
+export const QUERY_LIMITS = { characters: 500, terms: 32, tokenCharacters: 100, value: 255 } as const;
+
+/** A prefix of fewer letters than this matches as a whole word: one or two letters would read most of the index. */
+export const MIN_PREFIX = 3;
+
+const TOKEN = /[\p{L}\p{N}]+/gu;
+
+/** The tokens of a text: runs of letters and digits, in lower case. */
+export function tokensOf(text: string): Tokens {
+  return (text.normalize('NFC').toLowerCase().match(TOKEN) ?? []).map((t) => t.slice(0, QUERY_LIMITS.tokenCharacters));
+}
+
+const unreadable = (term: string, why: string): never => {
+  throw new ValidationError({ q: `cannot read "${term}": ${why}` }, `Cannot read the search term "${term}": ${why}.`);
+};
+
+/** The pieces of a query: a leading `-`, an optional `field:`, and a value that may be quoted. */
+interface Piece {
+  raw: string;
+  negated: boolean;
+  field?: string;
+  value: string;
+  quoted: boolean;
+}
+
+/** Splits a query at spaces outside quotes; an unclosed quote runs to the end (people are still typing). */
+function piecesOf(q: string): Piece[] {
+  const pieces: Piece[] = [];
+  let i = 0;
+  while (i < q.length) {
+    while (i < q.length && /\s/u.test(q[i])) i++;
+    if (i >= q.length) break;
+    const start = i;
+    const negated = q[i] === '-' && i + 1 < q.length && !/\s/u.test(q[i + 1]);
+    if (negated) i++;
+    let field: string | undefined;
+    const named = /^([a-z][a-z-]*):/i.exec(q.slice(i, i + 40));
+    if (named) {
+      field = named[1].toLowerCase();
+      i += named[0].length;
+    }
+    let value = '';
+    let quoted = false;
+    if (q[i] === '"') {
+      quoted = true;
+      const end = q.indexOf('"', i + 1);
+      value = q.slice(i + 1, end < 0 ? q.length : end);
+      i = end < 0 ? q.length : end + 1;
+    } else {
+      const from = i;
+      while (i < q.length && !/\s/u.test(q[i])) i++;
+      value = q.slice(from, i);
+    }
+    pieces.push({ raw: q.slice(start, i), negated, field, value, quoted });
+  }
+  return pieces;
+}
+
+const IS_VALUES = { open: 'open', closed: 'closed', blocked: 'blocked', favorite: 'favorite' } as const;
+
+function personOf(piece: Piece): PersonRef {
+  const v = piece.value.trim().toLowerCase();
+  if (!v) return unreadable(piece.raw, 'name someone: me, an email address, or the part before @');
+  if (v === 'me') return { me: true };
+  if (v.includes('@')) return { email: v };
+  return { local: v };
+}
+
+/** A field term's condition; an unknown field or value is a 400 naming the term. */
+function conditionOf(piece: Piece): Condition {
+  const value = piece.value.trim();
+  if (value.length > QUERY_LIMITS.value) return unreadable(piece.raw, `at most ${QUERY_LIMITS.value} characters`);
+  switch (piece.field) {
+    case 'tag':
+      return value ? { kind: 'tag', tag: value } : unreadable(piece.raw, 'name a tag');
+    case 'type':
+      return (ITEM_TYPES as readonly string[]).includes(value.toLowerCase())
+        ? { kind: 'type', type: value.toLowerCase() }
+        : unreadable(piece.raw, `the type is one of ${ITEM_TYPES.join(', ')}`);
+    case 'status':
+      return (STATUS_NAMES as readonly string[]).includes(value.toLowerCase())
+        ? { kind: 'status', status: value.toLowerCase() as Status }
+        : unreadable(piece.raw, `the status is one of ${STATUS_NAMES.join(', ')}`);
+    case 'assignee':
+    case 'author':
+      return { kind: piece.field, person: personOf(piece) };
+    case 'product':
+      return /^\d{1,9}$/.test(value) ? { kind: 'product', id: Number(value) } : unreadable(piece.raw, 'a product id');
+    case 'is': {
+      const kind = IS_VALUES[value.toLowerCase() as keyof typeof IS_VALUES];
+      return kind ? { kind } : unreadable(piece.raw, 'is: takes open, closed, blocked or favorite');
+    }
+    case 'has':
+      return value.toLowerCase() === 'comments' ? { kind: 'comments' } : unreadable(piece.raw, 'has: takes comments');
+    case 'deployed':
+    case 'not-deployed':
+      return value ? { kind: piece.field, environment: value } : unreadable(piece.raw, 'name an environment');
+    default:
+      return unreadable(piece.raw, `unknown field "${piece.field}:" (quote it to search for the text)`);
+  }
+}
+
+/**
+ * Reads a search query. Throws a ValidationError naming `q` and the term it cannot read: an
+ * unknown field or value, `#` without a number, a query past its bounds.
+ */
+export function parseSearchQuery(q: string): SearchQuery {
+  if ([...q].length > QUERY_LIMITS.characters)
+    throw new ValidationError({ q: `must be at most ${QUERY_LIMITS.characters} characters` });
+  const query: SearchQuery = { text: [], prefix: false, excluded: [], terms: [] };
+  const pieces = piecesOf(q);
+  if (pieces.length > QUERY_LIMITS.terms) throw new ValidationError({ q: `at most ${QUERY_LIMITS.terms} terms` });
+  let lastIsWord = false;
+  for (const piece of pieces) {
+    lastIsWord = false;
+    if (piece.field !== undefined) {
+      query.terms.push({ negated: piece.negated, condition: conditionOf(piece) });
+    } else if (!piece.quoted && piece.value.startsWith('#')) {
+      const digits = piece.value.slice(1);
+      if (!/^\d{1,9}$/.test(digits)) unreadable(piece.raw, '# takes an item number');
+      query.terms.push({ negated: piece.negated, condition: { kind: 'number', number: Number(digits) } });
+    } else {
+      const tokens = tokensOf(piece.value);
+      if (!tokens.length) continue;
+      (piece.negated ? query.excluded : query.text).push(tokens);
+      lastIsWord = !piece.negated && !piece.quoted;
+    }
+  }
+  const last = query.text.at(-1);
+  query.prefix = lastIsWord && !/\s$/u.test(q) && last !== undefined && [...last.at(-1)!].length >= MIN_PREFIX;
+  return query;
+}
+
+/** Whether the query has words or phrases to look up in the index (or only terms on the items' fields). */
+export const hasText = (q: SearchQuery): boolean => q.text.length > 0;

@@ -1,0 +1,222 @@
+import type { Db } from '../db/connection.js';
+import type { ItemRow, ProductRow, UserRow } from '../db/schema.js';
+import { productNotFound } from '../errors.js';
+import { findItemsByIds, statusName } from '../items/index.js';
+import { findUsersByIds } from '../users/index.js';
+import { hasText, type SearchQuery, type Tokens } from './query.js';
+import { LruCache } from '../lru.js';
+import * as repository from './repository.js';
+import type { FacetRows, Plan, SortColumn } from './repository.js';
+
+/**
+ * Matches are counted, faceted and ranked among the newest this many: past it a query is too
+ * broad for its count to help anyone, and a common word at a million items would otherwise cost
+ * reading most of the index on every request.
+ */
+export const COUNT_CAP = 1_000;
+/** Tags a facet shows, most used first. */
+export const TAGS_SHOWN = 50;
+/**
+ * Candidates the typo-tolerant fallback reads from the title index, and the share of the words'
+ * three-letter pieces a title must hold.
+ */
+const FALLBACK_CANDIDATES = 500;
+const FALLBACK_SIMILARITY = 0.5;
+
+export interface SearchInput {
+  query: SearchQuery;
+  /** Only these of the caller's products (`products=`); every one of them when absent. */
+  productIds?: number[];
+  sort: SortColumn;
+  descending: boolean;
+  offset: number;
+  limit: number;
+  facets: boolean;
+}
+
+export interface Facets {
+  status: Record<string, number>;
+  type: Record<string, number>;
+  tag: Record<string, number>;
+  /** By the assignee's email; `none` for unassigned items. */
+  assignee: Record<string, number>;
+}
+
+export interface SearchResult {
+  /** The page, in order, and the product of each. */
+  rows: ItemRow[];
+  products: Map<number, ProductRow>;
+  /** How many match, up to COUNT_CAP. */
+  total: number;
+  facets?: Facets;
+  /** No item matched the words, and these are titles close to them (the typo-tolerant fallback). */
+  fuzzy: boolean;
+}
+
+/** What a query matched, at the products' revisions: the newest COUNT_CAP matches, ranked when it has words. */
+interface Window {
+  /** Newest first, or closest first for the fallback. */
+  ids: number[];
+  /** By relevance, when the query has words. */
+  ranked?: number[];
+  fuzzy: boolean;
+  facets?: FacetRows;
+}
+
+/**
+ * Windows kept per database, by query and the revisions of the products searched: every change
+ * of what an item shows (its text, tags, comments, status, deploys, favorites) moves its product's
+ * revision in the change's own transaction, so a search after a change, on any instance, reads a
+ * product row with the new revision and never the window kept before it. A minute at most, for
+ * what moves no revision (a member's email, in the assignee facet, is read afresh anyway).
+ */
+const kept = new WeakMap<Db, KeptWindows>();
+const KEPT_WINDOWS = 500;
+const KEPT_MS = 60_000;
+
+/** Windows by key; requests that ask for one being read wait for that read instead of reading it again. */
+class KeptWindows {
+  private readonly windows = new LruCache<string, Window>(KEPT_WINDOWS, KEPT_MS);
+  private readonly reading = new Map<string, Promise<Window>>();
+
+  async getOrMake(key: string, make: () => Promise<Window>): Promise<Window> {
+    const known = this.windows.get(key) ?? this.reading.get(key);
+    if (known) return known;
+    const made = make().finally(() => this.reading.delete(key));
+    this.reading.set(key, made);
+    const window = await made;
+    this.windows.set(key, window);
+    return window;
+  }
+}
+
+function keptOf(db: Db): KeptWindows {
+  const known = kept.get(db);
+  if (known) return known;
+  const cache = new KeptWindows();
+  kept.set(db, cache);
+  return cache;
+}
+
+/**
+ * Searches the items of the caller's products (INTERFACE.md "Searching items"): a page in the
+ * order asked, the total and, when asked, the facets, none of which ever counts an item of a
+ * product the caller is not a member of. Words nothing matches fall back to titles that share
+ * most of their three-letter pieces. Throws NotFound (`products`) for a product that is not the caller's.
+ */
+export async function searchItems(db: Db, viewer: Pick<UserRow, 'id'>, input: SearchInput): Promise<SearchResult> {
+  const mine = await repository.searchableProducts(db, viewer.id);
+  const products = new Map(mine.map((p) => [p.id, p]));
+  if (input.productIds?.some((id) => !products.has(id))) throw productNotFound();
+  const searched = input.productIds ?? [...products.keys()];
+  const plan = await planOf(db, viewer, input, searched);
+  const key = JSON.stringify([
+    searched.map((id) => [id, products.get(id)!.revision]),
+    plan.text,
+    plan.prefix,
+    plan.excluded,
+    plan.terms,
+    [...plan.people],
+    plan.terms.some((t) => t.condition.kind === 'favorite') ? viewer.id : 0,
+  ]);
+  const cache = keptOf(db);
+  const window = await cache.getOrMake(key, () => windowOf(db, plan));
+  if (input.facets) window.facets ??= await repository.facetCounts(db, window.ids, TAGS_SHOWN);
+
+  let ids: number[];
+  if (input.sort === 'relevance' || window.fuzzy) {
+    const ordered = window.ranked ?? window.ids;
+    ids = (input.descending ? ordered : [...ordered].reverse()).slice(input.offset, input.offset + input.limit);
+  } else if (window.ids.length === 0) ids = [];
+  else ids = await repository.sortedPage(db, plan, { ...input, sort: input.sort });
+  // A kept window may name an item archived, or moved out of reach, since: rows are what counts.
+  const rows = (await findItemsByIds(db, ids)).filter((r) => r.archived === 0 && products.has(r.product_id));
+  const byId = new Map(rows.map((r) => [r.id, r]));
+  return {
+    rows: ids.map((id) => byId.get(id)).filter((r): r is ItemRow => r !== undefined),
+    products,
+    total: window.ids.length,
+    facets: window.facets ? await facetsOf(db, window.facets) : undefined,
+    fuzzy: window.fuzzy,
+  };
+}
+
+/** The query with its people resolved to the members they name. */
+async function planOf(db: Db, viewer: Pick<UserRow, 'id'>, input: SearchInput, productIds: number[]): Promise<Plan> {
+  const people = new Map<number, number[]>();
+  for (const [index, term] of input.query.terms.entries()) {
+    const c = term.condition;
+    if (c.kind !== 'assignee' && c.kind !== 'author') continue;
+    people.set(index, 'me' in c.person ? [viewer.id] : await repository.membersNamed(db, productIds, c.person));
+  }
+  const { text, prefix, excluded, terms } = input.query;
+  return { productIds, viewerId: viewer.id, text, prefix, excluded, terms, people };
+}
+
+/** The newest matches, ranked when the query has words; titles close to the words when nothing matches them. */
+async function windowOf(db: Db, plan: Plan): Promise<Window> {
+  const ids = await repository.matchWindow(db, plan, COUNT_CAP);
+  if (!hasText(plan)) return { ids, fuzzy: false };
+  if (ids.length) return { ids, ranked: await repository.rankWindow(db, plan, ids), fuzzy: false };
+  const close = await closeTitles(db, plan);
+  return { ids: close, fuzzy: close.length > 0 };
+}
+
+async function facetsOf(db: Db, counted: FacetRows): Promise<Facets> {
+  const facets: Facets = { status: {}, type: {}, tag: {}, assignee: {} };
+  const add = (to: Record<string, number>, key: string, n: number) => {
+    to[key] = (to[key] ?? 0) + n;
+  };
+  const assigned = new Map<number | null, number>();
+  for (const g of counted.groups) {
+    add(facets.status, statusName(g.status), g.n);
+    add(facets.type, g.type, g.n);
+    assigned.set(g.assigned_to_id, (assigned.get(g.assigned_to_id) ?? 0) + g.n);
+  }
+  const ids = [...assigned.keys()].filter((id): id is number => id !== null);
+  const emails = new Map((await findUsersByIds(db, ids)).map((u) => [u.id, u.email]));
+  for (const [id, n] of assigned) add(facets.assignee, id === null ? 'none' : (emails.get(id) ?? String(id)), n);
+  for (const t of counted.tags) facets.tag[t.tag] = t.n;
+  return facets;
+}
+
+/** The three-letter pieces of the tokens of words. */
+function trigramsOf(words: Tokens[]): string[] {
+  const pieces = new Set<string>();
+  for (const token of words.flat()) {
+    const chars = [...token];
+    for (let i = 0; i + 3 <= chars.length; i++) pieces.add(chars.slice(i, i + 3).join(''));
+  }
+  return [...pieces];
+}
+
+/**
+ * The typo-tolerant fallback: items whose titles hold at least half of the words' three-letter
+ * pieces, closest first. The index gives candidates; the share is measured here, the same way on
+ * both databases.
+ */
+async function closeTitles(db: Db, plan: Plan): Promise<number[]> {
+  const wanted = trigramsOf(plan.text);
+  if (!wanted.length) return [];
+  const candidates = await repository.titleCandidates(db, plan, wanted, FALLBACK_CANDIDATES);
+  return candidates
+    .map((c) => {
+      const have = new Set(
+        trigramsOf([
+          c.title
+            .normalize('NFC')
+            .toLowerCase()
+            .split(/[^\p{L}\p{N}]+/u),
+        ]),
+      );
+      return { id: Number(c.id), share: wanted.filter((t) => have.has(t)).length / wanted.length };
+    })
+    .filter((c) => c.share >= FALLBACK_SIMILARITY)
+    .sort((a, b) => b.share - a.share || b.id - a.id)
+    .map((c) => c.id);
+}
+
+/** One step of the background merge of the index's segments (see search/merge.ts). */
+export async function mergeSearchIndex(db: Db, pages: number): Promise<boolean> {
+  return repository.mergeIndexStep(db, pages);
+}

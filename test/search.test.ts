@@ -1,0 +1,303 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { ValidationError } from '../src/errors.js';
+import { MergeSearchIndex, parseSearchQuery } from '../src/search/index.js';
+import { pgBase } from './storage.js';
+import {
+  assertError,
+  client,
+  makeApp,
+  makeItem,
+  makeProduct,
+  makeUser,
+  type TestContext,
+  type TestUser,
+} from './helpers.js';
+
+// Searching items: the query language (pure), then the endpoint on SQLite, or PostgreSQL with
+// TEST_DATABASE_URL: membership, ranking, the fallback, and the index kept with every write.
+
+describe('the query language', () => {
+  test('words must all match, the last one as a prefix while typing; phrases and exclusions', () => {
+    const q = parseSearchQuery('Login  FAILS "on Safari" -mobile -"dark mode" deplo');
+    assert.deepEqual(q.text, [['login'], ['fails'], ['on', 'safari'], ['deplo']]);
+    assert.deepEqual(q.excluded, [['mobile'], ['dark', 'mode']]);
+    assert.equal(q.prefix, true);
+    assert.equal(parseSearchQuery('deplo ').prefix, false, 'a space after the last word ends it');
+    assert.equal(parseSearchQuery('"deplo"').prefix, false, 'a phrase is exact');
+    assert.equal(parseSearchQuery('a de').prefix, false, 'one or two letters match as a whole word');
+    assert.equal(parseSearchQuery('dep').prefix, true);
+    assert.equal(parseSearchQuery('deploy -x').prefix, false, 'the last term is an exclusion');
+    assert.deepEqual(parseSearchQuery('e-mail, café!').text, [['e', 'mail'], ['café']]);
+    assert.deepEqual(parseSearchQuery('"unclosed phrase').text, [['unclosed', 'phrase']]);
+    assert.deepEqual(parseSearchQuery('&& -- ""').text, [], 'punctuation alone is no word');
+  });
+
+  test('every field term, negated or not', () => {
+    const q = parseSearchQuery(
+      'tag:ui -tag:"old stuff" type:Defect status:in-progress assignee:me author:ann@x.io assignee:bob ' +
+        'product:12 is:open is:closed is:blocked -is:favorite has:comments deployed:prod not-deployed:"eu 1" #123 -#7',
+    );
+    assert.deepEqual(q.text, []);
+    assert.deepEqual(
+      q.terms.map((t) => [t.negated, t.condition]),
+      [
+        [false, { kind: 'tag', tag: 'ui' }],
+        [true, { kind: 'tag', tag: 'old stuff' }],
+        [false, { kind: 'type', type: 'defect' }],
+        [false, { kind: 'status', status: 'in-progress' }],
+        [false, { kind: 'assignee', person: { me: true } }],
+        [false, { kind: 'author', person: { email: 'ann@x.io' } }],
+        [false, { kind: 'assignee', person: { local: 'bob' } }],
+        [false, { kind: 'product', id: 12 }],
+        [false, { kind: 'open' }],
+        [false, { kind: 'closed' }],
+        [false, { kind: 'blocked' }],
+        [true, { kind: 'favorite' }],
+        [false, { kind: 'comments' }],
+        [false, { kind: 'deployed', environment: 'prod' }],
+        [false, { kind: 'not-deployed', environment: 'eu 1' }],
+        [false, { kind: 'number', number: 123 }],
+        [true, { kind: 'number', number: 7 }],
+      ],
+    );
+  });
+
+  test('a term it cannot read is a 400 naming it', () => {
+    for (const [q, named] of [
+      ['fix colour:red', 'colour:red'],
+      ['type:epic', 'type:epic'],
+      ['status:done', 'status:done'],
+      ['is:lovely', 'is:lovely'],
+      ['has:attachments', 'has:attachments'],
+      ['#12a', '#12a'],
+      ['product:abc', 'product:abc'],
+      ['tag:', 'tag:'],
+      ['assignee:', 'assignee:'],
+      ['deployed:""', 'deployed:""'],
+      ['http://example.com', 'http://example.com'],
+    ]) {
+      assert.throws(
+        () => parseSearchQuery(q),
+        (err: unknown) => err instanceof ValidationError && err.errors!.q.includes(`"${named}"`),
+        q,
+      );
+    }
+    assert.throws(() => parseSearchQuery('x'.repeat(501)), ValidationError);
+    assert.throws(() => parseSearchQuery(Array(33).fill('w').join(' ')), ValidationError);
+    assert.doesNotThrow(() => parseSearchQuery('"http://example.com"'), 'quoted, it is text');
+  });
+});
+
+let t: TestContext;
+before(async () => {
+  t = await makeApp();
+});
+after(() => t.close());
+
+const search = async (user: TestUser, query: Record<string, string | number | boolean>) => {
+  const res = await client(t.app, user).get('/api/items/search.json', query);
+  assert.equal(res.statusCode, 200, res.body);
+  return res.json() as { items: any[]; total_count: number; facets?: any; fuzzy: boolean };
+};
+const titles = (answer: { items: { title: string }[] }) => answer.items.map((i) => i.title);
+
+/** Two products: Ann's (with Bob), and Eve's, which neither Ann nor Bob is in; each word appears in both. */
+async function world() {
+  const ann = await makeUser(t.db, { firstName: 'Ann', lastName: 'A' });
+  const bob = await makeUser(t.db, { firstName: 'Bob', lastName: 'B' });
+  const eve = await makeUser(t.db, { firstName: 'Eve', lastName: 'E' });
+  const mine = await makeProduct(t.db, ann, [bob], 'Mine');
+  const theirs = await makeProduct(t.db, eve, [], 'Theirs');
+  return { ann, bob, eve, mine, theirs };
+}
+
+describe('searching items', () => {
+  test('nothing of a product the caller is not in: items, totals, facets, products=, product:', async () => {
+    const { ann, eve, mine, theirs } = await world();
+    await makeItem(t.app, ann, mine.id, { title: 'Zebra crossing sign', tags: 'zebra,road', assigned_to: ann.user.id });
+    for (let i = 0; i < 3; i++)
+      await makeItem(t.app, eve, theirs.id, { title: `Zebra secret ${i}`, tags: 'zebra,secret', type: 'defect' });
+    const found = await search(ann, { q: 'zebra', facets: true });
+    assert.deepEqual(titles(found), ['Zebra crossing sign']);
+    assert.equal(found.total_count, 1);
+    assert.deepEqual(found.facets, {
+      status: { backlog: 1 },
+      type: { task: 1 },
+      tag: { road: 1, zebra: 1 },
+      assignee: { [ann.email]: 1 },
+    });
+    const fieldOnly = await search(ann, { q: 'tag:zebra', facets: true });
+    assert.equal(fieldOnly.total_count, 1);
+    assert.deepEqual(fieldOnly.facets.tag, { road: 1, zebra: 1 });
+    assert.equal(
+      (await search(ann, { q: '' })).items.every((i) => i.product.id === mine.id),
+      true,
+    );
+    assert.equal((await search(ann, { q: `zebra product:${theirs.id}` })).total_count, 0);
+    assert.equal((await search(ann, { q: 'secrte' })).items.length, 0, 'nor through the fallback');
+    assertError(await client(t.app, ann).get('/api/items/search.json', { products: `${theirs.id}` }), 404);
+    assert.equal((await search(eve, { q: 'zebra' })).total_count, 3);
+    assertError(await client(t.app, { auth: 'Basic eDp5' }).get('/api/items/search.json'), 403);
+  });
+
+  test('ranked: a word in the title before tags, the description, then comments', async () => {
+    const { ann, mine } = await world();
+    const base = `/api/products/${mine.id}`;
+    const inComment = await makeItem(t.app, ann, mine.id, { title: 'Quarterly report' });
+    await client(t.app, ann).post(`${base}/items/${inComment.number}/comments.json`, { body: 'the walrus said so' });
+    await makeItem(t.app, ann, mine.id, { title: 'Fix the printer', description: 'A walrus sat on it.' });
+    await makeItem(t.app, ann, mine.id, { title: 'Tidy up', tags: 'walrus' });
+    await makeItem(t.app, ann, mine.id, { title: 'Walrus feeding times' });
+    const found = await search(ann, { q: 'walrus', products: `${mine.id}` });
+    assert.deepEqual(titles(found), ['Walrus feeding times', 'Tidy up', 'Fix the printer', 'Quarterly report']);
+    assert.equal(found.total_count, 4);
+    const reversed = await search(ann, { q: 'walrus', order: 'asc', products: `${mine.id}` });
+    assert.deepEqual(titles(reversed), ['Quarterly report', 'Fix the printer', 'Tidy up', 'Walrus feeding times']);
+    const byNumber = await search(ann, { q: 'walrus', sort: 'number', order: 'asc', products: `${mine.id}` });
+    assert.deepEqual(
+      byNumber.items.map((i) => i.number),
+      [...byNumber.items.map((i) => i.number)].sort((a, b) => a - b),
+    );
+    const page = await client(t.app, ann).get('/api/items/search.json', { q: 'walrus', limit: 3 });
+    assert.equal(page.json().items.length, 3);
+    assert.equal(page.headers['x-sprintly-next-offset'], '3');
+  });
+
+  test('words in any order, prefixes as people type, phrases, exclusions', async () => {
+    const { ann, mine } = await world();
+    await makeItem(t.app, ann, mine.id, { title: 'Login fails on Safari', description: 'Since the upgrade.' });
+    await makeItem(t.app, ann, mine.id, { title: 'Safari shows the login page twice' });
+    await makeItem(t.app, ann, mine.id, { title: 'Logout button misplaced' });
+    // What matches the text itself; the typo-tolerant fallback's titles are marked and left out.
+    const q = async (text: string) => {
+      const found = await search(ann, { q: text, sort: 'number', order: 'asc' });
+      return found.fuzzy ? [] : titles(found).sort();
+    };
+    assert.deepEqual(await q('safari login'), ['Login fails on Safari', 'Safari shows the login page twice']);
+    assert.deepEqual(await q('upgrade safari'), ['Login fails on Safari'], 'title and description together');
+    assert.deepEqual(await q('log'), [
+      'Login fails on Safari',
+      'Logout button misplaced',
+      'Safari shows the login page twice',
+    ]);
+    const finished = await search(ann, { q: 'log ' });
+    assert.equal(finished.fuzzy, true, 'a finished word matches whole words only; then titles close to it');
+    assert.deepEqual(await q('"login fails"'), ['Login fails on Safari']);
+    assert.deepEqual(await q('"fails login"'), []);
+    assert.deepEqual(await q('login -twice'), ['Login fails on Safari']);
+    assert.deepEqual(await q('-safari'), ['Logout button misplaced'], 'exclusions alone');
+    assert.deepEqual(await q('safari -"page twice"'), ['Login fails on Safari']);
+  });
+
+  test('field terms over the items: type, status, tags, people, is:, has:, deployed:, #number', async () => {
+    const { ann, bob, mine } = await world();
+    const base = `/api/products/${mine.id}`;
+    const a = await makeItem(t.app, ann, mine.id, { title: 'Alpha', tags: 'ui,urgent', assigned_to: bob.user.id });
+    const b = await makeItem(t.app, bob, mine.id, { title: 'Beta', type: 'defect', status: 'in-progress' });
+    const c = await makeItem(t.app, ann, mine.id, { title: 'Gamma', status: 'completed', tags: 'ui' });
+    await client(t.app, bob).post(`${base}/items/${a.number}/favorites.json`);
+    await client(t.app, ann).post(`${base}/items/${b.number}/comments.json`, { body: 'hello' });
+    await client(t.app, ann).post(`${base}/items/${c.number}/blocking.json`, { blocked: a.number });
+    const deploy = await client(t.app, ann).post(`${base}/deploys.json`, {
+      environment: 'production',
+      numbers: `${b.number}`,
+      version: 'v1',
+    });
+    assert.equal(deploy.statusCode, 200, deploy.body);
+    const q = async (text: string, who = ann) =>
+      titles(await search(who, { q: text, products: `${mine.id}`, sort: 'number', order: 'asc' }));
+    assert.deepEqual(await q('type:defect'), ['Beta']);
+    assert.deepEqual(await q('type:defect type:task'), ['Alpha', 'Beta', 'Gamma'], 'repeated: either');
+    assert.deepEqual(await q('-type:defect'), ['Alpha', 'Gamma']);
+    assert.deepEqual(await q('status:in-progress status:completed'), ['Beta', 'Gamma']);
+    assert.deepEqual(await q('tag:ui'), ['Alpha', 'Gamma']);
+    assert.deepEqual(await q('tag:ui tag:urgent'), ['Alpha'], 'tags: all of them');
+    assert.deepEqual(await q('tag:ui -tag:urgent'), ['Gamma']);
+    assert.deepEqual(await q('assignee:me', bob), ['Alpha']);
+    assert.deepEqual(await q(`assignee:${bob.email.toUpperCase()}`), ['Alpha']);
+    assert.deepEqual(await q(`assignee:${bob.email.split('@')[0]}`), ['Alpha']);
+    assert.deepEqual(await q('-assignee:me', bob), ['Beta', 'Gamma'], 'unassigned items are not assigned to me');
+    assert.deepEqual(await q('assignee:nobody'), []);
+    assert.deepEqual(await q('author:me', bob), ['Beta']);
+    assert.deepEqual(await q('is:open'), ['Alpha', 'Beta']);
+    assert.deepEqual(await q('is:closed'), ['Gamma']);
+    assert.deepEqual(await q('is:blocked'), ['Alpha']);
+    assert.deepEqual(await q('is:favorite', bob), ['Alpha']);
+    assert.deepEqual(await q('is:favorite'), [], "favorites are the caller's own");
+    assert.deepEqual(await q('has:comments'), ['Beta']);
+    assert.deepEqual(await q('deployed:production'), ['Beta']);
+    assert.deepEqual(await q('not-deployed:production'), ['Alpha', 'Gamma']);
+    assert.deepEqual(await q(`#${c.number}`), ['Gamma']);
+    assert.deepEqual(await q(`#${c.number} #${a.number}`), ['Alpha', 'Gamma']);
+    assert.deepEqual(await q(`-#${c.number} is:open gamma`), []);
+    assert.deepEqual(await q(`product:${mine.id} alp`), ['Alpha']);
+  });
+
+  test('a search right after a change finds it: titles, descriptions, tags, comments, stories', async () => {
+    const { ann, mine } = await world();
+    const api = client(t.app, ann);
+    const at = `/api/products/${mine.id}/items`;
+    const item = await makeItem(t.app, ann, mine.id, { title: 'Old heading' });
+    const q = async (text: string) => {
+      const found = await search(ann, { q: text, products: `${mine.id}` });
+      return found.fuzzy ? 0 : found.total_count;
+    };
+    assert.equal((await api.post(`${at}/${item.number}.json`, { title: 'Porcupine heading' })).statusCode, 200);
+    assert.equal(await q('porcupine'), 1);
+    assert.equal(await q('old heading'), 0, 'the old title is gone from the index');
+    await api.post(`${at}/${item.number}.json`, { description: 'Needs a hedgehog' });
+    assert.equal(await q('hedgehog'), 1);
+    await api.post(`${at}/${item.number}.json`, { tags: 'platypus' });
+    assert.equal(await q('platypus'), 1);
+    await api.post(`${at}/${item.number}.json`, { tags: '' });
+    assert.equal(await q('platypus'), 0);
+    const comment = (await api.post(`${at}/${item.number}/comments.json`, { body: 'An armadillo appeared' })).json();
+    assert.equal(await q('armadillo'), 1);
+    assert.equal((await api.delete(`${at}/${item.number}/comments/${comment.id}.json`)).statusCode, 200);
+    assert.equal(await q('armadillo'), 0);
+    await makeItem(t.app, ann, mine.id, { type: 'story', who: 'beekeeper', what: 'honey', why: 'sweetness' });
+    assert.equal(await q('beekeeper honey sweetness'), 1);
+    await api.delete(`${at}/${item.number}.json`);
+    assert.equal(await q('porcupine'), 0, 'archived items are not found');
+  });
+
+  test('nothing matches: titles close to the words (typos), marked fuzzy', async () => {
+    const { ann, mine } = await world();
+    await makeItem(t.app, ann, mine.id, { title: 'Deployment pipeline broken' });
+    await makeItem(t.app, ann, mine.id, { title: 'Unrelated chores' });
+    const found = await search(ann, { q: 'deploymnet', products: `${mine.id}` });
+    assert.equal(found.fuzzy, true);
+    assert.deepEqual(titles(found), ['Deployment pipeline broken']);
+    assert.equal(found.total_count, 1);
+    const exact = await search(ann, { q: 'pipeline', products: `${mine.id}` });
+    assert.equal(exact.fuzzy, false);
+    assert.deepEqual(titles(await search(ann, { q: 'xqzwv', products: `${mine.id}` })), []);
+  });
+
+  test('bad parameters are 400s naming them', async () => {
+    const { ann } = await world();
+    const api = client(t.app, ann);
+    const bad = assertError(await api.get('/api/items/search.json', { q: 'bug colour:red' }), 400);
+    assert.match(bad.message, /colour:red/);
+    assert.deepEqual(Object.keys(bad.errors!), ['q']);
+    const many = assertError(await api.get('/api/items/search.json', { sort: 'size', order: 'up', limit: 0 }), 400);
+    assert.deepEqual(Object.keys(many.errors!).sort(), ['limit', 'order', 'sort']);
+    assertError(await api.get('/api/items/search.json', { offset: 10_001 }), 400);
+    assertError(await api.get('/api/items/search.json', { products: 'x' }), 400);
+  });
+});
+
+describe('the background merge of the index', () => {
+  test('merges the segments the writers left (SQLite; none on PostgreSQL); searches find everything', async () => {
+    const { ann, mine } = await world();
+    for (let i = 0; i < 12; i++) await makeItem(t.app, ann, mine.id, { title: `Narwhal sighting ${i}` });
+    const merge = new MergeSearchIndex(t.db, t.app.log);
+    const steps = await merge.mergeNow();
+    if (pgBase) assert.equal(steps, 0);
+    else assert.ok(steps > 0, 'twelve transactions left segments to merge');
+    assert.equal(await merge.mergeNow(), 0, 'and then none');
+    await merge.stop();
+    assert.equal((await search(ann, { q: 'narwhal', products: `${mine.id}` })).total_count, 12);
+  });
+});
