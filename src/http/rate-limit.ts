@@ -7,6 +7,7 @@ import { TooManyRequestsError } from '../errors.js';
 import { PeriodicJob } from '../jobs/runner.js';
 import { LruCache } from '../lru.js';
 import { documentScope } from './documentation.js';
+import { LeasedCounts } from './leases.js';
 import { countInWindow, deleteEndedWindows, type Window } from './repository.js';
 
 /** How the limiter tells who a request is; given by the app, which knows the features' credentials. */
@@ -57,8 +58,8 @@ const digest = (credential: string): string => crypto.createHash('sha256').updat
  * new, wrong or expired one) counts against the client address (IPv6 by /64, as the plugin's
  * normalizeIP groups it): made-up credentials cannot buy fresh counters, and a new key's first
  * request costs one request of its address. Counters are per process on SQLite; on PostgreSQL
- * (RATE_LIMIT_STORE=database, the default there) every instance counts in one table, so N
- * instances behind a balancer allow what one does, for one statement a request.
+ * (RATE_LIMIT_STORE=database, the default there) every instance counts in one table, a block of
+ * requests at a time (see LeasedCounts), so N instances behind a balancer allow what one does.
  */
 export async function registerRateLimits(
   app: FastifyInstance,
@@ -95,8 +96,9 @@ export async function registerRateLimits(
         ),
       );
     };
-    if (shared) void shared(key, now).then(answer);
-    else answer(count(key, now));
+    const window = shared ? shared(key, max, now) : count(key, now);
+    if (window instanceof Promise) void window.then(answer);
+    else answer(window);
   });
   // Here, beside the hook, so that every route counted (those registered from now on) documents
   // its 429, and a route exempted from the limit does not.
@@ -133,23 +135,23 @@ function windowCounter(windowMs: number): (key: string, now: number) => Window {
 
 /** How often the windows that ended are deleted from the shared store (and at most a window apart). */
 const SWEEP_EVERY_MS = 60_000;
-/** The counting pool's connections per instance, and the longest a count may wait or run. */
+/** The counting pool's connections per instance, and the longest a claim may wait or run. */
 const COUNTING_CONNECTIONS = 2;
 const COUNT_DEADLINE_MS = 1_000;
 
 /**
- * Counts in PostgreSQL, shared by every instance: one upsert a request (see countInWindow), on a
- * pool of its own (two connections), so that a count never queues behind the requests' own work
- * for a connection, nor they behind counts. When the database cannot count within a second
- * (unreachable, overloaded), the process counts alone meanwhile, so the limit still holds per
- * instance and no request fails for it; that is logged once per outage. Ended windows are deleted
- * every minute, by every instance (each deletes what has ended).
+ * Counts in PostgreSQL, shared by every instance: a claim of a block of counts is one upsert (see
+ * countInWindow and LeasedCounts), on a pool of its own (two connections), so that a claim never
+ * queues behind the requests' own work for a connection, nor they behind claims. When the database
+ * cannot count within a second (unreachable, overloaded), the process counts alone meanwhile, so
+ * the limit still holds per instance and no request fails for it; that is logged once per outage.
+ * Ended windows are deleted every minute, by every instance (each deletes what has ended).
  */
 async function sharedCounter(
   app: FastifyInstance,
   config: Config,
   local: (key: string, now: number) => Window,
-): Promise<(key: string, now: number) => Promise<Window>> {
+): Promise<(key: string, max: number, now: number) => Window | Promise<Window>> {
   const windowMs = config.rateLimitWindowSeconds * 1000;
   const db: Db = await openDatabase({
     ...databaseOptions(config),
@@ -158,6 +160,12 @@ async function sharedCounter(
     statementTimeoutMs: Math.min(config.pgStatementTimeoutMs, COUNT_DEADLINE_MS),
   });
   let failing = false;
+  const leases = new LeasedCounts(async (key, amount, now) => {
+    const window = await countInWindow(db, key, now, windowMs, amount);
+    if (failing) app.log.info('rate limits are counted in the database again');
+    failing = false;
+    return window;
+  }, COUNTERS, windowMs);
   const sweep = new PeriodicJob(
     {
       name: 'deleting ended rate-limit windows',
@@ -171,17 +179,14 @@ async function sharedCounter(
     await sweep.stop();
     await db.destroy();
   });
-  return async (key, now) => {
-    try {
-      const window = await countInWindow(db, key, now, windowMs);
-      if (failing) app.log.info('rate limits are counted in the database again');
-      failing = false;
-      return window;
-    } catch (err) {
-      if (!failing) app.log.warn({ err }, 'rate limits cannot be counted in the database; each process counts alone');
-      failing = true;
-      return local(key, now);
-    }
+  const alone = (err: unknown, key: string, now: number): Window => {
+    if (!failing) app.log.warn({ err }, 'rate limits cannot be counted in the database; each process counts alone');
+    failing = true;
+    return local(key, now);
+  };
+  return (key, max, now) => {
+    const window = leases.count(key, max, now);
+    return window instanceof Promise ? window.catch((err: unknown) => alone(err, key, now)) : window;
   };
 }
 

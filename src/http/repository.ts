@@ -7,21 +7,22 @@ export interface Window {
 }
 
 /**
- * Counts a request of `key` in the shared windows (PostgreSQL), in one statement: a window that
- * has ended starts again at 1 with a new end, one that runs counts up. The row is locked for the
- * moment of the update, so concurrent requests of one key from any instance each get their own count.
+ * Adds `amount` requests of `key` to the shared windows (PostgreSQL), in one statement: a window
+ * that has ended starts again at `amount` with a new end, one that runs counts up. The row is
+ * locked for the moment of the update, so concurrent claims of one key from any instance each get
+ * counts of their own.
  */
-export async function countInWindow(db: Db, key: string, now: number, windowMs: number): Promise<Window> {
+export async function countInWindow(db: Db, key: string, now: number, windowMs: number, amount = 1): Promise<Window> {
   const row = await db
     .insertInto('rate_limit_windows')
-    .values({ key, count: 1, ends_at: now + windowMs })
+    .values({ key, count: amount, ends_at: now + windowMs })
     .onConflict((oc) =>
       oc.column('key').doUpdateSet((eb) => ({
         count: eb
           .case()
           .when('rate_limit_windows.ends_at', '<=', now)
-          .then(1)
-          .else(eb('rate_limit_windows.count', '+', 1))
+          .then(amount)
+          .else(eb('rate_limit_windows.count', '+', amount))
           .end(),
         ends_at: eb
           .case()

@@ -1,0 +1,74 @@
+import { LruCache } from '../lru.js';
+import type { Window } from './repository.js';
+
+/**
+ * Reserves `amount` requests of `key` in its shared window (every instance's): gives the key's
+ * shared count once they are added, and when the window ends.
+ */
+export type Claim = (key: string, amount: number, now: number) => Promise<Window>;
+
+/** The most requests one claim reserves: one statement per this many requests at most. */
+const MOST_A_CLAIM = 64;
+/** A claim reserves this share of what is left of the limit, so that little is left unused near it. */
+const SHARE_OF_WHAT_IS_LEFT = 1 / 16;
+
+/** What this instance holds of a key's window: the counts from `next` to `last`, not yet given. */
+interface Lease {
+  next: number;
+  last: number;
+  endsAt: number;
+  claiming?: Promise<unknown>;
+}
+
+/**
+ * Counts requests in a shared store a block at a time. A claim adds a block of counts to the
+ * key's shared count (one statement) and the instance hands them to its requests one by one, in
+ * memory, with no statement: counts are never given twice, across instances too, so no more than
+ * the limit is ever allowed through N instances. A block is a sixteenth of what is left of the
+ * limit (64 at most, 1 at least), so near the limit every request is claimed alone, and counts an
+ * instance claimed but did not use (at most that share, per instance) are all it may under-allow.
+ * A key whose window is used up is refused here until it ends, with no statement.
+ */
+export class LeasedCounts {
+  private readonly leases: LruCache<string, Lease>;
+
+  constructor(
+    private readonly claim: Claim,
+    capacity: number,
+    windowMs: number,
+  ) {
+    this.leases = new LruCache(capacity, windowMs);
+  }
+
+  /** Counts a request of `key`, whose limit is `max`: at once from a held block, else after a claim. */
+  count(key: string, max: number, now: number): Window | Promise<Window> {
+    const lease = this.leases.get(key, now);
+    if (lease !== undefined && lease.endsAt > now && lease.claiming === undefined) {
+      if (lease.next <= lease.last) return { count: lease.next++, endsAt: lease.endsAt };
+      if (lease.last >= max) return { count: lease.last + 1, endsAt: lease.endsAt };
+    }
+    return this.claimFor(key, max, now, lease);
+  }
+
+  private async claimFor(key: string, max: number, now: number, held: Lease | undefined): Promise<Window> {
+    if (held?.claiming !== undefined) {
+      // A claim for this key is on its way: its block is shared with the requests that wait for it.
+      await held.claiming.catch(() => undefined);
+      return this.count(key, max, now);
+    }
+    const lease = held !== undefined && held.endsAt > now ? held : { next: 1, last: 0, endsAt: 0 };
+    const amount = Math.min(MOST_A_CLAIM, Math.max(1, Math.floor((max - lease.last) * SHARE_OF_WHAT_IS_LEFT)));
+    const claiming = this.claim(key, amount, now);
+    lease.claiming = claiming;
+    this.leases.set(key, lease, now);
+    try {
+      const window = await claiming;
+      lease.next = window.count - amount + 1;
+      lease.last = window.count;
+      lease.endsAt = window.endsAt;
+    } finally {
+      lease.claiming = undefined;
+    }
+    return this.count(key, max, now);
+  }
+}
