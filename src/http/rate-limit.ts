@@ -160,12 +160,16 @@ async function sharedCounter(
     statementTimeoutMs: Math.min(config.pgStatementTimeoutMs, COUNT_DEADLINE_MS),
   });
   let failing = false;
-  const leases = new LeasedCounts(async (key, amount, now) => {
-    const window = await countInWindow(db, key, now, windowMs, amount);
-    if (failing) app.log.info('rate limits are counted in the database again');
-    failing = false;
-    return window;
-  }, COUNTERS, windowMs);
+  const leases = new LeasedCounts(
+    async (key, amount, now) => {
+      const window = await countInWindow(db, key, now, windowMs, amount);
+      if (failing) app.log.info('rate limits are counted in the database again');
+      failing = false;
+      return window;
+    },
+    COUNTERS,
+    windowMs,
+  );
   const sweep = new PeriodicJob(
     {
       name: 'deleting ended rate-limit windows',
