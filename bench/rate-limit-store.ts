@@ -2,8 +2,8 @@
  * What counting requests in PostgreSQL costs (RATE_LIMIT_STORE=database): the limiter's upsert,
  * one per claimed block of counts (http/repository.ts countInWindow, http/leases.ts), beside the
  * baseline of the same run, a bare `select 1` on the same pool: one after another, and 8 at once
- * on one key (one user's requests from several instances: they queue on its row) and on 8 keys. Then the whole server at
- * saturation (h2load, 50 connections, one member's first page of items, a kept answer): counted in
+ * on one key (one user's requests from several instances: they queue on its row) and on 8 keys. Then the whole server
+ * at saturation (h2load, 50 connections, one member's first page of items, a kept answer): counted in
  * the process and in the database, in turn, twice.
  *
  *   DATABASE_URL=postgres://... node --import tsx bench/rate-limit-store.ts
