@@ -215,8 +215,8 @@ interface RawAnswer {
 
 /**
  * One kept-alive connection written by hand, so that a test decides what goes out when: answers
- * are read one after another (heads with Content-Length, as every JSON answer has), and `ended`
- * resolves when the server closes the connection.
+ * are read one after another (heads with Content-Length, as every JSON answer has; waiting for
+ * one on a connection the server closed is an error), and `ended` resolves when the server closes it.
  */
 function rawConnection(port: number) {
   const socket = net.connect({ port, host: '127.0.0.1' });
@@ -227,7 +227,14 @@ function rawConnection(port: number) {
     buffer += chunk;
     waiting?.();
   });
-  const ended = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+  let closed = false;
+  const ended = new Promise<void>((resolve) =>
+    socket.once('close', () => {
+      closed = true;
+      waiting?.();
+      resolve();
+    }),
+  );
   socket.on('error', () => {});
   const parse = (): RawAnswer | undefined => {
     const head = buffer.indexOf('\r\n\r\n');
@@ -253,6 +260,8 @@ function rawConnection(port: number) {
       for (;;) {
         const answer = parse();
         if (answer) return answer;
+        // A connection the server closed before answering (a draining server closes the idle ones).
+        if (closed) throw new Error(`the connection closed before an answer: ${JSON.stringify(buffer)}`);
         await new Promise<void>((resolve) => (waiting = resolve));
       }
     },
