@@ -3,12 +3,12 @@
 // files in the order it is given them, and a long file started last would run alone at the end
 // while the other slot sits idle. The order changes only when each file runs, never what it checks.
 //
-// Each file runs in a process of its own, and loading TypeScript through a loader hook costs each
-// of them about a third of its time. So the tests are first turned into JavaScript (esbuild, a
-// fraction of a second for all of them) under .test-build/, a folder beside test/ at the same
-// depth, and import the service from dist/, which the build made of the same sources (npm test
-// builds first when a source changed). A file can still be run alone from its TypeScript:
-// `node --import tsx --test test/x.test.ts`.
+// Each file runs in a process of its own, and what it costs to start counts: resolving and
+// compiling the service's modules and its packages, some thousand files, took each about half a
+// second, and a TypeScript loader hook a third of its time more. So each test file is first bundled
+// by esbuild (a second or two for all of them) into one JavaScript module under .test-build/, a
+// folder beside test/ at the same depth, made of the same sources (see compileTests). A file can
+// still be run alone from its TypeScript: `node --import tsx --test test/x.test.ts`.
 //
 // Usage: node scripts/run-tests.mjs [node --test options...] [files or folders under test/...]
 //   (default: every test/*.test.ts). `scripts/test-times.mjs` reports each file's time.
@@ -58,46 +58,61 @@ const rank = (file) => {
 };
 files.sort((a, b) => rank(a) - rank(b));
 
-/** Every TypeScript file under test/, helpers included. */
-const sources = (dir) =>
-  fs.readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
-    const file = path.join(dir, entry.name);
-    if (entry.isDirectory()) return sources(file);
-    return entry.name.endsWith('.ts') ? [file] : [];
-  });
+/**
+ * Packages left outside the tests' bundles: native addons, packages that read files beside
+ * themselves or start programs of their own, and the tools some tests run (as the server's bundle
+ * leaves out the first kind, scripts/bundle.mjs).
+ */
+const EXTERNAL = [
+  'better-sqlite3',
+  'pg-native',
+  '@fastify/swagger-ui',
+  'email-reply-parser',
+  'playwright-core',
+  'axe-core',
+  'esbuild',
+  'tsx',
+  'typescript',
+  'openapi-typescript',
+  'dependency-cruiser',
+  '@biomejs/biome',
+  'autocannon',
+  '@seriousme/openapi-schema-validator',
+];
 
 /**
- * The tests as JavaScript under .test-build/, importing the service's modules from dist/ where the
- * TypeScript imports them from src/ (`../src/x.js` becomes `../dist/x.js`, at any depth). Paths
- * that only name a source file (a script a test starts with tsx) keep pointing at src/.
+ * Each test file to run as one JavaScript module under .test-build/, at the depth of its source
+ * under test/, holding the service's sources and the packages they use: node then reads one file
+ * where it would resolve and compile some thousand, which costs each test process about half a
+ * second. No source maps (node would read a few megabytes of them at every start): a stack names
+ * its functions, and `// src/...` comments in the module say whose they are; to debug with the
+ * sources' lines, run the file alone with tsx (`node --import tsx --test test/x.test.ts`).
  */
-async function compileTests() {
+async function compileTests(entries) {
   fs.rmSync(OUT, { recursive: true, force: true });
-  const result = await build({
-    entryPoints: sources(TESTS),
+  await build({
+    entryPoints: entries,
     outdir: OUT,
     outbase: TESTS,
+    bundle: true,
+    external: EXTERNAL,
     format: 'esm',
     platform: 'node',
     target: 'node20',
-    sourcemap: 'inline',
-    sourcesContent: false,
-    write: false,
+    // The CommonJS packages inside an ES module still call require() for Node's own modules.
+    banner: {
+      js: "import { createRequire as testRequire } from 'node:module'; const require = testRequire(import.meta.url);",
+    },
     logLevel: 'warning',
   });
-  const srcImport = /((?:\bfrom\s*|\bimport\s*\(\s*)["'`](?:\.\.\/)+)src\//g;
-  for (const file of result.outputFiles) {
-    fs.mkdirSync(path.dirname(file.path), { recursive: true });
-    fs.writeFileSync(file.path, file.text.replace(srcImport, '$1dist/'));
-  }
 }
 
-await compileTests();
+await compileTests(files);
 const built = files.map((file) => path.join(OUT, path.relative(TESTS, path.resolve(file))).replace(/\.ts$/, '.js'));
 
 const child = spawn(
   process.execPath,
-  ['--enable-source-maps', '--test', '--test-concurrency=2', ...options, ...built],
+  ['--test', '--test-concurrency=2', ...options, ...built],
   { stdio: 'inherit' },
 );
 for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => child.kill(signal));

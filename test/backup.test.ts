@@ -7,7 +7,7 @@ import { after, describe, test, type TestContext } from 'node:test';
 import SQLite from 'better-sqlite3';
 import { Kysely, Migrator, SqliteDialect } from 'kysely';
 import { openDatabase } from '../src/db/connection.js';
-import { MIGRATION_NAMES } from '../src/db/migrate.js';
+import { MIGRATION_NAMES, MIGRATIONS } from '../src/db/migrate.js';
 import { createItem } from '../src/items/service.js';
 import { basic, makeProduct, makeUser, readEml, tempDir, type TestUser } from './helpers.js';
 import { freePort, runCli, startServer, stopAll, stopProcess, waitFor, type CliRun, type Server } from './processes.js';
@@ -537,7 +537,7 @@ describe('restore refuses a file that is not a sound Shiplog database, and leave
     const old = new Kysely<any>({ dialect: new SqliteDialect({ database: new SQLite(file) }) });
     const migrator = new Migrator({
       db: old,
-      provider: { getMigrations: async () => ({ [first]: await import(`../src/db/migrations/${first}.js`) }) },
+      provider: { getMigrations: async () => ({ [first]: MIGRATIONS[first] }) },
     });
     assert.equal((await migrator.migrateToLatest()).error, undefined);
     await old.destroy();

@@ -10,9 +10,18 @@ import { Param } from './params.js';
 export const OPENAPI_PATH = '/openapi.json';
 export const DOCS_PREFIX = '/docs';
 
-const { version } = JSON.parse(fs.readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
-  version: string;
-};
+/**
+ * The service's version, from the nearest package.json above this module: two folders up from its
+ * source and its build, one from a bundle one folder deep (the tests').
+ */
+function packageVersion(): string {
+  for (const up of ['../../package.json', '../package.json']) {
+    const file = new URL(up, import.meta.url);
+    if (fs.existsSync(file)) return (JSON.parse(fs.readFileSync(file, 'utf8')) as { version: string }).version;
+  }
+  throw new Error('package.json not found above the service');
+}
+const version = packageVersion();
 
 const DESCRIPTION = [
   'Shiplog speaks the HTTP/JSON interface of the Sprint.ly item tracker; docs/INTERFACE.md is the full contract.',
