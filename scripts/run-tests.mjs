@@ -110,10 +110,6 @@ async function compileTests(entries) {
 await compileTests(files);
 const built = files.map((file) => path.join(OUT, path.relative(TESTS, path.resolve(file))).replace(/\.ts$/, '.js'));
 
-const child = spawn(
-  process.execPath,
-  ['--test', '--test-concurrency=2', ...options, ...built],
-  { stdio: 'inherit' },
-);
+const child = spawn(process.execPath, ['--test', '--test-concurrency=2', ...options, ...built], { stdio: 'inherit' });
 for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => child.kill(signal));
 child.on('exit', (code, signal) => process.exit(signal ? 1 : (code ?? 1)));
