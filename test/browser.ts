@@ -3,6 +3,7 @@ import path from 'node:path';
 import { chromium, type Browser, type BrowserServer, type Page } from 'playwright-core';
 import { readEml } from './helpers.js';
 import { stopProcess, waitFor } from './processes.js';
+import { ROOT } from './root.js';
 
 /** Debian's chromium: the browser tests drive it (nothing is downloaded); CI installs it. */
 export const CHROMIUM = '/usr/bin/chromium';
@@ -105,7 +106,7 @@ export interface AxeOptions {
  * which the pages' script policy does not govern, so a page of any context can be checked.
  */
 export async function axeViolations(page: Page, options: AxeOptions = {}): Promise<AxeViolation[]> {
-  const file = path.join(import.meta.dirname, '..', 'node_modules', 'axe-core', 'axe.min.js');
+  const file = path.join(ROOT, 'node_modules', 'axe-core', 'axe.min.js');
   axeSource ??= fs.readFileSync(file, 'utf8');
   if (!(await page.evaluate(() => 'axe' in window))) await page.evaluate(`${axeSource}\n;0`);
   return page.evaluate(

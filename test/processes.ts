@@ -2,10 +2,11 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import net from 'node:net';
 import os from 'node:os';
-import { fileURLToPath } from 'node:url';
+import path from 'node:path';
+import { ROOT } from './root.js';
 import { storageEnv } from './storage.js';
 
-const SERVER = fileURLToPath(new URL('../dist/bundle/server.js', import.meta.url));
+const SERVER = path.join(ROOT, 'dist', 'bundle', 'server.js');
 
 /** Every setting Shiplog reads from its environment. */
 const SHIPLOG_SETTINGS = [
@@ -198,7 +199,7 @@ export async function stopAll(): Promise<void> {
   await Promise.all([...running].map(stopProcess));
 }
 
-const CLI = fileURLToPath(new URL('../bin/shiplog.js', import.meta.url));
+const CLI = path.join(ROOT, 'bin', 'shiplog.js');
 
 export interface CliRun {
   code: number | null;

@@ -62,7 +62,7 @@ test('the hot reads are prepared once by the connection, and then only run', asy
 test('a prepared plan the schema changed under fails once, as unavailable; the next request works', async () => {
   assert.equal((await fetchItem()).statusCode, 200);
   // A column of `items` changes type: the item statement's plan no longer gives its result type.
-  await sql`alter table items alter column title type varchar(4000)`.execute(db);
+  await sql`alter table items alter column who type varchar(4000)`.execute(db);
   try {
     const stale = await fetchItem();
     assert.equal(stale.statusCode, 503, stale.body);
@@ -72,6 +72,6 @@ test('a prepared plan the schema changed under fails once, as unavailable; the n
     assert.equal(next.statusCode, 200, next.body);
     assert.equal(next.json().title, 'Prepared once');
   } finally {
-    await sql`alter table items alter column title type text`.execute(db);
+    await sql`alter table items alter column who type text`.execute(db);
   }
 });
