@@ -83,10 +83,10 @@ describe('the search page', () => {
     assert.equal(res.statusCode, 200, res.body);
     const main = mainOf(res.body);
     assert.doesNotMatch(main, /<script>alert|<b>marks/);
-    assert.match(
-      main,
-      /#1 Fix &lt;<mark>script<\/mark>&gt;alert\(1\)&lt;\/<mark>script<\/mark>&gt; &amp; &quot;quotes&quot; in the <mark>scripting<\/mark><\/a>/,
-    );
+    const marked =
+      '#1 Fix &lt;<mark>script</mark>&gt;alert(1)&lt;/<mark>script</mark>&gt; &amp; &quot;quotes&quot; ' +
+      'in the <mark>scripting</mark></a>';
+    assert.ok(main.includes(marked), main);
     assert.match(main, /Escapes &amp; &lt;b&gt;marks&lt;\/b&gt;/);
     // Words named by markup only are never marked inside it: "mark" and "lt" are not words of the title.
     const none = mainOf((await search(cookie, { q: 'lt quot' })).body);
