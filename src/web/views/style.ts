@@ -223,7 +223,7 @@ form.filters input[name=q] { width: 14rem; display: inline-block; }
 form.filters #q-hint { font-size: .75rem; }
 .summary { margin: var(--space-2) 0; }
 .terms .term { display: inline-block; background: var(--surface-2); border-radius: 3px; padding: 0 var(--space-2); }
-.terms .term a { text-decoration: none; padding: 0 var(--space-1); }
+.terms .term a { padding: 0 var(--space-1); }
 nav.sorts, nav.pages { display: flex; flex-wrap: wrap; gap: var(--space-1) var(--space-3); margin: var(--space-2) 0; }
 nav.sorts a[aria-current], .facets a[aria-current] { font-weight: 700; color: inherit; }
 .search-results { display: flex; flex-wrap: wrap-reverse; align-items: flex-start; gap: var(--space-4); }
