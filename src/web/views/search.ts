@@ -129,9 +129,9 @@ function resultsHtml(results: NonNullable<SearchPageView['results']>): Html {
   const paging = results.previous || results.next ? html`<nav class="pages" aria-label="Pages">${pages}</nav>` : '';
   return html`<p class="summary" role="status">${said}${fuzzy}</p>
 ${terms}${sorts}
-<div class="search-results">${facetsHtml(results.facets)}\
+<div class="search-results">\
 <section class="results" aria-labelledby="results-title"><h2 id="results-title" class="sr-only">Results</h2>\
-<ol class="results">${lines.map(lineHtml)}</ol>${paging}</section></div>`;
+<ol class="results">${lines.map(lineHtml)}</ol>${paging}</section>${facetsHtml(results.facets)}</div>`;
 }
 
 /** The search page: the form, then (unless the query was refused) the results, facets, sorts and pages. */

@@ -210,7 +210,8 @@ rgba(0,0,0,.2); }
 .keys dl { display: grid; grid-template-columns: max-content 1fr; gap: .2rem 1rem; margin: 0; }
 .keys dd { margin: 0; }
 button.danger { background: var(--danger); border-color: var(--danger); color: var(--on-accent); }
-/* Search: the header's box, the results page (its form, facets beside compact results), the marked words. */
+/* Search: the header's box, the results page (its form, compact results with the facets beside or below), the
+ * marked words. */
 input[type=search] { padding: var(--space-2); font: inherit; border: 1px solid var(--border-strong); border-radius: \
 var(--radius); }
 header form.search { display: flex; gap: var(--space-1); align-items: center; }
@@ -226,7 +227,7 @@ form.filters #q-hint { font-size: .75rem; }
 .terms .term a { padding: 0 var(--space-1); }
 nav.sorts, nav.pages { display: flex; flex-wrap: wrap; gap: var(--space-1) var(--space-3); margin: var(--space-2) 0; }
 nav.sorts a[aria-current], .facets a[aria-current] { font-weight: 700; color: inherit; }
-.search-results { display: flex; flex-wrap: wrap-reverse; align-items: flex-start; gap: var(--space-4); }
+.search-results { display: flex; flex-wrap: wrap; align-items: flex-start; gap: var(--space-4); }
 .search-results .results { flex: 1 1 26rem; min-width: 0; }
 .facets { flex: 0 1 12rem; font-size: .9rem; }
 .facets h2 { font-size: 1rem; margin: 0 0 var(--space-1); }
