@@ -94,9 +94,11 @@ describe('searching from the pages in chromium', { timeout: 180_000 }, () => {
     await page.locator('#search-q').blur();
     await page.keyboard.press('f');
     assert.equal(await focusedId(page), 'filter-q');
-    const keys = await page.locator('#board-keys dl').evaluate((dl) =>
-      Array.from(dl.querySelectorAll('dt')).map((dt) => `${dt.textContent} ${dt.nextElementSibling?.textContent}`),
-    );
+    const keys = await page
+      .locator('#board-keys dl')
+      .evaluate((dl) =>
+        Array.from(dl.querySelectorAll('dt')).map((dt) => `${dt.textContent} ${dt.nextElementSibling?.textContent}`),
+      );
     assert.ok(keys.includes('f the filter') && keys.includes('/ the search box'), keys.join('; '));
   });
 
@@ -112,7 +114,7 @@ describe('searching from the pages in chromium', { timeout: 180_000 }, () => {
       'Login page times out',
     ]);
     assert.deepEqual(await page.locator('ol.results mark').allInnerTexts(), ['Login', 'Login']);
-    assert.match(await page.locator('.summary').innerText(), /2 items match/);
+    assert.match((await page.locator('.summary').textContent()) ?? '', /2 items match/);
   });
 
   test('a facet narrows the results and the URL carries it; its term can be taken out', async () => {
