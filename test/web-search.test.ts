@@ -176,6 +176,17 @@ describe("the board's query filter", () => {
     // Column links carry the query.
     assert.match((await board({ q: 'login' })).body, /board\?q=login&amp;status=backlog/);
 
+    // A query that names the viewer is theirs: a kept board of one member is never another's.
+    const ada = await makeUser(t.db);
+    const grace = await makeUser(t.db);
+    // Both members (not admins), who share kept boards.
+    const shared = await makeProduct(t.db, await makeUser(t.db), [ada, grace], 'Shared board');
+    const adas = await makeItem(t.app, ada, shared.id, { title: 'Ada', assigned_to: String(ada.user.id) });
+    const graces = await makeItem(t.app, ada, shared.id, { title: 'Grace', assigned_to: String(grace.user.id) });
+    const mine = `/app/products/${shared.id}/board?q=assignee%3Ame`;
+    assert.deepEqual(cards((await page(mine, await signInByMail(t, ada.email))).body), [adas.number]);
+    assert.deepEqual(cards((await page(mine, await signInByMail(t, grace.email))).body), [graces.number]);
+
     const refused = await board({ q: 'is:sideways' });
     assert.equal(refused.statusCode, 400);
     assert.match(refused.body, /id="filter-q" type="search" name="q" maxlength="500" value="is:sideways"/);

@@ -9,6 +9,7 @@ export {
   fieldTerm,
   hasText,
   matchedSpans,
+  namesCaller,
   parseSearchQuery,
   withoutTerm,
   withTerm,

@@ -177,6 +177,10 @@ export function parseSearchQuery(q: string): SearchQuery {
   return query;
 }
 
+/** Whether what the query matches depends on who asks (`assignee:me`, `author:me`, `is:favorite`). */
+export const namesCaller = (q: SearchQuery): boolean =>
+  q.terms.some(({ condition: c }) => c.kind === 'favorite' || ('person' in c && 'me' in c.person));
+
 /** Whether the query has words or phrases to look up in the index (or only terms on the items' fields). */
 export const hasText = (q: SearchQuery): boolean => q.text.length > 0;
 

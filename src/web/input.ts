@@ -2,7 +2,14 @@ import type { Move } from '../items/index.js';
 import { itemNotFound, ValidationError } from '../errors.js';
 import { asEnum, asInteger, asString, collectErrors, digitsToId, invalid, type ParamValue } from '../http/params.js';
 import { parseListFilters, STATUS_NAMES, type ListFilters, type Status } from '../items/index.js';
-import { MAX_SEARCH_OFFSET, parseSearchQuery, SEARCH_PAGE, SORTS, type SearchQuery } from '../search/index.js';
+import {
+  MAX_SEARCH_OFFSET,
+  namesCaller,
+  parseSearchQuery,
+  SEARCH_PAGE,
+  SORTS,
+  type SearchQuery,
+} from '../search/index.js';
 import { validEmail } from '../users/index.js';
 
 /** The address a sign-in link is asked for, lower case. */
@@ -30,6 +37,8 @@ export interface BoardQuery {
   list: ListFilters;
   /** The `q` filter, read by the search language's own parser: the board shows only what it matches. */
   search?: SearchQuery;
+  /** The viewer, when `q` names them (`assignee:me`, `is:favorite`): the board is then theirs alone. */
+  caller?: number;
 }
 
 export const BOARD_FILTERS = ['q', 'type', 'assignee', 'creator', 'tags', 'mine'] as const;
@@ -58,7 +67,8 @@ export function parseBoardQuery(p: Record<string, ParamValue>, viewerId: number)
   });
   if (mine) list.assignedTo = { id: viewerId };
   const search = filters.q === undefined ? undefined : parseSearchQuery(filters.q);
-  return { filters, status: status as Status | undefined, offset: status ? Number(offset) : 0, list, search };
+  const caller = search && namesCaller(search) ? viewerId : undefined;
+  return { filters, status: status as Status | undefined, offset: status ? Number(offset) : 0, list, search, caller };
 }
 
 /** The results page's sorts, as the search service names them. */
