@@ -94,7 +94,7 @@ ${fieldError(s, name)}</span>`;
   const qNotes = s.errors.q ? invalidAttrs(s, 'q', 'q-hint') : html` aria-describedby="q-hint"`;
   return html`<form class="filters" method="get" action="/app/products/${view.product.id}/board">
 <span><label>Query <input id="filter-q" type="search" name="q" maxlength="500" value="${f.q ?? ''}" \
-placeholder="login is:open"${qNotes}> <small id="q-hint" class="muted">the search's words and terms</small></label>\
+placeholder="login is:open"${qNotes}><small id="q-hint" class="sr-only">words and terms of the search</small></label>\
 ${fieldError(s, 'q', 'The query')}</span>
 ${choice(
   'type',

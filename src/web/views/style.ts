@@ -220,8 +220,7 @@ header form.search button { border-color: var(--header-fg); }
 form.search-page input[type=search] { width: 100%; max-width: 28rem; }
 form.search-page p { margin: 0 0 var(--space-2); }
 form.search-page small { display: block; font-size: .8rem; }
-form.filters input[name=q] { width: 14rem; display: inline-block; }
-form.filters #q-hint { font-size: .75rem; }
+form.filters input[name=q] { width: 10rem; display: inline-block; }
 .summary { margin: var(--space-2) 0; }
 .terms .term { display: inline-block; background: var(--surface-2); border-radius: 3px; padding: 0 var(--space-2); }
 .terms .term a { padding: 0 var(--space-1); }
