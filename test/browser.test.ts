@@ -192,9 +192,12 @@ describe('the pages in chromium', { timeout: 120_000 }, () => {
       assert.equal(await focused(), 'board-keys');
       await page.keyboard.press('Escape');
       await page.getByRole('heading', { name: 'Keyboard' }).waitFor({ state: 'hidden' });
-      // / goes to the filter.
+      // f goes to the filter's query; / to the search box, as on every page.
+      await page.keyboard.press('f');
+      assert.equal(await focused(), 'filter-q');
+      await page.locator('#filter-q').blur();
       await page.keyboard.press('/');
-      assert.equal(await page.evaluate(() => (document.activeElement as HTMLInputElement)?.name), 'tags');
+      assert.equal(await focused(), 'search-q');
     } finally {
       await context.close();
     }

@@ -187,12 +187,17 @@ const ROUTES: Record<string, RouteSpec> = {
     example: { csrf: CSRF },
   },
   'GET /app/settings': { access: 'page', params: [] },
+  'GET /app/search': {
+    access: 'page',
+    params: ['q', 'product', 'sort', 'offset', 'limit'],
+    example: { q: 'fuzz status:backlog', sort: 'number' },
+  },
   'POST /app/settings/api-key': { access: 'page', params: ['csrf', 'confirm'], example: { csrf: CSRF } },
   'POST /app/settings/sign-out-everywhere': { access: 'page', params: ['csrf'], example: { csrf: CSRF } },
   'GET /app/products/:product_id/board': {
     access: 'page',
-    params: ['type', 'assignee', 'creator', 'tags', 'mine', 'status', 'offset', 'created', 'moved'],
-    example: { type: 'task', tags: 'a', created: '1' },
+    params: ['q', 'type', 'assignee', 'creator', 'tags', 'mine', 'status', 'offset', 'created', 'moved'],
+    example: { q: 'fuzz is:open', type: 'task', tags: 'a', created: '1' },
   },
   'GET /app/products/:product_id/events': { access: 'page', params: ['since'], example: { since: '1' } },
   'POST /app/products/:product_id/items': {

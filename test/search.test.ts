@@ -1,7 +1,16 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { ValidationError } from '../src/errors.js';
-import { MergeSearchIndex, parseSearchQuery } from '../src/search/index.js';
+import {
+  fieldTerm,
+  matchedSpans,
+  MergeSearchIndex,
+  namesCaller,
+  parseSearchQuery,
+  withoutTerm,
+  withTerm,
+  writtenTerms,
+} from '../src/search/index.js';
 import { pgBase } from './storage.js';
 import {
   assertError,
@@ -111,6 +120,50 @@ async function world() {
   const theirs = await makeProduct(t.db, eve, [], 'Theirs');
   return { ann, bob, eve, mine, theirs };
 }
+
+describe('the query language written back, for the pages', () => {
+  test('terms taken out as written, added before a word still being typed, quoted when they must be', () => {
+    const q = 'login -tag:"old stuff" status:backlog #12 "a phrase"';
+    assert.deepEqual(
+      writtenTerms(q).map((t) => t.raw),
+      ['-tag:"old stuff"', 'status:backlog', '#12'],
+    );
+    const [old, status] = writtenTerms(q);
+    assert.equal(withoutTerm(q, old), 'login status:backlog #12 "a phrase"');
+    assert.equal(withoutTerm(q, status), 'login -tag:"old stuff" #12 "a phrase"');
+    assert.equal(withTerm('deplo', 'status:backlog'), 'status:backlog deplo', 'the prefix stays last');
+    assert.equal(parseSearchQuery(withTerm('deplo', 'status:backlog')).prefix, true);
+    assert.equal(withTerm('deploy ', 'tag:ui'), 'deploy tag:ui', 'a finished word is not a prefix');
+    assert.equal(withTerm('', 'tag:ui'), 'tag:ui');
+    assert.equal(withTerm('colour:red', 'tag:ui'), 'colour:red tag:ui', 'an unreadable query is added to');
+    assert.equal(fieldTerm('tag', 'ui'), 'tag:ui');
+    assert.equal(fieldTerm('tag', 'needs review'), 'tag:"needs review"');
+    assert.deepEqual(parseSearchQuery(fieldTerm('tag', 'needs review')!).terms, [
+      { negated: false, condition: { kind: 'tag', tag: 'needs review' } },
+    ]);
+    assert.equal(fieldTerm('tag', 'say "hi"'), undefined, 'no term can hold a double quote');
+    assert.equal(fieldTerm('tag', ''), undefined);
+  });
+
+  test('the words a query matches in a title: whole words, the last as a prefix, never excluded ones', () => {
+    const marked = (text: string, q: string) =>
+      matchedSpans(text, parseSearchQuery(q)).map(([a, b]) => text.slice(a, b));
+    assert.deepEqual(marked('Deploy the DEPLOYMENT <script>', 'deploy'), ['Deploy', 'DEPLOYMENT']);
+    assert.deepEqual(marked('Deploy the DEPLOYMENT', 'deploy '), ['Deploy'], 'a finished word is whole');
+    assert.deepEqual(marked('<script>alert</script>', 'script'), ['script', 'script']);
+    assert.deepEqual(marked('Café au lait', '"café au" -lait'), ['Café', 'au']);
+    assert.deepEqual(marked('Do it', 'do'), ['Do'], 'two letters match as a whole word only');
+    assert.deepEqual(marked('Dome', 'do'), []);
+    assert.deepEqual(marked('Anything', 'status:backlog'), [], 'no words, nothing marked');
+  });
+
+  test('a query names its caller with me or is:favorite', () => {
+    assert.equal(namesCaller(parseSearchQuery('assignee:me')), true);
+    assert.equal(namesCaller(parseSearchQuery('-author:me login')), true);
+    assert.equal(namesCaller(parseSearchQuery('is:favorite')), true);
+    assert.equal(namesCaller(parseSearchQuery('assignee:ann is:open me')), false);
+  });
+});
 
 describe('searching items', () => {
   test('nothing of a product the caller is not in: items, totals, facets, products=, product:', async () => {

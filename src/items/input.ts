@@ -102,6 +102,8 @@ export interface ListFilters {
   deployedTo?: string[];
   /** Only items not deployed (or reverted) to any of these environments. */
   notDeployedTo?: string[];
+  /** Only these items: what a search matched (the board's query, read by the search's own rules). */
+  ids?: number[];
 }
 
 /**

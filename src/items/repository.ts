@@ -352,6 +352,8 @@ export interface ItemFilter {
    * from them (see readFilter).
    */
   deployedToFew?: boolean;
+  /** Only these items (the matches of a search: the board's query). */
+  ids?: number[];
 }
 
 type OrderKey = {
@@ -481,6 +483,7 @@ function topLevelQuery(db: Db, f: ItemFilter, order?: Order) {
   if (f.types?.length) q = q.where('items.type', 'in', f.types);
   if (f.assignedTo !== undefined) q = q.where('items.assigned_to_id', '=', f.assignedTo);
   if (f.createdBy !== undefined) q = q.where('items.created_by_id', '=', f.createdBy);
+  if (f.ids) q = f.ids.length ? q.where('items.id', 'in', f.ids) : q.where(sql<boolean>`1 = 0`);
   const { deployedTo, notDeployedTo } = f;
   if (deployedTo?.length) {
     // The plan readFilter asks for: the few ids first, then their items by id. PostgreSQL computes

@@ -188,6 +188,7 @@ async function listFilter(db: Db, scope: ProductScope, input: ListItemsInput): P
     createdBy: input.createdBy ? await knownUser(db, 'created_by', input.createdBy) : undefined,
     deployedTo: input.deployedTo,
     notDeployedTo: input.notDeployedTo,
+    ids: input.ids,
   });
 }
 

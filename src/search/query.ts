@@ -60,6 +60,9 @@ const unreadable = (term: string, why: string): never => {
 /** The pieces of a query: a leading `-`, an optional `field:`, and a value that may be quoted. */
 interface Piece {
   raw: string;
+  /** Where it stands in the query: `raw` is `q.slice(start, end)`. */
+  start: number;
+  end: number;
   negated: boolean;
   field?: string;
   value: string;
@@ -94,7 +97,7 @@ function piecesOf(q: string): Piece[] {
       while (i < q.length && !/\s/u.test(q[i])) i++;
       value = q.slice(from, i);
     }
-    pieces.push({ raw: q.slice(start, i), negated, field, value, quoted });
+    pieces.push({ raw: q.slice(start, i), start, end: i, negated, field, value, quoted });
   }
   return pieces;
 }
@@ -174,5 +177,74 @@ export function parseSearchQuery(q: string): SearchQuery {
   return query;
 }
 
+/** Whether what the query matches depends on who asks (`assignee:me`, `author:me`, `is:favorite`). */
+export const namesCaller = (q: SearchQuery): boolean =>
+  q.terms.some(({ condition: c }) => c.kind === 'favorite' || ('person' in c && 'me' in c.person));
+
 /** Whether the query has words or phrases to look up in the index (or only terms on the items' fields). */
 export const hasText = (q: SearchQuery): boolean => q.text.length > 0;
+
+/** A field term of a query as written (`status:backlog`, `-tag:"needs review"`, `#12`), and where it stands. */
+export interface WrittenTerm {
+  raw: string;
+  start: number;
+  end: number;
+}
+
+/** The field terms (and `#N`) of a query as written, in order: what a page offers to take out again. */
+export function writtenTerms(q: string): WrittenTerm[] {
+  return piecesOf(q)
+    .filter((p) => p.field !== undefined || (!p.quoted && p.value.startsWith('#')))
+    .map(({ raw, start, end }) => ({ raw, start, end }));
+}
+
+/** The query without one of its written terms. */
+export function withoutTerm(q: string, term: WrittenTerm): string {
+  return `${q.slice(0, term.start).trimEnd()} ${q.slice(term.end).trimStart()}`.trim();
+}
+
+/**
+ * A field term as the language reads it back: `tag:ui`, `tag:"needs review"`; undefined for a value
+ * no term can hold (empty, or with a double quote, which ends a quoted value).
+ */
+export function fieldTerm(field: 'tag' | 'type' | 'status' | 'assignee', value: string): string | undefined {
+  if (!value || value.includes('"') || value.length > QUERY_LIMITS.value) return undefined;
+  return /\s/u.test(value) ? `${field}:"${value}"` : `${field}:${value}`;
+}
+
+/**
+ * The query with `term` added. When its last word is read as the start of a word (as people
+ * type), the term goes before that word, which stays last and so keeps matching as a prefix.
+ */
+export function withTerm(q: string, term: string): string {
+  const trimmed = q.trim();
+  if (!parseQuietly(q)?.prefix) return `${trimmed} ${term}`.trim();
+  const last = piecesOf(q).at(-1)!;
+  return `${q.slice(0, last.start).trimEnd()} ${term} ${q.slice(last.start).trim()}`.trim();
+}
+
+const parseQuietly = (q: string): SearchQuery | undefined => {
+  try {
+    return parseSearchQuery(q);
+  } catch {
+    return undefined;
+  }
+};
+
+/**
+ * Where in `text` the query's words match (start and end of each word, in UTF-16 units of `text`):
+ * every word whose tokens are one of the query's words or phrases' tokens, or, for the word typed
+ * last, start with it. Whole words only, so what marks them never cuts a word, let alone markup.
+ */
+export function matchedSpans(text: string, query: SearchQuery): [number, number][] {
+  const words = new Set(query.text.flat());
+  const prefix = query.prefix ? query.text.at(-1)?.at(-1) : undefined;
+  if (!words.size) return [];
+  const spans: [number, number][] = [];
+  for (const m of text.matchAll(TOKEN)) {
+    const [token = ''] = tokensOf(m[0]);
+    if (words.has(token) || (prefix !== undefined && token.startsWith(prefix)))
+      spans.push([m.index!, m.index! + m[0].length]);
+  }
+  return spans;
+}

@@ -141,6 +141,11 @@ export async function searchItems(db: Db, viewer: Pick<UserRow, 'id'>, input: Se
   };
 }
 
+/** The products a person's search reaches: those they are a member of, not archived, by id. */
+export function searchableProductsOf(db: Db, viewer: Pick<UserRow, 'id'>): Promise<ProductRow[]> {
+  return repository.searchableProducts(db, viewer.id);
+}
+
 /** The query with its people resolved to the members they name. */
 async function planOf(db: Db, viewer: Pick<UserRow, 'id'>, input: SearchInput, productIds: number[]): Promise<Plan> {
   const people = new Map<number, number[]>();

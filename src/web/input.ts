@@ -1,7 +1,15 @@
 import type { Move } from '../items/index.js';
 import { itemNotFound, ValidationError } from '../errors.js';
-import { asString, digitsToId, type ParamValue } from '../http/params.js';
+import { asEnum, asInteger, asString, collectErrors, digitsToId, invalid, type ParamValue } from '../http/params.js';
 import { parseListFilters, STATUS_NAMES, type ListFilters, type Status } from '../items/index.js';
+import {
+  MAX_SEARCH_OFFSET,
+  namesCaller,
+  parseSearchQuery,
+  SEARCH_PAGE,
+  SORTS,
+  type SearchQuery,
+} from '../search/index.js';
 import { validEmail } from '../users/index.js';
 
 /** The address a sign-in link is asked for, lower case. */
@@ -27,9 +35,13 @@ export interface BoardQuery {
   offset: number;
   /** What the filters choose of the items, read by the items' own rules (a bad one is a 400 naming it). */
   list: ListFilters;
+  /** The `q` filter, read by the search language's own parser: the board shows only what it matches. */
+  search?: SearchQuery;
+  /** The viewer, when `q` names them (`assignee:me`, `is:favorite`): the board is then theirs alone. */
+  caller?: number;
 }
 
-export const BOARD_FILTERS = ['type', 'assignee', 'creator', 'tags', 'mine'] as const;
+export const BOARD_FILTERS = ['q', 'type', 'assignee', 'creator', 'tags', 'mine'] as const;
 
 /**
  * The board's query: filters by type, assignee, creator and tags (as items.json has them) and
@@ -54,7 +66,46 @@ export function parseBoardQuery(p: Record<string, ParamValue>, viewerId: number)
     tags: filters.tags,
   });
   if (mine) list.assignedTo = { id: viewerId };
-  return { filters, status: status as Status | undefined, offset: status ? Number(offset) : 0, list };
+  const search = filters.q === undefined ? undefined : parseSearchQuery(filters.q);
+  const caller = search && namesCaller(search) ? viewerId : undefined;
+  return { filters, status: status as Status | undefined, offset: status ? Number(offset) : 0, list, search, caller };
+}
+
+/** The results page's sorts, as the search service names them. */
+export type SearchSort = (typeof SORTS)[number];
+
+/** What the search page is asked: the query as typed, the one product it is confined to, the order and page. */
+export interface SearchPageQuery {
+  /** As typed (read by parseSearchQuery when searched, so that its refusal goes beside the field). */
+  q: string;
+  product?: number;
+  sort: SearchSort;
+  offset: number;
+  limit: number;
+}
+
+/** Results a page shows unless asked for more (at most the API's largest page). */
+export const SEARCH_PAGE_SIZE = 25;
+
+/** The search page's parameters, each checked once (a bad one is a 400 naming it); `q` is kept as typed. */
+export function parseSearchPage(p: Record<string, ParamValue>): SearchPageQuery {
+  return collectErrors((field) => ({
+    q: field(() => asString('q', p.q)) ?? '',
+    product: field(() => {
+      const raw = asString('product', p.product)?.trim();
+      if (!raw) return undefined;
+      return digitsToId(raw) ?? invalid('product', 'must be a product id');
+    }),
+    sort: field(() => asEnum<SearchSort>('sort', p.sort || undefined, SORTS)) ?? 'relevance',
+    offset: Math.min(field(() => asInteger('offset', p.offset)) ?? 0, MAX_SEARCH_OFFSET),
+    limit: Math.min(field(() => asInteger('limit', p.limit, 1)) ?? SEARCH_PAGE_SIZE, SEARCH_PAGE.max),
+  }));
+}
+
+/** `#123` or `123` as the whole query: the item number it names, to go straight to. */
+export function itemNumberQuery(q: string): number | undefined {
+  const m = /^#?(\d{1,9})$/.exec(q.trim());
+  return m ? Number(m[1]) : undefined;
 }
 
 /** The board's query string for these filters (and a column page), for links and redirects. */

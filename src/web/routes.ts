@@ -10,6 +10,7 @@ import { formErrors } from './pages.js';
 import { productPages } from './product-pages.js';
 import { parseSignInRequest, safeNext, wellFormedToken } from './input.js';
 import { productsRoutes } from './pages/products.js';
+import { searchPageRoutes } from './pages/search.js';
 import { settingsRoutes } from './pages/settings.js';
 import { linkUsable, requestSignInLink, signIn, signOut, type ActiveSession } from './service.js';
 import {
@@ -121,6 +122,7 @@ export async function webRoutes(app: FastifyInstance, options: WebOptions): Prom
   await app.register(signInPages, { cookieSecret: options.cookieSecret, signinKey: options.signinKey, settings });
   await app.register(productsRoutes, { signIn: signInFor });
   await app.register(settingsRoutes, { settings, signIn: signInFor });
+  await app.register(searchPageRoutes, { signIn: signInFor });
   await app.register(productPages, { prefix: '/products/:product_id', signIn: signInFor });
 }
 

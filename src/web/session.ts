@@ -63,8 +63,9 @@ export function sendPage(
   title: string,
   body: Html,
   session?: ActiveSession | null,
+  options?: { search?: boolean },
 ) {
-  return sendHtml(reply, status, layout(title, body, session ? viewerOf(session) : undefined).text);
+  return sendHtml(reply, status, layout(title, body, session ? viewerOf(session) : undefined, options).text);
 }
 
 /** A whole page already rendered, layout and all (see RenderedPages). */

@@ -19,6 +19,7 @@ import {
   type Status,
 } from '../../items/index.js';
 import type { ProductScope } from '../../scope.js';
+import { COUNT_CAP, searchItems } from '../../search/index.js';
 import { classifyError } from '../../http/errors.js';
 import {
   BOARD_FILTERS,
@@ -42,6 +43,7 @@ import { ItemPath, numberOf, ProductPath, productPath, redirectAfterPost } from 
 export const BOARD_PAGE = 25;
 
 const boardQuery = params({
+  q: Param,
   created: Param,
   moved: Param,
   type: Param,
@@ -60,10 +62,17 @@ type Column = Omit<BoardColumn, 'cards' | 'subCards'> & { rows: ItemRow[]; assig
 export const DONE: readonly Status[] = ['completed', 'accepted'];
 
 /** One column's page of rows, with one row either side of it: the cards a card at its edge moves past. */
-async function loadColumn(app: FastifyInstance, scope: ProductScope, query: BoardQuery, status: Status) {
+async function loadColumn(
+  app: FastifyInstance,
+  scope: ProductScope,
+  query: BoardQuery,
+  status: Status,
+  matches: number[] | undefined,
+) {
   const done = DONE.includes(status);
   const input = listQuery({
     ...query.list,
+    ids: matches,
     statuses: [status],
     offset: Math.max(0, query.offset - 1),
     limit: BOARD_PAGE + 2,
@@ -73,7 +82,7 @@ async function loadColumn(app: FastifyInstance, scope: ProductScope, query: Boar
   // A board filtered by assignee shows that person's sub-items too, whose stories may be another's.
   const person = query.list.assignedTo;
   const assigned =
-    query.offset === 0 && person && 'id' in person
+    query.offset === 0 && person && 'id' in person && matches === undefined
       ? await assignedSubItems(app.db, scope, { status, assignedTo: person.id, limit: BOARD_PAGE })
       : [];
   return { status, total, offset: query.offset, rows, assigned, ordered: !done } satisfies Column;
@@ -91,11 +100,31 @@ const shownOf = (c: Column): ItemRow[] => {
  */
 async function loadColumns(app: FastifyInstance, scope: ProductScope, query: BoardQuery): Promise<Column[]> {
   const columns: Column[] = [];
+  const matches = await searchMatches(app, scope, query);
   for (const s of query.status ? [query.status] : STATUS_NAMES) {
-    const c = await loadColumn(app, scope, query, s);
+    const c = await loadColumn(app, scope, query, s, matches);
     if (s !== 'someday' || query.status || c.total > 0 || c.assigned.length > 0) columns.push(c);
   }
   return columns;
+}
+
+/**
+ * The items the board's query (`q`) matches, by the search service itself (the same language,
+ * rules and membership as the search page and items/search.json): its newest COUNT_CAP matches,
+ * as a search counts them. Undefined when the board has no query.
+ */
+async function searchMatches(app: FastifyInstance, scope: ProductScope, query: BoardQuery) {
+  if (!query.search) return undefined;
+  const found = await searchItems(app.db, scope.user, {
+    query: query.search,
+    productIds: [scope.product.id],
+    sort: 'relevance',
+    descending: true,
+    offset: 0,
+    limit: COUNT_CAP,
+    facets: false,
+  });
+  return found.rows.map((r) => r.id);
 }
 
 /** What the board shows: each column's page of cards with their neighbours, the filters, the members. */
@@ -204,6 +233,7 @@ async function noticeOf(app: FastifyInstance, request: FastifyRequest, p: Record
 
 /** The filter form's fields, by the items.json parameter a refusal names (its filters are read as items.json's). */
 const FILTER_FIELDS: Record<string, string> = {
+  q: 'q',
   type: 'type',
   assigned_to: 'assignee',
   created_by: 'creator',

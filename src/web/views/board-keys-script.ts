@@ -167,8 +167,9 @@ export const BOARD_KEYS_SCRIPT = `(function () {
       if (link) { e.preventDefault(); link.click(); }
       return;
     }
-    var to = e.key === 'c' ? document.getElementById('new-type') : e.key === '/' ?
-      document.querySelector('form.filters input[name=tags]') : null;
+    // (/ is every page's: the search box, in forms.js.)
+    var to = e.key === 'c' ? document.getElementById('new-type') : e.key === 'f' ?
+      document.getElementById('filter-q') : null;
     if (to) { e.preventDefault(); to.focus(); if (to.scrollIntoView) to.scrollIntoView({ block: 'center' }); return; }
     if (e.key === '?') { e.preventDefault(); toggleKeys(keys && keys.hidden); }
   });

@@ -68,7 +68,7 @@ export function boardPage(view: BoardView): Html {
   return html`${productNav(p, 'board')}
 ${notice}${filterForm(view)}
 <p class="board-help muted">Keys: <kbd>j</kbd>/<kbd>k</kbd> between cards, <kbd>Shift</kbd>+arrows to move one, \
-<kbd>c</kbd> new item, <kbd>/</kbd> filter, <kbd>?</kbd> <a href="#board-keys">all keys</a>.</p>
+<kbd>c</kbd> new item, <kbd>f</kbd> filter, <kbd>/</kbd> search, <kbd>?</kbd> <a href="#board-keys">all keys</a>.</p>
 ${columnTabs(view)}<div class="board" data-product="${p.id}" data-revision="${view.revision}" \
 data-live="/app/products/${p.id}/events?since=${view.revision}">${view.columns.map((c) => column(context, c))}</div>
 <p id="board-live" class="sr-only" aria-live="polite"></p>
@@ -91,7 +91,11 @@ function filterForm(view: BoardView): Html {
 <option value="">${any}</option>${selectOptions(chosen(options, f[name]), f[name])}</select></label>\
 ${fieldError(s, name)}</span>`;
   const tagsNotes = s.errors.tags ? invalidAttrs(s, 'tags', 'tags-hint') : html` aria-describedby="tags-hint"`;
+  const qNotes = s.errors.q ? invalidAttrs(s, 'q', 'q-hint') : html` aria-describedby="q-hint"`;
   return html`<form class="filters" method="get" action="/app/products/${view.product.id}/board">
+<span><label>Query <input id="filter-q" type="search" name="q" maxlength="500" value="${f.q ?? ''}" \
+placeholder="login is:open"${qNotes}><small id="q-hint" class="sr-only">words and terms of the search</small></label>\
+${fieldError(s, 'q', 'The query')}</span>
 ${choice(
   'type',
   'Type',
@@ -125,7 +129,8 @@ function keysPanel(): Html {
     ['Shift+\u2190 / Shift+\u2192', 'move the card to the previous / next status'],
     ['Enter', 'open the card'],
     ['c', 'new item'],
-    ['/', 'the filter'],
+    ['f', 'the filter'],
+    ['/', 'the search box'],
     ['?', 'this list'],
     ['Esc', 'close this list'],
   ];

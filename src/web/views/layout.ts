@@ -9,10 +9,22 @@ export interface Viewer {
 /** The hidden field every form of a session carries (checked on every POST). */
 export const csrfField = (viewer: Viewer): Html => html`<input type="hidden" name="csrf" value="${viewer.csrfToken}">`;
 
-/** The page around every page: the stylesheet, the navigation of a signed-in person, the title. */
-export function layout(title: string, body: Html, viewer?: Viewer): Html {
+/**
+ * The search box of every signed-in page (`/` focuses it: forms.js): a plain GET of the results
+ * page, which works without script. The results page has its own, with the query in it.
+ */
+const searchBox = html`<form class="search" role="search" method="get" action="/app/search">\
+<label for="search-q" class="sr-only">Search items</label><input id="search-q" type="search" name="q" maxlength="500" \
+placeholder="Search (press /)" aria-keyshortcuts="/"> <button type="submit" class="small">Search</button></form>`;
+
+/**
+ * The page around every page: the stylesheet, the navigation of a signed-in person and their search
+ * box (`search: false` leaves it out, for the results page), the title.
+ */
+export function layout(title: string, body: Html, viewer?: Viewer, options: { search?: boolean } = {}): Html {
   const nav = viewer
     ? html`<nav aria-label="Shiplog"><a href="/app/products">Products</a> <a href="/docs">API docs</a></nav>
+${options.search === false ? '' : searchBox}
 <a href="/app/settings">${viewer.email}</a>
 <form method="post" action="/app/sign-out">${csrfField(viewer)}\
 <button class="link" type="submit">Sign out</button></form>`

@@ -18,12 +18,13 @@ export function invalidAttrs(s: FormState, name: string, ...notes: string[]): Ht
   return ids ? html` aria-invalid="true" aria-describedby="${ids}"` : '';
 }
 
-/** The service's reason next to its field (tied to it for screen readers by the field's id). */
-export function fieldError(s: FormState, name: string): Html | '' {
+/**
+ * The service's reason next to its field (tied to it for screen readers by the field's id), after
+ * the field's name or the `label` given.
+ */
+export function fieldError(s: FormState, name: string, label = name.replaceAll('_', ' ')): Html | '' {
   const reason = s.errors[name];
-  return reason
-    ? html`<span class="field-error" id="error-${name}" role="alert">${name.replaceAll('_', ' ')} ${reason}</span>`
-    : '';
+  return reason ? html`<span class="field-error" id="error-${name}" role="alert">${label} ${reason}</span>` : '';
 }
 
 /**

@@ -210,6 +210,34 @@ rgba(0,0,0,.2); }
 .keys dl { display: grid; grid-template-columns: max-content 1fr; gap: .2rem 1rem; margin: 0; }
 .keys dd { margin: 0; }
 button.danger { background: var(--danger); border-color: var(--danger); color: var(--on-accent); }
+/* Search: the header's box, the results page (its form, compact results with the facets beside or below), the
+ * marked words. */
+input[type=search] { padding: var(--space-2); font: inherit; border: 1px solid var(--border-strong); border-radius: \
+var(--radius); }
+header form.search { display: flex; gap: var(--space-1); align-items: center; }
+header form.search input { width: 13rem; max-width: 100%; padding: .25rem var(--space-2); }
+header form.search button { border-color: var(--header-fg); }
+form.search-page input[type=search] { width: 100%; max-width: 28rem; }
+form.search-page p { margin: 0 0 var(--space-2); }
+form.search-page small { display: block; font-size: .8rem; }
+form.filters input[name=q] { width: 10rem; display: inline-block; }
+.summary { margin: var(--space-2) 0; }
+.terms .term { display: inline-block; background: var(--surface-2); border-radius: 3px; padding: 0 var(--space-2); }
+.terms .term a { padding: 0 var(--space-1); }
+nav.sorts, nav.pages { display: flex; flex-wrap: wrap; gap: var(--space-1) var(--space-3); margin: var(--space-2) 0; }
+nav.sorts a[aria-current], .facets a[aria-current] { font-weight: 700; color: inherit; }
+.search-results { display: flex; flex-wrap: wrap; align-items: flex-start; gap: var(--space-4); }
+.search-results .results { flex: 1 1 26rem; min-width: 0; }
+.facets { flex: 0 1 12rem; font-size: .9rem; }
+.facets h2 { font-size: 1rem; margin: 0 0 var(--space-1); }
+.facets h3 { font-size: .9rem; margin: var(--space-2) 0 0; color: var(--muted); }
+.facets ul { list-style: none; padding: 0; margin: 0; overflow-wrap: anywhere; }
+ol.results { list-style: none; padding: 0; margin: 0; }
+ol.results li { background: var(--surface); border: 1px solid var(--border); border-radius: var(--radius); padding: \
+.3rem .5rem; margin-bottom: .3rem; line-height: 1.35; }
+ol.results p { margin: 0; overflow-wrap: anywhere; }
+ol.results .meta { font-size: .85rem; color: var(--muted); }
+mark { background: var(--star-bg); color: inherit; box-shadow: 0 1px 0 var(--star-border); padding: 0 .05em; }
 @media (max-width: 40rem) {
   .column-tabs { display: flex; flex-wrap: wrap; gap: .25rem; margin: .5rem 0; }
   .column-tabs a { padding: .3rem .6rem; border-radius: 4px; background: var(--surface-2); text-transform: capitalize; }
