@@ -84,9 +84,10 @@ const EXTERNAL = [
  * Each test file to run as a JavaScript module under .test-build/, at the depth of its source
  * under test/, holding the service's sources and the packages they use, with what files share in
  * a few chunks: node then reads a few files where it would resolve and compile some thousand,
- * which cost each test process about half a second. No source maps (node would read a few megabytes of them at every start): a stack names
- * its functions, and `// src/...` comments in the module say whose they are; to debug with the
- * sources' lines, run the file alone with tsx (`node --import tsx --test test/x.test.ts`).
+ * which cost each test process about half a second. No source maps (node would read megabytes of
+ * them at every start): a stack names its functions, and `// src/...` comments in the modules say
+ * whose they are; to debug with the sources' lines, run the file alone with tsx
+ * (`node --import tsx --test test/x.test.ts`).
  */
 async function compileTests(entries) {
   fs.rmSync(OUT, { recursive: true, force: true });
