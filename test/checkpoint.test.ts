@@ -101,7 +101,8 @@ test('under writes that never pause, the WAL is started anew instead of growing 
     // 72 MB of rows from 20 writers that never pause: a transaction always waits for the next
     // commit, and the copying thread never finds the WAL all copied. Left alone, the WAL ends at
     // some 80 MB here; started anew, at about 12 MB (the limit, and what is written in the 100 ms
-    // before the thread looks again).
+    // before the thread looks again), and up to 37 MB seen on a machine busy with other tests (the
+    // thread then looks less often): the bound sits between that and growing without end.
     await Promise.all(
       Array.from({ length: 20 }, async () => {
         for (let i = 0; i < 600; i++) {
@@ -112,7 +113,7 @@ test('under writes that never pause, the WAL is started anew instead of growing 
     );
     const wal = fs.statSync(`${file}-wal`).size;
     assert.equal(written, 72_000_000);
-    assert.ok(wal < 24 * 1024 * 1024, `the WAL grew to ${wal} bytes for ${written} bytes written`);
+    assert.ok(wal < 48 * 1024 * 1024, `the WAL grew to ${wal} bytes for ${written} bytes written`);
   } finally {
     await db.destroy();
   }
