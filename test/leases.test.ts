@@ -13,8 +13,12 @@ const WINDOW_MS = 60_000;
 function store() {
   const windows = new Map<string, Window>();
   const claims: number[] = [];
+  const told: boolean[] = [];
+  let attempts = 0;
+  let aloneCounted = 0;
   let failing = false;
   const claim = async (key: string, amount: number, now: number): Promise<Window> => {
+    attempts += 1;
     await new Promise((resolve) => setImmediate(resolve));
     if (failing) throw new Error('the database cannot count');
     claims.push(amount);
@@ -26,10 +30,18 @@ function store() {
     windows.set(key, window);
     return { ...window };
   };
+  const outage = {
+    alone: (_key: string, now: number): Window => ({ count: ++aloneCounted, endsAt: now + WINDOW_MS }),
+    told: (failing: boolean) => told.push(failing),
+    retryMs: 1000,
+  };
   return {
     windows,
     claims,
-    instance: () => new LeasedCounts(claim, 1000, WINDOW_MS),
+    told,
+    attempts: () => attempts,
+    aloneCounted: () => aloneCounted,
+    instance: () => new LeasedCounts(claim, 1000, WINDOW_MS, outage),
     fail: (on: boolean) => {
       failing = on;
     },
@@ -92,15 +104,33 @@ test('a used-up window is refused without a statement until it ends, then starts
   assert.equal(fresh.endsAt, later + WINDOW_MS);
 });
 
-test('a claim that fails fails every request waiting for it; the next request claims again', async () => {
+test('while claims fail, requests are counted alone and one claim is tried a second later', async () => {
   const shared = store();
   const counts = shared.instance();
   const now = 1_000_000;
   shared.fail(true);
-  const waiting = await Promise.allSettled(Array.from({ length: 5 }, () => counted(counts, 'user 3', 100, now)));
-  assert.ok(waiting.every((r) => r.status === 'rejected'));
+  const waiting = await Promise.all(Array.from({ length: 5 }, () => counted(counts, 'user 3', 100, now)));
+  assert.equal(shared.attempts(), 1, 'the requests that waited share the one failed claim');
+  assert.deepEqual(
+    waiting.map((w) => w.count),
+    [1, 2, 3, 4, 5],
+    'each counted by the process',
+  );
+  assert.deepEqual(shared.told, [true]);
+  // Within the second, no claim is tried: answered at once, from the process's count.
+  const meanwhile = counts.count('user 4', 100, now + 999);
+  assert.ok(!(meanwhile instanceof Promise));
+  assert.equal(shared.attempts(), 1);
+  // A second later one claim is tried; it fails again, and the next second is counted alone.
+  await counted(counts, 'user 3', 100, now + 1000);
+  assert.equal(shared.attempts(), 2);
   shared.fail(false);
-  const window = await counted(counts, 'user 3', 100, now);
+  assert.ok(!(counts.count('user 3', 100, now + 1500) instanceof Promise));
+  assert.equal(shared.attempts(), 2);
+  // The store answers again: claims resume, counted from the shared window, and it is told once.
+  const window = await counted(counts, 'user 3', 100, now + 2000);
   assert.equal(window.count, 1);
   assert.equal(shared.claims.length, 1);
+  assert.deepEqual(shared.told, [true, false]);
+  assert.equal(shared.aloneCounted(), 8);
 });

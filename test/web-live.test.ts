@@ -188,6 +188,25 @@ describe('the pages follow changes made elsewhere', { timeout: 60_000 }, () => {
     }
   });
 
+  test('a stream from an older revision of a product already followed here gets what it missed', async () => {
+    const first = await openStream(0, `/app/products/${productId}/events`);
+    try {
+      await apiPost(1, '/items.json', { type: 'task', title: 'Seen by the first page' });
+      const seen = await first.next('change');
+      // A page loaded before that change (a reconnect after a drain asks with its old revision):
+      // told of the revision it missed (with the items that changed, or none: read everything).
+      const late = await openStream(0, `/app/products/${productId}/events?since=${seen.revision - 1}`);
+      try {
+        const missed = await late.next('change');
+        assert.equal(missed.revision, seen.revision, JSON.stringify(missed));
+      } finally {
+        late.close();
+      }
+    } finally {
+      first.close();
+    }
+  });
+
   test('not an event source: a 400 page; a person holds a bounded number of streams', async () => {
     const refused = await fetch(url(0, `/app/products/${productId}/events`), { headers: { cookie } });
     assert.equal(refused.status, 400);

@@ -142,9 +142,10 @@ const COUNT_DEADLINE_MS = 1_000;
 /**
  * Counts in PostgreSQL, shared by every instance: a claim of a block of counts is one upsert (see
  * countInWindow and LeasedCounts), on a pool of its own (two connections), so that a claim never
- * queues behind the requests' own work for a connection, nor they behind claims. When the database
- * cannot count within a second (unreachable, overloaded), the process counts alone meanwhile, so
- * the limit still holds per instance and no request fails for it; that is logged once per outage.
+ * queues behind the requests' own work for a connection, nor they behind claims. When a claim
+ * fails (the database unreachable, or slower than its deadlines: a second to connect, a second for
+ * the statement), the process counts alone and tries one claim again a second later, so the limit
+ * still holds per instance and no request fails or waits for it; that is logged once per outage.
  * Ended windows are deleted every minute, by every instance (each deletes what has ended).
  */
 async function sharedCounter(
@@ -159,16 +160,18 @@ async function sharedCounter(
     connectTimeoutMs: Math.min(config.pgConnectTimeoutMs, COUNT_DEADLINE_MS),
     statementTimeoutMs: Math.min(config.pgStatementTimeoutMs, COUNT_DEADLINE_MS),
   });
-  let failing = false;
   const leases = new LeasedCounts(
-    async (key, amount, now) => {
-      const window = await countInWindow(db, key, now, windowMs, amount);
-      if (failing) app.log.info('rate limits are counted in the database again');
-      failing = false;
-      return window;
-    },
+    (key, amount, now) => countInWindow(db, key, now, windowMs, amount),
     COUNTERS,
     windowMs,
+    {
+      alone: local,
+      retryMs: COUNT_DEADLINE_MS,
+      told: (failing, err) => {
+        if (failing) app.log.warn({ err }, 'rate limits cannot be counted in the database; each process counts alone');
+        else app.log.info('rate limits are counted in the database again');
+      },
+    },
   );
   const sweep = new PeriodicJob(
     {
@@ -183,15 +186,7 @@ async function sharedCounter(
     await sweep.stop();
     await db.destroy();
   });
-  const alone = (err: unknown, key: string, now: number): Window => {
-    if (!failing) app.log.warn({ err }, 'rate limits cannot be counted in the database; each process counts alone');
-    failing = true;
-    return local(key, now);
-  };
-  return (key, max, now) => {
-    const window = leases.count(key, max, now);
-    return window instanceof Promise ? window.catch((err: unknown) => alone(err, key, now)) : window;
-  };
+  return (key, max, now) => leases.count(key, max, now);
 }
 
 /** Each request's credential is hashed once, when it is counted, and looked at again when answered. */

@@ -88,11 +88,21 @@ export class LiveChanges {
 
   /** Starts a stream on `out` (its headers already sent), from the product's revision the page showed. */
   async open(stream: Stream, revision: number): Promise<void> {
-    if (!this.revisions.has(stream.productId)) this.revisions.set(stream.productId, revision);
+    const known = this.revisions.get(stream.productId);
+    if (known === undefined) this.revisions.set(stream.productId, revision);
     this.streams.add(stream);
     stream.out.on('close', () => this.drop(stream));
     // A browser reconnects by itself after a lost connection: two seconds keeps a page live.
     stream.out.write(`retry: 2000\n: open\n\n`);
+    // The product is followed here already, past what this page shows: it is told what it missed
+    // (or, if that cannot be read now, to read everything again).
+    if (known !== undefined && known > revision) {
+      const missed = `event: change\ndata: ${JSON.stringify({ revision: known, items: [] })}\n\n`;
+      void this.eventOf(stream.productId, revision, known).then(
+        (event) => stream.out.write(event),
+        () => stream.out.write(missed),
+      );
+    }
     if (this.o.databaseUrl && !this.listener) {
       this.listener = new ChangeListener(this.o.databaseUrl, {
         onChange: (productId) => this.revisions.has(productId) && this.check(productId),
