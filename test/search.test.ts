@@ -267,6 +267,9 @@ describe('searching items', () => {
     assert.deepEqual(await q('tag:ui'), ['Alpha', 'Gamma']);
     assert.deepEqual(await q('tag:ui tag:urgent'), ['Alpha'], 'tags: all of them');
     assert.deepEqual(await q('tag:ui -tag:urgent'), ['Gamma']);
+    assert.deepEqual(await q('tag:UI'), ['Alpha', 'Gamma'], 'the case of A-Z ignored, as items.json ignores it');
+    assert.deepEqual(await q('alpha tag:Urgent'), ['Alpha']);
+    assert.deepEqual(await q('-tag:URGENT'), ['Beta', 'Gamma']);
     assert.deepEqual(await q('assignee:me', bob), ['Alpha']);
     assert.deepEqual(await q(`assignee:${bob.email.toUpperCase()}`), ['Alpha']);
     assert.deepEqual(await q(`assignee:${bob.email.split('@')[0]}`), ['Alpha']);

@@ -17,6 +17,7 @@ export {
   INPUT_STATUSES,
   ITEM_TYPES,
   SCORES,
+  statusCode,
   statusName,
   STATUSES as STATUS_NAMES,
   type Status,

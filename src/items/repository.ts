@@ -2,6 +2,7 @@ import { sql, type CompiledQuery } from 'kysely';
 import { inChunks } from '../db/chunks.js';
 import { findProfiles, type UserProfile } from '../users/index.js';
 import type { Db } from '../db/connection.js';
+import { foldedTag, foldTag } from '../db/tags.js';
 import { dialectOf } from '../db/dialect.js';
 import { prepared } from '../db/prepared.js';
 import { leadingWithin } from '../http/answer-size.js';
@@ -510,27 +511,12 @@ function topLevelQuery(db: Db, f: ItemFilter, order?: Order) {
           .selectFrom('item_tags')
           .select(sql`1`.as('one'))
           .whereRef('item_tags.item_id', '=', 'items.id')
-          .where(foldedTag(db), '=', foldTag(tag)),
+          .where(foldedTag(db, 'item_tags.tag'), '=', foldTag(tag)),
       ),
     );
   }
   return q;
 }
-
-/**
- * The one rule of a list's tag filter (items.json's `tags` and the board's): a tag matches
- * ignoring the case of the ASCII letters A-Z, and nothing else (`UI` is found by `ui`; `É` is not
- * `é`), the same on both databases: SQLite's lower() folds A-Z only, and PostgreSQL's does under
- * the "C" collation. The index item_tags_folded holds this expression.
- */
-function foldedTag(db: Db) {
-  return dialectOf(db) === 'postgres'
-    ? sql<string>`lower(item_tags.tag collate "C")`
-    : sql<string>`lower(item_tags.tag)`;
-}
-
-/** A tag as foldedTag folds the stored ones. */
-const foldTag = (tag: string): string => tag.replace(/[A-Z]+/g, (letters) => letters.toLowerCase());
 
 function ordered<S extends ReturnType<typeof topLevelQuery>>(query: S, order: Order): S {
   let q = query;

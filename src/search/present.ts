@@ -5,7 +5,9 @@ import { ref } from '../http/documentation.js';
 import { itemPieces, ItemSchema, type ItemJson, type KeptItems } from '../items/index.js';
 import type { Serialize } from '../http/answer-size.js';
 import type { Urls } from '../scope.js';
-import type { SearchResult } from './service.js';
+import { COUNT_CAP, type SearchResult } from './service.js';
+
+const CAP = COUNT_CAP.toLocaleString('en');
 
 const Counts = (description: string) => Type.Record(Type.String(), Type.Integer(), { description });
 
@@ -16,13 +18,13 @@ export const FacetsSchema = Type.Object(
     tag: Counts('Matches by tag, the 50 most used.'),
     assignee: Counts("Matches by the assignee's email; `none` for unassigned items."),
   },
-  { $id: 'SearchFacets', description: 'Counts of the matches, at most the first 10,000 of them.' },
+  { $id: 'SearchFacets', description: `Counts of the matches, at most the newest ${CAP} of them.` },
 );
 
 export const SearchResultsSchema = Type.Object(
   {
     items: Type.Array(ref(ItemSchema)),
-    total_count: Type.Integer({ description: 'How many items match, counted up to 10,000.' }),
+    total_count: Type.Integer({ description: `How many items match, counted up to ${CAP}.` }),
     facets: Type.Optional(ref(FacetsSchema)),
     fuzzy: Type.Boolean({ description: 'Nothing matched the words; these are the titles closest to them.' }),
   },

@@ -1,6 +1,8 @@
 import { sql, type RawBuilder } from 'kysely';
 import type { Db } from '../db/connection.js';
 import { dialectOf } from '../db/dialect.js';
+import { foldedTag, foldTag } from '../db/tags.js';
+import { statusCode } from '../items/index.js';
 import type { ProductRow } from '../db/schema.js';
 import type { Condition, PersonRef, Term, Tokens } from './query.js';
 
@@ -107,7 +109,7 @@ function valuesOf(condition: Condition, index: number, plan: Plan): (string | nu
     case 'type':
       return [condition.type];
     case 'status':
-      return [STATUS_CODES[condition.status]];
+      return [statusCode(condition.status)];
     case 'product':
       return [condition.id];
     case 'number':
@@ -120,14 +122,14 @@ function valuesOf(condition: Condition, index: number, plan: Plan): (string | nu
   }
 }
 
-const STATUS_CODES: Record<string, number> = { someday: 0, backlog: 1, 'in-progress': 2, completed: 3, accepted: 4 };
-const FIRST_CLOSED = STATUS_CODES.completed;
+const FIRST_CLOSED = statusCode('completed');
 
 /** A term that stands alone (tags, is:, has:, deployed:), on the item `i`. */
-function single(condition: Condition, plan: Plan): RawBuilder<boolean> {
+function single(db: Db, condition: Condition, plan: Plan): RawBuilder<boolean> {
   switch (condition.kind) {
     case 'tag':
-      return sql`EXISTS (SELECT 1 FROM item_tags t WHERE t.item_id = i.id AND t.tag = ${condition.tag})`;
+      return sql`EXISTS (SELECT 1 FROM item_tags t
+        WHERE t.item_id = i.id AND ${foldedTag(db, 't.tag')} = ${foldTag(condition.tag)})`;
     case 'open':
       return sql`i.status < ${FIRST_CLOSED}`;
     case 'closed':
@@ -150,7 +152,7 @@ function single(condition: Condition, plan: Plan): RawBuilder<boolean> {
 }
 
 /** The field terms as conditions on the item `i`: repeated alternatives as one IN list, the rest each. */
-function termConditions(plan: Plan, walk: Walk): RawBuilder<boolean>[] {
+function termConditions(db: Db, plan: Plan, walk: Walk): RawBuilder<boolean>[] {
   const where: RawBuilder<boolean>[] = [];
   const alternatives = new Map<string, (string | number)[]>();
   plan.terms.forEach((term, index) => {
@@ -164,7 +166,7 @@ function termConditions(plan: Plan, walk: Walk): RawBuilder<boolean>[] {
       if (values.length) where.push(sql`${column(kind as never, true, walk)} NOT IN (${sql.join(values)})`);
       return;
     }
-    const condition = single(term.condition, plan);
+    const condition = single(db, term.condition, plan);
     where.push(term.negated ? sql`NOT (${condition})` : condition);
   });
   for (const [kind, values] of alternatives)
@@ -177,7 +179,7 @@ function conditions(db: Db, plan: Plan, withText: boolean, walk: Walk = 'indexed
   const where: RawBuilder<boolean>[] = [
     plan.productIds.length ? sql`${column('product', false, walk)} IN (${sql.join(plan.productIds)})` : FALSE,
     sql`i.archived = 0`,
-    ...termConditions(plan, walk),
+    ...termConditions(db, plan, walk),
   ];
   if (plan.ids) where.push(plan.ids.length ? sql`i.id IN (${sql.join(plan.ids)})` : FALSE);
   if (withText) where.push(...textCondition(db, plan));
@@ -217,7 +219,8 @@ export async function matchWindow(db: Db, plan: Plan, cap: number): Promise<numb
       ORDER BY item_search.rowid DESC LIMIT ${cap}`.execute(db));
   } else if (leadingTag(plan) !== undefined && !pg) {
     ({ rows } = await sql<{ id: number }>`SELECT i.id FROM item_tags lead CROSS JOIN items i ON i.id = lead.item_id
-      WHERE lead.tag = ${leadingTag(plan)} AND ${rest} ORDER BY lead.item_id DESC LIMIT ${cap}`.execute(db));
+      WHERE ${foldedTag(db, 'lead.tag')} = ${foldTag(leadingTag(plan) ?? '')} AND ${rest}
+      ORDER BY lead.item_id DESC LIMIT ${cap}`.execute(db));
   } else {
     const byId = conditions(db, { ...plan, text: [] }, true, pg ? 'indexed' : 'by-id');
     ({ rows } = await sql<{ id: number }>`SELECT i.id FROM items i WHERE ${byId}

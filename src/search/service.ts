@@ -185,7 +185,10 @@ async function facetsOf(db: Db, counted: FacetRows): Promise<Facets> {
   return facets;
 }
 
-/** The three-letter pieces of the tokens of words. */
+/** The most three-letter pieces the typo-tolerant fallback looks for. */
+const FALLBACK_PIECES = 32;
+
+/** The three-letter pieces of the tokens of words, in the order they come. */
 function trigramsOf(words: Tokens[]): string[] {
   const pieces = new Set<string>();
   for (const token of words.flat()) {
@@ -201,7 +204,9 @@ function trigramsOf(words: Tokens[]): string[] {
  * both databases.
  */
 async function closeTitles(db: Db, plan: Plan): Promise<number[]> {
-  const wanted = trigramsOf(plan.text);
+  // A title is a few words: the pieces of the first words are enough to find it, and what a member
+  // types bounds the statement (at most FALLBACK_PIECES alternatives, however long the query).
+  const wanted = trigramsOf(plan.text).slice(0, FALLBACK_PIECES);
   if (!wanted.length) return [];
   const candidates = await repository.titleCandidates(db, plan, wanted, FALLBACK_CANDIDATES);
   return candidates
