@@ -1,11 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { Page } from 'playwright-core';
-import { openDatabase, type Db } from '../src/db/connection.js';
-import { apiCall, launchChromium, mailedLink, type RunningBrowser } from './browser.js';
+import type { Db } from '../src/db/connection.js';
+import { apiCall, browserWorld, type RunningBrowser, signInByLink } from './browser.js';
 import { makeProduct, makeUser, tempDir, type TestUser } from './helpers.js';
-import { startServer, stopProcess, type Server } from './processes.js';
-import { databaseOptionsFor } from './storage.js';
 
 /*
  * Every form of the pages, sent with a value the server refuses, in chromium: the page that comes
@@ -14,25 +12,14 @@ import { databaseOptionsFor } from './storage.js';
  * type=email) are turned off first, as in a browser without them: the server's answer is what is tested.
  */
 
-let server: Server;
 let db: Db;
 let chrome: RunningBrowser;
 let base: string;
 const dataDir = tempDir('shiplog-browser-forms-');
 const seenMail = new Set<string>();
-const SIGN_IN_LINK = /https?:\/\/[^/\s]+(\/app\/sign-in\/[A-Za-z0-9_-]{43})\b/;
 
-before(async () => {
-  server = await startServer({ dataDir, env: { LOG_LEVEL: 'warn' } });
-  base = `http://127.0.0.1:${server.port}`;
-  db = await openDatabase(await databaseOptionsFor(dataDir));
-  chrome = await launchChromium();
-});
-
-after(async () => {
-  await chrome?.stop();
-  await db?.destroy();
-  if (server) await stopProcess(server.child);
+browserWorld(dataDir, {}, (world) => {
+  ({ db, chrome, base } = world);
 });
 
 /** A short window, so that most forms start below the fold. */
@@ -42,15 +29,7 @@ async function newPage(): Promise<Page> {
   return context.newPage();
 }
 
-async function signIn(page: Page, email: string): Promise<void> {
-  await page.goto(`${base}/app/sign-in`);
-  await page.getByLabel('Email').fill(email);
-  await page.getByRole('button', { name: 'Send me a sign-in link' }).click();
-  await page.getByText('a sign-in link is on its way').waitFor();
-  await page.goto(`${base}${await mailedLink(dataDir, email, SIGN_IN_LINK, seenMail)}`);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.waitForURL((url) => !url.pathname.startsWith('/app/sign-in'));
-}
+const signIn = (page: Page, email: string) => signInByLink(page, base, dataDir, email, seenMail);
 
 /**
  * Sends the form of `field` (the browser's checks off) through its first submit button, and

@@ -1,11 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { Page } from 'playwright-core';
-import { openDatabase, type Db } from '../src/db/connection.js';
-import { apiCall, launchChromium, mailedLink, type RunningBrowser } from './browser.js';
+import type { Db } from '../src/db/connection.js';
+import { apiCall, browserWorld, type RunningBrowser, signInByLink } from './browser.js';
 import { makeProduct, makeUser, tempDir, type TestUser } from './helpers.js';
-import { startServer, stopProcess, type Server } from './processes.js';
-import { databaseOptionsFor } from './storage.js';
 
 /*
  * Searching from the pages, in chromium against the built server: `/` goes to the header's box from
@@ -14,36 +12,17 @@ import { databaseOptionsFor } from './storage.js';
  * filter takes the same query.
  */
 
-let server: Server;
 let db: Db;
 let chrome: RunningBrowser;
 let base: string;
 const dataDir = tempDir('shiplog-browser-search-');
 const seenMail = new Set<string>();
-const SIGN_IN_LINK = /https?:\/\/[^/\s]+(\/app\/sign-in\/[A-Za-z0-9_-]{43})\b/;
 
-before(async () => {
-  server = await startServer({ dataDir, env: { LOG_LEVEL: 'warn' } });
-  base = `http://127.0.0.1:${server.port}`;
-  db = await openDatabase(await databaseOptionsFor(dataDir));
-  chrome = await launchChromium();
+browserWorld(dataDir, {}, (world) => {
+  ({ db, chrome, base } = world);
 });
 
-after(async () => {
-  await chrome?.stop();
-  await db?.destroy();
-  if (server) await stopProcess(server.child);
-});
-
-async function signIn(page: Page, email: string): Promise<void> {
-  await page.goto(`${base}/app/sign-in`);
-  await page.getByLabel('Email').fill(email);
-  await page.getByRole('button', { name: 'Send me a sign-in link' }).click();
-  await page.getByText('a sign-in link is on its way').waitFor();
-  await page.goto(`${base}${await mailedLink(dataDir, email, SIGN_IN_LINK, seenMail)}`);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.waitForURL((url) => !url.pathname.startsWith('/app/sign-in'));
-}
+const signIn = (page: Page, email: string) => signInByLink(page, base, dataDir, email, seenMail);
 
 const focusedId = (page: Page) => page.evaluate(() => document.activeElement?.id ?? '');
 

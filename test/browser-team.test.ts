@@ -1,11 +1,9 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import type { BrowserContext, Page } from 'playwright-core';
-import { openDatabase, type Db } from '../src/db/connection.js';
-import { launchChromium, mailedLink, type RunningBrowser, apiCall } from './browser.js';
+import type { Db } from '../src/db/connection.js';
+import { apiCall, browserWorld, mailedLink, type RunningBrowser } from './browser.js';
 import { makeProduct, makeUser, tempDir, type TestUser } from './helpers.js';
-import { startServer, stopProcess, type Server } from './processes.js';
-import { databaseOptionsFor } from './storage.js';
 
 /*
  * The way in and a team's work in a real browser (Debian's chromium through playwright-core,
@@ -14,28 +12,14 @@ import { databaseOptionsFor } from './storage.js';
  * without script.
  */
 
-let server: Server;
 let db: Db;
 let chrome: RunningBrowser;
 let base: string;
 const dataDir = tempDir('shiplog-browser-team-');
 const seenMail = new Set<string>();
 
-before(async () => {
-  server = await startServer({
-    dataDir,
-    env: { WEBHOOKS_ALLOW_PRIVATE: '1', LOG_LEVEL: 'warn' },
-  });
-  // No PUBLIC_URL: the address the server derives is the one the browser uses.
-  base = `http://127.0.0.1:${server.port}`;
-  db = await openDatabase(await databaseOptionsFor(dataDir));
-  chrome = await launchChromium();
-});
-
-after(async () => {
-  await chrome?.stop();
-  await db?.destroy();
-  if (server) await stopProcess(server.child);
+browserWorld(dataDir, { WEBHOOKS_ALLOW_PRIVATE: '1' }, (world) => {
+  ({ db, chrome, base } = world);
 });
 
 /** The API, as a deploy script or client calls it. */

@@ -1,9 +1,12 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { chromium, type Browser, type BrowserServer, type Page } from 'playwright-core';
+import { after, before } from 'node:test';
+import { openDatabase, type Db } from '../src/db/connection.js';
 import { readEml } from './helpers.js';
-import { stopProcess, waitFor } from './processes.js';
+import { startServer, stopProcess, waitFor, type Server } from './processes.js';
 import { ROOT } from './root.js';
+import { databaseOptionsFor } from './storage.js';
 
 /** Debian's chromium: the browser tests drive it (nothing is downloaded); CI installs it. */
 export const CHROMIUM = '/usr/bin/chromium';
@@ -154,4 +157,46 @@ export async function apiCall(
   const text = await res.text();
   if (!res.ok) throw new Error(`${method} ${url}: ${res.status} ${text}`);
   return JSON.parse(text);
+}
+
+/** What a browser test file works with: its server, the server's database, chromium, the address. */
+export interface BrowserWorld {
+  server: Server;
+  db: Db;
+  chrome: RunningBrowser;
+  base: string;
+}
+
+/**
+ * Starts the built server on `dataDir` (with `env`), opens its database and starts chromium before
+ * the file's tests, and stops them after, by their process ids; `ready` receives them. No
+ * PUBLIC_URL: the address the server derives is the one the browser uses.
+ */
+export function browserWorld(dataDir: string, env: NodeJS.ProcessEnv, ready: (world: BrowserWorld) => void): void {
+  let world: Partial<BrowserWorld> = {};
+  before(async () => {
+    const server = await startServer({ dataDir, env: { LOG_LEVEL: 'warn', ...env } });
+    world = { server, base: `http://127.0.0.1:${server.port}` };
+    world.db = await openDatabase(await databaseOptionsFor(dataDir));
+    world.chrome = await launchChromium();
+    ready(world as BrowserWorld);
+  });
+  after(async () => {
+    await world.chrome?.stop();
+    await world.db?.destroy();
+    if (world.server) await stopProcess(world.server.child);
+  });
+}
+
+const SIGN_IN_LINK = /https?:\/\/[^/\s]+(\/app\/sign-in\/[A-Za-z0-9_-]{43})\b/;
+
+/** Signs `email` in on `page` through the sign-in page and the link mailed to the data directory. */
+export async function signInByLink(page: Page, base: string, dataDir: string, email: string, seen: Set<string>) {
+  await page.goto(`${base}/app/sign-in`);
+  await page.getByLabel('Email').fill(email);
+  await page.getByRole('button', { name: 'Send me a sign-in link' }).click();
+  await page.getByText('a sign-in link is on its way').waitFor();
+  await page.goto(`${base}${await mailedLink(dataDir, email, SIGN_IN_LINK, seen)}`);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.waitForURL((url) => !url.pathname.startsWith('/app/sign-in'));
 }
