@@ -6,7 +6,7 @@
 // Each file runs in a process of its own, and what it costs to start counts: resolving and
 // compiling the service's modules and its packages, some thousand files, took each about half a
 // second, and a TypeScript loader hook a third of its time more. So the test files are first
-// bundled by esbuild (a second for all of them) into JavaScript under .test-build/, a folder
+// bundled by esbuild (a second for all of them) into JavaScript under .test-build-<pid>/, a folder
 // beside test/ at the same depth, made of the same sources (see compileTests). A file can
 // still be run alone from its TypeScript: `node --import tsx --test test/x.test.ts`.
 //
@@ -20,7 +20,9 @@ import { build } from 'esbuild';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const TESTS = path.join(ROOT, 'test');
-const OUT = path.join(ROOT, '.test-build');
+// One folder a run, so that runs at once (the SQLite suite and the PostgreSQL one) never replace
+// each other's files; removed when the run ends.
+const OUT = path.join(ROOT, `.test-build-${process.pid}`);
 
 /** The files that take longest (seconds on a 2-core machine, from scripts/test-times.mjs), longest first. */
 const LONGEST = [
@@ -81,7 +83,7 @@ const EXTERNAL = [
 ];
 
 /**
- * Each test file to run as a JavaScript module under .test-build/, at the depth of its source
+ * Each test file to run as a JavaScript module under the run's folder, at the depth of its source
  * under test/, holding the service's sources and the packages they use, with what files share in
  * a few chunks: node then reads a few files where it would resolve and compile some thousand,
  * which cost each test process about half a second. No source maps (node would read megabytes of
@@ -117,4 +119,7 @@ const built = files.map((file) => path.join(OUT, path.relative(TESTS, path.resol
 
 const child = spawn(process.execPath, ['--test', '--test-concurrency=2', ...options, ...built], { stdio: 'inherit' });
 for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => child.kill(signal));
-child.on('exit', (code, signal) => process.exit(signal ? 1 : (code ?? 1)));
+child.on('exit', (code, signal) => {
+  fs.rmSync(OUT, { recursive: true, force: true });
+  process.exit(signal ? 1 : (code ?? 1));
+});
