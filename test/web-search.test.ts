@@ -135,6 +135,10 @@ describe('the search page', () => {
     for (const q of ['#', 'status:nope', 'x'.repeat(501)])
       assert.equal((await search(cookie, { q })).statusCode, 400, q);
     assert.equal((await search(cookie, { q: 'a', sort: 'sideways' })).statusCode, 400);
+    // The API's rule for how far a search pages, refused the same way (not cut short).
+    const deep = await search(cookie, { q: 'numbered', offset: '10001' });
+    assert.equal(deep.statusCode, 400);
+    assert.match(deep.body, /must be at most 10000; narrow the query instead/);
 
     const jump = await search(cookie, { q: ` ${item.number} `, product: String(product.id) });
     assert.equal(jump.statusCode, 303);

@@ -2,7 +2,7 @@
  * Search: items of the caller's products by words, phrases and field terms (INTERFACE.md
  * "Searching items"), over an index the database keeps in the transaction of every write.
  */
-export { MAX_SEARCH_OFFSET, parseSearch, SEARCH_PAGE, SORTS } from './input.js';
+export { MAX_SEARCH_OFFSET, parseSearch, SEARCH_PAGE, searchOffset, SORTS } from './input.js';
 export { MergeSearchIndex } from './merge.js';
 export { SEARCH_SCHEMAS } from './present.js';
 export {

@@ -33,17 +33,19 @@ export function parseSearch(p: Record<string, ParamValue>): SearchInput {
       productIds: field(() => productIdsOf(p.products)),
       sort: field(() => asEnum<SortColumn>('sort', p.sort, SORTS)) ?? 'relevance',
       descending: order !== 'asc',
-      offset:
-        field(() => {
-          const offset = asInteger('offset', p.offset);
-          if (offset !== undefined && offset > MAX_SEARCH_OFFSET)
-            invalid('offset', `must be at most ${MAX_SEARCH_OFFSET}; narrow the query instead`);
-          return offset;
-        }) ?? 0,
+      offset: field(() => searchOffset(p.offset)) ?? 0,
       limit: Math.min(field(() => asInteger('limit', p.limit, 1)) ?? SEARCH_PAGE.default, SEARCH_PAGE.max),
       facets: field(() => asBoolean('facets', p.facets)) ?? false,
     };
   });
+}
+
+/** The matches a search skips: the API's and the results page's one rule (at most MAX_SEARCH_OFFSET). */
+export function searchOffset(value: ParamValue): number | undefined {
+  const offset = asInteger('offset', value);
+  if (offset !== undefined && offset > MAX_SEARCH_OFFSET)
+    invalid('offset', `must be at most ${MAX_SEARCH_OFFSET}; narrow the query instead`);
+  return offset;
 }
 
 function productIdsOf(value: ParamValue): number[] | undefined {

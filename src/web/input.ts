@@ -2,14 +2,7 @@ import type { Move } from '../items/index.js';
 import { itemNotFound, ValidationError } from '../errors.js';
 import { asEnum, asInteger, asString, collectErrors, digitsToId, invalid, type ParamValue } from '../http/params.js';
 import { parseListFilters, STATUS_NAMES, type ListFilters, type Status } from '../items/index.js';
-import {
-  MAX_SEARCH_OFFSET,
-  namesCaller,
-  parseSearchQuery,
-  SEARCH_PAGE,
-  SORTS,
-  type SearchQuery,
-} from '../search/index.js';
+import { searchOffset, namesCaller, parseSearchQuery, SEARCH_PAGE, SORTS, type SearchQuery } from '../search/index.js';
 import { validEmail } from '../users/index.js';
 
 /** The address a sign-in link is asked for, lower case. */
@@ -97,7 +90,7 @@ export function parseSearchPage(p: Record<string, ParamValue>): SearchPageQuery 
       return digitsToId(raw) ?? invalid('product', 'must be a product id');
     }),
     sort: field(() => asEnum<SearchSort>('sort', p.sort || undefined, SORTS)) ?? 'relevance',
-    offset: Math.min(field(() => asInteger('offset', p.offset)) ?? 0, MAX_SEARCH_OFFSET),
+    offset: field(() => searchOffset(p.offset)) ?? 0,
     limit: Math.min(field(() => asInteger('limit', p.limit, 1)) ?? SEARCH_PAGE_SIZE, SEARCH_PAGE.max),
   }));
 }
