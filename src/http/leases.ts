@@ -78,6 +78,8 @@ export class LeasedCounts {
     }
     const lease = held !== undefined && held.endsAt > now ? held : { next: 1, last: 0, endsAt: 0 };
     const amount = Math.min(MOST_A_CLAIM, Math.max(1, Math.floor((max - lease.last) * SHARE_OF_WHAT_IS_LEFT)));
+    // While failing, this is the one claim tried this second: other keys' requests meanwhile count alone.
+    if (this.failing) this.retryAt = now + this.outage.retryMs;
     const claiming = this.claim(key, amount, now);
     lease.claiming = claiming;
     this.leases.set(key, lease, now);
