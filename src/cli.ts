@@ -32,8 +32,8 @@ interface Command {
  * on the same database. Unless the environment says where that is (PUBLIC_URL, PORT or HOST, read
  * as the server reads them), the address the server recorded when it started is taken.
  */
-async function serversConfig(db: Db, config: Config): Promise<Config> {
-  if (addressGiven(process.env)) return config;
+async function serversConfig(db: Db, config: Config, env: NodeJS.ProcessEnv): Promise<Config> {
+  if (addressGiven(env)) return config;
   const { recordedPublicUrl } = await import('./settings.js');
   const recorded = await recordedPublicUrl(db);
   return recorded ? Object.freeze({ ...config, publicUrl: recorded }) : config;
@@ -366,7 +366,7 @@ const RECEIVE_HELP =
  * `shiplog mail receive`: its own exit statuses, which a pipe transport reads (bounce or retry),
  * rather than the other commands' 0, 1 and 2.
  */
-async function receiveCommand(args: string[], input: NodeJS.ReadableStream, out: NodeJS.WritableStream) {
+async function receiveCommand(args: string[], { stdin: input = process.stdin, out, env }: CliIo) {
   let parsed: ReturnType<typeof parseArgs>;
   try {
     parsed = parseArgs({ args, options: { help: { type: 'boolean', short: 'h' } }, allowPositionals: true });
@@ -381,8 +381,8 @@ async function receiveCommand(args: string[], input: NodeJS.ReadableStream, out:
   let db: Db | undefined;
   try {
     const { openDatabase } = await import('./db/connection.js');
-    db = await openDatabase(databaseOptions(loadConfig()));
-    const config = await serversConfig(db, loadConfig());
+    db = await openDatabase(databaseOptions(loadConfig(env)));
+    const config = await serversConfig(db, loadConfig(env), env);
     const { receiveFromPipe } = await import('./inbound/index.js');
     const { code, line } = await receiveFromPipe(db, config, input, parsed.positionals);
     out.write(`${line}\n`);
@@ -410,10 +410,22 @@ function overview(): string {
   ].join('\n');
 }
 
+/** Where a run of the command line reads and writes: the process's own, unless a caller gives others. */
+export interface CliIo {
+  out: NodeJS.WritableStream;
+  err: NodeJS.WritableStream;
+  /** The configuration's environment (DATA_DIR, DATABASE_URL, ...). */
+  env: NodeJS.ProcessEnv;
+  /** What `mail receive` reads (process.stdin is opened only then). */
+  stdin?: NodeJS.ReadableStream;
+}
+
 /** Runs the admin command line; returns the exit code (0 done, 1 refused, 2 bad usage; deploy has more, see EXIT). */
-export async function main(argv: string[], out = process.stdout, err = process.stderr): Promise<number> {
+export async function main(argv: string[], given: Partial<CliIo> = {}): Promise<number> {
+  const io: CliIo = { out: process.stdout, err: process.stderr, env: process.env, ...given };
+  const { out, err } = io;
   if (argv[0] === 'deploy') return deployCommand(argv.slice(1), out, err);
-  if (argv[0] === 'mail' && argv[1] === 'receive') return receiveCommand(argv.slice(2), process.stdin, out);
+  if (argv[0] === 'mail' && argv[1] === 'receive') return receiveCommand(argv.slice(2), io);
   const words = COMMANDS[argv[0]] ? 1 : 2;
   const command = COMMANDS[argv.slice(0, words).join(' ')];
   if (!command) {
@@ -433,7 +445,7 @@ export async function main(argv: string[], out = process.stdout, err = process.s
     out.write(`Usage: ${command.usage}\n\n${command.help}\n`);
     return 0;
   }
-  return execute(command, parsed, out, err);
+  return execute(command, parsed, io);
 }
 
 /** The options and positionals of a command, or what is wrong with them. */
@@ -457,18 +469,17 @@ function parseCommandLine(command: Command, args: string[]) {
 async function execute(
   command: Command,
   parsed: { positionals: string[]; values: Record<string, string | boolean | undefined> },
-  out: NodeJS.WritableStream,
-  err: NodeJS.WritableStream,
+  { out, err, env }: CliIo,
 ): Promise<number> {
   let db: Db | undefined;
   try {
-    const config = loadConfig();
+    const config = loadConfig(env);
     if (command.runOnFiles) {
       out.write(`${await command.runOnFiles(parsed.positionals, parsed.values, config)}\n`);
     } else {
       const { openDatabase } = await import('./db/connection.js');
       db = await openDatabase(databaseOptions(config));
-      out.write(`${await command.run!(db, parsed.positionals, parsed.values, await serversConfig(db, config))}\n`);
+      out.write(`${await command.run!(db, parsed.positionals, parsed.values, await serversConfig(db, config, env))}\n`);
     }
     return 0;
   } catch (e) {

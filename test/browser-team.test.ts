@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { BrowserContext, Page } from 'playwright-core';
 import type { Db } from '../src/db/connection.js';
-import { apiCall, browserWorld, mailedLink, type RunningBrowser } from './browser.js';
+import { apiCall, browserWorld, mailedLink, signedInContext, type RunningBrowser } from './browser.js';
 import { makeProduct, makeUser, tempDir, type TestUser } from './helpers.js';
 
 /*
@@ -26,8 +26,8 @@ browserWorld(dataDir, { WEBHOOKS_ALLOW_PRIVATE: '1' }, (world) => {
 const api = (user: TestUser, method: string, url: string, params?: Record<string, string>) =>
   apiCall(base, user, method, url, params);
 
-async function newContext(javaScriptEnabled = true): Promise<{ context: BrowserContext; page: Page }> {
-  const context = await chrome.browser.newContext({ viewport: { width: 1280, height: 800 }, javaScriptEnabled });
+async function newContext(): Promise<{ context: BrowserContext; page: Page }> {
+  const context = await chrome.browser.newContext({ viewport: { width: 1280, height: 800 } });
   context.setDefaultTimeout(10_000);
   return { context, page: await context.newPage() };
 }
@@ -35,9 +35,13 @@ async function newContext(javaScriptEnabled = true): Promise<{ context: BrowserC
 const SIGN_IN_LINK = /https?:\/\/[^/\s]+(\/app\/sign-in\/[A-Za-z0-9_-]{43})\b/;
 const INVITATION_LINK = /https?:\/\/[^/\s]+(\/invitations\/[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+)/;
 
+/** A page signed in as `email` without going through the pages (the first test goes through them). */
+const signedIn = (email: string, javaScriptEnabled = true) =>
+  signedInContext(chrome.browser, base, db, email, { viewport: { width: 1280, height: 800 }, javaScriptEnabled });
+
 /** Opens the service's root address signed out, which leads to signing in; signs in there. */
-async function signedIn(email: string, javaScriptEnabled = true) {
-  const session = await newContext(javaScriptEnabled);
+async function signedInFromTheRoot(email: string) {
+  const session = await newContext();
   const { page } = session;
   await page.goto(`${base}/`);
   assert.equal(new URL(page.url()).pathname, '/app/sign-in');
@@ -54,7 +58,7 @@ async function signedIn(email: string, javaScriptEnabled = true) {
 describe('the team in chromium', { timeout: 120_000 }, () => {
   test('the root address leads to sign-in, and once signed in to the products; a product made there', async () => {
     const ada = await makeUser(db);
-    const { context, page } = await signedIn(ada.email);
+    const { context, page } = await signedInFromTheRoot(ada.email);
     try {
       await page.goto(`${base}/`);
       assert.equal(new URL(page.url()).pathname, '/app/products');

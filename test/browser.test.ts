@@ -4,7 +4,7 @@ import { once } from 'node:events';
 import { after, before, describe, test } from 'node:test';
 import type { BrowserContext, Page } from 'playwright-core';
 import { openDatabase, type Db } from '../src/db/connection.js';
-import { launchChromium, mailedLink, type RunningBrowser, apiCall } from './browser.js';
+import { apiCall, launchChromium, mailedLink, signedInContext, type RunningBrowser } from './browser.js';
 import { makeProduct, makeUser, tempDir, type TestUser } from './helpers.js';
 import { startServer, stopProcess, type Server } from './processes.js';
 import { databaseOptionsFor } from './storage.js';
@@ -51,16 +51,21 @@ async function order(user: TestUser, productId: number, status: string): Promise
   return items.map((i: { number: number }) => i.number);
 }
 
-async function newContext(width = 1280): Promise<{ context: BrowserContext; page: Page; dialogs: string[] }> {
-  const context = await chrome.browser.newContext({ viewport: { width, height: 800 } });
-  context.setDefaultTimeout(10_000);
-  const page = await context.newPage();
+/** The messages of the dialogs the page opens, each dismissed. */
+function dismissedDialogs(page: Page): string[] {
   const dialogs: string[] = [];
   page.on('dialog', (d) => {
     dialogs.push(d.message());
     void d.dismiss();
   });
-  return { context, page, dialogs };
+  return dialogs;
+}
+
+async function newContext(width = 1280): Promise<{ context: BrowserContext; page: Page; dialogs: string[] }> {
+  const context = await chrome.browser.newContext({ viewport: { width, height: 800 } });
+  context.setDefaultTimeout(10_000);
+  const page = await context.newPage();
+  return { context, page, dialogs: dismissedDialogs(page) };
 }
 
 const SIGN_IN_LINK = /https?:\/\/[^/\s]+(\/app\/sign-in\/[A-Za-z0-9_-]{43})\b/;
@@ -77,12 +82,12 @@ async function signInHere(page: Page, email: string): Promise<string> {
   return link;
 }
 
-async function signedIn(email: string, width?: number) {
-  const session = await newContext(width);
-  await session.page.goto(`${base}/app/sign-in`);
-  await signInHere(session.page, email);
-  assert.equal(new URL(session.page.url()).pathname, '/app/products');
-  return session;
+/** A page signed in as `email` without going through the pages (the first test goes through them). */
+async function signedIn(email: string, width = 1280) {
+  const { context, page } = await signedInContext(chrome.browser, base, db, email, {
+    viewport: { width, height: 800 },
+  });
+  return { context, page, dialogs: dismissedDialogs(page) };
 }
 
 /** A person with a product of their own, holding items with these titles (backlog, in this order). */

@@ -1,8 +1,17 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { chromium, type Browser, type BrowserServer, type Page } from 'playwright-core';
+import {
+  chromium,
+  type Browser,
+  type BrowserContext,
+  type BrowserContextOptions,
+  type BrowserServer,
+  type Page,
+} from 'playwright-core';
 import { after, before } from 'node:test';
 import { openDatabase, type Db } from '../src/db/connection.js';
+import { sharedSecret } from '../src/settings.js';
+import { operatorSignInLink } from '../src/web/index.js';
 import { readEml } from './helpers.js';
 import { startServer, stopProcess, waitFor, type Server } from './processes.js';
 import { ROOT } from './root.js';
@@ -199,4 +208,29 @@ export async function signInByLink(page: Page, base: string, dataDir: string, em
   await page.goto(`${base}${await mailedLink(dataDir, email, SIGN_IN_LINK, seen)}`);
   await page.getByRole('button', { name: 'Sign in' }).click();
   await page.waitForURL((url) => !url.pathname.startsWith('/app/sign-in'));
+}
+
+/**
+ * A new browser context already signed in as `email`, for the tests about what comes after: a
+ * sign-in link made as an operator makes one (`shiplog user sign-in-link`), posted by the
+ * context's own request client, whose cookies are the context's. No page is rendered on the way;
+ * the way in through the pages and the mailed link is what the sign-in tests and the
+ * accessibility walk go through.
+ */
+export async function signedInContext(
+  browser: Browser,
+  base: string,
+  db: Db,
+  email: string,
+  options: BrowserContextOptions = {},
+): Promise<{ context: BrowserContext; page: Page }> {
+  const key = await sharedSecret(db, 'signin_key');
+  const link = new URL(await db.transaction().execute((trx) => operatorSignInLink(trx, key, base, email))).pathname;
+  const context = await browser.newContext(options);
+  context.setDefaultTimeout(10_000);
+  const res = await context.request.post(`${base}${link}`, { maxRedirects: 0 });
+  if (res.status() !== 303) throw new Error(`signing ${email} in: ${res.status()} ${await res.text()}`);
+  if (!(await context.cookies(base)).some((c) => c.name === 'shiplog_session'))
+    throw new Error(`signing ${email} in: no session cookie`);
+  return { context, page: await context.newPage() };
 }

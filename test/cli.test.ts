@@ -7,7 +7,7 @@ import { buildApp } from '../src/app.js';
 import { loadConfig } from '../src/config.js';
 import { openDatabase, type Db } from '../src/db/connection.js';
 import { basic, tempDir } from './helpers.js';
-import { runCli, startServer, stopAll, type CliRun } from './processes.js';
+import { runCli, runCliHere, startServer, stopAll, type CliRun } from './processes.js';
 import { databaseOptionsFor, storageEnv } from './storage.js';
 
 const KEY_PATTERN = /^[A-Za-z0-9]{32}$/;
@@ -18,8 +18,14 @@ const newDataDir = (): string => fs.mkdtempSync(path.join(root, 'data-'));
 
 type Run = CliRun;
 
-/** Runs the admin command line on `dataDir`. */
-const shiplog = (dataDir: string, ...args: string[]): Promise<Run> => runCli(args, { dataDir });
+/**
+ * Runs the admin command line on `dataDir`: its code in this process, as runCliHere explains. The
+ * installed command itself, its exit codes and streams, is what "the installed command" runs.
+ */
+const shiplog = (dataDir: string, ...args: string[]): Promise<Run> => runCliHere(args, { dataDir });
+
+/** Runs the installed command (bin/shiplog.js) in a process of its own on `dataDir`. */
+const installed = (dataDir: string, ...args: string[]): Promise<Run> => runCli(args, { dataDir });
 
 /** Runs a command that must succeed and returns its trimmed output. */
 async function ok(dataDir: string, ...args: string[]): Promise<string> {
@@ -284,6 +290,27 @@ describe('shiplog secrets rotate', () => {
       2,
       /NAME must be one of unsubscribe, sign-in, session, got "everything"/,
     );
+  });
+});
+
+describe('the installed command', () => {
+  test('exits 0 with its answer on stdout, 1 on a refusal and 2 on bad usage, with the reason on stderr', async () => {
+    const dir = newDataDir();
+    const added = await installed(dir, 'user', 'add', 'ada@example.com', '--first', 'Ada', '--last', 'Lovelace');
+    assert.equal(added.code, 0, added.stderr);
+    assert.equal(added.stderr, '');
+    assert.match(added.stdout.trim(), KEY_PATTERN);
+    assert.equal((await apiGet(dir, 'ada@example.com', added.stdout.trim(), '/api/user/whoami.json')).status, 200);
+    assertRefused(await installed(dir, 'product', 'add', 'Web site', '--owner', 'nobody@example.com'), 1, /nobody@/);
+    assertRefused(await installed(dir, 'user', 'add', 'bob@example.com', '--last', 'Babbage'), 2, /--first/);
+    assertRefused(await installed(dir, 'frobnicate', 'now'), 2, /unknown command/);
+  });
+
+  test('--help prints the overview and exits 0', async () => {
+    const run = await installed(newDataDir(), '--help');
+    assert.equal(run.code, 0, run.stderr);
+    assert.equal(run.stderr, '');
+    assert.match(run.stdout, /^Usage: shiplog/);
   });
 });
 

@@ -3,6 +3,8 @@ import { once } from 'node:events';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { Writable } from 'node:stream';
+import { main as cliMain } from '../src/cli.js';
 import { ROOT } from './root.js';
 import { storageEnv } from './storage.js';
 
@@ -232,4 +234,29 @@ export async function runCli(
     child.on('error', reject);
     child.on('close', (code) => resolve({ code, stdout, stderr }));
   });
+}
+
+/** A stream that keeps what is written to it, as text. */
+function collected(): { stream: Writable; text(): string } {
+  const chunks: Buffer[] = [];
+  const stream = new Writable({
+    write(chunk: Buffer | string, _encoding, done) {
+      chunks.push(Buffer.from(chunk));
+      done();
+    },
+  });
+  return { stream, text: () => Buffer.concat(chunks).toString('utf8') };
+}
+
+/**
+ * The command line's own code (`main` of src/cli.ts) run in this process, with the same settings
+ * runCli would give it and its output kept: what a run does and answers, without a process to
+ * start and a bundle to load for each. runCli runs the installed command itself.
+ */
+export async function runCliHere(args: string[], options: { dataDir?: string; env?: Record<string, string> } = {}) {
+  const env = cleanEnv({ ...(options.dataDir ? await storageEnv(options.dataDir) : {}), ...options.env });
+  const out = collected();
+  const err = collected();
+  const code = await cliMain(args, { out: out.stream, err: err.stream, env });
+  return { code, stdout: out.text(), stderr: err.text() } satisfies CliRun;
 }
