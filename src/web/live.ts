@@ -2,6 +2,7 @@ import type { ServerResponse } from 'node:http';
 import type { Db } from '../db/connection.js';
 import { ChangeListener } from '../db/listen.js';
 import { findItemHeadsByIds } from '../items/index.js';
+import { systemClock, type Clock } from '../time.js';
 import { itemsChangedSince, productRevisions } from '../products/index.js';
 
 /** How often a process reads the revisions of the products its open pages show, when nothing tells it. */
@@ -34,6 +35,17 @@ export interface LiveOptions {
   perProcess: number;
   /** PostgreSQL: listen for its notifications of changes on a connection of this URL. */
   databaseUrl?: string;
+  /** The timers of the reading and the heartbeat (tests move a manual one). */
+  clock: Clock;
+}
+
+/** Runs `run` every `ms` on `clock` until the returned function is called. */
+function every(clock: Clock, ms: number, run: () => void): () => void {
+  let cancel = clock.after(ms, function again() {
+    cancel = clock.after(ms, again);
+    run();
+  });
+  return () => cancel();
 }
 
 /** Why a stream was refused: the person's bound, or the process's. */
@@ -54,8 +66,9 @@ export class LiveChanges {
   /** Products to read at the next check; `all` reads every product watched. */
   private readonly due = new Set<number>();
   private all = false;
-  private poller?: NodeJS.Timeout;
-  private heartbeat?: NodeJS.Timeout;
+  /** Each stops its timer. */
+  private poller?: () => void;
+  private heartbeat?: () => void;
   private checking = false;
   private closed = false;
   private listener?: ChangeListener;
@@ -74,6 +87,7 @@ export class LiveChanges {
       heartbeatMs: LIVE_HEARTBEAT_MS,
       perPerson: LIVE_PER_PERSON,
       perProcess: LIVE_PER_PROCESS,
+      clock: systemClock,
       ...options,
     };
   }
@@ -116,8 +130,7 @@ export class LiveChanges {
       this.listener.start();
     }
     this.schedule();
-    this.heartbeat ??= setInterval(() => this.beat(), this.o.heartbeatMs);
-    this.heartbeat.unref();
+    this.heartbeat ??= every(this.o.clock, this.o.heartbeatMs, () => this.beat());
     // A page that showed an older revision than the one read now gets what it missed at once.
     this.check(stream.productId);
   }
@@ -147,20 +160,19 @@ export class LiveChanges {
 
   /** The reading timer at the pace that fits whether a listener is connected, while streams are open. */
   private schedule(): void {
-    const every = this.listening ? Math.max(this.o.listeningPollMs, this.o.pollMs) : this.o.pollMs;
+    const pace = this.listening ? Math.max(this.o.listeningPollMs, this.o.pollMs) : this.o.pollMs;
     // Left running at the same pace: pages opening often must not keep putting the next read off.
-    if (this.streams.size > 0 && this.poller && this.pace === every) return;
-    clearInterval(this.poller);
+    if (this.streams.size > 0 && this.poller && this.pace === pace) return;
+    this.poller?.();
     this.poller = undefined;
     if (this.streams.size === 0) return;
-    this.pace = every;
-    this.poller = setInterval(() => this.check(), every);
-    this.poller.unref();
+    this.pace = pace;
+    this.poller = every(this.o.clock, pace, () => this.check());
   }
 
   private stop(): void {
-    clearInterval(this.poller);
-    clearInterval(this.heartbeat);
+    this.poller?.();
+    this.heartbeat?.();
     this.poller = this.heartbeat = undefined;
   }
 
