@@ -26,6 +26,8 @@ export interface DatabaseOptions {
   databaseUrl?: string;
   /** PostgreSQL pool size. */
   poolMax?: number;
+  /** false: the schema is left as it is, for another handle of a process whose first one migrated it. */
+  migrate?: boolean;
   /** SQLite: the page cache, in MiB (SQLite's own default is 2). */
   cacheMb?: number;
   /** PostgreSQL: longest a statement may run before it is cancelled. */
@@ -214,12 +216,14 @@ async function openPostgres(options: DatabaseOptions & { databaseUrl: string }):
 
 /**
  * The one place that picks the database: PostgreSQL when a URL is given, otherwise SQLite in WAL
- * mode with foreign keys. The schema is migrated before the handle is returned.
+ * mode with foreign keys. The schema is migrated before the handle is returned (unless `migrate`
+ * is false).
  */
 export async function openDatabase(options: DatabaseOptions): Promise<Db> {
   const db = options.databaseUrl
     ? await openPostgres({ ...options, databaseUrl: options.databaseUrl })
     : openSqlite(options);
+  if (options.migrate === false) return db;
   try {
     await migrateToLatest(db);
   } catch (err) {

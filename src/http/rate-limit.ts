@@ -156,6 +156,8 @@ async function sharedCounter(
   const windowMs = config.rateLimitWindowSeconds * 1000;
   const db: Db = await openDatabase({
     ...databaseOptions(config),
+    // The app's own handle, opened first, migrated the schema.
+    migrate: false,
     poolMax: COUNTING_CONNECTIONS,
     connectTimeoutMs: Math.min(config.pgConnectTimeoutMs, COUNT_DEADLINE_MS),
     statementTimeoutMs: Math.min(config.pgStatementTimeoutMs, COUNT_DEADLINE_MS),
