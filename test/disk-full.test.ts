@@ -292,7 +292,11 @@ test(
       1,
       log().join('\n').slice(-3000),
     );
-    assert.equal(log().filter((l) => l.includes('mail delivery rounds work again')).length, 1);
+    assert.equal(
+      log().filter((l) => l.includes('mail delivery rounds work again')).length,
+      1,
+      log().join('\n').slice(-3000),
+    );
     await assertNothingLost();
     t.diagnostic(`read-only test: ${Date.now() - started} ms`);
   },
