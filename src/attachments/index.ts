@@ -16,6 +16,7 @@ export { attachmentRoutes, sendAttachmentFile } from './routes.js';
 export {
   addAttachment,
   attachmentFile,
+  attachmentsOfItem,
   attachmentLimits,
   getAttachment,
   listAttachments,
