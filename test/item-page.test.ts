@@ -164,7 +164,7 @@ async function apply(productId: number, numbers: number[], s: Step): Promise<voi
   } else if (s.kind === 'detach') {
     const [first] = (await as.get(`${at}/attachments.json`)).json();
     if (first) await as.delete(`${at}/attachments/${first.id}.json`);
-  } else {
+  } else if (s.kind === 'edit') {
     const value = {
       title: { title: `Title ${n}` },
       description: { description: `Text **${n}**` },

@@ -97,7 +97,12 @@ function itemPageOf(limit: number) {
  * One page of an item's activities, newest first, as listActivities reads it; prepared (see
  * db/prepared.ts), since an item's page reads it on every view. Pages come in a few sizes.
  */
-export async function listItemActivities(db: Db, itemId: number, offset: number, limit: number): Promise<ActivityRow[]> {
+export async function listItemActivities(
+  db: Db,
+  itemId: number,
+  offset: number,
+  limit: number,
+): Promise<ActivityRow[]> {
   let page = itemPages.get(limit);
   if (!page) {
     page = itemPageOf(limit);

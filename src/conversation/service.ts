@@ -211,7 +211,12 @@ export async function listBlocksOf(
   return blocksOn(db, item.id, side, page);
 }
 
-async function blocksOn(db: Db, itemId: number, side: 'blocking' | 'blocked_by', page: Page): Promise<Listed<BlockRow>> {
+async function blocksOn(
+  db: Db,
+  itemId: number,
+  side: 'blocking' | 'blocked_by',
+  page: Page,
+): Promise<Listed<BlockRow>> {
   const column = side === 'blocking' ? 'item_id' : 'blocked_id';
   const rows = await repository.listBlocks(db, itemId, column, page);
   // A first page that is not full holds them all.

@@ -143,10 +143,15 @@ async function deployEntries(
  */
 async function changeEntries(
   app: FastifyInstance,
-  o: { scope: ProductScope; row: ItemRow; skip: number; limit: number },
+  o: { scope: ProductScope; data: ItemPageData; skip: number; limit: number },
 ): Promise<TimelineSource & { total: number }> {
   const page = { offset: o.skip, limit: 2 * o.limit };
-  const { rows, total } = await itemActivitiesOf(app.db, { productId: o.scope.product.id, itemId: o.row.id }, page);
+  if (!o.data.around.activities) return { kind: 'change', entries: [], more: false, total: 0 };
+  const { rows, total } = await itemActivitiesOf(
+    app.db,
+    { productId: o.scope.product.id, itemId: o.data.row.id },
+    page,
+  );
   const json = await presentActivities(app.db, rows, o.scope.user.id);
   const entries = json.map((a) => ({
     kind: 'change' as const,
@@ -168,7 +173,7 @@ async function loadTimeline(
   const [comments, deploys, changes] = await Promise.all([
     commentEntries(app, { scope: o.scope, row: o.data.row, skip: cursor.comment, limit }),
     deployEntries(app, { scope: o.scope, data: o.data, skip: cursor.deploy, limit }),
-    changeEntries(app, { scope: o.scope, row: o.data.row, skip: cursor.change, limit }),
+    changeEntries(app, { scope: o.scope, data: o.data, skip: cursor.change, limit }),
   ]);
   const created: TimelineEntry[] =
     cursor.created === 0 ? [{ kind: 'created', at: o.item.created_at, by: personName(o.item.created_by) }] : [];
@@ -187,8 +192,12 @@ async function loadTimeline(
 }
 
 /** The blocks of both sides, with what the viewer may do to each (as removeBlock decides). */
-async function loadBlocks(app: FastifyInstance, scope: ProductScope, row: ItemRow) {
-  const { blocking, blockedBy } = await blocksOfItem(app.db, row.id, { offset: 0, limit: CONVERSATION_LIST });
+async function loadBlocks(app: FastifyInstance, scope: ProductScope, { row, around }: ItemPageData) {
+  const none = { rows: [], total: 0 };
+  const { blocking, blockedBy } =
+    around.blocking || around.blockedBy
+      ? await blocksOfItem(app.db, row.id, { offset: 0, limit: CONVERSATION_LIST })
+      : { blocking: none, blockedBy: none };
   const json = await presentBlocks(app.db, scope, [...blocking.rows, ...blockedBy.rows], app.config);
   const line = (b: (typeof json)[number], other: 'item' | 'blocked'): BlockLine => ({
     id: b.id,
@@ -209,7 +218,8 @@ async function loadBlocks(app: FastifyInstance, scope: ProductScope, row: ItemRo
   };
 }
 
-async function loadAttachments(app: FastifyInstance, scope: ProductScope, row: ItemRow) {
+async function loadAttachments(app: FastifyInstance, scope: ProductScope, { row, around }: ItemPageData) {
+  if (!around.attachments) return { attachments: [], attachmentsTotal: 0 };
   const { rows, total } = await attachmentsOfItem(app.db, row.id, { offset: 0, limit: CONVERSATION_LIST });
   const json = await presentAttachments(app.db, scope, app.config, row, rows);
   const lines = json.map(
@@ -245,8 +255,8 @@ export async function loadConversation(
   const [timeline, favorite, blocks, attachments] = await Promise.all([
     loadTimeline(app, o),
     ownFavoriteOn(app.db, scope, row),
-    loadBlocks(app, scope, row),
-    loadAttachments(app, scope, row),
+    loadBlocks(app, scope, o.data),
+    loadAttachments(app, scope, o.data),
   ]);
   return {
     timeline,
