@@ -18,11 +18,11 @@ import {
 
 /**
  * Property: whatever is changed around an item (comments, blocks either way and their removal or
- * unblocking, attachments, favorites, follows, edits, deploys, a new member, the product renamed),
- * in whatever order its page is read in between, the page an instance serves (which remembers
- * people, members by revision and rendered comments, and reads what it knows to be empty not at
- * all) is byte for byte what an instance that keeps nothing serves from the same database, for
- * each viewer; and what it says of the conversation is what the API lists at that moment.
+ * unblocking, attachments, favorites, follows, edits, deploys, sub-items, a new member, the
+ * product renamed), in whatever order its page is read in between, the page an instance serves
+ * (which remembers people, members by revision and rendered comments, and does not read the lists
+ * its item's row says are empty) is byte for byte what an instance that keeps nothing serves from
+ * the same database, for each viewer; and what it says of the conversation is what the API lists.
  */
 
 /** Sequences per run, of up to 12 steps, each followed by up to 3 page reads (each read by both instances). */
@@ -62,6 +62,7 @@ type Step =
   | { kind: 'block'; by: Who; item: number; other: number }
   | { kind: 'edit'; by: Who; item: number; field: 'title' | 'description' | 'status' | 'assign' }
   | { kind: 'deploy'; by: Who; items: number[]; environment: 'staging' | 'production' }
+  | { kind: 'sub-item'; by: Who; archived: boolean }
   | { kind: 'member' }
   | { kind: 'rename-product' };
 
@@ -93,6 +94,7 @@ const step: fc.Arbitrary<Step> = fc.oneof(
       environment: fc.constantFrom<'staging' | 'production'>('staging', 'production'),
     }),
   },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant('sub-item' as const), by: who, archived: fc.boolean() }) },
   { weight: 1, arbitrary: fc.constant({ kind: 'member' as const }) },
   { weight: 1, arbitrary: fc.constant({ kind: 'rename-product' as const }) },
 );
@@ -128,6 +130,12 @@ async function apply(productId: number, numbers: number[], s: Step): Promise<voi
   }
   const as = client(t.app, { ada, bob, cy }[s.by]);
   const pick = (i: number) => numbers[i % numbers.length];
+  if (s.kind === 'sub-item') {
+    // Under the story (the second item), archived at once or not: the page counts those it lists.
+    const child = await makeItem(t.app, { ada, bob, cy }[s.by], productId, { title: `Part ${n}`, parent: numbers[1] });
+    if (s.archived) assert.equal((await as.delete(`${base}/items/${child.number}.json`)).statusCode, 200);
+    return;
+  }
   if (s.kind === 'deploy') {
     const res = await as.post(`${base}/deploys.json`, {
       environment: s.environment,
@@ -165,8 +173,9 @@ async function apply(productId: number, numbers: number[], s: Step): Promise<voi
     const [first] = (await as.get(`${at}/attachments.json`)).json();
     if (first) await as.delete(`${at}/attachments/${first.id}.json`);
   } else if (s.kind === 'edit') {
+    const story = pick(s.item) === numbers[1];
     const value = {
-      title: { title: `Title ${n}` },
+      title: story ? { what: `Thing ${n}` } : { title: `Title ${n}` },
       description: { description: `Text **${n}**` },
       status: { status: ['backlog', 'in-progress', 'completed', 'accepted'][n % 4] },
       assign: { assigned_to: String([ada, bob, cy][n % 3].user.id) },
@@ -200,6 +209,11 @@ async function agreesWithApi(productId: number, number: number, viewer: TestUser
   const attachments = await api.get(`${at}/attachments.json`);
   const files = Number(attachments.headers['x-sprintly-attachment-count']);
   assert.equal(countIn(body, 'attachments-heading'), files, 'attachments');
+  const children = await api.get(`${at}/children.json`);
+  if (children.statusCode === 200) {
+    const heading = /<h2>Sub-items <span class="count">(\d+)<\/span><\/h2>/.exec(body)?.[1];
+    assert.equal(Number(heading), Number(children.headers['x-sprintly-item-count']), `sub-items of #${number}`);
+  }
   const comments: { id: number }[] = (await api.get(`${at}/comments.json`)).json();
   const shown = [...body.matchAll(/<li class="comment" id="comment-(\d+)"/g)].map((m) => Number(m[1])).sort();
   assert.deepEqual(shown, comments.map((c) => c.id).sort(), `comments of #${number}`);
@@ -225,8 +239,11 @@ test('an item page is what a fresh render gives, and says what the API lists, wh
       async (steps) => {
         const productId = (await makeProduct(t.db, ada, [bob, cy])).id;
         const numbers: number[] = [];
-        for (const title of ['One', 'Two', 'Three'])
-          numbers.push((await makeItem(t.app, ada, productId, { title, assigned_to: String(bob.user.id) })).number);
+        for (const type of ['task', 'story', 'task']) {
+          const fields = type === 'story' ? { who: 'a user', what: 'a thing', why: 'it helps' } : { title: 'A task' };
+          const made = await makeItem(t.app, ada, productId, { type, ...fields, assigned_to: String(bob.user.id) });
+          numbers.push(made.number);
+        }
         for (const [s, reads] of steps) {
           await apply(productId, numbers, s);
           for (const [i, viewer] of reads)

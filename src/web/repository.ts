@@ -264,6 +264,8 @@ export interface AroundItem {
   activities: boolean;
   /** Environments it was deployed to (item_deployments: every deploy leaves its row). */
   deployments: boolean;
+  /** Items whose parent it is, archived or not. */
+  children: boolean;
 }
 
 // The reads of an item's page are prepared (see prepared): they run on every view of an item.
@@ -284,6 +286,7 @@ const itemForPage = prepared((db, productId: number, number: number) =>
       eb
         .exists(eb.selectFrom('item_deployments').select('item_id').whereRef('item_deployments.item_id', '=', 'i.id'))
         .as('a_deployments'),
+      eb.exists(eb.selectFrom('items as c').select('c.id').whereRef('c.parent_id', '=', 'i.id')).as('a_children'),
     ])
     .where('i.product_id', '=', productId)
     .where('i.number', '=', number),
@@ -301,7 +304,8 @@ export async function findItemForPage(
   if (!storableId(number)) return undefined;
   const [found] = await itemForPage(db, productId, number);
   if (!found) return undefined;
-  const { description_html, a_blocking, a_blocked_by, a_attachments, a_activities, a_deployments, ...row } = found;
+  const { description_html, a_blocking, a_blocked_by, a_attachments, a_activities, a_deployments, a_children, ...row } =
+    found;
   // SQLite answers 0 or 1, PostgreSQL a boolean.
   const around = {
     blocking: Boolean(a_blocking),
@@ -309,6 +313,7 @@ export async function findItemForPage(
     attachments: Boolean(a_attachments),
     activities: Boolean(a_activities),
     deployments: Boolean(a_deployments),
+    children: Boolean(a_children),
   };
   return { row: row as ItemRow, descriptionHtml: description_html, around };
 }

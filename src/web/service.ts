@@ -375,7 +375,7 @@ export async function itemPageOf(db: Db, scope: ProductScope, number: number, li
         return [environments, history] as const;
       },
     ),
-    row.type === 'story' ? childrenOfItem(db, row, page) : undefined,
+    row.type !== 'story' ? undefined : around.children ? childrenOfItem(db, row, page) : { rows: [], total: 0 },
     followersOf(db, row.id, scope.user.id, limit),
   ]);
   const descriptionHtml = row.description === '' ? '' : shownHtml(row.description, found.descriptionHtml);
