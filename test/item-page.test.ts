@@ -232,7 +232,7 @@ async function compare(productId: number, number: number, viewer: TestUser): Pro
   await agreesWithApi(productId, number, viewer, expected.body);
 }
 
-test('an item page is what a fresh render gives, and says what the API lists, whatever changed in between', async () => {
+test('an item page is what a fresh render gives and says what the API lists, whatever changed between', async () => {
   await fc.assert(
     fc.asyncProperty(
       fc.array(fc.tuple(step, fc.array(fc.tuple(itemRef, who), { maxLength: 3 })), { minLength: 1, maxLength: 12 }),
