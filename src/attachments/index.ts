@@ -19,7 +19,6 @@ export {
   attachmentsOfItem,
   attachmentLimits,
   getAttachment,
-  listAttachments,
   removeAttachment,
   type Attached,
   type AttachmentLimits,

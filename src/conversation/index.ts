@@ -16,8 +16,6 @@ export {
   commentsOfItem,
   findOwnFavorite,
   getComment,
-  listBlocksOf,
-  listCommentsOf,
   ownFavoriteOn,
   removeBlock,
   removeComment,
