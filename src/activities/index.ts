@@ -6,4 +6,4 @@
 export { ACTIVITY_ACTIONS, type ActivityAction } from './model.js';
 export { ACTIVITY_SCHEMAS, presentActivities, type ActivityJson } from './present.js';
 export { activityRoutes, type ActivityRouteOptions } from './routes.js';
-export { activitiesOf, recordActivity, type ActivityInput } from './service.js';
+export { activitiesOf, itemActivitiesOf, recordActivity, type ActivityInput } from './service.js';

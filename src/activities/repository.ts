@@ -1,6 +1,7 @@
 import { sql, type Insertable } from 'kysely';
 import type { Db, Trx } from '../db/connection.js';
 import type { ActivitiesTable, ActivityRow } from '../db/schema.js';
+import { prepared } from '../db/prepared.js';
 
 /** Rows one statement adds: 7 values each, well inside either database's limit on bound values. */
 const INSERT_STEP = 500;
@@ -67,6 +68,47 @@ export async function listActivities(
       .orderBy('id', 'desc')
       .execute()
   );
+}
+
+/** The statement of a page of an item's activities per page size (its LIMIT is written in its text). */
+const itemPages = new Map<number, (db: Db, itemId: number, offset: number) => Promise<ActivityRow[]>>();
+
+function itemPageOf(limit: number) {
+  return prepared((db, itemId: number, offset: number) =>
+    db
+      .selectFrom('activities')
+      .selectAll()
+      .where(
+        'id',
+        'in',
+        db
+          .selectFrom('activities')
+          .select('id')
+          .where('item_id', '=', itemId)
+          .orderBy('id', 'desc')
+          .limit(sql.lit(limit))
+          .offset(offset),
+      )
+      .orderBy('id', 'desc'),
+  );
+}
+
+/**
+ * One page of an item's activities, newest first, as listActivities reads it; prepared (see
+ * db/prepared.ts), since an item's page reads it on every view. Pages come in a few sizes.
+ */
+export async function listItemActivities(
+  db: Db,
+  itemId: number,
+  offset: number,
+  limit: number,
+): Promise<ActivityRow[]> {
+  let page = itemPages.get(limit);
+  if (!page) {
+    page = itemPageOf(limit);
+    itemPages.set(limit, page);
+  }
+  return page(db, itemId, offset);
 }
 
 /** How many activities a product or item has, as counted when they were written. */

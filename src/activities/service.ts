@@ -2,7 +2,13 @@ import type { Db, Trx } from '../db/connection.js';
 import type { ActivityRow, ItemRow, UserRow } from '../db/schema.js';
 import { nowTimestamp } from '../time.js';
 import { boundedMeta, type ActivityAction } from './model.js';
-import { countActivities, insertActivities, listActivities, type ActivityScope } from './repository.js';
+import {
+  countActivities,
+  insertActivities,
+  listActivities,
+  listItemActivities,
+  type ActivityScope,
+} from './repository.js';
 
 /** A change to put in the log: what happened, to which item, by whom, and what `meta` tells of it. */
 export interface ActivityInput {
@@ -50,4 +56,19 @@ export async function activitiesOf(
     countActivities(db, scope),
   ]);
   return { rows, total };
+}
+
+/**
+ * A page of an item's activities, newest first, and how many it has, as activitiesOf gives them:
+ * what an item's page shows on every view, so its statement is prepared, and a first page that is
+ * not full holds them all (the counter, moved with every activity, is not read).
+ */
+export async function itemActivitiesOf(
+  db: Db,
+  scope: { productId: number; itemId: number },
+  page: { offset: number; limit: number },
+): Promise<{ rows: ActivityRow[]; total: number }> {
+  const rows = await listItemActivities(db, scope.itemId, page.offset, page.limit);
+  if (page.offset === 0 && rows.length < page.limit) return { rows, total: rows.length };
+  return { rows, total: await countActivities(db, scope) };
 }

@@ -16,9 +16,9 @@ export { attachmentRoutes, sendAttachmentFile } from './routes.js';
 export {
   addAttachment,
   attachmentFile,
+  attachmentsOfItem,
   attachmentLimits,
   getAttachment,
-  listAttachments,
   removeAttachment,
   type Attached,
   type AttachmentLimits,

@@ -1,8 +1,8 @@
 import { Type, type Static } from '@sinclair/typebox';
 import type { Db } from '../db/connection.js';
-import type { AttachmentRow } from '../db/schema.js';
+import type { AttachmentRow, ItemRow } from '../db/schema.js';
 import { ref } from '../http/documentation.js';
-import { itemSummary, type ItemHead } from '../items/index.js';
+import { itemSummary } from '../items/index.js';
 import { presentProductSummary, ProductSummarySchema } from '../products/index.js';
 import type { ProductScope, Urls } from '../scope.js';
 import { findProfiles, presentUser, UserSchema } from '../users/index.js';
@@ -52,7 +52,7 @@ export async function presentAttachments(
   db: Db,
   scope: ProductScope,
   urls: Urls,
-  item: ItemHead,
+  item: Pick<ItemRow, 'product_id' | 'number' | 'title' | 'type' | 'status'>,
   rows: AttachmentRow[],
 ): Promise<AttachmentJson[]> {
   const people = await findProfiles(

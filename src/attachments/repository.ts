@@ -1,6 +1,7 @@
 import type { Db, Trx } from '../db/connection.js';
 import type { AttachmentRow, AttachmentsTable } from '../db/schema.js';
 import type { Insertable } from 'kysely';
+import { prepared } from '../db/prepared.js';
 
 /** Every column but the bytes: what lists, answers and checks read. */
 const COLUMNS = [
@@ -29,20 +30,20 @@ export async function productAttachmentBytes(db: Db, productId: number): Promise
   return Number(row.total);
 }
 
+// An item's page reads its attachments on every view: prepared (see db/prepared.ts).
+const attachmentsPage = prepared((db, itemId: number, limit: number, offset: number) =>
+  db.selectFrom('attachments').select(COLUMNS).where('item_id', '=', itemId).orderBy('id').limit(limit).offset(offset),
+);
+
 /** A page of the item's attachments, oldest first, and how many it has. */
 export async function listItemAttachments(
   db: Db,
   itemId: number,
   page: { offset: number; limit: number },
 ): Promise<{ rows: AttachmentRow[]; total: number }> {
-  const rows = await db
-    .selectFrom('attachments')
-    .select(COLUMNS)
-    .where('item_id', '=', itemId)
-    .orderBy('id')
-    .limit(page.limit)
-    .offset(page.offset)
-    .execute();
+  const rows = await attachmentsPage(db, itemId, page.limit, page.offset);
+  // A first page that is not full holds them all.
+  if (page.offset === 0 && rows.length < page.limit) return { rows, total: rows.length };
   const { n } = await db
     .selectFrom('attachments')
     .select((eb) => eb.fn.countAll<number | string>().as('n'))

@@ -104,6 +104,15 @@ export async function listAttachments(
   return { item, ...(await listItemAttachments(db, item.id, page)) };
 }
 
+/** A page of the attachments of an item of the scope's product read already (by its id), oldest first, and how many. */
+export async function attachmentsOfItem(
+  db: Db,
+  itemId: number,
+  page: { offset: number; limit: number },
+): Promise<{ rows: AttachmentRow[]; total: number }> {
+  return listItemAttachments(db, itemId, page);
+}
+
 /** One attachment of the item (404 for an unknown item, or an id that is not one of its attachments). */
 export async function getAttachment(db: Db, scope: ProductScope, itemNumber: number, id: number): Promise<Attached> {
   const item = await itemOf(db, scope, itemNumber);

@@ -11,6 +11,7 @@ import {
   type FavoriteRow,
 } from '../db/schema.js';
 import type { CommentVia } from './model.js';
+import { prepared } from '../db/prepared.js';
 
 export interface Page {
   offset: number;
@@ -58,6 +59,37 @@ export async function listEntries<T extends EntryTable>(
   return rows as EntryRow<T>[];
 }
 
+// An item's page reads its blocks and the viewer's favorite on every view: prepared (see db/prepared.ts).
+const blocksMade = prepared((db, itemId: number, limit: number, offset: number) =>
+  db.selectFrom('blocks').selectAll().where('item_id', '=', itemId).orderBy('id').limit(limit).offset(offset),
+);
+const blocksSuffered = prepared((db, itemId: number, limit: number, offset: number) =>
+  db.selectFrom('blocks').selectAll().where('blocked_id', '=', itemId).orderBy('id').limit(limit).offset(offset),
+);
+
+/** A page of the blocks the item makes (`item_id`) or suffers (`blocked_id`), oldest first. */
+export async function listBlocks(
+  db: Db,
+  itemId: number,
+  column: 'item_id' | 'blocked_id',
+  page: Page,
+): Promise<BlockRow[]> {
+  return (column === 'item_id' ? blocksMade : blocksSuffered)(db, itemId, page.limit, page.offset);
+}
+
+const commentsPage = prepared((db, itemId: number, limit: number, offset: number) =>
+  db.selectFrom('comments').selectAll().where('item_id', '=', itemId).orderBy('id').limit(limit).offset(offset),
+);
+
+/** A page of the item's comments, oldest first. */
+export async function listComments(db: Db, itemId: number, page: Page): Promise<CommentRow[]> {
+  return commentsPage(db, itemId, page.limit, page.offset);
+}
+
+const favoriteOf = prepared((db, itemId: number, userId: number) =>
+  db.selectFrom('favorites').selectAll().where('item_id', '=', itemId).where('user_id', '=', userId),
+);
+
 /** How many entries name the item in `column`. */
 export async function countEntries(
   db: Db,
@@ -100,12 +132,8 @@ export async function deleteComment(trx: Trx, id: number): Promise<void> {
 // Favorites: one per item and person.
 
 export async function findFavoriteOf(db: Db, itemId: number, userId: number): Promise<FavoriteRow | undefined> {
-  return db
-    .selectFrom('favorites')
-    .selectAll()
-    .where('item_id', '=', itemId)
-    .where('user_id', '=', userId)
-    .executeTakeFirst();
+  const [row] = await favoriteOf(db, itemId, userId);
+  return row;
 }
 
 export async function insertFavorite(trx: Trx, itemId: number, userId: number, at: string): Promise<FavoriteRow> {

@@ -43,8 +43,16 @@ export async function listCommentsOf(
   number: number,
   page: Page,
 ): Promise<Listed<CommentRow>> {
-  const item = await getItem(db, scope, number);
-  return { rows: await repository.listEntries(db, 'comments', item.id, page), total: item.comments_count };
+  return commentsOfItem(db, await getItem(db, scope, number), page);
+}
+
+/** A page of the comments of an item of the scope's product read already (its row), oldest first. */
+export async function commentsOfItem(
+  db: Db,
+  item: Pick<ItemRow, 'id' | 'comments_count'>,
+  page: Page,
+): Promise<Listed<CommentRow>> {
+  return { rows: await repository.listComments(db, item.id, page), total: item.comments_count };
 }
 
 export async function getComment(db: Db, scope: ProductScope, number: number, id: number): Promise<CommentRow> {
@@ -163,6 +171,18 @@ export async function findOwnFavorite(db: Db, scope: ProductScope, number: numbe
   return repository.findFavoriteOf(db, item.id, scope.user.id);
 }
 
+/**
+ * The scope's user's favorite of an item of the scope's product read already (its row): none
+ * without a read when the row counts no favorite, since the count moves with each favorite.
+ */
+export async function ownFavoriteOn(
+  db: Db,
+  scope: ProductScope,
+  item: Pick<ItemRow, 'id' | 'favorites_count'>,
+): Promise<FavoriteRow | undefined> {
+  return item.favorites_count === 0 ? undefined : repository.findFavoriteOf(db, item.id, scope.user.id);
+}
+
 /** Takes a favorite back: the one who made it alone may. */
 export async function removeFavorite(trx: Trx, scope: ProductScope, number: number, id: number): Promise<FavoriteRow> {
   await lockProduct(trx, scope.product.id);
@@ -188,11 +208,36 @@ export async function listBlocksOf(
   page: Page,
 ): Promise<Listed<BlockRow>> {
   const item = await getItem(db, scope, number);
+  return blocksOn(db, item.id, side, page);
+}
+
+async function blocksOn(
+  db: Db,
+  itemId: number,
+  side: 'blocking' | 'blocked_by',
+  page: Page,
+): Promise<Listed<BlockRow>> {
   const column = side === 'blocking' ? 'item_id' : 'blocked_id';
-  return {
-    rows: await repository.listEntries(db, 'blocks', item.id, page, column),
-    total: await repository.countEntries(db, 'blocks', item.id, column),
-  };
+  const rows = await repository.listBlocks(db, itemId, column, page);
+  // A first page that is not full holds them all.
+  const whole = page.offset === 0 && rows.length < page.limit;
+  return { rows, total: whole ? rows.length : await repository.countEntries(db, 'blocks', itemId, column) };
+}
+
+/**
+ * The blocks of both sides of an item of the scope's product read already (by its id), a page of
+ * each: what an item's page lists.
+ */
+export async function blocksOfItem(
+  db: Db,
+  itemId: number,
+  page: Page,
+): Promise<{ blocking: Listed<BlockRow>; blockedBy: Listed<BlockRow> }> {
+  const [blocking, blockedBy] = await Promise.all([
+    blocksOn(db, itemId, 'blocking', page),
+    blocksOn(db, itemId, 'blocked_by', page),
+  ]);
+  return { blocking, blockedBy };
 }
 
 export async function getBlock(db: Db, scope: ProductScope, number: number, id: number): Promise<BlockRow> {

@@ -252,27 +252,70 @@ export async function neverDeployedTo(db: Db, productId: number, names: readonly
 
 // ---- an item's page: what it shows besides the item's JSON, each with the people it names
 
-/** The item of a product by number, with its description's HTML (null: not rendered yet). */
+/**
+ * Which of the lists around an item hold anything: an item's page skips the reads of those that
+ * are empty, which most items' are (a read costs more to make and run than the test in the item's).
+ */
+export interface AroundItem {
+  /** Blocks the item makes, and blocks on it (marked unblocked or not). */
+  blocking: boolean;
+  blockedBy: boolean;
+  attachments: boolean;
+  activities: boolean;
+  /** Environments it was deployed to (item_deployments: every deploy leaves its row). */
+  deployments: boolean;
+  /** Items whose parent it is, archived or not. */
+  children: boolean;
+}
+
 // The reads of an item's page are prepared (see prepared): they run on every view of an item.
 const itemForPage = prepared((db, productId: number, number: number) =>
   db
-    .selectFrom('items')
-    .select(ITEM_COLUMNS)
-    .select('description_html')
-    .where('product_id', '=', productId)
-    .where('number', '=', number),
+    .selectFrom('items as i')
+    .select(ITEM_COLUMNS.map((c) => `i.${c}` as const))
+    .select('i.description_html')
+    .select((eb) => [
+      eb.exists(eb.selectFrom('blocks').select('id').whereRef('blocks.item_id', '=', 'i.id')).as('a_blocking'),
+      eb.exists(eb.selectFrom('blocks').select('id').whereRef('blocks.blocked_id', '=', 'i.id')).as('a_blocked_by'),
+      eb
+        .exists(eb.selectFrom('attachments').select('id').whereRef('attachments.item_id', '=', 'i.id'))
+        .as('a_attachments'),
+      eb
+        .exists(eb.selectFrom('activities').select('id').whereRef('activities.item_id', '=', 'i.id'))
+        .as('a_activities'),
+      eb
+        .exists(eb.selectFrom('item_deployments').select('item_id').whereRef('item_deployments.item_id', '=', 'i.id'))
+        .as('a_deployments'),
+      eb.exists(eb.selectFrom('items as c').select('c.id').whereRef('c.parent_id', '=', 'i.id')).as('a_children'),
+    ])
+    .where('i.product_id', '=', productId)
+    .where('i.number', '=', number),
 );
 
+/**
+ * The item of a product by number, with its description's HTML (null: not rendered yet) and which
+ * lists around it hold anything, in one statement: each test is a probe of the list's own index.
+ */
 export async function findItemForPage(
   db: Db,
   productId: number,
   number: number,
-): Promise<{ row: ItemRow; descriptionHtml: string | null } | undefined> {
+): Promise<{ row: ItemRow; descriptionHtml: string | null; around: AroundItem } | undefined> {
   if (!storableId(number)) return undefined;
   const [found] = await itemForPage(db, productId, number);
   if (!found) return undefined;
-  const { description_html, ...row } = found;
-  return { row, descriptionHtml: description_html };
+  const { description_html, a_blocking, a_blocked_by, a_attachments, a_activities, a_deployments, a_children, ...row } =
+    found;
+  // SQLite answers 0 or 1, PostgreSQL a boolean.
+  const around = {
+    blocking: Boolean(a_blocking),
+    blockedBy: Boolean(a_blocked_by),
+    attachments: Boolean(a_attachments),
+    activities: Boolean(a_activities),
+    deployments: Boolean(a_deployments),
+    children: Boolean(a_children),
+  };
+  return { row: row as ItemRow, descriptionHtml: description_html, around };
 }
 
 /** A person as a page names them. */

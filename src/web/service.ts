@@ -21,6 +21,7 @@ import {
   followersWithNames,
   follows,
   itemDeploymentsWithPeople,
+  type AroundItem,
   type DeploymentWithPeople,
   lockSigninRequests,
   deleteSession,
@@ -346,33 +347,39 @@ export interface ItemPageData {
   /** The latest deploys of the item, newest first. */
   history: { deploys: ItemDeploy[]; total: number };
   followers: { names: string[]; following: boolean };
+  /** Which lists around the item hold anything (the page reads only those). */
+  around: AroundItem;
 }
 
 /**
- * Everything an item's page reads but the item's JSON, the first `limit` of each list: the item
- * and its description's HTML in one query, then at once its environments with their people, its
- * sub-items, its followers by name, and (when it went anywhere) its deploy history.
+ * Everything an item's page reads but the item's JSON, the first `limit` of each list: the item,
+ * its description's HTML and which lists around it hold anything in one query, then at once its
+ * environments with their people and its deploy history (when it went anywhere), its sub-items,
+ * and its followers by name.
  */
 export async function itemPageOf(db: Db, scope: ProductScope, number: number, limit: number): Promise<ItemPageData> {
   const found = await findItemForPage(db, scope.product.id, number);
   if (!found) throw itemNotFound(number);
-  const { row } = found;
+  const { row, around } = found;
   const page = { offset: 0, limit };
+  const nowhere = { entries: [], total: 0 };
   const [[environments, history], children, followers] = await Promise.all([
-    environmentsOf(db, scope, row, page).then(async (environments) => {
-      // Every deploy of an item leaves its entry for the environment (a rollback marks it reverted,
-      // nothing removes it): an item deployed nowhere has no history to read.
-      const history =
-        environments.total === 0
-          ? { deploys: [], total: 0 }
-          : await deployHistoryOf(db, scope, row.id, { ...page, newest: true });
-      return [environments, history] as const;
-    }),
-    row.type === 'story' ? childrenOfItem(db, row, page) : undefined,
+    (around.deployments ? environmentsOf(db, scope, row, page) : Promise.resolve(nowhere)).then(
+      async (environments) => {
+        // Every deploy of an item leaves its entry for the environment (a rollback marks it reverted,
+        // nothing removes it): an item deployed nowhere has no history to read.
+        const history =
+          environments.total === 0
+            ? { deploys: [], total: 0 }
+            : await deployHistoryOf(db, scope, row.id, { ...page, newest: true });
+        return [environments, history] as const;
+      },
+    ),
+    row.type !== 'story' ? undefined : around.children ? childrenOfItem(db, row, page) : { rows: [], total: 0 },
     followersOf(db, row.id, scope.user.id, limit),
   ]);
   const descriptionHtml = row.description === '' ? '' : shownHtml(row.description, found.descriptionHtml);
-  return { row, descriptionHtml, environments, children, history, followers };
+  return { row, descriptionHtml, environments, children, history, followers, around };
 }
 
 /** The first `limit` followers of an item by name, and whether `userId` follows it. */

@@ -1,10 +1,10 @@
 import type { FastifyInstance } from 'fastify';
-import { activitiesOf, presentActivities } from '../../activities/index.js';
-import { attachmentLimits, listAttachments, presentAttachments } from '../../attachments/index.js';
+import { itemActivitiesOf, presentActivities } from '../../activities/index.js';
+import { attachmentLimits, attachmentsOfItem, presentAttachments } from '../../attachments/index.js';
 import {
-  findOwnFavorite,
-  listBlocksOf,
-  listCommentsOf,
+  blocksOfItem,
+  commentsOfItem,
+  ownFavoriteOn,
   presentBlocks,
   presentComments,
 } from '../../conversation/index.js';
@@ -105,7 +105,7 @@ async function commentEntries(
   const end = o.row.comments_count - o.skip;
   if (end <= 0) return { kind: 'comment', entries: [], more: false };
   const offset = Math.max(0, end - o.limit);
-  const { rows } = await listCommentsOf(app.db, o.scope, o.row.number, { offset, limit: end - offset });
+  const { rows } = await commentsOfItem(app.db, o.row, { offset, limit: end - offset });
   const [json, htmls] = await Promise.all([
     presentComments(app.db, o.scope, rows),
     Promise.all(rows.map((r) => commentHtml(app, r))),
@@ -143,10 +143,15 @@ async function deployEntries(
  */
 async function changeEntries(
   app: FastifyInstance,
-  o: { scope: ProductScope; row: ItemRow; skip: number; limit: number },
+  o: { scope: ProductScope; data: ItemPageData; skip: number; limit: number },
 ): Promise<TimelineSource & { total: number }> {
   const page = { offset: o.skip, limit: 2 * o.limit };
-  const { rows, total } = await activitiesOf(app.db, { productId: o.scope.product.id, itemId: o.row.id }, page);
+  if (!o.data.around.activities) return { kind: 'change', entries: [], more: false, total: 0 };
+  const { rows, total } = await itemActivitiesOf(
+    app.db,
+    { productId: o.scope.product.id, itemId: o.data.row.id },
+    page,
+  );
   const json = await presentActivities(app.db, rows, o.scope.user.id);
   const entries = json.map((a) => ({
     kind: 'change' as const,
@@ -168,7 +173,7 @@ async function loadTimeline(
   const [comments, deploys, changes] = await Promise.all([
     commentEntries(app, { scope: o.scope, row: o.data.row, skip: cursor.comment, limit }),
     deployEntries(app, { scope: o.scope, data: o.data, skip: cursor.deploy, limit }),
-    changeEntries(app, { scope: o.scope, row: o.data.row, skip: cursor.change, limit }),
+    changeEntries(app, { scope: o.scope, data: o.data, skip: cursor.change, limit }),
   ]);
   const created: TimelineEntry[] =
     cursor.created === 0 ? [{ kind: 'created', at: o.item.created_at, by: personName(o.item.created_by) }] : [];
@@ -187,12 +192,12 @@ async function loadTimeline(
 }
 
 /** The blocks of both sides, with what the viewer may do to each (as removeBlock decides). */
-async function loadBlocks(app: FastifyInstance, scope: ProductScope, number: number) {
-  const page = { offset: 0, limit: CONVERSATION_LIST };
-  const [blocking, blockedBy] = await Promise.all([
-    listBlocksOf(app.db, scope, number, 'blocking', page),
-    listBlocksOf(app.db, scope, number, 'blocked_by', page),
-  ]);
+async function loadBlocks(app: FastifyInstance, scope: ProductScope, { row, around }: ItemPageData) {
+  const none = { rows: [], total: 0 };
+  const { blocking, blockedBy } =
+    around.blocking || around.blockedBy
+      ? await blocksOfItem(app.db, row.id, { offset: 0, limit: CONVERSATION_LIST })
+      : { blocking: none, blockedBy: none };
   const json = await presentBlocks(app.db, scope, [...blocking.rows, ...blockedBy.rows], app.config);
   const line = (b: (typeof json)[number], other: 'item' | 'blocked'): BlockLine => ({
     id: b.id,
@@ -213,9 +218,10 @@ async function loadBlocks(app: FastifyInstance, scope: ProductScope, number: num
   };
 }
 
-async function loadAttachments(app: FastifyInstance, scope: ProductScope, number: number) {
-  const { item, rows, total } = await listAttachments(app.db, scope, number, { offset: 0, limit: CONVERSATION_LIST });
-  const json = await presentAttachments(app.db, scope, app.config, item, rows);
+async function loadAttachments(app: FastifyInstance, scope: ProductScope, { row, around }: ItemPageData) {
+  if (!around.attachments) return { attachments: [], attachmentsTotal: 0 };
+  const { rows, total } = await attachmentsOfItem(app.db, row.id, { offset: 0, limit: CONVERSATION_LIST });
+  const json = await presentAttachments(app.db, scope, app.config, row, rows);
   const lines = json.map(
     (a): AttachmentLine => ({
       id: a.id,
@@ -245,12 +251,12 @@ export async function loadConversation(
   },
 ): Promise<ConversationView> {
   const { scope } = o;
-  const number = o.item.number;
+  const { row } = o.data;
   const [timeline, favorite, blocks, attachments] = await Promise.all([
     loadTimeline(app, o),
-    findOwnFavorite(app.db, scope, number),
-    loadBlocks(app, scope, number),
-    loadAttachments(app, scope, number),
+    ownFavoriteOn(app.db, scope, row),
+    loadBlocks(app, scope, o.data),
+    loadAttachments(app, scope, o.data),
   ]);
   return {
     timeline,
