@@ -1,9 +1,12 @@
 import { sql, type RawBuilder } from 'kysely';
 import type { Db } from '../db/connection.js';
+import { inChunks } from '../db/chunks.js';
 import { dialectOf } from '../db/dialect.js';
+import { prepared } from '../db/prepared.js';
 import { foldedTag, foldTag } from '../db/tags.js';
 import { statusCode } from '../items/index.js';
 import type { ProductRow } from '../db/schema.js';
+import type { ItemStamp } from '../items/index.js';
 import type { Condition, PersonRef, Term, Tokens } from './query.js';
 
 /**
@@ -262,6 +265,36 @@ export async function sortedPage(
     ORDER BY ${ORDER_COLUMNS[page.sort]} ${direction}, i.id ${direction}
     LIMIT ${page.limit} OFFSET ${page.offset}`.execute(db);
   return rows.map((r) => Number(r.id));
+}
+
+/** What a page of results needs of an item: what its kept JSON is found by, and what confines it. */
+export interface SearchStamp extends ItemStamp {
+  product_id: number;
+  archived: number;
+  least: number;
+}
+
+const stampsByIds = prepared((db, ids: number[]) =>
+  db
+    .selectFrom('items')
+    .select(['id', 'version', 'parent_id', 'created_by_id', 'assigned_to_id', 'product_id', 'archived'])
+    .select(sql<number>`octet_length(description) + octet_length(title)`.as('least'))
+    .where('id', 'in', ids),
+);
+
+/**
+ * The stamps of these items (any order; those gone left out): a page of results is assembled from
+ * the item JSON kept by version, and only the items not kept are read whole.
+ */
+export async function searchStamps(db: Db, ids: number[]): Promise<SearchStamp[]> {
+  if (!ids.length) return [];
+  return (await inChunks([...new Set(ids)], (chunk) => stampsByIds(db, chunk))).map((s) => ({
+    ...s,
+    id: Number(s.id),
+    product_id: Number(s.product_id),
+    archived: Number(s.archived),
+    least: Number(s.least),
+  }));
 }
 
 export interface FacetRows {
