@@ -344,15 +344,19 @@ export async function titleCandidates(
 
 /** The caller's products that are not archived: what a search may read. */
 export async function searchableProducts(db: Db, userId: number): Promise<ProductRow[]> {
-  return db
+  return productsOfMember(db, userId);
+}
+
+// Read on every search (its answer is kept under these products' revisions): compiled once.
+const productsOfMember = prepared((db, userId: number) =>
+  db
     .selectFrom('products')
     .innerJoin('memberships', 'memberships.product_id', 'products.id')
     .selectAll('products')
     .where('memberships.user_id', '=', userId)
     .where('products.archived', '=', 0)
-    .orderBy('products.id')
-    .execute();
-}
+    .orderBy('products.id'),
+);
 
 /** The members of these products a person term names (an address, or the part of addresses before `@`). */
 export async function membersNamed(db: Db, productIds: number[], person: PersonRef): Promise<number[]> {
