@@ -213,9 +213,14 @@ export async function matchWindow(db: Db, plan: Plan, cap: number): Promise<numb
   const rest = conditions(db, { ...plan, text: [] }, true);
   let rows: { id: number }[];
   if (plan.text.length && pg) {
-    ({ rows } = await sql<{ id: number }>`SELECT i.id FROM item_search s JOIN items i ON i.id = s.item_id
-      WHERE s.document @@ to_tsquery('simple', ${tsMatch(plan.text, plan.prefix, '&')}) AND ${rest}
-      ORDER BY i.id DESC LIMIT ${cap}`.execute(db));
+    // The matches' ids are sorted before any item is read (OFFSET 0 keeps PostgreSQL from
+    // flattening the subquery): the items are read by key for the newest only, not for every match.
+    ({ rows } = await sql<{ id: number }>`SELECT i.id FROM (SELECT s.item_id FROM item_search s
+        WHERE s.document @@ to_tsquery('simple', ${tsMatch(plan.text, plan.prefix, '&')})
+        ORDER BY s.item_id DESC OFFSET 0) m
+      JOIN items i ON i.id = m.item_id
+      WHERE ${rest}
+      ORDER BY m.item_id DESC LIMIT ${cap}`.execute(db));
   } else if (plan.text.length) {
     ({ rows } = await sql<{ id: number }>`SELECT i.id FROM item_search JOIN items i ON i.id = item_search.rowid
       WHERE item_search MATCH ${ftsMatch(plan.text, plan.prefix, 'AND')} AND ${rest}
