@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { NEXT_OFFSET, piecesWithin, serializerOf } from '../http/answer-size.js';
 import { ref } from '../http/documentation.js';
@@ -18,11 +19,14 @@ export async function searchRoutes(app: FastifyInstance): Promise<void> {
     // The answer is kept (as item lists are) under the revisions of every product it reads: any
     // change of what their items show, their members or their names moves one of them.
     const searchable = await searchableProductsOf(app.db, viewer);
-    const key = JSON.stringify([viewer.id, searchable.map((p) => [p.id, p.revision, p.name]), input]);
+    // A digest: a member of many products would otherwise be remembered by a key of kilobytes.
+    const key = createHash('sha256')
+      .update(JSON.stringify([searchable.map((p) => [p.id, p.revision, p.name]), input]))
+      .digest('base64url');
     return app.keptAnswers.answerKeyed(
       request,
       reply,
-      { key: `search:${key}`, caller: viewer.id, headers: [ITEM_COUNT, NEXT_OFFSET] },
+      { key: `search:${viewer.id}:${key}`, caller: viewer.id, headers: [ITEM_COUNT, NEXT_OFFSET] },
       async () => {
         const result = await searchItems(app.db, viewer, input, searchable);
         const pieces = await resultPieces({
