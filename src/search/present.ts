@@ -56,6 +56,7 @@ export async function resultPieces(options: {
       ...options,
       product: result.products.get(productId)!,
       stamps,
+      // Only the items whose JSON is not kept are read whole.
       rowsOf: (missing) =>
         findItemsByIds(
           options.db,

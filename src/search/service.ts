@@ -148,14 +148,8 @@ export async function searchItems(
 
 /** The rows of a page of results, in its order (for pages that show more than the item JSON). */
 export async function resultRows(db: Db, result: SearchResult): Promise<ItemRow[]> {
-  const byId = new Map(
-    (
-      await findItemsByIds(
-        db,
-        result.stamps.map((s) => s.id),
-      )
-    ).map((r) => [r.id, r]),
-  );
+  const ids = result.stamps.map((s) => s.id);
+  const byId = new Map((await findItemsByIds(db, ids)).map((r) => [r.id, r]));
   return result.stamps.flatMap((s) => byId.get(s.id) ?? []);
 }
 
