@@ -238,24 +238,32 @@ export async function matchWindow(db: Db, plan: Plan, cap: number): Promise<numb
 }
 
 /**
- * The matches of the words among the window's (ids from `floor` up), best first: BM25 on SQLite
- * (title 10, tags 5, description 2, comments 1), ts_rank on PostgreSQL (weights A to D in that
- * order); ties newest first.
+ * The window's ids, best first: BM25 on SQLite (title 10, tags 5, description 2, comments 1),
+ * ts_rank on PostgreSQL (weights A to D in that order); ties newest first. On SQLite the text index
+ * alone scores its matches from the window's oldest id up, and those of the window are kept (the
+ * window holds every match from there that meets the other terms), so no item is read again.
  */
 export async function rankWindow(db: Db, plan: Plan, window: number[]): Promise<number[]> {
   if (!window.length) return [];
   const floor = Math.min(...window);
+  if (dialectOf(db) === 'sqlite') {
+    const inWindow = new Set(window);
+    const { rows } = await sql<{ id: number; score: number }>`SELECT rowid AS id,
+        bm25(item_search, 10.0, 5.0, 2.0, 1.0) AS score
+      FROM item_search WHERE item_search MATCH ${ftsMatch(plan.text, plan.prefix, 'AND')} AND rowid >= ${floor}`.execute(
+      db,
+    );
+    return rows
+      .map((r) => ({ id: Number(r.id), score: Number(r.score) }))
+      .filter((r) => inWindow.has(r.id))
+      .sort((a, b) => a.score - b.score || b.id - a.id)
+      .map((r) => r.id);
+  }
   const rest = conditions(db, { ...plan, text: [] }, true);
   const tsQuery = sql`to_tsquery('simple', ${tsMatch(plan.text, plan.prefix, '&')})`;
-  const { rows } =
-    dialectOf(db) === 'postgres'
-      ? await sql<{ id: number }>`SELECT i.id FROM item_search s JOIN items i ON i.id = s.item_id
-          WHERE s.document @@ ${tsQuery} AND i.id >= ${floor} AND ${rest}
-          ORDER BY ts_rank(s.document, ${tsQuery}) DESC, i.id DESC`.execute(db)
-      : await sql<{ id: number }>`SELECT i.id FROM item_search JOIN items i ON i.id = item_search.rowid
-          WHERE item_search MATCH ${ftsMatch(plan.text, plan.prefix, 'AND')} AND item_search.rowid >= ${floor}
-            AND ${rest}
-          ORDER BY bm25(item_search, 10.0, 5.0, 2.0, 1.0), i.id DESC`.execute(db);
+  const { rows } = await sql<{ id: number }>`SELECT i.id FROM item_search s JOIN items i ON i.id = s.item_id
+    WHERE s.document @@ ${tsQuery} AND i.id >= ${floor} AND ${rest}
+    ORDER BY ts_rank(s.document, ${tsQuery}) DESC, i.id DESC`.execute(db);
   return rows.map((r) => Number(r.id));
 }
 
