@@ -248,11 +248,10 @@ export async function rankWindow(db: Db, plan: Plan, window: number[]): Promise<
   const floor = Math.min(...window);
   if (dialectOf(db) === 'sqlite') {
     const inWindow = new Set(window);
+    const match = ftsMatch(plan.text, plan.prefix, 'AND');
     const { rows } = await sql<{ id: number; score: number }>`SELECT rowid AS id,
         bm25(item_search, 10.0, 5.0, 2.0, 1.0) AS score
-      FROM item_search WHERE item_search MATCH ${ftsMatch(plan.text, plan.prefix, 'AND')} AND rowid >= ${floor}`.execute(
-      db,
-    );
+      FROM item_search WHERE item_search MATCH ${match} AND rowid >= ${floor}`.execute(db);
     return rows
       .map((r) => ({ id: Number(r.id), score: Number(r.score) }))
       .filter((r) => inWindow.has(r.id))
