@@ -66,15 +66,23 @@ export const TYPED = 'password';
  */
 export function searchScenarios(): Scenario[] {
   const search = (q: string) => `/api/items/search.json?q=${encodeURIComponent(q)}`;
+  const twoWords: Scenario = {
+    name: 'search: two words',
+    kind: 'list',
+    method: 'GET',
+    random: true,
+    next: () => ({ path: search(pick(TWO_WORDS)) }),
+  };
   return [
-    {
-      name: 'search: two words',
-      kind: 'list',
-      method: 'GET',
-      random: true,
-      next: () => ({ path: search(pick(TWO_WORDS)) }),
-    },
+    twoWords,
     fixed('search: fields only (tag:api status:backlog)', search('tag:api status:backlog')),
+    // What a search costs when its answer is not kept (its window of matches still is): the
+    // caller's products, the page's stamps, the items' kept JSON.
+    {
+      ...twoWords,
+      name: 'search: two words, answered afresh (Cache-Control: no-cache)',
+      extraHeaders: { 'cache-control': 'no-cache' },
+    },
   ];
 }
 

@@ -143,7 +143,30 @@ export class KeptAnswers {
     make: (shows: ShowsItems) => Promise<unknown>,
     byPosition = false,
   ): Promise<Buffer | FastifyReply> {
-    const answer = await this.keptOrMade(request, reply, { question, headers, byPosition }, make);
+    const { product, user } = request.scope as ProductScope;
+    const inOrder = byPosition && this.changes !== undefined;
+    const version = inOrder ? `o${product.order_version}:${product.archived}:${product.name}` : product.revision;
+    const key = `${product.id}:${version}:${user.id}:${question}`;
+    const answer = await this.keptOrMade(request, reply, { key, caller: user.id, headers, product, inOrder }, make);
+    return this.sent(request, reply, answer);
+  }
+
+  /**
+   * Answers as `answer` does, for a read of several products (a search): `key` must name
+   * everything the answer depends on, the revisions of every product it reads among them, and
+   * the caller; kept by it alone.
+   */
+  async answerKeyed(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    q: { key: string; caller: number; headers: readonly string[] },
+    make: () => Promise<unknown>,
+  ): Promise<Buffer | FastifyReply> {
+    const answer = await this.keptOrMade(request, reply, { ...q, key: `*:${q.key}`, inOrder: false }, make);
+    return this.sent(request, reply, answer);
+  }
+
+  private sent(request: FastifyRequest, reply: FastifyReply, answer: KeptAnswer): Buffer | FastifyReply {
     for (const [name, value] of answer.headers) reply.header(name, value);
     if (answeredNotModified(request, reply, answer.etag)) return reply.send();
     return answer.body;
@@ -159,25 +182,23 @@ export class KeptAnswers {
   private async keptOrMade(
     request: FastifyRequest,
     reply: FastifyReply,
-    q: { question: string; headers: readonly string[]; byPosition: boolean },
+    q: { key: string; caller: number; headers: readonly string[]; product?: ProductRow; inOrder: boolean },
     make: (shows: ShowsItems) => Promise<unknown>,
   ): Promise<KeptAnswer> {
-    const { product, user } = request.scope as ProductScope;
-    const byPosition = q.byPosition && this.changes !== undefined;
-    const version = byPosition ? `o${product.order_version}:${product.archived}:${product.name}` : product.revision;
-    const key = `${product.id}:${version}:${user.id}:${q.question}`;
+    const { key, product } = q;
+    const byPosition = q.inOrder && product !== undefined;
     const fresh = /\bno-(cache|store)\b/i.test(request.headers['cache-control'] ?? '');
     reply.type('application/json; charset=utf-8');
     // Kept, or being rendered for another request right now: the same answer either way.
     const kept = fresh ? undefined : this.kept(key);
-    if (kept !== undefined && (await this.holds(kept, product))) return kept;
+    if (kept !== undefined && (product === undefined || (await this.holds(kept, product)))) return kept;
     const underway = fresh ? undefined : this.underway.get(key);
     if (underway !== undefined) return underway;
     // The route's serializer, from its response schema, gives a string; kept as the bytes sent,
     // so that a big answer (a page of deploys is hundreds of KiB) is not encoded again each time.
     // A page bounded in bytes comes serialized already (http/answer-size.ts), as a Buffer.
     // Headers the handler did not set this time (a next page's offset on the last page) are not kept.
-    const rendering = this.rendered(user.id, async (): Promise<KeptAnswer> => {
+    const rendering = this.rendered(q.caller, async (): Promise<KeptAnswer> => {
       let shown: readonly number[] = [];
       const made = await make((ids) => {
         shown = ids;

@@ -318,6 +318,39 @@ describe('searching items', () => {
     assert.equal(await q('porcupine'), 0, 'archived items are not found');
   });
 
+  test('a kept answer is the one a fresh search gives, and never outlives a change or a membership', async () => {
+    const { bob, mine } = await world();
+    const api = client(t.app, bob);
+    const at = `/api/products/${mine.id}/items`;
+    const item = await makeItem(t.app, bob, mine.id, { title: 'Walrus heading', tags: 'tusk' });
+    const query = { q: 'walrus', facets: true };
+    const first = await api.get('/api/items/search.json', query);
+    const kept = await api.get('/api/items/search.json', query);
+    const fresh = await t.app.inject({
+      method: 'GET',
+      url: '/api/items/search.json?q=walrus&facets=true',
+      headers: { authorization: bob.auth, 'cache-control': 'no-cache' },
+    });
+    for (const res of [kept, fresh]) {
+      assert.equal(res.body, first.body);
+      assert.equal(res.headers['x-sprintly-item-count'], '1');
+      assert.equal(res.headers.etag, first.headers.etag);
+    }
+    const notModified = await t.app.inject({
+      method: 'GET',
+      url: '/api/items/search.json?q=walrus&facets=true',
+      headers: { authorization: bob.auth, 'if-none-match': String(first.headers.etag) },
+    });
+    assert.equal(notModified.statusCode, 304);
+    await api.post(`${at}/${item.number}.json`, { title: 'Walrus heading renamed', status: 'in-progress' });
+    const changed = (await api.get('/api/items/search.json', query)).json();
+    assert.deepEqual(titles(changed), ['Walrus heading renamed']);
+    assert.deepEqual(changed.facets.status, { 'in-progress': 1 });
+    await t.db.deleteFrom('memberships').where('user_id', '=', bob.user.id).execute();
+    const gone = (await api.get('/api/items/search.json', query)).json();
+    assert.deepEqual([gone.items, gone.total_count, gone.facets.tag], [[], 0, {}]);
+  });
+
   test('nothing matches: titles close to the words (typos), marked fuzzy', async () => {
     const { ann, mine } = await world();
     await makeItem(t.app, ann, mine.id, { title: 'Deployment pipeline broken' });

@@ -1,6 +1,6 @@
 /** Items: numbered work in a product, its lists, order, followers and deploy history. */
 export { ListCounts, ListPages } from './counts.js';
-export { itemPieces, KeptItems } from './kept-items.js';
+export { itemPieces, KeptItems, type ItemStamp } from './kept-items.js';
 export {
   listQuery,
   parseCreateItem,

@@ -22,6 +22,7 @@ export {
 export { searchRoutes } from './routes.js';
 export {
   COUNT_CAP,
+  resultRows,
   searchableProductsOf,
   searchItems,
   type Facets,

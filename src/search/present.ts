@@ -1,8 +1,8 @@
 import { Type } from '@sinclair/typebox';
 import type { Db } from '../db/connection.js';
-import type { ItemRow } from '../db/schema.js';
 import { ref } from '../http/documentation.js';
-import { itemPieces, ItemSchema, type ItemJson, type KeptItems } from '../items/index.js';
+import { findItemsByIds, itemPieces, ItemSchema, type ItemJson, type KeptItems } from '../items/index.js';
+import type { SearchStamp } from './repository.js';
 import type { Serialize } from '../http/answer-size.js';
 import type { Urls } from '../scope.js';
 import { COUNT_CAP, type SearchResult } from './service.js';
@@ -48,17 +48,22 @@ export async function resultPieces(options: {
   budget: number;
 }): Promise<{ json: Buffer }[]> {
   const { result } = options;
-  const byProduct = new Map<number, ItemRow[]>();
-  for (const row of result.rows) byProduct.set(row.product_id, [...(byProduct.get(row.product_id) ?? []), row]);
+  const byProduct = new Map<number, SearchStamp[]>();
+  for (const s of result.stamps) byProduct.set(s.product_id, [...(byProduct.get(s.product_id) ?? []), s]);
   const json = new Map<number, { json: Buffer }>();
-  for (const [productId, rows] of byProduct) {
+  for (const [productId, stamps] of byProduct) {
     const pieces = await itemPieces({
       ...options,
       product: result.products.get(productId)!,
-      stamps: rows,
-      rowsOf: async (missing) => missing,
+      stamps,
+      // Only the items whose JSON is not kept are read whole.
+      rowsOf: (missing) =>
+        findItemsByIds(
+          options.db,
+          missing.map((m) => m.id),
+        ),
     });
     for (const piece of pieces) json.set(piece.stamp.id, piece);
   }
-  return result.rows.flatMap((row) => json.get(row.id) ?? []);
+  return result.stamps.flatMap((s) => json.get(s.id) ?? []);
 }

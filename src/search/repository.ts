@@ -1,9 +1,12 @@
 import { sql, type RawBuilder } from 'kysely';
 import type { Db } from '../db/connection.js';
+import { inChunks } from '../db/chunks.js';
 import { dialectOf } from '../db/dialect.js';
+import { prepared } from '../db/prepared.js';
 import { foldedTag, foldTag } from '../db/tags.js';
 import { statusCode } from '../items/index.js';
 import type { ProductRow } from '../db/schema.js';
+import type { ItemStamp } from '../items/index.js';
 import type { Condition, PersonRef, Term, Tokens } from './query.js';
 
 /**
@@ -210,9 +213,14 @@ export async function matchWindow(db: Db, plan: Plan, cap: number): Promise<numb
   const rest = conditions(db, { ...plan, text: [] }, true);
   let rows: { id: number }[];
   if (plan.text.length && pg) {
-    ({ rows } = await sql<{ id: number }>`SELECT i.id FROM item_search s JOIN items i ON i.id = s.item_id
-      WHERE s.document @@ to_tsquery('simple', ${tsMatch(plan.text, plan.prefix, '&')}) AND ${rest}
-      ORDER BY i.id DESC LIMIT ${cap}`.execute(db));
+    // The matches' ids are sorted before any item is read (OFFSET 0 keeps PostgreSQL from
+    // flattening the subquery): the items are read by key for the newest only, not for every match.
+    ({ rows } = await sql<{ id: number }>`SELECT i.id FROM (SELECT s.item_id FROM item_search s
+        WHERE s.document @@ to_tsquery('simple', ${tsMatch(plan.text, plan.prefix, '&')})
+        ORDER BY s.item_id DESC OFFSET 0) m
+      JOIN items i ON i.id = m.item_id
+      WHERE ${rest}
+      ORDER BY m.item_id DESC LIMIT ${cap}`.execute(db));
   } else if (plan.text.length) {
     ({ rows } = await sql<{ id: number }>`SELECT i.id FROM item_search JOIN items i ON i.id = item_search.rowid
       WHERE item_search MATCH ${ftsMatch(plan.text, plan.prefix, 'AND')} AND ${rest}
@@ -230,24 +238,31 @@ export async function matchWindow(db: Db, plan: Plan, cap: number): Promise<numb
 }
 
 /**
- * The matches of the words among the window's (ids from `floor` up), best first: BM25 on SQLite
- * (title 10, tags 5, description 2, comments 1), ts_rank on PostgreSQL (weights A to D in that
- * order); ties newest first.
+ * The window's ids, best first: BM25 on SQLite (title 10, tags 5, description 2, comments 1),
+ * ts_rank on PostgreSQL (weights A to D in that order); ties newest first. On SQLite the text index
+ * alone scores its matches from the window's oldest id up, and those of the window are kept (the
+ * window holds every match from there that meets the other terms), so no item is read again.
  */
 export async function rankWindow(db: Db, plan: Plan, window: number[]): Promise<number[]> {
   if (!window.length) return [];
   const floor = Math.min(...window);
+  if (dialectOf(db) === 'sqlite') {
+    const inWindow = new Set(window);
+    const match = ftsMatch(plan.text, plan.prefix, 'AND');
+    const { rows } = await sql<{ id: number; score: number }>`SELECT rowid AS id,
+        bm25(item_search, 10.0, 5.0, 2.0, 1.0) AS score
+      FROM item_search WHERE item_search MATCH ${match} AND rowid >= ${floor}`.execute(db);
+    return rows
+      .map((r) => ({ id: Number(r.id), score: Number(r.score) }))
+      .filter((r) => inWindow.has(r.id))
+      .sort((a, b) => a.score - b.score || b.id - a.id)
+      .map((r) => r.id);
+  }
   const rest = conditions(db, { ...plan, text: [] }, true);
   const tsQuery = sql`to_tsquery('simple', ${tsMatch(plan.text, plan.prefix, '&')})`;
-  const { rows } =
-    dialectOf(db) === 'postgres'
-      ? await sql<{ id: number }>`SELECT i.id FROM item_search s JOIN items i ON i.id = s.item_id
-          WHERE s.document @@ ${tsQuery} AND i.id >= ${floor} AND ${rest}
-          ORDER BY ts_rank(s.document, ${tsQuery}) DESC, i.id DESC`.execute(db)
-      : await sql<{ id: number }>`SELECT i.id FROM item_search JOIN items i ON i.id = item_search.rowid
-          WHERE item_search MATCH ${ftsMatch(plan.text, plan.prefix, 'AND')} AND item_search.rowid >= ${floor}
-            AND ${rest}
-          ORDER BY bm25(item_search, 10.0, 5.0, 2.0, 1.0), i.id DESC`.execute(db);
+  const { rows } = await sql<{ id: number }>`SELECT i.id FROM item_search s JOIN items i ON i.id = s.item_id
+    WHERE s.document @@ ${tsQuery} AND i.id >= ${floor} AND ${rest}
+    ORDER BY ts_rank(s.document, ${tsQuery}) DESC, i.id DESC`.execute(db);
   return rows.map((r) => Number(r.id));
 }
 
@@ -262,6 +277,36 @@ export async function sortedPage(
     ORDER BY ${ORDER_COLUMNS[page.sort]} ${direction}, i.id ${direction}
     LIMIT ${page.limit} OFFSET ${page.offset}`.execute(db);
   return rows.map((r) => Number(r.id));
+}
+
+/** What a page of results needs of an item: what its kept JSON is found by, and what confines it. */
+export interface SearchStamp extends ItemStamp {
+  product_id: number;
+  archived: number;
+  least: number;
+}
+
+const stampsByIds = prepared((db, ids: number[]) =>
+  db
+    .selectFrom('items')
+    .select(['id', 'version', 'parent_id', 'created_by_id', 'assigned_to_id', 'product_id', 'archived'])
+    .select(sql<number>`octet_length(description) + octet_length(title)`.as('least'))
+    .where('id', 'in', ids),
+);
+
+/**
+ * The stamps of these items (any order; those gone left out): a page of results is assembled from
+ * the item JSON kept by version, and only the items not kept are read whole.
+ */
+export async function searchStamps(db: Db, ids: number[]): Promise<SearchStamp[]> {
+  if (!ids.length) return [];
+  return (await inChunks([...new Set(ids)], (chunk) => stampsByIds(db, chunk))).map((s) => ({
+    ...s,
+    id: Number(s.id),
+    product_id: Number(s.product_id),
+    archived: Number(s.archived),
+    least: Number(s.least),
+  }));
 }
 
 export interface FacetRows {
@@ -311,15 +356,19 @@ export async function titleCandidates(
 
 /** The caller's products that are not archived: what a search may read. */
 export async function searchableProducts(db: Db, userId: number): Promise<ProductRow[]> {
-  return db
+  return productsOfMember(db, userId);
+}
+
+// Read on every search (its answer is kept under these products' revisions): compiled once.
+const productsOfMember = prepared((db, userId: number) =>
+  db
     .selectFrom('products')
     .innerJoin('memberships', 'memberships.product_id', 'products.id')
     .selectAll('products')
     .where('memberships.user_id', '=', userId)
     .where('products.archived', '=', 0)
-    .orderBy('products.id')
-    .execute();
-}
+    .orderBy('products.id'),
+);
 
 /** The members of these products a person term names (an address, or the part of addresses before `@`). */
 export async function membersNamed(db: Db, productIds: number[], person: PersonRef): Promise<number[]> {

@@ -1,4 +1,5 @@
 import { nextOffsetHeader } from '../http/answer-size.js';
+import { conditionalHeaders, IfNoneMatchHeader, notModifiedAnswer } from '../http/conditional.js';
 import { doc, errorAnswers, ref } from '../http/documentation.js';
 import { params } from '../http/params.js';
 import { MAX_SEARCH_OFFSET, SEARCH_PAGE, SORTS } from './input.js';
@@ -29,14 +30,19 @@ export const searchItemsSchema = {
     ),
     facets: doc.flag('Also count the matches by status, type, tag and assignee.'),
   }),
+  headers: IfNoneMatchHeader,
   response: {
     200: ref(SearchResultsSchema, {
       description: 'A page of the matches, their total, their facets.',
       headers: {
         [ITEM_COUNT]: { type: 'integer', description: '`total_count` again, as item lists give it.' },
         ...nextOffsetHeader,
+        ...conditionalHeaders(
+          'A strong entity tag of the answer, its headers included: it changes when the answer does.',
+        ),
       },
     }),
+    304: notModifiedAnswer,
   },
   errors: errorAnswers([
     {

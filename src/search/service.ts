@@ -6,7 +6,7 @@ import { findUsersByIds } from '../users/index.js';
 import { hasText, type SearchQuery, type Tokens } from './query.js';
 import { LruCache } from '../lru.js';
 import * as repository from './repository.js';
-import type { FacetRows, Plan, SortColumn } from './repository.js';
+import type { FacetRows, Plan, SearchStamp, SortColumn } from './repository.js';
 
 /**
  * Matches are counted, faceted and ranked among the newest this many: past it a query is too
@@ -43,8 +43,8 @@ export interface Facets {
 }
 
 export interface SearchResult {
-  /** The page, in order, and the product of each. */
-  rows: ItemRow[];
+  /** The page, in order (the stamps of its items: their JSON is kept by version), and the product of each. */
+  stamps: SearchStamp[];
   products: Map<number, ProductRow>;
   /** How many match, up to COUNT_CAP. */
   total: number;
@@ -104,8 +104,13 @@ function keptOf(db: Db): KeptWindows {
  * product the caller is not a member of. Words nothing matches fall back to titles that share
  * most of their three-letter pieces. Throws NotFound (`products`) for a product that is not the caller's.
  */
-export async function searchItems(db: Db, viewer: Pick<UserRow, 'id'>, input: SearchInput): Promise<SearchResult> {
-  const mine = await repository.searchableProducts(db, viewer.id);
+export async function searchItems(
+  db: Db,
+  viewer: Pick<UserRow, 'id'>,
+  input: SearchInput,
+  searchable?: ProductRow[],
+): Promise<SearchResult> {
+  const mine = searchable ?? (await repository.searchableProducts(db, viewer.id));
   const products = new Map(mine.map((p) => [p.id, p]));
   if (input.productIds?.some((id) => !products.has(id))) throw productNotFound();
   const searched = input.productIds ?? [...products.keys()];
@@ -129,16 +134,23 @@ export async function searchItems(db: Db, viewer: Pick<UserRow, 'id'>, input: Se
     ids = (input.descending ? ordered : [...ordered].reverse()).slice(input.offset, input.offset + input.limit);
   } else if (window.ids.length === 0) ids = [];
   else ids = await repository.sortedPage(db, plan, { ...input, sort: input.sort });
-  // A kept window may name an item archived, or moved out of reach, since: rows are what counts.
-  const rows = (await findItemsByIds(db, ids)).filter((r) => r.archived === 0 && products.has(r.product_id));
-  const byId = new Map(rows.map((r) => [r.id, r]));
+  // A kept window may name an item archived, or moved out of reach, since: the items as they are now count.
+  const stamps = (await repository.searchStamps(db, ids)).filter((s) => s.archived === 0 && products.has(s.product_id));
+  const byId = new Map(stamps.map((s) => [s.id, s]));
   return {
-    rows: ids.map((id) => byId.get(id)).filter((r): r is ItemRow => r !== undefined),
+    stamps: ids.map((id) => byId.get(id)).filter((s): s is SearchStamp => s !== undefined),
     products,
     total: window.ids.length,
     facets: window.facets ? await facetsOf(db, window.facets) : undefined,
     fuzzy: window.fuzzy,
   };
+}
+
+/** The rows of a page of results, in its order (for pages that show more than the item JSON). */
+export async function resultRows(db: Db, result: SearchResult): Promise<ItemRow[]> {
+  const ids = result.stamps.map((s) => s.id);
+  const byId = new Map((await findItemsByIds(db, ids)).map((r) => [r.id, r]));
+  return result.stamps.flatMap((s) => byId.get(s.id) ?? []);
 }
 
 /** The products a person's search reaches: those they are a member of, not archived, by id. */

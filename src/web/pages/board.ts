@@ -124,7 +124,7 @@ async function searchMatches(app: FastifyInstance, scope: ProductScope, query: B
     limit: COUNT_CAP,
     facets: false,
   });
-  return found.rows.map((r) => r.id);
+  return found.stamps.map((s) => s.id);
 }
 
 /** What the board shows: each column's page of cards with their neighbours, the filters, the members. */

@@ -10,6 +10,7 @@ import {
   matchedSpans,
   parseSearchQuery,
   searchableProductsOf,
+  resultRows,
   searchItems,
   withoutTerm,
   withTerm,
@@ -58,15 +59,16 @@ async function presentedLines(
   result: SearchResult,
   query: SearchQuery,
 ): Promise<SearchResultLine[]> {
+  const rows = await resultRows(app.db, result);
   const byProduct = new Map<number, ItemRow[]>();
-  for (const row of result.rows) byProduct.set(row.product_id, [...(byProduct.get(row.product_id) ?? []), row]);
+  for (const row of rows) byProduct.set(row.product_id, [...(byProduct.get(row.product_id) ?? []), row]);
   const json = new Map<number, ItemJson>();
   for (const [productId, rows] of byProduct) {
     const product = result.products.get(productId)!;
     const items = await presentItems(app.db, { product, rows, urls: app.config, viewerId: viewer.id });
     for (const [n, row] of rows.entries()) json.set(row.id, items[n]);
   }
-  return result.rows.map((row) => {
+  return rows.map((row) => {
     const item = json.get(row.id)!;
     return {
       productId: row.product_id,
@@ -130,7 +132,7 @@ async function resultsView(
     facets: true,
   });
   const at = (offset: number) => searchHref({ ...page, offset });
-  const end = page.offset + result.rows.length;
+  const end = page.offset + result.stamps.length;
   return {
     lines: await presentedLines(app, viewer, result, query),
     total: result.total,
@@ -147,7 +149,7 @@ async function resultsView(
       current: sort === page.sort,
     })),
     previous: page.offset > 0 ? at(Math.max(0, page.offset - page.limit)) : undefined,
-    next: end < result.total && result.rows.length > 0 ? at(end) : undefined,
+    next: end < result.total && result.stamps.length > 0 ? at(end) : undefined,
   };
 }
 
@@ -172,7 +174,7 @@ async function itemAsked(app: FastifyInstance, viewer: Pick<UserRow, 'id'>, page
     limit: 2,
     facets: false,
   });
-  return found.rows.length === 1 ? itemHref(found.rows[0].product_id, number) : undefined;
+  return found.stamps.length === 1 ? itemHref(found.stamps[0].product_id, number) : undefined;
 }
 
 /** The form as sent (bounded), with the reasons of what was refused. */
