@@ -212,7 +212,7 @@ export async function signInByLink(page: Page, base: string, dataDir: string, em
 
 /**
  * A new browser context already signed in as `email`, for the tests about what comes after: a
- * sign-in link made as an operator makes one (`shiplog user sign-in-link`), posted by the
+ * sign-in link made as an operator makes one (`shiplog user login-link`), posted by the
  * context's own request client, whose cookies are the context's. No page is rendered on the way;
  * the way in through the pages and the mailed link is what the sign-in tests and the
  * accessibility walk go through.
