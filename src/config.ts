@@ -197,12 +197,24 @@ function parseMetricsToken(raw: string): string {
   return raw;
 }
 
+/**
+ * How an instance's PostgreSQL connections (PG_POOL_MAX) are shared: a quarter of them (at least
+ * one) kept for transactions, the rest for statements outside one. With a single connection both
+ * share it.
+ */
+export function poolSizes(max: number): { reads: number; changes: number } {
+  if (max < 2) return { reads: max, changes: 0 };
+  const changes = Math.ceil(max / 4);
+  return { reads: max - changes, changes };
+}
+
 /** What openDatabase needs from the configuration. */
 export function databaseOptions(config: Config) {
   return {
     dataDir: config.dataDir,
     databaseUrl: config.databaseUrl,
-    poolMax: config.pgPoolMax,
+    poolMax: poolSizes(config.pgPoolMax).reads,
+    transactionPoolMax: poolSizes(config.pgPoolMax).changes,
     cacheMb: config.sqliteCacheMb,
     statementTimeoutMs: config.pgStatementTimeoutMs,
     connectTimeoutMs: config.pgConnectTimeoutMs,

@@ -157,6 +157,7 @@ async function sharedCounter(
   const db: Db = await openDatabase({
     ...databaseOptions(config),
     poolMax: COUNTING_CONNECTIONS,
+    transactionPoolMax: 0,
     connectTimeoutMs: Math.min(config.pgConnectTimeoutMs, COUNT_DEADLINE_MS),
     statementTimeoutMs: Math.min(config.pgStatementTimeoutMs, COUNT_DEADLINE_MS),
   });

@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { Trx } from '../db/connection.js';
+import { changesHandleOf, type Trx } from '../db/connection.js';
 import type { ItemRow } from '../db/schema.js';
 import { productNotFound } from '../errors.js';
 import { NEXT_OFFSET, piecesWithin, serializerOf } from '../http/answer-size.js';
@@ -70,11 +70,13 @@ async function presentOne(
   scope: ProductScope,
   row: ItemRow,
   known?: KnownRelations,
+  db = app.db,
 ): Promise<Buffer> {
   reply.header('ETag', `"${entityTag(row)}"`);
   reply.type('application/json; charset=utf-8');
   const [piece] = await itemPieces({
     ...keptItemsOf(app, reply, scope),
+    db,
     stamps: [row],
     rowsOf: async (rows) => rows,
     known,
@@ -208,7 +210,8 @@ const change =
     // What is worked out before the transaction opens: the description's HTML.
     const input = options.prepare ? await options.prepare(parsed) : parsed;
     const row = await app.db.transaction().execute((trx) => run(trx, request.scope, number, input, ifMatch));
-    return presentOne(app, reply, request.scope, row);
+    // Read where the change was made: the answer of a change does not queue behind the reads.
+    return presentOne(app, reply, request.scope, row, undefined, changesHandleOf(app.db));
   };
 const noInput = () => undefined;
 
@@ -223,7 +226,7 @@ async function itemChangeRoutes(app: FastifyInstance): Promise<void> {
     const input = await renderDescription(app.markdown, parseCreateItem(requestParams(request)));
     const row = await app.db.transaction().execute((trx) => createItem(trx, request.scope, input, app.config));
     // An item made just now was deployed nowhere: none of its deployments to read.
-    return presentOne(app, reply, request.scope, row, knownDeploymentsOf(row.id, [], 0));
+    return presentOne(app, reply, request.scope, row, knownDeploymentsOf(row.id, [], 0), changesHandleOf(app.db));
   });
   app.get(item, { schema: getItemSchema }, async (request, reply) => {
     const { row, known } = await getItemToShow(app.db, request.scope, pathItemNumber(request));

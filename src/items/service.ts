@@ -90,6 +90,16 @@ export async function getItem(db: Db, scope: ProductScope, number: number): Prom
 }
 
 /**
+ * The first step of a change to one item: the product's lock (see lockProduct), then the item as
+ * the previous change left it; one statement on PostgreSQL.
+ */
+async function lockedItem(trx: Trx, scope: ProductScope, number: number): Promise<ItemRow> {
+  const item = await repository.lockProductAndFindItem(trx, scope.product.id, number);
+  if (!item) throw itemNotFound(number);
+  return item;
+}
+
+/**
  * An item to be shown on its own (not embedded), and what was read of its relations along with
  * it (for presentItems), in as few queries as the database allows.
  */
@@ -434,8 +444,7 @@ export async function updateItem(
 ): Promise<Edited> {
   // Product first: changes of a product's items apply one at a time, and read the item as the
   // previous change left it.
-  await lockProduct(trx, scope.product.id);
-  const item = await getItem(trx, scope, number);
+  const item = await lockedItem(trx, scope, number);
   const { input, conflicts } = await unseenChanges(trx, item, given, seen);
   const now = nowTimestamp();
   const changes: ItemUpdate = {
@@ -554,8 +563,7 @@ async function statusChanges(
 
 /** DELETE on an item archives it (an `item.updated` event); it can still be fetched and deployed. */
 export async function archiveItem(trx: Trx, scope: ProductScope, number: number, urls: Urls): Promise<ItemRow> {
-  await lockProduct(trx, scope.product.id);
-  const item = await getItem(trx, scope, number);
+  const item = await lockedItem(trx, scope, number);
   if (item.archived === 1) return item;
   await markItemsChanged(trx, scope.product.id, { totals: true });
   const now = nowTimestamp();
@@ -628,8 +636,7 @@ export async function resortItem(
 /** The caller follows (or stops following) an item; following counts as activity. */
 export async function setFollowing(trx: Trx, scope: ProductScope, number: number, follow: boolean): Promise<ItemRow> {
   // Product first, as every change of its items: the item read here is the one the write moves.
-  await lockProduct(trx, scope.product.id);
-  const item = await getItem(trx, scope, number);
+  const item = await lockedItem(trx, scope, number);
   if (!follow) {
     await removeFollower(trx, item.id, scope.user.id);
     return item;
