@@ -30,26 +30,35 @@ export async function findItemByNumber(db: Db, productId: number, number: number
 /**
  * Takes the product's lock as lockProduct does (products), then reads its item by number, in one
  * statement on PostgreSQL: the product row locked FOR UPDATE, the item joined to it and read once
- * the lock is held. A change's statements each cost a turn of the event loop while reads keep the
+ * the lock is held, with its tags and its latest `shown` deployments (`known`, as findItemToShow
+ * gives them). A change's statements each cost a turn of the event loop while reads keep the
  * process busy, the lock held all along. SQLite has one writer at a time already.
  */
 export async function lockProductAndFindItem(
   trx: Trx,
   productId: number,
   number: number,
-): Promise<ItemRow | undefined> {
-  if (dialectOf(trx) !== 'postgres') return findItemByNumber(trx, productId, number);
-  const row = await trx
+  shown: number,
+): Promise<{ row: ItemRow; known?: KnownRelations } | undefined> {
+  if (dialectOf(trx) !== 'postgres') {
+    const row = await findItemByNumber(trx, productId, number);
+    return row && { row };
+  }
+  const found = await trx
     .selectFrom('products as p')
     .leftJoin('items as i', (join) =>
       // No item has a number that cannot be stored: the product is still locked, and none is found.
       join.onRef('i.product_id', '=', 'p.id').on('i.number', '=', storableId(number) ? number : 0),
     )
     .select(columnsOf('i', ITEM_COLUMNS))
+    .select(extraColumns(shown))
     .where('p.id', '=', productId)
     .forUpdate('p')
     .executeTakeFirst();
-  return row?.id === null || row === undefined ? undefined : (row as ItemRow);
+  if (found?.id == null) return undefined;
+  const { tags, deployments, deployments_total, ...columns } = found;
+  const row = columns as ItemRow;
+  return { row, known: extrasOf([{ id: row.id, tags, deployments, deployments_total }]) };
 }
 
 export async function findItemsByNumbers(db: Db, productId: number, requested: number[]): Promise<ItemRow[]> {

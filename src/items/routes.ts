@@ -190,7 +190,7 @@ type ChangeRun<T> = (
   number: number,
   input: T,
   ifMatch: IfMatch | undefined,
-) => Promise<ItemRow>;
+) => Promise<{ row: ItemRow; known?: KnownRelations }>;
 
 /**
  * The handler of a change to one item: parse, (for a conditional change) read If-Match, prepare
@@ -209,9 +209,9 @@ const change =
     const number = pathItemNumber(request);
     // What is worked out before the transaction opens: the description's HTML.
     const input = options.prepare ? await options.prepare(parsed) : parsed;
-    const row = await app.db.transaction().execute((trx) => run(trx, request.scope, number, input, ifMatch));
-    // Read where the change was made: the answer of a change does not queue behind the reads.
-    return presentOne(app, reply, request.scope, row, undefined, changesHandleOf(app.db));
+    const { row, known } = await app.db.transaction().execute((trx) => run(trx, request.scope, number, input, ifMatch));
+    // What is still to read goes where the change was made: the answer does not queue behind the reads.
+    return presentOne(app, reply, request.scope, row, known, changesHandleOf(app.db));
   };
 const noInput = () => undefined;
 
@@ -240,20 +240,19 @@ async function itemChangeRoutes(app: FastifyInstance): Promise<void> {
     change(
       app,
       parseUpdateItem,
-      async (trx, scope, n, input, ifMatch) =>
-        (await updateItem(trx, scope, n, input, app.config, ifMatch && { etags: ifMatch })).row,
+      (trx, scope, n, input, ifMatch) => updateItem(trx, scope, n, input, app.config, ifMatch && { etags: ifMatch }),
       { conditional: true, prepare: (input) => renderDescription(app.markdown, input) },
     ),
   );
   app.delete(
     item,
     { schema: archiveItemSchema },
-    change(app, noInput, (trx, scope, n) => archiveItem(trx, scope, n, app.config)),
+    change(app, noInput, async (trx, scope, n) => ({ row: await archiveItem(trx, scope, n, app.config) })),
   );
   app.post(
     '/api/products/:product_id/items/:item_number/resort.json',
     { schema: resortItemSchema },
-    change(app, parseResort, resortItem, { conditional: true }),
+    change(app, parseResort, async (...args) => ({ row: await resortItem(...args) }), { conditional: true }),
   );
   for (const [method, follow, schema] of [
     ['POST', true, followItemSchema],
@@ -263,7 +262,7 @@ async function itemChangeRoutes(app: FastifyInstance): Promise<void> {
       method,
       url: '/api/products/:product_id/items/:item_number/follow.json',
       schema,
-      handler: change(app, noInput, (trx, scope, n) => setFollowing(trx, scope, n, follow)),
+      handler: change(app, noInput, async (trx, scope, n) => ({ row: await setFollowing(trx, scope, n, follow) })),
     });
   }
 }
