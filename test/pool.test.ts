@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
-import { poolSizes } from '../src/config.js';
+import { DEFAULT_PG_POOL_MAX, poolSizes } from '../src/config.js';
 import { changesHandleOf, openDatabase, type Db } from '../src/db/connection.js';
 import { databaseOptionsFor, pgBase } from './storage.js';
 
@@ -59,7 +59,7 @@ test('a transaction and what a change reads outside it get a connection while ev
   // Were transactions to wait for the held read connections, they would wait for ever.
   timeout: 30_000,
 }, async () => {
-  const { reads } = poolSizes(10);
+  const { reads } = poolSizes(DEFAULT_PG_POOL_MAX);
   const hold = await holdReadConnections(reads);
   try {
     // With one shared pool both would wait for a held connection, and the test would never end.

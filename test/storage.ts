@@ -1,6 +1,6 @@
 import crypto from 'node:crypto';
 import pg from 'pg';
-import { poolSizes } from '../src/config.js';
+import { DEFAULT_PG_POOL_MAX, poolSizes } from '../src/config.js';
 import type { DatabaseOptions } from '../src/db/connection.js';
 
 /**
@@ -38,7 +38,7 @@ export async function databaseOptionsFor(dataDir: string, memory = false): Promi
   const databaseUrl = await databaseUrlFor(dataDir);
   if (!databaseUrl) return { dataDir, filename: memory ? ':memory:' : undefined };
   // Connections shared as a server shares PG_POOL_MAX's default: transactions on their own.
-  const { reads, changes } = poolSizes(10);
+  const { reads, changes } = poolSizes(DEFAULT_PG_POOL_MAX);
   return { dataDir, databaseUrl, poolMax: reads, transactionPoolMax: changes };
 }
 
