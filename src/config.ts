@@ -201,7 +201,7 @@ function parseMetricsToken(raw: string): string {
  * PG_POOL_MAX's default: 4 connections for reads and 2 for transactions (poolSizes). Reads wait
  * on the network, and each one in flight adds its answer to every turn of the event loop, which
  * each statement of a change waits for: beside the saturated read mix, 4 read connections
- * answered as many reads as 7 and the writes in half the time.
+ * answered about as many reads as 7 and the writes in half the time.
  */
 export const DEFAULT_PG_POOL_MAX = 6;
 
