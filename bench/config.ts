@@ -42,6 +42,12 @@ export interface BenchConfig {
    * (`node --cpu-prof`) when it exits at the end of each size; unset, nothing is profiled.
    */
   readonly cpuProfDir: string | undefined;
+  /**
+   * BENCH_PG_REUSE=1: on PostgreSQL, measure the dataset of the same size that an earlier run
+   * seeded (with what that run wrote since) instead of seeding afresh, which takes minutes at 1M
+   * items. For comparing changes run after run; BENCHMARKS.md is written from fresh seeds only.
+   */
+  readonly reusePostgres: boolean;
 }
 
 function positiveInt(name: string, fallback: number): number {
@@ -84,6 +90,7 @@ export function loadBenchConfig(): BenchConfig {
     databaseUrl: process.env.DATABASE_URL || undefined,
     load: loadGenerator(),
     cpuProfDir: process.env.BENCH_CPU_PROF ? path.resolve(process.env.BENCH_CPU_PROF) : undefined,
+    reusePostgres: process.env.BENCH_PG_REUSE === '1',
     only: process.env.BENCH_SCENARIOS
       ? process.env.BENCH_SCENARIOS.split(',')
           .map((s) => s.trim())
@@ -103,6 +110,7 @@ export function commandLine(): string {
     'BENCH_CONNECTIONS',
     'BENCH_MAIL_MESSAGES',
     'BENCH_CPU_PROF',
+    'BENCH_PG_REUSE',
     'DATABASE_URL',
   ];
   const env = names

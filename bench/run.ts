@@ -61,7 +61,7 @@ import {
   TYPED,
   type ScenarioData,
 } from './scenarios.js';
-import { ensureSqliteDataset, seedPostgres, type DatasetInfo } from './seed.js';
+import { ensureSqliteDataset, postgresSeededWith, seedPostgres, type DatasetInfo } from './seed.js';
 import { postgresStore, sqliteStore, type BenchStore } from './store.js';
 import { cleanEnv } from '../test/processes.js';
 
@@ -576,6 +576,11 @@ async function prepareDatabase(
     db.close();
     return { env: {} };
   }
+  if (ctx.cfg.reusePostgres && (await postgresSeededWith(ctx.cfg.databaseUrl!, ctx.size))) {
+    // The generator draws the same dataset on either database: the SQLite file's description holds.
+    log(`  [${ctx.label}] PostgreSQL: the dataset an earlier run seeded, reused (BENCH_PG_REUSE)`);
+    return { env: { DATABASE_URL: ctx.cfg.databaseUrl! }, info: { ...ctx.info, seedSeconds: 0 } };
+  }
   const info = await seedPostgres(ctx.cfg.databaseUrl!, ctx.size);
   log(`  [${ctx.label}] PostgreSQL seeded in ${Math.round(info.seedSeconds)} s`);
   return { env: { DATABASE_URL: ctx.cfg.databaseUrl! }, info };
@@ -731,8 +736,10 @@ async function main(): Promise<void> {
   run.loadAverageAfter = os.loadavg();
   const section = renderSection(run, evaluateTargets(run));
   process.stdout.write(`\n${section}\n`);
-  if (cfg.only) {
-    log('BENCHMARKS.md left as it is: BENCH_SCENARIOS measured only some scenarios');
+  if (cfg.only || cfg.reusePostgres) {
+    log(
+      `BENCHMARKS.md left as it is: ${cfg.only ? 'BENCH_SCENARIOS measured only some scenarios' : 'a reused dataset'}`,
+    );
     return;
   }
   writeReport(backend, section);

@@ -667,6 +667,27 @@ async function resetPostgres(client: pg.Client): Promise<void> {
   await client.query(`drop table ${names.map((n) => `"${n}"`).join(', ')} cascade`);
 }
 
+/**
+ * Whether DATABASE_URL already holds a dataset of `size` items that an earlier run seeded (with
+ * whatever that run wrote since: descriptions, new items, deploys).
+ */
+export async function postgresSeededWith(url: string, size: number): Promise<boolean> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ value: string }>(
+      `select value from settings where name = $1 and exists (select 1 from items limit 1)`,
+      [BENCH_MARKER],
+    );
+    return rows[0]?.value === String(size);
+  } catch {
+    // No settings table: nothing was seeded.
+    return false;
+  } finally {
+    await client.end();
+  }
+}
+
 /** Seeds DATABASE_URL with a fresh dataset of `size` items (PostgreSQL runs are not cached). */
 export async function seedPostgres(url: string, size: number): Promise<DatasetInfo> {
   const started = Date.now();

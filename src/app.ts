@@ -2,7 +2,7 @@ import Fastify, { type FastifyInstance, type FastifyServerOptions, type RouteOpt
 import { ATTACHMENT_SCHEMAS, attachmentRoutes } from './attachments/index.js';
 import { ACTIVITY_SCHEMAS, activityRoutes } from './activities/index.js';
 import { MergeSearchIndex, SEARCH_SCHEMAS, searchRoutes } from './search/index.js';
-import type { Config } from './config.js';
+import { poolSizes, type Config } from './config.js';
 import type { Db } from './db/connection.js';
 import type { UserRow } from './db/schema.js';
 import {
@@ -153,13 +153,13 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   // Of the memory given to kept answers, two thirds hold whole answers and one third items' JSON.
   const answerCache = config.answerCacheMb * 1024 * 1024;
   app.decorate('keptItems', new KeptItems(answerCache / 3));
-  // Renders at once: as many as the pool's connections on PostgreSQL, where renders wait on the network.
+  // Renders at once: as many as the pool's connections for reads on PostgreSQL, where renders wait on the network.
   // On SQLite one answer renders at a time: its reads block the one thread anyway, and a second
   // render in between only holds a second page of objects (4 MB more at the peak, for no more answers
   // per second).
   app.decorate(
     'keptAnswers',
-    new KeptAnswers((answerCache * 2) / 3, config.databaseUrl ? config.pgPoolMax : 1, undefined, {
+    new KeptAnswers((answerCache * 2) / 3, config.databaseUrl ? poolSizes(config.pgPoolMax).reads : 1, undefined, {
       db,
       items: new ChangedItems(),
     }),

@@ -197,12 +197,32 @@ function parseMetricsToken(raw: string): string {
   return raw;
 }
 
+/**
+ * PG_POOL_MAX's default: 4 connections for reads and 2 for transactions (poolSizes). Reads wait
+ * on the network, and each one in flight adds its answer to every turn of the event loop, which
+ * each statement of a change waits for: beside the saturated read mix, 4 read connections
+ * answered about as many reads as 7 and the writes in half the time.
+ */
+export const DEFAULT_PG_POOL_MAX = 6;
+
+/**
+ * How an instance's PostgreSQL connections (PG_POOL_MAX) are shared: a quarter of them (at least
+ * one) kept for transactions, the rest for statements outside one. With a single connection both
+ * share it.
+ */
+export function poolSizes(max: number): { reads: number; changes: number } {
+  if (max < 2) return { reads: max, changes: 0 };
+  const changes = Math.ceil(max / 4);
+  return { reads: max - changes, changes };
+}
+
 /** What openDatabase needs from the configuration. */
 export function databaseOptions(config: Config) {
   return {
     dataDir: config.dataDir,
     databaseUrl: config.databaseUrl,
-    poolMax: config.pgPoolMax,
+    poolMax: poolSizes(config.pgPoolMax).reads,
+    transactionPoolMax: poolSizes(config.pgPoolMax).changes,
     cacheMb: config.sqliteCacheMb,
     statementTimeoutMs: config.pgStatementTimeoutMs,
     connectTimeoutMs: config.pgConnectTimeoutMs,
@@ -276,7 +296,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     mailProbeSeconds: positive('MAIL_PROBE_SECONDS', 15, 3600),
     mailStallSeconds: positive('MAIL_STALL_SECONDS', 300, 86_400),
     databaseUrl: env.DATABASE_URL ? parseDatabaseUrl(env.DATABASE_URL) : undefined,
-    pgPoolMax: positive('PG_POOL_MAX', 10),
+    pgPoolMax: positive('PG_POOL_MAX', DEFAULT_PG_POOL_MAX),
     sqliteCacheMb: positive('SQLITE_CACHE_MB', 8, 4096),
     answerCacheMb: limit('ANSWER_CACHE_MB', 24),
     readsPerTurn: positive('READS_PER_TURN', 4, 10_000),

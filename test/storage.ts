@@ -1,5 +1,6 @@
 import crypto from 'node:crypto';
 import pg from 'pg';
+import { DEFAULT_PG_POOL_MAX, poolSizes } from '../src/config.js';
 import type { DatabaseOptions } from '../src/db/connection.js';
 
 /**
@@ -35,7 +36,10 @@ export async function databaseUrlFor(dataDir: string): Promise<string | undefine
 /** openDatabase options for a data directory; `memory` keeps SQLite in memory. */
 export async function databaseOptionsFor(dataDir: string, memory = false): Promise<DatabaseOptions> {
   const databaseUrl = await databaseUrlFor(dataDir);
-  return databaseUrl ? { dataDir, databaseUrl } : { dataDir, filename: memory ? ':memory:' : undefined };
+  if (!databaseUrl) return { dataDir, filename: memory ? ':memory:' : undefined };
+  // Connections shared as a server shares PG_POOL_MAX's default: transactions on their own.
+  const { reads, changes } = poolSizes(DEFAULT_PG_POOL_MAX);
+  return { dataDir, databaseUrl, poolMax: reads, transactionPoolMax: changes };
 }
 
 /** The environment a server or command-line process needs to use a data directory's storage. */

@@ -1,7 +1,8 @@
-import { sql, type Insertable } from 'kysely';
+import { sql, type Insertable, type OnConflictBuilder } from 'kysely';
 import type { Db, Trx } from '../db/connection.js';
-import type { ActivitiesTable, ActivityRow } from '../db/schema.js';
+import { dialectOf } from '../db/dialect.js';
 import { prepared } from '../db/prepared.js';
+import type { ActivitiesTable, ActivityRow, Database } from '../db/schema.js';
 
 /** Rows one statement adds: 7 values each, well inside either database's limit on bound values. */
 const INSERT_STEP = 500;
@@ -14,11 +15,39 @@ const PRODUCT_WIDE = 0;
  * writers never wait for each other's counters the other way round.
  */
 export async function insertActivities(trx: Trx, rows: Insertable<ActivitiesTable>[]): Promise<void> {
+  const counters = countersOf(rows);
+  // PostgreSQL, a change's few activities: the rows and their counters in one statement (one
+  // round trip of the change instead of two; a data-modifying WITH runs whether or not it is read).
+  if (dialectOf(trx) === 'postgres' && rows.length <= INSERT_STEP && counters.length <= INSERT_STEP) {
+    await trx
+      .with('added', (db) => db.insertInto('activities').values(rows).returning('id'))
+      .insertInto('activity_counts')
+      .values(counters)
+      .onConflict(addToCounter)
+      .execute();
+    return;
+  }
   for (let i = 0; i < rows.length; i += INSERT_STEP)
     await trx
       .insertInto('activities')
       .values(rows.slice(i, i + INSERT_STEP))
       .execute();
+  for (let i = 0; i < counters.length; i += INSERT_STEP)
+    await trx
+      .insertInto('activity_counts')
+      .values(counters.slice(i, i + INSERT_STEP))
+      .onConflict(addToCounter)
+      .execute();
+}
+
+/** A counter that exists already is moved by the count given. */
+const addToCounter = (oc: OnConflictBuilder<Database, 'activity_counts'>) =>
+  oc
+    .columns(['product_id', 'item_id'])
+    .doUpdateSet((eb) => ({ count: eb('activity_counts.count', '+', eb.ref('excluded.count')) }));
+
+/** How far the activities move each counter (each item's, and each product's), in key order. */
+function countersOf(rows: Insertable<ActivitiesTable>[]): { product_id: number; item_id: number; count: number }[] {
   const added = new Map<string, { product_id: number; item_id: number; count: number }>();
   for (const row of rows) {
     for (const item_id of [PRODUCT_WIDE, row.item_id]) {
@@ -27,17 +56,7 @@ export async function insertActivities(trx: Trx, rows: Insertable<ActivitiesTabl
       counter.count += 1;
     }
   }
-  const counters = [...added.values()].sort((a, b) => a.product_id - b.product_id || a.item_id - b.item_id);
-  for (let i = 0; i < counters.length; i += INSERT_STEP)
-    await trx
-      .insertInto('activity_counts')
-      .values(counters.slice(i, i + INSERT_STEP))
-      .onConflict((oc) =>
-        oc
-          .columns(['product_id', 'item_id'])
-          .doUpdateSet((eb) => ({ count: eb('activity_counts.count', '+', eb.ref('excluded.count')) })),
-      )
-      .execute();
+  return [...added.values()].sort((a, b) => a.product_id - b.product_id || a.item_id - b.item_id);
 }
 
 /** Whose activities a page lists: a product's, or one item's. */

@@ -1,6 +1,13 @@
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
-import { Kysely, PostgresDialect, type LogEvent, type Transaction } from 'kysely';
+import {
+  Kysely,
+  PostgresDialect,
+  type KyselyConfig,
+  type LogEvent,
+  type Transaction,
+  type TransactionBuilder,
+} from 'kysely';
 import type pg from 'pg';
 import { BackgroundCheckpointer } from './checkpointer.js';
 import { GroupCommitSqliteDialect } from './dialect.js';
@@ -24,8 +31,10 @@ export interface DatabaseOptions {
   filename?: string;
   /** `postgres://...`: PostgreSQL instead of the embedded SQLite. */
   databaseUrl?: string;
-  /** PostgreSQL pool size. */
+  /** PostgreSQL: the pool's connections (for everything but transactions, with transactionPoolMax). */
   poolMax?: number;
+  /** PostgreSQL: connections kept for transactions, in a pool of their own (see SplitKysely); none by default. */
+  transactionPoolMax?: number;
   /** false: the schema is left as it is, for another handle of a process whose first one migrated it. */
   migrate?: boolean;
   /** SQLite: the page cache, in MiB (SQLite's own default is 2). */
@@ -193,25 +202,67 @@ function resilientPool(pool: pg.Pool) {
   };
 }
 
+/**
+ * A handle whose transactions take their connection from a pool of their own (PostgreSQL).
+ *
+ * Under saturating reads every pooled connection is taken and dozens of reads queue for the next
+ * one; a change queued behind them waited for a connection tens of milliseconds (hundreds at the
+ * tail), and held the product's lock meanwhile with nothing to show for it. Every change runs in a
+ * transaction (and background jobs claim in theirs), so transactions get connections nobody reads
+ * on: a change waits at most for the other transactions, never for the reads.
+ */
+class SplitKysely extends Kysely<Database> {
+  readonly #changes: Kysely<Database>;
+  constructor(reads: KyselyConfig, changes: Kysely<Database>) {
+    super(reads);
+    this.#changes = changes;
+  }
+  override transaction(): TransactionBuilder<Database> {
+    return this.#changes.transaction();
+  }
+  override async destroy(): Promise<void> {
+    await Promise.all([super.destroy(), this.#changes.destroy()]);
+  }
+  /** The handle of the connections kept for transactions. */
+  get changes(): Db {
+    return this.#changes;
+  }
+}
+
+/**
+ * Where what a change reads right after its commit goes (its answer): the connections kept for
+ * transactions where there are (SplitKysely), so that it does not queue behind the reads either.
+ */
+export const changesHandleOf = (db: Db): Db => (db instanceof SplitKysely ? db.changes : db);
+
 async function openPostgres(options: DatabaseOptions & { databaseUrl: string }): Promise<Db> {
   // Loaded only here: the embedded default starts without it.
   const { default: pg } = await import('pg');
   // bigint columns (positions, counts) come back as strings by default; every value stays far
   // below 2^53, so numbers are exact.
   pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value));
-  const pool = new pg.Pool({
-    connectionString: options.databaseUrl,
-    max: options.poolMax ?? 10,
-    connectionTimeoutMillis: options.connectTimeoutMs ?? 5000,
-    statement_timeout: options.statementTimeoutMs ?? 5000,
-    // The server cancels slow statements; this also gives up on a network that stopped answering.
-    query_timeout: (options.statementTimeoutMs ?? 5000) + 1000,
-    // A transaction left open by a stuck client must not hold its locks for ever.
-    idle_in_transaction_session_timeout: 60_000,
+  const poolOf = (max: number) =>
+    resilientPool(
+      new pg.Pool({
+        connectionString: options.databaseUrl,
+        max,
+        connectionTimeoutMillis: options.connectTimeoutMs ?? 5000,
+        statement_timeout: options.statementTimeoutMs ?? 5000,
+        // The server cancels slow statements; this also gives up on a network that stopped answering.
+        query_timeout: (options.statementTimeoutMs ?? 5000) + 1000,
+        // A transaction left open by a stuck client must not hold its locks for ever.
+        idle_in_transaction_session_timeout: 60_000,
+      }),
+    );
+  const changes = options.transactionPoolMax ?? 0;
+  return withQueryLog((log) => {
+    const config = (max: number): KyselyConfig => ({
+      dialect: new PostgresDialect({ pool: poolOf(max) as never }),
+      log,
+    });
+    const reads = config(options.poolMax ?? 10);
+    return changes > 0 ? new SplitKysely(reads, new Kysely<Database>(config(changes))) : new Kysely<Database>(reads);
   });
-  return withQueryLog(
-    (log) => new Kysely<Database>({ dialect: new PostgresDialect({ pool: resilientPool(pool) as never }), log }),
-  );
 }
 
 /**

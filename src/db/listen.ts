@@ -1,4 +1,4 @@
-import { sql } from 'kysely';
+import { sql, type RawBuilder } from 'kysely';
 import type pg from 'pg';
 import type { Trx } from './connection.js';
 import { dialectOf } from './dialect.js';
@@ -15,8 +15,12 @@ export const CHANGES_CHANNEL = 'shiplog_changes';
  */
 export async function notifyProductChanged(trx: Trx, productId: number): Promise<void> {
   if (dialectOf(trx) !== 'postgres') return;
-  await sql`select pg_notify(${CHANGES_CHANNEL}, current_schema() || ' ' || ${String(productId)})`.execute(trx);
+  await sql`select ${productChangedNotification(productId)}`.execute(trx);
 }
+
+/** notifyProductChanged as an expression, for a statement of the change to carry (PostgreSQL). */
+export const productChangedNotification = (productId: number): RawBuilder<unknown> =>
+  sql`pg_notify(${CHANGES_CHANNEL}, current_schema() || ' ' || ${String(productId)})`;
 
 /** The application_name of the listening connections. */
 export const LISTENER_NAME = 'shiplog_listen';

@@ -159,6 +159,7 @@ async function sharedCounter(
     // The app's own handle, opened first, migrated the schema.
     migrate: false,
     poolMax: COUNTING_CONNECTIONS,
+    transactionPoolMax: 0,
     connectTimeoutMs: Math.min(config.pgConnectTimeoutMs, COUNT_DEADLINE_MS),
     statementTimeoutMs: Math.min(config.pgStatementTimeoutMs, COUNT_DEADLINE_MS),
   });

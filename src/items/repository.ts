@@ -1,7 +1,7 @@
 import { sql, type CompiledQuery } from 'kysely';
 import { inChunks } from '../db/chunks.js';
 import { findProfiles, type UserProfile } from '../users/index.js';
-import type { Db } from '../db/connection.js';
+import type { Db, Trx } from '../db/connection.js';
 import { foldedTag, foldTag } from '../db/tags.js';
 import { dialectOf } from '../db/dialect.js';
 import { prepared } from '../db/prepared.js';
@@ -25,6 +25,40 @@ const itemByNumber = prepared((db, productId: number, number: number) =>
 export async function findItemByNumber(db: Db, productId: number, number: number): Promise<ItemRow | undefined> {
   if (!storableId(number)) return undefined;
   return (await itemByNumber(db, productId, number))[0];
+}
+
+/**
+ * Takes the product's lock as lockProduct does (products), then reads its item by number, in one
+ * statement on PostgreSQL: the product row locked FOR UPDATE, the item joined to it and read once
+ * the lock is held, with its tags and its latest `shown` deployments (`known`, as findItemToShow
+ * gives them). A change's statements each cost a turn of the event loop while reads keep the
+ * process busy, the lock held all along. SQLite has one writer at a time already.
+ */
+export async function lockProductAndFindItem(
+  trx: Trx,
+  productId: number,
+  number: number,
+  shown: number,
+): Promise<{ row: ItemRow; known?: KnownRelations } | undefined> {
+  if (dialectOf(trx) !== 'postgres') {
+    const row = await findItemByNumber(trx, productId, number);
+    return row && { row };
+  }
+  const found = await trx
+    .selectFrom('products as p')
+    .leftJoin('items as i', (join) =>
+      // No item has a number that cannot be stored: the product is still locked, and none is found.
+      join.onRef('i.product_id', '=', 'p.id').on('i.number', '=', storableId(number) ? number : 0),
+    )
+    .select(columnsOf('i', ITEM_COLUMNS))
+    .select(extraColumns(shown))
+    .where('p.id', '=', productId)
+    .forUpdate('p')
+    .executeTakeFirst();
+  if (found?.id == null) return undefined;
+  const { tags, deployments, deployments_total, ...columns } = found;
+  const row = columns as ItemRow;
+  return { row, known: extrasOf([{ id: row.id, tags, deployments, deployments_total }]) };
 }
 
 export async function findItemsByNumbers(db: Db, productId: number, requested: number[]): Promise<ItemRow[]> {

@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { Trx } from '../db/connection.js';
+import { changesHandleOf, type Trx } from '../db/connection.js';
 import type { ItemRow } from '../db/schema.js';
 import { productNotFound } from '../errors.js';
 import { NEXT_OFFSET, piecesWithin, serializerOf } from '../http/answer-size.js';
@@ -70,11 +70,13 @@ async function presentOne(
   scope: ProductScope,
   row: ItemRow,
   known?: KnownRelations,
+  db = app.db,
 ): Promise<Buffer> {
   reply.header('ETag', `"${entityTag(row)}"`);
   reply.type('application/json; charset=utf-8');
   const [piece] = await itemPieces({
     ...keptItemsOf(app, reply, scope),
+    db,
     stamps: [row],
     rowsOf: async (rows) => rows,
     known,
@@ -188,7 +190,7 @@ type ChangeRun<T> = (
   number: number,
   input: T,
   ifMatch: IfMatch | undefined,
-) => Promise<ItemRow>;
+) => Promise<{ row: ItemRow; known?: KnownRelations }>;
 
 /**
  * The handler of a change to one item: parse, (for a conditional change) read If-Match, prepare
@@ -207,8 +209,9 @@ const change =
     const number = pathItemNumber(request);
     // What is worked out before the transaction opens: the description's HTML.
     const input = options.prepare ? await options.prepare(parsed) : parsed;
-    const row = await app.db.transaction().execute((trx) => run(trx, request.scope, number, input, ifMatch));
-    return presentOne(app, reply, request.scope, row);
+    const { row, known } = await app.db.transaction().execute((trx) => run(trx, request.scope, number, input, ifMatch));
+    // What is still to read goes where the change was made: the answer does not queue behind the reads.
+    return presentOne(app, reply, request.scope, row, known, changesHandleOf(app.db));
   };
 const noInput = () => undefined;
 
@@ -223,7 +226,7 @@ async function itemChangeRoutes(app: FastifyInstance): Promise<void> {
     const input = await renderDescription(app.markdown, parseCreateItem(requestParams(request)));
     const row = await app.db.transaction().execute((trx) => createItem(trx, request.scope, input, app.config));
     // An item made just now was deployed nowhere: none of its deployments to read.
-    return presentOne(app, reply, request.scope, row, knownDeploymentsOf(row.id, [], 0));
+    return presentOne(app, reply, request.scope, row, knownDeploymentsOf(row.id, [], 0), changesHandleOf(app.db));
   });
   app.get(item, { schema: getItemSchema }, async (request, reply) => {
     const { row, known } = await getItemToShow(app.db, request.scope, pathItemNumber(request));
@@ -237,20 +240,19 @@ async function itemChangeRoutes(app: FastifyInstance): Promise<void> {
     change(
       app,
       parseUpdateItem,
-      async (trx, scope, n, input, ifMatch) =>
-        (await updateItem(trx, scope, n, input, app.config, ifMatch && { etags: ifMatch })).row,
+      (trx, scope, n, input, ifMatch) => updateItem(trx, scope, n, input, app.config, ifMatch && { etags: ifMatch }),
       { conditional: true, prepare: (input) => renderDescription(app.markdown, input) },
     ),
   );
   app.delete(
     item,
     { schema: archiveItemSchema },
-    change(app, noInput, (trx, scope, n) => archiveItem(trx, scope, n, app.config)),
+    change(app, noInput, async (trx, scope, n) => ({ row: await archiveItem(trx, scope, n, app.config) })),
   );
   app.post(
     '/api/products/:product_id/items/:item_number/resort.json',
     { schema: resortItemSchema },
-    change(app, parseResort, resortItem, { conditional: true }),
+    change(app, parseResort, async (...args) => ({ row: await resortItem(...args) }), { conditional: true }),
   );
   for (const [method, follow, schema] of [
     ['POST', true, followItemSchema],
@@ -260,7 +262,7 @@ async function itemChangeRoutes(app: FastifyInstance): Promise<void> {
       method,
       url: '/api/products/:product_id/items/:item_number/follow.json',
       schema,
-      handler: change(app, noInput, (trx, scope, n) => setFollowing(trx, scope, n, follow)),
+      handler: change(app, noInput, async (trx, scope, n) => ({ row: await setFollowing(trx, scope, n, follow) })),
     });
   }
 }

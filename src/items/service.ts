@@ -90,6 +90,21 @@ export async function getItem(db: Db, scope: ProductScope, number: number): Prom
 }
 
 /**
+ * The first step of a change to one item: the product's lock (see lockProduct), then the item as
+ * the previous change left it, on PostgreSQL with its relations as an answer shows them (`known`),
+ * all in one statement.
+ */
+async function lockedItem(
+  trx: Trx,
+  scope: ProductScope,
+  number: number,
+): Promise<{ row: ItemRow; known?: KnownRelations }> {
+  const found = await repository.lockProductAndFindItem(trx, scope.product.id, number, DEPLOYED_TO_SHOWN);
+  if (!found) throw itemNotFound(number);
+  return found;
+}
+
+/**
  * An item to be shown on its own (not embedded), and what was read of its relations along with
  * it (for presentItems), in as few queries as the database allows.
  */
@@ -320,6 +335,8 @@ export interface Edited {
   row: ItemRow;
   /** Parameter names (`title`, `assigned_to`, ...): the caller's value is not stored; the item keeps the other's. */
   conflicts: string[];
+  /** What was read of the item's relations with it and is still true after the update (for its answer). */
+  known?: KnownRelations;
 }
 
 /** The update's fields and the parameters that set them, which conflicts are named by. */
@@ -434,8 +451,7 @@ export async function updateItem(
 ): Promise<Edited> {
   // Product first: changes of a product's items apply one at a time, and read the item as the
   // previous change left it.
-  await lockProduct(trx, scope.product.id);
-  const item = await getItem(trx, scope, number);
+  const { row: item, known } = await lockedItem(trx, scope, number);
   const { input, conflicts } = await unseenChanges(trx, item, given, seen);
   const now = nowTimestamp();
   const changes: ItemUpdate = {
@@ -450,7 +466,7 @@ export async function updateItem(
     if (tagsChanged) await replaceTags(trx, item.id, input.tags);
   }
 
-  if (Object.keys(changes).length === 0 && !tagsChanged) return { row: item, conflicts };
+  if (Object.keys(changes).length === 0 && !tagsChanged) return { row: item, conflicts, known };
   const totals = tagsChanged || changes.status !== undefined || 'assigned_to_id' in changes || 'parent_id' in changes;
   await markItemsChanged(trx, scope.product.id, { totals, items: [item.id] });
   const updated = await updateItemRow(trx, item.id, { ...changes, last_modified: now, last_activity: now });
@@ -460,7 +476,8 @@ export async function updateItem(
     event: moved ? 'item.status_changed' : 'item.updated',
     tags: tagsChanged ? { before: tagsBefore, after: input.tags! } : undefined,
   });
-  return { row: updated, conflicts };
+  // An update never changes an item's deployments; its tags, when they changed, are read again.
+  return { row: updated, conflicts, known: known && { ...known, tags: tagsChanged ? undefined : known.tags } };
 }
 
 /**
@@ -554,8 +571,7 @@ async function statusChanges(
 
 /** DELETE on an item archives it (an `item.updated` event); it can still be fetched and deployed. */
 export async function archiveItem(trx: Trx, scope: ProductScope, number: number, urls: Urls): Promise<ItemRow> {
-  await lockProduct(trx, scope.product.id);
-  const item = await getItem(trx, scope, number);
+  const { row: item } = await lockedItem(trx, scope, number);
   if (item.archived === 1) return item;
   await markItemsChanged(trx, scope.product.id, { totals: true });
   const now = nowTimestamp();
@@ -628,8 +644,7 @@ export async function resortItem(
 /** The caller follows (or stops following) an item; following counts as activity. */
 export async function setFollowing(trx: Trx, scope: ProductScope, number: number, follow: boolean): Promise<ItemRow> {
   // Product first, as every change of its items: the item read here is the one the write moves.
-  await lockProduct(trx, scope.product.id);
-  const item = await getItem(trx, scope, number);
+  const { row: item } = await lockedItem(trx, scope, number);
   if (!follow) {
     await removeFollower(trx, item.id, scope.user.id);
     return item;

@@ -1,5 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { Db } from '../db/connection.js';
+import { changesHandleOf, type Db } from '../db/connection.js';
 import type { ScopeDocumentation } from '../http/documentation.js';
 import { callerScope } from './service.js';
 
@@ -13,9 +13,12 @@ export const requireMemberDocumentation: ScopeDocumentation = {
  * product exists (404) and the caller is a member (403); the caller and the product in one read.
  */
 export function requireMember(db: Db) {
+  // A change reads who asks where it will write (changesHandleOf): not behind the queued reads.
+  const changes = changesHandleOf(db);
   return async (request: FastifyRequest, _reply: FastifyReply): Promise<void> => {
     const { product_id } = request.params as { product_id: string };
-    request.scope = await callerScope(db, request.headers.authorization, product_id);
+    const reads = request.method === 'GET' || request.method === 'HEAD';
+    request.scope = await callerScope(reads ? db : changes, request.headers.authorization, product_id);
     request.user = request.scope.user;
   };
 }

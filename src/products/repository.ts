@@ -1,6 +1,7 @@
+import { sql } from 'kysely';
 import type { Db, Trx } from '../db/connection.js';
 import { dialectOf } from '../db/dialect.js';
-import { notifyProductChanged } from '../db/listen.js';
+import { notifyProductChanged, productChangedNotification } from '../db/listen.js';
 import { prepared } from '../db/prepared.js';
 import { storableId, type ProductRow, type UserRow } from '../db/schema.js';
 import { findUserBy, type UserLookup } from '../users/index.js';
@@ -250,6 +251,7 @@ export async function markItemsChanged(
   productId: number,
   { totals, order = false, items = [] }: { totals: boolean; order?: boolean; items?: number[] },
 ): Promise<void> {
+  if (dialectOf(trx) === 'postgres') return markItemsChangedAtOnce(trx, productId, { totals, order, items });
   // Every move of the revision comes here (or to allocateItemNumber), and so tells the other instances.
   await notifyProductChanged(trx, productId);
   if (totals || order || items.length === 0) {
@@ -268,6 +270,43 @@ export async function markItemsChanged(
 
 /** Revisions of a product whose item changes are kept for instances to catch up with. */
 export const CHANGES_KEPT = 1000;
+
+/**
+ * markItemsChanged on PostgreSQL, in one statement: the notification, the versions that move and,
+ * for a change of text, its items named at the new revision and the rows of one older revision
+ * forgotten. Each statement of a change is a round trip, and while reads keep the process busy
+ * each costs a turn of its event loop (milliseconds), with the product's lock held: four
+ * statements were four turns. (A data-modifying WITH runs whether or not it is read; the DELETE
+ * sees the rows as they were before the statement, so never the ones it adds.)
+ */
+async function markItemsChangedAtOnce(
+  trx: Trx,
+  productId: number,
+  { totals, order, items }: { totals: boolean; order: boolean; items: number[] },
+): Promise<void> {
+  const notify = productChangedNotification(productId);
+  if (totals || order || items.length === 0) {
+    const versions = totals
+      ? sql`items_version = items_version + 1, order_version = order_version + 1,`
+      : order
+        ? sql`order_version = order_version + 1,`
+        : sql``;
+    const moved = sql`update products set ${versions} revision = revision + 1 where id = ${productId}`;
+    await sql`${moved} returning ${notify}`.execute(trx);
+    return;
+  }
+  await sql`with moved as (
+      update products set revision = revision + 1 where id = ${productId} returning revision
+    ), named as (
+      insert into item_changes (product_id, revision, item_id)
+      select ${productId}, moved.revision, changed.id
+      from moved, unnest(${[...new Set(items)]}::integer[]) as changed(id)
+    ), forgotten as (
+      delete from item_changes
+      where product_id = ${productId} and revision < (select revision from moved) - ${CHANGES_KEPT - 1}
+    )
+    select ${notify} from moved`.execute(trx);
+}
 
 const newRevisionIs = prepared((db, productId: number) =>
   db
