@@ -502,6 +502,36 @@ async function measureMix(
 }
 const fmt2 = (n: number) => (Number.isFinite(n) ? n.toFixed(2) : '-');
 
+/** Description writes a second beside the searches: each moves the product's revision. */
+const SEARCH_WRITES_PER_SECOND = 5;
+
+/**
+ * The searches at saturation while a team writes: beside description writes at
+ * SEARCH_WRITES_PER_SECOND, which end every kept answer and window of matches of the product, so
+ * most searches are answered from the index and the items' kept JSON.
+ */
+async function measureSearchBesideWrites(
+  ctx: SizeContext,
+  server: RunningServer,
+  data: ScenarioData,
+  baseline: LoadResult,
+): Promise<void> {
+  const besides = searchScenarios()
+    .filter((s) => s.extraHeaders === undefined)
+    .map((s) => ({ ...s, name: `${s.name}, beside ${SEARCH_WRITES_PER_SECOND} writes/s` }));
+  for (const reads of chosen(ctx, besides)) {
+    const writer = {
+      scenario: descriptionWriter(data, SEARCH_WRITES_PER_SECOND),
+      rate: SEARCH_WRITES_PER_SECOND,
+      connections: MIX_WRITER_CONNECTIONS,
+    };
+    const r = await runWrkBeside(reads, writer, loadOptions(ctx, server.port));
+    log(`  [${ctx.label}] ${reads.name}:`);
+    describe(ctx, r.reads, baseline);
+    if (r.writes) describeRate(ctx, r.writes);
+  }
+}
+
 /**
  * Every HTTP scenario against the running server: reads at saturation, then the lists and fetch
  * at a fixed rate, then the read mix beside writers, then writes at saturation and at a fixed
@@ -538,6 +568,7 @@ async function runScenarios(
     atRate.push(await measureAtRate(ctx, server, scenario, steady));
   // After every read, before the writes: the mix sees the dataset they saw, and writes little itself.
   const mixed = await measureMix(ctx, server, data, baseline);
+  await measureSearchBesideWrites(ctx, server, data, baseline);
   const writes = itemWriteScenarios(data);
   for (const scenario of chosen(ctx, writes)) results.push(await measure(ctx, server, scenario, baseline));
   for (const scenario of chosen(
