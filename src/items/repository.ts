@@ -28,11 +28,11 @@ export async function findItemByNumber(db: Db, productId: number, number: number
 }
 
 /**
- * Takes the product's lock as lockProduct does (products), then reads its item by number, in one
- * statement on PostgreSQL: the product row locked FOR UPDATE, the item joined to it and read once
- * the lock is held, with its tags and its latest `shown` deployments (`known`, as findItemToShow
- * gives them). A change's statements each cost a turn of the event loop while reads keep the
- * process busy, the lock held all along. SQLite has one writer at a time already.
+ * Takes the product's lock as lockProduct does (products), then reads its item by number; on
+ * PostgreSQL with its tags and its latest `shown` deployments (`known`, as findItemToShow gives
+ * them) in the same statement, which the answer then need not read again: a change's statements
+ * each cost a turn of the event loop while reads keep the process busy, the lock held all along.
+ * SQLite has one writer at a time already.
  */
 export async function lockProductAndFindItem(
   trx: Trx,
@@ -44,16 +44,17 @@ export async function lockProductAndFindItem(
     const row = await findItemByNumber(trx, productId, number);
     return row && { row };
   }
+  // The lock in a statement of its own: a statement that waited for a row's lock reads the rest
+  // at the snapshot it started with (PostgreSQL reads again only the rows it locks), so an item
+  // read along with the lock would be the one from before the change that held it.
+  await trx.selectFrom('products').select('id').where('id', '=', productId).forUpdate().execute();
+  if (!storableId(number)) return undefined;
   const found = await trx
-    .selectFrom('products as p')
-    .leftJoin('items as i', (join) =>
-      // No item has a number that cannot be stored: the product is still locked, and none is found.
-      join.onRef('i.product_id', '=', 'p.id').on('i.number', '=', storableId(number) ? number : 0),
-    )
+    .selectFrom('items as i')
     .select(columnsOf('i', ITEM_COLUMNS))
     .select(extraColumns(shown))
-    .where('p.id', '=', productId)
-    .forUpdate('p')
+    .where('i.product_id', '=', productId)
+    .where('i.number', '=', number)
     .executeTakeFirst();
   if (found?.id == null) return undefined;
   const { tags, deployments, deployments_total, ...columns } = found;

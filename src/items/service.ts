@@ -91,8 +91,7 @@ export async function getItem(db: Db, scope: ProductScope, number: number): Prom
 
 /**
  * The first step of a change to one item: the product's lock (see lockProduct), then the item as
- * the previous change left it, on PostgreSQL with its relations as an answer shows them (`known`),
- * all in one statement.
+ * the previous change left it, on PostgreSQL with its relations as an answer shows them (`known`).
  */
 async function lockedItem(
   trx: Trx,
