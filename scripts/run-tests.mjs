@@ -10,8 +10,10 @@
 // beside test/ at the same depth, made of the same sources (see compileTests). A file can
 // still be run alone from its TypeScript: `node --import tsx --test test/x.test.ts`.
 //
-// Usage: node scripts/run-tests.mjs [node --test options...] [files or folders under test/...]
-//   (default: every test/*.test.ts). `scripts/test-times.mjs` reports each file's time.
+// Usage: node scripts/run-tests.mjs [--checks] [node --test options...] [files or folders under test/...]
+//   (default: every test/*.test.ts). `scripts/test-times.mjs` reports each file's time. `npm test`
+//   passes --checks: the lint and the dependency rules run at the same time as the bundling, and
+//   the tests only when both pass.
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -57,7 +59,9 @@ const LONGEST = [
 ];
 
 const args = process.argv.slice(2);
-const options = args.filter((a) => a.startsWith('-'));
+/** `--checks`: the lint and the dependency rules too, each in a process of its own, beside the bundling. */
+const checks = args.includes('--checks');
+const options = args.filter((a) => a.startsWith('-') && a !== '--checks');
 const named = args.filter((a) => !a.startsWith('-'));
 const files = (named.length ? named : [TESTS])
   .flatMap((p) =>
@@ -129,7 +133,22 @@ async function compileTests(entries) {
   });
 }
 
-await compileTests(files);
+/** Runs a command with the terminal's output; resolves to its exit code. */
+const run = (command, commandArgs) =>
+  new Promise((resolve) =>
+    spawn(command, commandArgs, { cwd: ROOT, stdio: 'inherit' }).on('exit', (code) => resolve(code ?? 1)),
+  );
+
+const [codes] = await Promise.all([
+  checks
+    ? Promise.all([run('npm', ['run', '--silent', 'lint']), run(process.execPath, ['scripts/check-architecture.mjs'])])
+    : [],
+  compileTests(files),
+]);
+if (codes.some((code) => code !== 0)) {
+  fs.rmSync(OUT, { recursive: true, force: true });
+  process.exit(1);
+}
 const built = files.map((file) => path.join(OUT, path.relative(TESTS, path.resolve(file))).replace(/\.ts$/, '.js'));
 
 const child = spawn(process.execPath, ['--test', '--test-concurrency=2', ...options, ...built], { stdio: 'inherit' });
