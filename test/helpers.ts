@@ -31,6 +31,19 @@ export function tempDir(prefix = 'shiplog-test-'): string {
 }
 
 /**
+ * A second instance on `t`'s database that keeps no answers (ANSWER_CACHE_MB 0): what a fresh
+ * render gives, for tests that compare an instance's kept answers with it. Closing it closes its
+ * connection too.
+ */
+export async function instanceKeepingNothing(t: TestContext): Promise<FastifyInstance> {
+  const db = await openDatabase(t.dbOptions);
+  const app = await buildApp({ config: { ...t.config, answerCacheMb: 0 }, db, logger: false });
+  app.addHook('onClose', () => db.destroy());
+  await app.ready();
+  return app;
+}
+
+/**
  * The app as the server builds it, on a fresh database of its own (SQLite in memory unless
  * `file`; a fresh PostgreSQL schema in the suite's PostgreSQL run), with
  * mail written under a temporary data directory and delivered only when a test asks.

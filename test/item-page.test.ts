@@ -2,11 +2,10 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import fc from 'fast-check';
-import { buildApp } from '../src/app.js';
-import { openDatabase, type Db } from '../src/db/connection.js';
 import { insertMembership } from '../src/products/repository.js';
 import {
   client,
+  instanceKeepingNothing,
   makeApp,
   makeItem,
   makeProduct,
@@ -30,7 +29,6 @@ const SEQUENCES = 25;
 
 let t: TestContext;
 let fresh: FastifyInstance;
-let freshDb: Db;
 let ada: TestUser;
 let bob: TestUser;
 let cy: TestUser;
@@ -38,9 +36,7 @@ const cookies = new Map<TestUser, string>();
 
 before(async () => {
   t = await makeApp({ file: true });
-  freshDb = await openDatabase(t.dbOptions);
-  fresh = await buildApp({ config: { ...t.config, answerCacheMb: 0 }, db: freshDb, logger: false });
-  await fresh.ready();
+  fresh = await instanceKeepingNothing(t);
   ada = await makeUser(t.db, { firstName: 'Ada' });
   bob = await makeUser(t.db, { firstName: 'Bob' });
   cy = await makeUser(t.db, { firstName: 'Cy' });
@@ -48,7 +44,6 @@ before(async () => {
 });
 after(async () => {
   await fresh.close();
-  await freshDb.destroy();
   await t.close();
 });
 

@@ -2,9 +2,16 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import type { FastifyInstance } from 'fastify';
 import fc from 'fast-check';
-import { buildApp } from '../src/app.js';
-import { openDatabase, type Db } from '../src/db/connection.js';
-import { client, makeApp, makeItem, makeProduct, makeUser, type TestContext, type TestUser } from './helpers.js';
+import {
+  client,
+  instanceKeepingNothing,
+  makeApp,
+  makeItem,
+  makeProduct,
+  makeUser,
+  type TestContext,
+  type TestUser,
+} from './helpers.js';
 
 /**
  * Property: whatever is changed, and in whatever order reads and writes come, every answer served
@@ -18,7 +25,6 @@ const SEQUENCES = 60;
 
 let t: TestContext;
 let fresh: FastifyInstance;
-let freshDb: Db;
 let ada: TestUser;
 let bob: TestUser;
 /** A member who only reads. */
@@ -26,16 +32,13 @@ let cy: TestUser;
 
 before(async () => {
   t = await makeApp({ file: true });
-  freshDb = await openDatabase(t.dbOptions);
-  fresh = await buildApp({ config: { ...t.config, answerCacheMb: 0 }, db: freshDb, logger: false });
-  await fresh.ready();
+  fresh = await instanceKeepingNothing(t);
   ada = await makeUser(t.db, { firstName: 'Ada' });
   bob = await makeUser(t.db, { firstName: 'Bob' });
   cy = await makeUser(t.db, { firstName: 'Cy' });
 });
 after(async () => {
   await fresh.close();
-  await freshDb.destroy();
   await t.close();
 });
 
