@@ -30,6 +30,15 @@ export function tempDir(prefix = 'shiplog-test-'): string {
   return dir;
 }
 
+/** Renames a product as a change of it does: the name, and its revision moved. */
+export async function renameProduct(db: Db, productId: number, name: string): Promise<void> {
+  await db
+    .updateTable('products')
+    .set((eb) => ({ name, revision: eb('revision', '+', 1) }))
+    .where('id', '=', productId)
+    .execute();
+}
+
 /**
  * A second instance on `t`'s database that keeps no answers (ANSWER_CACHE_MB 0): what a fresh
  * render gives, for tests that compare an instance's kept answers with it. Closing it closes its

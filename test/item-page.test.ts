@@ -6,6 +6,7 @@ import { insertMembership } from '../src/products/repository.js';
 import {
   client,
   instanceKeepingNothing,
+  renameProduct,
   makeApp,
   makeItem,
   makeProduct,
@@ -109,11 +110,7 @@ async function apply(productId: number, numbers: number[], s: Step): Promise<voi
   const n = ++counter;
   const base = `/api/products/${productId}`;
   if (s.kind === 'rename-product') {
-    await t.db
-      .updateTable('products')
-      .set((eb) => ({ name: `Renamed ${n}`, revision: eb('revision', '+', 1) }))
-      .where('id', '=', productId)
-      .execute();
+    await renameProduct(t.db, productId, `Renamed ${n}`);
     return;
   }
   if (s.kind === 'member') {

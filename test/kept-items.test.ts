@@ -5,6 +5,7 @@ import fc from 'fast-check';
 import {
   client,
   instanceKeepingNothing,
+  renameProduct,
   makeApp,
   makeItem,
   makeProduct,
@@ -162,11 +163,7 @@ async function apply(productId: number, numbers: number[], s: Step): Promise<voi
     return;
   }
   if (s.kind === 'rename-product') {
-    await t.db
-      .updateTable('products')
-      .set((eb) => ({ name: `Renamed ${n}`, revision: eb('revision', '+', 1) }))
-      .where('id', '=', productId)
-      .execute();
+    await renameProduct(t.db, productId, `Renamed ${n}`);
     return;
   }
   if (!numbers.length) return;

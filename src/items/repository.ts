@@ -1,7 +1,7 @@
 import { sql, type CompiledQuery } from 'kysely';
 import { inChunks } from '../db/chunks.js';
 import { findProfiles, type UserProfile } from '../users/index.js';
-import type { Db, Trx } from '../db/connection.js';
+import type { Db } from '../db/connection.js';
 import { foldedTag, foldTag } from '../db/tags.js';
 import { dialectOf } from '../db/dialect.js';
 import { prepared } from '../db/prepared.js';
@@ -25,41 +25,6 @@ const itemByNumber = prepared((db, productId: number, number: number) =>
 export async function findItemByNumber(db: Db, productId: number, number: number): Promise<ItemRow | undefined> {
   if (!storableId(number)) return undefined;
   return (await itemByNumber(db, productId, number))[0];
-}
-
-/**
- * Takes the product's lock as lockProduct does (products), then reads its item by number; on
- * PostgreSQL with its tags and its latest `shown` deployments (`known`, as findItemToShow gives
- * them) in the same statement, which the answer then need not read again: a change's statements
- * each cost a turn of the event loop while reads keep the process busy, the lock held all along.
- * SQLite has one writer at a time already.
- */
-export async function lockProductAndFindItem(
-  trx: Trx,
-  productId: number,
-  number: number,
-  shown: number,
-): Promise<{ row: ItemRow; known?: KnownRelations } | undefined> {
-  if (dialectOf(trx) !== 'postgres') {
-    const row = await findItemByNumber(trx, productId, number);
-    return row && { row };
-  }
-  // The lock in a statement of its own: a statement that waited for a row's lock reads the rest
-  // at the snapshot it started with (PostgreSQL reads again only the rows it locks), so an item
-  // read along with the lock would be the one from before the change that held it.
-  await trx.selectFrom('products').select('id').where('id', '=', productId).forUpdate().execute();
-  if (!storableId(number)) return undefined;
-  const found = await trx
-    .selectFrom('items as i')
-    .select(columnsOf('i', ITEM_COLUMNS))
-    .select(extraColumns(shown))
-    .where('i.product_id', '=', productId)
-    .where('i.number', '=', number)
-    .executeTakeFirst();
-  if (found?.id == null) return undefined;
-  const { tags, deployments, deployments_total, ...columns } = found;
-  const row = columns as ItemRow;
-  return { row, known: extrasOf([{ id: row.id, tags, deployments, deployments_total }]) };
 }
 
 export async function findItemsByNumbers(db: Db, productId: number, requested: number[]): Promise<ItemRow[]> {

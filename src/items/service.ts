@@ -91,14 +91,18 @@ export async function getItem(db: Db, scope: ProductScope, number: number): Prom
 
 /**
  * The first step of a change to one item: the product's lock (see lockProduct), then the item as
- * the previous change left it, on PostgreSQL with its relations as an answer shows them (`known`).
+ * the previous change left it, on PostgreSQL with its relations as an answer shows them (`known`),
+ * which the answer then need not read again. The read is a statement of its own: one that waited
+ * for the lock would read the item at the snapshot it started with (PostgreSQL reads again only
+ * the rows it locks), from before the change that held the lock.
  */
 async function lockedItem(
   trx: Trx,
   scope: ProductScope,
   number: number,
 ): Promise<{ row: ItemRow; known?: KnownRelations }> {
-  const found = await repository.lockProductAndFindItem(trx, scope.product.id, number, DEPLOYED_TO_SHOWN);
+  await lockProduct(trx, scope.product.id);
+  const found = await repository.findItemToShow(trx, scope.product.id, number, DEPLOYED_TO_SHOWN);
   if (!found) throw itemNotFound(number);
   return found;
 }
