@@ -1,4 +1,5 @@
 import type { Db, Trx } from '../db/connection.js';
+import { sql } from 'kysely';
 import type { OutboxRow } from '../db/schema.js';
 import { claimDue as claimLeased, settleClaim, settleClaims } from '../jobs/repository.js';
 import { formatTimestamp } from '../time.js';
@@ -99,14 +100,15 @@ export interface OutboxSummary {
  * counting it on every health check or scrape would walk an index of every message sent (a tenth
  * of a second at a million on SQLite, with the process waiting). A sent message stays sent and
  * keeps its `sent_at`, so those sent before a settled time are counted once and remembered, and
- * each call counts only those sent since, down the `sent_at` index. The settled time trails the
+ * each summary counts only those sent since, down the `sent_at` index. The settled time trails the
  * clock by an hour: far longer than a delivery takes to be written back, or than the clocks of
  * several instances differ. One per process, shared by its callers.
  */
 export class SentCount {
   #settled: { before: string; count: number } | undefined;
 
-  async count(db: Db, now: string): Promise<number> {
+  /** The settled time for `now`, and how many messages were sent before it. */
+  async settled(db: Db, now: string): Promise<{ before: string; count: number }> {
     const before = formatTimestamp(new Date(Date.parse(now) - SENT_SETTLE_MS));
     let settled = this.#settled;
     if (!settled) settled = { before, count: await countSentBetween(db, null, before) };
@@ -114,7 +116,7 @@ export class SentCount {
       settled = { before, count: settled.count + (await countSentBetween(db, settled.before, before)) };
     // Calls running at once each arrive at a consistent pair; the later settled time is kept.
     if (!this.#settled || this.#settled.before < settled.before) this.#settled = settled;
-    return settled.count + (await countSentBetween(db, settled.before, null));
+    return settled;
   }
 }
 
@@ -139,14 +141,25 @@ export async function summarize(db: Db, now: string, sent = new SentCount()): Pr
   // Each query is served by an index: the unsent counts and the due times by (status,
   // next_attempt_at) (the lapsed leases are among the few messages being sent), the sent count and
   // the latest delivery by sent_at. /health and /metrics ask this often.
+  const settled = await sent.settled(db, now);
+  // The counts by state in one statement, and so of one moment: counted apart, a message sent
+  // between the two counts would show both as being sent and as sent.
   const rows = await db
     .selectFrom('outbox')
     .select(['status', (eb) => eb.fn.countAll<number>().as('n')])
     .where('status', 'in', ['pending', 'sending', 'failed'])
     .groupBy('status')
+    .unionAll(
+      db
+        .selectFrom('outbox')
+        .select([sql.lit('sent').as('status'), (eb) => eb.fn.countAll<number>().as('n')])
+        .where('sent_at', 'is not', null)
+        .where('sent_at', '>=', settled.before),
+    )
     .execute();
-  const counts = { pending: 0, sending: 0, sent: await sent.count(db, now), failed: 0 };
+  const counts = { pending: 0, sending: 0, sent: 0, failed: 0 };
   for (const row of rows) counts[row.status as keyof typeof counts] = Number(row.n);
+  counts.sent += settled.count;
   const latest = await db
     .selectFrom('outbox')
     .select((eb) => eb.fn.max('sent_at').as('at'))
