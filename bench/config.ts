@@ -48,6 +48,12 @@ export interface BenchConfig {
    * items. For comparing changes run after run; BENCHMARKS.md is written from fresh seeds only.
    */
   readonly reusePostgres: boolean;
+  /**
+   * BENCH_SEARCH_INDEX=off (SQLite only): the run's copy of the dataset is migrated and its search
+   * triggers dropped before the server starts, so no write touches the search index: what the index
+   * costs a write is the difference with a run without it. Searches then find nothing new.
+   */
+  readonly searchIndex: boolean;
 }
 
 function positiveInt(name: string, fallback: number): number {
@@ -80,6 +86,13 @@ function loadGenerator(): LoadGenerator {
   return raw;
 }
 
+function searchIndex(): boolean {
+  const raw = process.env.BENCH_SEARCH_INDEX || 'on';
+  if (raw !== 'on' && raw !== 'off') throw new Error(`BENCH_SEARCH_INDEX must be on or off, got "${raw}".`);
+  if (raw === 'off' && process.env.DATABASE_URL) throw new Error('BENCH_SEARCH_INDEX=off is for SQLite only.');
+  return raw === 'on';
+}
+
 export function loadBenchConfig(): BenchConfig {
   return Object.freeze({
     sizes: sizes(),
@@ -91,6 +104,7 @@ export function loadBenchConfig(): BenchConfig {
     load: loadGenerator(),
     cpuProfDir: process.env.BENCH_CPU_PROF ? path.resolve(process.env.BENCH_CPU_PROF) : undefined,
     reusePostgres: process.env.BENCH_PG_REUSE === '1',
+    searchIndex: searchIndex(),
     only: process.env.BENCH_SCENARIOS
       ? process.env.BENCH_SCENARIOS.split(',')
           .map((s) => s.trim())
@@ -111,6 +125,7 @@ export function commandLine(): string {
     'BENCH_MAIL_MESSAGES',
     'BENCH_CPU_PROF',
     'BENCH_PG_REUSE',
+    'BENCH_SEARCH_INDEX',
     'DATABASE_URL',
   ];
   const env = names

@@ -9,6 +9,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
+import { sql } from 'kysely';
 import SQLite from 'better-sqlite3';
 import {
   CLI_SCRIPT,
@@ -64,6 +65,7 @@ import {
 import { ensureSqliteDataset, postgresSeededWith, seedPostgres, type DatasetInfo } from './seed.js';
 import { postgresStore, sqliteStore, type BenchStore } from './store.js';
 import { cleanEnv } from '../test/processes.js';
+import { openDatabase } from '../src/db/connection.js';
 
 const log = (line: string) => process.stderr.write(`${line}\n`);
 
@@ -605,6 +607,7 @@ async function prepareDatabase(
     const db = new SQLite(file);
     db.pragma('journal_mode = WAL');
     db.close();
+    if (!ctx.cfg.searchIndex) await withoutSearchIndex(file);
     return { env: {} };
   }
   if (ctx.cfg.reusePostgres && (await postgresSeededWith(ctx.cfg.databaseUrl!, ctx.size))) {
@@ -615,6 +618,20 @@ async function prepareDatabase(
   const info = await seedPostgres(ctx.cfg.databaseUrl!, ctx.size);
   log(`  [${ctx.label}] PostgreSQL seeded in ${Math.round(info.seedSeconds)} s`);
   return { env: { DATABASE_URL: ctx.cfg.databaseUrl! }, info };
+}
+
+/** Migrates a copy of the dataset and drops the triggers that index each write (BENCH_SEARCH_INDEX=off). */
+async function withoutSearchIndex(file: string): Promise<void> {
+  const db = await openDatabase({ filename: file, dataDir: path.dirname(file) });
+  try {
+    const triggers = await sql<{
+      name: string;
+    }>`select name from sqlite_schema where type = 'trigger' and name like 'item_search_%'`.execute(db);
+    for (const { name } of triggers.rows) await sql.raw(`drop trigger ${name}`).execute(db);
+    log(`  search index off: ${triggers.rows.length} triggers dropped`);
+  } finally {
+    await db.destroy();
+  }
 }
 
 /**

@@ -12,6 +12,7 @@ import type pg from 'pg';
 import { BackgroundCheckpointer } from './checkpointer.js';
 import { GroupCommitSqliteDialect } from './dialect.js';
 import { migrateToLatest } from './migrate.js';
+import { SearchIndexFlush } from './search-index.js';
 import { serverStatementName } from './statements.js';
 import type { Database } from './schema.js';
 import { LruCache } from '../lru.js';
@@ -147,6 +148,7 @@ function openSqlite(options: DatabaseOptions): Db {
         options.walRestartFrames,
       )
     : undefined;
+  const searchIndex = new SearchIndexFlush(sqlite);
   return withQueryLog(
     (log) =>
       new Kysely<Database>({
@@ -156,6 +158,7 @@ function openSqlite(options: DatabaseOptions): Db {
           // With WAL, waits for another process's write lock on timers (5 s, as busy_timeout).
           busyTimeoutMs: wal ? 5000 : undefined,
           beforeBatch: checkpointer && (() => checkpointer.restartIfPastLimit()),
+          beforeCommit: () => searchIndex.flush(),
           beforeDestroy: async () => checkpointer?.stop(),
         }),
         log,

@@ -29,6 +29,7 @@ import * as inboundReceived from './migrations/2026_11_27_0045_inbound_received.
 import * as search from './migrations/2026_11_28_0100_search.js';
 import * as tagFilterCase from './migrations/2026_11_28_0200_tag_filter_case.js';
 import * as rateLimitWindows from './migrations/2026_11_28_0300_rate_limit_windows.js';
+import * as searchAtCommit from './migrations/2026_11_29_0100_search_at_commit.js';
 
 /** Every migration, by name; names sort in the order they apply. */
 export const MIGRATIONS: Readonly<Record<string, Migration>> = {
@@ -61,6 +62,7 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '2026_11_28_0100_search': search,
   '2026_11_28_0200_tag_filter_case': tagFilterCase,
   '2026_11_28_0300_rate_limit_windows': rateLimitWindows,
+  '2026_11_29_0100_search_at_commit': searchAtCommit,
 };
 
 /** The names of every migration, in the order they apply. */

@@ -30,6 +30,12 @@ export interface SqliteConnections {
   beforeBatch?: () => void;
   /** Told after each commit (or failed one) how many transactions its batch held. */
   onCommit?: (transactions: number) => void;
+  /**
+   * Runs on the writer after the last transaction of a batch, inside it, before its COMMIT (what
+   * it writes is committed with the batch, and a failure fails the batch); and after each lone
+   * statement, outside any transaction.
+   */
+  beforeCommit?: () => void;
 }
 
 /** The answer Kysely expects of a statement: rows of a reader, changes and rowid of a writer. */
@@ -94,6 +100,7 @@ export class GroupCommitSqliteDriver implements Driver {
   readonly #onCommit: ((transactions: number) => void) | undefined;
   readonly #busyTimeoutMs: number | undefined;
   readonly #beforeBatch: (() => void) | undefined;
+  readonly #beforeCommit: (() => void) | undefined;
   /**
    * Whether a transaction or lone statement has the writer. While none has, a batch may still be
    * open, until the next turn of the event loop commits it (or a transaction joins it first).
@@ -113,6 +120,7 @@ export class GroupCommitSqliteDriver implements Driver {
     this.#onCommit = connections.onCommit;
     this.#busyTimeoutMs = connections.busyTimeoutMs;
     this.#beforeBatch = connections.beforeBatch;
+    this.#beforeCommit = connections.beforeCommit;
     // Told SQLITE_BUSY at once: `whenUnlocked` waits without blocking the event loop, where the
     // connection holding the lock may be the one that has to go on to release it.
     if (this.#busyTimeoutMs !== undefined) this.#writer.pragma('busy_timeout = 0');
@@ -233,6 +241,11 @@ export class GroupCommitSqliteDriver implements Driver {
     if (this.#batch === undefined && this.#writer.inTransaction) this.#writer.prepare('rollback').run();
   }
 
+  /** What a commit does first, after a statement that ran alone (and so committed by itself). */
+  afterLoneStatement(): void {
+    this.#beforeCommit?.();
+  }
+
   get writer(): SQLite.Database {
     return this.#writer;
   }
@@ -246,6 +259,7 @@ export class GroupCommitSqliteDriver implements Driver {
     let error = batch.lost;
     if (error === undefined) {
       try {
+        this.#beforeCommit?.();
         this.#writer.prepare('commit').run();
       } catch (err) {
         error = err;
@@ -280,7 +294,9 @@ class GroupCommitConnection implements DatabaseConnection {
     await driver.take(false);
     try {
       driver.settle();
-      return (await driver.whenUnlocked(() => run(driver.writer, query))) as QueryResult<R>;
+      const result = await driver.whenUnlocked(() => run(driver.writer, query));
+      await driver.whenUnlocked(() => driver.afterLoneStatement());
+      return result as QueryResult<R>;
     } finally {
       driver.pass();
     }

@@ -27,7 +27,7 @@ export async function up(db: Kysely<any>): Promise<void> {
 }
 
 /** SQLite's statements that write an item's row of `item_search` from what it is now. */
-const sqliteIndex = (id: string) => `
+export const sqliteIndex = (id: string) => `
     DELETE FROM item_search WHERE rowid = ${id};
     INSERT INTO item_search (rowid, title, tags, body, comments)
       SELECT i.id, i.title,
