@@ -7,6 +7,7 @@ import pg from 'pg';
 import { Kysely, SqliteDialect } from 'kysely';
 import { openDatabase } from '../src/db/connection.js';
 import * as searchIndex from '../src/db/migrations/2026_11_28_0100_search.js';
+import * as searchAtCommit from '../src/db/migrations/2026_11_29_0100_search_at_commit.js';
 import { SCORES, SORT_STEP, STATUSES, storyTitle } from '../src/items/model.js';
 import { formatTimestamp } from '../src/time.js';
 import { hashApiKey } from '../src/users/keys.js';
@@ -612,6 +613,7 @@ export async function ensureSqliteDataset(size: number): Promise<{ file: string;
   // Rows are written without the search index's triggers (one document per row written would take
   // most of the seeding), then the migration makes the index of them all at once, as it does on
   // an existing database.
+  await searchAtCommit.down(schema);
   await searchIndex.down(schema);
   await schema.destroy();
 
@@ -624,7 +626,9 @@ export async function ensureSqliteDataset(size: number): Promise<{ file: string;
     db.pragma('temp_store = MEMORY');
     db.pragma('locking_mode = EXCLUSIVE');
     const generated = await generate(size, new SqliteWriter(db), logProgress('SQLite', size));
-    await searchIndex.up(new Kysely({ dialect: new SqliteDialect({ database: db }) }));
+    const raw = new Kysely({ dialect: new SqliteDialect({ database: db }) });
+    await searchIndex.up(raw);
+    await searchAtCommit.up(raw);
     // The search index as a running server keeps it, its segments merged in the background.
     db.exec(`INSERT INTO item_search (item_search) VALUES ('optimize')`);
     db.exec(`INSERT INTO item_search_titles (item_search_titles) VALUES ('optimize')`);

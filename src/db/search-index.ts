@@ -64,7 +64,7 @@ export class SearchIndexFlush {
    */
   flush(): void {
     const statements = this.#prepared();
-    if (!statements || statements.pending.get() === undefined) return;
+    if (!statements || !this.#anyNoted(statements.pending)) return;
     const own = !this.#writer.inTransaction;
     if (own) this.#writer.prepare('begin immediate').run();
     try {
@@ -73,6 +73,17 @@ export class SearchIndexFlush {
     } catch (err) {
       if (own && this.#writer.inTransaction) this.#writer.prepare('rollback').run();
       throw err;
+    }
+  }
+
+  /** Whether an item is noted; false, and prepared again next time, once the table is gone (a migration down). */
+  #anyNoted(pending: SQLite.Statement): boolean {
+    try {
+      return pending.get() !== undefined;
+    } catch (err) {
+      if (!/no such table: search_pending/.test((err as Error).message)) throw err;
+      this.#statements = undefined;
+      return false;
     }
   }
 
