@@ -17,7 +17,9 @@ interface Fixture {
   commits: number[];
 }
 
-async function open(options: { maxBatch?: number; memory?: boolean } = {}): Promise<Fixture> {
+async function open(
+  options: { maxBatch?: number; memory?: boolean; beforeCommit?: (writer: SQLite.Database) => void } = {},
+): Promise<Fixture> {
   const file = options.memory ? ':memory:' : path.join(tempDir(), 'driver.db');
   const writer = new SQLite(file);
   writer.pragma('journal_mode = WAL');
@@ -31,6 +33,7 @@ async function open(options: { maxBatch?: number; memory?: boolean } = {}): Prom
       reader,
       maxBatch: options.maxBatch,
       onCommit: (n) => commits.push(n),
+      beforeCommit: options.beforeCommit && (() => options.beforeCommit!(writer)),
     }),
   });
   await sql`create table parents (id integer primary key)`.execute(db);
@@ -155,6 +158,44 @@ test('a statement outside any transaction waits for the open batch and is commit
     assert.deepEqual(bodies(f), ['t1', 'alone', 't2'], 'in the order they asked');
     // The lone insert is no transaction of a batch: t1 and t2 were each committed without it.
     assert.deepEqual(f.commits, [1, 1]);
+  });
+});
+
+test('beforeCommit writes once per batch, in it; a statement alone gets it after; its failure fails the batch', async () => {
+  let fail = false;
+  const hooked: { inTransaction: boolean; notes: number }[] = [];
+  const beforeCommit = (writer: SQLite.Database) => {
+    const notes = writer.prepare('select count(*) from notes').pluck().get() as number;
+    hooked.push({ inTransaction: writer.inTransaction, notes });
+    if (notes === 0) return;
+    writer.prepare(`insert or replace into parents (id) values (100 + ?)`).run(notes);
+    if (fail) throw new Error('no room');
+  };
+  await withFixture({ beforeCommit }, async (f) => {
+    hooked.length = 0;
+    const add = (body: string) =>
+      f.db.transaction().execute((trx) => trx.insertInto('notes').values({ body, parent_id: 1 }).execute());
+    await Promise.all(['a', 'b', 'c'].map(add));
+    assert.deepEqual(f.commits, [3]);
+    assert.deepEqual(hooked, [{ inTransaction: true, notes: 3 }], 'once, after the last transaction, before COMMIT');
+    const parents = () => f.outside.prepare('select id from parents order by id').pluck().all();
+    assert.deepEqual(parents(), [1, 103]);
+
+    await f.db.insertInto('notes').values({ body: 'alone', parent_id: 1 }).execute();
+    assert.deepEqual(hooked.at(-1), { inTransaction: false, notes: 4 });
+    assert.deepEqual(parents(), [1, 103, 104], 'after a statement alone, committed before it returns');
+
+    fail = true;
+    const outcomes = await Promise.allSettled(['d', 'e'].map(add));
+    assert.deepEqual(
+      outcomes.map((o) => o.status),
+      ['rejected', 'rejected'],
+    );
+    assert.deepEqual(bodies(f), ['a', 'b', 'c', 'alone'], 'nothing of the batch is kept');
+    assert.deepEqual(parents(), [1, 103, 104]);
+    fail = false;
+    await add('f');
+    assert.deepEqual(bodies(f), ['a', 'b', 'c', 'alone', 'f']);
   });
 });
 

@@ -295,7 +295,9 @@ class GroupCommitConnection implements DatabaseConnection {
     try {
       driver.settle();
       const result = await driver.whenUnlocked(() => run(driver.writer, query));
-      await driver.whenUnlocked(() => driver.afterLoneStatement());
+      // The statement is committed whatever happens next: what the hook could not do now (a
+      // search index note, say) stays noted for the next commit, which fails if it still cannot.
+      await driver.whenUnlocked(() => driver.afterLoneStatement()).catch(() => undefined);
       return result as QueryResult<R>;
     } finally {
       driver.pass();
