@@ -238,16 +238,19 @@ const parseQuietly = (q: string): SearchQuery | undefined => {
  * last, start with it. Whole words only, so what marks them never cuts a word, let alone markup.
  */
 export function matchedSpans(text: string, query: SearchQuery): [number, number][] {
+  return [...spansOf(text, query)];
+}
+
+/** `matchedSpans` one at a time, so that a caller needing the first few stops reading there. */
+function* spansOf(text: string, query: SearchQuery): Generator<[number, number]> {
   const words = new Set(query.text.flat());
   const prefix = query.prefix ? query.text.at(-1)?.at(-1) : undefined;
-  if (!words.size) return [];
-  const spans: [number, number][] = [];
+  if (!words.size) return;
   for (const m of text.matchAll(TOKEN)) {
     const [token = ''] = tokensOf(m[0]);
     if (words.has(token) || (prefix !== undefined && token.startsWith(prefix)))
-      spans.push([m.index!, m.index! + m[0].length]);
+      yield [m.index!, m.index! + m[0].length];
   }
-  return spans;
 }
 
 /** A piece of a text: the words a query matched are marked (whoever shows it escapes every piece). */
@@ -316,6 +319,22 @@ export function markdownText(source: string): string {
 /** Whether a string may be cut before `i` without splitting a surrogate pair. */
 const cuttable = (text: string, i: number) => !/[\uDC00-\uDFFF]/.test(text[i] ?? '');
 
+/** Where an excerpt of `plain` around the span `[first, firstEnd)` starts and ends: at spaces where it can. */
+function excerptBounds(plain: string, [first, firstEnd]: [number, number], length: number): [number, number] {
+  let from = Math.max(0, Math.min(first - Math.floor(length / 4), plain.length - length));
+  if (from > 0 && plain[from - 1] !== ' ') {
+    const space = plain.indexOf(' ', from);
+    from = space >= 0 && space < first ? space + 1 : first;
+  }
+  let to = Math.max(firstEnd, Math.min(plain.length, from + length));
+  if (to < plain.length && plain[to] !== ' ') {
+    const space = plain.lastIndexOf(' ', to);
+    to = space > firstEnd ? space : to;
+    while (!cuttable(plain, to)) to++;
+  }
+  return [from, to];
+}
+
 /**
  * A short excerpt of `text` (about `EXCERPT_CHARACTERS`) around the first word the query matches,
  * cut at spaces where it can be, with "…" where it was cut, the matched words marked (the rules of
@@ -328,19 +347,14 @@ export function matchedExcerpt(
   { markdown = false, length = EXCERPT_CHARACTERS }: { markdown?: boolean; length?: number } = {},
 ): MarkedPiece[] | undefined {
   const plain = markdown ? markdownText(text) : text.replace(/\s+/gu, ' ').trim();
-  const spans = matchedSpans(plain, query);
-  if (!spans.length) return undefined;
-  const [first, firstEnd] = spans[0];
-  let from = Math.max(0, Math.min(first - Math.floor(length / 4), plain.length - length));
-  if (from > 0 && plain[from - 1] !== ' ') {
-    const space = plain.indexOf(' ', from);
-    from = space >= 0 && space < first ? space + 1 : first;
-  }
-  let to = Math.max(firstEnd, Math.min(plain.length, from + length));
-  if (to < plain.length && plain[to] !== ' ') {
-    const space = plain.lastIndexOf(' ', to);
-    to = space > firstEnd ? space : to;
-    while (!cuttable(plain, to)) to++;
+  const found = spansOf(plain, query);
+  const { value: first, done } = found.next();
+  if (done) return undefined;
+  const [from, to] = excerptBounds(plain, first, length);
+  const spans = [first];
+  for (const span of found) {
+    if (span[0] >= to) break;
+    spans.push(span);
   }
   const pieces = piecesAt(plain, spans, from, to);
   if (from > 0) pieces.unshift({ text: '\u2026', marked: false });
