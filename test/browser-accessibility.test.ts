@@ -252,7 +252,7 @@ describe('axe-core on every page', { timeout: 300_000 }, () => {
     await visit(page, `${product}/board?tags=${'x'.repeat(65)}`, 'board, a filter refused', 400);
     await visit(page, `${product}/board?q=${encodeURIComponent('web is:open')}`, 'board, filtered by a query');
     await visit(page, `${product}/board?q=is%3Asideways`, 'board, a query refused', 400);
-    await visit(page, `/app/search?q=screen`, 'search results');
+    await visit(page, `/app/search?q=${encodeURIComponent('screen axe')}`, 'search results, a line of a description');
     await visit(page, `/app/search?q=${encodeURIComponent('status:backlog')}&limit=1`, 'search results, paged');
     await visit(page, '/app/search?q=nothing%20matches%20zzzq', 'search, no results');
     await visit(page, `/app/search?q=${encodeURIComponent('phone colour:red')}`, 'search, a query refused', 400);

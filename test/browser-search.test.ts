@@ -39,7 +39,10 @@ describe('searching from the pages in chromium', { timeout: 180_000 }, () => {
     productId = (await makeProduct(db, owner, [], 'Searchable')).id;
     const items: [string, Record<string, string>][] = [
       ['Login button is misaligned', { type: 'defect', tags: 'ui' }],
-      ['Login page times out', { type: 'task', status: 'in-progress' }],
+      [
+        'Login page times out',
+        { type: 'task', status: 'in-progress', description: 'The spinner runs *forever* once the session expires.' },
+      ],
       ['Logout clears the session', { type: 'task' }],
       ['Billing export', { type: 'task' }],
     ];
@@ -94,6 +97,12 @@ describe('searching from the pages in chromium', { timeout: 180_000 }, () => {
     ]);
     assert.deepEqual(await page.locator('ol.results mark').allInnerTexts(), ['Login', 'Login']);
     assert.match((await page.locator('.summary').textContent()) ?? '', /2 items match/);
+    // A word the title lacks: the line of the description that holds it says why the item matched.
+    await page.goto(`${base}/app/search?q=login+session`);
+    assert.deepEqual(await page.locator('ol.results .excerpt').allInnerTexts(), [
+      'The spinner runs forever once the session expires.',
+    ]);
+    assert.deepEqual(await page.locator('ol.results .excerpt mark').allInnerTexts(), ['session']);
   });
 
   test('a facet narrows the results and the URL carries it; its term can be taken out', async () => {

@@ -3,7 +3,9 @@ import { after, before, describe, test } from 'node:test';
 import { ValidationError } from '../src/errors.js';
 import {
   fieldTerm,
+  matchedExcerpt,
   matchedSpans,
+  matchedTag,
   MergeSearchIndex,
   namesCaller,
   parseSearchQuery,
@@ -155,6 +157,51 @@ describe('the query language written back, for the pages', () => {
     assert.deepEqual(marked('Do it', 'do'), ['Do'], 'two letters match as a whole word only');
     assert.deepEqual(marked('Dome', 'do'), []);
     assert.deepEqual(marked('Anything', 'status:backlog'), [], 'no words, nothing marked');
+  });
+
+  test('an excerpt around the first word matched, cut at spaces with …, the words marked as in a title', () => {
+    const excerpt = (text: string, q: string, markdown = false) =>
+      matchedExcerpt(text, parseSearchQuery(q), { markdown })
+        ?.map((p) => (p.marked ? `[${p.text}]` : p.text))
+        .join('');
+    const filler = (n: number) => Array.from({ length: n }, (_, i) => `word${i}`).join(' ');
+    const long = `${filler(30)} The deployment pipeline fails when the cache is cold. ${filler(30)}`;
+    const cut = excerpt(long, 'deploy')!;
+    assert.match(cut, /^…word\d+ .* The \[deployment\] pipeline fails .* word\d+…$/, cut);
+    assert.ok(cut.length <= 162, `about 160 characters: ${cut.length}`);
+    assert.equal(excerpt(long, 'deplo'), cut, 'the last word as a prefix while typing');
+    assert.equal(excerpt(long, 'deplo '), undefined, 'a finished word is whole');
+    assert.match(excerpt(long, '"cache is" -cold')!, / the \[cache\] \[is\] cold\. /, 'phrases; never excluded words');
+    assert.match(excerpt(long, 'pipeline -fails')!, /\[pipeline\] fails/);
+    assert.equal(excerpt(long, 'nothing here'), undefined, 'nothing matches');
+    assert.equal(excerpt(long, 'status:backlog'), undefined, 'no words');
+    assert.equal(
+      excerpt('Short and   to\n\nthe point', 'point'),
+      'Short and to the [point]',
+      'uncut, spaces collapsed',
+    );
+    assert.match(excerpt(`${filler(40)} the end`, 'end')!, /^…word\d+ .* the \[end\]$/, 'the end is not cut');
+    const markdown =
+      '## Login fails\n\n* **Steps**: open [the `login` page](https://example.com/login "x") ![a shot](s.png)\n' +
+      '> quoted _twice_ in snake_case\n\n```sh\ncurl -v\n```\n| a | b |\n[ref]: https://example.com/ref';
+    assert.equal(
+      excerpt(markdown, 'login', true),
+      '[Login] fails Steps: open the [login] page a shot quoted twice in snake_case curl -v a b',
+      'Markdown read as its text: no marks, no link targets',
+    );
+    assert.equal(excerpt(markdown, 'example', true), undefined, 'link targets are not text');
+    assert.equal(excerpt('Fix <script>alert(1)</script> now', 'script', true), 'Fix <[script]>alert(1)</[script]> now');
+  });
+
+  test('the tags a query matched: the words, or the whole tag a tag: term names', () => {
+    const tag = (text: string, q: string) =>
+      matchedTag(text, parseSearchQuery(q))
+        .map((p) => (p.marked ? `[${p.text}]` : p.text))
+        .join('');
+    assert.equal(tag('needs-review', 'review'), 'needs-[review]');
+    assert.equal(tag('UI', 'tag:ui'), '[UI]', 'the case of A-Z ignored, as tag: finds it');
+    assert.equal(tag('ui', '-tag:ui'), 'ui');
+    assert.equal(tag('backend', 'tag:ui login'), 'backend');
   });
 
   test('a query names its caller with me or is:favorite', () => {

@@ -97,6 +97,38 @@ describe('the search page', () => {
     assert.doesNotMatch(typed.body, /<img src=x>/);
   });
 
+  test('a match beyond the title shows why: a line of the description and the tags, the words marked', async () => {
+    const me = await makeUser(t.db);
+    const product = await makeProduct(t.db, me, [], 'Why');
+    const description =
+      '## Notes\n\nThe **quasar** cache drops <script>alert(1)</script> & [its keys](https://example.com/keys) ' +
+      `when cold. ${'Filler words follow here. '.repeat(20)}`;
+    await makeItem(t.app, me, product.id, { title: 'Slow pages', description, tags: 'quasar-cache,perf' });
+    await makeItem(t.app, me, product.id, { title: 'Quasar in the title', description: 'The quasar again' });
+    const cookie = await signInByMail(t, me.email);
+    const res = await search(cookie, { q: 'quasar' });
+    assert.equal(res.statusCode, 200, res.body);
+    const lines = [...foundOf(res.body).matchAll(/<li>([\s\S]*?)<\/li>/g)].map((m) => m[1]);
+    const why = lines.find((l) => l.includes('Slow pages'))!;
+    const excerpt = /<p class="excerpt">([\s\S]*?)<\/p>/.exec(why)?.[1] ?? '';
+    assert.ok(
+      excerpt.startsWith(
+        'Notes The <mark>quasar</mark> cache drops &lt;script&gt;alert(1)&lt;/script&gt; &amp; its keys when cold.',
+      ),
+      why,
+    );
+    assert.ok(excerpt.endsWith('\u2026'), 'cut where it was cut');
+    assert.doesNotMatch(why, /<script>|example\.com|\*\*|##/);
+    assert.match(why, /<span class="tags"><span><mark>quasar<\/mark>-cache<\/span><span>perf<\/span><\/span>/);
+    // The title shows every word already: no excerpt, and no tags to show.
+    const titled = lines.find((l) => l.includes('in the title'))!;
+    assert.doesNotMatch(titled, /class="excerpt"|class="tags"/);
+    // A tag: term marks the tag it names; a description the words do not reach shows nothing.
+    const byTag = foundOf((await search(cookie, { q: 'tag:PERF' })).body);
+    assert.match(byTag, /<span><mark>perf<\/mark><\/span>/);
+    assert.doesNotMatch(byTag, /class="excerpt"/);
+  });
+
   test('facets add their term to the query and take it out again; sorts and pages are links', async () => {
     const me = await makeUser(t.db);
     const product = await makeProduct(t.db, me, [], 'Facets');

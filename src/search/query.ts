@@ -1,3 +1,4 @@
+import { foldTag } from '../db/tags.js';
 import { ValidationError } from '../errors.js';
 import { ITEM_TYPES, STATUS_NAMES, type Status } from '../items/index.js';
 
@@ -237,14 +238,126 @@ const parseQuietly = (q: string): SearchQuery | undefined => {
  * last, start with it. Whole words only, so what marks them never cuts a word, let alone markup.
  */
 export function matchedSpans(text: string, query: SearchQuery): [number, number][] {
+  return [...spansOf(text, query)];
+}
+
+/** `matchedSpans` one at a time, so that a caller needing the first few stops reading there. */
+function* spansOf(text: string, query: SearchQuery): Generator<[number, number]> {
   const words = new Set(query.text.flat());
   const prefix = query.prefix ? query.text.at(-1)?.at(-1) : undefined;
-  if (!words.size) return [];
-  const spans: [number, number][] = [];
+  if (!words.size) return;
   for (const m of text.matchAll(TOKEN)) {
     const [token = ''] = tokensOf(m[0]);
     if (words.has(token) || (prefix !== undefined && token.startsWith(prefix)))
-      spans.push([m.index!, m.index! + m[0].length]);
+      yield [m.index!, m.index! + m[0].length];
   }
-  return spans;
+}
+
+/** A piece of a text: the words a query matched are marked (whoever shows it escapes every piece). */
+export interface MarkedPiece {
+  text: string;
+  marked: boolean;
+}
+
+/** `text` cut into pieces at the spans given (in order, not overlapping), those spans marked. */
+function piecesAt(text: string, spans: [number, number][], from = 0, to = text.length): MarkedPiece[] {
+  const pieces: MarkedPiece[] = [];
+  let at = from;
+  for (const [start, end] of spans) {
+    if (start < from || end > to) continue;
+    if (start > at) pieces.push({ text: text.slice(at, start), marked: false });
+    pieces.push({ text: text.slice(start, end), marked: true });
+    at = end;
+  }
+  if (at < to) pieces.push({ text: text.slice(at, to), marked: false });
+  return pieces;
+}
+
+/** A text cut into pieces, the words the query matched (as `matchedSpans` finds them) marked. */
+export const matchedPieces = (text: string, query: SearchQuery): MarkedPiece[] =>
+  piecesAt(text, matchedSpans(text, query));
+
+/** A tag cut into pieces: all of it marked when a `tag:` term of the query names it, else the words matched. */
+export function matchedTag(tag: string, query: SearchQuery): MarkedPiece[] {
+  const named = query.terms.some(
+    (t) => !t.negated && t.condition.kind === 'tag' && foldTag(t.condition.tag) === foldTag(tag),
+  );
+  return named ? [{ text: tag, marked: true }] : matchedPieces(tag, query);
+}
+
+/** Whether every word and phrase word of the query is one of the text's (the last as a prefix while typing). */
+export function showsEveryWord(text: string, query: SearchQuery): boolean {
+  const tokens = new Set(tokensOf(text));
+  const prefix = query.prefix ? query.text.at(-1)?.at(-1) : undefined;
+  return query.text
+    .flat()
+    .every((word) => tokens.has(word) || (word === prefix && [...tokens].some((t) => t.startsWith(prefix))));
+}
+
+/** About how many characters an excerpt holds, the ellipses left out. */
+export const EXCERPT_CHARACTERS = 160;
+
+/**
+ * Markdown source as the text it reads as, simply: links and images by their text (targets and
+ * reference definitions dropped), without the marks of headings, quotes, lists, emphasis (at the
+ * edges of words: `snake_case` and `2*3` are text), code and tables, every run of white space one
+ * space. HTML stays as written: it is text to whoever escapes it. No pattern can backtrack far (a
+ * class never runs over the character that ends it), so a long description costs linear time.
+ */
+export function markdownText(source: string): string {
+  return source
+    .replace(/^[ \t]*\[[^[\]\n]*\]:[^\n]*$/gm, ' ')
+    .replace(/!?\[([^[\]\n]*)\](?:\([^()\s]*(?:[ \t]+"[^"\n]*")?\)|\[[^[\]\n]*\])?/g, '$1')
+    .replace(/^[ \t]*(?:(?:[-*_][ \t]*){3,}|(?:```|~~~)[^\n]*)$/gm, ' ')
+    .replace(/^[ \t]*(?:>[ \t]*)*(?:[-+][ \t]|\d{1,9}[.)][ \t])?/gm, '')
+    .replace(/`+|~~|(?<!\S)#+(?!\S)|(?<![\p{L}\p{N}])[*_]+|[*_]+(?![\p{L}\p{N}])/gu, '')
+    .replace(/\|/g, ' ')
+    .replace(/\s+/gu, ' ')
+    .trim();
+}
+
+/** Whether a string may be cut before `i` without splitting a surrogate pair. */
+const cuttable = (text: string, i: number) => !/[\uDC00-\uDFFF]/.test(text[i] ?? '');
+
+/** Where an excerpt of `plain` around the span `[first, firstEnd)` starts and ends: at spaces where it can. */
+function excerptBounds(plain: string, [first, firstEnd]: [number, number], length: number): [number, number] {
+  let from = Math.max(0, Math.min(first - Math.floor(length / 4), plain.length - length));
+  if (from > 0 && plain[from - 1] !== ' ') {
+    const space = plain.indexOf(' ', from);
+    from = space >= 0 && space < first ? space + 1 : first;
+  }
+  let to = Math.max(firstEnd, Math.min(plain.length, from + length));
+  if (to < plain.length && plain[to] !== ' ') {
+    const space = plain.lastIndexOf(' ', to);
+    to = space > firstEnd ? space : to;
+    while (!cuttable(plain, to)) to++;
+  }
+  return [from, to];
+}
+
+/**
+ * A short excerpt of `text` (about `EXCERPT_CHARACTERS`) around the first word the query matches,
+ * cut at spaces where it can be, with "…" where it was cut, the matched words marked (the rules of
+ * `matchedSpans`); undefined when no word of the text matches. `markdown` reads the text as
+ * Markdown source first (`markdownText`); white space is always collapsed.
+ */
+export function matchedExcerpt(
+  text: string,
+  query: SearchQuery,
+  { markdown = false, length = EXCERPT_CHARACTERS }: { markdown?: boolean; length?: number } = {},
+): MarkedPiece[] | undefined {
+  const plain = markdown ? markdownText(text) : text.replace(/\s+/gu, ' ').trim();
+  const found = spansOf(plain, query);
+  const { value: first, done } = found.next();
+  if (done) return undefined;
+  const [from, to] = excerptBounds(plain, first, length);
+  const spans = [first];
+  for (const span of found) {
+    if (span[0] >= to) break;
+    spans.push(span);
+  }
+  const pieces = piecesAt(plain, spans, from, to);
+  if (from > 0) pieces.unshift({ text: '\u2026', marked: false });
+  if (to < plain.length) pieces.push({ text: '\u2026', marked: false });
+  return pieces;
 }

@@ -7,11 +7,14 @@ import { presentItems, type ItemJson } from '../../items/index.js';
 import {
   COUNT_CAP,
   fieldTerm,
-  matchedSpans,
+  matchedExcerpt,
+  matchedPieces,
+  matchedTag,
   parseSearchQuery,
   searchableProductsOf,
   resultRows,
   searchItems,
+  showsEveryWord,
   withoutTerm,
   withTerm,
   writtenTerms,
@@ -23,7 +26,7 @@ import { itemNumberQuery, parseSearchPage, SEARCH_PAGE_SIZE, type SearchPageQuer
 import { asText, formErrors } from '../pages.js';
 import { sendPage } from '../session.js';
 import { itemHref, personName, type FormState } from '../views/parts.js';
-import type { FacetGroup, QueryLink, SearchPageView, SearchResultLine, TitlePiece } from '../views/search.js';
+import type { FacetGroup, QueryLink, MatchedLine, SearchPageView, SearchResultLine } from '../views/search.js';
 import { searchPage } from '../views/search.js';
 import { sessionOrSignIn } from './products.js';
 
@@ -39,17 +42,21 @@ export function searchHref(o: { q: string; product?: number; sort?: SearchSort; 
   return `/app/search?${u}`;
 }
 
-/** A title cut into pieces, the words the query matched marked (the template escapes every piece). */
-export function titlePieces(title: string, query: SearchQuery): TitlePiece[] {
-  const pieces: TitlePiece[] = [];
-  let at = 0;
-  for (const [start, end] of matchedSpans(title, query)) {
-    if (start > at) pieces.push({ text: title.slice(at, start), marked: false });
-    pieces.push({ text: title.slice(start, end), marked: true });
-    at = end;
-  }
-  if (at < title.length) pieces.push({ text: title.slice(at), marked: false });
-  return pieces;
+/**
+ * Why an item matched, beyond its title: an excerpt of its description unless the title already
+ * shows every word of the query, and its tags, the words matched and the tags a `tag:` term names
+ * marked. Fuzzy results matched titles only: their words mark nothing, their description is not shown.
+ */
+function matchedLine(item: ItemJson, query: SearchQuery, fuzzy: boolean): MatchedLine {
+  const words = fuzzy ? { ...query, text: [] } : query;
+  return {
+    title: matchedPieces(item.title, words),
+    excerpt:
+      fuzzy || showsEveryWord(item.title, query)
+        ? undefined
+        : matchedExcerpt(item.description, query, { markdown: true }),
+    tags: item.tags.map((tag) => matchedTag(tag, words)),
+  };
 }
 
 /** The page's items as their products present them, in the order found. */
@@ -76,7 +83,7 @@ async function presentedLines(
       number: item.number,
       type: item.type,
       status: item.status,
-      title: titlePieces(item.title, result.fuzzy ? { ...query, text: [] } : query),
+      ...matchedLine(item, query, result.fuzzy),
       assignee: item.assigned_to ? personName(item.assigned_to) : undefined,
     };
   });

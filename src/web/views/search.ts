@@ -1,20 +1,27 @@
 import { html, type Html } from './html.js';
 import { fieldError, type FormState, invalidAttrs, itemHref, otherErrors, selectOptions } from './parts.js';
 
-/** A piece of a title: the words a query matched are marked. */
-export interface TitlePiece {
+/** A piece of a text: the words a query matched are marked. */
+export interface MarkedPiece {
   text: string;
   marked: boolean;
 }
 
-/** One result, as compact as a line: number, type, title, status, product, assignee. */
-export interface SearchResultLine {
+/** What shows why a result matched: its title, an excerpt of its description, its tags, each marked. */
+export interface MatchedLine {
+  title: MarkedPiece[];
+  /** Around the first word matched in the description; none when the title shows every word. */
+  excerpt?: MarkedPiece[];
+  tags: MarkedPiece[][];
+}
+
+/** One result, compact: number and title, a line of excerpt, then type, status, product, assignee and tags. */
+export interface SearchResultLine extends MatchedLine {
   productId: number;
   productName: string;
   number: number;
   type: string;
   status: string;
-  title: TitlePiece[];
   assignee?: string;
 }
 
@@ -96,12 +103,20 @@ ${shown.map(
 )}</section>`;
 }
 
+const marked = (pieces: MarkedPiece[]) => pieces.map((p) => (p.marked ? html`<mark>${p.text}</mark>` : p.text));
+
+/** A result: its title, a line of its description when that shows why it matched, then what it is and its tags. */
 function lineHtml(r: SearchResultLine): Html {
-  const title = r.title.length ? r.title.map((p) => (p.marked ? html`<mark>${p.text}</mark>` : p.text)) : '(untitled)';
+  const title = r.title.length ? marked(r.title) : '(untitled)';
+  const tagList = r.tags.map((t) => html`<span>${marked(t)}</span>`);
+  const tags = r.tags.length
+    ? html` \u00b7 <span class="sr-only">tags:</span><span class="tags">${tagList}</span>`
+    : '';
   return html`<li><p class="title"><a href="${itemHref(r.productId, r.number)}">#${r.number} ${title}</a></p>\
+${r.excerpt ? html`<p class="excerpt">${marked(r.excerpt)}</p>` : ''}\
 <p class="meta"><span class="type type-${r.type}">${r.type}</span> \u00b7 ${r.status} \u00b7 \
 <a href="/app/products/${r.productId}/board">${r.productName}</a>\
-${r.assignee ? html` \u00b7 <span class="who">${r.assignee}</span>` : ''}</p></li>`;
+${r.assignee ? html` \u00b7 <span class="who">${r.assignee}</span>` : ''}${tags}</p></li>`;
 }
 
 function resultsHtml(results: NonNullable<SearchPageView['results']>): Html {

@@ -184,8 +184,8 @@ form.filters #tags-hint { font-size: .75rem; }
 .card .meta { padding-right: 3.5rem; }
 .card .title { font-size: .9rem; overflow: hidden; display: -webkit-box; -webkit-line-clamp: 1; \
 -webkit-box-orient: vertical; }
-.card .tags span { background: var(--notice-bg); border-radius: 3px; padding: 0 .3rem; margin-left: .2rem; \
-font-size: .75rem; }
+ol.results .tags span, .card .tags span { background: var(--notice-bg); border-radius: 3px; padding: 0 .3rem; \
+margin-left: .2rem; font-size: .75rem; }
 .card .who { display: inline-block; min-width: 1.5rem; text-align: center; border-radius: 50%; background: \
 var(--surface-2); \
 font-size: .7rem; font-weight: 600; margin-left: .2rem; color: var(--fg); }
@@ -237,6 +237,8 @@ ol.results li { background: var(--surface); border: 1px solid var(--border); bor
 .3rem .5rem; margin-bottom: .3rem; line-height: 1.35; }
 ol.results p { margin: 0; overflow-wrap: anywhere; }
 ol.results .meta { font-size: .85rem; color: var(--muted); }
+ol.results .excerpt { font-size: .85rem; color: var(--muted); white-space: nowrap; overflow: hidden; text-overflow: \
+ellipsis; }
 mark { background: var(--star-bg); color: inherit; box-shadow: 0 1px 0 var(--star-border); padding: 0 .05em; }
 @media (max-width: 40rem) {
   .column-tabs { display: flex; flex-wrap: wrap; gap: .25rem; margin: .5rem 0; }
