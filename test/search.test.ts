@@ -3,6 +3,7 @@ import { after, before, describe, test } from 'node:test';
 import { ValidationError } from '../src/errors.js';
 import {
   fieldTerm,
+  EXCERPT_READS,
   matchedExcerpt,
   matchedSpans,
   matchedTag,
@@ -191,6 +192,12 @@ describe('the query language written back, for the pages', () => {
     );
     assert.equal(excerpt(markdown, 'example', true), undefined, 'link targets are not text');
     assert.equal(excerpt('Fix <script>alert(1)</script> now', 'script', true), 'Fix <[script]>alert(1)</[script]> now');
+    const huge = `${'x '.repeat(EXCERPT_READS / 2 - 10)}early ${'y '.repeat(30_000)}late`;
+    assert.match(excerpt(huge, 'early')!, /\[early\] y y .*…$/, 'read up to EXCERPT_READS characters');
+    assert.equal(excerpt(huge, 'late'), undefined, 'and no further: a long description costs no more');
+    const pair = `${'a '.repeat(EXCERPT_READS / 2 - 3)}word \u{1F600} tail`;
+    assert.equal(pair.charCodeAt(EXCERPT_READS - 1), 0xd83d, 'the pair is cut where reading stops');
+    assert.match(excerpt(pair, 'word')!, /a \[word\]…$/, 'never half a surrogate pair');
   });
 
   test('the tags a query matched: the words, or the whole tag a tag: term names', () => {

@@ -161,7 +161,7 @@ test('a statement outside any transaction waits for the open batch and is commit
   });
 });
 
-test('beforeCommit writes once per batch, in it; a statement alone gets it after; its failure fails the batch', async () => {
+test('beforeCommit writes once per batch, in it; after a statement alone; its failure fails the batch', async () => {
   let fail = false;
   const hooked: { inTransaction: boolean; notes: number }[] = [];
   const beforeCommit = (writer: SQLite.Database) => {

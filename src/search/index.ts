@@ -9,6 +9,7 @@ export {
   fieldTerm,
   hasText,
   markdownText,
+  EXCERPT_READS,
   matchedExcerpt,
   matchedPieces,
   matchedSpans,

@@ -296,6 +296,11 @@ export function showsEveryWord(text: string, query: SearchQuery): boolean {
 
 /** About how many characters an excerpt holds, the ellipses left out. */
 export const EXCERPT_CHARACTERS = 160;
+/**
+ * How much of a text an excerpt reads: a page of results excerpts each of its descriptions, which
+ * may be 64 KB each; past this, a match shows in the title or tags, or not at all.
+ */
+export const EXCERPT_READS = 8_000;
 
 /**
  * Markdown source as the text it reads as, simply: links and images by their text (targets and
@@ -346,7 +351,9 @@ export function matchedExcerpt(
   query: SearchQuery,
   { markdown = false, length = EXCERPT_CHARACTERS }: { markdown?: boolean; length?: number } = {},
 ): MarkedPiece[] | undefined {
-  const plain = markdown ? markdownText(text) : text.replace(/\s+/gu, ' ').trim();
+  const read =
+    text.length > EXCERPT_READS ? text.slice(0, EXCERPT_READS - (cuttable(text, EXCERPT_READS) ? 0 : 1)) : text;
+  const plain = markdown ? markdownText(read) : read.replace(/\s+/gu, ' ').trim();
   const found = spansOf(plain, query);
   const { value: first, done } = found.next();
   if (done) return undefined;
@@ -358,6 +365,6 @@ export function matchedExcerpt(
   }
   const pieces = piecesAt(plain, spans, from, to);
   if (from > 0) pieces.unshift({ text: '\u2026', marked: false });
-  if (to < plain.length) pieces.push({ text: '\u2026', marked: false });
+  if (to < plain.length || read !== text) pieces.push({ text: '\u2026', marked: false });
   return pieces;
 }
