@@ -2,7 +2,7 @@
 // The README's screenshots, made again: starts the built server (`npm run build` first) on 127.0.0.1
 // with a fresh data directory, seeds a product through the command line and the API, signs in with a
 // login link, and has chromium (playwright-core, /usr/bin/chromium or CHROMIUM) save the board, an
-// item and the matrix at a desktop's width and a phone's under docs/screenshots/.
+// item, the matrix and a search at a desktop's width and a phone's under docs/screenshots/.
 //
 //   node scripts/screenshots.mjs [output directory]
 import { execFileSync, spawn } from 'node:child_process';
@@ -88,6 +88,7 @@ try {
     board: `/app/products/${productId}/board`,
     item: `/app/products/${productId}/items/${story}`,
     matrix: `/app/products/${productId}/deploys/matrix`,
+    search: '/app/search?q=page',
   };
   for (const [name, url] of Object.entries(pages)) {
     for (const [size, viewport] of Object.entries(SIZES)) {
