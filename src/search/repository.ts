@@ -208,10 +208,10 @@ const leadingTag = (plan: Plan): string | undefined =>
  * the tag's index does, each item checked by key (SQLite is made to start there: its planner would
  * rather read every item of a status and sort them); otherwise the items table's.
  */
-export async function matchWindow(db: Db, plan: Plan, cap: number): Promise<number[]> {
+export async function matchWindow(db: Db, plan: Plan, cap: number): Promise<MatchWindow> {
   const pg = dialectOf(db) === 'postgres';
   const rest = conditions(db, { ...plan, text: [] }, true);
-  let rows: { id: number }[];
+  let rows: { id: number; score?: number }[];
   if (plan.text.length && pg) {
     // The matches' ids are sorted before any item is read (OFFSET 0 keeps PostgreSQL from
     // flattening the subquery): the items are read by key for the newest only, not for every match.
@@ -222,9 +222,13 @@ export async function matchWindow(db: Db, plan: Plan, cap: number): Promise<numb
       WHERE ${rest}
       ORDER BY m.item_id DESC LIMIT ${cap}`.execute(db));
   } else if (plan.text.length) {
-    ({ rows } = await sql<{ id: number }>`SELECT i.id FROM item_search JOIN items i ON i.id = item_search.rowid
+    // Scored in the same pass: BM25 of the rows the window keeps only, where a pass of its own
+    // walked the text index again from the window's oldest id (a third of the cost or more).
+    ({ rows } = await sql<{ id: number; score: number }>`SELECT i.id, ${BM25} AS score
+      FROM item_search JOIN items i ON i.id = item_search.rowid
       WHERE item_search MATCH ${ftsMatch(plan.text, plan.prefix, 'AND')} AND ${rest}
       ORDER BY item_search.rowid DESC LIMIT ${cap}`.execute(db));
+    return { ids: rows.map((r) => Number(r.id)), scores: rows.map((r) => Number(r.score)) };
   } else if (leadingTag(plan) !== undefined && !pg) {
     ({ rows } = await sql<{ id: number }>`SELECT i.id FROM item_tags lead CROSS JOIN items i ON i.id = lead.item_id
       WHERE ${foldedTag(db, 'lead.tag')} = ${foldTag(leadingTag(plan) ?? '')} AND ${rest}
@@ -234,30 +238,32 @@ export async function matchWindow(db: Db, plan: Plan, cap: number): Promise<numb
     ({ rows } = await sql<{ id: number }>`SELECT i.id FROM items i WHERE ${byId}
       ORDER BY i.id DESC LIMIT ${cap}`.execute(db));
   }
-  return rows.map((r) => Number(r.id));
+  return { ids: rows.map((r) => Number(r.id)) };
 }
 
+/** The newest matches, newest first; with words on SQLite, each one's BM25 score (lower is better). */
+export interface MatchWindow {
+  ids: number[];
+  scores?: number[];
+}
+
+/** SQLite's relevance: BM25 with the columns weighted title 10, tags 5, description 2, comments 1. */
+const BM25 = sql`bm25(item_search, 10.0, 5.0, 2.0, 1.0)`;
+
 /**
- * The window's ids, best first: BM25 on SQLite (title 10, tags 5, description 2, comments 1),
- * ts_rank on PostgreSQL (weights A to D in that order); ties newest first. On SQLite the text index
- * alone scores its matches from the window's oldest id up, and those of the window are kept (the
- * window holds every match from there that meets the other terms), so no item is read again.
+ * The window's ids, best first: BM25 on SQLite (the scores read with the window), ts_rank on
+ * PostgreSQL (weights A to D for title, tags, description, comments); ties newest first.
  */
-export async function rankWindow(db: Db, plan: Plan, window: number[]): Promise<number[]> {
-  if (!window.length) return [];
-  const floor = Math.min(...window);
-  if (dialectOf(db) === 'sqlite') {
-    const inWindow = new Set(window);
-    const match = ftsMatch(plan.text, plan.prefix, 'AND');
-    const { rows } = await sql<{ id: number; score: number }>`SELECT rowid AS id,
-        bm25(item_search, 10.0, 5.0, 2.0, 1.0) AS score
-      FROM item_search WHERE item_search MATCH ${match} AND rowid >= ${floor}`.execute(db);
-    return rows
-      .map((r) => ({ id: Number(r.id), score: Number(r.score) }))
-      .filter((r) => inWindow.has(r.id))
+export async function rankWindow(db: Db, plan: Plan, window: MatchWindow): Promise<number[]> {
+  if (!window.ids.length) return [];
+  if (window.scores) {
+    const { ids, scores } = window;
+    return ids
+      .map((id, n) => ({ id, score: scores[n] }))
       .sort((a, b) => a.score - b.score || b.id - a.id)
       .map((r) => r.id);
   }
+  const floor = Math.min(...window.ids);
   const rest = conditions(db, { ...plan, text: [] }, true);
   const tsQuery = sql`to_tsquery('simple', ${tsMatch(plan.text, plan.prefix, '&')})`;
   const { rows } = await sql<{ id: number }>`SELECT i.id FROM item_search s JOIN items i ON i.id = s.item_id

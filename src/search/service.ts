@@ -172,9 +172,10 @@ async function planOf(db: Db, viewer: Pick<UserRow, 'id'>, input: SearchInput, p
 
 /** The newest matches, ranked when the query has words; titles close to the words when nothing matches them. */
 async function windowOf(db: Db, plan: Plan): Promise<Window> {
-  const ids = await repository.matchWindow(db, plan, COUNT_CAP);
+  const matched = await repository.matchWindow(db, plan, COUNT_CAP);
+  const { ids } = matched;
   if (!hasText(plan)) return { ids, fuzzy: false };
-  if (ids.length) return { ids, ranked: await repository.rankWindow(db, plan, ids), fuzzy: false };
+  if (ids.length) return { ids, ranked: await repository.rankWindow(db, plan, matched), fuzzy: false };
   const close = await closeTitles(db, plan);
   return { ids: close, fuzzy: close.length > 0 };
 }
