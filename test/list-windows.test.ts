@@ -13,7 +13,7 @@ const stamps = (n: number): ItemStamp[] =>
   }));
 
 test('pages of a revision are cut from one read of its leading stamps, shared by the pages asked meanwhile', async () => {
-  const windows = new ListWindows();
+  const windows = new ListWindows(undefined, 0);
   const sizes: number[] = [];
   const read = async (size: number) => {
     sizes.push(size);
@@ -40,7 +40,7 @@ test('pages of a revision are cut from one read of its leading stamps, shared by
 });
 
 test('a page deeper than the deepest window is not cut from one, and a failed read is not kept', async () => {
-  const windows = new ListWindows();
+  const windows = new ListWindows(undefined, 0);
   assert.equal(await windows.page(1, 1, 'recent', { offset: 1010, limit: 20 }, async () => stamps(2000)), undefined);
   await assert.rejects(
     windows.page(1, 1, 'recent', { offset: 0, limit: 20 }, async () => {
@@ -49,4 +49,21 @@ test('a page deeper than the deepest window is not cut from one, and a failed re
     /unavailable/,
   );
   assert.equal((await windows.page(1, 1, 'recent', { offset: 0, limit: 20 }, async () => stamps(5)))!.length, 5);
+});
+
+test('a list gets windows once its pages are asked often between revisions, and loses them when they are not', async () => {
+  const windows = new ListWindows(undefined, 4);
+  const read = async (size: number) => stamps(size);
+  const asks = async (revision: number, pages: number) => {
+    const got = [];
+    for (let i = 0; i < pages; i++) got.push(await windows.page(1, revision, 'recent', { offset: 0, limit: 20 }, read));
+    return got.map((p) => p !== undefined);
+  };
+  // Nothing known of the list yet: pages are read as they are asked.
+  assert.deepEqual(await asks(1, 10), Array(10).fill(false));
+  // Ten pages at the last revision: this one has windows.
+  assert.deepEqual(await asks(2, 2), [true, true]);
+  // Revisions moving faster than pages are asked: (5 + 2 / 10) / 2 pages a revision, under four.
+  assert.deepEqual(await asks(12, 1), [false]);
+  assert.deepEqual(await asks(30, 1), [false]);
 });
