@@ -42,6 +42,7 @@ import {
   KeptItems,
   ListCounts,
   ListPages,
+  ListWindows,
   pathItemNumber,
   shortUrlRoutes,
 } from './items/index.js';
@@ -99,6 +100,8 @@ declare module 'fastify' {
     listCounts: ListCounts;
     /** The ids of list pages by position or creation, per product order version (see ListPages). */
     listPages: ListPages;
+    /** PostgreSQL: the leading stamps of lists by time, per product revision (see ListWindows). */
+    listWindows: ListWindows | undefined;
     /** Item and deploy lists kept per product revision (see KeptAnswers). */
     keptAnswers: KeptAnswers;
     /** Each item's JSON kept by its version, for lists assembled from it (see KeptItems). */
@@ -150,6 +153,10 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   closeConnectionsWhileDraining(app);
   app.decorate('listCounts', new ListCounts());
   app.decorate('listPages', new ListPages());
+  // On PostgreSQL, where each page is a statement planned and run by a backend on the cores the
+  // service shares; on SQLite a page is a call on the one thread, and a window of a thousand
+  // stamps read at once would hold that thread while changes wait. Nothing is kept when answers are not.
+  app.decorate('listWindows', config.databaseUrl && config.answerCacheMb > 0 ? new ListWindows() : undefined);
   // Of the memory given to kept answers, two thirds hold whole answers and one third items' JSON.
   const answerCache = config.answerCacheMb * 1024 * 1024;
   app.decorate('keptItems', new KeptItems(answerCache / 3));

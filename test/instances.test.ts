@@ -192,6 +192,39 @@ test('item and deploy lists read through one instance show a change made through
   await both([`${na}:Kept A, again:k1`], ['k1:Kept A, renamed']);
 });
 
+test('under a stream of reads through one instance, the next read sees a change made through the other at once', async () => {
+  // Reads of one caller that wait for a connection together share the read of the caller and the
+  // product (db/shared-reads.ts): one asked after a change was answered must not be given the
+  // answer of a read sent before it.
+  const made = await call(0, owner, 'POST', '/items.json', { type: 'task', title: 'Read 0', tags: 'shared-reads' });
+  assert.equal(made.status, 200);
+  // By priority (kept by order version) and by time (pages cut from the stamps read per revision).
+  const titles = async () => {
+    const seen = [];
+    for (const order of ['priority', 'recent']) {
+      const res = await call(0, owner, 'GET', `/items.json?tags=shared-reads&order_by=${order}`);
+      assert.equal(res.status, 200);
+      seen.push(...res.body.map((item: any) => item.title));
+    }
+    return seen;
+  };
+  let reading = true;
+  // A bounded stream: the caller's key has a rate limit of its own, shared by the instances.
+  const readers = Array.from({ length: 20 }, async () => {
+    for (let n = 0; reading && n < 10; n++) await titles();
+  });
+  try {
+    for (let i = 1; i <= 6; i++) {
+      const changed = await call(1, owner, 'POST', `/items/${made.body.number}.json`, { title: `Read ${i}` });
+      assert.equal(changed.status, 200);
+      assert.deepEqual(await titles(), [`Read ${i}`, `Read ${i}`], `read after change ${i}`);
+    }
+  } finally {
+    reading = false;
+    await Promise.all(readers);
+  }
+});
+
 test(
   'concurrent deploys: one message per follower per deploy, delivered once by the workers of both ' + 'instances',
   async () => {

@@ -5,6 +5,7 @@ import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { DEFAULT_PG_POOL_MAX, poolSizes } from '../src/config.js';
 import { changesHandleOf, openDatabase, type Db } from '../src/db/connection.js';
+import { sharedUntilStarted } from '../src/db/shared-reads.js';
 import { databaseOptionsFor, pgBase } from './storage.js';
 
 test('PG_POOL_MAX is shared: a quarter (rounded up, at least one) for transactions, the rest for reads', () => {
@@ -94,4 +95,98 @@ test('a transaction and what a change reads outside it get a connection while ev
     .select((eb) => eb.fn.countAll<number>().as('n'))
     .executeTakeFirstOrThrow();
   assert.ok(Number(count.n) >= 1);
+});
+
+/** A product of the test's own, renamed by `rename`. */
+async function productNamed(name: string): Promise<number> {
+  const product = await db
+    .insertInto('products')
+    .values({
+      name,
+      archived: 0,
+      created_at: '2026-01-01T00:00:00+00:00',
+      last_number: 0,
+      items_version: 0,
+      revision: 0,
+      order_version: 0,
+    })
+    .returning('id')
+    .executeTakeFirstOrThrow();
+  return product.id;
+}
+
+const rename = (id: number, name: string) =>
+  db.transaction().execute((trx) => trx.updateTable('products').set({ name }).where('id', '=', id).execute());
+
+const nameOf = (handle: Db, id: number) =>
+  handle.selectFrom('products').select('name').where('id', '=', id).executeTakeFirstOrThrow();
+
+test('reads asking the same while they wait for a connection share one, which sees what was committed before any of them asked', {
+  skip: !pgBase && 'reads are shared on PostgreSQL only; on SQLite each runs at once',
+  timeout: 30_000,
+}, async () => {
+  const id = await productNamed('before');
+  const question = `name of ${id}`;
+  let reads = 0;
+  const read = (handle: Db) => {
+    reads++;
+    return nameOf(handle, id);
+  };
+  const hold = await holdReadConnections(poolSizes(DEFAULT_PG_POOL_MAX).reads);
+  let first: Promise<{ name: string }>;
+  let later: Promise<{ name: string }>[];
+  try {
+    first = sharedUntilStarted(db, question, read);
+    // Committed after the first asked and before the others did: all of them must see it.
+    await rename(id, 'after');
+    later = [1, 2, 3].map(() => sharedUntilStarted(db, question, read));
+  } finally {
+    await hold.release();
+  }
+  const names = await Promise.all([first, ...later]);
+  assert.deepEqual(
+    names.map((n) => n.name),
+    ['after', 'after', 'after', 'after'],
+  );
+  assert.equal(reads, 1, 'one statement for the four');
+});
+
+test('a read asked once the shared one has started runs on its own, and sees a change committed meanwhile', {
+  skip: !pgBase && 'reads are shared on PostgreSQL only; on SQLite each runs at once',
+  timeout: 30_000,
+}, async () => {
+  const id = await productNamed('before');
+  const question = `name of ${id}`;
+  let started!: () => void;
+  const isStarted = new Promise<void>((resolve) => (started = resolve));
+  let finish!: () => void;
+  const finishing = new Promise<void>((resolve) => (finish = resolve));
+  // The first read takes its connection and reads before the change; it answers only afterwards.
+  const first = sharedUntilStarted(db, question, async (handle) => {
+    const row = await nameOf(handle, id);
+    started();
+    await finishing;
+    return row;
+  });
+  await isStarted;
+  await rename(id, 'after');
+  const second = sharedUntilStarted(db, question, (handle) => nameOf(handle, id));
+  finish();
+  assert.equal((await first).name, 'before');
+  assert.equal((await second).name, 'after');
+});
+
+test('a shared read that fails fails every request that joined it, and the next asks afresh', async () => {
+  const question = 'failing';
+  const hold = pgBase ? await holdReadConnections(poolSizes(DEFAULT_PG_POOL_MAX).reads) : undefined;
+  let reads = 0;
+  const failing = async () => {
+    reads++;
+    throw new Error('no answer');
+  };
+  const asked = [1, 2].map(() => sharedUntilStarted(db, question, failing));
+  await hold?.release();
+  for (const a of asked) await assert.rejects(a, /no answer/);
+  assert.equal(reads, pgBase ? 1 : 2);
+  assert.equal(await sharedUntilStarted(db, question, async () => 'again'), 'again');
 });

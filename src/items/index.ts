@@ -1,5 +1,5 @@
 /** Items: numbered work in a product, its lists, order, followers and deploy history. */
-export { ListCounts, ListPages } from './counts.js';
+export { ListCounts, ListPages, ListWindows } from './counts.js';
 export { itemPieces, KeptItems, type ItemStamp } from './kept-items.js';
 export {
   listQuery,

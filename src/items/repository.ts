@@ -5,6 +5,7 @@ import type { Db } from '../db/connection.js';
 import { foldedTag, foldTag } from '../db/tags.js';
 import { dialectOf } from '../db/dialect.js';
 import { prepared } from '../db/prepared.js';
+import { namePageStatement, nameServerStatement } from '../db/statements.js';
 import { leadingWithin } from '../http/answer-size.js';
 import { LruCache } from '../lru.js';
 import {
@@ -570,6 +571,7 @@ export async function listTopLevelStamps(
       .limit(written(limit))
       .offset(offset)
       .compile();
+    if (dialectOf(db) === 'postgres') namePageStatement(query.sql);
     stampQueries.set(key, query);
   }
   const { rows } = await db.executeQuery(query);
@@ -1000,8 +1002,11 @@ async function extrasOnPostgres(db: Db, ids: number[], shown: number): Promise<E
     const query = db
       .selectFrom('items as i')
       .select(['i.id', ...extraColumns(shown)])
-      .where(sql<boolean>`i.id = any(${chunk}::integer[])`);
-    return query.execute();
+      .where(sql<boolean>`i.id = any(${chunk}::integer[])`)
+      .compile();
+    // One text for any number of items: prepared once per connection, not planned at every page.
+    nameServerStatement(query.sql);
+    return (await db.executeQuery(query)).rows;
   });
   return extrasOf(rows);
 }

@@ -143,6 +143,7 @@ async function itemListRoutes(app: FastifyInstance): Promise<void> {
         const { stamps, total } = await listItemStamps(app.db, request.scope, input, {
           counts: app.listCounts,
           pages: app.listPages,
+          windows: app.listWindows,
         });
         return boundedItems(app, request, reply, { stamps, offset: input.offset, total, shows });
       },

@@ -37,7 +37,7 @@ import {
   type Order,
   type Status,
 } from './model.js';
-import type { ListCounts, ListPages } from './counts.js';
+import type { ListCounts, ListPages, ListWindows } from './counts.js';
 import { announceItem, fieldChanges, previousOf } from './events.js';
 import {
   addFollower,
@@ -172,7 +172,7 @@ export async function listItemStamps(
   db: Db,
   scope: ProductScope,
   input: ListItemsInput,
-  kept: { counts: ListCounts; pages: ListPages },
+  kept: { counts: ListCounts; pages: ListPages; windows?: ListWindows },
 ): Promise<{ stamps: ItemStamp[]; total: number }> {
   const filter = await listFilter(db, scope, input);
   const total = () => listTotal(db, scope, input, filter, kept.counts);
@@ -180,6 +180,17 @@ export async function listItemStamps(
     input.children
       ? listWithChildren(db, filter, input.order, input.offset, input.limit)
       : listTopLevelStamps(db, filter, input.order, input.offset, input.limit);
+  if (!input.children && !isByPosition(input) && kept.windows) {
+    const { product } = scope;
+    const sliced = await kept.windows.page(
+      product.id,
+      product.revision,
+      { filter, order: input.order },
+      input,
+      (size) => listTopLevelStamps(db, filter, input.order, 0, size),
+    );
+    if (sliced) return { stamps: sliced, total: await total() };
+  }
   if (input.children || !isByPosition(input)) return { stamps: await page(), total: await total() };
   let read: ItemStamp[] | undefined;
   const ids = await kept.pages.get(scope.product.id, scope.product.order_version, { filter, input }, async () => {

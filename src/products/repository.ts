@@ -3,6 +3,7 @@ import type { Db, Trx } from '../db/connection.js';
 import { dialectOf } from '../db/dialect.js';
 import { notifyProductChanged, productChangedNotification } from '../db/listen.js';
 import { prepared } from '../db/prepared.js';
+import { sharedUntilStarted } from '../db/shared-reads.js';
 import { storableId, type ProductRow, type UserRow } from '../db/schema.js';
 import { findUserBy, type UserLookup } from '../users/index.js';
 
@@ -105,10 +106,15 @@ export async function findCallerAndProduct(
   productId: number | undefined,
 ): Promise<CallerAndProduct> {
   if (productId === undefined || !storableId(productId)) return { user: await findUserBy(db, lookup) };
-  const [row] =
+  // Every request of a product reads this: those waiting for a connection at once share one read.
+  const question =
+    'email' in lookup ? `caller ${productId} email ${lookup.email}` : `caller ${productId} key ${lookup.keyHash}`;
+  // The row is shared; what is made of it below (the user, the product) is each request's own.
+  const [row] = await sharedUntilStarted(db, question, (connection) =>
     'email' in lookup
-      ? await callerByEmailIn(db, productId, lookup.email)
-      : await callerByKeyIn(db, productId, lookup.keyHash);
+      ? callerByEmailIn(connection, productId, lookup.email)
+      : callerByKeyIn(connection, productId, lookup.keyHash),
+  );
   if (!row) return { user: undefined };
   const {
     product_id,
