@@ -192,7 +192,7 @@ test('item and deploy lists read through one instance show a change made through
   await both([`${na}:Kept A, again:k1`], ['k1:Kept A, renamed']);
 });
 
-test('under a stream of reads through one instance, the next read sees a change made through the other at once', async () => {
+test('reads streaming through one instance: the next one sees a change made through the other at once', async () => {
   // Reads of one caller that wait for a connection together share the read of the caller and the
   // product (db/shared-reads.ts): one asked after a change was answered must not be given the
   // answer of a read sent before it.

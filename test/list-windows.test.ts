@@ -12,7 +12,7 @@ const stamps = (n: number): ItemStamp[] =>
     assigned_to_id: null,
   }));
 
-test('pages of a revision are cut from one read of its leading stamps, shared by the pages asked meanwhile', async () => {
+test('pages of a revision: cut from one read of its leading stamps, shared by the pages asked meanwhile', async () => {
   const windows = new ListWindows(undefined, 0);
   const sizes: number[] = [];
   const read = async (size: number) => {
@@ -51,7 +51,7 @@ test('a page deeper than the deepest window is not cut from one, and a failed re
   assert.equal((await windows.page(1, 1, 'recent', { offset: 0, limit: 20 }, async () => stamps(5)))!.length, 5);
 });
 
-test('a list gets windows once its pages are asked often between revisions, and loses them when they are not', async () => {
+test('a list gets windows once its pages are asked often between revisions, loses them when they are not', async () => {
   const windows = new ListWindows(undefined, 4);
   const read = async (size: number) => stamps(size);
   const asks = async (revision: number, pages: number) => {

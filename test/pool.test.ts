@@ -121,7 +121,7 @@ const rename = (id: number, name: string) =>
 const nameOf = (handle: Db, id: number) =>
   handle.selectFrom('products').select('name').where('id', '=', id).executeTakeFirstOrThrow();
 
-test('reads asking the same while they wait for a connection share one, which sees what was committed before any of them asked', {
+test('reads asking alike while they wait for a connection share one, seeing what was committed before any asked', {
   skip: !pgBase && 'reads are shared on PostgreSQL only; on SQLite each runs at once',
   timeout: 30_000,
 }, async () => {
