@@ -5,6 +5,7 @@ import { MergeSearchIndex, SEARCH_SCHEMAS, searchRoutes } from './search/index.j
 import { poolSizes, type Config } from './config.js';
 import type { Db } from './db/connection.js';
 import type { UserRow } from './db/schema.js';
+import { resumeSharedReadsThrough } from './db/shared-reads.js';
 import {
   DEPLOY_SCHEMAS,
   deployMessageRenderer,
@@ -175,7 +176,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   app.decorateRequest('scope', null as unknown as ProductScope);
   registerSecurityHeaders(app, config);
   await registerRateLimits(app, config, requestIdentity);
-  registerReadTurns(app, config.readsPerTurn);
+  resumeSharedReadsThrough(app.db, registerReadTurns(app, config.readsPerTurn));
   const web: WebOptions = {
     cookieSecret: await sharedSecret(db, 'session_cookie_key'),
     signinKey: await sharedSecret(db, 'signin_key'),

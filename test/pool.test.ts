@@ -5,7 +5,7 @@ import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { DEFAULT_PG_POOL_MAX, poolSizes } from '../src/config.js';
 import { changesHandleOf, openDatabase, type Db } from '../src/db/connection.js';
-import { sharedUntilStarted } from '../src/db/shared-reads.js';
+import { resumeSharedReadsThrough, sharedUntilStarted } from '../src/db/shared-reads.js';
 import { databaseOptionsFor, pgBase } from './storage.js';
 
 test('PG_POOL_MAX is shared: a quarter (rounded up, at least one) for transactions, the rest for reads', () => {
@@ -189,4 +189,32 @@ test('a shared read that fails fails every request that joined it, and the next 
   for (const a of asked) await assert.rejects(a, /no answer/);
   assert.equal(reads, pgBase ? 1 : 2);
   assert.equal(await sharedUntilStarted(db, question, async () => 'again'), 'again');
+});
+
+test('the requests that joined a shared read go on through the line they are given, each when it runs them', {
+  skip: !pgBase && 'reads are shared on PostgreSQL only; on SQLite each runs at once',
+  timeout: 30_000,
+}, async () => {
+  const id = await productNamed('lined up');
+  const waiting: (() => void)[] = [];
+  resumeSharedReadsThrough(db, (resume) => waiting.push(resume));
+  try {
+    const hold = await holdReadConnections(poolSizes(DEFAULT_PG_POOL_MAX).reads);
+    const settled: number[] = [];
+    const asked = [0, 1, 2].map((n) =>
+      sharedUntilStarted(db, `lined ${id}`, (handle) => nameOf(handle, id)).then((row) => {
+        settled.push(n);
+        return row;
+      }),
+    );
+    await hold.release();
+    assert.equal((await asked[0]).name, 'lined up', 'the one that read needs no turn');
+    assert.deepEqual(settled, [0]);
+    assert.equal(waiting.length, 2, 'the two that joined wait in the line');
+    for (const resume of waiting.splice(0)) resume();
+    await Promise.all(asked);
+    assert.deepEqual(settled, [0, 1, 2]);
+  } finally {
+    resumeSharedReadsThrough(db, undefined);
+  }
 });

@@ -6,7 +6,7 @@ import { registerReadTurns } from '../src/http/read-turns.js';
 /** A bare app whose routes note when each request's handler starts, and in which turn of the event loop. */
 async function turnsApp(perTurn: number) {
   const app = Fastify();
-  registerReadTurns(app, perTurn);
+  const line = registerReadTurns(app, perTurn);
   const started: { name: string; turn: number }[] = [];
   let turn = 0;
   let counting = true;
@@ -31,6 +31,8 @@ async function turnsApp(perTurn: number) {
   return {
     app,
     started,
+    line,
+    turn: () => turn,
     stop: async () => {
       counting = false;
       await app.close();
@@ -66,6 +68,32 @@ test('reads start a few per turn of the event loop, in order; changes and health
       JSON.stringify([...perTurn]),
     );
     assert.ok(perTurn.size >= 3, JSON.stringify([...perTurn]));
+  } finally {
+    await stop();
+  }
+});
+
+test('reads that go on after a shared read take their turns in the same share as the reads that start', async () => {
+  const { app, started, line, turn, stop } = await turnsApp(2);
+  try {
+    const reads = Array.from({ length: 2 }, (_, n) => app.inject({ method: 'GET', url: `/read/${n}` }));
+    const resumed = Array.from(
+      { length: 4 },
+      (_, n) =>
+        new Promise<void>((resolve) => line(() => resolve(void started.push({ name: `resumed ${n}`, turn: turn() })))),
+    );
+    await Promise.all([...reads, ...resumed]);
+    const perTurn = new Map<number, string[]>();
+    for (const s of started) perTurn.set(s.turn, [...(perTurn.get(s.turn) ?? []), s.name]);
+    assert.ok(
+      [...perTurn.values()].every((names) => names.length <= 2),
+      JSON.stringify([...perTurn]),
+    );
+    assert.deepEqual(
+      started.filter((s) => s.name.startsWith('resumed')).map((s) => s.name),
+      ['resumed 0', 'resumed 1', 'resumed 2', 'resumed 3'],
+      'in the order they asked',
+    );
   } finally {
     await stop();
   }

@@ -10,8 +10,21 @@ interface Queued {
 /** Per handle, the reads waiting for a connection, by what they ask. */
 const waiting = new WeakMap<Db, Map<string, Queued>>();
 
-/** Requests that joined a read go on this many per turn of the event loop (as reads start: http/read-turns.ts). */
+/** Per handle, how the requests that joined a read go on (see resumeSharedReadsThrough). */
+const resumers = new WeakMap<Db, (resume: () => void) => void>();
+
+/** Requests that joined a read go on this many per turn of the event loop when no line is given. */
 const JOINED_PER_TURN = 4;
+
+/**
+ * The requests that joined a shared read of `db` go on through `line`, which runs each when its
+ * turn comes (http/read-turns.ts: the reads' own share of each turn of the event loop); with none,
+ * they go on a few per turn besides it.
+ */
+export function resumeSharedReadsThrough(db: Db, line: ((resume: () => void) => void) | undefined): void {
+  if (line) resumers.set(db, line);
+  else resumers.delete(db);
+}
 
 /**
  * `read(db)`, shared with the requests that ask the same `question` of the same handle while it
@@ -54,6 +67,11 @@ export function sharedUntilStarted<T>(db: Db, question: string, read: (db: Db) =
   reads.set(question, shared);
   const settle = (tell: (joiner: Queued['joined'][number]) => void) => {
     close();
+    const line = resumers.get(db);
+    if (line) {
+      for (const joiner of shared.joined.splice(0)) line(() => tell(joiner));
+      return;
+    }
     const next = () => {
       for (const joiner of shared.joined.splice(0, JOINED_PER_TURN)) tell(joiner);
       if (shared.joined.length) setImmediate(next);
