@@ -39,7 +39,8 @@ export function resumeSharedReadsThrough(db: Db, line: ((resume: () => void) => 
  * (a read right after a write, on any instance, sees it). Once its connection is taken the read
  * is closed to newcomers, who start or join the next one.
  *
- * Those who joined go on a few per turn of the event loop, not all in the turn the answer came:
+ * Those who joined go on a few per turn of the event loop, in the reads' own share of each turn
+ * when the handle has a line (resumeSharedReadsThrough), not all in the turn the answer came:
  * dozens of requests going on at once made that turn as long as all their work, and a change
  * waiting for its next step waited for all of it.
  *
