@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { DEFAULT_PG_POOL_MAX, poolSizes } from '../src/config.js';
-import { changesHandleOf, openDatabase, type Db } from '../src/db/connection.js';
+import { changesHandleOf, openDatabase, type Db, type Trx } from '../src/db/connection.js';
 import { resumeSharedReadsThrough, sharedUntilStarted } from '../src/db/shared-reads.js';
 import { databaseOptionsFor, pgBase } from './storage.js';
 
@@ -64,22 +64,7 @@ test('a transaction and what a change reads outside it get a connection while ev
   const hold = await holdReadConnections(reads);
   try {
     // With one shared pool both would wait for a held connection, and the test would never end.
-    const id = await db.transaction().execute(async (trx) => {
-      const product = await trx
-        .insertInto('products')
-        .values({
-          name: 'pool',
-          archived: 0,
-          created_at: '2026-01-01T00:00:00+00:00',
-          last_number: 0,
-          items_version: 0,
-          revision: 0,
-          order_version: 0,
-        })
-        .returning('id')
-        .executeTakeFirstOrThrow();
-      return product.id;
-    });
+    const id = await db.transaction().execute((trx) => productNamed('pool', trx));
     const read = await changesHandleOf(db)
       .selectFrom('products')
       .select('name')
@@ -97,9 +82,9 @@ test('a transaction and what a change reads outside it get a connection while ev
   assert.ok(Number(count.n) >= 1);
 });
 
-/** A product of the test's own, renamed by `rename`. */
-async function productNamed(name: string): Promise<number> {
-  const product = await db
+/** A product of the test's own (made in `on`, a transaction or the handle), renamed by `rename`. */
+async function productNamed(name: string, on: Db | Trx = db): Promise<number> {
+  const product = await on
     .insertInto('products')
     .values({
       name,
