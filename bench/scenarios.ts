@@ -61,7 +61,7 @@ const TWO_WORDS = ['login form', 'billing page', 'deploy hook', 'csv export', 'w
 export const TYPED = 'password';
 
 /**
- * Searches (issue 30): a two-word query ranked by relevance, and a query of field terms only,
+ * Searches: a two-word query ranked by relevance, and a query of field terms only,
  * which the items' own indexes answer without the text index; both compared with the baseline.
  */
 export function searchScenarios(): Scenario[] {
