@@ -1,8 +1,8 @@
 import type SQLite from 'better-sqlite3';
 
 /** How many of an item's latest comments are searched, and at most how many characters of them. */
-export const COMMENTS_SEARCHED = 200;
-export const COMMENT_CHARS = 200_000;
+const COMMENTS_SEARCHED = 200;
+const COMMENT_CHARS = 200_000;
 
 /**
  * SQLite's statement that writes the search documents of the items `ids` (a SELECT of item ids)
