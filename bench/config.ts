@@ -7,8 +7,11 @@ export const ROOT = fileURLToPath(new URL('..', import.meta.url));
 /** Cached datasets and per-run copies; never committed. */
 export const DATA_ROOT = path.join(ROOT, 'bench', '.data');
 export const SERVER_SCRIPT = path.join(ROOT, 'dist', 'bundle', 'server.js');
+const START = startCommand();
 /** The options `npm start` gives Node before the server's script: the bench runs the same process. */
-export const SERVER_NODE_OPTIONS = startOptions();
+export const SERVER_NODE_OPTIONS = START.options;
+/** The environment `npm start` sets for the server (the C library's allocator settings). */
+export const SERVER_START_ENV = START.env;
 export const CLI_SCRIPT = path.join(ROOT, 'bin', 'shiplog.js');
 export const REPORT_FILE = path.join(ROOT, 'BENCHMARKS.md');
 
@@ -151,11 +154,13 @@ export function sizeLabel(size: number): string {
   return String(size);
 }
 
-function startOptions(): string[] {
+function startCommand(): { env: Record<string, string>; options: string[] } {
   const { scripts } = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as {
     scripts: { start: string };
   };
-  const found = /\bnode((?: --\S+)*) dist\/bundle\/server\.js\b/.exec(scripts.start);
+  const found = /((?:\b[A-Z_]+=\S+ )*)node((?: --\S+)*) dist\/bundle\/server\.js\b/.exec(scripts.start);
   if (!found) throw new Error(`npm start (${scripts.start}) does not run node dist/bundle/server.js`);
-  return found[1].trim().split(/\s+/).filter(Boolean);
+  const words = (text: string) => text.trim().split(/\s+/).filter(Boolean);
+  const env = Object.fromEntries(words(found[1]).map((word) => word.split('=', 2) as [string, string]));
+  return { env, options: words(found[2]) };
 }

@@ -18,7 +18,7 @@ import type net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
-import { ROOT, SERVER_NODE_OPTIONS } from './config.js';
+import { ROOT, SERVER_NODE_OPTIONS, SERVER_START_ENV } from './config.js';
 import { freePort, peakRssMb, request, rssMb, spawnNode, stopChild, waitForOk, type Child } from './processes.js';
 
 const ITEMS = 500;
@@ -186,7 +186,7 @@ async function main(): Promise<void> {
   try {
     server = spawnNode(
       [...SERVER_NODE_OPTIONS, path.join(root, 'dist', 'bundle', 'server.js')],
-      env,
+      { ...SERVER_START_ENV, ...env },
       path.join(dataDir, 'server.log'),
     );
     await waitForOk(server, port, '/health');

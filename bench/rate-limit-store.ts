@@ -20,7 +20,7 @@ import { openDatabase, type Db } from '../src/db/connection.js';
 import { countInWindow } from '../src/http/repository.js';
 import { createProduct } from '../src/products/service.js';
 import { createUser } from '../src/users/service.js';
-import { ROOT, SERVER_NODE_OPTIONS, SERVER_SCRIPT } from './config.js';
+import { ROOT, SERVER_NODE_OPTIONS, SERVER_SCRIPT, SERVER_START_ENV } from './config.js';
 import { freePort, spawnNode, stopChild } from './processes.js';
 
 const url = process.env.DATABASE_URL;
@@ -118,6 +118,7 @@ async function serverAtSaturation(db: Db, databaseUrl: string): Promise<void> {
     const server = spawnNode(
       [...SERVER_NODE_OPTIONS, SERVER_SCRIPT],
       {
+        ...SERVER_START_ENV,
         PATH: process.env.PATH,
         HOST: '127.0.0.1',
         PORT: String(port),

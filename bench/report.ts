@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import SQLite from 'better-sqlite3';
-import { REPORT_FILE, SERVER_NODE_OPTIONS, sizeLabel, type BenchConfig } from './config.js';
+import { REPORT_FILE, SERVER_NODE_OPTIONS, SERVER_START_ENV, sizeLabel, type BenchConfig } from './config.js';
 import type { LoadResult, RateResult } from './load.js';
 
 export type Backend = 'sqlite' | 'postgres';
@@ -433,14 +433,22 @@ export function sqliteVersion(): string {
   }
 }
 
+/** The server's command as `npm start` runs it, its environment first. */
+const startLine = (): string =>
+  [
+    ...Object.entries(SERVER_START_ENV).map(([name, value]) => `${name}=${value}`),
+    'node',
+    ...SERVER_NODE_OPTIONS,
+    'dist/bundle/server.js',
+  ].join(' ');
+
 function machine(run: RunReport): string {
   return [
     `- CPU: ${cpuModel()}, ${os.cpus().length} cores; memory ${fmt(os.totalmem() / 2 ** 30, 1)} GiB`,
     `- Node ${process.version} (a bare \`node -e 0\` takes ${whole(run.bareNodeStartMs)} ms ` +
       `from spawn to exit here); SQLite ${sqliteVersion()} (better-sqlite3)` +
       `${run.backend === 'postgres' ? `; PostgreSQL ${run.databaseVersion}` : ''}`,
-    `- The server runs as \`npm start\` runs it: ` +
-      `\`node ${[...SERVER_NODE_OPTIONS, 'dist/bundle/server.js'].join(' ')}\`.`,
+    `- The server runs as \`npm start\` runs it: \`${startLine()}\`.`,
     `- Load average (1, 5, 15 min) at the start: ${run.loadAverage.map((l) => fmt(l, 2)).join(', ')}; at the end: ` +
       `${run.loadAverageAfter.map((l) => fmt(l, 2)).join(', ')}. ` +
       'Anything above what the benchmark itself runs means other work shared the cores.',

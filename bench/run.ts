@@ -18,6 +18,7 @@ import {
   loadBenchConfig,
   SERVER_NODE_OPTIONS,
   SERVER_SCRIPT,
+  SERVER_START_ENV,
   sizeLabel,
   type BenchConfig,
   type LoadGenerator,
@@ -195,7 +196,7 @@ async function startServer(
   const spawned = performance.now();
   const child = spawnNode(
     [...SERVER_NODE_OPTIONS, ...(profiled ? profiling(ctx) : []), SERVER_SCRIPT],
-    { ...env, PORT: String(port) },
+    { ...SERVER_START_ENV, ...env, PORT: String(port) },
     path.join(ctx.logDir, `server-${ctx.backend}-${ctx.size}.log`),
   );
   try {

@@ -298,7 +298,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     databaseUrl: env.DATABASE_URL ? parseDatabaseUrl(env.DATABASE_URL) : undefined,
     pgPoolMax: positive('PG_POOL_MAX', DEFAULT_PG_POOL_MAX),
     sqliteCacheMb: positive('SQLITE_CACHE_MB', 8, 4096),
-    answerCacheMb: limit('ANSWER_CACHE_MB', 24),
+    answerCacheMb: limit('ANSWER_CACHE_MB', 16),
     readsPerTurn: positive('READS_PER_TURN', 4, 10_000),
     pgStatementTimeoutMs: positive('PG_STATEMENT_TIMEOUT_MS', 5000),
     pgConnectTimeoutMs: positive('PG_CONNECT_TIMEOUT_MS', 5000),

@@ -1,5 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { answeredNotModified, answerTag } from './http/conditional.js';
+import { keptBytes } from './kept-bytes.js';
 import { LruCache } from './lru.js';
 import { PROFILE_TTL_MS } from './users/index.js';
 import type { Db } from './db/connection.js';
@@ -203,12 +204,9 @@ export class KeptAnswers {
       const made = await make((ids) => {
         shown = ids;
       });
-      const body =
-        made instanceof Fingerprinted
-          ? made.body
-          : Buffer.isBuffer(made)
-            ? made
-            : Buffer.from(reply.serialize(made) as string);
+      const body = keptBytes(
+        made instanceof Fingerprinted ? made.body : Buffer.isBuffer(made) ? made : (reply.serialize(made) as string),
+      );
       const kept = q.headers.flatMap((name): [string, string][] =>
         reply.getHeader(name) === undefined ? [] : [[name, String(reply.getHeader(name))]],
       );

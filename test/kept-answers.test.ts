@@ -194,6 +194,9 @@ test('a kept answer carries the headers its first answer set', async () => {
   const again = fakeExchange(1);
   const body = await kept.answer(again.request, again.reply, 'q', ['X-Count'], async () => assert.fail('made again'));
   assert.equal(String(body), '[1,2]');
+  // Short as it is, the kept body is not a piece of Node's shared slab (see keptBytes).
+  const own = body as Buffer;
+  assert.ok(own.byteOffset === 0 && own.buffer.byteLength === own.length);
   assert.equal(again.set.get('X-Count'), '42');
 });
 

@@ -14,6 +14,7 @@ import { LruCache } from '../lru.js';
 import { nextTurn } from '../turns.js';
 import { findProfiles, findUsersByIds, type UserProfile } from '../users/index.js';
 import { announceDeploy, logDeploy } from './events.js';
+import { keptBytes } from '../kept-bytes.js';
 import { keptSummaries } from './summaries.js';
 import { DEPLOY_PAGE_ITEMS, type DeployInput } from './input.js';
 import {
@@ -439,7 +440,9 @@ async function summariesOf(
     if (bytes) found.set(d.id, { item_summaries: bytes, item_count: d.item_count! });
     else if (d.item_count !== null) unread.push(d.id);
   }
-  for (const [id, bytes] of await findKeptSummaries(db, unread)) {
+  for (const [id, read] of await findKeptSummaries(db, unread)) {
+    // PostgreSQL's driver cuts short values out of a shared slab (see keptBytes).
+    const bytes = keptBytes(read);
     held.set(id, bytes);
     found.set(id, { item_summaries: bytes, item_count: deploys.find((d) => d.id === id)!.item_count! });
   }

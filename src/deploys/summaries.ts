@@ -1,5 +1,6 @@
 import type { ItemRow } from '../db/schema.js';
 import { itemShortUrl, statusName } from '../items/index.js';
+import { keptBytes } from '../kept-bytes.js';
 
 /**
  * What a page of deploys embeds of each item: which one (its number, and its product, by which
@@ -34,7 +35,7 @@ const keptSummary = (item: Summarised): KeptSummary => ({
 /** What a deploy keeps of its items, in number order, and how many there are. */
 export function keptSummaries(items: readonly Summarised[]): { item_summaries: Buffer; item_count: number } {
   const byNumber = [...items].sort((a, b) => a.number - b.number);
-  return { item_summaries: Buffer.from(JSON.stringify(byNumber.map(keptSummary))), item_count: items.length };
+  return { item_summaries: keptBytes(JSON.stringify(byNumber.map(keptSummary))), item_count: items.length };
 }
 
 /**

@@ -1,6 +1,7 @@
 import type { Db } from '../db/connection.js';
 import type { ItemRow, ProductRow } from '../db/schema.js';
 import { leadingWithin, type Serialize } from '../http/answer-size.js';
+import { keptBytes } from '../kept-bytes.js';
 import { LruCache } from '../lru.js';
 import type { Urls } from '../scope.js';
 import { PROFILE_TTL_MS } from '../users/index.js';
@@ -80,7 +81,7 @@ export class KeptItems {
   }
 
   keep(key: string, text: string): Piece {
-    const json = Buffer.from(text);
+    const json = keptBytes(text);
     const piece = { json, bytes: json.length };
     if (piece.bytes <= this.largest) this.pieces.set(key, piece);
     return piece;

@@ -22,8 +22,8 @@ import { RenderedPages } from './rendered-pages.js';
 export { BOARD_PAGE } from './pages/board.js';
 export { MATRIX_ENVIRONMENTS, MATRIX_PAGE } from './pages/matrix.js';
 
-/** Board pages kept per product, revision, role and query (see RenderedPages). */
-const BOARDS_KEPT = 32;
+/** What board pages kept per product, revision, role and query may weigh together (see RenderedPages). */
+const BOARDS_KEPT_BYTES = 4 * 1024 * 1024;
 
 /**
  * A product's pages (`/app/products/{id}/...`), one file each under pages/: the board, the items,
@@ -43,7 +43,7 @@ export async function productPages(
       (request.params as { product_id: string }).product_id,
     );
   });
-  const boards = new RenderedPages(BOARDS_KEPT);
+  const boards = new RenderedPages(BOARDS_KEPT_BYTES);
   await app.register(boardRoutes, { boards });
   await app.register(newItemRoutes, { boards });
   await app.register(itemRoutes);

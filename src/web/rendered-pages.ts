@@ -1,4 +1,5 @@
 import crypto from 'node:crypto';
+import { keptBytes } from '../kept-bytes.js';
 import { LruCache } from '../lru.js';
 import { escapeHtml, type Html } from './views/html.js';
 import type { Viewer } from './views/layout.js';
@@ -13,7 +14,7 @@ type Parts = (Buffer | 'email' | 'token')[];
  * members; so every instance renders anew as soon as a change commits, wherever it was made).
  * The two things that differ between people, their address in the navigation and their form
  * token, are rendered as slots that no typed text can contain and filled in per request, so a
- * kept page costs one copy of its bytes. Bounded by count; a board page is a few hundred KiB.
+ * kept page costs one copy of its bytes. Bounded in bytes: a board page is a few hundred KiB.
  */
 export class RenderedPages {
   private readonly id = crypto.randomBytes(16).toString('hex');
@@ -21,8 +22,9 @@ export class RenderedPages {
   private readonly slotPattern = new RegExp(`(${this.slots.email}|${this.slots.token})`);
   private readonly pages: LruCache<string, Parts>;
 
-  constructor(capacity: number) {
-    this.pages = new LruCache(capacity);
+  constructor(budgetBytes: number) {
+    const weigh = (parts: Parts) => parts.reduce((sum, part) => sum + (Buffer.isBuffer(part) ? part.length : 0), 0);
+    this.pages = new LruCache(budgetBytes, Infinity, weigh);
   }
 
   /**
@@ -35,7 +37,7 @@ export class RenderedPages {
       const text = (await make({ email: this.slots.email, csrfToken: this.slots.token })).text;
       parts = text
         .split(this.slotPattern)
-        .map((piece, i) => (i % 2 === 0 ? Buffer.from(piece) : piece === this.slots.email ? 'email' : 'token'));
+        .map((piece, i) => (i % 2 === 0 ? keptBytes(piece) : piece === this.slots.email ? 'email' : 'token'));
       if (key !== undefined) this.pages.set(key, parts);
     }
     const email = Buffer.from(escapeHtml(viewer.email));
