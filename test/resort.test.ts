@@ -63,7 +63,7 @@ describe('resort', () => {
     assert.notEqual(after.get(5), before.get(5));
   });
 
-  test('when the gap is used up the status is renumbered and the order holds', async () => {
+  test('when the gap is used up the items around it are spread and the order holds', async () => {
     const { order, resort, sorts } = await setup(4);
     // Moving items into the same gap over and over halves it until no integer is left.
     let expected = [1, 2, 3, 4];
@@ -77,6 +77,46 @@ describe('resort', () => {
     assert.deepEqual(await order(), expected);
     const values = [...(await sorts()).values()];
     assert.equal(new Set(values).size, values.length, 'positions are distinct');
+  });
+
+  test('a used-up gap spreads only the items around it, and the order holds', async () => {
+    const { order, resort, sorts } = await setup(150);
+    const first = await sorts();
+    let expected = Array.from({ length: 150 }, (_, i) => i + 1);
+    for (let i = 0; i < 40; i++) {
+      const mover = i % 2 === 0 ? 140 : 141;
+      assert.equal((await resort(mover, { before: 75 })).statusCode, 200);
+      expected = expected.filter((n) => n !== mover);
+      expected.splice(expected.indexOf(75) + 1, 0, mover);
+    }
+    assert.deepEqual(await order(), expected);
+    const now = await sorts();
+    const moved = expected.filter((n) => now.get(n) !== first.get(n));
+    // 32 items on each side of the gap at most, and the two movers.
+    assert.ok(moved.length > 2 && moved.length <= 66, `${moved.length} items moved`);
+    for (const n of [...expected.slice(0, 30), ...expected.slice(-5)])
+      assert.equal(now.get(n), first.get(n), `#${n}, far from the gap, kept its sort`);
+  });
+
+  test('random moves, into the same few gaps and past either end, keep the order a list would', async () => {
+    const { order, resort } = await setup(90);
+    let expected = Array.from({ length: 90 }, (_, i) => i + 1);
+    let seed = 7;
+    const random = (n: number) => {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31;
+      return seed % n;
+    };
+    for (let i = 0; i < 150; i++) {
+      const mover = 1 + random(90);
+      // Most references are one of three items, so their gaps are used up again and again.
+      let ref = random(4) === 0 ? 1 + random(90) : [1, 45, 90][random(3)];
+      if (ref === mover) ref = mover === 1 ? 2 : 1;
+      const way = random(2) === 0 ? 'before' : 'after';
+      assert.equal((await resort(mover, { [way]: ref })).statusCode, 200);
+      expected = expected.filter((n) => n !== mover);
+      expected.splice(expected.indexOf(ref) + (way === 'before' ? 1 : 0), 0, mover);
+    }
+    assert.deepEqual(await order(), expected);
   });
 
   test('failures', async () => {

@@ -21,7 +21,7 @@ export type CloseReason = (typeof CLOSE_REASONS)[number];
 export const ORDERS = ['priority', 'favorites', 'oldest', 'newest', 'recent', 'stale', 'active', 'abandoned'] as const;
 export type Order = (typeof ORDERS)[number];
 
-/** Gap between neighbouring positions: halved by each resort into it, renumbered when used up. */
+/** Gap between neighbouring positions: halved by each resort into it; when used up, the items around it are spread. */
 export const SORT_STEP = 65536;
 
 /** Lengths in characters, but `description`'s in bytes of UTF-8: it is what makes items big. */

@@ -202,27 +202,54 @@ export async function neighbourSort(
   return row ? Number(row.sort) : undefined;
 }
 
-/**
- * Spreads a status's positions out to SORT_STEP apart, keeping their order. The new positions all
- * lie above the current largest, so no two rows ever share one, even half-way through. Row by
- * row: a single UPDATE ranking rows by their sort would see its own earlier writes on SQLite.
- */
-export async function renumberStatus(trx: Db, productId: number, status: number): Promise<void> {
-  const top = await bottomSort(trx, productId, status);
-  const rows = await trx
+/** Items on each side of a used-up gap that a spread takes in first; four times as many each round after. */
+const SPREAD_FIRST = 32;
+/** The least room a spread leaves between two items: ten more moves into one gap before the next spread. */
+export const SPREAD_ROOM = 1024;
+
+/** Up to `limit` items of a status from `sort` up (smaller sorts, `sort` included) or down, nearest first. */
+const sortsBeside = (trx: Db, productId: number, status: number, sort: number, side: 'up' | 'down', limit: number) =>
+  trx
     .selectFrom('items')
-    .select('id')
+    .select(['id', 'sort'])
     .where('product_id', '=', productId)
     .where('status', '=', status)
-    .orderBy('sort')
+    .where('sort', side === 'up' ? '<=' : '>', sort)
+    .orderBy('sort', side === 'up' ? 'desc' : 'asc')
+    .limit(limit)
     .execute();
-  for (const [i, row] of rows.entries()) {
-    // Each item shows its sort: a new position is a new version of it.
-    await trx
-      .updateTable('items')
-      .set((eb) => ({ sort: top + i * SORT_STEP, version: eb('version', '+', 1) }))
-      .where('id', '=', row.id)
-      .execute();
+
+/**
+ * Spreads positions out around a used-up gap of a status, just below `sort`, keeping their order:
+ * the fewest items on each side (SPREAD_FIRST, then four times as many each round) whose span
+ * gives each at least SPREAD_ROOM; before the first item and after the last, positions are free.
+ * Only those items move, each to a new version: renumbering the whole status, at a hundred
+ * thousand items in it, held every write for seconds.
+ */
+export async function spreadAround(trx: Db, productId: number, status: number, sort: number): Promise<void> {
+  for (let side = SPREAD_FIRST; ; side *= 4) {
+    const up = await sortsBeside(trx, productId, status, sort, 'up', side + 1);
+    const down = await sortsBeside(trx, productId, status, sort, 'down', side + 1);
+    // The (side + 1)th item on a side bounds the window; without one, that side is open.
+    const bound = (rows: { sort: number | string }[]) => (rows.length > side ? Number(rows.pop()!.sort) : undefined);
+    const [above, below] = [bound(up), bound(down)];
+    const window = [...up.reverse(), ...down];
+    const room = (window.length + 1) * SORT_STEP;
+    const low = above ?? Number(window[0].sort) - room;
+    const high = below ?? Number(window[window.length - 1].sort) + room;
+    const step = Math.floor((high - low) / (window.length + 1));
+    if (step < SPREAD_ROOM && (above !== undefined || below !== undefined)) continue;
+    for (const [i, row] of window.entries()) {
+      const moved = low + (i + 1) * step;
+      if (moved === Number(row.sort)) continue;
+      // Each item shows its sort: a new position is a new version of it.
+      await trx
+        .updateTable('items')
+        .set((eb) => ({ sort: moved, version: eb('version', '+', 1) }))
+        .where('id', '=', row.id)
+        .execute();
+    }
+    return;
   }
 }
 

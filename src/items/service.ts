@@ -64,7 +64,7 @@ import {
   neighbourSort,
   readFilter,
   removeFollower,
-  renumberStatus,
+  spreadAround,
   insertTags,
   replaceTags,
   updateItemRow,
@@ -600,8 +600,8 @@ export async function archiveItem(trx: Trx, scope: ProductScope, number: number,
 /**
  * Moves an item within its status (docs/INTERFACE.md §6): below `before`, above `after`, or with both
  * directly below the upper of the two. Only the item's sort changes unless the gap is used up,
- * when the status is renumbered first, in the same transaction. With `ifMatch`, a 412 unless the
- * caller holds the item's current version.
+ * when the items around it are spread out first, in the same transaction (spreadAround). With
+ * `ifMatch`, a 412 unless the caller holds the item's current version.
  */
 export async function resortItem(
   trx: Trx,
@@ -627,9 +627,10 @@ export async function resortItem(
     refs.push(other);
   }
 
-  const place = async (renumbered: boolean): Promise<number | undefined> => {
-    // After a renumbering the references have moved: read them again.
-    const fresh = renumbered ? await Promise.all(refs.map((r) => findItemByNumber(trx, productId, r.number))) : refs;
+  // The new sort, or the sort just above a gap that is used up.
+  const place = async (spread: boolean): Promise<{ sort: number } | { usedUpBelow: number }> => {
+    // After a spread the references may have moved: read them again.
+    const fresh = spread ? await Promise.all(refs.map((r) => findItemByNumber(trx, productId, r.number))) : refs;
     let upper: number | undefined;
     let lower: number | undefined;
     if (input.before !== undefined) {
@@ -639,16 +640,18 @@ export async function resortItem(
       lower = Number(fresh[0]!.sort);
       upper = await neighbourSort(trx, productId, item.status, lower, 'above', item.id);
     }
-    if (upper === undefined) return lower! - SORT_STEP;
-    if (lower === undefined) return upper + SORT_STEP;
-    return lower - upper >= 2 ? Math.floor((upper + lower) / 2) : undefined;
+    if (upper === undefined) return { sort: lower! - SORT_STEP };
+    if (lower === undefined) return { sort: upper + SORT_STEP };
+    return lower - upper >= 2 ? { sort: Math.floor((upper + lower) / 2) } : { usedUpBelow: upper };
   };
 
-  let sort = await place(false);
-  if (sort === undefined) {
-    await renumberStatus(trx, productId, item.status);
-    sort = (await place(true))!;
+  let placed = await place(false);
+  if ('usedUpBelow' in placed) {
+    await spreadAround(trx, productId, item.status, placed.usedUpBelow);
+    placed = await place(true);
   }
+  if (!('sort' in placed)) throw new Error('a spread leaves room below every item it takes in');
+  const { sort } = placed;
   if (sort === Number(item.sort)) return item;
   await markItemsChanged(trx, productId, { totals: false, order: true });
   const now = nowTimestamp();
