@@ -205,7 +205,7 @@ export async function neighbourSort(
 /** Items on each side of a used-up gap that a spread takes in first; four times as many each round after. */
 const SPREAD_FIRST = 32;
 /** The least room a spread leaves between two items: ten more moves into one gap before the next spread. */
-export const SPREAD_ROOM = 1024;
+const SPREAD_ROOM = 1024;
 
 /** Up to `limit` items of a status from `sort` up (smaller sorts, `sort` included) or down, nearest first. */
 const sortsBeside = (trx: Db, productId: number, status: number, sort: number, side: 'up' | 'down', limit: number) =>
@@ -234,19 +234,22 @@ export async function spreadAround(trx: Db, productId: number, status: number, s
     const bound = (rows: { sort: number | string }[]) => (rows.length > side ? Number(rows.pop()!.sort) : undefined);
     const [above, below] = [bound(up), bound(down)];
     const window = [...up.reverse(), ...down];
-    const room = (window.length + 1) * SORT_STEP;
-    const low = above ?? Number(window[0].sort) - room;
-    const high = below ?? Number(window[window.length - 1].sort) + room;
-    const step = Math.floor((high - low) / (window.length + 1));
-    if (step < SPREAD_ROOM && (above !== undefined || below !== undefined)) continue;
-    for (const [i, row] of window.entries()) {
-      const moved = low + (i + 1) * step;
-      if (moved === Number(row.sort)) continue;
+    const n = window.length;
+    const step = above !== undefined && below !== undefined ? Math.floor((below - above) / (n + 1)) : SORT_STEP;
+    if (step < SPREAD_ROOM) continue;
+    // Where a side is open, SORT_STEP apart from the bounded side (from the first item, with neither).
+    const start = above !== undefined ? above + step : below !== undefined ? below - n * step : Number(window[0].sort);
+    const moves = window.map((row, i) => ({ id: row.id, from: Number(row.sort), to: start + i * step }));
+    // A status holds each position once (a unique index), at every statement: those moving down go
+    // first, the lowest first, then those moving up, the highest first; each lands where nobody is.
+    const movingDown = moves.filter((m) => m.to > m.from).reverse();
+    const movingUp = moves.filter((m) => m.to < m.from);
+    for (const move of [...movingDown, ...movingUp]) {
       // Each item shows its sort: a new position is a new version of it.
       await trx
         .updateTable('items')
-        .set((eb) => ({ sort: moved, version: eb('version', '+', 1) }))
-        .where('id', '=', row.id)
+        .set((eb) => ({ sort: move.to, version: eb('version', '+', 1) }))
+        .where('id', '=', move.id)
         .execute();
     }
     return;
