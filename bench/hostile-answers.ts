@@ -20,12 +20,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { openDatabase } from '../src/db/connection.js';
 import { createUser } from '../src/users/service.js';
-import { SERVER_NODE_OPTIONS, SERVER_SCRIPT, SERVER_START_ENV } from './config.js';
+import { SERVER_SCRIPT } from './config.js';
 import {
   freePort,
   peakRssMb,
   rssMb,
-  spawnNode,
+  spawnServer,
   stopAllChildren,
   stopChild,
   stopChildrenOnExit,
@@ -147,11 +147,7 @@ async function main(): Promise<void> {
     RATE_LIMIT_PER_KEY: '0',
     RATE_LIMIT_PER_ADDRESS: '0',
   };
-  const child = spawnNode(
-    [...SERVER_NODE_OPTIONS, server],
-    { ...SERVER_START_ENV, ...env },
-    path.join(dataDir, 'server.log'),
-  );
+  const child = spawnServer(server, env, path.join(dataDir, 'server.log'));
   try {
     await waitForOk(child, port, '/health', 30_000, 20);
 

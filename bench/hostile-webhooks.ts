@@ -18,8 +18,8 @@ import type net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
-import { ROOT, SERVER_NODE_OPTIONS, SERVER_START_ENV } from './config.js';
-import { freePort, peakRssMb, request, rssMb, spawnNode, stopChild, waitForOk, type Child } from './processes.js';
+import { ROOT } from './config.js';
+import { freePort, peakRssMb, request, rssMb, spawnServer, stopChild, waitForOk, type Child } from './processes.js';
 
 const ITEMS = 500;
 const DESCRIPTION_POINTS = 65_535;
@@ -184,11 +184,7 @@ async function main(): Promise<void> {
   };
   let server: Child | undefined;
   try {
-    server = spawnNode(
-      [...SERVER_NODE_OPTIONS, path.join(root, 'dist', 'bundle', 'server.js')],
-      { ...SERVER_START_ENV, ...env },
-      path.join(dataDir, 'server.log'),
-    );
+    server = spawnServer(path.join(root, 'dist', 'bundle', 'server.js'), env, path.join(dataDir, 'server.log'));
     await waitForOk(server, port, '/health');
     const description = await createItems(port, api);
     // The same deploy without webhooks first: what the deploy costs by itself (its receipt).

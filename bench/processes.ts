@@ -3,7 +3,7 @@ import { once } from 'node:events';
 import fs from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
-import { ROOT } from './config.js';
+import { ROOT, SERVER_NODE_OPTIONS, SERVER_START_ENV } from './config.js';
 import { freePort } from '../test/processes.js';
 
 export { freePort };
@@ -39,6 +39,14 @@ export function spawnNode(args: string[], env: NodeJS.ProcessEnv, logFile: strin
   child.stderr!.on('data', keep);
   child.once('exit', () => log.end());
   return { process: child, pid: child.pid, output: () => tail };
+}
+
+/**
+ * The server's `script` as `npm start` runs it (its Node options and environment), with `env`
+ * over that environment and `options` (a profiler's) after the start's own.
+ */
+export function spawnServer(script: string, env: NodeJS.ProcessEnv, logFile: string, options: string[] = []): Child {
+  return spawnNode([...SERVER_NODE_OPTIONS, ...options, script], { ...SERVER_START_ENV, ...env }, logFile);
 }
 
 /** SIGTERM by pid, SIGKILL after `graceMs`; resolves once the process is gone. */

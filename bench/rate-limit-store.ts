@@ -20,8 +20,8 @@ import { openDatabase, type Db } from '../src/db/connection.js';
 import { countInWindow } from '../src/http/repository.js';
 import { createProduct } from '../src/products/service.js';
 import { createUser } from '../src/users/service.js';
-import { ROOT, SERVER_NODE_OPTIONS, SERVER_SCRIPT, SERVER_START_ENV } from './config.js';
-import { freePort, spawnNode, stopChild } from './processes.js';
+import { ROOT, SERVER_SCRIPT } from './config.js';
+import { freePort, spawnServer, stopChild } from './processes.js';
 
 const url = process.env.DATABASE_URL;
 if (!url) {
@@ -115,10 +115,9 @@ async function serverAtSaturation(db: Db, databaseUrl: string): Promise<void> {
   const seconds = Number(process.env.BENCH_SECONDS ?? 6);
   for (const store of ['process', 'database', 'process', 'database']) {
     const port = await freePort();
-    const server = spawnNode(
-      [...SERVER_NODE_OPTIONS, SERVER_SCRIPT],
+    const server = spawnServer(
+      SERVER_SCRIPT,
       {
-        ...SERVER_START_ENV,
         PATH: process.env.PATH,
         HOST: '127.0.0.1',
         PORT: String(port),

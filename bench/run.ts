@@ -16,9 +16,7 @@ import {
   commandLine,
   DATA_ROOT,
   loadBenchConfig,
-  SERVER_NODE_OPTIONS,
   SERVER_SCRIPT,
-  SERVER_START_ENV,
   sizeLabel,
   type BenchConfig,
   type LoadGenerator,
@@ -32,6 +30,7 @@ import {
   request,
   rssMb,
   spawnNode,
+  spawnServer,
   stopAllChildren,
   stopChild,
   stopChildrenOnExit,
@@ -194,10 +193,11 @@ async function startServer(
 ): Promise<RunningServer & { startedMs: number }> {
   const port = await freePort();
   const spawned = performance.now();
-  const child = spawnNode(
-    [...SERVER_NODE_OPTIONS, ...(profiled ? profiling(ctx) : []), SERVER_SCRIPT],
-    { ...SERVER_START_ENV, ...env, PORT: String(port) },
+  const child = spawnServer(
+    SERVER_SCRIPT,
+    { ...env, PORT: String(port) },
     path.join(ctx.logDir, `server-${ctx.backend}-${ctx.size}.log`),
+    profiled ? profiling(ctx) : [],
   );
   try {
     const ready = await waitForOk(child, port, '/health', 120_000, 5);
