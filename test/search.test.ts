@@ -4,6 +4,7 @@ import { ValidationError } from '../src/errors.js';
 import {
   fieldTerm,
   EXCERPT_READS,
+  KeptWindows,
   matchedExcerpt,
   matchedSpans,
   matchedTag,
@@ -442,5 +443,47 @@ describe('the background merge of the index', () => {
     assert.equal(await merge.mergeNow(), 0, 'and then none');
     await merge.stop();
     assert.equal((await search(ann, { q: 'narwhal', products: `${mine.id}` })).total_count, 12);
+  });
+});
+
+describe('the windows of matches kept', () => {
+  const window = (ids: number[]) => ({ ids, fuzzy: false });
+
+  test('one per query: a window of earlier revisions goes when the query is read at later ones', async () => {
+    const kept = new KeptWindows();
+    let reads = 0;
+    const read = (ids: number[]) => async () => {
+      reads += 1;
+      return window(ids);
+    };
+    assert.deepEqual((await kept.getOrMake('["login"]', '[1]', read([1]))).ids, [1]);
+    assert.deepEqual((await kept.getOrMake('["login"]', '[1]', read([9]))).ids, [1], 'kept at the same revisions');
+    for (let revision = 2; revision <= 50; revision++)
+      await kept.getOrMake('["login"]', `[${revision}]`, read([revision]));
+    assert.equal(reads, 50);
+    assert.equal(kept.size, 1, 'forty-nine writes leave one window, not fifty');
+    assert.deepEqual((await kept.getOrMake('["login"]', '[50]', read([0]))).ids, [50]);
+    await kept.getOrMake('["billing"]', '[50]', read([7]));
+    assert.equal(kept.size, 2);
+  });
+
+  test('searches at the same revisions share one read; at other revisions they read their own', async () => {
+    const kept = new KeptWindows();
+    const reads: string[] = [];
+    const read = (revisions: string) => async () => {
+      reads.push(revisions);
+      await new Promise((resolve) => setImmediate(resolve));
+      return window([Number(revisions[1])]);
+    };
+    const answers = await Promise.all([
+      kept.getOrMake('q', '[1]', read('[1]')),
+      kept.getOrMake('q', '[1]', read('[1]')),
+      kept.getOrMake('q', '[2]', read('[2]')),
+    ]);
+    assert.deepEqual(reads, ['[1]', '[2]']);
+    assert.deepEqual(
+      answers.map((a) => a.ids),
+      [[1], [1], [2]],
+    );
   });
 });

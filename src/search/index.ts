@@ -29,6 +29,7 @@ export {
 export { searchRoutes } from './routes.js';
 export {
   COUNT_CAP,
+  KeptWindows,
   resultRows,
   searchableProductsOf,
   searchItems,

@@ -54,7 +54,7 @@ export interface SearchResult {
 }
 
 /** What a query matched, at the products' revisions: the newest COUNT_CAP matches, ranked when it has words. */
-interface Window {
+export interface MatchWindow {
   /** Newest first, or closest first for the fallback. */
   ids: number[];
   /** By relevance, when the query has words. */
@@ -64,29 +64,42 @@ interface Window {
 }
 
 /**
- * Windows kept per database, by query and the revisions of the products searched: every change
- * of what an item shows (its text, tags, comments, status, deploys, favorites) moves its product's
- * revision in the change's own transaction, so a search after a change, on any instance, reads a
- * product row with the new revision and never the window kept before it. A minute at most, for
- * what moves no revision (a member's email, in the assignee facet, is read afresh anyway).
+ * Windows kept per database, one per query, with the revisions of the products searched when it
+ * was read: every change of what an item shows (its text, tags, comments, status, deploys,
+ * favorites) moves its product's revision in the change's own transaction, so a search after a
+ * change, on any instance, reads a product row with the new revision and never the window kept
+ * before it. That window then goes: a window of past revisions can never be asked for again, and a
+ * product written to every second would otherwise fill the cache with them (up to 16 KB each). A
+ * minute at most, for what moves no revision (a member's email, in the assignee facet, is read
+ * afresh anyway).
  */
 const kept = new WeakMap<Db, KeptWindows>();
 const KEPT_WINDOWS = 500;
 const KEPT_MS = 60_000;
 
-/** Windows by key; requests that ask for one being read wait for that read instead of reading it again. */
-class KeptWindows {
-  private readonly windows = new LruCache<string, Window>(KEPT_WINDOWS, KEPT_MS);
-  private readonly reading = new Map<string, Promise<Window>>();
+/** Windows by query; requests that ask for one being read, at the same revisions, wait for that read instead. */
+export class KeptWindows {
+  private readonly windows = new LruCache<string, { revisions: string; window: MatchWindow }>(KEPT_WINDOWS, KEPT_MS);
+  private readonly reading = new Map<string, Promise<MatchWindow>>();
 
-  async getOrMake(key: string, make: () => Promise<Window>): Promise<Window> {
-    const known = this.windows.get(key) ?? this.reading.get(key);
-    if (known) return known;
+  async getOrMake(query: string, revisions: string, make: () => Promise<MatchWindow>): Promise<MatchWindow> {
+    const known = this.windows.get(query);
+    if (known?.revisions === revisions) return known.window;
+    const key = `${revisions} ${query}`;
+    const underway = this.reading.get(key);
+    if (underway) return underway;
     const made = make().finally(() => this.reading.delete(key));
     this.reading.set(key, made);
     const window = await made;
-    this.windows.set(key, window);
+    // A read that ends after one at later revisions puts its own back: the next search, seeing the
+    // later revisions, reads again. Revisions are compared on every look-up, never ordered.
+    this.windows.set(query, { revisions, window });
     return window;
+  }
+
+  /** Windows kept, of any revisions. */
+  get size(): number {
+    return this.windows.size;
   }
 }
 
@@ -115,8 +128,9 @@ export async function searchItems(
   if (input.productIds?.some((id) => !products.has(id))) throw productNotFound();
   const searched = input.productIds ?? [...products.keys()];
   const plan = await planOf(db, viewer, input, searched);
-  const key = JSON.stringify([
-    searched.map((id) => [id, products.get(id)!.revision]),
+  const revisions = JSON.stringify(searched.map((id) => products.get(id)!.revision));
+  const query = JSON.stringify([
+    searched,
     plan.text,
     plan.prefix,
     plan.excluded,
@@ -125,7 +139,7 @@ export async function searchItems(
     plan.terms.some((t) => t.condition.kind === 'favorite') ? viewer.id : 0,
   ]);
   const cache = keptOf(db);
-  const window = await cache.getOrMake(key, () => windowOf(db, plan));
+  const window = await cache.getOrMake(query, revisions, () => windowOf(db, plan));
   if (input.facets) window.facets ??= await repository.facetCounts(db, window.ids, TAGS_SHOWN);
 
   let ids: number[];
@@ -171,7 +185,7 @@ async function planOf(db: Db, viewer: Pick<UserRow, 'id'>, input: SearchInput, p
 }
 
 /** The newest matches, ranked when the query has words; titles close to the words when nothing matches them. */
-async function windowOf(db: Db, plan: Plan): Promise<Window> {
+async function windowOf(db: Db, plan: Plan): Promise<MatchWindow> {
   const matched = await repository.matchWindow(db, plan, COUNT_CAP);
   const { ids } = matched;
   if (!hasText(plan)) return { ids, fuzzy: false };
