@@ -6,7 +6,7 @@ import { ref } from '../http/documentation.js';
 import { BIG_PAGE, findItemsByIds, ItemSchema, presentItems, type ItemHead, type ItemJson } from '../items/index.js';
 import type { ProductScope, Urls } from '../scope.js';
 import { nextTurn } from '../turns.js';
-import { findUsersByIds, presentUser, UserSchema } from '../users/index.js';
+import { findProfiles, presentUser, UserSchema, type UserProfile } from '../users/index.js';
 import { nowTimestamp } from '../time.js';
 import { presentProductSummary, ProductSummarySchema } from '../products/index.js';
 import type { DeployInput } from './input.js';
@@ -135,7 +135,7 @@ export interface DeployPresenting {
  */
 export function presentDeploy<I>(o: {
   row: DeployRow;
-  user: UserRow;
+  user: UserProfile;
   viewerId: number;
   items: I[];
   omitted?: number[];
@@ -261,13 +261,9 @@ export async function presentDeploys(db: Db, o: DeployPresenting & { deploys: De
   if (allItems.length > BIG_PAGE) await nextTurn();
   const options = { product: scope.product, rows: allItems, urls, viewerId: scope.user.id, embedded: true };
   const rendered = new Map((await presentItems(db, options)).map((json, i) => [allItems[i].id, json]));
-  const users = new Map(
-    (
-      await findUsersByIds(
-        db,
-        deploys.map((d) => d.user_id),
-      )
-    ).map((u) => [u.id, u]),
+  const users = await findProfiles(
+    db,
+    deploys.map((d) => d.user_id),
   );
   const json = deploys.map((d) =>
     presentDeploy({
@@ -440,13 +436,10 @@ export async function presentListedDeploys(
   o: { scope: ProductScope; deploys: (DeployRow & { item_summaries: Buffer })[] },
 ): Promise<ListedDeploy[]> {
   const { scope } = o;
-  const users = new Map(
-    (
-      await findUsersByIds(
-        db,
-        o.deploys.map((d) => d.user_id),
-      )
-    ).map((u) => [u.id, u]),
+  // Deployers as item JSON embeds people: remembered for a while (a page of twenty names a dozen).
+  const users = await findProfiles(
+    db,
+    o.deploys.map((d) => d.user_id),
   );
   return o.deploys.map((row) => ({
     json: presentDeploy<DeployedItemJson>({ row, user: users.get(row.user_id)!, viewerId: scope.user.id, items: [] }),
