@@ -1,5 +1,6 @@
 // Bundles the compiled server (dist/server.js) and the packages it loads into one module,
-// dist/bundle/server.js, the file `npm start` runs. Node otherwise resolves, reads and compiles
+// dist/bundle/server.js, the file `npm start` runs (what it loads only when needed, such as the
+// PostgreSQL driver, in chunks beside it: see below). Node otherwise resolves, reads and compiles
 // about a thousand files at every start (Kysely and TypeBox alone are some 450): one file
 // starts the server in about half the time.
 //
@@ -43,24 +44,22 @@ const common = {
 // Chunks are named by their content: those of an earlier build would pile up.
 for (const name of fs.existsSync('dist/bundle') ? fs.readdirSync('dist/bundle') : [])
   if (/^(cli|server)-\w+\.js(\.LEGAL\.txt)?$/.test(name)) fs.rmSync(`dist/bundle/${name}`);
+/** `entry` bundled into dist/bundle/<name>.js, what it imports only when it runs in chunks of its own (<name>-*.js). */
+const bundleSplit = (name, entry) =>
+  build({
+    ...common,
+    entryPoints: { [name]: entry },
+    outdir: 'dist/bundle',
+    splitting: true,
+    chunkNames: `${name}-[hash]`,
+  });
+
 // What the server imports only when it needs it (the PostgreSQL driver, the inbound mail parser
 // and SMTP server, the metrics) is a chunk of its own (dist/bundle/server-*.js), loaded then. V8
 // keeps the source of every script it runs for as long as the process lives, so a process on
 // SQLite that receives no mail does not hold their megabyte and more of text.
-await build({
-  ...common,
-  entryPoints: { server: 'dist/server.js' },
-  outdir: 'dist/bundle',
-  splitting: true,
-  chunkNames: 'server-[hash]',
-});
-await build({
-  ...common,
-  entryPoints: { cli: 'dist/cli.js' },
-  outdir: 'dist/bundle',
-  splitting: true,
-  chunkNames: 'cli-[hash]',
-});
+await bundleSplit('server', 'dist/server.js');
+await bundleSplit('cli', 'dist/cli.js');
 
 // V8 keeps a script's source for as long as it runs, one byte per character only when every
 // character is ASCII: the bundle's 2.5 MB of source would hold 5 MB of the heap for one '·'.
