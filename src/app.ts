@@ -10,6 +10,7 @@ import {
   DEPLOY_SCHEMAS,
   deployMessageRenderer,
   deployRoutes,
+  KeptDeploys,
   fillNotesHtml,
   rollbackMessageRenderer,
 } from './deploys/index.js';
@@ -107,6 +108,8 @@ declare module 'fastify' {
     keptAnswers: KeptAnswers;
     /** Each item's JSON kept by its version, for lists assembled from it (see KeptItems). */
     keptItems: KeptItems;
+    /** Each deploy's JSON as pages of deploys show it, kept whole (see KeptDeploys). */
+    keptDeploys: KeptDeploys;
     /** Renders descriptions and notes when they are written, off the event loop (markdown.ts). */
     markdown: MarkdownRenderer;
     /** The port the SMTP listener for inbound mail listens on, once it does (MAIL_INBOUND_PORT). */
@@ -161,6 +164,8 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   // Of the memory given to kept answers, two thirds hold whole answers and one third items' JSON.
   const answerCache = config.answerCacheMb * 1024 * 1024;
   app.decorate('keptItems', new KeptItems(answerCache / 3));
+  // And a quarter besides for deploys' JSON: the history of two busy environments.
+  app.decorate('keptDeploys', new KeptDeploys(answerCache / 4));
   // Renders at once: as many as the pool's connections for reads on PostgreSQL, where renders wait on the network.
   // On SQLite one answer renders at a time: its reads block the one thread anyway, and a second
   // render in between only holds a second page of objects (4 MB more at the peak, for no more answers

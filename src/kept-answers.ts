@@ -24,8 +24,8 @@ export interface ItemChanges {
 
 /**
  * An answer's bytes, and a text that decides them exactly and is far shorter (for a page of
- * deploys: their own JSON, whose ids name item summaries that never change): its ETag is made from
- * that instead of from the bytes, a tenth of what serving a page of deploys cost.
+ * deploys: the digests of its deploys' kept JSON, deploys/listed.ts): its ETag is made from that
+ * instead of from the bytes, a tenth of what serving a page of deploys cost.
  */
 export class Fingerprinted {
   constructor(

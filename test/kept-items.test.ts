@@ -54,6 +54,7 @@ type Step =
   | { kind: 'update'; by: 'ada' | 'bob'; item: number; field: 'title' | 'description' | 'status' | 'tags' | 'assign' }
   | { kind: 'resort'; by: 'ada' | 'bob'; item: number; before: number }
   | { kind: 'deploy'; by: 'ada' | 'bob'; items: number[]; environment: 'staging' | 'production' }
+  | { kind: 'rollback'; by: 'ada' | 'bob'; to: number }
   | { kind: 'follow'; by: 'ada' | 'bob'; item: number }
   | { kind: 'archive'; by: 'ada' | 'bob'; item: number }
   | { kind: 'rename-product' };
@@ -89,13 +90,17 @@ const step: fc.Arbitrary<Step> = fc.oneof(
     arbitrary: fc.record({ kind: fc.constant('resort' as const), by: who, item: itemRef, before: itemRef }),
   },
   {
-    weight: 2,
+    weight: 4,
     arbitrary: fc.record({
       kind: fc.constant('deploy' as const),
       by: who,
       items: fc.array(itemRef, { minLength: 1, maxLength: 3 }),
       environment: fc.constantFrom<'staging' | 'production'>('staging', 'production'),
     }),
+  },
+  {
+    weight: 3,
+    arbitrary: fc.record({ kind: fc.constant('rollback' as const), by: who, to: fc.nat(10) }),
   },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('follow' as const), by: who, item: itemRef }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('archive' as const), by: who, item: itemRef }) },
@@ -131,12 +136,14 @@ const read = fc.oneof(
   },
   { weight: 1, arbitrary: fc.record({ item: itemRef }) },
   { weight: 1, arbitrary: fc.record({ children: itemRef }) },
-  { weight: 1, arbitrary: fc.constant({ deploys: true }) },
+  { weight: 1, arbitrary: fc.record({ deploys: fc.constantFrom('newest', 'production') }) },
 );
 
 let counter = 0;
 /** Numbers of the stories of the sequence's product. */
 const storyNumbers = new Set<number>();
+/** Deploys of the sequence, in order (rollbacks too): what a rollback goes back to. */
+const versions: { environment: string; version: string }[] = [];
 
 async function apply(productId: number, numbers: number[], s: Step): Promise<void> {
   const people = { ada, bob };
@@ -179,13 +186,20 @@ async function apply(productId: number, numbers: number[], s: Step): Promise<voi
     await as.post(`${items}/${pick(s.item)}.json`, value);
   } else if (s.kind === 'resort')
     await as.post(`${items}/${pick(s.item)}/resort.json`, { before: String(pick(s.before)) });
-  else if (s.kind === 'deploy')
+  else if (s.kind === 'deploy') {
     await as.post(`/api/products/${productId}/deploys.json`, {
       environment: s.environment,
       numbers: s.items.map(pick).join(','),
       version: `v${n}`,
     });
-  else if (s.kind === 'follow') await as.post(`${items}/${pick(s.item)}/follow.json`);
+    versions.push({ environment: s.environment, version: `v${n}` });
+  } else if (s.kind === 'rollback') {
+    // Back to an earlier version of the environment last deployed to: the deploys after it are reverted.
+    const last = versions.at(-1);
+    const earlier = versions.filter((v) => v.environment === last?.environment).slice(0, -1);
+    if (earlier.length)
+      await as.post(`/api/products/${productId}/deploys.json`, { ...earlier[s.to % earlier.length], rollback: 'true' });
+  } else if (s.kind === 'follow') await as.post(`${items}/${pick(s.item)}/follow.json`);
   else if (s.kind === 'archive') await as.delete(`${items}/${pick(s.item)}.json`);
 }
 
@@ -206,7 +220,9 @@ function urlOf(productId: number, numbers: number[], r: Read): string {
   }
   if ('item' in r) return `${base}/items/${pick(r.item)}.json`;
   if ('children' in r) return `${base}/items/${pick(r.children)}/children.json`;
-  return `${base}/deploys.json?order_by=newest&limit=5`;
+  return r.deploys === 'newest'
+    ? `${base}/deploys.json?order_by=newest&limit=5`
+    : `${base}/deploys.json?environment=production&limit=3&offset=1`;
 }
 
 /** The same read from the instance that keeps answers (twice: the second may be kept) and the one keeping nothing. */
@@ -236,8 +252,12 @@ test('kept answers and kept item JSON are what a fresh render gives, whatever ch
         const productId = (await makeProduct(t.db, ada, [bob, cy])).id;
         const numbers: number[] = [];
         storyNumbers.clear();
+        versions.length = 0;
         for (const [s, reads] of steps) {
           await apply(productId, numbers, s);
+          // Deploys are read after each deploy or rollback, so that a rollback finds the deploys it reverts kept.
+          if (s.kind === 'deploy' || s.kind === 'rollback')
+            await compare(urlOf(productId, numbers, { deploys: 'newest' }), cy);
           for (const [r, viewer] of reads) await compare(urlOf(productId, numbers, r), { ada, bob, cy }[viewer]);
         }
       },

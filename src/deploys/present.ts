@@ -1,6 +1,6 @@
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import type { Db } from '../db/connection.js';
-import type { DeployRow, ItemRow, ProductRow, UserRow } from '../db/schema.js';
+import type { DeployRow, ItemRow, UserRow } from '../db/schema.js';
 import { fillArray, leadingWithin, SerializedEntries, type Serialize } from '../http/answer-size.js';
 import { ref } from '../http/documentation.js';
 import { BIG_PAGE, findItemsByIds, ItemSchema, presentItems, type ItemHead, type ItemJson } from '../items/index.js';
@@ -8,9 +8,8 @@ import type { ProductScope, Urls } from '../scope.js';
 import { nextTurn } from '../turns.js';
 import { findProfiles, presentUser, UserSchema, type UserProfile } from '../users/index.js';
 import { nowTimestamp } from '../time.js';
-import { presentProductSummary, ProductSummarySchema } from '../products/index.js';
+import { ProductSummarySchema } from '../products/index.js';
 import type { DeployInput } from './input.js';
-import { servedPieces, servedSummaries, summaryInsert } from './summaries.js';
 import { itemSizesOfDeploys, itemsOfDeploys } from './repository.js';
 
 /** What a page of deploys embeds of each item (INTERFACE.md §4.4): kept when the deploy was written. */
@@ -418,125 +417,4 @@ export async function deployWithin<D extends WithItems>(
     'items',
     pieces,
   );
-}
-
-/** A deploy of a page of deploys.json: its JSON without items, and its items' kept summaries. */
-export interface ListedDeploy {
-  json: ListedDeployJson;
-  /** The kept bytes of its items' summaries (see summaries.ts). */
-  kept: Buffer;
-}
-
-/**
- * A page of deploys as deploys.json shows them to the caller: each deploy's own fields, its
- * deployer as the caller sees them, and the kept summaries of its items, which are not read again.
- */
-export async function presentListedDeploys(
-  db: Db,
-  o: { scope: ProductScope; deploys: (DeployRow & { item_summaries: Buffer })[] },
-): Promise<ListedDeploy[]> {
-  const { scope } = o;
-  // Deployers as item JSON embeds people: remembered for a while (a page of twenty names a dozen).
-  const users = await findProfiles(
-    db,
-    o.deploys.map((d) => d.user_id),
-  );
-  return o.deploys.map((row) => ({
-    json: presentDeploy<DeployedItemJson>({ row, user: users.get(row.user_id)!, viewerId: scope.user.id, items: [] }),
-    kept: row.item_summaries,
-  }));
-}
-
-const ITEMS = '"items":[';
-const COMMA = Buffer.from(',');
-const OPEN = Buffer.from('[');
-const CLOSE = Buffer.from(']');
-const bytesOf = (pieces: readonly Buffer[]) => pieces.reduce((n, piece) => n + piece.length, 0);
-
-/**
- * A deploy's JSON (`items` empty) around the items it is to hold, `[` and `]` included. The first
- * `"items":[` is the deploy's own key: inside any string before it every `"` is written `\"`, and
- * the user before it has no such key.
- */
-function around(serialized: string, items: readonly Buffer[]): Buffer[] {
-  const at = serialized.indexOf(ITEMS) + ITEMS.length;
-  return [Buffer.from(serialized.slice(0, at)), ...items, Buffer.from(serialized.slice(at))];
-}
-
-/** Pieces joined by commas. */
-const joined = (pieces: readonly Buffer[]): Buffer[] => pieces.flatMap((p, i) => (i > 0 ? [COMMA, p] : [p]));
-
-/**
- * Kept summaries as served (servedSummaries), made once per kept bytes and what goes in them: the
- * same kept bytes come back from the summaries an instance holds (service.ts), and searching a
- * page's hundred kilobytes for where the product goes cost a tenth of serving it.
- */
-const served = new WeakMap<Buffer, { insert: Buffer; bytes: Buffer }>();
-function servedOnce(kept: Buffer, insert: Buffer): Buffer[] {
-  const known = served.get(kept);
-  if (known?.insert.equals(insert)) return [known.bytes];
-  const bytes = Buffer.concat(servedSummaries(kept, insert));
-  served.set(kept, { insert, bytes });
-  return [bytes];
-}
-
-/**
- * A listed deploy as JSON in at most `room` bytes, as pieces: whole (its kept summaries go in as
- * they are, with the product and the public address), or, when `cut` allows, with the leading
- * items that fit and the numbers of the others in `omitted_numbers`; undefined when it is not
- * whole and may not be cut.
- */
-function listedWithin(
-  deploy: ListedDeploy,
-  serialize: Serialize<ListedDeployJson>,
-  insert: Buffer,
-  room: number,
-  cut: boolean,
-): { pieces: Buffer[]; json: string } | undefined {
-  const serialized = serialize(deploy.json);
-  const whole = around(serialized, servedOnce(deploy.kept, insert));
-  if (bytesOf(whole) <= room) return { pieces: whole, json: serialized };
-  if (!cut) return undefined;
-  const pieces = servedPieces(deploy.kept, insert);
-  const numbers = pieces.map((p) => p.number);
-  // Room is kept for every number left out, then the items that fit go in.
-  const widest = Buffer.byteLength(serialize({ ...deploy.json, omitted_numbers: numbers }));
-  let bytes = widest;
-  let shown = 0;
-  for (const piece of pieces) {
-    bytes += piece.json.length + (shown > 0 ? 1 : 0);
-    if (bytes > room) break;
-    shown++;
-  }
-  const json = serialize({ ...deploy.json, omitted_numbers: numbers.slice(shown) });
-  return { pieces: around(json, joined(pieces.slice(0, shown).map((p) => p.json))), json };
-}
-
-/**
- * A page of listed deploys as a JSON array of at most `budget` bytes, and how many deploys it
- * holds: it ends before the deploy that would not fit whole, and its first deploy is cut to fit if
- * need be. `product` and `publicUrl` go into every item (summaries.ts).
- */
-export function listedDeploysWithin(
-  deploys: ListedDeploy[],
-  o: { serialize: Serialize<ListedDeployJson>; product: ProductRow; publicUrl: string; budget: number },
-): { body: Buffer; count: number; fingerprint: string } {
-  const insert = summaryInsert(JSON.stringify(presentProductSummary(o.product)), o.publicUrl);
-  const shown: Buffer[] = [];
-  // What decides the page's bytes, far shorter than they are: what goes into the items, and each
-  // deploy's own JSON (its id names its items' summaries, which never change once kept).
-  const own: string[] = [insert.toString()];
-  let bytes = 2;
-  let count = 0;
-  for (const deploy of deploys) {
-    const comma = count > 0 ? 1 : 0;
-    const listed = listedWithin(deploy, o.serialize, insert, o.budget - bytes - comma, count === 0);
-    if (listed === undefined) break;
-    if (comma) shown.push(COMMA);
-    shown.push(...listed.pieces);
-    own.push(listed.json);
-    bytes += bytesOf(listed.pieces) + comma;
-    count++;
-  }
-  return { body: Buffer.concat([OPEN, ...shown, CLOSE], bytes), count, fingerprint: own.join('\n') };
 }

@@ -301,10 +301,16 @@ export async function listDeploys(
 }
 
 /**
- * A deploy as a page of deploys.json shows it, without its items' kept summaries (kilobytes each,
- * read apart, only when this instance does not hold them): `item_count` is null while none are kept.
+ * A deploy of a page of deploys.json as the page is read: which one, and what of it may change
+ * (its deployer's profile, a later rollback); the rest is read only for a deploy whose JSON this
+ * instance does not keep (deploys/listed.ts). `item_count` is null while no summaries are kept.
  */
-export type ListedDeployRow = DeployRow & { item_count: number | null };
+export type DeployOfPage = Pick<DeployRow, 'id' | 'user_id' | 'reverted_at' | 'reverted_by'> & {
+  item_count: number | null;
+};
+
+/** A deploy of a page of deploys.json whole, with its items' kept summaries. */
+export type ListedDeployRow = DeployRow & { item_summaries: Buffer; item_count: number };
 
 const summariesByIds = prepared((db, ids: number[]) =>
   db.selectFrom('deploys').select(['id', 'item_summaries']).where('id', 'in', ids),
@@ -319,12 +325,12 @@ export async function findKeptSummaries(db: Db, ids: number[]): Promise<Map<numb
 /**
  * A page of deploys in two steps: the ids, from the (product, environment, id) or (product, id)
  * index alone, then only the rows of those ids, so that the deploys skipped by a deep offset are
- * never read (nor their kept summaries, kilobytes each).
+ * never read (nor their kept summaries, kilobytes each); of those, only what may change.
  */
 function deployPage(db: Db, ids: DeployIds, direction: 'asc' | 'desc', offset: number, limit: number) {
   return db
     .selectFrom('deploys')
-    .select([...DEPLOY_COLUMNS, 'item_count'])
+    .select(['id', 'user_id', 'reverted_at', 'reverted_by', 'item_count'])
     .where('id', 'in', ids.orderBy('id', direction).limit(limit).offset(offset))
     .orderBy('id', direction);
 }
@@ -343,14 +349,14 @@ const pageIn = (direction: 'asc' | 'desc') =>
 const deployPages = { oldest: pageOfAll('asc'), newest: pageOfAll('desc') };
 const deployPagesIn = { oldest: pageIn('asc'), newest: pageIn('desc') };
 
-/** One page of a product's deploys (optionally of one environment) with their kept summaries. */
+/** One page of a product's deploys (optionally of one environment): which, and what of them may change. */
 export async function listDeployPage(
   db: Db,
   productId: number,
   filter: DeployFilter,
   offset: number,
   limit: number,
-): Promise<ListedDeployRow[]> {
+): Promise<DeployOfPage[]> {
   const order = filter.newest ? 'newest' : 'oldest';
   return filter.environment === undefined
     ? deployPages[order](db, productId, offset, limit)

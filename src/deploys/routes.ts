@@ -6,15 +6,13 @@ import { parseDeploy, parseDeployList, parseIdempotencyKey } from './input.js';
 import type { ItemJson } from '../items/index.js';
 import {
   deployWithin,
-  listedDeploysWithin,
   presentDryRun,
-  presentListedDeploys,
   presentReceipt,
   type DeployReceiptJson,
   type ListedDeployJson,
 } from './present.js';
 import { createDeploySchema, DEPLOY_COUNT, listDeploysSchema, ONE_DEPLOY, ONE_ITEM, ONE_RECEIPT } from './schema.js';
-import { findDeployPage, planDeploy, recordDeploy } from './service.js';
+import { findDeployPage, listedDeploys, planDeploy, recordDeploy } from './service.js';
 
 const DEPLOYS = '/api/products/:product_id/deploys.json';
 
@@ -25,8 +23,9 @@ export async function deployRoutes(app: FastifyInstance): Promise<void> {
 }
 
 /**
- * A page of deploys within the size bound of an answer, kept for the product's revision: each
- * deploy's items as the summaries kept when it was written, which are not rendered again.
+ * A page of deploys within the size bound of an answer, kept for the product's order version:
+ * each deploy's items as the summaries kept when it was written, each deploy's JSON kept whole
+ * (KeptDeploys).
  */
 async function listDeploys(app: FastifyInstance, request: FastifyRequest, reply: FastifyReply): Promise<Buffer> {
   const { filter, page } = parseDeployList(requestParams(request));
@@ -38,9 +37,11 @@ async function listDeploys(app: FastifyInstance, request: FastifyRequest, reply:
     async () => {
       const { scope } = request;
       const { deploys, total } = await findDeployPage(app.db, scope, filter, page);
-      const bounded = listedDeploysWithin(await presentListedDeploys(app.db, { scope, deploys }), {
+      const bounded = await app.keptDeploys.page(app.db, {
+        scope,
+        deploys,
+        read: (unkept) => listedDeploys(app.db, unkept),
         serialize: serializerOf<ListedDeployJson>(reply, ONE_DEPLOY),
-        product: scope.product,
         publicUrl: app.config.publicUrl,
         budget: app.config.maxAnswerBytes,
       });

@@ -10,11 +10,9 @@ import { lockProduct, markItemsChanged } from '../products/index.js';
 import type { ProductScope, Urls } from '../scope.js';
 import { shownHtml, type MarkdownRenderer } from '../markdown.js';
 import { formatTimestamp } from '../time.js';
-import { LruCache } from '../lru.js';
 import { nextTurn } from '../turns.js';
 import { findProfiles, findUsersByIds, type UserProfile } from '../users/index.js';
 import { announceDeploy, logDeploy } from './events.js';
-import { keptBytes } from '../kept-bytes.js';
 import { keptSummaries } from './summaries.js';
 import { DEPLOY_PAGE_ITEMS, type DeployInput } from './input.js';
 import {
@@ -33,6 +31,8 @@ import {
   insertDeploy,
   keepSummaries,
   listDeployPage,
+  type DeployOfPage,
+  type ListedDeployRow,
   countDeployPage,
   summaryColumnsOfDeploys,
   itemIdsOfDeploys,
@@ -386,22 +386,17 @@ export async function findDeploys(
   return { deploys, total };
 }
 
-/** A deploy of a page of deploys.json, with its items' kept summaries. */
-export type ListedDeployRow = DeployRow & { item_summaries: Buffer; item_count: number };
-
 /**
- * One page of the product's deploys as deploys.json lists them (docs/INTERFACE.md §7.7), each with
- * its items' summaries as kept when it was written, and how many match in all; bounded as
- * findDeploys is. A deploy from before summaries were kept has them kept now, from its items as
- * they are (only the deploys of the page, so at most DEPLOY_PAGE_ITEMS items and one deploy's
- * more), and every later page shows those.
+ * One page of the product's deploys as deploys.json lists them (docs/INTERFACE.md §7.7): which
+ * deploys, and what of them may change (see listedDeploys for the rest), and how many match in
+ * all; bounded as findDeploys is.
  */
 export async function findDeployPage(
   db: Db,
   scope: ProductScope,
   filter: DeployFilter,
   page: { offset: number; limit: number },
-): Promise<{ deploys: ListedDeployRow[]; total: number }> {
+): Promise<{ deploys: DeployOfPage[]; total: number }> {
   const [candidates, total] = await Promise.all([
     listDeployPage(db, scope.product.id, filter, page.offset, page.limit),
     countDeployPage(db, scope.product.id, filter),
@@ -420,48 +415,34 @@ export async function findDeployPage(
     if (shown.length > 0 && items > DEPLOY_PAGE_ITEMS) break;
     shown.push(deploy);
   }
-  const summaries = await summariesOf(db, shown);
-  return { deploys: shown.map((d) => ({ ...d, ...summaries.get(d.id)! })), total };
+  return { deploys: shown, total };
 }
 
 /**
- * Each deploy's items' summaries, as kept: once kept they never change, so this instance holds the
- * latest read (KEPT_SUMMARIES) and reads the rest; those of deploys that have none yet are kept now.
+ * Deploys of a page whole, each with its items' summaries as kept when it was written, in the
+ * order given; one deleted since its page was read is left out. A deploy from before summaries
+ * were kept has them kept now, from its items as they are (only the deploys of a page, so at most
+ * DEPLOY_PAGE_ITEMS items and one deploy's more), and every later page shows those.
  */
-async function summariesOf(
-  db: Db,
-  deploys: { id: number; item_count: number | null }[],
-): Promise<Map<number, { item_summaries: Buffer; item_count: number }>> {
-  const held = heldSummaries(db);
+export async function listedDeploys(db: Db, deploys: DeployOfPage[]): Promise<ListedDeployRow[]> {
+  const ids = deploys.map((d) => d.id);
+  const [rows, read] = await Promise.all([
+    findDeploysByIds(db, ids),
+    findKeptSummaries(
+      db,
+      deploys.filter((d) => d.item_count !== null).map((d) => d.id),
+    ),
+  ]);
   const found = new Map<number, { item_summaries: Buffer; item_count: number }>();
-  const unread: number[] = [];
   for (const d of deploys) {
-    const bytes = d.item_count === null ? undefined : held.get(d.id);
+    const bytes = read.get(d.id);
     if (bytes) found.set(d.id, { item_summaries: bytes, item_count: d.item_count! });
-    else if (d.item_count !== null) unread.push(d.id);
   }
-  for (const [id, read] of await findKeptSummaries(db, unread)) {
-    // PostgreSQL's driver cuts short values out of a shared slab (see keptBytes).
-    const bytes = keptBytes(read);
-    held.set(id, bytes);
-    found.set(id, { item_summaries: bytes, item_count: deploys.find((d) => d.id === id)!.item_count! });
-  }
-  const toKeep = deploys.filter((d) => !found.has(d.id)).map((d) => d.id);
+  const toKeep = rows.filter((d) => !found.has(d.id)).map((d) => d.id);
   if (toKeep.length) for (const [id, kept] of await keepSummariesOf(db, toKeep)) found.set(id, kept);
-  return found;
+  const byId = new Map(rows.map((row) => [row.id, row]));
+  return ids.flatMap((id) => (byId.has(id) ? [{ ...byId.get(id)!, ...found.get(id)! }] : []));
 }
-
-/** Bytes of kept summaries one instance holds, per database (as many again as served): 800 deploys of 20 items. */
-const KEPT_SUMMARIES_BYTES = 4 * 1024 * 1024;
-const summariesHeld = new WeakMap<Db, LruCache<number, Buffer>>();
-const heldSummaries = (db: Db): LruCache<number, Buffer> => {
-  let held = summariesHeld.get(db);
-  if (!held) {
-    held = new LruCache<number, Buffer>(KEPT_SUMMARIES_BYTES, Infinity, (b) => b.length);
-    summariesHeld.set(db, held);
-  }
-  return held;
-};
 
 /** Keeps the summaries of deploys that had none, from their items as they are now; answers what is kept. */
 async function keepSummariesOf(
