@@ -23,8 +23,8 @@ interface KeptDeploy {
   revertedBy: number | null;
   /** The deployer's JSON as the viewer sees them (presentUser). */
   user: string;
-  /** What went into every item (summaryInsert). */
-  insert: Buffer;
+  /** What went into every item (summaryInsert): a string, not bytes cut from a shared slab (see keptBytes). */
+  insert: string;
   bytes: Buffer;
   /** A digest of the bytes, of which the ETag of a page is made. */
   tag: string;
@@ -69,6 +69,8 @@ interface Making {
   serialize: Serialize<ListedDeployJson>;
   viewerId: number;
   profiles: Map<number, UserProfile>;
+  /** What goes into every item (summaryInsert), and its bytes. */
+  insertText: string;
   insert: Buffer;
 }
 
@@ -83,7 +85,7 @@ function keptDeploy(row: ListedDeployRow, m: Making): KeptDeploy {
     revertedAt: row.reverted_at,
     revertedBy: row.reverted_by,
     user,
-    insert: m.insert,
+    insert: m.insertText,
     bytes,
     tag: digest(bytes),
   };
@@ -94,7 +96,7 @@ const holds = (kept: KeptDeploy, deploy: DeployOfPage, m: Making): boolean =>
   kept.revertedAt === deploy.reverted_at &&
   kept.revertedBy === deploy.reverted_by &&
   kept.user === userJson(m.profiles.get(deploy.user_id)!, m.viewerId) &&
-  kept.insert.equals(m.insert);
+  kept.insert === m.insertText;
 
 /**
  * A deploy too big for the `room` left, cut: the leading items that fit and the numbers of the
@@ -151,13 +153,13 @@ export class KeptDeploys {
   ): Promise<{ body: Buffer; count: number; fingerprint: string }> {
     const { scope } = o;
     const viewerId = scope.user.id;
-    const insert = summaryInsert(JSON.stringify(presentProductSummary(scope.product)), o.publicUrl);
+    const insertText = summaryInsert(JSON.stringify(presentProductSummary(scope.product)), o.publicUrl);
     // Deployers as item JSON embeds people: remembered for a while (a page of twenty names a dozen).
     const profiles = await findProfiles(
       db,
       o.deploys.map((d) => d.user_id),
     );
-    const m: Making = { serialize: o.serialize, viewerId, profiles, insert };
+    const m: Making = { serialize: o.serialize, viewerId, profiles, insertText, insert: Buffer.from(insertText) };
     const found = new Map<number, KeptDeploy>();
     const missing = o.deploys.filter((d) => {
       const known = this.kept.get(keyOf(d, viewerId));

@@ -45,8 +45,8 @@ export function keptSummaries(items: readonly Summarised[]): { item_summaries: B
 const LINK = Buffer.from('"short_url":"');
 
 /** What goes in at LINK: the product's JSON, and the public address before the link's path. */
-export const summaryInsert = (productJson: string, publicUrl: string): Buffer =>
-  Buffer.from(`"product":${productJson},"short_url":"${publicUrl}`);
+export const summaryInsert = (productJson: string, publicUrl: string): string =>
+  `"product":${productJson},"short_url":"${publicUrl}`;
 
 /**
  * Kept bytes as they are served, without their brackets (the items of a JSON array, DeployedItem
