@@ -52,6 +52,33 @@ export async function instanceKeepingNothing(t: TestContext): Promise<FastifyIns
   return app;
 }
 
+/** An app on a database file, the instance of it keeping nothing (the reference), and three people. */
+export interface KeptAndFresh {
+  t: TestContext;
+  fresh: FastifyInstance;
+  ada: TestUser;
+  bob: TestUser;
+  cy: TestUser;
+  close(): Promise<void>;
+}
+
+/** What the tests comparing kept answers with fresh ones start from (see instanceKeepingNothing). */
+export async function keptAndFresh(): Promise<KeptAndFresh> {
+  const t = await makeApp({ file: true });
+  const fresh = await instanceKeepingNothing(t);
+  return {
+    t,
+    fresh,
+    ada: await makeUser(t.db, { firstName: 'Ada' }),
+    bob: await makeUser(t.db, { firstName: 'Bob' }),
+    cy: await makeUser(t.db, { firstName: 'Cy' }),
+    close: async () => {
+      await fresh.close();
+      await t.close();
+    },
+  };
+}
+
 /**
  * The app as the server builds it, on a fresh database of its own (SQLite in memory unless
  * `file`; a fresh PostgreSQL schema in the suite's PostgreSQL run), with

@@ -5,9 +5,9 @@ import fc from 'fast-check';
 import { insertMembership } from '../src/products/repository.js';
 import {
   client,
-  instanceKeepingNothing,
+  keptAndFresh,
+  type KeptAndFresh,
   renameProduct,
-  makeApp,
   makeItem,
   makeProduct,
   makeUser,
@@ -35,18 +35,13 @@ let bob: TestUser;
 let cy: TestUser;
 const cookies = new Map<TestUser, string>();
 
+let setup: KeptAndFresh;
 before(async () => {
-  t = await makeApp({ file: true });
-  fresh = await instanceKeepingNothing(t);
-  ada = await makeUser(t.db, { firstName: 'Ada' });
-  bob = await makeUser(t.db, { firstName: 'Bob' });
-  cy = await makeUser(t.db, { firstName: 'Cy' });
+  setup = await keptAndFresh();
+  ({ t, fresh, ada, bob, cy } = setup);
   for (const u of [ada, bob, cy]) cookies.set(u, await signInByMail(t, u.email));
 });
-after(async () => {
-  await fresh.close();
-  await t.close();
-});
+after(() => setup.close());
 
 type Who = 'ada' | 'bob' | 'cy';
 const who = fc.constantFrom<Who>('ada', 'bob', 'cy');

@@ -8,11 +8,10 @@ import type { DeployOfPage, ListedDeployRow } from '../src/deploys/repository.js
 import type { ListedDeployJson } from '../src/deploys/present.js';
 import {
   client,
-  instanceKeepingNothing,
-  makeApp,
+  keptAndFresh,
+  type KeptAndFresh,
   makeItem,
   makeProduct,
-  makeUser,
   renameProduct,
   type TestContext,
   type TestUser,
@@ -26,17 +25,12 @@ let ada: TestUser;
 let bob: TestUser;
 let cy: TestUser;
 
+let setup: KeptAndFresh;
 before(async () => {
-  t = await makeApp({ file: true });
-  fresh = await instanceKeepingNothing(t);
-  ada = await makeUser(t.db, { firstName: 'Ada' });
-  bob = await makeUser(t.db, { firstName: 'Bob' });
-  cy = await makeUser(t.db, { firstName: 'Cy' });
+  setup = await keptAndFresh();
+  ({ t, fresh, ada, bob, cy } = setup);
 });
-after(async () => {
-  await fresh.close();
-  await t.close();
-});
+after(() => setup.close());
 
 /**
  * A page asked afresh (`no-cache`: whole answers are not kept, each deploy's JSON is) is byte for

@@ -4,12 +4,11 @@ import type { FastifyInstance } from 'fastify';
 import fc from 'fast-check';
 import {
   client,
-  instanceKeepingNothing,
+  keptAndFresh,
+  type KeptAndFresh,
   renameProduct,
-  makeApp,
   makeItem,
   makeProduct,
-  makeUser,
   type TestContext,
   type TestUser,
 } from './helpers.js';
@@ -31,17 +30,12 @@ let bob: TestUser;
 /** A member who only reads. */
 let cy: TestUser;
 
+let setup: KeptAndFresh;
 before(async () => {
-  t = await makeApp({ file: true });
-  fresh = await instanceKeepingNothing(t);
-  ada = await makeUser(t.db, { firstName: 'Ada' });
-  bob = await makeUser(t.db, { firstName: 'Bob' });
-  cy = await makeUser(t.db, { firstName: 'Cy' });
+  setup = await keptAndFresh();
+  ({ t, fresh, ada, bob, cy } = setup);
 });
-after(async () => {
-  await fresh.close();
-  await t.close();
-});
+after(() => setup.close());
 
 const STATUSES = ['backlog', 'in-progress', 'completed', 'accepted'] as const;
 const ORDERS = ['priority', 'newest', 'oldest', 'recent', 'active'] as const;
