@@ -118,7 +118,15 @@ function pageOf(
         unknown_numbers: '[]',
         emailed: 0,
         blocked_items: '[]',
-        ...keptSummaries([{ product_id: 1, number: d.id, title: `Item ${d.id}`, type: 'task', status: 0 }]),
+        ...keptSummaries(
+          Array.from({ length: d.item_count ?? 1 }, (_, k) => ({
+            product_id: 1,
+            number: k === 0 ? d.id : d.id * 1000 + k,
+            title: `Item ${d.id}`,
+            type: 'task',
+            status: 0,
+          })),
+        ),
       }));
   };
   return kept.page(t.db, {
@@ -131,12 +139,13 @@ function pageOf(
   });
 }
 
-const deployOf = (id: number, by: TestUser, reverted: string | null = null): DeployOfPage => ({
+/** A deploy of `items` items (made up by pageOf's read), by `by`, reverted when `reverted` says. */
+const deployOf = (id: number, by: TestUser, reverted: string | null = null, items = 1): DeployOfPage => ({
   id,
   user_id: by.user.id,
   reverted_at: reverted,
   reverted_by: reverted ? 99 : null,
-  item_count: 1,
+  item_count: items,
 });
 
 test('a page reads again only the deploys whose JSON is not kept or has changed, within its budget', async () => {
@@ -197,9 +206,18 @@ test('a page reads again only the deploys whose JSON is not kept or has changed,
 
 test('kept deploys stay within their budget; with none, nothing is kept', async () => {
   const reads: number[][] = [];
-  const small = new KeptDeploys(2_000);
-  for (let id = 1; id <= 20; id++) await pageOf(small, bob, [deployOf(id, bob)], reads);
-  assert.ok(small.held > 0 && small.held <= 2_000, `held ${small.held}`);
+  const small = new KeptDeploys(8_000);
+  for (let id = 1; id <= 30; id++) await pageOf(small, bob, [deployOf(id, bob)], reads);
+  assert.ok(small.held > 4_000 && small.held <= 8_000, `held ${small.held}`);
+  // A deploy bigger than an eighth of the budget is not kept, and pushes out none of the others.
+  const kept = new KeptDeploys(16_000);
+  await pageOf(kept, bob, [deployOf(1, bob)], reads);
+  const held = kept.held;
+  assert.ok(held > 0 && held <= 2_000, `held ${held}`);
+  await pageOf(kept, bob, [deployOf(2, bob, null, 40)], reads);
+  assert.equal(kept.held, held);
+  await pageOf(kept, bob, [deployOf(1, bob)], reads);
+  assert.deepEqual(reads.at(-1), [2]);
   const none = new KeptDeploys(0);
   await pageOf(none, bob, [deployOf(1, bob)], reads);
   await pageOf(none, bob, [deployOf(1, bob)], reads);

@@ -126,12 +126,14 @@ export interface DeployPage {
 /**
  * Deploys' JSON as pages of deploys.json show them, each kept whole (KeptDeploy) by its id and
  * whether the viewer is its deployer (who sees their own `created_at` and `last_login`), and
- * bounded in bytes: the least recently used go first. Nothing is kept with a budget of 0.
+ * bounded in bytes: the least recently used go first. A deploy's JSON bigger than an eighth of the
+ * budget is not kept: one deploy of a thousand long titles would push out all the others. Nothing
+ * is kept with a budget of 0.
  */
 export class KeptDeploys {
   private readonly kept: LruCache<number, KeptDeploy>;
 
-  constructor(budget: number) {
+  constructor(private readonly budget: number) {
     this.kept = new LruCache(budget, Infinity, (k) => k.bytes.length + ENTRY_BYTES);
   }
 
@@ -169,7 +171,7 @@ export class KeptDeploys {
     const rows = new Map(missing.length ? (await o.read(missing)).map((row) => [row.id, row]) : []);
     for (const row of rows.values()) {
       const made = keptDeploy(row, m);
-      this.kept.set(keyOf(row, viewerId), made);
+      if (made.bytes.length + ENTRY_BYTES <= this.budget / 8) this.kept.set(keyOf(row, viewerId), made);
       found.set(row.id, made);
     }
     return withinBudget(o, found, rows, m);
