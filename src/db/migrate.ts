@@ -30,6 +30,7 @@ import * as search from './migrations/2026_11_28_0100_search.js';
 import * as tagFilterCase from './migrations/2026_11_28_0200_tag_filter_case.js';
 import * as rateLimitWindows from './migrations/2026_11_28_0300_rate_limit_windows.js';
 import * as searchAtCommit from './migrations/2026_11_29_0100_search_at_commit.js';
+import * as searchAtCommitPostgres from './migrations/2026_11_29_0200_search_at_commit_postgres.js';
 
 /** Every migration, by name; names sort in the order they apply. */
 export const MIGRATIONS: Readonly<Record<string, Migration>> = {
@@ -63,6 +64,7 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '2026_11_28_0200_tag_filter_case': tagFilterCase,
   '2026_11_28_0300_rate_limit_windows': rateLimitWindows,
   '2026_11_29_0100_search_at_commit': searchAtCommit,
+  '2026_11_29_0200_search_at_commit_postgres': searchAtCommitPostgres,
 };
 
 /** The names of every migration, in the order they apply. */
