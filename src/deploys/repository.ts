@@ -312,14 +312,18 @@ export type DeployOfPage = Pick<DeployRow, 'id' | 'user_id' | 'reverted_at' | 'r
 /** A deploy of a page of deploys.json whole, with its items' kept summaries. */
 export type ListedDeployRow = DeployRow & { item_summaries: Buffer; item_count: number };
 
-const summariesByIds = prepared((db, ids: number[]) =>
-  db.selectFrom('deploys').select(['id', 'item_summaries']).where('id', 'in', ids),
-);
-
-/** The kept summaries of these deploys (those that have some), by id. */
-export async function findKeptSummaries(db: Db, ids: number[]): Promise<Map<number, Buffer>> {
-  const rows = await inChunks(ids, (chunk) => summariesByIds(db, chunk));
-  return new Map(rows.flatMap((r) => (r.item_summaries === null ? [] : [[r.id, r.item_summaries]])));
+/** Deploys whole, with their items' kept summaries (null, and a null count, while none are kept). */
+export async function findListedDeploys(
+  db: Db,
+  ids: number[],
+): Promise<(DeployRow & { item_summaries: Buffer | null; item_count: number | null })[]> {
+  return inChunks(ids, (chunk) =>
+    db
+      .selectFrom('deploys')
+      .select([...DEPLOY_COLUMNS, 'item_summaries', 'item_count'])
+      .where('id', 'in', chunk)
+      .execute(),
+  );
 }
 
 /**

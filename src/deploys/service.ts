@@ -23,7 +23,7 @@ import {
   entriesOf,
   findDeployByKey,
   findDeploysByIds,
-  findKeptSummaries,
+  findListedDeploys,
   findNotesHtml,
   findRollbackTarget,
   findUnrenderedNotes,
@@ -426,22 +426,11 @@ export async function findDeployPage(
  */
 export async function listedDeploys(db: Db, deploys: DeployOfPage[]): Promise<ListedDeployRow[]> {
   const ids = deploys.map((d) => d.id);
-  const [rows, read] = await Promise.all([
-    findDeploysByIds(db, ids),
-    findKeptSummaries(
-      db,
-      deploys.filter((d) => d.item_count !== null).map((d) => d.id),
-    ),
-  ]);
-  const found = new Map<number, { item_summaries: Buffer; item_count: number }>();
-  for (const d of deploys) {
-    const bytes = read.get(d.id);
-    if (bytes) found.set(d.id, { item_summaries: bytes, item_count: d.item_count! });
-  }
-  const toKeep = rows.filter((d) => !found.has(d.id)).map((d) => d.id);
-  if (toKeep.length) for (const [id, kept] of await keepSummariesOf(db, toKeep)) found.set(id, kept);
-  const byId = new Map(rows.map((row) => [row.id, row]));
-  return ids.flatMap((id) => (byId.has(id) ? [{ ...byId.get(id)!, ...found.get(id)! }] : []));
+  const rows = await findListedDeploys(db, ids);
+  const toKeep = rows.filter((row) => row.item_summaries === null).map((row) => row.id);
+  const kept = toKeep.length ? await keepSummariesOf(db, toKeep) : new Map<number, never>();
+  const byId = new Map(rows.map((row) => [row.id, { ...row, ...kept.get(row.id) } as ListedDeployRow]));
+  return ids.flatMap((id) => byId.get(id) ?? []);
 }
 
 /** Keeps the summaries of deploys that had none, from their items as they are now; answers what is kept. */
